@@ -1,0 +1,48 @@
+# telha-jobs. The two commands that matter: `make demo` and `make test`.
+#
+# RocksDB's C++ takes ~40 min to compile on a 2-core machine, so everything
+# here builds with ONE cargo profile (release), no --target, and one target
+# directory outside the checkout that every run (and CI) reuses.
+
+SHELL := /bin/bash
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/telha-jobs/target
+CARGO ?= cargo
+PROFILE := --release
+
+.PHONY: all deps build test test-core lint fmt demo bench bench-quick clean-store
+
+all: build
+
+deps:
+	@bash scripts/ensure-deps.sh
+
+build: deps
+	$(CARGO) build $(PROFILE) --workspace --all-targets
+
+## Every test: unit, integration (contention, kill -9 recovery, poison, stale
+## submit, ...), doc tests, lint, and a quick smoke run of the benchmark.
+test: deps build test-core lint bench-quick
+
+test-core:
+	$(CARGO) test $(PROFILE) --workspace
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy $(PROFILE) --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+## The main job on the embedded default store ($$TELHA_DB, else ./telha-data).
+demo: deps
+	$(CARGO) run $(PROFILE) -p telha-jobs --example demo
+
+## The benchmark table (README "Performance"). Several minutes.
+bench: deps
+	$(CARGO) bench -p telha-jobs --bench queue
+
+bench-quick:
+	$(CARGO) bench -p telha-jobs --bench queue -- --quick
+
+clean-store:
+	rm -rf telha-data

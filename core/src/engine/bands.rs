@@ -1,0 +1,226 @@
+//! Ready-work discovery without walking tombstones.
+//!
+//! A *band* is one run of rows that sort by (ts, id): the pending or failed
+//! rows of one (scope, priority) in the jobs CF, or the rows of one
+//! (scope, kind, priority) in the kind index. Leases consume bands from the
+//! head, which is exactly where RocksDB piles up tombstones. Each band keeps an
+//! in-memory [`Cursor`]: no live row sorts before `from`, and no live row is due
+//! before `next_ts`. Seeks start at the cursor (with iterator bounds set to the
+//! band), so consumed heads are never walked again. This is exact because one
+//! process owns the store: every writer of a band row lowers the cursor after
+//! its commit ([`Cursor::note_insert`]).
+//!
+//! All bands of one (scope, priority) share one mutex, the [`BandGroup`]. It
+//! is held only to seek and to claim, never across a write: a claimed job sits
+//! in `claimed` until its move has committed, so two pollers, even one coming
+//! through the kind index and one through the jobs CF, never take the same row.
+//! Iterators are created under the lock, and claims are removed under the lock
+//! after the commit, so a poller that no longer sees a claim also no longer
+//! sees the row.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use crate::job::{JobId, Scope};
+use crate::store::keys::Pos;
+
+/// Where the live rows of a band begin, as far as this process knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cursor {
+    pub from: Pos,
+    pub next_ts: u64,
+}
+
+impl Cursor {
+    /// The band is empty.
+    pub const EMPTY: Cursor = Cursor {
+        from: Pos::MAX,
+        next_ts: u64::MAX,
+    };
+
+    /// A row was written at `pos` (after its commit): it must be seen again.
+    pub fn note_insert(&mut self, pos: Pos) {
+        if pos < self.from {
+            self.from = pos;
+        }
+        if pos.ts < self.next_ts {
+            self.next_ts = pos.ts;
+        }
+    }
+
+    pub fn maybe_ready(&self, now: u64) -> bool {
+        self.next_ts <= now
+    }
+}
+
+/// The bands of one (scope, priority), under one lock.
+#[derive(Debug)]
+pub(crate) struct BandGroup {
+    pub pending: Cursor,
+    pub failed: Cursor,
+    /// Kind-index bands of this (scope, priority), by kind.
+    pub kinds: HashMap<String, Cursor>,
+    /// Jobs claimed by a poller whose move has not committed yet.
+    pub claimed: HashSet<JobId>,
+}
+
+impl BandGroup {
+    fn new() -> Self {
+        BandGroup {
+            pending: Cursor::EMPTY,
+            failed: Cursor::EMPTY,
+            kinds: HashMap::new(),
+            claimed: HashSet::new(),
+        }
+    }
+
+    /// The earliest time anything in this group may be due, for waiters.
+    pub fn next_ts(&self) -> u64 {
+        self.pending.next_ts.min(self.failed.next_ts)
+    }
+
+    pub fn kind_cursor(&mut self, kind: &str) -> &mut Cursor {
+        if !self.kinds.contains_key(kind) {
+            self.kinds.insert(kind.to_string(), Cursor::EMPTY);
+        }
+        self.kinds.get_mut(kind).expect("inserted above")
+    }
+}
+
+pub(crate) type Group = Arc<Mutex<BandGroup>>;
+
+/// Lock a group. A poisoned lock means a thread panicked while holding it;
+/// the cursor data is still sound (every field is valid at every point).
+pub(crate) fn lock(g: &Group) -> MutexGuard<'_, BandGroup> {
+    g.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The groups of one scope, by priority (ascending = most urgent first).
+#[derive(Debug, Default)]
+pub(crate) struct ScopeBands {
+    prios: RwLock<BTreeMap<u8, Group>>,
+}
+
+impl ScopeBands {
+    pub fn group(&self, prio: u8) -> Group {
+        if let Some(g) = self
+            .prios
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&prio)
+        {
+            return g.clone();
+        }
+        self.prios
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(prio)
+            .or_insert_with(|| Arc::new(Mutex::new(BandGroup::new())))
+            .clone()
+    }
+
+    /// The groups, most urgent first.
+    pub fn groups(&self) -> Vec<(u8, Group)> {
+        self.prios
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(p, g)| (*p, g.clone()))
+            .collect()
+    }
+}
+
+/// Every scope this process has seen, in first-seen order for round-robin.
+#[derive(Debug, Default)]
+pub(crate) struct Bands {
+    inner: RwLock<BandsInner>,
+}
+
+#[derive(Debug, Default)]
+struct BandsInner {
+    order: Vec<Scope>,
+    map: HashMap<Scope, Arc<ScopeBands>>,
+}
+
+impl Bands {
+    pub fn scope(&self, s: Scope) -> Arc<ScopeBands> {
+        if let Some(b) = self
+            .inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .map
+            .get(&s)
+        {
+            return b.clone();
+        }
+        let mut w = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(b) = w.map.get(&s) {
+            return b.clone();
+        }
+        let b = Arc::new(ScopeBands::default());
+        w.map.insert(s, b.clone());
+        w.order.push(s);
+        b
+    }
+
+    pub fn get(&self, s: &Scope) -> Option<Arc<ScopeBands>> {
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .map
+            .get(s)
+            .cloned()
+    }
+
+    /// All known scopes, rotated to start at `start % len` (round-robin).
+    pub fn rotated(&self, start: usize) -> Vec<(Scope, Arc<ScopeBands>)> {
+        let r = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        let n = r.order.len();
+        if n == 0 {
+            return Vec::new();
+        }
+        (0..n)
+            .map(|i| {
+                let s = r.order[(start + i) % n];
+                (s, r.map[&s].clone())
+            })
+            .collect()
+    }
+
+    pub fn scopes(&self) -> Vec<Scope> {
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .order
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_insert_below_the_cursor_lowers_it() {
+        let mut c = Cursor::EMPTY;
+        let id = JobId::from_bytes([1; 16]);
+        c.note_insert(Pos { ts: 50, id });
+        assert_eq!(c.next_ts, 50);
+        c.note_insert(Pos { ts: 70, id });
+        assert_eq!(c.from.ts, 50);
+        c.note_insert(Pos { ts: 10, id });
+        assert_eq!((c.from.ts, c.next_ts), (10, 10));
+        assert!(c.maybe_ready(10) && !c.maybe_ready(9));
+    }
+
+    #[test]
+    fn round_robin_rotates_over_known_scopes() {
+        let b = Bands::default();
+        let (s1, s2) = (Scope::from_bytes([1; 16]), Scope::from_bytes([2; 16]));
+        b.scope(s1);
+        b.scope(s2);
+        b.scope(s1);
+        let firsts: Vec<Scope> = (0..4).map(|i| b.rotated(i)[0].0).collect();
+        assert_eq!(firsts, vec![s1, s2, s1, s2]);
+    }
+}

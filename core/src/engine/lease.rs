@@ -1,0 +1,429 @@
+//! lease_next / lease_many: find the most urgent ready job, claim it under its
+//! band group's lock, move it to leased in one batch outside the lock.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use rocksdb::{ReadOptions, WriteBatch};
+
+use crate::error::{Error, Result};
+use crate::job::{validate_worker_id, Job, JobId, LeaseOptions, Scope, State};
+use crate::metrics::{delta, Transition};
+use crate::store::codec;
+use crate::store::keys::{self, JobKey, Pos};
+use crate::store::{self as st};
+
+use super::bands::{self, BandGroup, Cursor, Group, ScopeBands};
+use super::Engine;
+
+/// The most jobs one lease_many call takes.
+pub const MAX_LEASE_BATCH: usize = 10_000;
+
+/// A job claimed in memory, not yet moved on disk.
+struct Claim {
+    group: Group,
+    key: JobKey,
+    /// The record bytes when found through the jobs CF.
+    value: Option<Vec<u8>>,
+    /// The kind when found through the kind index.
+    kind: Option<String>,
+}
+
+impl Engine {
+    /// Lease up to `max` jobs, waiting up to `opts.wait` for the first.
+    pub fn lease(
+        &self,
+        worker: &str,
+        opts: &LeaseOptions,
+        max: usize,
+        is_closed: &dyn Fn() -> bool,
+    ) -> Result<Vec<Job>> {
+        validate_worker_id(worker)?;
+        if max == 0 || max > MAX_LEASE_BATCH {
+            return Err(Error::invalid(format!(
+                "a lease batch takes 1 to {MAX_LEASE_BATCH} jobs, got {max}"
+            )));
+        }
+        let Some(wait) = opts.wait.filter(|w| !w.is_zero()) else {
+            return self.try_lease(worker, opts, max);
+        };
+        let end = Instant::now() + wait;
+        let mut epoch = self.notifier.register();
+        let _unregister = Unregister(self);
+        loop {
+            if is_closed() || self.shutting_down.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(Error::Closed);
+            }
+            let got = self.try_lease(worker, opts, max)?;
+            if !got.is_empty() {
+                return Ok(got);
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(got);
+            }
+            // Delayed and backing-off jobs become due without an enqueue:
+            // sleep no longer than until the earliest one.
+            let now = self.now();
+            let timeout = match self.next_due(opts) {
+                Some(t) if t > now => left.min(Duration::from_millis(t - now)),
+                Some(_) => left.min(Duration::from_millis(5)),
+                None => left,
+            };
+            epoch = self.notifier.wait(epoch, timeout);
+        }
+    }
+
+    fn scopes_for(&self, opts: &LeaseOptions) -> Vec<(Scope, std::sync::Arc<ScopeBands>)> {
+        if opts.scopes.is_empty() {
+            // Round-robin over the scopes (spec OQ-1): each call starts one further.
+            let start = self.rr.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.bands.rotated(start)
+        } else {
+            opts.scopes
+                .iter()
+                .filter_map(|s| self.bands.get(s).map(|b| (*s, b)))
+                .collect()
+        }
+    }
+
+    /// The earliest known due time among the bands `opts` polls.
+    fn next_due(&self, opts: &LeaseOptions) -> Option<u64> {
+        let mut best: Option<u64> = None;
+        for (_, sb) in self.scopes_for(opts) {
+            for (_, g) in sb.groups() {
+                let g = bands::lock(&g);
+                let t = if opts.kinds.is_empty() {
+                    g.next_ts()
+                } else {
+                    g.kinds
+                        .iter()
+                        .filter(|(k, _)| opts.kinds.iter().any(|p| p.matches(k)))
+                        .map(|(_, c)| c.next_ts)
+                        .min()
+                        .unwrap_or(u64::MAX)
+                };
+                if t != u64::MAX {
+                    best = Some(best.map_or(t, |b| b.min(t)));
+                }
+            }
+        }
+        best
+    }
+
+    fn try_lease(&self, worker: &str, opts: &LeaseOptions, max: usize) -> Result<Vec<Job>> {
+        let now = self.now();
+        let mut claims: Vec<Claim> = Vec::new();
+        'scopes: for (scope, sb) in self.scopes_for(opts) {
+            for (prio, group) in sb.groups() {
+                let mut g = bands::lock(&group);
+                while claims.len() < max {
+                    match self.claim_in_group(&mut g, scope, prio, opts, now) {
+                        Ok(Some((key, value, kind))) => claims.push(Claim {
+                            group: group.clone(),
+                            key,
+                            value,
+                            kind,
+                        }),
+                        Ok(None) => break,
+                        Err(e) => {
+                            drop(g);
+                            self.unclaim(&claims, &HashMap::new());
+                            return Err(e);
+                        }
+                    }
+                }
+                if claims.len() >= max {
+                    break 'scopes;
+                }
+            }
+        }
+        if claims.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.commit_leases(worker, claims, now)
+    }
+
+    /// Find and claim the most urgent ready job of one (scope, priority).
+    fn claim_in_group(
+        &self,
+        g: &mut BandGroup,
+        scope: Scope,
+        prio: u8,
+        opts: &LeaseOptions,
+        now: u64,
+    ) -> Result<Option<(JobKey, Option<Vec<u8>>, Option<String>)>> {
+        let BandGroup {
+            pending,
+            failed,
+            kinds,
+            claimed,
+        } = g;
+        if opts.kinds.is_empty() {
+            let jobs_cf = self.cf(st::CF_JOBS)?;
+            let mut best: Option<(State, Pos, Vec<u8>)> = None;
+            for (state, cursor) in [
+                (State::Pending, &mut *pending),
+                (State::Failed, &mut *failed),
+            ] {
+                if !cursor.maybe_ready(now) {
+                    continue;
+                }
+                let prefix = keys::job_band_prefix(&scope, state, prio);
+                if let Some((pos, v)) = self.peek(jobs_cf, &prefix, cursor, now, claimed)? {
+                    if best.as_ref().is_none_or(|b| pos < b.1) {
+                        best = Some((state, pos, v));
+                    }
+                }
+            }
+            let Some((state, pos, v)) = best else {
+                return Ok(None);
+            };
+            let cursor = if state == State::Pending {
+                pending
+            } else {
+                failed
+            };
+            cursor.from = pos.successor();
+            claimed.insert(pos.id);
+            let key = JobKey {
+                scope,
+                state,
+                priority: prio,
+                ts: pos.ts,
+                id: pos.id,
+            };
+            Ok(Some((key, Some(v), None)))
+        } else {
+            let kinds_cf = self.cf(st::CF_KINDS)?;
+            let mut best: Option<(String, Pos, Vec<u8>)> = None;
+            for (kind, cursor) in kinds.iter_mut() {
+                if !cursor.maybe_ready(now) || !opts.kinds.iter().any(|p| p.matches(kind)) {
+                    continue;
+                }
+                let prefix = keys::kind_band_prefix(&scope, kind, prio);
+                if let Some((pos, v)) = self.peek(kinds_cf, &prefix, cursor, now, claimed)? {
+                    if best.as_ref().is_none_or(|b| pos < b.1) {
+                        best = Some((kind.clone(), pos, v));
+                    }
+                }
+            }
+            let Some((kind, pos, v)) = best else {
+                return Ok(None);
+            };
+            if let Some(c) = kinds.get_mut(&kind) {
+                c.from = pos.successor();
+            }
+            claimed.insert(pos.id);
+            let state = match v.first().and_then(|b| State::from_byte(*b)) {
+                Some(s @ (State::Pending | State::Failed)) => s,
+                _ => {
+                    let k = keys::kind_key(&scope, &kind, prio, pos);
+                    let e = Error::Corruption(format!("kind-index entry with state bytes {v:?}"));
+                    self.report_corrupt(&k, Some(pos.id), &e);
+                    claimed.remove(&pos.id);
+                    return Ok(None);
+                }
+            };
+            let key = JobKey {
+                scope,
+                state,
+                priority: prio,
+                ts: pos.ts,
+                id: pos.id,
+            };
+            Ok(Some((key, None, Some(kind))))
+        }
+    }
+
+    /// The first unclaimed row of a band that is due, reading from the
+    /// band's cursor with the iterator bounded to the band. Moves the cursor
+    /// past what it learns is dead, and records when the band's head is due.
+    fn peek(
+        &self,
+        cf: &rocksdb::ColumnFamily,
+        prefix: &[u8],
+        cursor: &mut Cursor,
+        now: u64,
+        claimed: &std::collections::HashSet<JobId>,
+    ) -> Result<Option<(Pos, Vec<u8>)>> {
+        let mut lower = Vec::with_capacity(prefix.len() + 24);
+        lower.extend_from_slice(prefix);
+        lower.extend_from_slice(&cursor.from.encode());
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_lower_bound(lower.clone());
+        if let Some(upper) = keys::prefix_end(prefix) {
+            ro.set_iterate_upper_bound(upper);
+        }
+        let mut it = self.db().raw_iterator_cf_opt(cf, ro);
+        it.seek(&lower);
+        let mut first = true;
+        while let Some(k) = it.key() {
+            let Some(pos) = k.strip_prefix(prefix).and_then(keys::decode_pos) else {
+                let e = Error::Corruption("malformed key inside a band".into());
+                self.report_corrupt(k, None, &e);
+                it.next();
+                continue;
+            };
+            if first {
+                // Everything between the old cursor and here is dead.
+                cursor.from = pos;
+                first = false;
+            }
+            if pos.ts > now {
+                cursor.next_ts = pos.ts;
+                return Ok(None);
+            }
+            if claimed.contains(&pos.id) {
+                it.next();
+                continue;
+            }
+            cursor.next_ts = pos.ts;
+            return Ok(Some((pos, it.value().unwrap_or_default().to_vec())));
+        }
+        it.status()?;
+        *cursor = Cursor::EMPTY;
+        Ok(None)
+    }
+
+    /// Give claims back after a failed commit (their rows are still there).
+    fn unclaim(&self, claims: &[Claim], kinds: &HashMap<JobId, String>) {
+        for c in claims {
+            let mut g = bands::lock(&c.group);
+            g.claimed.remove(&c.key.id);
+            let pos = c.key.pos();
+            match c.key.state {
+                State::Failed => g.failed.note_insert(pos),
+                _ => g.pending.note_insert(pos),
+            }
+            if let Some(k) = c.kind.as_ref().or_else(|| kinds.get(&c.key.id)) {
+                g.kind_cursor(k).note_insert(pos);
+            }
+        }
+        self.notifier.bump();
+    }
+
+    fn commit_leases(&self, worker: &str, claims: Vec<Claim>, now: u64) -> Result<Vec<Job>> {
+        let jobs_cf = self.cf(st::CF_JOBS)?;
+        let ids_cf = self.cf(st::CF_IDS)?;
+        let kinds_cf = self.cf(st::CF_KINDS)?;
+        let counters_cf = self.cf(st::CF_COUNTERS)?;
+        let mut batch = WriteBatch::default();
+        let mut leased = Vec::with_capacity(claims.len());
+        let mut kinds_of: HashMap<JobId, String> = HashMap::new();
+        let mut per_kind: HashMap<String, [i64; 5]> = HashMap::new();
+        let mut bad: Vec<usize> = Vec::new();
+
+        for (i, c) in claims.iter().enumerate() {
+            let old = c.key.encode();
+            let rec = match &c.value {
+                Some(v) => codec::decode(v),
+                None => match self.db().get_pinned_cf(jobs_cf, old) {
+                    Ok(Some(v)) => codec::decode(&v),
+                    Ok(None) => Err(Error::Corruption(format!(
+                        "kind index names job {} but its row is missing",
+                        c.key.id
+                    ))),
+                    Err(e) => {
+                        self.unclaim(&claims, &kinds_of);
+                        return Err(e.into());
+                    }
+                },
+            };
+            let mut rec = match rec {
+                Ok(r) if c.kind.as_ref().is_none_or(|k| *k == r.kind) => r,
+                Ok(r) => {
+                    let e = Error::Corruption(format!(
+                        "kind index says {:?}, record says {:?}",
+                        c.kind, r.kind
+                    ));
+                    self.report_corrupt(&old, Some(c.key.id), &e);
+                    bad.push(i);
+                    continue;
+                }
+                Err(e) => {
+                    self.report_corrupt(&old, Some(c.key.id), &e);
+                    bad.push(i);
+                    continue;
+                }
+            };
+            kinds_of.insert(c.key.id, rec.kind.clone());
+            let ttl = self.cfg.lease_ttl_for(&rec.kind).as_millis() as u64;
+            let deadline = now.saturating_add(ttl);
+            rec.generation += 1;
+            rec.worker_id = Some(worker.to_string());
+            rec.lease_deadline = Some(deadline);
+            let detail = if c.key.state == State::Failed {
+                format!("{worker} (attempt {}, after failure)", rec.attempts + 1)
+            } else {
+                format!("{worker} (attempt {})", rec.attempts + 1)
+            };
+            rec.log(now, "leased", detail);
+            let new = JobKey {
+                state: State::Leased,
+                ts: deadline,
+                ..c.key
+            };
+            let nk = new.encode();
+            batch.delete_cf(jobs_cf, old);
+            batch.put_cf(jobs_cf, nk, codec::encode(&rec)?);
+            batch.put_cf(ids_cf, c.key.id.as_bytes(), nk);
+            batch.delete_cf(
+                kinds_cf,
+                keys::kind_key(&c.key.scope, &rec.kind, c.key.priority, c.key.pos()),
+            );
+            let d = per_kind.entry(rec.kind.clone()).or_default();
+            for (a, x) in d
+                .iter_mut()
+                .zip(delta(Some(c.key.state), Some(State::Leased)))
+            {
+                *a += x;
+            }
+            leased.push((new, rec));
+        }
+        for (kind, d) in &per_kind {
+            batch.merge_cf(counters_cf, kind.as_bytes(), st::encode_counters(d));
+        }
+        if !leased.is_empty() {
+            if let Err(e) = self.write(batch) {
+                self.unclaim(&claims, &kinds_of);
+                return Err(e);
+            }
+        }
+        // Committed: publish the leases, then drop the claims (a poller that
+        // no longer sees a claim must no longer see the row).
+        let mut jobs = Vec::with_capacity(leased.len());
+        for (key, rec) in leased {
+            let max_attempts = self.cfg.max_attempts_for(&rec.kind, rec.max_attempts);
+            jobs.push(Job {
+                id: key.id,
+                kind: rec.kind.clone(),
+                scope: key.scope,
+                payload: rec.payload.clone(),
+                attempts: rec.attempts,
+                max_attempts,
+                generation: rec.generation,
+                deadline: key.ts,
+                priority: key.priority,
+                worker_id: worker.to_string(),
+            });
+            self.leases.insert(key, rec);
+        }
+        for c in &claims {
+            bands::lock(&c.group).claimed.remove(&c.key.id);
+        }
+        for (kind, d) in &per_kind {
+            self.counts.add(kind, d);
+        }
+        self.metrics.count(Transition::Leased, jobs.len() as u64);
+        Ok(jobs)
+    }
+}
+
+struct Unregister<'a>(&'a Engine);
+
+impl Drop for Unregister<'_> {
+    fn drop(&mut self) {
+        self.0.notifier.unregister();
+    }
+}

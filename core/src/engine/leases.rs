@@ -1,0 +1,133 @@
+//! The leased jobs, in memory.
+//!
+//! One process owns the store, so the set of leased rows can live in memory
+//! beside the disk: it is rebuilt from the leased range at open and changed
+//! only after the write that moves a row has committed. Settling a lease
+//! (complete, fail, release, extend) then needs no read, and the reaper finds
+//! expired leases without walking the tombstones that every completion leaves
+//! in the leased range.
+//!
+//! Each entry has its own mutex, held across the write that settles it, so two
+//! calls with the same token (a heartbeat racing a completion) serialise, and a
+//! call that finds `live == false` knows the lease is gone.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::job::JobId;
+use crate::store::codec::JobRecord;
+use crate::store::keys::JobKey;
+
+const SHARDS: usize = 32;
+
+#[derive(Debug)]
+pub(crate) struct LeaseEntry {
+    /// The leased row's current key (its ts is the deadline).
+    pub key: JobKey,
+    pub record: JobRecord,
+    /// False once the job has left the leased state.
+    pub live: bool,
+}
+
+pub(crate) type Entry = Arc<Mutex<LeaseEntry>>;
+
+pub(crate) fn lock(e: &Entry) -> MutexGuard<'_, LeaseEntry> {
+    e.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[derive(Debug)]
+pub(crate) struct Leases {
+    shards: Vec<Mutex<HashMap<JobId, Entry>>>,
+    hasher: std::collections::hash_map::RandomState,
+}
+
+impl Default for Leases {
+    fn default() -> Self {
+        Leases {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            hasher: Default::default(),
+        }
+    }
+}
+
+impl Leases {
+    fn shard(&self, id: &JobId) -> MutexGuard<'_, HashMap<JobId, Entry>> {
+        let mut h = self.hasher.build_hasher();
+        id.hash(&mut h);
+        self.shards[(h.finish() as usize) % SHARDS]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn insert(&self, key: JobKey, record: JobRecord) {
+        let e = Arc::new(Mutex::new(LeaseEntry {
+            key,
+            record,
+            live: true,
+        }));
+        self.shard(&key.id).insert(key.id, e);
+    }
+
+    pub fn get(&self, id: &JobId) -> Option<Entry> {
+        self.shard(id).get(id).cloned()
+    }
+
+    /// Remove `id` if it still maps to `entry` (a newer lease may have replaced it).
+    pub fn remove(&self, id: &JobId, entry: &Entry) {
+        let mut s = self.shard(id);
+        if s.get(id).is_some_and(|e| Arc::ptr_eq(e, entry)) {
+            s.remove(id);
+        }
+    }
+
+    /// Ids of the leases whose deadline is at or before `now`.
+    pub fn expired(&self, now: u64) -> Vec<JobId> {
+        let mut out = Vec::new();
+        for s in &self.shards {
+            let s = s.lock().unwrap_or_else(|p| p.into_inner());
+            for (id, e) in s.iter() {
+                if let Ok(e) = e.try_lock() {
+                    if e.live && e.key.ts <= now {
+                        out.push(*id);
+                    }
+                } else {
+                    // Busy: someone is settling it right now; a later pass
+                    // sees it if it is still expired.
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).len())
+            .sum()
+    }
+
+    /// Every live entry (for consistency checks). Entry locks are never
+    /// taken while a shard lock is held (settlers hold an entry, then a shard).
+    pub fn snapshot(&self) -> Vec<(JobId, JobKey, u64)> {
+        let entries: Vec<Entry> = self
+            .shards
+            .iter()
+            .flat_map(|s| {
+                s.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .values()
+                    .cloned()
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        entries
+            .iter()
+            .filter_map(|e| {
+                let e = lock(e);
+                e.live.then(|| (e.key.id, e.key, e.record.generation))
+            })
+            .collect()
+    }
+}

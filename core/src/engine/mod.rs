@@ -1,0 +1,315 @@
+//! The engine: one per open store per process.
+
+mod admin;
+mod bands;
+mod enqueue;
+mod lease;
+mod leases;
+mod recover;
+mod settle;
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::mem::ManuallyDrop;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use rocksdb::{ColumnFamily, WriteBatch, WriteOptions, DB};
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::job::{CorruptRecord, JobId, Scope, State};
+use crate::metrics::{Counts, Metrics};
+use crate::reaper::Reaper;
+use crate::store::codec::{self, JobRecord};
+use crate::store::keys::{self, JobKey};
+use crate::store::{self as st};
+
+pub use admin::CheckReport;
+pub(crate) use bands::Bands;
+pub(crate) use leases::Leases;
+
+const STRIPES: usize = 64;
+
+/// Wakes long-polling leasers when work may have arrived.
+#[derive(Debug, Default)]
+pub(crate) struct Notifier {
+    epoch: Mutex<u64>,
+    cv: Condvar,
+    waiters: AtomicUsize,
+}
+
+impl Notifier {
+    /// Wake every waiter (cheap when none waits).
+    pub fn bump(&self) {
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            let mut e = self.epoch.lock().unwrap_or_else(|p| p.into_inner());
+            *e = e.wrapping_add(1);
+            self.cv.notify_all();
+        }
+    }
+
+    /// Register as a waiter *before* looking for work, so an enqueue that
+    /// lands after the look always bumps.
+    pub fn register(&self) -> u64 {
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        *self.epoch.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn unregister(&self) {
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Sleep until the epoch moves past `seen` or `timeout` passes; returns the new epoch.
+    pub fn wait(&self, seen: u64, timeout: Duration) -> u64 {
+        let g = self.epoch.lock().unwrap_or_else(|p| p.into_inner());
+        if *g != seen {
+            return *g;
+        }
+        let (g, _) = self
+            .cv
+            .wait_timeout(g, timeout)
+            .unwrap_or_else(|p| p.into_inner());
+        *g
+    }
+}
+
+pub(crate) struct Engine {
+    db: ManuallyDrop<DB>,
+    pub path: PathBuf,
+    pub cfg: Config,
+    pub clock: Arc<dyn Clock>,
+    wopts: WriteOptions,
+    pub bands: Bands,
+    pub leases: Leases,
+    pub counts: Counts,
+    pub metrics: Metrics,
+    pub notifier: Notifier,
+    /// Serialises idempotent enqueues of one (scope, key).
+    idem_locks: Vec<Mutex<()>>,
+    /// Serialises moves of terminal (completed, dead) rows: retry, prune.
+    job_locks: Vec<Mutex<()>>,
+    pub rr: AtomicUsize,
+    reaper: Mutex<Option<Reaper>>,
+    pub shutting_down: AtomicBool,
+    /// Recently seen corrupt records (bounded), for reports.
+    pub corrupt_seen: Mutex<Vec<CorruptRecord>>,
+    /// Where each (scope, priority) pruning pass resumes.
+    pub prune_cursors: Mutex<HashMap<(Scope, u8), keys::Pos>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Process-wide registry: a second open of a store in this process shares its engine.
+static REGISTRY: LazyLock<Mutex<HashMap<PathBuf, Weak<Engine>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+fn registry() -> MutexGuard<'static, HashMap<PathBuf, Weak<Engine>>> {
+    REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Engine {
+    /// Open (or share) the engine for `path`.
+    pub fn open(path: &Path, cfg: Config, clock: Arc<dyn Clock>) -> Result<Arc<Engine>> {
+        cfg.validate()?;
+        let canon = st::canonical(path)?;
+        let started = Instant::now();
+        loop {
+            let mut reg = registry();
+            let existing = reg.get(&canon).map(|w| (w.upgrade(), w.strong_count()));
+            match existing {
+                Some((Some(e), _)) => {
+                    drop(reg);
+                    if e.cfg != cfg {
+                        return Err(Error::invalid(format!(
+                            "store {} is already open in this process with a different configuration",
+                            canon.display()
+                        )));
+                    }
+                    return Ok(e);
+                }
+                Some((None, _)) => {
+                    // The last handle is closing it right now; wait for the
+                    // close to release RocksDB's lock, then open afresh.
+                    drop(reg);
+                    if started.elapsed() > Duration::from_secs(30) {
+                        return Err(Error::Storage(format!(
+                            "store {} did not finish closing within 30 s",
+                            canon.display()
+                        )));
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                }
+                None => {
+                    let e = Arc::new(Engine::open_fresh(&canon, cfg, clock)?);
+                    reg.insert(canon.clone(), Arc::downgrade(&e));
+                    drop(reg);
+                    if !e.cfg.reaper_interval.is_zero() {
+                        let r = Reaper::start(Arc::downgrade(&e), e.cfg.reaper_interval);
+                        *e.reaper.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                    }
+                    return Ok(e);
+                }
+            }
+        }
+    }
+
+    fn open_fresh(path: &Path, cfg: Config, clock: Arc<dyn Clock>) -> Result<Engine> {
+        let db = st::open(path)?;
+        let mut wopts = WriteOptions::default();
+        wopts.set_sync(cfg.sync_writes);
+        let e = Engine {
+            db: ManuallyDrop::new(db),
+            path: path.to_path_buf(),
+            cfg,
+            clock,
+            wopts,
+            bands: Bands::default(),
+            leases: Leases::default(),
+            counts: Counts::default(),
+            metrics: Metrics::default(),
+            notifier: Notifier::default(),
+            idem_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            job_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            rr: AtomicUsize::new(0),
+            reaper: Mutex::new(None),
+            shutting_down: AtomicBool::new(false),
+            corrupt_seen: Mutex::new(Vec::new()),
+            prune_cursors: Mutex::new(HashMap::new()),
+        };
+        e.recover()?;
+        Ok(e)
+    }
+
+    pub fn db(&self) -> &DB {
+        &self.db
+    }
+
+    pub fn cf(&self, name: &str) -> Result<&ColumnFamily> {
+        st::cf(&self.db, name)
+    }
+
+    pub fn now(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.db.write_opt(batch, &self.wopts).map_err(Error::from)
+    }
+
+    fn stripe<'a, T: Hash>(locks: &'a [Mutex<()>], k: &T) -> MutexGuard<'a, ()> {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        k.hash(&mut h);
+        locks[(h.finish() as usize) % locks.len()]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn job_lock(&self, id: &JobId) -> MutexGuard<'_, ()> {
+        Self::stripe(&self.job_locks, id)
+    }
+
+    /// The jobs key the id index holds for `id`.
+    pub fn key_of(&self, id: &JobId) -> Result<Option<JobKey>> {
+        match self.db.get_pinned_cf(self.cf(st::CF_IDS)?, id.as_bytes())? {
+            Some(v) => JobKey::decode(&v).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The record at `key`, decoded.
+    pub fn record_at(&self, key: &JobKey) -> Result<Option<JobRecord>> {
+        match self.db.get_pinned_cf(self.cf(st::CF_JOBS)?, key.encode())? {
+            Some(v) => codec::decode(&v)
+                .map(Some)
+                .map_err(|e| Error::Corruption(format!("job {}: {e}", key.id))),
+            None => Ok(None),
+        }
+    }
+
+    /// Remember a corrupt record for reports and count it.
+    pub fn report_corrupt(&self, key: &[u8], id: Option<JobId>, err: &Error) -> CorruptRecord {
+        let c = CorruptRecord {
+            key: keys::hex(key),
+            id,
+            error: err.to_string(),
+        };
+        self.metrics.corrupt_records.fetch_add(1, Ordering::Relaxed);
+        let mut seen = self.corrupt_seen.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.len() < 1024 && !seen.iter().any(|s| s.key == c.key) {
+            seen.push(c.clone());
+        }
+        c
+    }
+
+    /// After a commit that wrote a pending or failed row: lower the cursors of
+    /// its jobs band and kind band so pollers see it, and wake waiters.
+    pub fn note_ready_row(&self, key: &JobKey, kind: &str) {
+        let group = self.bands.scope(key.scope).group(key.priority);
+        {
+            let mut g = bands::lock(&group);
+            let pos = key.pos();
+            match key.state {
+                State::Pending => g.pending.note_insert(pos),
+                State::Failed => g.failed.note_insert(pos),
+                _ => return,
+            }
+            g.kind_cursor(kind).note_insert(pos);
+        }
+        self.notifier.bump();
+    }
+
+    /// Stop the reaper and wake every waiter; the engine is dropped when the
+    /// last handle lets go of it.
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        if let Some(r) = self.reaper.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            r.stop();
+        }
+        self.notifier.bump_always();
+    }
+}
+
+impl Notifier {
+    /// Wake waiters even if none registered (shutdown).
+    pub fn bump_always(&self) {
+        let mut e = self.epoch.lock().unwrap_or_else(|p| p.into_inner());
+        *e = e.wrapping_add(1);
+        self.cv.notify_all();
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Some(r) = self
+            .reaper
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            r.stop();
+        }
+        // Close RocksDB while holding the registry, so a concurrent open of
+        // the same path waits for the LOCK to be released.
+        let mut reg = registry();
+        if reg.get(&self.path).is_some_and(|w| w.strong_count() == 0) {
+            reg.remove(&self.path);
+        }
+        let _ = self.db.flush_wal(true);
+        // Before the LOCK is released, or we could remove the next owner's file.
+        st::remove_pid_file(&self.path);
+        // SAFETY: `db` is never touched again: this is the engine's drop.
+        unsafe { ManuallyDrop::drop(&mut self.db) };
+        drop(reg);
+    }
+}

@@ -1,0 +1,128 @@
+//! Rebuilding the in-memory state at open: counters, band cursors, leases.
+//! Each is a skip-scan: one seek per band, so the cost is the number of bands
+//! plus the leased rows, not the number of jobs.
+
+use crate::error::Result;
+use crate::job::{Scope, State};
+use crate::store::codec;
+use crate::store::keys::{self, JobKey, KindKey};
+use crate::store::{self as st};
+
+use super::bands::{self, Cursor};
+use super::Engine;
+
+impl Engine {
+    pub(super) fn recover(&self) -> Result<()> {
+        self.load_counters()?;
+        self.scan_jobs()?;
+        self.scan_kind_index()?;
+        Ok(())
+    }
+
+    fn load_counters(&self) -> Result<()> {
+        let cf = self.cf(st::CF_COUNTERS)?;
+        let mut it = self.db().raw_iterator_cf(cf);
+        it.seek_to_first();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            match (std::str::from_utf8(k), st::decode_counters(v)) {
+                (Ok(kind), Some(c)) => self.counts.add(kind, &c),
+                _ => {
+                    let err = crate::Error::Corruption("malformed counters row".into());
+                    self.report_corrupt(k, None, &err);
+                }
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    /// Find every scope, the head of every pending and failed band, and load
+    /// the leased rows.
+    fn scan_jobs(&self) -> Result<()> {
+        let cf = self.cf(st::CF_JOBS)?;
+        let mut it = self.db().raw_iterator_cf(cf);
+        it.seek_to_first();
+        while let Some(k) = it.key() {
+            let key = match JobKey::decode(k) {
+                Ok(key) => key,
+                Err(e) => {
+                    self.report_corrupt(k, None, &e);
+                    it.next();
+                    continue;
+                }
+            };
+            let scope_bands = self.bands.scope(key.scope);
+            match key.state {
+                State::Leased => {
+                    match it.value().map(codec::decode) {
+                        Some(Ok(rec)) => self.leases.insert(key, rec),
+                        Some(Err(e)) => {
+                            self.report_corrupt(k, Some(key.id), &e);
+                        }
+                        None => {}
+                    }
+                    it.next();
+                    continue;
+                }
+                State::Pending | State::Failed => {
+                    let g = scope_bands.group(key.priority);
+                    let mut g = bands::lock(&g);
+                    let c = Cursor {
+                        from: key.pos(),
+                        next_ts: key.ts,
+                    };
+                    if key.state == State::Pending {
+                        g.pending = c;
+                    } else {
+                        g.failed = c;
+                    }
+                }
+                State::Completed | State::Dead => {}
+            }
+            // Jump to the next (scope, state, priority) band.
+            match keys::prefix_end(&keys::job_band_prefix(&key.scope, key.state, key.priority)) {
+                Some(next) => it.seek(next),
+                None => break,
+            }
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    fn scan_kind_index(&self) -> Result<()> {
+        let cf = self.cf(st::CF_KINDS)?;
+        let mut it = self.db().raw_iterator_cf(cf);
+        it.seek_to_first();
+        while let Some(k) = it.key() {
+            let kk = match KindKey::decode(k) {
+                Ok(kk) => kk,
+                Err(e) => {
+                    self.report_corrupt(k, None, &e);
+                    it.next();
+                    continue;
+                }
+            };
+            let g = self.bands.scope(kk.scope).group(kk.priority);
+            bands::lock(&g).kinds.insert(
+                kk.kind.clone(),
+                Cursor {
+                    from: kk.pos,
+                    next_ts: kk.pos.ts,
+                },
+            );
+            match keys::prefix_end(&keys::kind_band_prefix(&kk.scope, &kk.kind, kk.priority)) {
+                Some(next) => it.seek(next),
+                None => break,
+            }
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    /// Scopes known to this process (every scope with rows, and every scope
+    /// enqueued to since open).
+    pub fn scopes(&self) -> Vec<Scope> {
+        self.bands.scopes()
+    }
+}

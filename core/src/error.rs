@@ -1,0 +1,118 @@
+//! The one error type of the core.
+//!
+//! Every binding maps [`ErrorKind`] through one table (C status codes, Python
+//! exception classes, Node `code` strings), so the kinds are stable: a kind is
+//! never renamed or removed, only added.
+
+use std::path::PathBuf;
+
+/// A stable classification of [`Error`], mapped one-to-one by every binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Bad input from the caller: kind syntax, sizes, ids, options, config.
+    InvalidArgument,
+    /// No job (or no store, for read-only opens) with that identity.
+    NotFound,
+    /// The lease token is stale: the job was reaped, released or settled since.
+    /// The spec's ABORTED; the caller must stop working on the job.
+    Aborted,
+    /// Another process owns the store.
+    StoreLocked,
+    /// RocksDB or the filesystem failed.
+    Storage,
+    /// Bytes on disk do not decode.
+    Corruption,
+    /// The queue handle was closed.
+    Closed,
+}
+
+impl ErrorKind {
+    /// The stable `SCREAMING_SNAKE` name used by the Node binding's `code` and in docs.
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorKind::NotFound => "NOT_FOUND",
+            ErrorKind::Aborted => "ABORTED",
+            ErrorKind::StoreLocked => "STORE_LOCKED",
+            ErrorKind::Storage => "STORAGE",
+            ErrorKind::Corruption => "CORRUPTION",
+            ErrorKind::Closed => "CLOSED",
+        }
+    }
+
+    /// Every kind, in the order of their stable numbering (C status `index + 1`).
+    pub const ALL: [ErrorKind; 7] = [
+        ErrorKind::InvalidArgument,
+        ErrorKind::NotFound,
+        ErrorKind::Aborted,
+        ErrorKind::StoreLocked,
+        ErrorKind::Storage,
+        ErrorKind::Corruption,
+        ErrorKind::Closed,
+    ];
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+/// Everything that can go wrong in the core.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    #[error("not found: {0}")]
+    NotFound(String),
+
+    #[error("lease lost: {0}")]
+    Aborted(String),
+
+    #[error("store {path} is locked by {owner}; a store has exactly one owning process")]
+    StoreLocked { path: PathBuf, owner: String },
+
+    #[error("storage error: {0}")]
+    Storage(String),
+
+    #[error("corrupt record: {0}")]
+    Corruption(String),
+
+    #[error("queue is closed")]
+    Closed,
+}
+
+impl Error {
+    /// The stable kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::NotFound(_) => ErrorKind::NotFound,
+            Error::Aborted(_) => ErrorKind::Aborted,
+            Error::StoreLocked { .. } => ErrorKind::StoreLocked,
+            Error::Storage(_) => ErrorKind::Storage,
+            Error::Corruption(_) => ErrorKind::Corruption,
+            Error::Closed => ErrorKind::Closed,
+        }
+    }
+
+    pub(crate) fn invalid(msg: impl Into<String>) -> Self {
+        Error::InvalidArgument(msg.into())
+    }
+}
+
+impl From<rocksdb::Error> for Error {
+    fn from(e: rocksdb::Error) -> Self {
+        match e.kind() {
+            rocksdb::ErrorKind::Corruption => Error::Corruption(e.into_string()),
+            rocksdb::ErrorKind::InvalidArgument => Error::InvalidArgument(e.into_string()),
+            _ => Error::Storage(e.into_string()),
+        }
+    }
+}
+
+/// The core's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,204 @@
+//! Exact per-(kind, state) counts mirrored in memory, transition counters, and
+//! the Prometheus text exposition.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::RwLock;
+
+use crate::job::{State, StateCounts, Stats};
+
+/// Transitions counted since the process opened the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Transition {
+    Enqueued,
+    Leased,
+    Extended,
+    Completed,
+    Failed,
+    Dead,
+    LeaseExpired,
+    Released,
+    Retried,
+    Pruned,
+}
+
+impl Transition {
+    const ALL: [Transition; 10] = [
+        Transition::Enqueued,
+        Transition::Leased,
+        Transition::Extended,
+        Transition::Completed,
+        Transition::Failed,
+        Transition::Dead,
+        Transition::LeaseExpired,
+        Transition::Released,
+        Transition::Retried,
+        Transition::Pruned,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Transition::Enqueued => "enqueued",
+            Transition::Leased => "leased",
+            Transition::Extended => "extended",
+            Transition::Completed => "completed",
+            Transition::Failed => "failed",
+            Transition::Dead => "dead",
+            Transition::LeaseExpired => "lease_expired",
+            Transition::Released => "released",
+            Transition::Retried => "retried",
+            Transition::Pruned => "pruned",
+        }
+    }
+}
+
+/// The in-memory mirror of the counters column family. The disk copy is
+/// updated by merge operands in the same batch as each move; this copy after
+/// the commit, so `stats()` is a map read.
+#[derive(Debug, Default)]
+pub(crate) struct Counts {
+    by_kind: RwLock<HashMap<String, [AtomicI64; 5]>>,
+}
+
+impl Counts {
+    pub fn add(&self, kind: &str, delta: &[i64; 5]) {
+        {
+            let r = self.by_kind.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(c) = r.get(kind) {
+                for (a, d) in c.iter().zip(delta) {
+                    if *d != 0 {
+                        a.fetch_add(*d, Ordering::Relaxed);
+                    }
+                }
+                return;
+            }
+        }
+        let mut w = self.by_kind.write().unwrap_or_else(|p| p.into_inner());
+        let c = w.entry(kind.to_string()).or_default();
+        for (a, d) in c.iter().zip(delta) {
+            a.fetch_add(*d, Ordering::Relaxed);
+        }
+    }
+
+    pub fn stats(&self) -> Stats {
+        let r = self.by_kind.read().unwrap_or_else(|p| p.into_inner());
+        let mut by_kind = BTreeMap::new();
+        let mut total = [0i64; 5];
+        for (k, c) in r.iter() {
+            let a: [i64; 5] = std::array::from_fn(|i| c[i].load(Ordering::Relaxed));
+            if a.iter().all(|x| *x == 0) {
+                continue;
+            }
+            for (t, x) in total.iter_mut().zip(a) {
+                *t += x;
+            }
+            by_kind.insert(k.clone(), StateCounts::from_array(a));
+        }
+        Stats {
+            by_kind,
+            total: StateCounts::from_array(total),
+        }
+    }
+}
+
+/// A counter delta for one kind: `from` loses one job, `to` gains one.
+pub(crate) fn delta(from: Option<State>, to: Option<State>) -> [i64; 5] {
+    let mut d = [0i64; 5];
+    if let Some(f) = from {
+        d[f.index()] -= 1;
+    }
+    if let Some(t) = to {
+        d[t.index()] += 1;
+    }
+    d
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Metrics {
+    transitions: [AtomicU64; 10],
+    pub corrupt_records: AtomicU64,
+    pub reaper_passes: AtomicU64,
+}
+
+impl Metrics {
+    pub fn count(&self, t: Transition, n: u64) {
+        if n > 0 {
+            self.transitions[t as usize].fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    pub fn get(&self, t: Transition) -> u64 {
+        self.transitions[t as usize].load(Ordering::Relaxed)
+    }
+
+    /// Prometheus text exposition format (version 0.0.4).
+    pub fn render(&self, stats: &Stats, leased_inflight: usize) -> String {
+        let mut o = String::with_capacity(2048);
+        let _ = writeln!(o, "# HELP telha_jobs_jobs Jobs in each state, by kind.");
+        let _ = writeln!(o, "# TYPE telha_jobs_jobs gauge");
+        for (kind, c) in &stats.by_kind {
+            for s in State::ALL {
+                let _ = writeln!(
+                    o,
+                    "telha_jobs_jobs{{kind=\"{}\",state=\"{}\"}} {}",
+                    escape(kind),
+                    s,
+                    c.get(s)
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "# HELP telha_jobs_dead_letter_jobs Jobs in the dead state (dead-lettered). Alert when above zero."
+        );
+        let _ = writeln!(o, "# TYPE telha_jobs_dead_letter_jobs gauge");
+        let _ = writeln!(o, "telha_jobs_dead_letter_jobs {}", stats.total.dead);
+        let _ = writeln!(
+            o,
+            "# HELP telha_jobs_leases_in_flight Leases currently held."
+        );
+        let _ = writeln!(o, "# TYPE telha_jobs_leases_in_flight gauge");
+        let _ = writeln!(o, "telha_jobs_leases_in_flight {leased_inflight}");
+        let _ = writeln!(
+            o,
+            "# HELP telha_jobs_transitions_total State transitions since the store was opened."
+        );
+        let _ = writeln!(o, "# TYPE telha_jobs_transitions_total counter");
+        for t in Transition::ALL {
+            let _ = writeln!(
+                o,
+                "telha_jobs_transitions_total{{transition=\"{}\"}} {}",
+                t.name(),
+                self.get(t)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP telha_jobs_corrupt_records_total Records skipped because they did not decode."
+        );
+        let _ = writeln!(o, "# TYPE telha_jobs_corrupt_records_total counter");
+        let _ = writeln!(
+            o,
+            "telha_jobs_corrupt_records_total {}",
+            self.corrupt_records.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            o,
+            "# HELP telha_jobs_reaper_passes_total Reaper passes run."
+        );
+        let _ = writeln!(o, "# TYPE telha_jobs_reaper_passes_total counter");
+        let _ = writeln!(
+            o,
+            "telha_jobs_reaper_passes_total {}",
+            self.reaper_passes.load(Ordering::Relaxed)
+        );
+        o
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}

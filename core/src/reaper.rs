@@ -1,0 +1,73 @@
+//! The reaper: a background thread started by `open` that, every
+//! `reaper_interval`, returns expired leases to pending (or dead) and prunes
+//! completed jobs past their retention. `Queue::reap()` runs one pass on demand.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::job::ReapReport;
+
+pub(crate) struct Reaper {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Reaper {
+    pub fn start(engine: Weak<Engine>, interval: Duration) -> Reaper {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let s = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("telha-reaper".into())
+            .spawn(move || loop {
+                {
+                    let (m, cv) = &*s;
+                    let g = m.lock().unwrap_or_else(|p| p.into_inner());
+                    let (g, _) = cv
+                        .wait_timeout_while(g, interval, |stopped| !*stopped)
+                        .unwrap_or_else(|p| p.into_inner());
+                    if *g {
+                        return;
+                    }
+                }
+                let Some(e) = engine.upgrade() else { return };
+                // A failed pass is retried at the next interval; the error is
+                // visible to whoever calls reap() and in the metrics.
+                let _ = pass(&e);
+            })
+            .ok();
+        Reaper { stop, thread }
+    }
+
+    /// Signal the thread and wait for it (unless this is the reaper thread,
+    /// dropping the last engine reference from inside its own pass).
+    pub fn stop(mut self) {
+        {
+            let (m, cv) = &*self.stop;
+            *m.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            cv.notify_all();
+        }
+        if let Some(t) = self.thread.take() {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// One reaper pass.
+pub(crate) fn pass(e: &Engine) -> Result<ReapReport> {
+    let now = e.now();
+    let (expired, dead) = e.expire_leases(now)?;
+    let (pruned, corrupt) = e.prune_completed(now, e.cfg.prune_batch)?;
+    e.metrics.reaper_passes.fetch_add(1, Ordering::Relaxed);
+    Ok(ReapReport {
+        expired,
+        dead,
+        pruned,
+        corrupt,
+    })
+}

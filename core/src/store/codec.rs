@@ -1,0 +1,191 @@
+//! The stored job record: one format-version byte, then msgpack (rmp-serde,
+//! named fields so that fields can be added: a missing field decodes with its
+//! default, which is how v0.1 rows without `max_attempts` still read).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::job::Event;
+
+/// The record format written by this version.
+pub const FORMAT_V1: u8 = 1;
+
+/// The event log keeps this many newest events and counts the rest.
+pub const MAX_EVENTS: usize = 64;
+
+/// The longest event detail or error message kept, in bytes.
+pub const MAX_DETAIL_LEN: usize = 4096;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub kind: String,
+    #[serde(with = "serde_bytes")]
+    pub payload: Vec<u8>,
+    #[serde(default)]
+    pub attempts: u32,
+    /// Per-job override (v0.2); `None` inherits per-kind, then global.
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+    #[serde(default)]
+    pub worker_id: Option<String>,
+    #[serde(default)]
+    pub lease_deadline: Option<u64>,
+    /// Bumped by every lease; the fencing number in lease tokens.
+    #[serde(default)]
+    pub generation: u64,
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+    #[serde(default)]
+    pub created_at: u64,
+    /// When the job last became ready (enqueue/run-at, backoff, retry), so a
+    /// released job goes back to its place in line.
+    #[serde(default)]
+    pub ready_at: u64,
+    #[serde(default, with = "serde_bytes")]
+    pub result: Option<Vec<u8>>,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    /// `(ts, transition, detail)`, oldest first.
+    #[serde(default)]
+    pub events: Vec<(u64, String, String)>,
+    #[serde(default)]
+    pub dropped_events: u32,
+}
+
+impl JobRecord {
+    /// Append an event, keeping the log bounded.
+    pub fn log(&mut self, ts: u64, transition: &str, detail: impl Into<String>) {
+        let mut detail = detail.into();
+        truncate_utf8(&mut detail, MAX_DETAIL_LEN);
+        self.events.push((ts, transition.to_string(), detail));
+        if self.events.len() > MAX_EVENTS {
+            let drop = self.events.len() - MAX_EVENTS;
+            self.events.drain(..drop);
+            self.dropped_events = self.dropped_events.saturating_add(drop as u32);
+        }
+    }
+
+    pub fn events(&self) -> Vec<Event> {
+        self.events
+            .iter()
+            .map(|(ts, t, d)| Event {
+                ts: *ts,
+                transition: t.clone(),
+                detail: d.clone(),
+            })
+            .collect()
+    }
+}
+
+pub fn truncate_utf8(s: &mut String, max: usize) {
+    if s.len() > max {
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
+}
+
+pub fn encode(r: &JobRecord) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(64 + r.payload.len() + r.events.len() * 32);
+    out.push(FORMAT_V1);
+    rmp_serde::encode::write_named(&mut out, r)
+        .map_err(|e| Error::Storage(format!("cannot encode job record: {e}")))?;
+    Ok(out)
+}
+
+pub fn decode(b: &[u8]) -> Result<JobRecord> {
+    match b.first() {
+        Some(&FORMAT_V1) => rmp_serde::from_slice(&b[1..])
+            .map_err(|e| Error::Corruption(format!("job record does not decode: {e}"))),
+        Some(v) => Err(Error::Corruption(format!(
+            "unknown job record format version {v}"
+        ))),
+        None => Err(Error::Corruption("empty job record".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec() -> JobRecord {
+        JobRecord {
+            kind: "embed".into(),
+            payload: vec![1, 2, 3],
+            attempts: 0,
+            max_attempts: None,
+            worker_id: None,
+            lease_deadline: None,
+            generation: 0,
+            idempotency_key: None,
+            created_at: 1,
+            ready_at: 1,
+            result: None,
+            last_error: None,
+            events: vec![],
+            dropped_events: 0,
+        }
+    }
+
+    #[test]
+    fn records_round_trip() {
+        let mut r = rec();
+        r.result = Some(vec![9]);
+        r.log(5, "enqueued", "");
+        assert_eq!(decode(&encode(&r).unwrap()).unwrap(), r);
+    }
+
+    #[test]
+    fn a_v01_record_without_max_attempts_decodes_with_none() {
+        #[derive(Serialize)]
+        struct V01 {
+            kind: String,
+            #[serde(with = "serde_bytes")]
+            payload: Vec<u8>,
+            attempts: u32,
+            created_at: u64,
+        }
+        let mut b = vec![FORMAT_V1];
+        rmp_serde::encode::write_named(
+            &mut b,
+            &V01 {
+                kind: "embed".into(),
+                payload: vec![1],
+                attempts: 2,
+                created_at: 3,
+            },
+        )
+        .unwrap();
+        let r = decode(&b).unwrap();
+        assert_eq!(
+            (r.max_attempts, r.attempts, r.kind.as_str()),
+            (None, 2, "embed")
+        );
+    }
+
+    #[test]
+    fn garbage_is_corruption() {
+        for b in [
+            &b""[..],
+            &[0u8][..],
+            &[1, 0xc1][..],
+            &[1, 0x92, 0x01][..],
+            &[7, 1, 2][..],
+        ] {
+            assert!(matches!(decode(b), Err(Error::Corruption(_))), "{b:?}");
+        }
+    }
+
+    #[test]
+    fn the_event_log_is_bounded_and_counts_what_it_dropped() {
+        let mut r = rec();
+        for i in 0..(MAX_EVENTS as u64 + 10) {
+            r.log(i, "leased", "w");
+        }
+        assert_eq!(r.events.len(), MAX_EVENTS);
+        assert_eq!(r.dropped_events, 10);
+        assert_eq!(r.events[0].0, 10);
+    }
+}

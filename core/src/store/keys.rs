@@ -1,0 +1,294 @@
+//! Key layouts. All integers are big-endian so byte order is numeric order.
+//!
+//! | CF       | key                                                        | value                  |
+//! |----------|------------------------------------------------------------|------------------------|
+//! | jobs     | scope(16) state(1) priority(1) ts(8) job_id(16)  = 42 B    | format byte + msgpack  |
+//! | ids      | job_id(16)                                                 | the jobs key (42 B)    |
+//! | kinds    | scope(16) len(1) kind(len) priority(1) ts(8) job_id(16)    | state byte (P or F)    |
+//! | idem     | scope(16) idempotency key bytes                            | job_id(16)             |
+//! | counters | kind bytes                                                 | 5 × i64 LE, merge-add  |
+
+use crate::error::{Error, Result};
+use crate::job::{JobId, Scope, State};
+
+pub const JOB_KEY_LEN: usize = 42;
+
+/// A row key in the jobs column family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobKey {
+    pub scope: Scope,
+    pub state: State,
+    pub priority: u8,
+    pub ts: u64,
+    pub id: JobId,
+}
+
+impl JobKey {
+    pub fn encode(&self) -> [u8; JOB_KEY_LEN] {
+        let mut k = [0u8; JOB_KEY_LEN];
+        k[..16].copy_from_slice(self.scope.as_bytes());
+        k[16] = self.state.byte();
+        k[17] = self.priority;
+        k[18..26].copy_from_slice(&self.ts.to_be_bytes());
+        k[26..].copy_from_slice(self.id.as_bytes());
+        k
+    }
+
+    pub fn decode(k: &[u8]) -> Result<JobKey> {
+        if k.len() != JOB_KEY_LEN {
+            return Err(Error::Corruption(format!(
+                "job key of {} bytes, expected {JOB_KEY_LEN}: {}",
+                k.len(),
+                hex(k)
+            )));
+        }
+        let state = State::from_byte(k[16]).ok_or_else(|| {
+            Error::Corruption(format!(
+                "job key with unknown state byte {}: {}",
+                k[16],
+                hex(k)
+            ))
+        })?;
+        Ok(JobKey {
+            scope: Scope::from_bytes(k[..16].try_into().unwrap_or_default()),
+            state,
+            priority: k[17],
+            ts: u64::from_be_bytes(k[18..26].try_into().unwrap_or_default()),
+            id: JobId::from_bytes(k[26..].try_into().unwrap_or_default()),
+        })
+    }
+
+    /// The (ts, id) position of this key inside its band.
+    pub fn pos(&self) -> Pos {
+        Pos {
+            ts: self.ts,
+            id: self.id,
+        }
+    }
+}
+
+/// A position inside a band: rows sort by (ts, id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Pos {
+    pub ts: u64,
+    pub id: JobId,
+}
+
+impl Pos {
+    pub const MIN: Pos = Pos {
+        ts: 0,
+        id: JobId(uuid::Uuid::nil()),
+    };
+    pub const MAX: Pos = Pos {
+        ts: u64::MAX,
+        id: JobId(uuid::Uuid::max()),
+    };
+
+    pub fn encode(&self) -> [u8; 24] {
+        let mut b = [0u8; 24];
+        b[..8].copy_from_slice(&self.ts.to_be_bytes());
+        b[8..].copy_from_slice(self.id.as_bytes());
+        b
+    }
+
+    /// The smallest position strictly after this one.
+    pub fn successor(&self) -> Pos {
+        let n = self.id.0.as_u128();
+        if n == u128::MAX {
+            Pos {
+                ts: self.ts.saturating_add(1),
+                id: JobId(uuid::Uuid::nil()),
+            }
+        } else {
+            Pos {
+                ts: self.ts,
+                id: JobId(uuid::Uuid::from_u128(n + 1)),
+            }
+        }
+    }
+}
+
+/// The 18-byte prefix of a jobs band: scope, state, priority.
+pub fn job_band_prefix(scope: &Scope, state: State, priority: u8) -> [u8; 18] {
+    let mut p = [0u8; 18];
+    p[..16].copy_from_slice(scope.as_bytes());
+    p[16] = state.byte();
+    p[17] = priority;
+    p
+}
+
+/// The 17-byte prefix of all rows of one state in a scope.
+pub fn job_state_prefix(scope: &Scope, state: State) -> [u8; 17] {
+    let mut p = [0u8; 17];
+    p[..16].copy_from_slice(scope.as_bytes());
+    p[16] = state.byte();
+    p
+}
+
+/// The prefix of a kind-index band: scope, kind (length-prefixed), priority.
+pub fn kind_band_prefix(scope: &Scope, kind: &str, priority: u8) -> Vec<u8> {
+    let mut p = Vec::with_capacity(18 + kind.len());
+    p.extend_from_slice(scope.as_bytes());
+    p.push(kind.len() as u8);
+    p.extend_from_slice(kind.as_bytes());
+    p.push(priority);
+    p
+}
+
+/// A kind-index key.
+pub fn kind_key(scope: &Scope, kind: &str, priority: u8, pos: Pos) -> Vec<u8> {
+    let mut k = kind_band_prefix(scope, kind, priority);
+    k.extend_from_slice(&pos.encode());
+    k
+}
+
+/// A kind-index key, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KindKey {
+    pub scope: Scope,
+    pub kind: String,
+    pub priority: u8,
+    pub pos: Pos,
+}
+
+impl KindKey {
+    pub fn decode(k: &[u8]) -> Result<KindKey> {
+        let bad = || Error::Corruption(format!("malformed kind-index key {}", hex(k)));
+        if k.len() < 17 {
+            return Err(bad());
+        }
+        let len = k[16] as usize;
+        if k.len() != 17 + len + 1 + 24 {
+            return Err(bad());
+        }
+        let kind = std::str::from_utf8(&k[17..17 + len])
+            .map_err(|_| bad())?
+            .to_string();
+        let rest = &k[17 + len..];
+        Ok(KindKey {
+            scope: Scope::from_bytes(k[..16].try_into().map_err(|_| bad())?),
+            kind,
+            priority: rest[0],
+            pos: decode_pos(&rest[1..]).ok_or_else(bad)?,
+        })
+    }
+}
+
+pub fn decode_pos(b: &[u8]) -> Option<Pos> {
+    if b.len() != 24 {
+        return None;
+    }
+    Some(Pos {
+        ts: u64::from_be_bytes(b[..8].try_into().ok()?),
+        id: JobId::from_bytes(b[8..].try_into().ok()?),
+    })
+}
+
+/// An idempotency-index key.
+pub fn idem_key(scope: &Scope, key: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(16 + key.len());
+    k.extend_from_slice(scope.as_bytes());
+    k.extend_from_slice(key.as_bytes());
+    k
+}
+
+/// The smallest key greater than every key that starts with `prefix`
+/// (`None` when the prefix is all 0xFF).
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xFF {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+pub fn hex(b: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        let _ = write!(s, "{x:02x}");
+    }
+    s
+}
+
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_keys_round_trip_and_sort_by_scope_state_priority_ts_id() {
+        let s = Scope::from_bytes([7; 16]);
+        let a = JobKey {
+            scope: s,
+            state: State::Pending,
+            priority: 1,
+            ts: 5,
+            id: JobId::new_v7(),
+        };
+        let b = JobKey { ts: 6, ..a };
+        let c = JobKey {
+            priority: 0,
+            ts: 9,
+            ..a
+        };
+        assert_eq!(JobKey::decode(&a.encode()).unwrap(), a);
+        assert!(a.encode() < b.encode());
+        assert!(c.encode() < a.encode());
+    }
+
+    #[test]
+    fn malformed_keys_are_corruption_not_panics() {
+        assert!(JobKey::decode(&[1, 2, 3]).is_err());
+        let mut k = [0u8; JOB_KEY_LEN];
+        k[16] = 99;
+        assert!(JobKey::decode(&k).is_err());
+        assert!(KindKey::decode(&[0; 17]).is_err());
+        assert!(KindKey::decode(&[]).is_err());
+    }
+
+    #[test]
+    fn kind_keys_round_trip() {
+        let s = Scope::from_bytes([3; 16]);
+        let pos = Pos {
+            ts: 42,
+            id: JobId::new_v7(),
+        };
+        let k = kind_key(&s, "ingest:pdf", 9, pos);
+        let d = KindKey::decode(&k).unwrap();
+        assert_eq!(
+            (d.scope, d.kind.as_str(), d.priority, d.pos),
+            (s, "ingest:pdf", 9, pos)
+        );
+    }
+
+    #[test]
+    fn prefix_end_and_successor() {
+        assert_eq!(prefix_end(&[1, 0xFF]), Some(vec![2]));
+        assert_eq!(prefix_end(&[0xFF]), None);
+        let p = Pos {
+            ts: 1,
+            id: JobId(uuid::Uuid::max()),
+        };
+        assert_eq!(
+            p.successor(),
+            Pos {
+                ts: 2,
+                id: JobId(uuid::Uuid::nil())
+            }
+        );
+        assert!(Pos::MIN.successor() > Pos::MIN);
+    }
+}
