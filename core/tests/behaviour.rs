@@ -196,8 +196,10 @@ fn a_token_settled_once_is_aborted_the_second_time() {
 /// the retry-at; returns each retry-at minus the fail time, in seconds.
 fn retry_delays(s: &TestStore, id: JobId, n: usize) -> Vec<u64> {
     let mut out = Vec::new();
+    // Only this job's kind: another test job may be due at the same time.
+    let own = kinds(&[s.get(&id).kind.as_str()]);
     for _ in 0..n {
-        let job = s.must_lease("w");
+        let job = lease_with(s, &own).expect("due at its retry-at");
         assert_eq!(job.id, id);
         s.q.fail(&job.token(), "transient", true).unwrap();
         let info = s.get(&id);
@@ -849,6 +851,22 @@ fn extend_renews_a_live_token_even_when_the_batch_also_names_an_old_lease_of_tha
     assert_eq!(s.get(&id).lease_deadline, Some(want));
 }
 
+#[test]
+fn extend_answers_a_token_repeated_in_one_batch_the_same_each_time() {
+    let s = TestStore::new();
+    let id = s.enqueue("embed");
+    let job = s.must_lease("w");
+    s.advance(Duration::from_secs(100));
+    let want = s.now() + 300_000;
+    let d = s.q.extend(&[job.token(), job.token()], "w").unwrap();
+    let d: Vec<_> = d
+        .into_iter()
+        .map(|a| a.map_err(|e| e.to_string()))
+        .collect();
+    assert_eq!(d, [Ok(want), Ok(want)]);
+    assert_eq!(s.get(&id).lease_deadline, Some(want));
+}
+
 // ----------------------------------------------- lease_many and long-poll
 
 #[test]
@@ -911,6 +929,37 @@ fn a_waiting_lease_on_an_empty_queue_returns_none_when_the_wait_ends() {
         "{:?}",
         t.elapsed()
     );
+}
+
+#[test]
+fn a_waiting_lease_wakes_when_a_delayed_or_backing_off_job_falls_due() {
+    // The system clock, on purpose: the subject is the waiter sleeping until
+    // the earliest due time when no enqueue will wake it.
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = test_config();
+    cfg.backoff.base = Duration::from_millis(300);
+    let q = Queue::open(dir.path(), cfg).unwrap();
+    let wait = LeaseOptions::default().wait(Duration::from_secs(5));
+
+    let delayed = q
+        .enqueue(
+            "embed",
+            b"",
+            EnqueueOptions::default().delay(Duration::from_millis(300)),
+        )
+        .unwrap()
+        .id;
+    let t = Instant::now();
+    let job = q.lease_next("w", &wait).unwrap().expect("the delayed job");
+    assert_eq!(job.id, delayed);
+    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+
+    q.fail(&job.token(), "again", true).unwrap();
+    let t = Instant::now();
+    let again = q.lease_next("w", &wait).unwrap().expect("the failed job");
+    assert_eq!((again.id, again.attempts), (delayed, 1));
+    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+    q.close();
 }
 
 #[test]

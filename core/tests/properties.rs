@@ -105,6 +105,8 @@ enum Op {
     },
     Advance(u64),
     Reap,
+    /// Close and open the store again: the in-memory state is rebuilt from disk.
+    Reopen,
     Get(Index),
 }
 
@@ -163,6 +165,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(pick, unknown)| Op::Retry { pick, unknown }),
         5 => advance().prop_map(Op::Advance),
         3 => Just(Op::Reap),
+        1 => Just(Op::Reopen),
         2 => any::<Index>().prop_map(Op::Get),
     ]
 }
@@ -536,6 +539,7 @@ impl Run {
             Op::Retry { pick, unknown } => self.retry(pick, *unknown),
             Op::Advance(ms) => self.s.advance(Duration::from_millis(*ms)),
             Op::Reap => self.reap(),
+            Op::Reopen => self.s.reopen(),
             Op::Get(pick) => {
                 if !self.m.jobs.is_empty() {
                     let id = *self
@@ -721,7 +725,11 @@ impl Run {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 24,
+        // PROPTEST_CASES raises the count for a longer hunt.
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(24),
         // Never write regression files into the source tree.
         failure_persistence: None,
         ..ProptestConfig::default()

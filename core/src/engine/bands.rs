@@ -172,8 +172,9 @@ impl Bands {
             .cloned()
     }
 
-    /// All known scopes, rotated to start at `start % len` (round-robin).
-    pub fn rotated(&self, start: usize) -> Vec<(Scope, Arc<ScopeBands>)> {
+    /// All known scopes with their position in first-seen order, rotated
+    /// to start at position `start % len` (round-robin).
+    pub fn rotated(&self, start: usize) -> Vec<(usize, Scope, Arc<ScopeBands>)> {
         let r = self.inner.read().unwrap_or_else(|p| p.into_inner());
         let n = r.order.len();
         if n == 0 {
@@ -181,8 +182,9 @@ impl Bands {
         }
         (0..n)
             .map(|i| {
-                let s = r.order[(start + i) % n];
-                (s, r.map[&s].clone())
+                let at = (start + i) % n;
+                let s = r.order[at];
+                (at, s, r.map[&s].clone())
             })
             .collect()
     }
@@ -220,7 +222,7 @@ mod tests {
         b.scope(s1);
         b.scope(s2);
         b.scope(s1);
-        let firsts: Vec<Scope> = (0..4).map(|i| b.rotated(i)[0].0).collect();
+        let firsts: Vec<Scope> = (0..4).map(|i| b.rotated(i)[0].1).collect();
         assert_eq!(firsts, vec![s1, s2, s1, s2]);
     }
 }

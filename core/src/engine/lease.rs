@@ -74,15 +74,28 @@ impl Engine {
         }
     }
 
-    fn scopes_for(&self, opts: &LeaseOptions) -> Vec<(Scope, std::sync::Arc<ScopeBands>)> {
+    /// The scopes to poll, in order, each with its round-robin position
+    /// (`None` for scopes the caller named).
+    fn scopes_for(
+        &self,
+        opts: &LeaseOptions,
+    ) -> Vec<(Option<usize>, Scope, std::sync::Arc<ScopeBands>)> {
         if opts.scopes.is_empty() {
-            // Round-robin over the scopes (spec OQ-1): each call starts one further.
-            let start = self.rr.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            self.bands.rotated(start)
+            // Round-robin (spec OQ-1): start just after the scope that was
+            // served last, so idle scopes never hand their turn to a neighbour.
+            let start = self
+                .rr
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .wrapping_add(1);
+            self.bands
+                .rotated(start)
+                .into_iter()
+                .map(|(at, s, b)| (Some(at), s, b))
+                .collect()
         } else {
             opts.scopes
                 .iter()
-                .filter_map(|s| self.bands.get(s).map(|b| (*s, b)))
+                .filter_map(|s| self.bands.get(s).map(|b| (None, *s, b)))
                 .collect()
         }
     }
@@ -90,7 +103,7 @@ impl Engine {
     /// The earliest known due time among the bands `opts` polls.
     fn next_due(&self, opts: &LeaseOptions) -> Option<u64> {
         let mut best: Option<u64> = None;
-        for (_, sb) in self.scopes_for(opts) {
+        for (_, _, sb) in self.scopes_for(opts) {
             for (_, g) in sb.groups() {
                 let g = bands::lock(&g);
                 let t = if opts.kinds.is_empty() {
@@ -112,11 +125,35 @@ impl Engine {
     }
 
     fn try_lease(&self, worker: &str, opts: &LeaseOptions, max: usize) -> Result<Vec<Job>> {
-        let now = self.now();
+        let mut jobs = Vec::new();
+        // A claimed row that turns out corrupt is skipped (its cursor has
+        // moved past it): go back for a replacement rather than answer short.
+        loop {
+            let want = max - jobs.len();
+            let claims = self.claim(opts, want)?;
+            if claims.is_empty() {
+                return Ok(jobs);
+            }
+            let claimed = claims.len();
+            let got = self.commit_leases(worker, claims, self.now())?;
+            let short = got.len() < claimed;
+            jobs.extend(got);
+            if !short || jobs.len() >= max {
+                return Ok(jobs);
+            }
+        }
+    }
+
+    /// Claim up to `max` ready jobs, most urgent first within each scope.
+    fn claim(&self, opts: &LeaseOptions, max: usize) -> Result<Vec<Claim>> {
         let mut claims: Vec<Claim> = Vec::new();
-        'scopes: for (scope, sb) in self.scopes_for(opts) {
+        'scopes: for (at, scope, sb) in self.scopes_for(opts) {
+            let before = claims.len();
             for (prio, group) in sb.groups() {
                 let mut g = bands::lock(&group);
+                // Read the clock under the lock: an enqueue that noted its row
+                // before we locked read the clock before us, so its job is due.
+                let now = self.now();
                 while claims.len() < max {
                     match self.claim_in_group(&mut g, scope, prio, opts, now) {
                         Ok(Some((key, value, kind))) => claims.push(Claim {
@@ -134,14 +171,19 @@ impl Engine {
                     }
                 }
                 if claims.len() >= max {
-                    break 'scopes;
+                    break;
                 }
             }
+            if claims.len() > before {
+                if let Some(at) = at {
+                    self.rr.store(at, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+            if claims.len() >= max {
+                break 'scopes;
+            }
         }
-        if claims.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.commit_leases(worker, claims, now)
+        Ok(claims)
     }
 
     /// Find and claim the most urgent ready job of one (scope, priority).

@@ -2,6 +2,8 @@
 //! Every one checks the lease generation under the lease entry's lock and
 //! moves the row in one batch; a stale token is `Aborted` and changes nothing.
 
+use std::collections::BTreeMap;
+
 use rocksdb::WriteBatch;
 
 use crate::error::{Error, Result};
@@ -192,45 +194,62 @@ impl Engine {
     }
 
     /// Renew each lease whose generation and worker still match. Per token:
-    /// the new deadline, or `Aborted` (lease lost) / `NotFound`.
+    /// the new deadline, or `Aborted` (lease lost) / `NotFound`. A token that
+    /// appears twice gets the same answer twice.
     pub fn extend(&self, tokens: &[LeaseToken], worker: &str) -> Result<Vec<Result<u64>>> {
         validate_worker_id(worker)?;
         let now = self.now();
+        // Each job once, in id order, so overlapping extends cannot deadlock.
+        let mut by_job: BTreeMap<JobId, Vec<usize>> = BTreeMap::new();
+        for (i, t) in tokens.iter().enumerate() {
+            by_job.entry(t.id).or_default().push(i);
+        }
         let mut answers: Vec<Option<Result<u64>>> = (0..tokens.len()).map(|_| None).collect();
-        // Lock entries in id order so two overlapping extends cannot deadlock.
-        let mut order: Vec<usize> = (0..tokens.len()).collect();
-        order.sort_by_key(|i| tokens[*i].id);
-        order.dedup_by_key(|i| tokens[*i].id);
-        let mut held: Vec<(usize, Entry)> = Vec::new();
-        for &i in &order {
-            match self.entry_for(&tokens[i]) {
-                Ok(e) => held.push((i, e)),
-                Err(err) => answers[i] = Some(Err(err)),
+        let mut held: Vec<(Entry, Vec<usize>)> = Vec::new();
+        for (id, idx) in by_job {
+            match self.leases.get(&id) {
+                Some(e) => held.push((e, idx)),
+                None => {
+                    for i in idx {
+                        answers[i] = Some(Err(self.not_leased(&id)?));
+                    }
+                }
             }
         }
-        let mut guards: Vec<_> = held.iter().map(|(i, e)| (*i, leases::lock(e))).collect();
+        let mut guards: Vec<_> = held.iter().map(|(e, idx)| (leases::lock(e), idx)).collect();
         let mut batch = WriteBatch::default();
         let mut moved = Vec::new();
         let jobs_cf = self.cf(st::CF_JOBS)?;
         let ids_cf = self.cf(st::CF_IDS)?;
-        for (gi, (i, g)) in guards.iter_mut().enumerate() {
-            let token = &tokens[*i];
-            if let Err(err) = Self::check_token(g, token) {
-                answers[*i] = Some(Err(err));
-                continue;
+        for (gi, (g, idx)) in guards.iter().enumerate() {
+            let mut renew = Vec::new();
+            for &i in idx.iter() {
+                let token = &tokens[i];
+                let verdict = Self::check_token(g, token).and_then(|()| {
+                    if g.record.worker_id.as_deref() == Some(worker) {
+                        Ok(())
+                    } else {
+                        Err(Error::Aborted(format!(
+                            "job {} is leased by worker {:?}, not {worker:?}",
+                            token.id,
+                            g.record.worker_id.as_deref().unwrap_or("")
+                        )))
+                    }
+                });
+                match verdict {
+                    Ok(()) => renew.push(i),
+                    Err(err) => answers[i] = Some(Err(err)),
+                }
             }
-            if g.record.worker_id.as_deref() != Some(worker) {
-                answers[*i] = Some(Err(Error::Aborted(format!(
-                    "job {} is leased by worker {:?}, not {worker:?}",
-                    token.id,
-                    g.record.worker_id.as_deref().unwrap_or("")
-                ))));
+            if renew.is_empty() {
                 continue;
             }
             let ttl = self.cfg.lease_ttl_for(&g.record.kind).as_millis() as u64;
             let deadline = now.saturating_add(ttl).max(g.key.ts);
             if deadline == g.key.ts {
-                answers[*i] = Some(Ok(deadline));
+                for i in renew {
+                    answers[i] = Some(Ok(deadline));
+                }
                 continue;
             }
             let mut rec = g.record.clone();
@@ -242,40 +261,27 @@ impl Engine {
             batch.delete_cf(jobs_cf, g.key.encode());
             batch.put_cf(jobs_cf, new.encode(), codec::encode(&rec)?);
             batch.put_cf(ids_cf, new.id.as_bytes(), new.encode());
-            moved.push((gi, new, rec));
+            moved.push((gi, new, rec, renew));
         }
         if !moved.is_empty() {
             self.write(batch)?;
-            self.metrics
-                .count(crate::metrics::Transition::Extended, moved.len() as u64);
+            self.metrics.count(Transition::Extended, moved.len() as u64);
         }
-        for (gi, new, rec) in moved {
-            let (i, g) = &mut guards[gi];
+        for (gi, new, rec, renew) in moved {
+            let g = &mut guards[gi].0;
             g.key = new;
             g.record = rec;
-            answers[*i] = Some(Ok(new.ts));
+            for i in renew {
+                answers[i] = Some(Ok(new.ts));
+            }
         }
         drop(guards);
-        // Duplicated tokens share the answer of their first occurrence.
-        let mut out = Vec::with_capacity(tokens.len());
-        for (i, t) in tokens.iter().enumerate() {
-            let a = match answers[i].take() {
-                Some(a) => a,
-                None => {
-                    let first = tokens.iter().position(|x| x.id == t.id).unwrap_or(i);
-                    match &answers[first] {
-                        Some(Ok(d)) if tokens[first] == *t => Ok(*d),
-                        Some(Ok(_)) | None => Err(Error::Aborted(format!(
-                            "job {} appears twice with different generations",
-                            t.id
-                        ))),
-                        Some(Err(e)) => Err(clone_err(e)),
-                    }
-                }
-            };
-            out.push(a);
-        }
-        Ok(out)
+        Ok(answers
+            .into_iter()
+            .map(|a| {
+                a.unwrap_or_else(|| Err(Error::Storage("extend left a token unanswered".into())))
+            })
+            .collect())
     }
 
     /// The reaper's half: every lease past its deadline goes back to pending
@@ -310,13 +316,5 @@ impl Engine {
             self.after_settle(&new, &rec, t);
         }
         Ok((expired, dead))
-    }
-}
-
-fn clone_err(e: &Error) -> Error {
-    match e {
-        Error::Aborted(m) => Error::Aborted(m.clone()),
-        Error::NotFound(m) => Error::NotFound(m.clone()),
-        other => Error::Storage(other.to_string()),
     }
 }
