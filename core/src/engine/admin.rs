@@ -138,11 +138,10 @@ impl Engine {
                 }
             }
             match it.value().map(codec::decode) {
-                Some(Ok(rec)) => {
-                    if q.kind.as_ref().is_none_or(|p| p.matches(&rec.kind)) {
-                        page.jobs.push(self.info(&key, rec));
-                    }
+                Some(Ok(rec)) if q.kind.as_ref().is_none_or(|p| p.matches(&rec.kind)) => {
+                    page.jobs.push(self.info(&key, rec));
                 }
+                Some(Ok(_)) => {}
                 Some(Err(e)) => page.corrupt.push(self.report_corrupt(k, Some(key.id), &e)),
                 None => {}
             }

@@ -19,6 +19,9 @@ use super::Engine;
 /// The most jobs one lease_many call takes.
 pub const MAX_LEASE_BATCH: usize = 10_000;
 
+/// A claimed row: its key, its record bytes (jobs path) or kind (kind path).
+type Found = (JobKey, Option<Vec<u8>>, Option<String>);
+
 /// A job claimed in memory, not yet moved on disk.
 struct Claim {
     group: Group,
@@ -194,7 +197,7 @@ impl Engine {
         prio: u8,
         opts: &LeaseOptions,
         now: u64,
-    ) -> Result<Option<(JobKey, Option<Vec<u8>>, Option<String>)>> {
+    ) -> Result<Option<Found>> {
         let BandGroup {
             pending,
             failed,

@@ -12,7 +12,7 @@
 //! call that finds `live == false` knows the lease is gone.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::job::JobId;
@@ -53,9 +53,7 @@ impl Default for Leases {
 
 impl Leases {
     fn shard(&self, id: &JobId) -> MutexGuard<'_, HashMap<JobId, Entry>> {
-        let mut h = self.hasher.build_hasher();
-        id.hash(&mut h);
-        self.shards[(h.finish() as usize) % SHARDS]
+        self.shards[(self.hasher.hash_one(id) as usize) % SHARDS]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
     }
