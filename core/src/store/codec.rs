@@ -1,6 +1,10 @@
-//! The stored job record: one format-version byte, then msgpack (rmp-serde,
-//! named fields so that fields can be added: a missing field decodes with its
-//! default, which is how v0.1 rows without `max_attempts` still read).
+//! The stored job record: one format-version byte, then msgpack (rmp-serde).
+//!
+//! Rows are written as msgpack arrays (half the bytes of named maps, and the
+//! record is rewritten by every transition). Fields are only ever appended,
+//! each `#[serde(default)]`, so a row that ends before a field (a v0.1 row
+//! without `max_attempts`) decodes with its default. The decoder also reads
+//! the named-map form, for tools that write records by hand.
 
 use serde::{Deserialize, Serialize};
 
@@ -23,9 +27,6 @@ pub struct JobRecord {
     pub payload: Vec<u8>,
     #[serde(default)]
     pub attempts: u32,
-    /// Per-job override (v0.2); `None` inherits per-kind, then global.
-    #[serde(default)]
-    pub max_attempts: Option<u32>,
     #[serde(default)]
     pub worker_id: Option<String>,
     #[serde(default)]
@@ -50,6 +51,11 @@ pub struct JobRecord {
     pub events: Vec<(u64, String, String)>,
     #[serde(default)]
     pub dropped_events: u32,
+    /// Per-job override (v0.2); `None` inherits per-kind, then global.
+    /// New fields go last: rows are msgpack arrays, so a row written before
+    /// a field existed simply ends early and the field takes its default.
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
 }
 
 impl JobRecord {
@@ -90,7 +96,7 @@ pub fn truncate_utf8(s: &mut String, max: usize) {
 pub fn encode(r: &JobRecord) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(64 + r.payload.len() + r.events.len() * 32);
     out.push(FORMAT_V1);
-    rmp_serde::encode::write_named(&mut out, r)
+    rmp_serde::encode::write(&mut out, r)
         .map_err(|e| Error::Storage(format!("cannot encode job record: {e}")))?;
     Ok(out)
 }
@@ -138,7 +144,35 @@ mod tests {
     }
 
     #[test]
-    fn a_v01_record_without_max_attempts_decodes_with_none() {
+    fn a_v01_array_row_without_max_attempts_decodes_with_none() {
+        let mut r = rec();
+        r.attempts = 2;
+        r.log(5, "enqueued", "");
+        // The v0.1 layout: every field up to dropped_events, nothing after.
+        let v01 = (
+            &r.kind,
+            serde_bytes::Bytes::new(&r.payload),
+            r.attempts,
+            &r.worker_id,
+            r.lease_deadline,
+            r.generation,
+            &r.idempotency_key,
+            r.created_at,
+            r.ready_at,
+            None::<serde_bytes::ByteBuf>,
+            &r.last_error,
+            &r.events,
+            r.dropped_events,
+        );
+        let mut b = vec![FORMAT_V1];
+        rmp_serde::encode::write(&mut b, &v01).unwrap();
+        let d = decode(&b).unwrap();
+        assert_eq!(d.max_attempts, None);
+        assert_eq!(d, r);
+    }
+
+    #[test]
+    fn a_v01_named_row_without_max_attempts_decodes_with_none() {
         #[derive(Serialize)]
         struct V01 {
             kind: String,
