@@ -65,7 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A worker that dies mid-job: it leases, then stops (no heartbeat, no submit).
     let lease = LeaseOptions::default().scope(scope);
     let doomed = q
-        .lease_next("worker-doomed", &lease)?
+        .lease_next("worker-doomed", &lease.clone().kind("embed")?)?
         .expect("work is ready");
     println!(
         "worker-doomed leased {} ({}) and died",
@@ -127,7 +127,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let j = q.get(&id)?.expect("job exists");
         println!("\n{what} {id}: {} after {} attempt(s)", j.state, j.attempts);
         for e in &j.events {
-            println!("  {:>13}  {:<14} {}", e.ts, e.transition, e.detail);
+            let at = e.ts.saturating_sub(j.created_at) as f64 / 1000.0;
+            println!("  +{at:>6.3}s  {:<14} {}", e.transition, e.detail);
         }
     }
 
