@@ -17,8 +17,9 @@ use telha_jobs::{
 
 const ENV: &str = "TELHA_TEST_CHILD";
 const STORE: &str = "TELHA_TEST_STORE";
+const SYNC: &str = "TELHA_TEST_SYNC";
 
-fn spawn_child(entry: &str, store: &std::path::Path) -> Child {
+fn spawn_child(entry: &str, store: &std::path::Path, sync: bool) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
             entry,
@@ -29,6 +30,7 @@ fn spawn_child(entry: &str, store: &std::path::Path) -> Child {
         ])
         .env(ENV, entry)
         .env(STORE, store)
+        .env(SYNC, if sync { "1" } else { "0" })
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -46,6 +48,7 @@ fn child_worker_that_gets_killed() {
     let store = std::env::var(STORE).unwrap();
     let cfg = Config {
         lease_ttl: Duration::from_secs(60),
+        sync_writes: std::env::var(SYNC).as_deref() == Ok("1"),
         ..Config::default()
     };
     let q = Queue::open(&store, cfg).unwrap();
@@ -106,8 +109,21 @@ impl Drop for KillOnDrop {
 
 #[test]
 fn a_worker_killed_with_sigkill_loses_no_acknowledged_job_and_its_leases_come_back() {
+    killed_worker_scenario(false, 2_000);
+}
+
+#[test]
+fn with_sync_writes_a_worker_killed_with_sigkill_loses_no_acknowledged_job() {
+    killed_worker_scenario(true, 200);
+}
+
+fn killed_worker_scenario(sync: bool, kill_after_acks: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = KillOnDrop(spawn_child("child_worker_that_gets_killed", dir.path()));
+    let mut child = KillOnDrop(spawn_child(
+        "child_worker_that_gets_killed",
+        dir.path(),
+        sync,
+    ));
     let out = BufReader::new(child.0.stdout.take().unwrap());
     let mut acked: HashSet<JobId> = HashSet::new();
     let mut leased: HashSet<JobId> = HashSet::new();
@@ -122,7 +138,7 @@ fn a_worker_killed_with_sigkill_loses_no_acknowledged_job_and_its_leases_come_ba
             ready = true;
         }
         // Kill mid-stream, while it is enqueueing as fast as it can.
-        if ready && acked.len() >= 2_000 {
+        if ready && acked.len() >= kill_after_acks {
             break;
         }
     }
@@ -176,7 +192,7 @@ fn a_worker_killed_with_sigkill_loses_no_acknowledged_job_and_its_leases_come_ba
 #[test]
 fn a_second_process_gets_store_locked_naming_the_path_and_pid() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = KillOnDrop(spawn_child("child_holding_the_store", dir.path()));
+    let mut child = KillOnDrop(spawn_child("child_holding_the_store", dir.path(), false));
     let mut out = BufReader::new(child.0.stdout.take().unwrap());
     let mut line = String::new();
     while !line.contains("READY") {
