@@ -19,9 +19,10 @@ deps:
 build: deps
 	$(CARGO) build $(PROFILE) --workspace --all-targets
 
-## Every test: unit, integration (contention, kill -9 recovery, poison, stale
-## submit, ...), doc tests, lint, and a quick smoke run of the benchmark.
-test: deps build test-core lint bench-quick
+## Every test: lint, a quick smoke run of the benchmark, then unit,
+## integration (contention, kill -9 recovery, poison, stale submit, ...) and
+## doc tests, so the run ends with cargo test's summary lines.
+test: deps build lint bench-quick test-core
 
 test-core:
 	$(CARGO) test $(PROFILE) --workspace

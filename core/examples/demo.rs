@@ -125,7 +125,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("the poison job", poison),
     ] {
         let j = q.get(&id)?.expect("job exists");
-        println!("\n{what} {id}: {}, {} failed attempt(s)", j.state, j.attempts);
+        println!(
+            "\n{what} {id}: {}, {} failed attempt(s)",
+            j.state, j.attempts
+        );
         for e in &j.events {
             let at = e.ts.saturating_sub(j.created_at) as f64 / 1000.0;
             println!("  +{at:>6.3}s  {:<14} {}", e.transition, e.detail);
