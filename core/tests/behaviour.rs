@@ -1164,23 +1164,6 @@ fn an_invalid_config_is_refused_at_open() {
 
 // ----------------------------------------------------- corruption on disk
 
-fn counters_add(
-    _key: &[u8],
-    existing: Option<&[u8]>,
-    operands: &rocksdb::MergeOperands,
-) -> Option<Vec<u8>> {
-    use telha_jobs::store::{decode_counters, encode_counters};
-    let mut acc = existing.and_then(decode_counters).unwrap_or([0; 5]);
-    for op in operands {
-        if let Some(d) = decode_counters(op) {
-            for (a, x) in acc.iter_mut().zip(d) {
-                *a = a.wrapping_add(x);
-            }
-        }
-    }
-    Some(encode_counters(&acc).to_vec())
-}
-
 /// With the queue closed, overwrite `victim`'s row in the jobs CF with bytes
 /// that do not decode, through the raw RocksDB API.
 fn corrupt_row(path: &std::path::Path, victim: JobId, garbage: &[u8]) {
@@ -1190,7 +1173,10 @@ fn corrupt_row(path: &std::path::Path, victim: JobId, garbage: &[u8]) {
         let mut o = rocksdb::Options::default();
         if *name == "counters" {
             // Recovery may flush the WAL's merge operands: it needs the operator.
-            o.set_merge_operator_associative("telha_counters_add_v1", counters_add);
+            o.set_merge_operator_associative(
+                telha_jobs::store::COUNTERS_MERGE_NAME,
+                telha_jobs::store::counters_merge,
+            );
         }
         rocksdb::ColumnFamilyDescriptor::new(*name, o)
     });

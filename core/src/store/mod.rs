@@ -20,6 +20,9 @@ pub const ALL_CFS: [&str; 5] = [CF_JOBS, CF_IDS, CF_KINDS, CF_IDEM, CF_COUNTERS]
 /// The file in the store directory naming the owning process.
 pub const PID_FILE: &str = "telha.pid";
 
+/// The registered name of [`counters_merge`].
+pub const COUNTERS_MERGE_NAME: &str = "telha_counters_add_v1";
+
 /// Counters: one i64 per state (index `State::index()`), little-endian.
 pub const COUNTERS_LEN: usize = 40;
 
@@ -42,9 +45,11 @@ pub fn decode_counters(b: &[u8]) -> Option<[i64; 5]> {
     Some(c)
 }
 
-/// Element-wise add of counter vectors. A malformed operand is ignored rather
-/// than failing the read (a failed merge would make the whole key unreadable).
-fn counters_merge(
+/// Element-wise add of counter vectors: the merge operator of the counters
+/// CF (tools that open the store with raw RocksDB must register it too). A
+/// malformed operand is ignored rather than failing the read (a failed merge
+/// would make the whole key unreadable).
+pub fn counters_merge(
     _key: &[u8],
     existing: Option<&[u8]>,
     operands: &rocksdb::MergeOperands,
@@ -73,7 +78,7 @@ fn cf_options(name: &str) -> Options {
             o.add_compact_on_deletion_collector_factory(10_000, 5_000, 0.5);
         }
         CF_COUNTERS => {
-            o.set_merge_operator_associative("telha_counters_add_v1", counters_merge);
+            o.set_merge_operator_associative(COUNTERS_MERGE_NAME, counters_merge);
         }
         _ => {}
     }
