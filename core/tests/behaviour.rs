@@ -624,6 +624,36 @@ fn round_robin_serves_active_scopes_evenly_beside_idle_ones() {
 }
 
 #[test]
+fn a_drained_scope_is_served_again_when_work_returns_and_a_delayed_one_at_its_run_at() {
+    let s = TestStore::new();
+    let (a, b) = (scope(1), scope(2));
+    s.enqueue_with("embed", EnqueueOptions::default().scope(a));
+    s.q.complete(&s.must_lease("w").token(), None).unwrap();
+    // Scope a is drained (and no longer visited); a delayed job keeps b waiting.
+    assert!(s
+        .q
+        .lease_next("w", &LeaseOptions::default())
+        .unwrap()
+        .is_none());
+    let later = s.enqueue_with(
+        "embed",
+        EnqueueOptions::default()
+            .scope(b)
+            .delay(Duration::from_secs(5)),
+    );
+    assert!(s
+        .q
+        .lease_next("w", &LeaseOptions::default())
+        .unwrap()
+        .is_none());
+    let again = s.enqueue_with("embed", EnqueueOptions::default().scope(a));
+    assert_eq!(s.must_lease("w").id, again);
+    s.clock.advance(Duration::from_secs(5));
+    assert_eq!(s.must_lease("w").id, later);
+    assert_consistent(&s.q);
+}
+
+#[test]
 fn a_scoped_lease_takes_only_from_that_scope() {
     let s = TestStore::new();
     let a = s.enqueue_with("embed", EnqueueOptions::default().scope(scope(1)));

@@ -18,7 +18,8 @@
 //! after the commit, so a poller that no longer sees a claim also no longer
 //! sees the row.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use crate::job::{JobId, Scope};
@@ -99,6 +100,8 @@ pub(crate) fn lock(g: &Group) -> MutexGuard<'_, BandGroup> {
 #[derive(Debug, Default)]
 pub(crate) struct ScopeBands {
     prios: RwLock<BTreeMap<u8, Group>>,
+    /// Bumped by every activation (see [`Bands`]).
+    pub epoch: AtomicU64,
 }
 
 impl ScopeBands {
@@ -130,7 +133,15 @@ impl ScopeBands {
     }
 }
 
-/// Every scope this process has seen, in first-seen order for round-robin.
+/// Every scope this process has seen, in first-seen order for round-robin,
+/// and the subset that may have work (*active*), so that a poller with no
+/// scope filter visits busy tenants only, however many idle ones exist.
+///
+/// A scope becomes active when a pending or failed row is written to it
+/// ([`Bands::activate`], after the row's cursor was lowered) and inactive when
+/// a poller finds its pending and failed bands empty. The scope's `epoch`,
+/// bumped by every activation before it looks at the active set, keeps a
+/// poller from deactivating a scope that received work while it looked.
 #[derive(Debug, Default)]
 pub(crate) struct Bands {
     inner: RwLock<BandsInner>,
@@ -139,62 +150,83 @@ pub(crate) struct Bands {
 #[derive(Debug, Default)]
 struct BandsInner {
     order: Vec<Scope>,
-    map: HashMap<Scope, Arc<ScopeBands>>,
+    map: HashMap<Scope, (usize, Arc<ScopeBands>)>,
+    active: BTreeSet<usize>,
 }
 
 impl Bands {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BandsInner> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BandsInner> {
+        self.inner.write().unwrap_or_else(|p| p.into_inner())
+    }
+
     pub fn scope(&self, s: Scope) -> Arc<ScopeBands> {
-        if let Some(b) = self
-            .inner
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .map
-            .get(&s)
-        {
+        if let Some((_, b)) = self.read().map.get(&s) {
             return b.clone();
         }
-        let mut w = self.inner.write().unwrap_or_else(|p| p.into_inner());
-        if let Some(b) = w.map.get(&s) {
+        let mut w = self.write();
+        if let Some((_, b)) = w.map.get(&s) {
             return b.clone();
         }
         let b = Arc::new(ScopeBands::default());
-        w.map.insert(s, b.clone());
+        let at = w.order.len();
+        w.map.insert(s, (at, b.clone()));
         w.order.push(s);
         b
     }
 
     pub fn get(&self, s: &Scope) -> Option<Arc<ScopeBands>> {
-        self.inner
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .map
-            .get(s)
-            .cloned()
+        self.read().map.get(s).map(|(_, b)| b.clone())
     }
 
-    /// All known scopes with their position in first-seen order, rotated
-    /// to start at position `start % len` (round-robin).
+    /// `s` may have work (call after lowering the cursor of the row written).
+    pub fn activate(&self, s: Scope) {
+        let sb = self.scope(s);
+        sb.epoch.fetch_add(1, Ordering::SeqCst);
+        let at = {
+            let r = self.read();
+            match r.map.get(&s) {
+                Some((at, _)) if r.active.contains(at) => return,
+                Some((at, _)) => *at,
+                None => return,
+            }
+        };
+        self.write().active.insert(at);
+    }
+
+    /// `s` was seen empty by a poller that read `epoch` before it looked;
+    /// deactivate it unless work arrived since.
+    pub fn deactivate(&self, at: usize, sb: &ScopeBands, epoch: u64) {
+        let mut w = self.write();
+        if sb.epoch.load(Ordering::SeqCst) == epoch {
+            w.active.remove(&at);
+        }
+    }
+
+    /// The active scopes with their round-robin position, starting at the
+    /// first position at or after `start` and wrapping.
     pub fn rotated(&self, start: usize) -> Vec<(usize, Scope, Arc<ScopeBands>)> {
-        let r = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        let r = self.read();
         let n = r.order.len();
         if n == 0 {
             return Vec::new();
         }
-        (0..n)
-            .map(|i| {
-                let at = (start + i) % n;
+        let start = start % n;
+        r.active
+            .range(start..)
+            .chain(r.active.range(..start))
+            .map(|&at| {
                 let s = r.order[at];
-                (at, s, r.map[&s].clone())
+                (at, s, r.map[&s].1.clone())
             })
             .collect()
     }
 
     pub fn scopes(&self) -> Vec<Scope> {
-        self.inner
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .order
-            .clone()
+        self.read().order.clone()
     }
 }
 
@@ -216,13 +248,34 @@ mod tests {
     }
 
     #[test]
-    fn round_robin_rotates_over_known_scopes() {
+    fn round_robin_rotates_over_active_scopes() {
         let b = Bands::default();
-        let (s1, s2) = (Scope::from_bytes([1; 16]), Scope::from_bytes([2; 16]));
-        b.scope(s1);
-        b.scope(s2);
-        b.scope(s1);
-        let firsts: Vec<Scope> = (0..4).map(|i| b.rotated(i)[0].1).collect();
-        assert_eq!(firsts, vec![s1, s2, s1, s2]);
+        let (s1, s2, idle) = (
+            Scope::from_bytes([1; 16]),
+            Scope::from_bytes([2; 16]),
+            Scope::from_bytes([3; 16]),
+        );
+        b.scope(idle);
+        b.activate(s1);
+        b.activate(s2);
+        b.activate(s1);
+        let firsts: Vec<Scope> = (1..5).map(|i| b.rotated(i)[0].1).collect();
+        assert_eq!(firsts, vec![s1, s2, s1, s1]);
+        assert_eq!(b.rotated(0).len(), 2, "the idle scope is not visited");
+    }
+
+    #[test]
+    fn a_scope_that_got_work_while_a_poller_looked_stays_active() {
+        let b = Bands::default();
+        let s = Scope::from_bytes([1; 16]);
+        b.activate(s);
+        let sb = b.scope(s);
+        let seen = sb.epoch.load(Ordering::SeqCst);
+        b.activate(s); // work arrives while the poller scans
+        b.deactivate(0, &sb, seen);
+        assert_eq!(b.rotated(0).len(), 1);
+        let seen = sb.epoch.load(Ordering::SeqCst);
+        b.deactivate(0, &sb, seen);
+        assert!(b.rotated(0).is_empty());
     }
 }

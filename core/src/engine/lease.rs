@@ -152,6 +152,8 @@ impl Engine {
         let mut claims: Vec<Claim> = Vec::new();
         'scopes: for (at, scope, sb) in self.scopes_for(opts) {
             let before = claims.len();
+            let epoch = sb.epoch.load(std::sync::atomic::Ordering::SeqCst);
+            let mut empty = true;
             for (prio, group) in sb.groups() {
                 let mut g = bands::lock(&group);
                 // Read the clock under the lock: an enqueue that noted its row
@@ -173,13 +175,18 @@ impl Engine {
                         }
                     }
                 }
+                empty &= g.pending == Cursor::EMPTY && g.failed == Cursor::EMPTY;
                 if claims.len() >= max {
                     break;
                 }
             }
-            if claims.len() > before {
-                if let Some(at) = at {
+            if let Some(at) = at {
+                if claims.len() > before {
                     self.rr.store(at, std::sync::atomic::Ordering::Relaxed);
+                } else if empty {
+                    // Nothing pending or failed anywhere in it: stop visiting
+                    // it until a row is written to it again.
+                    self.bands.deactivate(at, &sb, epoch);
                 }
             }
             if claims.len() >= max {
@@ -344,6 +351,8 @@ impl Engine {
             if let Some(k) = c.kind.as_ref().or_else(|| kinds.get(&c.key.id)) {
                 g.kind_cursor(k).note_insert(pos);
             }
+            drop(g);
+            self.bands.activate(c.key.scope);
         }
         self.notifier.bump();
     }

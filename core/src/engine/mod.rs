@@ -266,6 +266,7 @@ impl Engine {
             }
             g.kind_cursor(kind).note_insert(pos);
         }
+        self.bands.activate(key.scope);
         self.notifier.bump();
     }
 

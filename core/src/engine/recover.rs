@@ -66,6 +66,7 @@ impl Engine {
                     continue;
                 }
                 State::Pending | State::Failed => {
+                    self.bands.activate(key.scope);
                     let g = scope_bands.group(key.priority);
                     let mut g = bands::lock(&g);
                     let c = Cursor {
