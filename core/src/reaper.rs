@@ -61,6 +61,8 @@ impl Reaper {
 /// One reaper pass.
 pub(crate) fn pass(e: &Engine) -> Result<ReapReport> {
     let now = e.now();
+    // Unpin whatever DB state idle bands' cached iterators still hold.
+    e.bands.clear_iterators();
     let (expired, dead) = e.expire_leases(now)?;
     let (pruned, corrupt) = e.prune_completed(now, e.cfg.prune_batch)?;
     e.metrics.reaper_passes.fetch_add(1, Ordering::Relaxed);

@@ -54,6 +54,24 @@ impl Cursor {
     }
 }
 
+/// A RocksDB iterator kept for a busy band and `refresh()`ed per lease,
+/// which is cheaper than creating one (no allocation, and no rebuild while
+/// the memtable/SST set is unchanged).
+///
+/// It borrows the engine's DB, so its lifetime is erased to `'static`. That
+/// is sound because every `BandIter` lives in a `BandGroup` owned by the
+/// engine, and `Engine::drop` clears them all ([`Bands::clear_iterators`])
+/// before it closes the DB. A cached iterator pins the DB state it last saw
+/// (memtables, SST files): it is dropped when its band goes idle or empty
+/// and by every reaper pass, so nothing stays pinned for long.
+pub(crate) struct BandIter(pub rocksdb::DBRawIteratorWithThreadMode<'static, rocksdb::DB>);
+
+impl std::fmt::Debug for BandIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BandIter")
+    }
+}
+
 /// The bands of one (scope, priority), under one lock.
 #[derive(Debug)]
 pub(crate) struct BandGroup {
@@ -63,6 +81,10 @@ pub(crate) struct BandGroup {
     pub kinds: HashMap<String, Cursor>,
     /// Jobs claimed by a poller whose move has not committed yet.
     pub claimed: HashSet<JobId>,
+    /// Cached iterators of the busy bands.
+    pub pending_it: Option<BandIter>,
+    pub failed_it: Option<BandIter>,
+    pub kind_its: HashMap<String, BandIter>,
 }
 
 impl BandGroup {
@@ -72,7 +94,16 @@ impl BandGroup {
             failed: Cursor::EMPTY,
             kinds: HashMap::new(),
             claimed: HashSet::new(),
+            pending_it: None,
+            failed_it: None,
+            kind_its: HashMap::new(),
         }
+    }
+
+    pub fn clear_iterators(&mut self) {
+        self.pending_it = None;
+        self.failed_it = None;
+        self.kind_its.clear();
     }
 
     /// The earliest time anything in this group may be due, for waiters.
@@ -227,6 +258,16 @@ impl Bands {
 
     pub fn scopes(&self) -> Vec<Scope> {
         self.read().order.clone()
+    }
+
+    /// Drop every cached iterator (reaper passes, and before the DB closes).
+    pub fn clear_iterators(&self) {
+        let all: Vec<Arc<ScopeBands>> = self.read().map.values().map(|(_, b)| b.clone()).collect();
+        for sb in all {
+            for (_, g) in sb.groups() {
+                lock(&g).clear_iterators();
+            }
+        }
     }
 }
 

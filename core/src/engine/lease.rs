@@ -13,7 +13,7 @@ use crate::store::codec;
 use crate::store::keys::{self, JobKey, Pos};
 use crate::store::{self as st};
 
-use super::bands::{self, BandGroup, Cursor, Group, ScopeBands};
+use super::bands::{self, BandGroup, BandIter, Cursor, Group, ScopeBands};
 use super::Engine;
 
 /// The most jobs one lease_many call takes.
@@ -210,19 +210,22 @@ impl Engine {
             failed,
             kinds,
             claimed,
+            pending_it,
+            failed_it,
+            kind_its,
         } = g;
         if opts.kinds.is_empty() {
             let jobs_cf = self.cf(st::CF_JOBS)?;
             let mut best: Option<(State, Pos, Vec<u8>)> = None;
-            for (state, cursor) in [
-                (State::Pending, &mut *pending),
-                (State::Failed, &mut *failed),
+            for (state, cursor, slot) in [
+                (State::Pending, &mut *pending, &mut *pending_it),
+                (State::Failed, &mut *failed, &mut *failed_it),
             ] {
                 if !cursor.maybe_ready(now) {
                     continue;
                 }
                 let prefix = keys::job_band_prefix(&scope, state, prio);
-                if let Some((pos, v)) = self.peek(jobs_cf, &prefix, cursor, now, claimed)? {
+                if let Some((pos, v)) = self.peek(jobs_cf, &prefix, cursor, slot, now, claimed)? {
                     if best.as_ref().is_none_or(|b| pos < b.1) {
                         best = Some((state, pos, v));
                     }
@@ -254,7 +257,12 @@ impl Engine {
                     continue;
                 }
                 let prefix = keys::kind_band_prefix(&scope, kind, prio);
-                if let Some((pos, v)) = self.peek(kinds_cf, &prefix, cursor, now, claimed)? {
+                let mut slot = kind_its.remove(kind.as_str());
+                let found = self.peek(kinds_cf, &prefix, cursor, &mut slot, now, claimed);
+                if let Some(it) = slot {
+                    kind_its.insert(kind.clone(), it);
+                }
+                if let Some((pos, v)) = found? {
                     if best.as_ref().is_none_or(|b| pos < b.1) {
                         best = Some((kind.clone(), pos, v));
                     }
@@ -291,24 +299,64 @@ impl Engine {
     /// The first unclaimed row of a band that is due, reading from the
     /// band's cursor with the iterator bounded to the band. Moves the cursor
     /// past what it learns is dead, and records when the band's head is due.
+    #[allow(clippy::too_many_arguments)]
     fn peek(
         &self,
         cf: &rocksdb::ColumnFamily,
         prefix: &[u8],
         cursor: &mut Cursor,
+        slot: &mut Option<BandIter>,
         now: u64,
         claimed: &std::collections::HashSet<JobId>,
     ) -> Result<Option<(Pos, Vec<u8>)>> {
-        let mut lower = Vec::with_capacity(prefix.len() + 24);
-        lower.extend_from_slice(prefix);
-        lower.extend_from_slice(&cursor.from.encode());
-        let mut ro = ReadOptions::default();
-        ro.set_iterate_lower_bound(lower.clone());
-        if let Some(upper) = keys::prefix_end(prefix) {
-            ro.set_iterate_upper_bound(upper);
+        let found = self.peek_with(cf, prefix, cursor, slot, now, claimed);
+        if !matches!(found, Ok(Some(_))) {
+            // Idle, empty or failed: do not keep the DB state pinned.
+            *slot = None;
         }
-        let mut it = self.db().raw_iterator_cf_opt(cf, ro);
-        it.seek(&lower);
+        found
+    }
+
+    fn peek_with(
+        &self,
+        cf: &rocksdb::ColumnFamily,
+        prefix: &[u8],
+        cursor: &mut Cursor,
+        slot: &mut Option<BandIter>,
+        now: u64,
+        claimed: &std::collections::HashSet<JobId>,
+    ) -> Result<Option<(Pos, Vec<u8>)>> {
+        // Refresh the band's iterator (to see every commit before this lock
+        // was taken), or create one bounded to the band.
+        if let Some(it) = slot.as_mut() {
+            if it.0.refresh().is_err() {
+                *slot = None;
+            }
+        }
+        let it = match slot {
+            Some(it) => &mut it.0,
+            None => {
+                let mut ro = ReadOptions::default();
+                ro.set_iterate_lower_bound(prefix.to_vec());
+                if let Some(upper) = keys::prefix_end(prefix) {
+                    ro.set_iterate_upper_bound(upper);
+                }
+                let it = self.db().raw_iterator_cf_opt(cf, ro);
+                // SAFETY: see `BandIter`: the engine drops every cached
+                // iterator before it closes the DB this one borrows.
+                let it = unsafe {
+                    std::mem::transmute::<
+                        rocksdb::DBRawIteratorWithThreadMode<'_, rocksdb::DB>,
+                        rocksdb::DBRawIteratorWithThreadMode<'static, rocksdb::DB>,
+                    >(it)
+                };
+                &mut slot.insert(BandIter(it)).0
+            }
+        };
+        let mut target = Vec::with_capacity(prefix.len() + 24);
+        target.extend_from_slice(prefix);
+        target.extend_from_slice(&cursor.from.encode());
+        it.seek(&target);
         let mut first = true;
         while let Some(k) = it.key() {
             let Some(pos) = k.strip_prefix(prefix).and_then(keys::decode_pos) else {

@@ -300,6 +300,8 @@ impl Drop for Engine {
         {
             r.stop();
         }
+        // Cached band iterators borrow the DB: they go first.
+        self.bands.clear_iterators();
         // Close RocksDB while holding the registry, so a concurrent open of
         // the same path waits for the LOCK to be released.
         let mut reg = registry();
