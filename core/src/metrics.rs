@@ -1,7 +1,9 @@
 //! Exact per-(kind, state) counts mirrored in memory, transition counters, and
 //! the Prometheus text exposition.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::RwLock;

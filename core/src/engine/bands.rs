@@ -18,7 +18,9 @@
 //! after the commit, so a poller that no longer sees a claim also no longer
 //! sees the row.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
@@ -92,11 +94,11 @@ impl BandGroup {
         BandGroup {
             pending: Cursor::EMPTY,
             failed: Cursor::EMPTY,
-            kinds: HashMap::new(),
-            claimed: HashSet::new(),
+            kinds: HashMap::default(),
+            claimed: HashSet::default(),
             pending_it: None,
             failed_it: None,
-            kind_its: HashMap::new(),
+            kind_its: HashMap::default(),
         }
     }
 

@@ -1,6 +1,8 @@
 //! enqueue and enqueue_many: one atomic batch for any number of jobs.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::MutexGuard;
 
 use rocksdb::WriteBatch;
@@ -77,8 +79,8 @@ impl Engine {
         let mut batch = WriteBatch::default();
         let mut out = Vec::with_capacity(jobs.len());
         let mut written: Vec<(JobKey, String)> = Vec::with_capacity(jobs.len());
-        let mut in_batch: HashMap<(Scope, String), JobId> = HashMap::new();
-        let mut per_kind: HashMap<String, i64> = HashMap::new();
+        let mut in_batch: HashMap<(Scope, String), JobId> = HashMap::default();
+        let mut per_kind: HashMap<String, i64> = HashMap::default();
 
         for j in jobs {
             let scope = j.options.scope.unwrap_or(Scope::SYSTEM);
@@ -171,7 +173,7 @@ impl Engine {
 
     fn idem_stripe(&self, scope: &Scope, key: &str) -> usize {
         use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut h = rustc_hash::FxHasher::default();
         scope.hash(&mut h);
         key.hash(&mut h);
         (h.finish() as usize) % self.idem_locks.len()

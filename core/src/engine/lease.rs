@@ -1,7 +1,7 @@
 //! lease_next / lease_many: find the most urgent ready job, claim it under its
 //! band group's lock, move it to leased in one batch outside the lock.
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::time::{Duration, Instant};
 
 use rocksdb::{ReadOptions, WriteBatch};
@@ -170,7 +170,7 @@ impl Engine {
                         Ok(None) => break,
                         Err(e) => {
                             drop(g);
-                            self.unclaim(&claims, &HashMap::new());
+                            self.unclaim(&claims, &HashMap::default());
                             return Err(e);
                         }
                     }
@@ -307,7 +307,7 @@ impl Engine {
         cursor: &mut Cursor,
         slot: &mut Option<BandIter>,
         now: u64,
-        claimed: &std::collections::HashSet<JobId>,
+        claimed: &HashSet<JobId>,
     ) -> Result<Option<(Pos, Vec<u8>)>> {
         let found = self.peek_with(cf, prefix, cursor, slot, now, claimed);
         if !matches!(found, Ok(Some(_))) {
@@ -324,7 +324,7 @@ impl Engine {
         cursor: &mut Cursor,
         slot: &mut Option<BandIter>,
         now: u64,
-        claimed: &std::collections::HashSet<JobId>,
+        claimed: &HashSet<JobId>,
     ) -> Result<Option<(Pos, Vec<u8>)>> {
         // Refresh the band's iterator (to see every commit before this lock
         // was taken), or create one bounded to the band.
@@ -412,8 +412,8 @@ impl Engine {
         let counters_cf = self.cf(st::CF_COUNTERS)?;
         let mut batch = WriteBatch::default();
         let mut leased = Vec::with_capacity(claims.len());
-        let mut kinds_of: HashMap<JobId, String> = HashMap::new();
-        let mut per_kind: HashMap<String, [i64; 5]> = HashMap::new();
+        let mut kinds_of: HashMap<JobId, String> = HashMap::default();
+        let mut per_kind: HashMap<String, [i64; 5]> = HashMap::default();
         let mut bad: Vec<usize> = Vec::new();
 
         for (i, c) in claims.iter().enumerate() {

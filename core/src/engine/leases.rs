@@ -11,8 +11,9 @@
 //! calls with the same token (a heartbeat racing a completion) serialise, and a
 //! call that finds `live == false` knows the lease is gone.
 
-use std::collections::HashMap;
 use std::hash::BuildHasher;
+
+use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::job::JobId;
@@ -39,21 +40,21 @@ pub(crate) fn lock(e: &Entry) -> MutexGuard<'_, LeaseEntry> {
 #[derive(Debug)]
 pub(crate) struct Leases {
     shards: Vec<Mutex<HashMap<JobId, Entry>>>,
-    hasher: std::collections::hash_map::RandomState,
 }
 
 impl Default for Leases {
     fn default() -> Self {
         Leases {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-            hasher: Default::default(),
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(HashMap::default()))
+                .collect(),
         }
     }
 }
 
 impl Leases {
     fn shard(&self, id: &JobId) -> MutexGuard<'_, HashMap<JobId, Entry>> {
-        self.shards[(self.hasher.hash_one(id) as usize) % SHARDS]
+        self.shards[(FxBuildHasher.hash_one(id) as usize) % SHARDS]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
     }

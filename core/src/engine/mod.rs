@@ -208,7 +208,7 @@ impl Engine {
     }
 
     fn stripe<'a, T: Hash>(locks: &'a [Mutex<()>], k: &T) -> MutexGuard<'a, ()> {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut h = rustc_hash::FxHasher::default();
         k.hash(&mut h);
         locks[(h.finish() as usize) % locks.len()]
             .lock()
