@@ -6,6 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A source of wall-clock time in milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// The current time in milliseconds since the Unix epoch. Called from any
+    /// thread on every operation that reads time, so keep it cheap.
     fn now_ms(&self) -> u64;
 }
 
@@ -41,10 +43,14 @@ impl ManualClock {
         Self::new(SystemClock.now_ms())
     }
 
+    /// Move the clock forward by `by` (whole milliseconds; any rest is
+    /// dropped). It runs no reaper pass and wakes no waiting poller by itself:
+    /// call `Queue::reap` to expire leases at the new time.
     pub fn advance(&self, by: Duration) {
         self.now.fetch_add(by.as_millis() as u64, Ordering::SeqCst);
     }
 
+    /// Set the clock to `ms`, in milliseconds since the Unix epoch.
     pub fn set(&self, ms: u64) {
         self.now.store(ms, Ordering::SeqCst);
     }

@@ -63,24 +63,37 @@ impl std::fmt::Display for ErrorKind {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// Bad input from the caller; the message names the argument and the rule.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 
+    /// No job with that id (or no store at that path, for read-only opens).
     #[error("not found: {0}")]
     NotFound(String),
 
+    /// The lease is lost (stale generation, another worker's lease, or the
+    /// job is no longer leased) and nothing was changed: stop working on the job.
     #[error("lease lost: {0}")]
     Aborted(String),
 
+    /// Another process has the store open.
     #[error("store {path} is locked by {owner}; a store has exactly one owning process")]
-    StoreLocked { path: PathBuf, owner: String },
+    StoreLocked {
+        /// The store directory.
+        path: PathBuf,
+        /// `pid N` when the owner's pid file could be read, else `another process`.
+        owner: String,
+    },
 
+    /// RocksDB or the filesystem failed; the message carries its reason.
     #[error("storage error: {0}")]
     Storage(String),
 
+    /// Bytes on disk (a key, a record, an index entry) do not decode.
     #[error("corrupt record: {0}")]
     Corruption(String),
 
+    /// This handle was closed (before or during the call).
     #[error("queue is closed")]
     Closed,
 }

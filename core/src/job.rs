@@ -42,12 +42,16 @@ impl JobId {
         let v = (ms << 80) | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b;
         JobId(Uuid::from_u128(v))
     }
+    /// The id with these 16 bytes (big-endian UUID layout, as in row keys).
+    /// Any bytes are accepted; whether such a job exists is up to the store.
     pub fn from_bytes(b: [u8; 16]) -> Self {
         JobId(Uuid::from_bytes(b))
     }
+    /// The 16 bytes, as stored in row keys.
     pub fn as_bytes(&self) -> &[u8; 16] {
         self.0.as_bytes()
     }
+    /// The id as a [`Uuid`].
     pub fn as_uuid(&self) -> Uuid {
         self.0
     }
@@ -90,15 +94,19 @@ impl Scope {
     /// The system scope (nil UUID).
     pub const SYSTEM: Scope = Scope(Uuid::nil());
 
+    /// The scope of tenant `u`; the nil UUID is [`Scope::SYSTEM`].
     pub fn from_uuid(u: Uuid) -> Self {
         Scope(u)
     }
+    /// The scope with these 16 bytes (big-endian UUID layout, as in row keys).
     pub fn from_bytes(b: [u8; 16]) -> Self {
         Scope(Uuid::from_bytes(b))
     }
+    /// The 16 bytes, as stored in row keys.
     pub fn as_bytes(&self) -> &[u8; 16] {
         self.0.as_bytes()
     }
+    /// True for the system (nil) scope, the only home of `system:*` kinds.
     pub fn is_system(&self) -> bool {
         self.0.is_nil()
     }
@@ -161,14 +169,18 @@ pub(crate) fn validate_worker_id(w: &str) -> Result<()> {
 }
 
 /// One element of a kind filter: an exact kind, or a family (`ingest:*`).
+/// Build it with `str::parse`, which validates the kind syntax
+/// (`InvalidArgument` otherwise); the variants themselves are not checked.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum KindPattern {
+    /// Matches this kind only.
     Exact(String),
     /// Matches the kind equal to the family and every kind starting `family:`.
     Family(String),
 }
 
 impl KindPattern {
+    /// Whether a job of `kind` is selected by this pattern.
     pub fn matches(&self, kind: &str) -> bool {
         match self {
             KindPattern::Exact(k) => k == kind,
@@ -207,14 +219,21 @@ impl fmt::Display for KindPattern {
 /// A job's state. The byte is part of the row key and never changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum State {
+    /// Waiting for a worker; leasable from its ready-at.
     Pending,
+    /// Held by a worker until its lease deadline.
     Leased,
+    /// Failed retryably; leasable again from its retry-at.
     Failed,
+    /// Done; pruned once older than `completed_retention`.
     Completed,
+    /// Out of attempts or failed as not retryable; kept until an operator
+    /// `retry`.
     Dead,
 }
 
 impl State {
+    /// Every state, in the order of their stable bytes (pending 1 … dead 5).
     pub const ALL: [State; 5] = [
         State::Pending,
         State::Leased,
@@ -223,6 +242,7 @@ impl State {
         State::Dead,
     ];
 
+    /// The lowercase name (`"pending"`, …), which `str::parse` reads back.
     pub fn as_str(self) -> &'static str {
         match self {
             State::Pending => "pending",
@@ -297,26 +317,36 @@ pub struct EnqueueOptions {
 }
 
 impl EnqueueOptions {
+    /// Enqueue into tenant scope `s`. A `system:*` kind may only go to
+    /// [`Scope::SYSTEM`].
     pub fn scope(mut self, s: Scope) -> Self {
         self.scope = Some(s);
         self
     }
+    /// Priority `p`: 0 most urgent … 255 least (default 128).
     pub fn priority(mut self, p: u8) -> Self {
         self.priority = Some(p);
         self
     }
+    /// Not leasable before `ms`, in ms since the Unix epoch. Wins over `delay`.
     pub fn run_at(mut self, ms: u64) -> Self {
         self.run_at = Some(ms);
         self
     }
+    /// Not leasable before now + `d`, read on the queue's clock.
     pub fn delay(mut self, d: Duration) -> Self {
         self.delay = Some(d);
         self
     }
+    /// Deduplicate on `k` (1 to 512 bytes) within the scope: while a job
+    /// enqueued with `k` still exists (until it is pruned), a repeat returns
+    /// that job's id with `created: false` and enqueues nothing.
     pub fn idempotency_key(mut self, k: impl Into<String>) -> Self {
         self.idempotency_key = Some(k.into());
         self
     }
+    /// Dead after `n` failed attempts (`n` ≥ 1; 0 is `InvalidArgument` at
+    /// enqueue), over the per-kind and global `max_attempts`.
     pub fn max_attempts(mut self, n: u32) -> Self {
         self.max_attempts = Some(n);
         self
@@ -326,12 +356,16 @@ impl EnqueueOptions {
 /// One job for [`crate::Queue::enqueue_many`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewJob {
+    /// The kind: 1–64 bytes of lowercase ASCII letters, digits and `_ - . :`.
     pub kind: String,
+    /// Opaque bytes, at most `max_payload_bytes`; moved into the store as is.
     pub payload: Vec<u8>,
+    /// Scope, priority, run-at, idempotency key, attempt ceiling.
     pub options: EnqueueOptions,
 }
 
 impl NewJob {
+    /// A job of `kind` with `payload` and default options.
     pub fn new(kind: impl Into<String>, payload: impl Into<Vec<u8>>) -> Self {
         NewJob {
             kind: kind.into(),
@@ -339,6 +373,7 @@ impl NewJob {
             options: EnqueueOptions::default(),
         }
     }
+    /// The same job with `options` (replacing the current ones).
     pub fn with(mut self, options: EnqueueOptions) -> Self {
         self.options = options;
         self
@@ -348,6 +383,7 @@ impl NewJob {
 /// What an enqueue did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Enqueued {
+    /// The new job's id, or the existing job's when `created` is false.
     pub id: JobId,
     /// False when an idempotency key matched an existing job.
     pub created: bool,
@@ -365,15 +401,20 @@ pub struct LeaseOptions {
 }
 
 impl LeaseOptions {
+    /// Also take from scope `s` (once any scope is named, only named scopes
+    /// are polled).
     pub fn scope(mut self, s: Scope) -> Self {
         self.scopes.push(s);
         self
     }
-    /// Add a kind pattern (`"embed"` or `"ingest:*"`).
+    /// Add a kind pattern (`"embed"` or `"ingest:*"`); `InvalidArgument`
+    /// when it is not a valid kind or family.
     pub fn kind(mut self, pattern: &str) -> Result<Self> {
         self.kinds.push(pattern.parse()?);
         Ok(self)
     }
+    /// Block up to `d` (real time, not the queue's clock) when no job is
+    /// ready; `Duration::ZERO` does not wait.
     pub fn wait(mut self, d: Duration) -> Self {
         self.wait = Some(d);
         self
@@ -382,9 +423,13 @@ impl LeaseOptions {
 
 /// The proof of a lease: the job id and the lease generation it was granted
 /// under. Every settle call checks the generation; a stale one is `Aborted`.
+/// Its text form (`Display` / `FromStr`) is `<job id>:<generation>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LeaseToken {
+    /// The leased job.
     pub id: JobId,
+    /// The generation this lease was granted under; every lease of the job
+    /// bumps it, which fences out the holders of older leases.
     pub generation: u64,
 }
 
@@ -412,21 +457,31 @@ impl FromStr for LeaseToken {
 /// A leased job, as a worker sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
+    /// The job's id.
     pub id: JobId,
+    /// The job's kind.
     pub kind: String,
+    /// The tenant scope it was enqueued into.
     pub scope: Scope,
+    /// The payload as enqueued (a copy the worker owns).
     pub payload: Vec<u8>,
     /// Failed attempts so far (this lease is attempt `attempts + 1`).
     pub attempts: u32,
+    /// The effective ceiling (per job > per kind > global): when this lease
+    /// is attempt `max_attempts`, a failure or expiry makes the job dead.
     pub max_attempts: u32,
+    /// The lease generation; see [`Job::token`].
     pub generation: u64,
     /// Lease deadline, ms since the epoch.
     pub deadline: u64,
+    /// 0 most urgent … 255 least.
     pub priority: u8,
+    /// The worker the lease was granted to.
     pub worker_id: String,
 }
 
 impl Job {
+    /// The lease token to pass to `extend`, `complete`, `fail` and `release`.
     pub fn token(&self) -> LeaseToken {
         LeaseToken {
             id: self.id,
@@ -443,31 +498,51 @@ pub struct Event {
     /// `enqueued`, `leased`, `completed`, `failed`, `dead`, `lease_expired`,
     /// `released`, `retried`.
     pub transition: String,
+    /// Free text such as the worker, the attempt or the failure reason
+    /// (at most 4096 bytes).
     pub detail: String,
 }
 
 /// Everything known about a job (for `get`, `list`, operators).
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobInfo {
+    /// The job's id.
     pub id: JobId,
+    /// The tenant scope.
     pub scope: Scope,
+    /// The job's kind.
     pub kind: String,
+    /// The current state.
     pub state: State,
+    /// 0 most urgent … 255 least.
     pub priority: u8,
     /// The state's timestamp: ready-at (pending), deadline (leased),
-    /// retry-at (failed), or when it got there (completed, dead).
+    /// retry-at (failed), or when it got there (completed, dead); ms since
+    /// the epoch.
     pub state_ts: u64,
+    /// Failed attempts so far (an operator `retry` resets it to 0).
     pub attempts: u32,
     /// The effective ceiling (per job > per kind > global).
     pub max_attempts: u32,
+    /// How many times the job has been leased (the current or last lease's
+    /// generation).
     pub generation: u64,
+    /// The worker of the current or last lease; `None` before the first
+    /// lease and after a `retry`.
     pub worker_id: Option<String>,
+    /// The lease deadline (ms since the epoch) while leased, else `None`.
     pub lease_deadline: Option<u64>,
+    /// The payload as enqueued.
     pub payload: Vec<u8>,
+    /// What `complete` was given, if anything.
     pub result: Option<Vec<u8>>,
+    /// The reason of the latest failure or lease expiry (at most 4096 bytes).
     pub last_error: Option<String>,
+    /// The idempotency key it was enqueued with.
     pub idempotency_key: Option<String>,
+    /// When it was enqueued, ms since the epoch.
     pub created_at: u64,
+    /// The event log, oldest first: at most the newest 64 events.
     pub events: Vec<Event>,
     /// How many older events were dropped to keep the log bounded.
     pub dropped_events: u32,
@@ -478,17 +553,25 @@ pub struct JobInfo {
 pub struct CorruptRecord {
     /// The row key, hex.
     pub key: String,
+    /// The job's id, when the key decoded far enough to tell.
     pub id: Option<JobId>,
+    /// Why it did not decode.
     pub error: String,
 }
 
 /// A `list` query. `after` is the `next` cursor of the previous page.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListQuery {
+    /// Only jobs in this state.
     pub state: Option<State>,
+    /// Only jobs of this scope.
     pub scope: Option<Scope>,
+    /// Only jobs whose kind matches. Filtered as rows are read, so a rare
+    /// kind can give short pages (see [`ListPage::next`]).
     pub kind: Option<KindPattern>,
+    /// The most jobs per page: 1 to 10,000 (default 100).
     pub limit: usize,
+    /// The previous page's `next`; `None` starts at the beginning.
     pub after: Option<String>,
 }
 
@@ -507,8 +590,11 @@ impl Default for ListQuery {
 /// One page of `list`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListPage {
+    /// The matching jobs, in key order (scope, state, priority, time).
     pub jobs: Vec<JobInfo>,
-    /// Pass as `after` for the next page; `None` at the end.
+    /// Pass as `after` for the next page; `None` at the end. A page can hold
+    /// fewer than `limit` jobs and still have a `next`: one call reads at
+    /// most 100,000 rows.
     pub next: Option<String>,
     /// Rows on this page's range that did not decode (skipped).
     pub corrupt: Vec<CorruptRecord>,
@@ -517,14 +603,20 @@ pub struct ListPage {
 /// Job counts per state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StateCounts {
+    /// Jobs waiting to be leased (including delayed ones).
     pub pending: u64,
+    /// Jobs held by a worker.
     pub leased: u64,
+    /// Jobs failed retryably, leasable again from their retry-at.
     pub failed: u64,
+    /// Completed jobs not yet pruned.
     pub completed: u64,
+    /// Dead-lettered jobs.
     pub dead: u64,
 }
 
 impl StateCounts {
+    /// The count for state `s`.
     pub fn get(&self, s: State) -> u64 {
         match s {
             State::Pending => self.pending,
@@ -544,6 +636,7 @@ impl StateCounts {
             dead: g(State::Dead),
         }
     }
+    /// The sum over every state.
     pub fn total(&self) -> u64 {
         self.pending + self.leased + self.failed + self.completed + self.dead
     }
@@ -552,7 +645,9 @@ impl StateCounts {
 /// Exact counts, kept in the same batches as the moves (never a scan).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {
+    /// Counts per kind; kinds with no jobs left are omitted.
     pub by_kind: std::collections::BTreeMap<String, StateCounts>,
+    /// Counts over every kind.
     pub total: StateCounts,
 }
 

@@ -19,6 +19,8 @@
 //! See `docs/ARCHITECTURE.md` for the key layout, the threading model and
 //! durability.
 
+#![warn(missing_docs)]
+
 pub mod backoff;
 pub mod clock;
 pub mod config;

@@ -33,13 +33,21 @@ struct Handle {
 
 impl Queue {
     /// Open (or create) the store at `path` with `config`, on the system clock.
+    /// Blocks while another handle of this process is closing the same store.
+    ///
+    /// Errors: `InvalidArgument` when `config` fails [`Config::validate`] or
+    /// the store is already open in this process with a different config;
+    /// `StoreLocked` when another process owns it; `Storage` when the
+    /// directory or RocksDB cannot be opened, or a close of the same store
+    /// takes over 30 s; `Corruption` from RocksDB.
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Queue> {
         Self::open_with_clock(path, config, Arc::new(SystemClock))
     }
 
     /// Open with an injected clock (tests use [`crate::ManualClock`]). When the
     /// store is already open in this process the existing engine, and its
-    /// clock, are shared; a different config is an error.
+    /// clock, are shared (`clock` is then unused); a different config is an
+    /// error. Errors as [`Queue::open`].
     pub fn open_with_clock(
         path: impl AsRef<Path>,
         config: Config,
@@ -63,9 +71,9 @@ impl Queue {
             .ok_or(Error::Closed)
     }
 
-    /// Close this handle: later calls answer `Closed`, waits in progress end
-    /// with `Closed`. The store is released when no other handle holds it.
-    /// Idempotent.
+    /// Close this handle and its clones: later calls answer `Closed`, waits
+    /// in progress end with `Closed`. Handles from other `open` calls keep
+    /// working; the store is released when no handle holds it. Idempotent.
     pub fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
         let e = self
@@ -85,21 +93,29 @@ impl Queue {
         }
     }
 
+    /// Whether [`Queue::close`] was called on this handle or a clone of it.
     pub fn is_closed(&self) -> bool {
         self.inner.closed.load(Ordering::SeqCst)
     }
 
-    /// The store directory.
+    /// The store directory (canonicalized). `Closed` after `close`.
     pub fn path(&self) -> Result<std::path::PathBuf> {
         Ok(self.engine()?.path.clone())
     }
 
-    /// The configuration in force.
+    /// The configuration in force. `Closed` after `close`.
     pub fn config(&self) -> Result<Config> {
         Ok(self.engine()?.cfg.clone())
     }
 
-    /// Enqueue one job; it becomes pending (leasable at its run-at).
+    /// Enqueue one job; it becomes pending (leasable at its run-at). The
+    /// payload is copied. Returns its id and whether it was created (false
+    /// when the idempotency key matched an existing job).
+    ///
+    /// Errors: `InvalidArgument` for a malformed kind, a `system:*` kind
+    /// outside the system scope, a payload over `max_payload_bytes`, an empty
+    /// or over-512-byte idempotency key, or `max_attempts` 0; `Storage` when
+    /// the write fails; `Closed`.
     pub fn enqueue(&self, kind: &str, payload: &[u8], options: EnqueueOptions) -> Result<Enqueued> {
         let job = NewJob {
             kind: kind.to_string(),
@@ -111,19 +127,30 @@ impl Queue {
             .ok_or_else(|| Error::Storage("enqueue returned nothing".into()))
     }
 
-    /// Enqueue many jobs in one atomic batch: all or none.
+    /// Enqueue many jobs in one atomic batch: all or none. Answers in input
+    /// order; jobs of one batch sharing a scope and idempotency key get one
+    /// job. Errors as [`Queue::enqueue`]; one invalid job rejects the batch.
     pub fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
         self.engine()?.enqueue_many(jobs)
     }
 
     /// Lease the most urgent ready job, or `None` (after waiting up to
-    /// `options.wait`).
+    /// `options.wait`). The lease lasts the kind's `lease_ttl`: heartbeat with
+    /// [`Queue::extend`], then `complete`, `fail` or `release` it.
+    ///
+    /// Errors: `InvalidArgument` for an empty or over-256-byte `worker_id`;
+    /// `Closed`, also when the handle is closed during the wait; `Storage`.
+    /// Rows that do not decode are skipped and counted, not returned.
     pub fn lease_next(&self, worker_id: &str, options: &LeaseOptions) -> Result<Option<Job>> {
         Ok(self.lease_many(worker_id, 1, options)?.pop())
     }
 
     /// Lease up to `max` ready jobs in one batch (waiting up to
-    /// `options.wait` for the first).
+    /// `options.wait` for the first; it returns as soon as it has any).
+    /// Fewer, or none, when fewer are ready.
+    ///
+    /// Errors: as [`Queue::lease_next`], and `InvalidArgument` when `max` is
+    /// 0 or over 10,000.
     pub fn lease_many(
         &self,
         worker_id: &str,
@@ -135,60 +162,97 @@ impl Queue {
         e.lease(worker_id, options, max, &|| h.closed.load(Ordering::SeqCst))
     }
 
-    /// Renew leases (a heartbeat). Per token: the new deadline, or
-    /// `Aborted` when that lease is lost (stop working on it).
+    /// Renew leases (a heartbeat). Per token, in order: the new deadline (ms
+    /// since the epoch: now + the kind's `lease_ttl`, never earlier than the
+    /// current one), or `Aborted` when that lease is lost (stale generation,
+    /// leased by another worker, or no longer leased: stop working on it),
+    /// or `NotFound` when there is no such job. A lease past its deadline
+    /// can still be renewed until the reaper has expired it.
+    ///
+    /// The outer error is for the whole call: `InvalidArgument` for a bad
+    /// `worker_id`, `Storage`, `Closed`.
     pub fn extend(&self, tokens: &[LeaseToken], worker_id: &str) -> Result<Vec<Result<u64>>> {
         self.engine()?.extend(tokens, worker_id)
     }
 
-    /// Complete a leased job, with an optional result.
+    /// Complete a leased job, with an optional result (copied). The token is
+    /// checked, not the worker id.
+    ///
+    /// Errors: `InvalidArgument` for a result over `max_payload_bytes`;
+    /// `Aborted` for a stale token or a job no longer leased (nothing
+    /// changes); `NotFound` when there is no such job; `Storage`; `Closed`.
     pub fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
         self.engine()?.complete(token, result.map(|r| r.to_vec()))
     }
 
     /// Fail a leased job: it retries after backoff, or goes dead when not
-    /// `retryable` or out of attempts.
+    /// `retryable` or out of attempts. Spends one attempt; `reason` (cut to
+    /// 4096 bytes) becomes the job's `last_error`.
+    ///
+    /// Errors: `Aborted` for a stale token or a job no longer leased (nothing
+    /// changes); `NotFound` when there is no such job; `Storage`; `Closed`.
     pub fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {
         self.engine()?.fail(token, reason, retryable)
     }
 
-    /// Hand a leased job back to pending without spending an attempt.
+    /// Hand a leased job back to pending without spending an attempt, at its
+    /// old place in line (a worker shutting down gracefully).
+    ///
+    /// Errors: as [`Queue::fail`].
     pub fn release(&self, token: &LeaseToken) -> Result<()> {
         self.engine()?.release(token)
     }
 
-    /// Operator action: a dead or failed job back to pending, attempts reset.
+    /// Operator action: a dead or failed job back to pending, attempts reset,
+    /// ready now.
+    ///
+    /// Errors: `NotFound` when there is no such job; `InvalidArgument` when
+    /// it is neither dead nor failed (a failed job being leased at that
+    /// moment counts as leased); `Storage`; `Closed`.
     pub fn retry(&self, id: &JobId) -> Result<()> {
         self.engine()?.retry(id)
     }
 
-    /// A job with its event log, or `None`.
+    /// A job with its event log, or `Ok(None)` when there is no such job.
+    ///
+    /// Errors: `Corruption` when the id index names a row that is missing or
+    /// does not decode; `Storage`; `Closed`.
     pub fn get(&self, id: &JobId) -> Result<Option<JobInfo>> {
         self.engine()?.get(id)
     }
 
-    /// A page of jobs in key order (scope, state, priority, time).
+    /// A page of jobs in key order (scope, state, priority, time). Rows that
+    /// do not decode are skipped and listed in [`ListPage::corrupt`].
+    ///
+    /// Errors: `InvalidArgument` for a limit of 0 or over 10,000, or a
+    /// malformed `after` cursor; `Storage`; `Closed`.
     pub fn list(&self, query: &ListQuery) -> Result<ListPage> {
         self.engine()?.list(query)
     }
 
-    /// Run one reaper pass now.
+    /// Run one reaper pass now, at the queue clock's time: expired leases go
+    /// back to pending with backoff (or dead), then up to `prune_batch`
+    /// completed jobs past their retention are deleted. Independent of the
+    /// background reaper. Errors: `Storage` (the pass stops there); `Closed`.
     pub fn reap(&self) -> Result<ReapReport> {
         crate::reaper::pass(&*self.engine()?)
     }
 
-    /// Exact counts per kind and state (no scan).
+    /// Exact counts per kind and state (no scan). `Closed` after `close`.
     pub fn stats(&self) -> Result<Stats> {
         Ok(self.engine()?.counts.stats())
     }
 
-    /// Prometheus text exposition.
+    /// Prometheus text exposition: job counts, leases in flight, transitions
+    /// and corrupt records since open, reaper passes. `Closed` after `close`.
     pub fn metrics(&self) -> Result<String> {
         let e = self.engine()?;
         Ok(e.metrics.render(&e.counts.stats(), e.leases.len()))
     }
 
-    /// Full consistency check (a scan of every row and index).
+    /// Full consistency check (a scan of every row and index): O(store size),
+    /// for tests and operators. Disagreements are listed in the report, not
+    /// returned as errors. Errors: `Storage`; `Closed`.
     pub fn check(&self) -> Result<CheckReport> {
         self.engine()?.check()
     }

@@ -21,7 +21,7 @@ pub const LIST_SCAN_BUDGET: usize = 100_000;
 /// The largest page.
 pub const MAX_LIST_LIMIT: usize = 10_000;
 
-/// What [`Engine::check`] found.
+/// What [`Queue::check`](crate::Queue::check) found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CheckReport {
     /// Rows in the jobs column family.

@@ -20,35 +20,47 @@ pub const MAX_EVENTS: usize = 64;
 /// The longest event detail or error message kept, in bytes.
 pub const MAX_DETAIL_LEN: usize = 4096;
 
+/// A job's stored record (the jobs row value after the format byte). The
+/// field order is the on-disk array order: append new fields only.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobRecord {
+    /// The job's kind.
     pub kind: String,
+    /// The payload as enqueued.
     #[serde(with = "serde_bytes")]
     pub payload: Vec<u8>,
+    /// Failed attempts so far.
     #[serde(default)]
     pub attempts: u32,
+    /// The worker of the current or last lease.
     #[serde(default)]
     pub worker_id: Option<String>,
+    /// The lease deadline (ms since the epoch) while leased.
     #[serde(default)]
     pub lease_deadline: Option<u64>,
     /// Bumped by every lease; the fencing number in lease tokens.
     #[serde(default)]
     pub generation: u64,
+    /// The idempotency key it was enqueued with.
     #[serde(default)]
     pub idempotency_key: Option<String>,
+    /// When it was enqueued, ms since the epoch.
     #[serde(default)]
     pub created_at: u64,
     /// When the job last became ready (enqueue/run-at, backoff, retry), so a
     /// released job goes back to its place in line.
     #[serde(default)]
     pub ready_at: u64,
+    /// What `complete` was given.
     #[serde(default, with = "serde_bytes")]
     pub result: Option<Vec<u8>>,
+    /// The reason of the latest failure or lease expiry.
     #[serde(default)]
     pub last_error: Option<String>,
     /// `(ts, transition, detail)`, oldest first.
     #[serde(default)]
     pub events: Vec<(u64, String, String)>,
+    /// How many older events were dropped to keep the log bounded.
     #[serde(default)]
     pub dropped_events: u32,
     /// Per-job override (v0.2); `None` inherits per-kind, then global.
@@ -71,6 +83,7 @@ impl JobRecord {
         }
     }
 
+    /// The event log as [`Event`]s (copies), oldest first.
     pub fn events(&self) -> Vec<Event> {
         self.events
             .iter()
@@ -83,6 +96,7 @@ impl JobRecord {
     }
 }
 
+/// Cut `s` to at most `max` bytes, at a char boundary.
 pub fn truncate_utf8(s: &mut String, max: usize) {
     if s.len() > max {
         let mut cut = max;
@@ -93,6 +107,8 @@ pub fn truncate_utf8(s: &mut String, max: usize) {
     }
 }
 
+/// A jobs row value: [`FORMAT_V1`], then `r` as a msgpack array.
+/// `Storage` if msgpack encoding fails.
 pub fn encode(r: &JobRecord) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(64 + r.payload.len() + r.events.len() * 32);
     out.push(FORMAT_V1);
@@ -101,6 +117,8 @@ pub fn encode(r: &JobRecord) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Decode a jobs row value. `Corruption` for an empty value, an unknown
+/// format byte, or msgpack that does not decode as a [`JobRecord`].
 pub fn decode(b: &[u8]) -> Result<JobRecord> {
     match b.first() {
         Some(&FORMAT_V1) => rmp_serde::from_slice(&b[1..])

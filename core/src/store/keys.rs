@@ -11,19 +11,27 @@
 use crate::error::{Error, Result};
 use crate::job::{JobId, Scope, State};
 
+/// The length of a jobs key: scope 16 + state 1 + priority 1 + ts 8 + id 16.
 pub const JOB_KEY_LEN: usize = 42;
 
 /// A row key in the jobs column family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct JobKey {
+    /// The tenant scope.
     pub scope: Scope,
+    /// The job's state.
     pub state: State,
+    /// 0 most urgent … 255 least.
     pub priority: u8,
+    /// Ready-at (pending), deadline (leased), retry-at (failed), or when it
+    /// got there (completed, dead); ms since the epoch.
     pub ts: u64,
+    /// The job's id.
     pub id: JobId,
 }
 
 impl JobKey {
+    /// The 42-byte key; byte order is (scope, state, priority, ts, id) order.
     pub fn encode(&self) -> [u8; JOB_KEY_LEN] {
         let mut k = [0u8; JOB_KEY_LEN];
         k[..16].copy_from_slice(self.scope.as_bytes());
@@ -34,6 +42,8 @@ impl JobKey {
         k
     }
 
+    /// Parse a jobs key. `Corruption` when it is not [`JOB_KEY_LEN`] bytes
+    /// or its state byte is unknown.
     pub fn decode(k: &[u8]) -> Result<JobKey> {
         if k.len() != JOB_KEY_LEN {
             return Err(Error::Corruption(format!(
@@ -70,20 +80,25 @@ impl JobKey {
 /// A position inside a band: rows sort by (ts, id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Pos {
+    /// The row's timestamp, ms since the epoch.
     pub ts: u64,
+    /// The job's id (orders rows of the same ms).
     pub id: JobId,
 }
 
 impl Pos {
+    /// The first position of any band.
     pub const MIN: Pos = Pos {
         ts: 0,
         id: JobId(uuid::Uuid::nil()),
     };
+    /// The last position of any band.
     pub const MAX: Pos = Pos {
         ts: u64::MAX,
         id: JobId(uuid::Uuid::max()),
     };
 
+    /// 24 bytes: ts (big-endian), then the id.
     pub fn encode(&self) -> [u8; 24] {
         let mut b = [0u8; 24];
         b[..8].copy_from_slice(&self.ts.to_be_bytes());
@@ -145,13 +160,18 @@ pub fn kind_key(scope: &Scope, kind: &str, priority: u8, pos: Pos) -> Vec<u8> {
 /// A kind-index key, decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KindKey {
+    /// The tenant scope.
     pub scope: Scope,
+    /// The job's kind.
     pub kind: String,
+    /// 0 most urgent … 255 least.
     pub priority: u8,
+    /// The row's (ts, id), as in its jobs key.
     pub pos: Pos,
 }
 
 impl KindKey {
+    /// Parse a kind-index key; `Corruption` when it is malformed.
     pub fn decode(k: &[u8]) -> Result<KindKey> {
         let bad = || Error::Corruption(format!("malformed kind-index key {}", hex(k)));
         if k.len() < 17 {
@@ -174,6 +194,7 @@ impl KindKey {
     }
 }
 
+/// Parse what [`Pos::encode`] wrote; `None` unless `b` is 24 bytes.
 pub fn decode_pos(b: &[u8]) -> Option<Pos> {
     if b.len() != 24 {
         return None;
@@ -205,6 +226,7 @@ pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+/// Lowercase hex, for keys in messages and `list` cursors.
 pub fn hex(b: &[u8]) -> String {
     use std::fmt::Write;
     let mut s = String::with_capacity(b.len() * 2);
@@ -214,6 +236,8 @@ pub fn hex(b: &[u8]) -> String {
     s
 }
 
+/// The bytes [`hex`] encoded; `None` for an odd length or a pair that does
+/// not parse.
 pub fn unhex(s: &str) -> Option<Vec<u8>> {
     if !s.len().is_multiple_of(2) {
         return None;

@@ -10,11 +10,17 @@ use rocksdb::{BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, Options, 
 
 use crate::error::{Error, Result};
 
+/// The job rows, keyed by [`keys::JobKey`]; values are [`codec`] records.
 pub const CF_JOBS: &str = "jobs";
+/// Job id → the job's current jobs key.
 pub const CF_IDS: &str = "ids";
+/// The per-kind index of pending and failed rows (value: the state byte).
 pub const CF_KINDS: &str = "kinds";
+/// Scope + idempotency key → job id.
 pub const CF_IDEM: &str = "idem";
+/// Kind → job counts per state, maintained by [`counters_merge`].
 pub const CF_COUNTERS: &str = "counters";
+/// Every column family; a raw RocksDB open of the store must name them all.
 pub const ALL_CFS: [&str; 5] = [CF_JOBS, CF_IDS, CF_KINDS, CF_IDEM, CF_COUNTERS];
 
 /// The file in the store directory naming the owning process.
@@ -26,6 +32,7 @@ pub const COUNTERS_MERGE_NAME: &str = "telha_counters_add_v1";
 /// Counters: one i64 per state (index `State::index()`), little-endian.
 pub const COUNTERS_LEN: usize = 40;
 
+/// The counters value (or merge operand) for five per-state counts.
 pub fn encode_counters(c: &[i64; 5]) -> [u8; COUNTERS_LEN] {
     let mut b = [0u8; COUNTERS_LEN];
     for (i, v) in c.iter().enumerate() {
@@ -34,6 +41,8 @@ pub fn encode_counters(c: &[i64; 5]) -> [u8; COUNTERS_LEN] {
     b
 }
 
+/// The five per-state counts of a counters value; `None` unless it is
+/// exactly [`COUNTERS_LEN`] bytes.
 pub fn decode_counters(b: &[u8]) -> Option<[i64; 5]> {
     if b.len() != COUNTERS_LEN {
         return None;
@@ -146,6 +155,8 @@ fn owner_of(path: &Path) -> String {
     }
 }
 
+/// Remove the store's [`PID_FILE`], ignoring errors. The engine calls it as
+/// it closes, before RocksDB releases the lock.
 pub fn remove_pid_file(path: &Path) {
     let _ = std::fs::remove_file(path.join(PID_FILE));
 }
