@@ -121,7 +121,6 @@ impl From<rocksdb::Error> for Error {
     fn from(e: rocksdb::Error) -> Self {
         match e.kind() {
             rocksdb::ErrorKind::Corruption => Error::Corruption(e.into_string()),
-            rocksdb::ErrorKind::InvalidArgument => Error::InvalidArgument(e.into_string()),
             _ => Error::Storage(e.into_string()),
         }
     }

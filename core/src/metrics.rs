@@ -121,6 +121,8 @@ pub(crate) struct Metrics {
     transitions: [AtomicU64; 10],
     pub corrupt_records: AtomicU64,
     pub reaper_passes: AtomicU64,
+    /// Background reaper passes that failed (storage errors).
+    pub reaper_errors: AtomicU64,
 }
 
 impl Metrics {
@@ -194,6 +196,16 @@ impl Metrics {
             o,
             "telha_jobs_reaper_passes_total {}",
             self.reaper_passes.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            o,
+            "# HELP telha_jobs_reaper_errors_total Background reaper passes that failed (retried at the next interval)."
+        );
+        let _ = writeln!(o, "# TYPE telha_jobs_reaper_errors_total counter");
+        let _ = writeln!(
+            o,
+            "telha_jobs_reaper_errors_total {}",
+            self.reaper_errors.load(Ordering::Relaxed)
         );
         o
     }

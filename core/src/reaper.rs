@@ -36,7 +36,9 @@ impl Reaper {
                 let Some(e) = engine.upgrade() else { return };
                 // A failed pass is retried at the next interval; the error is
                 // visible to whoever calls reap() and in the metrics.
-                let _ = pass(&e);
+                if pass(&e).is_err() {
+                    e.metrics.reaper_errors.fetch_add(1, Ordering::Relaxed);
+                }
             })
             .ok();
         Reaper { stop, thread }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use rocksdb::{ReadOptions, WriteBatch};
 
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobInfo, ListPage, ListQuery, State};
+use crate::job::{JobId, JobInfo, ListPage, ListQuery, Scope, State};
 use crate::metrics::{delta, Transition};
 use crate::store::codec::{self, JobRecord};
 use crate::store::keys::{self, JobKey, KindKey};
@@ -255,6 +255,7 @@ impl Engine {
         let mut pruned = 0usize;
         let mut corrupt = Vec::new();
         let mut per_kind: HashMap<String, i64> = HashMap::new();
+        let mut resume: HashMap<(Scope, u8), keys::Pos> = HashMap::new();
         let mut batch = WriteBatch::default();
         let mut in_batch = 0usize;
         'scopes: for scope in self.scopes() {
@@ -323,14 +324,11 @@ impl Engine {
                     }
                 }
                 *per_kind.entry(rec.kind).or_default() += 1;
-                self.prune_cursors
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert((scope, key.priority), key.pos().successor());
+                resume.insert((scope, key.priority), key.pos().successor());
                 pruned += 1;
                 in_batch += 1;
                 if in_batch >= 1000 {
-                    self.commit_prune(std::mem::take(&mut batch), &mut per_kind)?;
+                    self.commit_prune(std::mem::take(&mut batch), &mut per_kind, &mut resume)?;
                     in_batch = 0;
                 }
                 if pruned >= budget {
@@ -341,16 +339,18 @@ impl Engine {
             it.status()?;
         }
         if in_batch > 0 {
-            self.commit_prune(batch, &mut per_kind)?;
+            self.commit_prune(batch, &mut per_kind, &mut resume)?;
         }
-        self.metrics.count(Transition::Pruned, pruned as u64);
         Ok((pruned, corrupt))
     }
 
+    /// Commit one pruning batch; only then move the resume cursors past its
+    /// rows (a failed write leaves them to the next pass).
     fn commit_prune(
         &self,
         mut batch: WriteBatch,
         per_kind: &mut HashMap<String, i64>,
+        resume: &mut HashMap<(Scope, u8), keys::Pos>,
     ) -> Result<()> {
         for (kind, n) in per_kind.iter() {
             let mut d = [0i64; 5];
@@ -362,11 +362,18 @@ impl Engine {
             );
         }
         self.write(batch)?;
+        let mut n_pruned = 0;
         for (kind, n) in per_kind.drain() {
             let mut d = [0i64; 5];
             d[State::Completed.index()] = -n;
             self.counts.add(&kind, &d);
+            n_pruned += n as u64;
         }
+        self.metrics.count(Transition::Pruned, n_pruned);
+        self.prune_cursors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(resume.drain());
         Ok(())
     }
 

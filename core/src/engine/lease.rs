@@ -251,48 +251,52 @@ impl Engine {
             Ok(Some((key, Some(v), None)))
         } else {
             let kinds_cf = self.cf(st::CF_KINDS)?;
-            let mut best: Option<(String, Pos, Vec<u8>)> = None;
-            for (kind, cursor) in kinds.iter_mut() {
-                if !cursor.maybe_ready(now) || !opts.kinds.iter().any(|p| p.matches(kind)) {
-                    continue;
-                }
-                let prefix = keys::kind_band_prefix(&scope, kind, prio);
-                let mut slot = kind_its.remove(kind.as_str());
-                let found = self.peek(kinds_cf, &prefix, cursor, &mut slot, now, claimed);
-                if let Some(it) = slot {
-                    kind_its.insert(kind.clone(), it);
-                }
-                if let Some((pos, v)) = found? {
-                    if best.as_ref().is_none_or(|b| pos < b.1) {
-                        best = Some((kind.clone(), pos, v));
+            // A kind-index entry that does not decode is reported and
+            // stepped over (its cursor moves past it); then look again.
+            loop {
+                let mut best: Option<(String, Pos, Vec<u8>)> = None;
+                for (kind, cursor) in kinds.iter_mut() {
+                    if !cursor.maybe_ready(now) || !opts.kinds.iter().any(|p| p.matches(kind)) {
+                        continue;
+                    }
+                    let prefix = keys::kind_band_prefix(&scope, kind, prio);
+                    let mut slot = kind_its.remove(kind.as_str());
+                    let found = self.peek(kinds_cf, &prefix, cursor, &mut slot, now, claimed);
+                    if let Some(it) = slot {
+                        kind_its.insert(kind.clone(), it);
+                    }
+                    if let Some((pos, v)) = found? {
+                        if best.as_ref().is_none_or(|b| pos < b.1) {
+                            best = Some((kind.clone(), pos, v));
+                        }
                     }
                 }
-            }
-            let Some((kind, pos, v)) = best else {
-                return Ok(None);
-            };
-            if let Some(c) = kinds.get_mut(&kind) {
-                c.from = pos.successor();
-            }
-            claimed.insert(pos.id);
-            let state = match v.first().and_then(|b| State::from_byte(*b)) {
-                Some(s @ (State::Pending | State::Failed)) => s,
-                _ => {
-                    let k = keys::kind_key(&scope, &kind, prio, pos);
-                    let e = Error::Corruption(format!("kind-index entry with state bytes {v:?}"));
-                    self.report_corrupt(&k, Some(pos.id), &e);
-                    claimed.remove(&pos.id);
+                let Some((kind, pos, v)) = best else {
                     return Ok(None);
+                };
+                if let Some(c) = kinds.get_mut(&kind) {
+                    c.from = pos.successor();
                 }
-            };
-            let key = JobKey {
-                scope,
-                state,
-                priority: prio,
-                ts: pos.ts,
-                id: pos.id,
-            };
-            Ok(Some((key, None, Some(kind))))
+                let state = match v.first().and_then(|b| State::from_byte(*b)) {
+                    Some(s @ (State::Pending | State::Failed)) => s,
+                    _ => {
+                        let k = keys::kind_key(&scope, &kind, prio, pos);
+                        let e =
+                            Error::Corruption(format!("kind-index entry with state bytes {v:?}"));
+                        self.report_corrupt(&k, Some(pos.id), &e);
+                        continue;
+                    }
+                };
+                claimed.insert(pos.id);
+                let key = JobKey {
+                    scope,
+                    state,
+                    priority: prio,
+                    ts: pos.ts,
+                    id: pos.id,
+                };
+                return Ok(Some((key, None, Some(kind))));
+            }
         }
     }
 

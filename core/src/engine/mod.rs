@@ -90,7 +90,7 @@ pub(crate) struct Engine {
     pub notifier: Notifier,
     /// Serialises idempotent enqueues of one (scope, key).
     idem_locks: Vec<Mutex<()>>,
-    /// Serialises moves of terminal (completed, dead) rows: retry, prune.
+    /// Serialises moves of dead rows (operator retry; #6 purge will share it).
     job_locks: Vec<Mutex<()>>,
     pub rr: AtomicUsize,
     reaper: Mutex<Option<Reaper>>,
@@ -99,6 +99,10 @@ pub(crate) struct Engine {
     pub corrupt_seen: Mutex<Vec<CorruptRecord>>,
     /// Where each (scope, priority) pruning pass resumes.
     pub prune_cursors: Mutex<HashMap<(Scope, u8), keys::Pos>>,
+    /// Set once the engine is in the registry. An engine whose open failed
+    /// half-way is dropped while its opener still holds the registry lock,
+    /// so only a registered engine may take that lock in `drop`.
+    registered: AtomicBool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -153,6 +157,7 @@ impl Engine {
                 None => {
                     let e = Arc::new(Engine::open_fresh(&canon, cfg, clock)?);
                     reg.insert(canon.clone(), Arc::downgrade(&e));
+                    e.registered.store(true, Ordering::SeqCst);
                     drop(reg);
                     if !e.cfg.reaper_interval.is_zero() {
                         let r = Reaper::start(Arc::downgrade(&e), e.cfg.reaper_interval);
@@ -186,6 +191,7 @@ impl Engine {
             shutting_down: AtomicBool::new(false),
             corrupt_seen: Mutex::new(Vec::new()),
             prune_cursors: Mutex::new(HashMap::new()),
+            registered: AtomicBool::new(false),
         };
         e.recover()?;
         Ok(e)
@@ -303,10 +309,14 @@ impl Drop for Engine {
         // Cached band iterators borrow the DB: they go first.
         self.bands.clear_iterators();
         // Close RocksDB while holding the registry, so a concurrent open of
-        // the same path waits for the LOCK to be released.
-        let mut reg = registry();
-        if reg.get(&self.path).is_some_and(|w| w.strong_count() == 0) {
-            reg.remove(&self.path);
+        // the same path waits for the LOCK to be released. (An engine that
+        // never made it into the registry is dropped by its opener, which
+        // holds the registry lock already.)
+        let mut reg = self.registered.load(Ordering::SeqCst).then(registry);
+        if let Some(reg) = reg.as_mut() {
+            if reg.get(&self.path).is_some_and(|w| w.strong_count() == 0) {
+                reg.remove(&self.path);
+            }
         }
         let _ = self.db.flush_wal(true);
         // Before the LOCK is released, or we could remove the next owner's file.

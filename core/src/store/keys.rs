@@ -106,8 +106,12 @@ impl Pos {
         b
     }
 
-    /// The smallest position strictly after this one.
+    /// The smallest position strictly after this one (`Pos::MAX` has none
+    /// and stays `Pos::MAX`; no row is ever written there).
     pub fn successor(&self) -> Pos {
+        if *self == Pos::MAX {
+            return Pos::MAX;
+        }
         let n = self.id.0.as_u128();
         if n == u128::MAX {
             Pos {
@@ -239,7 +243,7 @@ pub fn hex(b: &[u8]) -> String {
 /// The bytes [`hex`] encoded; `None` for an odd length or a pair that does
 /// not parse.
 pub fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
+    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     (0..s.len())
@@ -314,5 +318,14 @@ mod tests {
             }
         );
         assert!(Pos::MIN.successor() > Pos::MIN);
+    }
+
+    #[test]
+    fn cursors_in_hex_are_strict_and_successor_of_max_stays_max() {
+        assert_eq!(unhex("0a0B"), Some(vec![0x0a, 0x0b]));
+        assert_eq!(unhex("+f"), None);
+        assert_eq!(unhex("0"), None);
+        assert_eq!(unhex("zz"), None);
+        assert_eq!(Pos::MAX.successor(), Pos::MAX);
     }
 }
