@@ -9,7 +9,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/telha-jobs/target
 CARGO ?= cargo
 PROFILE := --release
 
-.PHONY: all deps build test test-core lint fmt demo bench bench-quick clean-store
+.PHONY: all deps build test test-core lint fmt doc demo bench bench-quick clean-store
 
 all: build
 
@@ -33,6 +33,11 @@ lint:
 
 fmt:
 	$(CARGO) fmt --all
+
+## API docs, into $$CARGO_TARGET_DIR/doc (same profile: no second C++ build).
+doc: deps
+	$(CARGO) doc $(PROFILE) -p telha-jobs --no-deps
+	@echo "open $(CARGO_TARGET_DIR)/doc/telha_jobs/index.html"
 
 ## The main job on the embedded default store ($$TELHA_DB, else ./telha-data).
 demo: deps
