@@ -113,6 +113,32 @@ fn lifecycle(q: &Queue, threads: usize, per_thread: usize) -> f64 {
     per_sec(threads * per_thread, t0.elapsed())
 }
 
+/// `threads` pollers each leasing and completing `per_thread` jobs from a
+/// backlog. Returns jobs/s.
+fn pollers(q: &Queue, threads: usize, per_thread: usize) -> f64 {
+    let barrier = Arc::new(Barrier::new(threads + 1));
+    let hs: Vec<_> = (0..threads)
+        .map(|t| {
+            let (q, barrier) = (q.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let w = format!("p{t}");
+                let opts = LeaseOptions::default();
+                barrier.wait();
+                for _ in 0..per_thread {
+                    let j = q.lease_next(&w, &opts).unwrap().expect("a job");
+                    q.complete(&j.token(), None).unwrap();
+                }
+            })
+        })
+        .collect();
+    barrier.wait();
+    let t0 = Instant::now();
+    for h in hs {
+        h.join().unwrap();
+    }
+    per_sec(threads * per_thread, t0.elapsed())
+}
+
 fn percentile(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[((v.len() as f64 - 1.0) * p).round() as usize]
@@ -254,6 +280,23 @@ fn main() {
         format!("{:.2}× raw put cost", raw_1 / lmc),
     );
     drop(q);
+
+    // Pollers over a backlog: lease_next + complete, 1/2/4 threads.
+    let mut one_p = 0.0;
+    for threads in [1, 2, 4] {
+        let (_d, q) = store("pollers", false);
+        let per = s.ops / threads;
+        enqueue_n(&q, "embed", per * threads, EnqueueOptions::default());
+        let r = pollers(&q, threads, per);
+        if threads == 1 {
+            one_p = r;
+        }
+        t.row(
+            &format!("pollers over a backlog (lease_next + complete), {threads} thread(s)"),
+            format!("{r:.0}/s"),
+            format!("{:.2}× 1 thread", r / one_p),
+        );
+    }
 
     // Full lifecycle, 1/2/4 threads.
     let mut one = 0.0;
