@@ -179,7 +179,7 @@ impl Metrics {
         }
         let _ = writeln!(
             o,
-            "# HELP telha_jobs_corrupt_records_total Records skipped because they did not decode."
+            "# HELP telha_jobs_corrupt_records_total Distinct records that did not decode (skipped and kept on disk)."
         );
         let _ = writeln!(o, "# TYPE telha_jobs_corrupt_records_total counter");
         let _ = writeln!(

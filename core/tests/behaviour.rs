@@ -1264,7 +1264,14 @@ fn a_corrupt_record_on_disk_is_reported_and_skipped_and_the_store_stays_usable()
 
     let text = s.q.metrics().unwrap();
     let corrupt = metric(&text, "telha_jobs_corrupt_records_total").expect("the series");
-    assert!(corrupt > 0.0, "{text}");
+    assert_eq!(
+        corrupt, 1.0,
+        "one bad record, however often it is met: {text}"
+    );
+    s.q.list(&ListQuery::default()).unwrap();
+    s.q.reap().unwrap();
+    let text = s.q.metrics().unwrap();
+    assert_eq!(metric(&text, "telha_jobs_corrupt_records_total"), Some(1.0));
     // The full check names the bad row.
     let report = s.q.check().unwrap();
     assert!(

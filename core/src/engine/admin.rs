@@ -305,7 +305,10 @@ impl Engine {
                 let rec = match it.value().map(codec::decode) {
                     Some(Ok(r)) => r,
                     Some(Err(e)) => {
+                        // Kept (nothing is deleted that cannot be read) and
+                        // reported; later passes resume past it.
                         corrupt.push(self.report_corrupt(k, Some(key.id), &e));
+                        resume.insert((scope, key.priority), key.pos().successor());
                         it.next();
                         continue;
                     }
@@ -340,6 +343,12 @@ impl Engine {
         }
         if in_batch > 0 {
             self.commit_prune(batch, &mut per_kind, &mut resume)?;
+        } else {
+            // Only skipped (corrupt) rows are left to step over.
+            self.prune_cursors
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(resume.drain());
         }
         Ok((pruned, corrupt))
     }

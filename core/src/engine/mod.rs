@@ -250,10 +250,14 @@ impl Engine {
             id,
             error: err.to_string(),
         };
-        self.metrics.corrupt_records.fetch_add(1, Ordering::Relaxed);
+        // Count each bad record once (the reaper and `list` meet the same
+        // one again and again), so the counter means "records", not "reads".
         let mut seen = self.corrupt_seen.lock().unwrap_or_else(|p| p.into_inner());
-        if seen.len() < 1024 && !seen.iter().any(|s| s.key == c.key) {
-            seen.push(c.clone());
+        if !seen.iter().any(|s| s.key == c.key) {
+            self.metrics.corrupt_records.fetch_add(1, Ordering::Relaxed);
+            if seen.len() < 1024 {
+                seen.push(c.clone());
+            }
         }
         c
     }
