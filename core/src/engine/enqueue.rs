@@ -165,9 +165,7 @@ impl Engine {
         }
         self.metrics
             .count(Transition::Enqueued, written.len() as u64);
-        for (key, kind) in &written {
-            self.note_ready_row(key, kind);
-        }
+        self.note_ready_rows(written.iter().map(|(key, kind)| (key, kind.as_str())));
         Ok(out)
     }
 

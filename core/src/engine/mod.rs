@@ -265,6 +265,19 @@ impl Engine {
     /// After a commit that wrote a pending or failed row: lower the cursors of
     /// its jobs band and kind band so pollers see it, and wake waiters.
     pub fn note_ready_row(&self, key: &JobKey, kind: &str) {
+        self.note_row(key, kind);
+        self.notifier.bump();
+    }
+
+    /// [`Engine::note_ready_row`] for many rows, waking waiters once.
+    pub fn note_ready_rows<'a>(&self, rows: impl IntoIterator<Item = (&'a JobKey, &'a str)>) {
+        for (key, kind) in rows {
+            self.note_row(key, kind);
+        }
+        self.notifier.bump();
+    }
+
+    fn note_row(&self, key: &JobKey, kind: &str) {
         let group = self.bands.scope(key.scope).group(key.priority);
         {
             let mut g = bands::lock(&group);
@@ -277,7 +290,6 @@ impl Engine {
             g.kind_cursor(kind).note_insert(pos);
         }
         self.bands.activate(key.scope);
-        self.notifier.bump();
     }
 
     /// Stop the reaper and wake every waiter; the engine is dropped when the
