@@ -207,17 +207,20 @@ fn with_leases_expiring_under_load_exactly_one_completion_per_job_succeeds() {
         .map(|t| {
             let (q, successes, aborted) = (q.clone(), successes.clone(), aborted.clone());
             std::thread::spawn(move || {
-                let mut idle = 0;
-                while successes.lock().unwrap().len() < total && idle < 200_000 {
+                // Give up only after 60 s without a lease (a loaded CI
+                // machine may starve the reaper thread for a while).
+                let mut last = std::time::Instant::now();
+                while successes.lock().unwrap().len() < total
+                    && last.elapsed() < Duration::from_secs(60)
+                {
                     let Some(job) = q
                         .lease_next(&format!("w{t}"), &LeaseOptions::default())
                         .unwrap()
                     else {
-                        idle += 1;
                         std::thread::yield_now();
                         continue;
                     };
-                    idle = 0;
+                    last = std::time::Instant::now();
                     if job.attempts % 3 == 1 {
                         std::thread::yield_now(); // a slow worker
                     }
