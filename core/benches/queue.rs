@@ -85,22 +85,18 @@ fn per_sec(n: usize, d: Duration) -> f64 {
     n as f64 / d.as_secs_f64()
 }
 
-/// `threads` threads each running `per_thread` full lifecycles
-/// (enqueue → lease → complete). Returns lifecycles/s.
-fn lifecycle(q: &Queue, threads: usize, per_thread: usize) -> f64 {
+/// Run `op` `per_thread` times on each of `threads` threads (each with its
+/// own worker id), all starting together. Returns operations/s.
+fn threaded(q: &Queue, threads: usize, per_thread: usize, op: fn(&Queue, &str)) -> f64 {
     let barrier = Arc::new(Barrier::new(threads + 1));
     let hs: Vec<_> = (0..threads)
         .map(|t| {
             let (q, barrier) = (q.clone(), barrier.clone());
             std::thread::spawn(move || {
                 let w = format!("w{t}");
-                let opts = LeaseOptions::default();
                 barrier.wait();
                 for _ in 0..per_thread {
-                    q.enqueue("embed", PAYLOAD, EnqueueOptions::default())
-                        .unwrap();
-                    let j = q.lease_next(&w, &opts).unwrap().expect("a job");
-                    q.complete(&j.token(), None).unwrap();
+                    op(&q, &w);
                 }
             })
         })
@@ -113,30 +109,31 @@ fn lifecycle(q: &Queue, threads: usize, per_thread: usize) -> f64 {
     per_sec(threads * per_thread, t0.elapsed())
 }
 
+/// Lease the next job and complete it.
+fn lease_and_complete(q: &Queue, worker: &str) {
+    let j = q
+        .lease_next(worker, &LeaseOptions::default())
+        .unwrap()
+        .expect("a job");
+    q.complete(&j.token(), None).unwrap();
+}
+
+/// One full lifecycle: enqueue, lease, complete.
+fn lifecycle_once(q: &Queue, worker: &str) {
+    q.enqueue("embed", PAYLOAD, EnqueueOptions::default())
+        .unwrap();
+    lease_and_complete(q, worker);
+}
+
+/// `threads` threads each running `per_thread` full lifecycles. Returns lifecycles/s.
+fn lifecycle(q: &Queue, threads: usize, per_thread: usize) -> f64 {
+    threaded(q, threads, per_thread, lifecycle_once)
+}
+
 /// `threads` pollers each leasing and completing `per_thread` jobs from a
 /// backlog. Returns jobs/s.
 fn pollers(q: &Queue, threads: usize, per_thread: usize) -> f64 {
-    let barrier = Arc::new(Barrier::new(threads + 1));
-    let hs: Vec<_> = (0..threads)
-        .map(|t| {
-            let (q, barrier) = (q.clone(), barrier.clone());
-            std::thread::spawn(move || {
-                let w = format!("p{t}");
-                let opts = LeaseOptions::default();
-                barrier.wait();
-                for _ in 0..per_thread {
-                    let j = q.lease_next(&w, &opts).unwrap().expect("a job");
-                    q.complete(&j.token(), None).unwrap();
-                }
-            })
-        })
-        .collect();
-    barrier.wait();
-    let t0 = Instant::now();
-    for h in hs {
-        h.join().unwrap();
-    }
-    per_sec(threads * per_thread, t0.elapsed())
+    threaded(q, threads, per_thread, lease_and_complete)
 }
 
 fn percentile(v: &mut [f64], p: f64) -> f64 {
