@@ -1362,4 +1362,30 @@ mod tests {
         assert_eq!(c.lease_ttl_for("ingest:pdf"), secs(900));
         assert_eq!(c.lease_ttl_for("embed"), secs(600));
     }
+
+    #[test]
+    fn the_readme_example_file_parses_and_applies_the_v0_2_rule() {
+        let c = Config::from_toml_str(
+            r#"
+            [jobs]
+            lease_ttl = "10m"
+            max_attempts = 8
+            [jobs.backoff]
+            base = "5s"
+            [jobs.kinds."ingest:pdf"]
+            lease_ttl = "30m"
+            backoff_base = "2h"
+            "#,
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.lease_ttl_for("embed"), Duration::from_secs(600));
+        assert_eq!(c.lease_ttl_for("ingest:pdf"), Duration::from_secs(1800));
+        let b = c.backoff_for("ingest:pdf");
+        assert_eq!(
+            (b.base, b.cap),
+            (Duration::from_secs(7200), Duration::from_secs(7200))
+        );
+        assert_eq!(c.backoff_for("embed").base, Duration::from_secs(5));
+    }
 }
