@@ -139,36 +139,42 @@ impl Metrics {
     /// Prometheus text exposition format (version 0.0.4).
     pub fn render(&self, stats: &Stats, leased_inflight: usize) -> String {
         let mut o = String::with_capacity(2048);
-        let _ = writeln!(o, "# HELP telha_jobs_jobs Jobs in each state, by kind.");
-        let _ = writeln!(o, "# TYPE telha_jobs_jobs gauge");
+        header(
+            &mut o,
+            "telha_jobs_jobs",
+            "gauge",
+            "Jobs in each state, by kind.",
+        );
         for (kind, c) in &stats.by_kind {
             for s in State::ALL {
                 let _ = writeln!(
                     o,
-                    "telha_jobs_jobs{{kind=\"{}\",state=\"{}\"}} {}",
+                    "telha_jobs_jobs{{kind=\"{}\",state=\"{s}\"}} {}",
                     escape(kind),
-                    s,
                     c.get(s)
                 );
             }
         }
-        let _ = writeln!(
-            o,
-            "# HELP telha_jobs_dead_letter_jobs Jobs in the dead state (dead-lettered). Alert when above zero."
+        single(
+            &mut o,
+            "telha_jobs_dead_letter_jobs",
+            "gauge",
+            "Jobs in the dead state (dead-lettered). Alert when above zero.",
+            stats.total.dead,
         );
-        let _ = writeln!(o, "# TYPE telha_jobs_dead_letter_jobs gauge");
-        let _ = writeln!(o, "telha_jobs_dead_letter_jobs {}", stats.total.dead);
-        let _ = writeln!(
-            o,
-            "# HELP telha_jobs_leases_in_flight Leases currently held."
+        single(
+            &mut o,
+            "telha_jobs_leases_in_flight",
+            "gauge",
+            "Leases currently held.",
+            leased_inflight as u64,
         );
-        let _ = writeln!(o, "# TYPE telha_jobs_leases_in_flight gauge");
-        let _ = writeln!(o, "telha_jobs_leases_in_flight {leased_inflight}");
-        let _ = writeln!(
-            o,
-            "# HELP telha_jobs_transitions_total State transitions since the store was opened."
+        header(
+            &mut o,
+            "telha_jobs_transitions_total",
+            "counter",
+            "State transitions since the store was opened.",
         );
-        let _ = writeln!(o, "# TYPE telha_jobs_transitions_total counter");
         for t in Transition::ALL {
             let _ = writeln!(
                 o,
@@ -177,38 +183,42 @@ impl Metrics {
                 self.get(t)
             );
         }
-        let _ = writeln!(
-            o,
-            "# HELP telha_jobs_corrupt_records_total Distinct records that did not decode (skipped and kept on disk)."
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        single(
+            &mut o,
+            "telha_jobs_corrupt_records_total",
+            "counter",
+            "Distinct records that did not decode (skipped and kept on disk).",
+            load(&self.corrupt_records),
         );
-        let _ = writeln!(o, "# TYPE telha_jobs_corrupt_records_total counter");
-        let _ = writeln!(
-            o,
-            "telha_jobs_corrupt_records_total {}",
-            self.corrupt_records.load(Ordering::Relaxed)
+        single(
+            &mut o,
+            "telha_jobs_reaper_passes_total",
+            "counter",
+            "Reaper passes run.",
+            load(&self.reaper_passes),
         );
-        let _ = writeln!(
-            o,
-            "# HELP telha_jobs_reaper_passes_total Reaper passes run."
-        );
-        let _ = writeln!(o, "# TYPE telha_jobs_reaper_passes_total counter");
-        let _ = writeln!(
-            o,
-            "telha_jobs_reaper_passes_total {}",
-            self.reaper_passes.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(
-            o,
-            "# HELP telha_jobs_reaper_errors_total Background reaper passes that failed (retried at the next interval)."
-        );
-        let _ = writeln!(o, "# TYPE telha_jobs_reaper_errors_total counter");
-        let _ = writeln!(
-            o,
-            "telha_jobs_reaper_errors_total {}",
-            self.reaper_errors.load(Ordering::Relaxed)
+        single(
+            &mut o,
+            "telha_jobs_reaper_errors_total",
+            "counter",
+            "Background reaper passes that failed (retried at the next interval).",
+            load(&self.reaper_errors),
         );
         o
     }
+}
+
+/// The `# HELP` and `# TYPE` lines of a metric family.
+fn header(o: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(o, "# HELP {name} {help}");
+    let _ = writeln!(o, "# TYPE {name} {kind}");
+}
+
+/// A metric family with one unlabelled sample.
+fn single(o: &mut String, name: &str, kind: &str, help: &str, value: u64) {
+    header(o, name, kind, help);
+    let _ = writeln!(o, "{name} {value}");
 }
 
 fn escape(s: &str) -> String {

@@ -241,14 +241,7 @@ impl Engine {
             };
             cursor.from = pos.successor();
             claimed.insert(pos.id);
-            let key = JobKey {
-                scope,
-                state,
-                priority: prio,
-                ts: pos.ts,
-                id: pos.id,
-            };
-            Ok(Some((key, Some(v), None)))
+            Ok(Some((JobKey::at(scope, state, prio, pos), Some(v), None)))
         } else {
             let kinds_cf = self.cf(st::CF_KINDS)?;
             // A kind-index entry that does not decode is reported and
@@ -288,14 +281,11 @@ impl Engine {
                     }
                 };
                 claimed.insert(pos.id);
-                let key = JobKey {
-                    scope,
-                    state,
-                    priority: prio,
-                    ts: pos.ts,
-                    id: pos.id,
-                };
-                return Ok(Some((key, None, Some(kind))));
+                return Ok(Some((
+                    JobKey::at(scope, state, prio, pos),
+                    None,
+                    Some(kind),
+                )));
             }
         }
     }

@@ -68,6 +68,17 @@ impl JobKey {
         })
     }
 
+    /// The key of the row at `pos` in the (scope, state, priority) band.
+    pub fn at(scope: Scope, state: State, priority: u8, pos: Pos) -> JobKey {
+        JobKey {
+            scope,
+            state,
+            priority,
+            ts: pos.ts,
+            id: pos.id,
+        }
+    }
+
     /// The (ts, id) position of this key inside its band.
     pub fn pos(&self) -> Pos {
         Pos {
