@@ -9,23 +9,35 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/telha-jobs/target
 CARGO ?= cargo
 PROFILE := --release
 
-.PHONY: all deps build test test-core lint fmt doc demo bench bench-quick clean-store
+.PHONY: all deps build test test-core lint fmt doc demo demo-rust bench bench-core bench-quick install clean-store
+
+# Each front end (C, Python, Node, CLI) keeps its rules in mk/<name>.mk and
+# adds its targets to these lists; `make test` runs them after the core.
+TEST_TARGETS :=
+BENCH_TARGETS :=
+INSTALL_TARGETS :=
+DEMO_TARGET := demo-rust
+PREFIX ?= /usr/local
+-include $(sort $(wildcard mk/*.mk))
 
 all: build
 
 deps:
 	@bash scripts/ensure-deps.sh
 
+## The default members (core, C library, CLI); the Python wheel and the Node
+## addon are built by maturin / napi in their own mk/ rules (same profile,
+## same target dir).
 build: deps
-	$(CARGO) build $(PROFILE) --workspace --all-targets
+	$(CARGO) build $(PROFILE) --all-targets
 
 ## Every test: lint, a quick smoke run of the benchmark, then unit,
 ## integration (contention, kill -9 recovery, poison, stale submit, ...) and
 ## doc tests, so the run ends with cargo test's summary lines.
-test: deps build lint bench-quick test-core
+test: deps build lint bench-quick test-core $(TEST_TARGETS)
 
 test-core:
-	$(CARGO) test $(PROFILE) --workspace
+	$(CARGO) test $(PROFILE)
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -40,15 +52,27 @@ doc: deps
 	@echo "open $(CARGO_TARGET_DIR)/doc/telha_jobs/index.html"
 
 ## The main job on the embedded default store ($$TELHA_DB, else ./telha-data).
-demo: deps
+demo: deps $(DEMO_TARGET)
+
+demo-rust:
 	$(CARGO) run $(PROFILE) -p telha-jobs --example demo
 
 ## The benchmark table (README "Performance"). Several minutes.
-bench: deps
+bench: deps bench-core $(BENCH_TARGETS)
+
+bench-core:
 	$(CARGO) bench -p telha-jobs --bench queue
+
+## The reference figures (Rust core + raw RocksDB, JSON) that each binding's
+## benchmark prints itself beside, measured in the same run.
+BENCH_REF = $(CARGO) run $(PROFILE) -q -p telha-jobs --example bench_ref --
 
 bench-quick:
 	$(CARGO) bench -p telha-jobs --bench queue -- --quick
+
+## Installs what the front ends' mk/ files contribute (library, header,
+## pkg-config file, CLI) under $$(PREFIX).
+install: $(INSTALL_TARGETS)
 
 clean-store:
 	rm -rf telha-data

@@ -398,6 +398,8 @@ pub struct LeaseOptions {
     pub kinds: Vec<KindPattern>,
     /// Block up to this long for work (woken by enqueue, not by polling).
     pub wait: Option<Duration>,
+    /// Ends the wait early when cancelled (from any thread).
+    pub cancel: Option<crate::cancel::CancelWait>,
 }
 
 impl LeaseOptions {
@@ -417,6 +419,12 @@ impl LeaseOptions {
     /// ready; `Duration::ZERO` does not wait.
     pub fn wait(mut self, d: Duration) -> Self {
         self.wait = Some(d);
+        self
+    }
+    /// End the wait early when `c` is cancelled: the call then returns what
+    /// it has (usually nothing), not an error.
+    pub fn cancel(mut self, c: crate::cancel::CancelWait) -> Self {
+        self.cancel = Some(c);
         self
     }
 }
@@ -661,6 +669,15 @@ pub struct ReapReport {
     /// Completed jobs pruned past their retention.
     pub pruned: usize,
     /// Records skipped because they did not decode.
+    pub corrupt: Vec<CorruptRecord>,
+}
+
+/// What a `purge` deleted.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PurgeReport {
+    /// Jobs deleted.
+    pub purged: usize,
+    /// Rows in range that did not decode (kept, not deleted).
     pub corrupt: Vec<CorruptRecord>,
 }
 

@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 pub mod backoff;
+mod cancel;
 pub mod clock;
 pub mod config;
 mod engine;
@@ -32,12 +33,14 @@ mod queue;
 mod reaper;
 pub mod store;
 
+pub use cancel::CancelWait;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{Backoff, Config, KindConfig};
 pub use error::{Error, ErrorKind, Result};
 pub use job::{
     CorruptRecord, EnqueueOptions, Enqueued, Event, Job, JobId, JobInfo, KindPattern, LeaseOptions,
-    LeaseToken, ListPage, ListQuery, NewJob, ReapReport, Scope, State, StateCounts, Stats,
+    LeaseToken, ListPage, ListQuery, NewJob, PurgeReport, ReapReport, Scope, State, StateCounts,
+    Stats,
 };
 pub use queue::{CheckReport, Queue};
 

@@ -23,10 +23,11 @@ pub(crate) enum Transition {
     Released,
     Retried,
     Pruned,
+    Purged,
 }
 
 impl Transition {
-    const ALL: [Transition; 10] = [
+    const ALL: [Transition; 11] = [
         Transition::Enqueued,
         Transition::Leased,
         Transition::Extended,
@@ -37,6 +38,7 @@ impl Transition {
         Transition::Released,
         Transition::Retried,
         Transition::Pruned,
+        Transition::Purged,
     ];
 
     fn name(self) -> &'static str {
@@ -51,6 +53,7 @@ impl Transition {
             Transition::Released => "released",
             Transition::Retried => "retried",
             Transition::Pruned => "pruned",
+            Transition::Purged => "purged",
         }
     }
 }
@@ -118,7 +121,7 @@ pub(crate) fn delta(from: Option<State>, to: Option<State>) -> [i64; 5] {
 
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
-    transitions: [AtomicU64; 10],
+    transitions: [AtomicU64; Transition::ALL.len()],
     pub corrupt_records: AtomicU64,
     pub reaper_passes: AtomicU64,
     /// Background reaper passes that failed (storage errors).

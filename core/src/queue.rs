@@ -11,7 +11,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::job::{
     EnqueueOptions, Enqueued, Job, JobId, JobInfo, LeaseOptions, LeaseToken, ListPage, ListQuery,
-    NewJob, ReapReport, Stats,
+    NewJob, PurgeReport, ReapReport, Stats,
 };
 
 /// A handle to an open store. Cheap to clone (clones share the handle);
@@ -60,6 +60,43 @@ impl Queue {
                 closed: AtomicBool::new(false),
             }),
         })
+    }
+
+    /// Open the store at `path` read-only, for inspection (`get`, `list`,
+    /// `stats`, `metrics`, `check`). Works while another process owns the
+    /// store and sees what it had written (RocksDB replays its WAL); the
+    /// view is a snapshot taken at open. Creates nothing; is not shared with
+    /// read-write opens; runs no reaper.
+    ///
+    /// Calls that write (`enqueue`, leasing, settling, `retry`, `reap`,
+    /// `purge`) answer `InvalidArgument` ("open read-only").
+    ///
+    /// Errors: `NotFound` when there is no store at `path`; `Storage`;
+    /// `Corruption`.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Queue> {
+        let engine = Engine::open_read_only(path.as_ref())?;
+        Ok(Queue {
+            inner: Arc::new(Handle {
+                engine: RwLock::new(Some(engine)),
+                closed: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// Whether this handle came from [`Queue::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.engine().is_ok_and(|e| e.read_only)
+    }
+
+    fn writable(&self) -> Result<Arc<Engine>> {
+        let e = self.engine()?;
+        if e.read_only {
+            return Err(Error::invalid(format!(
+                "store {} is open read-only; open it read-write (in the owning process) to change it",
+                e.path.display()
+            )));
+        }
+        Ok(e)
     }
 
     fn engine(&self) -> Result<Arc<Engine>> {
@@ -122,7 +159,7 @@ impl Queue {
             payload: payload.to_vec(),
             options,
         };
-        let mut v = self.engine()?.enqueue_many(vec![job])?;
+        let mut v = self.writable()?.enqueue_many(vec![job])?;
         v.pop()
             .ok_or_else(|| Error::Storage("enqueue returned nothing".into()))
     }
@@ -131,7 +168,7 @@ impl Queue {
     /// order; jobs of one batch sharing a scope and idempotency key get one
     /// job. Errors as [`Queue::enqueue`]; one invalid job rejects the batch.
     pub fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
-        self.engine()?.enqueue_many(jobs)
+        self.writable()?.enqueue_many(jobs)
     }
 
     /// Lease the most urgent ready job, or `None` (after waiting up to
@@ -157,7 +194,10 @@ impl Queue {
         max: usize,
         options: &LeaseOptions,
     ) -> Result<Vec<Job>> {
-        let e = self.engine()?;
+        let e = self.writable()?;
+        if let Some(c) = &options.cancel {
+            c.attach(&e);
+        }
         let h = &self.inner;
         e.lease(worker_id, options, max, &|| h.closed.load(Ordering::SeqCst))
     }
@@ -172,7 +212,7 @@ impl Queue {
     /// The outer error is for the whole call: `InvalidArgument` for a bad
     /// `worker_id`, `Storage`, `Closed`.
     pub fn extend(&self, tokens: &[LeaseToken], worker_id: &str) -> Result<Vec<Result<u64>>> {
-        self.engine()?.extend(tokens, worker_id)
+        self.writable()?.extend(tokens, worker_id)
     }
 
     /// Complete a leased job, with an optional result (copied). The token is
@@ -182,7 +222,7 @@ impl Queue {
     /// `Aborted` for a stale token or a job no longer leased (nothing
     /// changes); `NotFound` when there is no such job; `Storage`; `Closed`.
     pub fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
-        self.engine()?.complete(token, result.map(|r| r.to_vec()))
+        self.writable()?.complete(token, result.map(|r| r.to_vec()))
     }
 
     /// Fail a leased job: it retries after backoff, or goes dead when not
@@ -192,7 +232,7 @@ impl Queue {
     /// Errors: `Aborted` for a stale token or a job no longer leased (nothing
     /// changes); `NotFound` when there is no such job; `Storage`; `Closed`.
     pub fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {
-        self.engine()?.fail(token, reason, retryable)
+        self.writable()?.fail(token, reason, retryable)
     }
 
     /// Hand a leased job back to pending without spending an attempt, at its
@@ -200,7 +240,7 @@ impl Queue {
     ///
     /// Errors: as [`Queue::fail`].
     pub fn release(&self, token: &LeaseToken) -> Result<()> {
-        self.engine()?.release(token)
+        self.writable()?.release(token)
     }
 
     /// Operator action: a dead or failed job back to pending, attempts reset,
@@ -210,7 +250,7 @@ impl Queue {
     /// it is neither dead nor failed (a failed job being leased at that
     /// moment counts as leased); `Storage`; `Closed`.
     pub fn retry(&self, id: &JobId) -> Result<()> {
-        self.engine()?.retry(id)
+        self.writable()?.retry(id)
     }
 
     /// A job with its event log, or `Ok(None)` when there is no such job.
@@ -235,7 +275,17 @@ impl Queue {
     /// completed jobs past their retention are deleted. Independent of the
     /// background reaper. Errors: `Storage` (the pass stops there); `Closed`.
     pub fn reap(&self) -> Result<ReapReport> {
-        crate::reaper::pass(&*self.engine()?)
+        crate::reaper::pass(&*self.writable()?)
+    }
+
+    /// Operator action: delete `state` jobs (completed or dead only) that got
+    /// there before `cutoff_ms` (ms since the epoch), with their indexes and
+    /// counters. Returns how many were deleted. Runs in batches of 1,000;
+    /// an error stops it with the earlier batches committed.
+    ///
+    /// Errors: `InvalidArgument` for any other state; `Storage`; `Closed`.
+    pub fn purge(&self, state: crate::job::State, cutoff_ms: u64) -> Result<PurgeReport> {
+        self.writable()?.purge(state, cutoff_ms)
     }
 
     /// Exact counts per kind and state (no scan). `Closed` after `close`.

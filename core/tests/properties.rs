@@ -380,6 +380,7 @@ impl Run {
             scopes: scopes.clone(),
             kinds: kinds.clone(),
             wait: None,
+            ..LeaseOptions::default()
         };
         let w = WORKERS[worker];
         let got: Vec<Job> = if max == 1 {

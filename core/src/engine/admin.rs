@@ -251,6 +251,7 @@ impl Engine {
             return Ok((0, Vec::new()));
         };
         let cutoff = now.saturating_sub(retention.as_millis() as u64);
+        let _maintenance = self.maintenance.lock().unwrap_or_else(|p| p.into_inner());
         let jobs_cf = self.cf(st::CF_JOBS)?;
         let mut pruned = 0usize;
         let mut corrupt = Vec::new();

@@ -58,7 +58,7 @@ impl Engine {
                 return Err(Error::Closed);
             }
             let got = self.try_lease(worker, opts, max)?;
-            if !got.is_empty() {
+            if !got.is_empty() || opts.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
                 return Ok(got);
             }
             let left = end.saturating_duration_since(Instant::now());

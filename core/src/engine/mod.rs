@@ -5,6 +5,7 @@ mod bands;
 mod enqueue;
 mod lease;
 mod leases;
+mod purge;
 mod recover;
 mod settle;
 
@@ -90,7 +91,7 @@ pub(crate) struct Engine {
     pub notifier: Notifier,
     /// Serialises idempotent enqueues of one (scope, key).
     idem_locks: Vec<Mutex<()>>,
-    /// Serialises moves of dead rows (operator retry; #6 purge will share it).
+    /// Serialises moves of dead rows (operator retry and purge).
     job_locks: Vec<Mutex<()>>,
     pub rr: AtomicUsize,
     reaper: Mutex<Option<Reaper>>,
@@ -99,6 +100,10 @@ pub(crate) struct Engine {
     pub corrupt_seen: Mutex<Vec<CorruptRecord>>,
     /// Where each (scope, priority) pruning pass resumes.
     pub prune_cursors: Mutex<HashMap<(Scope, u8), keys::Pos>>,
+    /// Opened with [`Engine::open_read_only`]: never written, never registered.
+    pub read_only: bool,
+    /// Held by pruning and purging, which both delete completed rows.
+    pub maintenance: Mutex<()>,
     /// Set once the engine is in the registry. An engine whose open failed
     /// half-way is dropped while its opener still holds the registry lock,
     /// so only a registered engine may take that lock in `drop`.
@@ -169,11 +174,32 @@ impl Engine {
         }
     }
 
+    /// A read-only engine for inspection: outside the registry, no reaper.
+    pub fn open_read_only(path: &Path) -> Result<Arc<Engine>> {
+        let db = st::open_read_only(path)?;
+        let path = path
+            .canonicalize()
+            .map_err(|e| Error::Storage(format!("cannot resolve {}: {e}", path.display())))?;
+        let cfg = Config {
+            reaper_interval: Duration::ZERO,
+            ..Config::default()
+        };
+        let e = Engine::with_db(db, &path, cfg, Arc::new(crate::clock::SystemClock), true);
+        e.recover()?;
+        Ok(Arc::new(e))
+    }
+
     fn open_fresh(path: &Path, cfg: Config, clock: Arc<dyn Clock>) -> Result<Engine> {
         let db = st::open(path)?;
+        let e = Engine::with_db(db, path, cfg, clock, false);
+        e.recover()?;
+        Ok(e)
+    }
+
+    fn with_db(db: DB, path: &Path, cfg: Config, clock: Arc<dyn Clock>, read_only: bool) -> Engine {
         let mut wopts = WriteOptions::default();
         wopts.set_sync(cfg.sync_writes);
-        let e = Engine {
+        Engine {
             db: ManuallyDrop::new(db),
             path: path.to_path_buf(),
             cfg,
@@ -191,10 +217,10 @@ impl Engine {
             shutting_down: AtomicBool::new(false),
             corrupt_seen: Mutex::new(Vec::new()),
             prune_cursors: Mutex::new(HashMap::new()),
+            read_only,
+            maintenance: Mutex::new(()),
             registered: AtomicBool::new(false),
-        };
-        e.recover()?;
-        Ok(e)
+        }
     }
 
     pub fn db(&self) -> &DB {
@@ -210,6 +236,9 @@ impl Engine {
     }
 
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        if self.read_only {
+            return Err(Error::invalid("the store is open read-only"));
+        }
         self.db.write_opt(batch, &self.wopts).map_err(Error::from)
     }
 
@@ -223,6 +252,15 @@ impl Engine {
 
     pub fn job_lock(&self, id: &JobId) -> MutexGuard<'_, ()> {
         Self::stripe(&self.job_locks, id)
+    }
+
+    /// Every job lock, in order (a bulk move of dead rows; a single-row
+    /// holder takes one, so the fixed order cannot deadlock).
+    pub fn all_job_locks(&self) -> Vec<MutexGuard<'_, ()>> {
+        self.job_locks
+            .iter()
+            .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()))
+            .collect()
     }
 
     /// The jobs key the id index holds for `id`.
@@ -334,9 +372,11 @@ impl Drop for Engine {
                 reg.remove(&self.path);
             }
         }
-        let _ = self.db.flush_wal(true);
-        // Before the LOCK is released, or we could remove the next owner's file.
-        st::remove_pid_file(&self.path);
+        if !self.read_only {
+            let _ = self.db.flush_wal(true);
+            // Before the LOCK is released, or we could remove the next owner's file.
+            st::remove_pid_file(&self.path);
+        }
         // SAFETY: `db` is never touched again: this is the engine's drop.
         unsafe { ManuallyDrop::drop(&mut self.db) };
         drop(reg);

@@ -1,0 +1,157 @@
+//! The reference figures every binding's benchmark prints itself beside:
+//! the Rust core and raw RocksDB, measured in the same run as the binding.
+//!
+//! `cargo run --release -p telha-jobs --example bench_ref -- [--n N] [--batch B] [--dir D]`
+//! prints one JSON object (jobs/s unless named otherwise):
+//!
+//! - `raw_put`: raw RocksDB single-put WriteBatches (the ceiling);
+//! - `enqueue`: single `enqueue` calls; `enqueue_batch`: `enqueue_many` of `batch`;
+//! - `lease_complete`: `lease_next` + `complete` over a backlog;
+//! - `lease_batch_complete`: `lease_many(batch)` + `complete` each;
+//! - `lifecycle`: enqueue + lease_next + complete, one job at a time;
+//! - `pollers4`: 4 threads each `lease_next` + `complete` over a backlog.
+//!
+//! Each binding runs the same workloads with the same payload (`PAYLOAD`,
+//! 60 bytes) and `reaper_interval = 0`, so the ratios compare like with like.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rocksdb::{Options, WriteBatch, DB};
+use telha_jobs::{Config, EnqueueOptions, LeaseOptions, NewJob, Queue};
+
+/// The payload every binding benchmark uses.
+const PAYLOAD: &[u8] = b"{\"doc\":\"s3://bucket/key/0001.pdf\",\"tenant\":42,\"pages\":12}";
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name} takes a number"))
+        })
+        .unwrap_or(default)
+}
+
+fn per_sec(n: usize, since: Instant) -> f64 {
+    n as f64 / since.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let n = arg("--n", 20_000);
+    let batch = arg("--batch", 100).max(1);
+    let base = std::env::args()
+        .skip_while(|a| a != "--dir")
+        .nth(1)
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = tempfile::Builder::new()
+        .prefix("telha-bench-ref")
+        .tempdir_in(base)
+        .expect("bench dir");
+    let store = |name: &str| {
+        let cfg = Config {
+            reaper_interval: Duration::ZERO,
+            ..Config::default()
+        };
+        Queue::open(dir.path().join(name), cfg).expect("open bench store")
+    };
+
+    let raw = {
+        let mut o = Options::default();
+        o.create_if_missing(true);
+        let db = DB::open(&o, dir.path().join("raw")).expect("raw rocksdb");
+        let t = Instant::now();
+        for i in 0..n {
+            let mut key = [0u8; 42];
+            key[..8].copy_from_slice(&(i as u64).to_be_bytes());
+            let mut b = WriteBatch::default();
+            b.put(key, PAYLOAD);
+            db.write(b).expect("raw put");
+        }
+        per_sec(n, t)
+    };
+
+    let q = store("single");
+    let t = Instant::now();
+    for _ in 0..n {
+        q.enqueue("bench", PAYLOAD, EnqueueOptions::default())
+            .expect("enqueue");
+    }
+    let enqueue = per_sec(n, t);
+    let opts = LeaseOptions::default();
+    let t = Instant::now();
+    for _ in 0..n {
+        let job = q.lease_next("w", &opts).expect("lease").expect("a job");
+        q.complete(&job.token(), None).expect("complete");
+    }
+    let lease_complete = per_sec(n, t);
+    q.close();
+
+    let q = store("batch");
+    let t = Instant::now();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(batch) {
+        let jobs = chunk
+            .iter()
+            .map(|_| NewJob::new("bench", PAYLOAD))
+            .collect();
+        q.enqueue_many(jobs).expect("enqueue_many");
+    }
+    let enqueue_batch = per_sec(n, t);
+    let t = Instant::now();
+    let mut done = 0;
+    while done < n {
+        let jobs = q.lease_many("w", batch, &opts).expect("lease_many");
+        assert!(!jobs.is_empty(), "backlog ran dry at {done}");
+        for job in &jobs {
+            q.complete(&job.token(), None).expect("complete");
+        }
+        done += jobs.len();
+    }
+    let lease_batch_complete = per_sec(n, t);
+    q.close();
+
+    let q = store("lifecycle");
+    let t = Instant::now();
+    for _ in 0..n {
+        q.enqueue("bench", PAYLOAD, EnqueueOptions::default())
+            .expect("enqueue");
+        let job = q.lease_next("w", &opts).expect("lease").expect("a job");
+        q.complete(&job.token(), None).expect("complete");
+    }
+    let lifecycle = per_sec(n, t);
+    q.close();
+
+    let q = Arc::new(store("pollers"));
+    let jobs: Vec<NewJob> = (0..n).map(|_| NewJob::new("bench", PAYLOAD)).collect();
+    for chunk in jobs.chunks(1000) {
+        q.enqueue_many(chunk.to_vec()).expect("enqueue_many");
+    }
+    let t = Instant::now();
+    let hs: Vec<_> = (0..4)
+        .map(|w| {
+            let q = q.clone();
+            std::thread::spawn(move || {
+                let worker = format!("w{w}");
+                let opts = LeaseOptions::default();
+                while let Some(job) = q.lease_next(&worker, &opts).expect("lease") {
+                    q.complete(&job.token(), None).expect("complete");
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().expect("poller");
+    }
+    let pollers4 = per_sec(n, t);
+    q.close();
+
+    println!(
+        "{{\"n\":{n},\"batch\":{batch},\"raw_put\":{raw:.0},\"enqueue\":{enqueue:.0},\
+         \"enqueue_batch\":{enqueue_batch:.0},\"lease_complete\":{lease_complete:.0},\
+         \"lease_batch_complete\":{lease_batch_complete:.0},\"lifecycle\":{lifecycle:.0},\
+         \"pollers4\":{pollers4:.0}}}"
+    );
+}

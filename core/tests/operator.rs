@@ -1,0 +1,176 @@
+//! Operator-facing core API: read-only opens, purge, and cancelling a wait.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use telha_jobs::{
+    CancelWait, EnqueueOptions, ErrorKind, LeaseOptions, ListQuery, Queue, Scope, State,
+};
+
+fn dead_job(s: &TestStore, kind: &str) -> telha_jobs::JobId {
+    let id = s.enqueue(kind);
+    let job = s.must_lease("w");
+    assert_eq!(job.id, id);
+    s.q.fail(&job.token(), "poison", false).unwrap();
+    id
+}
+
+#[test]
+fn a_read_only_open_sees_the_owners_writes_and_refuses_to_write() {
+    let s = TestStore::new();
+    let dead = dead_job(&s, "embed");
+    let id = s.enqueue("embed");
+    let ro = Queue::open_read_only(s.path()).expect("read-only open beside the owner");
+    assert!(ro.is_read_only());
+    assert!(!s.q.is_read_only());
+    assert_eq!(ro.get(&id).unwrap().unwrap().state, State::Pending);
+    assert_eq!(ro.get(&dead).unwrap().unwrap().state, State::Dead);
+    assert_eq!(ro.stats().unwrap().total.dead, 1);
+    assert_eq!(ro.stats().unwrap().total.pending, 1);
+    let page = ro
+        .list(&ListQuery {
+            state: Some(State::Dead),
+            ..ListQuery::default()
+        })
+        .unwrap();
+    assert_eq!(page.jobs.len(), 1);
+    assert!(ro
+        .metrics()
+        .unwrap()
+        .contains("telha_jobs_dead_letter_jobs 1"));
+    assert!(ro.check().unwrap().problems.is_empty());
+    for err in [
+        ro.enqueue("embed", b"", EnqueueOptions::default())
+            .map(|_| ()),
+        ro.retry(&dead),
+        ro.lease_next("w", &LeaseOptions::default()).map(|_| ()),
+        ro.reap().map(|_| ()),
+        ro.purge(State::Dead, u64::MAX).map(|_| ()),
+    ] {
+        let e = expect_err(err, ErrorKind::InvalidArgument);
+        assert!(e.to_string().contains("read-only"), "{e}");
+    }
+    // Closing the read-only view leaves the owner (and its pid file) alone.
+    ro.close();
+    drop(ro);
+    assert!(s.path().join(telha_jobs::store::PID_FILE).exists());
+    s.q.retry(&dead).unwrap();
+    assert_consistent(&s.q);
+}
+
+#[test]
+fn a_read_only_open_of_a_missing_store_is_not_found_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope");
+    let e = expect_err(Queue::open_read_only(&missing), ErrorKind::NotFound);
+    assert!(e.to_string().contains("nope"), "{e}");
+    assert!(!missing.exists());
+}
+
+#[test]
+fn purge_deletes_exactly_the_old_dead_jobs_with_their_indexes() {
+    let s = TestStore::new();
+    let old: Vec<_> = (0..3).map(|_| dead_job(&s, "embed")).collect();
+    let cutoff = s.now() + 1;
+    s.advance(SEC);
+    let young = dead_job(&s, "ingest:pdf");
+    let keep = s.enqueue_with(
+        "embed",
+        EnqueueOptions::default()
+            .scope(Scope::from_bytes([7; 16]))
+            .idempotency_key("k1"),
+    );
+    let r = s.q.purge(State::Dead, cutoff).unwrap();
+    assert_eq!(r.purged, 3);
+    for id in &old {
+        assert!(s.q.get(id).unwrap().is_none());
+    }
+    assert_eq!(s.get(&young).state, State::Dead);
+    assert_eq!(s.get(&keep).state, State::Pending);
+    assert_eq!(s.q.stats().unwrap().total.dead, 1);
+    assert_eq!(
+        metric(&s.q.metrics().unwrap(), "telha_jobs_dead_letter_jobs"),
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(
+            &s.q.metrics().unwrap(),
+            "telha_jobs_transitions_total{transition=\"purged\"}"
+        ),
+        Some(3.0)
+    );
+    assert_consistent(&s.q);
+}
+
+#[test]
+fn purge_of_completed_jobs_frees_their_idempotency_keys() {
+    let s = TestStore::new();
+    let opts = || EnqueueOptions::default().idempotency_key("once");
+    let first = s.enqueue_with("embed", opts());
+    let job = s.must_lease("w");
+    s.q.complete(&job.token(), Some(b"ok")).unwrap();
+    s.advance(SEC);
+    assert_eq!(s.q.purge(State::Completed, s.now()).unwrap().purged, 1);
+    let again = s.q.enqueue("embed", b"", opts()).unwrap();
+    assert!(again.created);
+    assert_ne!(again.id, first);
+    assert_consistent(&s.q);
+}
+
+#[test]
+fn purge_takes_only_completed_or_dead() {
+    let s = TestStore::new();
+    for st in [State::Pending, State::Leased, State::Failed] {
+        expect_err(s.q.purge(st, u64::MAX), ErrorKind::InvalidArgument);
+    }
+}
+
+#[test]
+fn purge_of_many_dead_jobs_runs_in_batches_and_agrees_with_a_scan() {
+    let s = TestStore::new();
+    let n = 2_500;
+    let jobs: Vec<_> = (0..n)
+        .map(|i| telha_jobs::NewJob::new("embed", format!("{i}").into_bytes()))
+        .collect();
+    s.q.enqueue_many(jobs).unwrap();
+    for job in s.q.lease_many("w", n, &LeaseOptions::default()).unwrap() {
+        s.q.fail(&job.token(), "bad", false).unwrap();
+    }
+    s.advance(SEC);
+    assert_eq!(s.q.purge(State::Dead, s.now()).unwrap().purged, n);
+    assert_eq!(s.q.stats().unwrap().total.total(), 0);
+    assert_consistent(&s.q);
+}
+
+#[test]
+fn a_cancelled_wait_returns_nothing_at_once() {
+    let s = TestStore::new();
+    let cancel = CancelWait::new();
+    let opts = LeaseOptions::default()
+        .wait(Duration::from_secs(30))
+        .cancel(cancel.clone());
+    let q = s.q.clone();
+    let t0 = Instant::now();
+    let h = std::thread::spawn(move || q.lease_next("w", &opts));
+    std::thread::sleep(Duration::from_millis(50));
+    cancel.cancel();
+    let got = h.join().unwrap().expect("a cancelled wait is not an error");
+    assert!(got.is_none());
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert!(cancel.is_cancelled());
+}
+
+#[test]
+fn a_cancelled_token_still_takes_a_ready_job() {
+    let s = TestStore::new();
+    let id = s.enqueue("embed");
+    let cancel = CancelWait::new();
+    cancel.cancel();
+    let opts = LeaseOptions::default()
+        .wait(Duration::from_secs(30))
+        .cancel(cancel);
+    assert_eq!(s.q.lease_next("w", &opts).unwrap().unwrap().id, id);
+    assert!(s.q.lease_next("w", &opts).unwrap().is_none());
+}
