@@ -29,6 +29,7 @@ mod engine;
 pub mod error;
 pub mod job;
 mod metrics;
+pub mod payload;
 mod queue;
 mod reaper;
 pub mod store;
