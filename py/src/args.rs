@@ -125,9 +125,9 @@ pub fn kinds(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<KindPattern>> {
     one_or_many(obj, "kinds")?
         .iter()
         .map(|k| {
-            let s = k.cast::<PyString>().map_err(|_| {
-                type_error(format!("kinds must hold str, got {}", type_name(k)))
-            })?;
+            let s = k
+                .cast::<PyString>()
+                .map_err(|_| type_error(format!("kinds must hold str, got {}", type_name(k))))?;
             s.to_str()?.parse::<KindPattern>().py_err(obj.py())
         })
         .collect()

@@ -21,7 +21,11 @@ pub fn to_bytes(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
         return Ok(b.to_vec());
     }
     if obj.is_instance_of::<PyMemoryView>() {
-        return Ok(obj.call_method0("tobytes")?.cast::<PyBytes>()?.as_bytes().to_vec());
+        return Ok(obj
+            .call_method0("tobytes")?
+            .cast::<PyBytes>()?
+            .as_bytes()
+            .to_vec());
     }
     let v = to_value(obj, what, 0)?;
     payload::encode(&v).py_err(obj.py())
@@ -121,7 +125,11 @@ pub fn from_value(py: Python<'_>, v: &Value) -> PyResult<Py<PyAny>> {
             if let Some(n) = i.as_i64() {
                 n.into_pyobject(py)?.into_any().unbind()
             } else {
-                i.as_u64().unwrap_or(u64::MAX).into_pyobject(py)?.into_any().unbind()
+                i.as_u64()
+                    .unwrap_or(u64::MAX)
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind()
             }
         }
         Value::F32(f) => (*f as f64).into_pyobject(py)?.into_any().unbind(),

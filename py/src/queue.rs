@@ -7,9 +7,7 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
-use telha_jobs::{
-    Config, EnqueueOptions, KindConfig, LeaseOptions, ListQuery, NewJob, State,
-};
+use telha_jobs::{Config, EnqueueOptions, KindConfig, LeaseOptions, ListQuery, NewJob, State};
 
 use crate::args;
 use crate::errors::{invalid, type_error, IntoPyResult};
@@ -60,7 +58,12 @@ const KIND_KEYS: [&str; 5] = [
     "backoff_cap",
 ];
 
-fn kind_config(py: Python<'_>, kind: &str, d: &Bound<'_, PyAny>, base: &mut KindConfig) -> PyResult<()> {
+fn kind_config(
+    py: Python<'_>,
+    kind: &str,
+    d: &Bound<'_, PyAny>,
+    base: &mut KindConfig,
+) -> PyResult<()> {
     let d = d.cast::<PyDict>().map_err(|_| {
         type_error(format!(
             "kinds[{kind:?}] must be a dict of overrides, got {}",
@@ -68,18 +71,30 @@ fn kind_config(py: Python<'_>, kind: &str, d: &Bound<'_, PyAny>, base: &mut Kind
         ))
     })?;
     for (k, v) in d.iter() {
-        let key: String = k.extract().map_err(|_| type_error("kinds override keys must be str"))?;
+        let key: String = k
+            .extract()
+            .map_err(|_| type_error("kinds override keys must be str"))?;
         let what = format!("kinds[{kind:?}][{key:?}]");
         match key.as_str() {
             "lease_ttl" => base.lease_ttl = Some(args::duration(&v, &what)?),
             "backoff_base" => base.backoff_base = Some(args::duration(&v, &what)?),
             "backoff_cap" => base.backoff_cap = Some(args::duration(&v, &what)?),
-            "max_attempts" => base.max_attempts = Some(args::int_in(&v, &what, 1, u32::MAX as i64)? as u32),
-            "backoff_factor" => base.backoff_factor = Some(v.extract::<f64>().map_err(|_| type_error(format!("{what} must be a number")))?),
+            "max_attempts" => {
+                base.max_attempts = Some(args::int_in(&v, &what, 1, u32::MAX as i64)? as u32)
+            }
+            "backoff_factor" => {
+                base.backoff_factor = Some(
+                    v.extract::<f64>()
+                        .map_err(|_| type_error(format!("{what} must be a number")))?,
+                )
+            }
             _ => {
                 return Err(invalid(
                     py,
-                    format!("unknown per-kind setting {key:?} for {kind:?}; one of {}", KIND_KEYS.join(", ")),
+                    format!(
+                        "unknown per-kind setting {key:?} for {kind:?}; one of {}",
+                        KIND_KEYS.join(", ")
+                    ),
                 ))
             }
         }
@@ -118,7 +133,10 @@ fn enqueue_options(
     }
     if let Some(k) = idempotency_key {
         let s = k.cast::<PyString>().map_err(|_| {
-            type_error(format!("idempotency_key must be a str, got {}", type_name(k)))
+            type_error(format!(
+                "idempotency_key must be a str, got {}",
+                type_name(k)
+            ))
         })?;
         o.idempotency_key = Some(s.to_str()?.to_owned());
     }
@@ -139,9 +157,10 @@ fn new_job(item: &Bound<'_, PyAny>, i: usize) -> PyResult<NewJob> {
                 t.len()
             )));
         }
-        let kind: String = t.get_item(0)?.extract().map_err(|_| {
-            type_error(format!("enqueue_many item {i}: kind must be a str"))
-        })?;
+        let kind: String = t
+            .get_item(0)?
+            .extract()
+            .map_err(|_| type_error(format!("enqueue_many item {i}: kind must be a str")))?;
         let payload = payload::to_bytes(&t.get_item(1)?, "payload")?;
         return Ok(NewJob::new(kind, payload));
     }
@@ -152,14 +171,24 @@ fn new_job(item: &Bound<'_, PyAny>, i: usize) -> PyResult<NewJob> {
         )));
     };
     const KEYS: [&str; 8] = [
-        "kind", "payload", "scope", "priority", "delay", "run_at", "idempotency_key", "max_attempts",
+        "kind",
+        "payload",
+        "scope",
+        "priority",
+        "delay",
+        "run_at",
+        "idempotency_key",
+        "max_attempts",
     ];
     for k in d.keys() {
         let ks: String = k.extract().unwrap_or_default();
         if !KEYS.contains(&ks.as_str()) {
             return Err(invalid(
                 py,
-                format!("enqueue_many item {i}: unknown key {k}; one of {}", KEYS.join(", ")),
+                format!(
+                    "enqueue_many item {i}: unknown key {k}; one of {}",
+                    KEYS.join(", ")
+                ),
             ));
         }
     }
@@ -167,8 +196,15 @@ fn new_job(item: &Bound<'_, PyAny>, i: usize) -> PyResult<NewJob> {
         Ok(d.get_item(k)?.filter(|v| !v.is_none()))
     };
     let kind: String = match d.get_item("kind")? {
-        Some(k) => k.extract().map_err(|_| type_error(format!("enqueue_many item {i}: kind must be a str")))?,
-        None => return Err(invalid(py, format!("enqueue_many item {i} has no \"kind\""))),
+        Some(k) => k
+            .extract()
+            .map_err(|_| type_error(format!("enqueue_many item {i}: kind must be a str")))?,
+        None => {
+            return Err(invalid(
+                py,
+                format!("enqueue_many item {i} has no \"kind\""),
+            ))
+        }
     };
     let payload = match d.get_item("payload")? {
         Some(p) => payload::to_bytes(&p, "payload")?,
@@ -220,9 +256,7 @@ impl Queue {
             opts.wait = (!slice.is_zero()).then_some(slice);
             let q = &self.q;
             let o = &opts;
-            let jobs = py
-                .detach(|| q.lease_many(worker_id, max, o))
-                .py_err(py)?;
+            let jobs = py.detach(|| q.lease_many(worker_id, max, o)).py_err(py)?;
             let done = !jobs.is_empty()
                 || left <= WAIT_SLICE
                 || cancel.as_ref().is_some_and(|c| c.is_cancelled());
@@ -369,7 +403,14 @@ impl Queue {
             Some(p) => payload::to_bytes(p, "payload")?,
             None => payload::to_bytes(&py.None().into_bound(py), "payload")?,
         };
-        let opts = enqueue_options(scope, priority, delay, run_at, idempotency_key, max_attempts)?;
+        let opts = enqueue_options(
+            scope,
+            priority,
+            delay,
+            run_at,
+            idempotency_key,
+            max_attempts,
+        )?;
         let q = &self.q;
         let e = py.detach(|| q.enqueue(kind, &bytes, opts)).py_err(py)?;
         Ok(e.id.to_string())
@@ -420,7 +461,9 @@ impl Queue {
     ) -> PyResult<Option<Job>> {
         let zero = 0.0f64.into_pyobject(py)?.into_any();
         let wait = wait.unwrap_or(&zero);
-        Ok(self.lease(py, worker_id, 1, kinds, scope, wait, cancel)?.pop())
+        Ok(self
+            .lease(py, worker_id, 1, kinds, scope, wait, cancel)?
+            .pop())
     }
 
     /// Lease up to `max` (1 to 10,000) ready jobs in one call, waiting up to
@@ -445,13 +488,25 @@ impl Queue {
 
     /// Renew leases (a heartbeat): one bool per job, False when that lease
     /// is lost (stop working on it).
-    fn extend(&self, py: Python<'_>, jobs: &Bound<'_, PyAny>, worker_id: &str) -> PyResult<Vec<bool>> {
+    fn extend(
+        &self,
+        py: Python<'_>,
+        jobs: &Bound<'_, PyAny>,
+        worker_id: &str,
+    ) -> PyResult<Vec<bool>> {
         if jobs.cast::<Job>().is_ok() {
-            return Err(type_error("extend takes a list of jobs; wrap one job as [job]"));
+            return Err(type_error(
+                "extend takes a list of jobs; wrap one job as [job]",
+            ));
         }
         let tokens = jobs
             .try_iter()
-            .map_err(|_| type_error(format!("extend takes a list of jobs, got {}", type_name(jobs))))?
+            .map_err(|_| {
+                type_error(format!(
+                    "extend takes a list of jobs, got {}",
+                    type_name(jobs)
+                ))
+            })?
             .map(|j| args::token(&j?))
             .collect::<PyResult<Vec<_>>>()?;
         let q = &self.q;
@@ -459,7 +514,14 @@ impl Queue {
         res.into_iter()
             .map(|r| match r {
                 Ok(_) => Ok(true),
-                Err(e) if matches!(e.kind(), telha_jobs::ErrorKind::Aborted | telha_jobs::ErrorKind::NotFound) => Ok(false),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        telha_jobs::ErrorKind::Aborted | telha_jobs::ErrorKind::NotFound
+                    ) =>
+                {
+                    Ok(false)
+                }
                 Err(e) => Err(crate::errors::to_py(py, e)),
             })
             .collect()
@@ -468,7 +530,12 @@ impl Queue {
     /// Complete a leased job, with an optional result (bytes, or a value
     /// encoded like payloads). `LeaseLost` when the lease is stale.
     #[pyo3(signature = (job, result=None))]
-    fn complete(&self, py: Python<'_>, job: &Bound<'_, PyAny>, result: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    fn complete(
+        &self,
+        py: Python<'_>,
+        job: &Bound<'_, PyAny>,
+        result: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         let t = args::token(job)?;
         let r = result.map(|r| payload::to_bytes(r, "result")).transpose()?;
         let q = &self.q;
@@ -478,7 +545,13 @@ impl Queue {
     /// Fail a leased job: retried after backoff, or dead when not
     /// `retryable` or out of attempts. `LeaseLost` when the lease is stale.
     #[pyo3(signature = (job, reason, *, retryable=true))]
-    fn fail(&self, py: Python<'_>, job: &Bound<'_, PyAny>, reason: &str, retryable: bool) -> PyResult<()> {
+    fn fail(
+        &self,
+        py: Python<'_>,
+        job: &Bound<'_, PyAny>,
+        reason: &str,
+        retryable: bool,
+    ) -> PyResult<()> {
         let t = args::token(job)?;
         let q = &self.q;
         py.detach(|| q.fail(&t, reason, retryable)).py_err(py)
@@ -524,7 +597,9 @@ impl Queue {
         };
         let kind = match kind {
             Some(k) => {
-                let s = k.cast::<PyString>().map_err(|_| type_error(format!("kind must be a str, got {}", type_name(k))))?;
+                let s = k
+                    .cast::<PyString>()
+                    .map_err(|_| type_error(format!("kind must be a str, got {}", type_name(k))))?;
                 Some(s.to_str()?.parse().py_err(py)?)
             }
             None => None,
@@ -538,7 +613,12 @@ impl Queue {
                     let q = &self.q;
                     match py.detach(|| q.get(&id)).py_err(py)? {
                         Some(info) => Some(JobInfo::new(info).cursor()),
-                        None => return Err(crate::errors::to_py(py, telha_jobs::Error::NotFound(format!("no job {id} to list after")))),
+                        None => {
+                            return Err(crate::errors::to_py(
+                                py,
+                                telha_jobs::Error::NotFound(format!("no job {id} to list after")),
+                            ))
+                        }
                     }
                 }
             },
@@ -583,7 +663,12 @@ impl Queue {
 
     /// Operator action: delete `state` ("completed" or "dead") jobs that got
     /// there before `before` (seconds since the epoch). Returns how many.
-    fn purge(&self, py: Python<'_>, state: &Bound<'_, PyAny>, before: &Bound<'_, PyAny>) -> PyResult<usize> {
+    fn purge(
+        &self,
+        py: Python<'_>,
+        state: &Bound<'_, PyAny>,
+        before: &Bound<'_, PyAny>,
+    ) -> PyResult<usize> {
         let st = state_arg(state)?;
         let cutoff = args::instant_ms(before, "before")?;
         let q = &self.q;

@@ -6,6 +6,17 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, final
 
+__all__ = [
+    "CancelWait",
+    "Job",
+    "JobInfo",
+    "Queue",
+    "__version__",
+    "decode_payload",
+    "default_store_path",
+    "encode_payload",
+]
+
 __version__: str
 
 _State = Literal["pending", "leased", "completed", "failed", "dead"]

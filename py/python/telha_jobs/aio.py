@@ -198,7 +198,7 @@ class AsyncWorker:
         loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
         self._done = asyncio.Event()
-        sigs: list[int] = []
+        sigs: list[signal.Signals] = []
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 try:

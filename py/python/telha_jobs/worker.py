@@ -124,7 +124,7 @@ class Worker:
         SIGINT / SIGTERM (when called on the main thread) has stopped it."""
         self.start()
         requested = threading.Event()
-        restore: dict[int, Any] = {}
+        restore: dict[signal.Signals, Any] = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 restore[sig] = signal.signal(sig, lambda *_: requested.set())
