@@ -92,6 +92,7 @@ class Worker:
         self._threads: list[threading.Thread] = []
         self._heart: threading.Thread | None = None
         self._counts = {"completed": 0, "failed": 0, "lost": 0, "released": 0}
+        self._beat_at = 0.0  # when the heartbeat thread next wakes by itself
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -214,7 +215,9 @@ class Worker:
         lease = Lease(job)
         with self._cond:
             self._leases[job.id] = lease
-            self._cond.notify_all()
+            # Wake the heartbeat only when this lease is due before its next pass.
+            if lease.next_beat < self._beat_at:
+                self._cond.notify_all()
         token = _current.set(lease)
         try:
             try:
@@ -265,7 +268,10 @@ class Worker:
                 due = [l for l in self._leases.values() if l.next_beat <= now]
                 if not due:
                     nxt = min((l.next_beat for l in self._leases.values()), default=now + 0.5)
-                    self._cond.wait(min(max(nxt - now, 0.01), 0.5))
+                    pause = min(max(nxt - now, 0.01), 0.5)
+                    self._beat_at = now + pause
+                    self._cond.wait(pause)
+                    self._beat_at = 0.0
                     continue
             try:
                 ok = q.extend([l.job for l in due], self.worker_id)
