@@ -121,15 +121,17 @@ def python_figures(base: Path, n: int, batch: int) -> dict[str, float]:
     return out
 
 
-ROWS = [
-    # (label, python key, rust key, target ratio, kind)
+ROWS: list[tuple[str, str, str, float | None]] = [
+    # (label, python key, rust key, target ratio)
     ("enqueue, 1 call per job", "enqueue", "enqueue", 0.5),
     ("enqueue_many ({batch} per call)", "enqueue_batch", "enqueue_batch", 0.8),
     ("lease_next + complete", "lease_complete", "lease_complete", 0.5),
-    ("lease_many({batch}) + complete each", "lease_batch_complete", "lease_batch_complete", 0.5),
+    ("lease_many({batch}) + complete each", "lease_batch_complete", "lease_batch_complete", 0.8),
     ("lifecycle enqueue -> lease -> complete", "lifecycle", "lifecycle", 0.5),
     ("4 threads lease_next + complete", "pollers4", "pollers4", 0.5),
-    ("Worker, 4 threads (no-op handler)", "worker4", "pollers4", 0.5),
+    # The Worker adds per-job bookkeeping (lease registry, contextvar,
+    # heartbeat); beside Rust's 4 bare pollers, for scale, with no target.
+    ("Worker, 4 threads (no-op handler)", "worker4", "pollers4", None),
 ]
 
 
@@ -138,22 +140,38 @@ def main() -> None:
     ap.add_argument("--ref", required=True, help="command printing the Rust reference JSON (bench_ref)")
     ap.add_argument("--n", type=int, default=20_000)
     ap.add_argument("--batch", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating Rust/Python rounds; best of each kept")
     a = ap.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="telha-py-bench") as d:
-        cmd = [*shlex.split(a.ref), "--n", str(a.n), "--batch", str(a.batch), "--dir", d]
-        rust = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-        py = python_figures(Path(d), a.n, a.batch)
+    # The machines are shared and noisy: alternate the two sides and keep
+    # each figure's best round, so one side is not measured in a lull and
+    # the other in a storm.
+    rust: dict[str, float] = {}
+    py: dict[str, float] = {}
+    for r in range(a.rounds):
+        with tempfile.TemporaryDirectory(prefix="telha-py-bench") as d:
+            cmd = [*shlex.split(a.ref), "--n", str(a.n), "--batch", str(a.batch), "--dir", d]
+            got = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+            for k, v in got.items():
+                rust[k] = max(rust.get(k, 0.0), float(v))
+            for k, v in python_figures(Path(d) / f"py{r}", a.n, a.batch).items():
+                py[k] = max(py.get(k, 0.0), v)
 
-    print(f"telha-jobs Python benchmark: {a.n} jobs, 60-byte payload, jobs/s; Rust core measured in the same run")
+    print(
+        f"telha-jobs Python benchmark: {a.n} jobs, 60-byte payload, jobs/s, best of {a.rounds} "
+        "alternating rounds; Rust core measured in the same run"
+    )
     print(f"{'figure':<42}{'Python':>12}{'Rust':>12}{'ratio':>9}  target")
     short = []
     for label, pk, rk, target in ROWS:
         ratio = py[pk] / rust[rk]
-        mark = "ok" if ratio >= target else "BELOW"
-        if ratio < target:
-            short.append(label)
-        print(f"{label.format(batch=a.batch):<42}{py[pk]:>12,.0f}{rust[rk]:>12,.0f}{ratio:>8.2f}x  >= {target}x {mark}")
+        if target is None:
+            goal = "(no target)"
+        else:
+            goal = f">= {target}x " + ("ok" if ratio >= target else "BELOW")
+            if ratio < target:
+                short.append(label.format(batch=a.batch))
+        print(f"{label.format(batch=a.batch):<42}{py[pk]:>12,.0f}{rust[rk]:>12,.0f}{ratio:>8.2f}x  {goal}")
     print(f"{'raw RocksDB single-put batch (ceiling)':<42}{'':>12}{rust['raw_put']:>12,.0f}")
     if short:
         print(f"below target this run: {', '.join(short)}")
