@@ -215,3 +215,16 @@ def test_a_toml_config_file_and_keywords_combine(tmp_path: Path) -> None:
         assert q.get(b).max_attempts == 2  # type: ignore[union-attr]
         job = q.lease_next("w")
         assert job is not None and 12.0 < job.deadline - time.time() <= 12.5
+
+
+def test_completed_retention_prunes_old_completed_jobs_unless_infinite(tmp_path: Path) -> None:
+    for retention, left in ((0.05, 0), (float("inf"), 1)):
+        with telha_jobs.Queue(tmp_path / str(left), reaper_interval=0, completed_retention=retention) as q:
+            job_id = q.enqueue("embed")
+            job = q.lease_next("w")
+            assert job is not None
+            q.complete(job)
+            time.sleep(0.1)
+            q.reap()
+            assert q.stats()["total"]["completed"] == left
+            assert (q.get(job_id) is not None) == bool(left)

@@ -237,3 +237,20 @@ def test_worker_rejects_bad_arguments(queue: telha_jobs.Queue) -> None:
         telha_jobs.Worker(queue, "not callable")  # type: ignore[arg-type]
     with pytest.raises(telha_jobs.InvalidArgument):
         telha_jobs.Worker(queue, lambda j: None, concurrency=0)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_handler_raising_system_exit_hands_its_job_back(store: Path) -> None:
+    with telha_jobs.Queue(store, reaper_interval=0) as q:
+        job_id = q.enqueue("embed")
+
+        def handler(job: telha_jobs.Job) -> None:
+            raise SystemExit(3)
+
+        w = telha_jobs.Worker(q, handler, concurrency=1, poll_wait=0.05)
+        w.start()
+        wait_for(lambda: w.counts["released"] == 1)
+        w.stop(5.0)
+        info = q.get(job_id)
+        assert info is not None and info.state == "pending" and info.attempts == 0
+        assert q.stats()["total"]["leased"] == 0

@@ -226,6 +226,18 @@ class Worker:
                 self._settle(lease, "fail", failure_reason(e), False)
             except Exception as e:  # the handler's failure is the job's
                 self._settle(lease, "fail", failure_reason(e), True)
+            except BaseException:
+                # SystemExit / KeyboardInterrupt raised in the handler is not
+                # the job's fault: hand it back untouched, then let it end the thread.
+                with self._cond:
+                    held = self._leases.pop(job.id, None) is lease
+                if held:
+                    try:
+                        self.queue.release(job)
+                        self._count("released")
+                    except TelhaError:
+                        pass
+                raise
             else:
                 self._settle(lease, "complete", result, None)
         finally:
