@@ -53,16 +53,17 @@ def test_results_failures_and_permanent_failures(store: Path) -> None:
 
 
 def test_auto_heartbeat_keeps_a_job_leased_well_past_its_ttl(store: Path) -> None:
-    # TTL 0.3 s with a reaper every 50 ms: an un-heartbeated lease would be
-    # expired within ~0.35 s. The handler holds it for 2 s (over 6 TTLs).
-    with telha_jobs.Queue(store, lease_ttl=0.3, reaper_interval=0.05) as q:
+    # TTL 1 s with a reaper every 50 ms: an un-heartbeated lease would be
+    # expired within ~1.05 s (the next test shows it). The handler holds it
+    # for 3.5 s, heartbeats come every ~0.33 s.
+    with telha_jobs.Queue(store, lease_ttl=1.0, reaper_interval=0.05) as q:
         job_id = q.enqueue("embed")
         seen: list[bool] = []
 
         def handler(job: telha_jobs.Job) -> str:
             lease = telha_jobs.current_lease()
             assert lease is not None and lease.job.id == job.id
-            end = time.monotonic() + 2.0
+            end = time.monotonic() + 3.5
             while time.monotonic() < end:
                 seen.append(lease.lost)
                 time.sleep(0.05)
@@ -78,7 +79,7 @@ def test_auto_heartbeat_keeps_a_job_leased_well_past_its_ttl(store: Path) -> Non
 
 def test_without_a_heartbeat_the_same_lease_is_lost(store: Path) -> None:
     # The control for the test above: same TTL and reaper, no Worker.
-    with telha_jobs.Queue(store, lease_ttl=0.3, reaper_interval=0.05, backoff_base=0.001) as q:
+    with telha_jobs.Queue(store, lease_ttl=1.0, reaper_interval=0.05, backoff_base=0.001) as q:
         job_id = q.enqueue("embed")
         job = q.lease_next("w")
         assert job is not None
