@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import statistics
 import subprocess
 import tempfile
 import threading
@@ -138,27 +139,27 @@ ROWS: list[tuple[str, str, str, float | None]] = [
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ref", required=True, help="command printing the Rust reference JSON (bench_ref)")
-    ap.add_argument("--n", type=int, default=20_000)
+    ap.add_argument("--n", type=int, default=50_000)
     ap.add_argument("--batch", type=int, default=100)
-    ap.add_argument("--rounds", type=int, default=3, help="alternating Rust/Python rounds; best of each kept")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating Rust/Python rounds; the median of each figure is shown")
     a = ap.parse_args()
 
     # The machines are shared and noisy: alternate the two sides and keep
-    # each figure's best round, so one side is not measured in a lull and
-    # the other in a storm.
-    rust: dict[str, float] = {}
-    py: dict[str, float] = {}
+    # each figure's median round, so one side is not measured in a lull and
+    # the other in a storm, and one lucky round does not set the figure.
+    rust_runs: list[dict[str, float]] = []
+    py_runs: list[dict[str, float]] = []
     for r in range(a.rounds):
         with tempfile.TemporaryDirectory(prefix="telha-py-bench") as d:
             cmd = [*shlex.split(a.ref), "--n", str(a.n), "--batch", str(a.batch), "--dir", d]
             got = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-            for k, v in got.items():
-                rust[k] = max(rust.get(k, 0.0), float(v))
-            for k, v in python_figures(Path(d) / f"py{r}", a.n, a.batch).items():
-                py[k] = max(py.get(k, 0.0), v)
+            rust_runs.append({k: float(v) for k, v in got.items()})
+            py_runs.append(python_figures(Path(d) / f"py{r}", a.n, a.batch))
+    rust = {k: statistics.median(run[k] for run in rust_runs) for k in rust_runs[0]}
+    py = {k: statistics.median(run[k] for run in py_runs) for k in py_runs[0]}
 
     print(
-        f"telha-jobs Python benchmark: {a.n} jobs, 60-byte payload, jobs/s, best of {a.rounds} "
+        f"telha-jobs Python benchmark: {a.n} jobs, 60-byte payload, jobs/s, median of {a.rounds} "
         "alternating rounds; Rust core measured in the same run"
     )
     print(f"{'figure':<42}{'Python':>12}{'Rust':>12}{'ratio':>9}  target")
