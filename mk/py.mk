@@ -33,10 +33,9 @@ py-wheel: deps py-venv
 	$(PY_VENV)/bin/maturin build --release -m py/Cargo.toml -i $(PY) -o $(PY_WHEELS)
 	$(PY) -m pip install -q --disable-pip-version-check --force-reinstall --no-deps $(PY_WHEELS)/telha_jobs-*.whl
 
-## Stubs checked against the module, then the pytest suite (its summary last).
+## The pytest suite (it also runs mypy.stubtest on the installed wheel and
+## mypy --strict on the package); its summary line ends the output.
 test-py: py-wheel
-	cd py && $(PY) -m mypy.stubtest telha_jobs --allowlist stubtest-allowlist.txt
-	cd py && $(PY) -m mypy --strict python/telha_jobs tests/typing_check.py
 	cd py && $(PY) -m pytest -q tests
 
 ## Python figures beside the Rust core's, measured in the same run.
