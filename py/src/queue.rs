@@ -384,8 +384,12 @@ impl Queue {
     /// Enqueue one job; returns its id (the existing job's id when
     /// `idempotency_key` matched one in the same scope). `bytes` payloads
     /// are stored as they are; other values by the msgpack convention.
+    // Omitted and None mean the same (priority 128, no delay, ...); the text
+    // signature shows the effective defaults.
     #[pyo3(signature = (kind, payload=None, *, scope=None, priority=None, delay=None, run_at=None,
-        idempotency_key=None, max_attempts=None))]
+        idempotency_key=None, max_attempts=None),
+        text_signature = "($self, kind, payload=None, *, scope=None, priority=128, delay=None, \
+            run_at=None, idempotency_key=None, max_attempts=None)")]
     #[allow(clippy::too_many_arguments)]
     fn enqueue(
         &self,
@@ -449,7 +453,8 @@ impl Queue {
     /// None when there is none. `kinds`: a kind, a family (`"ingest:*"`) or
     /// a list; `scope`: a scope or a list (default: every scope, in turn).
     /// The GIL is released while it waits, and Ctrl-C ends the wait.
-    #[pyo3(signature = (worker_id, *, kinds=None, scope=None, wait=None, cancel=None))]
+    #[pyo3(signature = (worker_id, *, kinds=None, scope=None, wait=None, cancel=None),
+        text_signature = "($self, worker_id, *, kinds=None, scope=None, wait=0.0, cancel=None)")]
     fn lease_next(
         &self,
         py: Python<'_>,
@@ -468,7 +473,8 @@ impl Queue {
 
     /// Lease up to `max` (1 to 10,000) ready jobs in one call, waiting up to
     /// `wait` seconds for the first; [] when there is none.
-    #[pyo3(signature = (worker_id, max, *, kinds=None, scope=None, wait=None, cancel=None))]
+    #[pyo3(signature = (worker_id, max, *, kinds=None, scope=None, wait=None, cancel=None),
+        text_signature = "($self, worker_id, max, *, kinds=None, scope=None, wait=0.0, cancel=None)")]
     #[allow(clippy::too_many_arguments)]
     fn lease_many(
         &self,
@@ -581,7 +587,8 @@ impl Queue {
     /// Up to `limit` (1 to 10,000) jobs in key order (scope, state,
     /// priority, time), filtered by state, scope and kind (`"ingest:*"`
     /// works). `after`: the last JobInfo of the previous page, or its id.
-    #[pyo3(signature = (*, state=None, scope=None, kind=None, limit=None, after=None))]
+    #[pyo3(signature = (*, state=None, scope=None, kind=None, limit=None, after=None),
+        text_signature = "($self, *, state=None, scope=None, kind=None, limit=100, after=None)")]
     fn list(
         &self,
         py: Python<'_>,

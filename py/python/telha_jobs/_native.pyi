@@ -151,7 +151,7 @@ class Queue:
         payload: Any = None,
         *,
         scope: _ScopeArg | None = None,
-        priority: int | None = None,
+        priority: int = 128,
         delay: _Seconds | None = None,
         run_at: _Instant | None = None,
         idempotency_key: str | None = None,
@@ -164,7 +164,7 @@ class Queue:
         *,
         kinds: str | Sequence[str] | None = None,
         scope: _ScopeArg | Sequence[_ScopeArg] | None = None,
-        wait: _Seconds | None = None,
+        wait: _Seconds = 0.0,
         cancel: CancelWait | None = None,
     ) -> Job | None: ...
     def lease_many(
@@ -174,7 +174,7 @@ class Queue:
         *,
         kinds: str | Sequence[str] | None = None,
         scope: _ScopeArg | Sequence[_ScopeArg] | None = None,
-        wait: _Seconds | None = None,
+        wait: _Seconds = 0.0,
         cancel: CancelWait | None = None,
     ) -> list[Job]: ...
     def extend(self, jobs: Iterable[Job | str], worker_id: str) -> list[bool]: ...
@@ -189,7 +189,7 @@ class Queue:
         state: _State | None = None,
         scope: _ScopeArg | None = None,
         kind: str | None = None,
-        limit: int | None = None,
+        limit: int = 100,
         after: JobInfo | _IdArg | None = None,
     ) -> list[JobInfo]: ...
     def reap(self) -> dict[str, int]: ...
