@@ -228,3 +228,17 @@ def test_completed_retention_prunes_old_completed_jobs_unless_infinite(tmp_path:
             q.reap()
             assert q.stats()["total"]["completed"] == left
             assert (q.get(job_id) is not None) == bool(left)
+
+
+def test_keywords_win_over_the_environment_which_wins_over_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TELHA_JOBS_MAX_ATTEMPTS", "4")
+    monkeypatch.setenv("TELHA_JOBS_REAPER_INTERVAL", "0")
+    with telha_jobs.Queue(tmp_path / "env") as q:
+        assert q.get(q.enqueue("embed")).max_attempts == 4  # type: ignore[union-attr]
+    with telha_jobs.Queue(tmp_path / "kw", max_attempts=6) as q:
+        assert q.get(q.enqueue("embed")).max_attempts == 6  # type: ignore[union-attr]
+    monkeypatch.setenv("TELHA_JOBS_MAX_ATTEMPTS", "many")
+    with pytest.raises(telha_jobs.InvalidArgument, match="TELHA_JOBS_MAX_ATTEMPTS"):
+        telha_jobs.Queue(tmp_path / "bad")
