@@ -126,3 +126,31 @@ def test_async_stop_releases_handlers_past_the_timeout(store: Path) -> None:
             assert w.counts["released"] == 1
 
     run(main())
+
+
+def test_the_async_worker_heartbeats_a_long_handler_past_its_ttl(store: Path) -> None:
+    async def main() -> None:
+        async with await AsyncQueue.open(store, lease_ttl=1.0, reaper_interval=0.05) as q:
+            job_id = await q.enqueue("embed")
+            flags: list[bool] = []
+
+            async def handler(job: telha_jobs.Job) -> str:
+                lease = telha_jobs.current_lease()
+                assert lease is not None
+                for _ in range(30):  # 3 s, three TTLs
+                    flags.append(lease.lost)
+                    await asyncio.sleep(0.1)
+                return "held"
+
+            w = AsyncWorker(q, handler, concurrency=1, poll_wait=0.05)
+            runner = asyncio.create_task(w.run())
+            while (info := await q.get(job_id)) is not None and info.state != "completed":
+                await asyncio.sleep(0.05)
+            await w.stop(5.0)
+            await asyncio.wait_for(runner, 10.0)
+            info = await q.get(job_id)
+            assert info is not None and info.result == "held" and info.attempts == 0
+            assert [e[1] for e in info.events] == ["enqueued", "leased", "completed"]
+            assert flags and not any(flags)
+
+    run(main())
