@@ -1,0 +1,47 @@
+# Python package (py/): the PyO3 wheel built by maturin (same release
+# profile, no --target, the shared CARGO_TARGET_DIR, so RocksDB stays built),
+# installed into a virtualenv kept under the target dir and reused.
+
+PYTHON3 ?= python3
+PY_VENV := $(CARGO_TARGET_DIR)/py-venv
+PY := $(PY_VENV)/bin/python
+PY_WHEELS := $(CARGO_TARGET_DIR)/py-wheels
+PY_TOOLS := "maturin>=1.16,<2" "pytest>=8" "mypy>=1.10"
+
+TEST_TARGETS += test-py
+BENCH_TARGETS += bench-py
+DEMO_TARGET := demo-py
+
+.PHONY: py-venv py-wheel test-py bench-py demo-py
+
+## The virtualenv with maturin, pytest and mypy (created once).
+py-venv: $(PY_VENV)/.ready
+
+$(PY_VENV)/.ready:
+	@if ! $(PYTHON3) -c 'import ensurepip, venv' >/dev/null 2>&1; then \
+	  echo "py.mk: installing python3-venv"; \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3-venv >/dev/null; \
+	fi
+	$(PYTHON3) -m venv $(PY_VENV)
+	$(PY) -m pip install -q --disable-pip-version-check $(PY_TOOLS)
+	touch $@
+
+## Build the wheel (maturin, --release) and install it into the virtualenv.
+py-wheel: deps py-venv
+	rm -rf $(PY_WHEELS)
+	$(PY_VENV)/bin/maturin build --release -m py/Cargo.toml -i $(PY) -o $(PY_WHEELS)
+	$(PY) -m pip install -q --disable-pip-version-check --force-reinstall --no-deps $(PY_WHEELS)/telha_jobs-*.whl
+
+## The pytest suite (it also runs mypy.stubtest on the installed wheel and
+## mypy --strict on the package); its summary line ends the output.
+test-py: py-wheel
+	cd py && $(PY) -m pytest -q tests
+
+## Python figures beside the Rust core's, measured in the same run.
+bench-py: py-wheel
+	$(PY) py/bench/bench.py --ref "$(BENCH_REF)"
+
+## The Python ingestion demo on the embedded default store.
+demo-py: py-wheel
+	$(PY) py/examples/ingest.py

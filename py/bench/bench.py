@@ -1,0 +1,182 @@
+"""Python binding benchmark (`make bench`): each figure in jobs/s beside the
+Rust core's figure for the same workload, measured in the same run by the
+core's `bench_ref` example (same 60-byte payload, reaper off).
+
+    python py/bench/bench.py --ref "cargo run --release -q -p telha-jobs --example bench_ref --" [--n 20000]
+
+Targets: batch forms >= 0.8x Rust, single calls >= 0.5x Rust.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import telha_jobs
+
+# bench_ref.rs's PAYLOAD, byte for byte.
+PAYLOAD = b'{"doc":"s3://bucket/key/0001.pdf","tenant":42,"pages":12}'
+
+
+def rate(n: int, fn: Callable[[], None]) -> float:
+    t = time.perf_counter()
+    fn()
+    return n / (time.perf_counter() - t)
+
+
+def python_figures(base: Path, n: int, batch: int) -> dict[str, float]:
+    def store(name: str) -> telha_jobs.Queue:
+        return telha_jobs.Queue(base / name, reaper_interval=0)
+
+    out: dict[str, float] = {}
+    q = store("single")
+
+    def enqueue() -> None:
+        for _ in range(n):
+            q.enqueue("bench", PAYLOAD)
+
+    out["enqueue"] = rate(n, enqueue)
+
+    def lease_complete() -> None:
+        for _ in range(n):
+            job = q.lease_next("w")
+            assert job is not None
+            q.complete(job)
+
+    out["lease_complete"] = rate(n, lease_complete)
+    q.close()
+
+    q = store("batch")
+
+    def enqueue_batch() -> None:
+        items = [("bench", PAYLOAD)] * batch
+        for _ in range(n // batch):
+            q.enqueue_many(items)
+
+    out["enqueue_batch"] = rate(n // batch * batch, enqueue_batch)
+
+    def lease_batch_complete() -> None:
+        done = 0
+        while done < n // batch * batch:
+            jobs = q.lease_many("w", batch)
+            assert jobs, f"backlog ran dry at {done}"
+            for job in jobs:
+                q.complete(job)
+            done += len(jobs)
+
+    out["lease_batch_complete"] = rate(n // batch * batch, lease_batch_complete)
+    q.close()
+
+    q = store("lifecycle")
+
+    def lifecycle() -> None:
+        for _ in range(n):
+            q.enqueue("bench", PAYLOAD)
+            job = q.lease_next("w")
+            assert job is not None
+            q.complete(job)
+
+    out["lifecycle"] = rate(n, lifecycle)
+    q.close()
+
+    q = store("pollers")
+    for _ in range(n // 1000):
+        q.enqueue_many([("bench", PAYLOAD)] * 1000)
+
+    def pollers4() -> None:
+        def poll(w: int) -> None:
+            while (job := q.lease_next(f"w{w}")) is not None:
+                q.complete(job)
+
+        ts = [threading.Thread(target=poll, args=(w,)) for w in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+
+    out["pollers4"] = rate(n // 1000 * 1000, pollers4)
+    q.close()
+
+    q = store("worker")
+    total = n // 1000 * 1000
+    for _ in range(total // 1000):
+        q.enqueue_many([("bench", PAYLOAD)] * 1000)
+    worker = telha_jobs.Worker(q, lambda job: None, concurrency=4, poll_wait=0.05)
+
+    def worker4() -> None:
+        worker.start()
+        while q.stats()["total"]["completed"] < total:
+            time.sleep(0.001)
+
+    out["worker4"] = rate(total, worker4)
+    worker.stop(5.0)
+    q.close()
+    return out
+
+
+ROWS: list[tuple[str, str, str, float | None]] = [
+    # (label, python key, rust key, target ratio)
+    ("enqueue, 1 call per job", "enqueue", "enqueue", 0.5),
+    ("enqueue_many ({batch} per call)", "enqueue_batch", "enqueue_batch", 0.8),
+    ("lease_next + complete", "lease_complete", "lease_complete", 0.5),
+    ("lease_many({batch}) + complete each", "lease_batch_complete", "lease_batch_complete", 0.8),
+    ("lifecycle enqueue -> lease -> complete", "lifecycle", "lifecycle", 0.5),
+    ("4 threads lease_next + complete", "pollers4", "pollers4", 0.5),
+    # The Worker adds per-job bookkeeping (lease registry, contextvar,
+    # heartbeat); beside Rust's 4 bare pollers, for scale, with no target.
+    ("Worker, 4 threads (no-op handler)", "worker4", "pollers4", None),
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ref", required=True, help="command printing the Rust reference JSON (bench_ref)")
+    ap.add_argument("--n", type=int, default=50_000)
+    ap.add_argument("--batch", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating Rust/Python rounds; the median of each figure is shown")
+    a = ap.parse_args()
+
+    # The machines are shared and noisy: alternate the two sides and keep
+    # each figure's median round, so one side is not measured in a lull and
+    # the other in a storm, and one lucky round does not set the figure.
+    rust_runs: list[dict[str, float]] = []
+    py_runs: list[dict[str, float]] = []
+    for r in range(a.rounds):
+        with tempfile.TemporaryDirectory(prefix="telha-py-bench") as d:
+            cmd = [*shlex.split(a.ref), "--n", str(a.n), "--batch", str(a.batch), "--dir", d]
+            got = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+            rust_runs.append({k: float(v) for k, v in got.items()})
+            py_runs.append(python_figures(Path(d) / f"py{r}", a.n, a.batch))
+    rust = {k: statistics.median(run[k] for run in rust_runs) for k in rust_runs[0]}
+    py = {k: statistics.median(run[k] for run in py_runs) for k in py_runs[0]}
+
+    print(
+        f"telha-jobs Python benchmark: {a.n} jobs, 60-byte payload, jobs/s, median of {a.rounds} "
+        "alternating rounds; Rust core measured in the same run"
+    )
+    print(f"{'figure':<42}{'Python':>12}{'Rust':>12}{'ratio':>9}  target")
+    short = []
+    for label, pk, rk, target in ROWS:
+        ratio = py[pk] / rust[rk]
+        if target is None:
+            goal = "(no target)"
+        else:
+            goal = f">= {target}x " + ("ok" if ratio >= target else "BELOW")
+            if ratio < target:
+                short.append(label.format(batch=a.batch))
+        print(f"{label.format(batch=a.batch):<42}{py[pk]:>12,.0f}{rust[rk]:>12,.0f}{ratio:>8.2f}x  {goal}")
+    print(f"{'raw RocksDB single-put batch (ceiling)':<42}{'':>12}{rust['raw_put']:>12,.0f}")
+    if short:
+        print(f"below target this run: {', '.join(short)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""telha_jobs: an embedded, durable job queue with leases, on RocksDB.
+
+No job is processed by two workers at once (every lease is fenced by a
+generation that complete / fail / extend / release check) and no job is lost
+when a worker dies (an expired lease goes back to pending with backoff; a
+poison job is dead-lettered after ``max_attempts``).
+
+    import telha_jobs
+    with telha_jobs.Queue("./telha-data") as q:
+        q.enqueue("embed", {"doc": 42})
+        job = q.lease_next("worker-1", wait=5.0)
+        if job is not None:
+            q.complete(job, {"ok": True})
+
+Times are float seconds (durations) or seconds since the epoch (instants).
+"""
+
+from ._errors import (
+    CorruptionError,
+    InvalidArgument,
+    LeaseLost,
+    NotFound,
+    QueueClosed,
+    StorageError,
+    StoreLocked,
+    TelhaError,
+)
+from ._lease import Lease, Permanent, current_lease
+from ._native import (
+    CancelWait,
+    Job,
+    JobInfo,
+    Queue,
+    __version__,
+    decode_payload,
+    default_store_path,
+    encode_payload,
+)
+from .worker import Worker
+
+__all__ = [
+    "CancelWait",
+    "CorruptionError",
+    "InvalidArgument",
+    "Job",
+    "JobInfo",
+    "Lease",
+    "LeaseLost",
+    "NotFound",
+    "Permanent",
+    "Queue",
+    "QueueClosed",
+    "StorageError",
+    "StoreLocked",
+    "TelhaError",
+    "Worker",
+    "__version__",
+    "current_lease",
+    "decode_payload",
+    "default_store_path",
+    "encode_payload",
+]

@@ -1,0 +1,83 @@
+"""What a handler can ask about the lease it runs under (threads and asyncio)."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from ._errors import LeaseLost
+
+if TYPE_CHECKING:
+    from ._native import Job
+
+__all__ = ["Lease", "Permanent", "current_lease"]
+
+
+class Permanent(Exception):
+    """Raise from a handler to fail the job for good: dead now, no retry."""
+
+
+class Lease:
+    """A job a worker holds, as its handler sees it through
+    :func:`current_lease`. The worker heartbeats it; when a heartbeat finds
+    the lease lost (the job was reaped and may run elsewhere) or the worker
+    released it while stopping, :attr:`lost` turns True: the handler should
+    stop, since its result would be refused (``LeaseLost``)."""
+
+    __slots__ = ("job", "ttl", "next_beat", "_lost", "_event")
+
+    _events_lock = threading.Lock()
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        now = time.time()
+        # The TTL the queue granted: the deadline is now + the kind's lease_ttl.
+        self.ttl = max(job.deadline - now, 0.001)
+        self.next_beat = now + self.ttl / 3
+        self._lost = False
+        # Created only when someone waits: most handlers never do, and an
+        # Event per job is a measurable cost at thousands of jobs a second.
+        self._event: threading.Event | None = None
+
+    @property
+    def lost(self) -> bool:
+        """True once the lease is known lost (or released by a stopping worker)."""
+        return self._lost
+
+    def check(self) -> None:
+        """Raise :class:`LeaseLost` if the lease is lost; a long handler calls
+        this between steps."""
+        if self._lost:
+            raise LeaseLost(f"lease lost: job {self.job.id} is no longer held by this worker")
+
+    def wait_lost(self, timeout: float | None = None) -> bool:
+        """Block up to ``timeout`` seconds until the lease is lost; returns :attr:`lost`."""
+        with Lease._events_lock:
+            if self._event is None:
+                self._event = threading.Event()
+                if self._lost:
+                    self._event.set()
+            ev = self._event
+        return ev.wait(timeout)
+
+    def _mark_lost(self) -> None:
+        with Lease._events_lock:
+            self._lost = True
+            if self._event is not None:
+                self._event.set()
+
+    def __repr__(self) -> str:
+        return f"Lease(job={self.job!r}, lost={self.lost})"
+
+
+_current: contextvars.ContextVar[Lease | None] = contextvars.ContextVar(
+    "telha_jobs_current_lease", default=None
+)
+
+
+def current_lease() -> Lease | None:
+    """The lease of the job the calling handler is running (None outside a
+    Worker or AsyncWorker handler)."""
+    return _current.get()

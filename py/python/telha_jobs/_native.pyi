@@ -1,0 +1,198 @@
+"""Type stubs for the PyO3 extension ``telha_jobs._native``."""
+
+import datetime
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, final
+
+__all__ = [
+    "CancelWait",
+    "Job",
+    "JobInfo",
+    "Queue",
+    "__version__",
+    "decode_payload",
+    "default_store_path",
+    "encode_payload",
+]
+
+__version__: str
+
+_State = Literal["pending", "leased", "completed", "failed", "dead"]
+_Seconds = float | int | datetime.timedelta
+_Instant = float | int | datetime.datetime
+_ScopeArg = str | uuid.UUID
+_IdArg = str | uuid.UUID
+
+def default_store_path() -> str:
+    """``$TELHA_DB`` when set, else ``./telha-data``."""
+
+def encode_payload(value: Any) -> bytes:
+    """Encode by the cross-language payload convention (0x01 + msgpack)."""
+
+def decode_payload(data: bytes) -> Any:
+    """The value when ``data`` follows the convention, else ``data``."""
+
+@final
+class CancelWait:
+    """Ends the wait of the lease calls it is passed to, from any thread."""
+
+    def __new__(cls) -> CancelWait: ...
+    def cancel(self) -> None: ...
+    @property
+    def cancelled(self) -> bool: ...
+
+@final
+class Job:
+    """A leased job. Pass it to complete / fail / release / extend."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def scope(self) -> str: ...
+    @property
+    def payload(self) -> Any: ...
+    @property
+    def raw_payload(self) -> bytes: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def deadline(self) -> float: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def worker_id(self) -> str: ...
+    @property
+    def token(self) -> str: ...
+
+@final
+class JobInfo:
+    """Everything known about a job (``get``, ``list``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def scope(self) -> str: ...
+    @property
+    def state(self) -> _State: ...
+    @property
+    def payload(self) -> Any: ...
+    @property
+    def raw_payload(self) -> bytes: ...
+    @property
+    def result(self) -> Any: ...
+    @property
+    def raw_result(self) -> bytes | None: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def deadline(self) -> float | None: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def worker_id(self) -> str | None: ...
+    @property
+    def last_error(self) -> str | None: ...
+    @property
+    def idempotency_key(self) -> str | None: ...
+    @property
+    def created_at(self) -> float: ...
+    @property
+    def state_at(self) -> float: ...
+    @property
+    def events(self) -> list[tuple[float, str, str]]: ...
+    @property
+    def dropped_events(self) -> int: ...
+
+
+@final
+class Queue:
+    """A durable job queue on a local store directory."""
+
+    def __new__(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        lease_ttl: _Seconds | None = None,
+        reaper_interval: _Seconds | None = None,
+        max_attempts: int | None = None,
+        backoff_base: _Seconds | None = None,
+        backoff_factor: float | None = None,
+        backoff_cap: _Seconds | None = None,
+        completed_retention: _Seconds | None = None,
+        sync_writes: bool | None = None,
+        kinds: Mapping[str, Mapping[str, float | int]] | None = None,
+        config_file: str | os.PathLike[str] | None = None,
+        max_payload_bytes: int | None = None,
+    ) -> Queue: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Queue: ...
+    def __exit__(self, *_exc: object) -> bool: ...
+    def enqueue(
+        self,
+        kind: str,
+        payload: Any = None,
+        *,
+        scope: _ScopeArg | None = None,
+        priority: int = 128,
+        delay: _Seconds | None = None,
+        run_at: _Instant | None = None,
+        idempotency_key: str | None = None,
+        max_attempts: int | None = None,
+    ) -> str: ...
+    def enqueue_many(self, items: Iterable[tuple[str, Any] | Mapping[str, Any]]) -> list[str]: ...
+    def lease_next(
+        self,
+        worker_id: str,
+        *,
+        kinds: str | Sequence[str] | None = None,
+        scope: _ScopeArg | Sequence[_ScopeArg] | None = None,
+        wait: _Seconds = 0.0,
+        cancel: CancelWait | None = None,
+    ) -> Job | None: ...
+    def lease_many(
+        self,
+        worker_id: str,
+        max: int,
+        *,
+        kinds: str | Sequence[str] | None = None,
+        scope: _ScopeArg | Sequence[_ScopeArg] | None = None,
+        wait: _Seconds = 0.0,
+        cancel: CancelWait | None = None,
+    ) -> list[Job]: ...
+    def extend(self, jobs: Iterable[Job | str], worker_id: str) -> list[bool]: ...
+    def complete(self, job: Job | str, result: Any = None) -> None: ...
+    def fail(self, job: Job | str, reason: str, *, retryable: bool = True) -> None: ...
+    def release(self, job: Job | str) -> None: ...
+    def retry(self, job_id: _IdArg) -> None: ...
+    def get(self, job_id: _IdArg) -> JobInfo | None: ...
+    def list(
+        self,
+        *,
+        state: _State | None = None,
+        scope: _ScopeArg | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        after: JobInfo | _IdArg | None = None,
+    ) -> list[JobInfo]: ...
+    def reap(self) -> dict[str, int]: ...
+    def purge(self, state: _State, before: _Instant) -> int: ...
+    def stats(self) -> dict[str, dict[str, Any]]: ...
+    def metrics(self) -> str: ...

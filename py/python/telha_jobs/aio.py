@@ -1,0 +1,321 @@
+"""asyncio front end: :class:`AsyncQueue`, whose calls never block the event
+loop (each store call runs on a thread of the queue's executor, with the GIL
+released while RocksDB works), and :class:`AsyncWorker`."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from ._errors import LeaseLost, QueueClosed, TelhaError
+from ._lease import Lease, Permanent, _current
+from ._native import CancelWait, Job, JobInfo, Queue
+from .worker import default_worker_id, failure_reason
+
+__all__ = ["AsyncQueue", "AsyncWorker"]
+
+log = logging.getLogger("telha_jobs")
+T = TypeVar("T")
+
+
+class AsyncQueue:
+    """The :class:`~telha_jobs.Queue` API as coroutines. Open one with
+    ``await AsyncQueue.open(path, **settings)`` or wrap an open Queue with
+    ``AsyncQueue(queue)``. An ``async with`` block closes it."""
+
+    def __init__(self, queue: Queue, *, max_threads: int | None = None) -> None:
+        if not isinstance(queue, Queue):
+            raise TypeError(f"AsyncQueue wraps a telha_jobs.Queue, got {type(queue).__name__}")
+        self.queue = queue
+        # Lease waits hold a thread each: size the pool above the number of
+        # concurrent waits you expect (an AsyncWorker adds its concurrency).
+        self._pool = ThreadPoolExecutor(
+            max_workers=max_threads or max(32, (os.cpu_count() or 2) * 4),
+            thread_name_prefix="telha-jobs-aio",
+        )
+
+    @classmethod
+    async def open(cls, path: str | os.PathLike[str] | None = None, **settings: Any) -> AsyncQueue:
+        """Open (or create) a store off the event loop; ``settings`` are
+        :class:`~telha_jobs.Queue`'s keywords."""
+        loop = asyncio.get_running_loop()
+        q = await loop.run_in_executor(None, functools.partial(Queue, path, **settings))
+        return cls(q)
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kw))
+
+    async def close(self) -> None:
+        """Close the queue handle; waits in progress end."""
+        await self._call(self.queue.close)
+        self._pool.shutdown(wait=False)
+
+    async def __aenter__(self) -> AsyncQueue:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def path(self) -> str:
+        return self.queue.path
+
+    async def enqueue(self, kind: str, payload: Any = None, **options: Any) -> str:
+        """As :meth:`Queue.enqueue`."""
+        return await self._call(self.queue.enqueue, kind, payload, **options)
+
+    async def enqueue_many(self, items: Iterable[Any]) -> list[str]:
+        """As :meth:`Queue.enqueue_many` (atomic)."""
+        return await self._call(self.queue.enqueue_many, list(items))
+
+    async def lease_many(
+        self,
+        worker_id: str,
+        max: int,
+        *,
+        kinds: str | Sequence[str] | None = None,
+        scope: str | Sequence[str] | None = None,
+        wait: float = 0.0,
+    ) -> list[Job]:
+        """As :meth:`Queue.lease_many`. Cancelling the awaiting task ends
+        the wait at once; a job leased in that instant is released."""
+        cancel = CancelWait()
+        fut = asyncio.ensure_future(
+            self._call(
+                self.queue.lease_many, worker_id, max, kinds=kinds, scope=scope, wait=wait, cancel=cancel
+            )
+        )
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            cancel.cancel()
+            try:
+                jobs = await fut
+            except TelhaError:
+                jobs = []
+            for j in jobs:
+                try:
+                    await self._call(self.queue.release, j)
+                except TelhaError:
+                    pass
+            raise
+
+    async def lease_next(
+        self,
+        worker_id: str,
+        *,
+        kinds: str | Sequence[str] | None = None,
+        scope: str | Sequence[str] | None = None,
+        wait: float = 0.0,
+    ) -> Job | None:
+        """As :meth:`Queue.lease_next`; cancellable like :meth:`lease_many`."""
+        jobs = await self.lease_many(worker_id, 1, kinds=kinds, scope=scope, wait=wait)
+        return jobs[0] if jobs else None
+
+    async def extend(self, jobs: Sequence[Job], worker_id: str) -> list[bool]:
+        return await self._call(self.queue.extend, list(jobs), worker_id)
+
+    async def complete(self, job: Job, result: Any = None) -> None:
+        await self._call(self.queue.complete, job, result)
+
+    async def fail(self, job: Job, reason: str, *, retryable: bool = True) -> None:
+        await self._call(self.queue.fail, job, reason, retryable=retryable)
+
+    async def release(self, job: Job) -> None:
+        await self._call(self.queue.release, job)
+
+    async def retry(self, job_id: str) -> None:
+        await self._call(self.queue.retry, job_id)
+
+    async def get(self, job_id: str) -> JobInfo | None:
+        return await self._call(self.queue.get, job_id)
+
+    async def list(self, **query: Any) -> list[JobInfo]:
+        """As :meth:`Queue.list` (keywords state, scope, kind, limit, after)."""
+        return await self._call(self.queue.list, **query)
+
+    async def reap(self) -> dict[str, int]:
+        return await self._call(self.queue.reap)
+
+    async def stats(self) -> dict[str, Any]:
+        return await self._call(self.queue.stats)
+
+    async def metrics(self) -> str:
+        return await self._call(self.queue.metrics)
+
+
+class AsyncWorker:
+    """The :class:`~telha_jobs.Worker` for coroutine handlers: ``concurrency``
+    tasks each lease a job and ``await handler(job)``; a heartbeat task
+    extends held leases at a third of their TTL. ``await run()`` until
+    ``await stop()`` (or SIGINT / SIGTERM when on the main thread)."""
+
+    def __init__(
+        self,
+        queue: AsyncQueue,
+        handler: Callable[[Job], Awaitable[Any]],
+        *,
+        worker_id: str | None = None,
+        kinds: str | Sequence[str] | None = None,
+        scope: str | Sequence[str] | None = None,
+        concurrency: int = 4,
+        poll_wait: float = 1.0,
+        stop_timeout: float = 30.0,
+    ) -> None:
+        if isinstance(queue, Queue):
+            queue = AsyncQueue(queue)
+        if not isinstance(queue, AsyncQueue):
+            raise TypeError(f"queue must be an AsyncQueue, got {type(queue).__name__}")
+        if not callable(handler):
+            raise TypeError("handler must be an async callable: await handler(job)")
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise TypeError("concurrency must be an int >= 1")
+        self.queue = queue
+        self.handler = handler
+        self.worker_id = worker_id or default_worker_id()
+        self.kinds = kinds
+        self.scope = scope
+        self.concurrency = concurrency
+        self.poll_wait = poll_wait
+        self.stop_timeout = stop_timeout
+        self._leases: dict[str, Lease] = {}
+        self._handlers: set[asyncio.Task[Any]] = set()
+        self._stopping: asyncio.Event | None = None
+        self._done: asyncio.Event | None = None
+        self.counts = {"completed": 0, "failed": 0, "lost": 0, "released": 0}
+
+    async def run(self) -> None:
+        """Lease and handle jobs until stopped."""
+        loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        self._done = asyncio.Event()
+        sigs: list[signal.Signals] = []
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    loop.add_signal_handler(sig, lambda: asyncio.ensure_future(self.stop()))
+                    sigs.append(sig)
+                except (NotImplementedError, RuntimeError):
+                    pass
+        pollers = [asyncio.create_task(self._poll()) for _ in range(self.concurrency)]
+        heart = asyncio.create_task(self._heartbeat())
+        try:
+            await self._done.wait()
+        finally:
+            for sig in sigs:
+                loop.remove_signal_handler(sig)
+            for t in [*pollers, heart]:
+                t.cancel()
+            await asyncio.gather(*pollers, heart, return_exceptions=True)
+
+    async def stop(self, timeout: float | None = None) -> None:
+        """Stop leasing, give running handlers ``timeout`` seconds, then
+        cancel them and release their jobs (no attempt spent)."""
+        if self._stopping is None or self._done is None:
+            return
+        if self._stopping.is_set():
+            await self._done.wait()
+            return
+        self._stopping.set()
+        timeout = self.stop_timeout if timeout is None else timeout
+        if self._handlers:
+            await asyncio.wait(set(self._handlers), timeout=timeout)
+        left = list(self._leases.values())
+        self._leases.clear()
+        for t in list(self._handlers):
+            t.cancel()
+        for lease in left:
+            lease._mark_lost()
+            try:
+                await self.queue.release(lease.job)
+                self.counts["released"] += 1
+            except TelhaError as e:
+                log.warning("worker %s: release of %s failed: %s", self.worker_id, lease.job.id, e)
+        self._done.set()
+
+    async def _poll(self) -> None:
+        assert self._stopping is not None
+        while not self._stopping.is_set():
+            try:
+                job = await self.queue.lease_next(
+                    self.worker_id, kinds=self.kinds, scope=self.scope, wait=self.poll_wait
+                )
+            except QueueClosed:
+                return
+            except TelhaError as e:
+                log.error("worker %s: lease failed: %s", self.worker_id, e)
+                await asyncio.sleep(1.0)
+                continue
+            if job is None:
+                continue
+            if self._stopping.is_set():
+                await self.queue.release(job)
+                self.counts["released"] += 1
+                return
+            task = asyncio.create_task(self._run_one(job))
+            self._handlers.add(task)
+            try:
+                await asyncio.shield(task)
+            finally:
+                self._handlers.discard(task)
+
+    async def _run_one(self, job: Job) -> None:
+        lease = Lease(job)
+        self._leases[job.id] = lease
+        _current.set(lease)  # this task's own context
+        try:
+            result = await self.handler(job)
+        except asyncio.CancelledError:
+            raise
+        except Permanent as e:
+            await self._settle(lease, "fail", failure_reason(e), False)
+        except Exception as e:
+            await self._settle(lease, "fail", failure_reason(e), True)
+        else:
+            await self._settle(lease, "complete", result, None)
+
+    async def _settle(self, lease: Lease, how: str, arg: Any, retryable: bool | None) -> None:
+        if self._leases.pop(lease.job.id, None) is not lease:
+            return
+        try:
+            if how == "complete":
+                await self.queue.complete(lease.job, arg)
+                self.counts["completed"] += 1
+            else:
+                await self.queue.fail(lease.job, arg, retryable=bool(retryable))
+                self.counts["failed"] += 1
+        except LeaseLost:
+            self.counts["lost"] += 1
+        except QueueClosed:
+            pass
+
+    async def _heartbeat(self) -> None:
+        while True:
+            now = time.time()
+            due = [l for l in self._leases.values() if l.next_beat <= now]
+            if due:
+                try:
+                    ok = await self.queue.extend([l.job for l in due], self.worker_id)
+                except QueueClosed:
+                    return
+                except TelhaError as e:
+                    log.error("worker %s: heartbeat failed: %s", self.worker_id, e)
+                    ok = [True] * len(due)
+                now = time.time()
+                for lease, alive in zip(due, ok):
+                    if alive:
+                        lease.next_beat = now + lease.ttl / 3
+                    else:
+                        lease._mark_lost()
+                        lease.next_beat = float("inf")
+            nxt = min((l.next_beat for l in self._leases.values()), default=now + 0.5)
+            await asyncio.sleep(min(max(nxt - now, 0.01), 0.5))

@@ -1,0 +1,303 @@
+"""``Worker``: a pool of threads that lease, run a handler, heartbeat and settle."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._errors import LeaseLost, QueueClosed, TelhaError
+from ._lease import Lease, Permanent, _current
+from ._native import CancelWait, Job, Queue
+
+__all__ = ["Worker", "default_worker_id"]
+
+log = logging.getLogger("telha_jobs")
+
+_worker_seq = 0
+_seq_lock = threading.Lock()
+
+
+def default_worker_id() -> str:
+    """``<host>-<pid>-<n>``: unique per Worker in this process."""
+    global _worker_seq
+    with _seq_lock:
+        _worker_seq += 1
+        n = _worker_seq
+    return f"{socket.gethostname()}-{os.getpid()}-{n}"
+
+
+def failure_reason(e: BaseException) -> str:
+    text = str(e)
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+class Worker:
+    """Runs ``handler(job)`` for leased jobs on ``concurrency`` threads.
+
+    - A normal return completes the job, the return value as its result
+      (bytes as they are, other values by the payload convention).
+    - An exception fails it (retried with backoff until ``max_attempts``);
+      :class:`Permanent` fails it for good.
+    - Every lease is heartbeated (``extend``) at a third of its TTL. A lost
+      lease sets ``current_lease().lost`` so the handler can stop.
+    - :meth:`stop` stops leasing, lets running handlers finish within the
+      timeout, then releases what is left without spending attempts.
+      SIGINT / SIGTERM do the same while :meth:`run` blocks on the main thread.
+
+    Handlers run in threads: the queue releases the GIL around every store
+    call, so leasing and settling overlap with Python work in other threads.
+    """
+
+    def __init__(
+        self,
+        queue: Queue,
+        handler: Callable[[Job], Any],
+        *,
+        worker_id: str | None = None,
+        kinds: str | Sequence[str] | None = None,
+        scope: str | Sequence[str] | None = None,
+        concurrency: int = 4,
+        poll_wait: float = 1.0,
+        stop_timeout: float = 30.0,
+    ) -> None:
+        if not isinstance(queue, Queue):
+            raise TypeError(f"queue must be a telha_jobs.Queue, got {type(queue).__name__}")
+        if not callable(handler):
+            raise TypeError("handler must be callable: handler(job) -> result")
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int):
+            raise TypeError("concurrency must be an int")
+        if concurrency < 1:
+            from ._errors import InvalidArgument
+
+            raise InvalidArgument(f"concurrency must be >= 1, got {concurrency}")
+        self.queue = queue
+        self.handler = handler
+        self.worker_id = worker_id or default_worker_id()
+        self.kinds = list(kinds) if isinstance(kinds, (list, tuple)) else kinds
+        self.scope = list(scope) if isinstance(scope, (list, tuple)) else scope
+        self.concurrency = concurrency
+        self.poll_wait = poll_wait
+        self.stop_timeout = stop_timeout
+        self._cancel = CancelWait()
+        self._stopping = threading.Event()
+        self._stopped = threading.Event()
+        self._cond = threading.Condition()
+        self._leases: dict[str, Lease] = {}
+        self._threads: list[threading.Thread] = []
+        self._heart: threading.Thread | None = None
+        self._counts = {"completed": 0, "failed": 0, "lost": 0, "released": 0}
+        self._beat_at = 0.0  # when the heartbeat thread next wakes by itself
+
+    # -- lifecycle ---------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """True between :meth:`start` and the end of :meth:`stop`."""
+        return bool(self._threads) and not self._stopped.is_set()
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Jobs this worker completed, failed, found lost, and released on stop."""
+        with self._cond:
+            return dict(self._counts)
+
+    def start(self) -> None:
+        """Start the handler and heartbeat threads and return at once."""
+        if self._threads:
+            raise RuntimeError("Worker already started")
+        self._heart = threading.Thread(
+            target=self._heartbeat, name=f"{self.worker_id}-heartbeat", daemon=True
+        )
+        self._heart.start()
+        for i in range(self.concurrency):
+            t = threading.Thread(target=self._loop, name=f"{self.worker_id}-{i}", daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def run(self) -> None:
+        """Start, then block until :meth:`stop` (from another thread) or
+        SIGINT / SIGTERM (when called on the main thread) has stopped it."""
+        self.start()
+        requested = threading.Event()
+        restore: dict[signal.Signals, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                restore[sig] = signal.signal(sig, lambda *_: requested.set())
+        try:
+            while not self._stopped.is_set():
+                if requested.wait(0.2):
+                    log.info("worker %s: signal received, stopping", self.worker_id)
+                    self.stop(self.stop_timeout)
+        finally:
+            for sig, h in restore.items():
+                signal.signal(sig, h)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop leasing; wait up to ``timeout`` seconds (default
+        ``stop_timeout``) for running handlers; release the jobs still held
+        (no attempt spent). Idempotent; callable from any thread."""
+        if timeout is None:
+            timeout = self.stop_timeout
+        self._stopping.set()
+        self._cancel.cancel()
+        end = time.monotonic() + max(timeout, 0.0)
+        for t in self._threads:
+            if t is not threading.current_thread():
+                t.join(max(end - time.monotonic(), 0.0))
+        with self._cond:
+            left = list(self._leases.values())
+            self._leases.clear()
+            self._cond.notify_all()
+        for lease in left:
+            lease._mark_lost()
+            try:
+                self.queue.release(lease.job)
+                self._count("released")
+            except TelhaError as e:
+                log.warning("worker %s: release of %s failed: %s", self.worker_id, lease.job.id, e)
+        if self._heart is not None and self._heart is not threading.current_thread():
+            self._heart.join(5.0)
+        self._stopped.set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until the worker has stopped; True when it has."""
+        return self._stopped.wait(timeout)
+
+    def __enter__(self) -> Worker:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- threads -----------------------------------------------------------
+
+    def _count(self, what: str) -> None:
+        with self._cond:
+            self._counts[what] += 1
+
+    def _loop(self) -> None:
+        q = self.queue
+        while not self._stopping.is_set():
+            try:
+                job = q.lease_next(
+                    self.worker_id,
+                    kinds=self.kinds,
+                    scope=self.scope,
+                    wait=self.poll_wait,
+                    cancel=self._cancel,
+                )
+            except QueueClosed:
+                return
+            except TelhaError as e:
+                log.error("worker %s: lease failed: %s", self.worker_id, e)
+                self._stopping.wait(1.0)
+                continue
+            if job is None:
+                continue
+            if self._stopping.is_set():
+                # Leased in the instant the stop began: hand it straight back.
+                try:
+                    q.release(job)
+                    self._count("released")
+                except TelhaError:
+                    pass
+                return
+            self._run_one(job)
+
+    def _run_one(self, job: Job) -> None:
+        lease = Lease(job)
+        with self._cond:
+            self._leases[job.id] = lease
+            # Wake the heartbeat only when this lease is due before its next pass.
+            if lease.next_beat < self._beat_at:
+                self._cond.notify_all()
+        token = _current.set(lease)
+        try:
+            try:
+                result = self.handler(job)
+            except Permanent as e:
+                self._settle(lease, "fail", failure_reason(e), False)
+            except Exception as e:  # the handler's failure is the job's
+                self._settle(lease, "fail", failure_reason(e), True)
+            except BaseException:
+                # SystemExit / KeyboardInterrupt raised in the handler is not
+                # the job's fault: hand it back untouched, then let it end the thread.
+                with self._cond:
+                    held = self._leases.pop(job.id, None) is lease
+                if held:
+                    try:
+                        self.queue.release(job)
+                        self._count("released")
+                    except TelhaError:
+                        pass
+                raise
+            else:
+                self._settle(lease, "complete", result, None)
+        finally:
+            _current.reset(token)
+
+    def _settle(self, lease: Lease, how: str, arg: Any, retryable: bool | None) -> None:
+        with self._cond:
+            held = self._leases.pop(lease.job.id, None) is lease
+        if not held:
+            return  # released by stop() already
+        try:
+            if how == "complete":
+                self.queue.complete(lease.job, arg)
+                self._count("completed")
+            else:
+                self.queue.fail(lease.job, arg, retryable=bool(retryable))
+                self._count("failed")
+        except LeaseLost:
+            self._count("lost")
+            log.warning("worker %s: lease of %s was lost before it settled", self.worker_id, lease.job.id)
+        except QueueClosed:
+            pass
+        except TelhaError as e:
+            # A result over the size limit, say: fail the job with the reason.
+            log.error("worker %s: settling %s failed: %s", self.worker_id, lease.job.id, e)
+            if how == "complete":
+                try:
+                    self.queue.fail(lease.job, f"could not store the result: {e}", retryable=True)
+                    self._count("failed")
+                except TelhaError:
+                    pass
+
+    def _heartbeat(self) -> None:
+        q = self.queue
+        while True:
+            with self._cond:
+                if self._stopped.is_set() or (self._stopping.is_set() and not self._leases):
+                    return
+                now = time.time()
+                due = [l for l in self._leases.values() if l.next_beat <= now]
+                if not due:
+                    nxt = min((l.next_beat for l in self._leases.values()), default=now + 0.5)
+                    pause = min(max(nxt - now, 0.01), 0.5)
+                    self._beat_at = now + pause
+                    self._cond.wait(pause)
+                    self._beat_at = 0.0
+                    continue
+            try:
+                ok = q.extend([l.job for l in due], self.worker_id)
+            except QueueClosed:
+                return
+            except TelhaError as e:
+                log.error("worker %s: heartbeat failed: %s", self.worker_id, e)
+                time.sleep(0.1)
+                continue
+            now = time.time()
+            for lease, alive in zip(due, ok):
+                if alive:
+                    lease.next_beat = now + lease.ttl / 3
+                else:
+                    lease._mark_lost()
+                    lease.next_beat = float("inf")
+                    log.warning("worker %s: lease of %s lost", self.worker_id, lease.job.id)

@@ -1,0 +1,257 @@
+//! `Job` (a lease in hand) and `JobInfo` (everything known about a job).
+//! Times are float seconds since the epoch, like `time.time()`.
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyBytes;
+use telha_jobs::store::keys::{hex, JobKey};
+
+use crate::payload;
+
+pub fn secs(ms: u64) -> f64 {
+    ms as f64 / 1000.0
+}
+
+/// A leased job: pass it to `complete`, `fail`, `release` or `extend`.
+/// Immutable; its lease token is `(id, generation)`.
+#[pyclass(frozen, module = "telha_jobs", name = "Job")]
+pub struct Job {
+    pub(crate) inner: telha_jobs::Job,
+    payload: PyOnceLock<Py<PyAny>>,
+}
+
+impl Job {
+    pub fn new(inner: telha_jobs::Job) -> Self {
+        Job {
+            inner,
+            payload: PyOnceLock::new(),
+        }
+    }
+}
+
+#[pymethods]
+impl Job {
+    /// The job id (a UUIDv7 string).
+    #[getter]
+    fn id(&self) -> String {
+        self.inner.id.to_string()
+    }
+    /// The job's kind.
+    #[getter]
+    fn kind(&self) -> &str {
+        &self.inner.kind
+    }
+    /// The tenant scope (a UUID string; the nil UUID is the system scope).
+    #[getter]
+    fn scope(&self) -> String {
+        self.inner.scope.to_string()
+    }
+    /// The payload: the decoded value when it follows the msgpack
+    /// convention (what a dict or list enqueued from Python, Node or C
+    /// becomes), else the stored bytes. Decoded once, on first access.
+    #[getter]
+    fn payload(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let v = self
+            .payload
+            .get_or_try_init(py, || payload::from_bytes(py, &self.inner.payload))?;
+        Ok(v.clone_ref(py))
+    }
+    /// The payload bytes exactly as stored.
+    #[getter]
+    fn raw_payload<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.payload)
+    }
+    /// Failed attempts before this lease (this lease is attempt `attempts + 1`).
+    #[getter]
+    fn attempts(&self) -> u32 {
+        self.inner.attempts
+    }
+    /// The effective attempt ceiling (per job > per kind > global).
+    #[getter]
+    fn max_attempts(&self) -> u32 {
+        self.inner.max_attempts
+    }
+    /// The lease generation: fences out holders of older leases.
+    #[getter]
+    fn generation(&self) -> u64 {
+        self.inner.generation
+    }
+    /// The lease deadline, seconds since the epoch, as granted (`extend`
+    /// moves the real one).
+    #[getter]
+    fn deadline(&self) -> f64 {
+        secs(self.inner.deadline)
+    }
+    /// 0 most urgent … 255 least.
+    #[getter]
+    fn priority(&self) -> u8 {
+        self.inner.priority
+    }
+    /// The worker the lease was granted to.
+    #[getter]
+    fn worker_id(&self) -> &str {
+        &self.inner.worker_id
+    }
+    /// The lease token as text, `"<id>:<generation>"`.
+    #[getter]
+    fn token(&self) -> String {
+        self.inner.token().to_string()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Job(id='{}', kind='{}', attempts={}, generation={})",
+            self.inner.id, self.inner.kind, self.inner.attempts, self.inner.generation
+        )
+    }
+}
+
+/// Everything known about a job, from `get` and `list`. Immutable.
+#[pyclass(frozen, module = "telha_jobs", name = "JobInfo")]
+pub struct JobInfo {
+    pub(crate) inner: telha_jobs::JobInfo,
+    payload: PyOnceLock<Py<PyAny>>,
+}
+
+impl JobInfo {
+    pub fn new(inner: telha_jobs::JobInfo) -> Self {
+        JobInfo {
+            inner,
+            payload: PyOnceLock::new(),
+        }
+    }
+
+    /// The `list` cursor that resumes strictly after this job's row.
+    pub fn cursor(&self) -> String {
+        let i = &self.inner;
+        let key = JobKey {
+            scope: i.scope,
+            state: i.state,
+            priority: i.priority,
+            ts: i.state_ts,
+            id: i.id,
+        };
+        hex(&key.encode())
+    }
+}
+
+#[pymethods]
+impl JobInfo {
+    /// The job id (a UUIDv7 string).
+    #[getter]
+    fn id(&self) -> String {
+        self.inner.id.to_string()
+    }
+    /// The job's kind.
+    #[getter]
+    fn kind(&self) -> &str {
+        &self.inner.kind
+    }
+    /// The tenant scope (a UUID string).
+    #[getter]
+    fn scope(&self) -> String {
+        self.inner.scope.to_string()
+    }
+    /// `"pending"`, `"leased"`, `"completed"`, `"failed"` or `"dead"`.
+    #[getter]
+    fn state(&self) -> &'static str {
+        self.inner.state.as_str()
+    }
+    /// The payload, decoded as for `Job.payload`.
+    #[getter]
+    fn payload(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let v = self
+            .payload
+            .get_or_try_init(py, || payload::from_bytes(py, &self.inner.payload))?;
+        Ok(v.clone_ref(py))
+    }
+    /// The payload bytes exactly as stored.
+    #[getter]
+    fn raw_payload<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.payload)
+    }
+    /// What `complete` was given (decoded like the payload), or None.
+    #[getter]
+    fn result(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.inner
+            .result
+            .as_deref()
+            .map(|r| payload::from_bytes(py, r))
+            .transpose()
+    }
+    /// The result bytes exactly as stored, or None.
+    #[getter]
+    fn raw_result<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.inner.result.as_deref().map(|r| PyBytes::new(py, r))
+    }
+    /// Failed attempts so far (an operator `retry` resets it).
+    #[getter]
+    fn attempts(&self) -> u32 {
+        self.inner.attempts
+    }
+    /// The effective attempt ceiling (per job > per kind > global).
+    #[getter]
+    fn max_attempts(&self) -> u32 {
+        self.inner.max_attempts
+    }
+    /// How many times the job has been leased.
+    #[getter]
+    fn generation(&self) -> u64 {
+        self.inner.generation
+    }
+    /// The lease deadline while leased (seconds since the epoch), else None.
+    #[getter]
+    fn deadline(&self) -> Option<f64> {
+        self.inner.lease_deadline.map(secs)
+    }
+    /// 0 most urgent … 255 least.
+    #[getter]
+    fn priority(&self) -> u8 {
+        self.inner.priority
+    }
+    /// The worker of the current or last lease, or None.
+    #[getter]
+    fn worker_id(&self) -> Option<&str> {
+        self.inner.worker_id.as_deref()
+    }
+    /// The reason of the latest failure or lease expiry, or None.
+    #[getter]
+    fn last_error(&self) -> Option<&str> {
+        self.inner.last_error.as_deref()
+    }
+    /// The idempotency key it was enqueued with, or None.
+    #[getter]
+    fn idempotency_key(&self) -> Option<&str> {
+        self.inner.idempotency_key.as_deref()
+    }
+    /// When it was enqueued, seconds since the epoch.
+    #[getter]
+    fn created_at(&self) -> f64 {
+        secs(self.inner.created_at)
+    }
+    /// The time of its state: ready-at (pending), deadline (leased),
+    /// retry-at (failed), or when it got there (completed, dead).
+    #[getter]
+    fn state_at(&self) -> f64 {
+        secs(self.inner.state_ts)
+    }
+    /// The event log, oldest first: `(timestamp, transition, detail)`.
+    #[getter]
+    fn events(&self) -> Vec<(f64, String, String)> {
+        self.inner
+            .events
+            .iter()
+            .map(|e| (secs(e.ts), e.transition.clone(), e.detail.clone()))
+            .collect()
+    }
+    /// How many older events were dropped to keep the log bounded.
+    #[getter]
+    fn dropped_events(&self) -> u32 {
+        self.inner.dropped_events
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "JobInfo(id='{}', kind='{}', state='{}', attempts={})",
+            self.inner.id, self.inner.kind, self.inner.state, self.inner.attempts
+        )
+    }
+}

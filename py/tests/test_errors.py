@@ -1,0 +1,163 @@
+"""Wrong types get TypeError, wrong values InvalidArgument (a ValueError),
+with a clear message; nothing crashes the interpreter; the store stays usable."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+import telha_jobs
+
+
+def test_the_exception_hierarchy_maps_every_core_kind() -> None:
+    pairs = {
+        telha_jobs.InvalidArgument: "INVALID_ARGUMENT",
+        telha_jobs.NotFound: "NOT_FOUND",
+        telha_jobs.LeaseLost: "ABORTED",
+        telha_jobs.StoreLocked: "STORE_LOCKED",
+        telha_jobs.StorageError: "STORAGE",
+        telha_jobs.CorruptionError: "CORRUPTION",
+        telha_jobs.QueueClosed: "CLOSED",
+    }
+    for cls, code in pairs.items():
+        assert issubclass(cls, telha_jobs.TelhaError) and cls.code == code
+    assert issubclass(telha_jobs.InvalidArgument, ValueError)
+    assert issubclass(telha_jobs.CorruptionError, telha_jobs.StorageError)
+    assert not issubclass(telha_jobs.LeaseLost, ValueError)
+
+
+BAD_TYPES: list[tuple[str, Callable[[telha_jobs.Queue], Any], str]] = [
+    ("kind int", lambda q: q.enqueue(5), "str"),  # type: ignore[arg-type]
+    ("payload object", lambda q: q.enqueue("embed", object()), "cannot encode a object"),
+    ("payload set", lambda q: q.enqueue("embed", {"a": {1, 2}}), "cannot encode a set"),
+    ("dict key int", lambda q: q.enqueue("embed", {1: "x"}), "dict keys must be str"),
+    ("priority str", lambda q: q.enqueue("embed", priority="high"), "priority must be an int"),
+    ("priority bool", lambda q: q.enqueue("embed", priority=True), "priority must be an int"),
+    ("delay str", lambda q: q.enqueue("embed", delay="5s"), "delay must be a number of seconds"),
+    ("scope int", lambda q: q.enqueue("embed", scope=7), "scope must be a UUID"),
+    ("idem int", lambda q: q.enqueue("embed", idempotency_key=7), "idempotency_key must be a str"),
+    ("items str", lambda q: q.enqueue_many("embed"), "enqueue_many takes a list"),
+    ("item int", lambda q: q.enqueue_many([7]), "item 0 must be a (kind, payload) tuple or a dict"),
+    ("kinds int", lambda q: q.lease_next("w", kinds=5), "kinds must be a str or a list"),
+    ("wait str", lambda q: q.lease_next("w", wait="1"), "wait must be a number"),
+    ("worker int", lambda q: q.lease_next(5), "str"),  # type: ignore[arg-type]
+    ("complete int", lambda q: q.complete(5), "expected a Job"),
+    ("extend one job", lambda q: q.extend(5, "w"), "extend takes a list"),
+    ("state int", lambda q: q.list(state=1), "state must be a str"),
+    ("get float", lambda q: q.get(1.5), "job_id must be a UUID"),
+]
+
+
+@pytest.mark.parametrize("name,call,message", BAD_TYPES, ids=[b[0] for b in BAD_TYPES])
+def test_wrong_types_raise_type_error(
+    queue: telha_jobs.Queue, name: str, call: Callable[[telha_jobs.Queue], Any], message: str
+) -> None:
+    with pytest.raises(TypeError) as exc:
+        call(queue)
+    assert message in str(exc.value)
+    assert not isinstance(exc.value, telha_jobs.TelhaError)
+
+
+BAD_VALUES: list[tuple[str, Callable[[telha_jobs.Queue], Any], str]] = [
+    ("kind syntax", lambda q: q.enqueue("Ingest PDF"), "kinds use lowercase ASCII"),
+    ("kind empty", lambda q: q.enqueue(""), "kind must be 1 to 64 bytes"),
+    ("kind too long", lambda q: q.enqueue("a" * 65), "kind must be 1 to 64 bytes"),
+    ("system kind in a tenant", lambda q: q.enqueue("system:vacuum", scope=str(uuid.uuid4())), "system"),
+    ("priority 256", lambda q: q.enqueue("embed", priority=256), "priority must be 0 to 255"),
+    ("priority -1", lambda q: q.enqueue("embed", priority=-1), "priority must be 0 to 255"),
+    ("huge int", lambda q: q.enqueue("embed", 2**70), "does not fit in 64 bits"),
+    ("delay negative", lambda q: q.enqueue("embed", delay=-1), "delay must be a finite number"),
+    ("delay nan", lambda q: q.enqueue("embed", delay=float("nan")), "delay must be a finite number"),
+    ("run_at negative", lambda q: q.enqueue("embed", run_at=-5), "run_at must be seconds"),
+    ("scope not a uuid", lambda q: q.enqueue("embed", scope="tenant-1"), "malformed scope"),
+    ("empty idempotency key", lambda q: q.enqueue("embed", idempotency_key=""), "idempotency"),
+    ("max_attempts 0", lambda q: q.enqueue("embed", max_attempts=0), "max_attempts must be 1"),
+    ("oversized payload", lambda q: q.enqueue("embed", b"x" * 2048), "payload"),
+    ("unknown item key", lambda q: q.enqueue_many([{"kind": "embed", "prio": 1}]), "unknown key"),
+    ("item without kind", lambda q: q.enqueue_many([{"payload": 1}]), "has no \"kind\""),
+    ("bad kind pattern", lambda q: q.lease_next("w", kinds="ingest:pdf:*"), "kind pattern"),
+    ("empty worker id", lambda q: q.lease_next(""), "worker id"),
+    ("wait negative", lambda q: q.lease_next("w", wait=-1.0), "wait must be"),
+    ("lease_many 0", lambda q: q.lease_many("w", 0), "max must be 1 to 10000"),
+    ("malformed job id", lambda q: q.get("not-a-uuid"), "malformed job id"),
+    ("malformed token", lambda q: q.complete("garbage"), "malformed lease token"),
+    ("unknown state", lambda q: q.list(state="running"), "unknown state"),
+    ("list limit", lambda q: q.list(limit=0), "limit must be 1 to 10000"),
+    ("purge pending", lambda q: q.purge("pending", 0), "purge"),
+    ("deep payload", lambda q: q.enqueue("embed", _nested(300)), "deeper than 256"),
+]
+
+
+def _nested(depth: int) -> list[Any]:
+    v: list[Any] = []
+    for _ in range(depth):
+        v = [v]
+    return v
+
+
+@pytest.mark.parametrize("name,call,message", BAD_VALUES, ids=[b[0] for b in BAD_VALUES])
+def test_wrong_values_raise_invalid_argument(
+    store: Path, name: str, call: Callable[[telha_jobs.Queue], Any], message: str
+) -> None:
+    with telha_jobs.Queue(store, reaper_interval=0, max_payload_bytes=1024) as q:
+        with pytest.raises(telha_jobs.InvalidArgument) as exc:
+            call(q)
+        assert isinstance(exc.value, ValueError)
+        assert message.lower() in str(exc.value).lower()
+        # The store is still usable after the error.
+        job_id = q.enqueue("embed", {"ok": True})
+        job = q.lease_next("w")
+        assert job is not None and job.id == job_id
+        q.complete(job)
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"lease_ttl": 0}, "lease_ttl"),
+        ({"max_attempts": 0}, "max_attempts"),
+        ({"backoff_factor": 0.5}, "backoff.factor"),
+        ({"backoff_base": 10, "backoff_cap": 5}, "backoff.cap"),
+        ({"kinds": {"embed": {"bogus": 1}}}, "unknown per-kind setting"),
+        ({"kinds": {"Bad Kind": {"max_attempts": 1}}}, "jobs.kinds key"),
+        ({"lease_ttl": -3}, "lease_ttl must be a finite number"),
+    ],
+)
+def test_bad_settings_raise_invalid_argument(store: Path, kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(telha_jobs.InvalidArgument) as exc:
+        telha_jobs.Queue(store, **kwargs)
+    assert message in str(exc.value)
+
+
+def test_a_bad_config_file_is_invalid_argument_naming_it(tmp_path: Path) -> None:
+    cfg = tmp_path / "jobs.toml"
+    cfg.write_text("[jobs]\nlease_tll = 5\n")
+    with pytest.raises(telha_jobs.InvalidArgument) as exc:
+        telha_jobs.Queue(tmp_path / "s", config_file=cfg)
+    assert "lease_tll" in str(exc.value)
+
+
+def test_a_store_path_that_is_a_file_is_a_storage_error(tmp_path: Path) -> None:
+    f = tmp_path / "file"
+    f.write_text("not a directory")
+    with pytest.raises(telha_jobs.StorageError):
+        telha_jobs.Queue(f)
+
+
+def test_settling_an_unknown_job_is_not_found(queue: telha_jobs.Queue) -> None:
+    with pytest.raises(telha_jobs.NotFound):
+        queue.complete(f"{uuid.uuid4()}:1")
+    assert queue.get(str(uuid.uuid4())) is None
+    with pytest.raises(telha_jobs.NotFound):
+        queue.list(after=str(uuid.uuid4()))
+
+
+def test_a_handler_error_type_never_escapes_as_a_crash(queue: telha_jobs.Queue) -> None:
+    # Job and JobInfo cannot be forged from Python.
+    with pytest.raises(TypeError):
+        telha_jobs.Job()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        telha_jobs.JobInfo()  # type: ignore[call-arg]

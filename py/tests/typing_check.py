@@ -1,0 +1,53 @@
+"""Type-checked (mypy --strict) use of the public API: fails `make test` if
+the stubs stop describing how the package is used. Not run by pytest."""
+
+from __future__ import annotations
+
+import telha_jobs
+from telha_jobs.aio import AsyncQueue, AsyncWorker
+
+
+def use(q: telha_jobs.Queue) -> list[str]:
+    job_id: str = q.enqueue("ingest:pdf", {"doc": "a.pdf"}, priority=10, delay=1.5)
+    ids: list[str] = q.enqueue_many([("embed", b"raw"), {"kind": "embed", "payload": 1}])
+    job: telha_jobs.Job | None = q.lease_next("w", kinds="ingest:*", wait=5.0)
+    if job is not None:
+        alive: list[bool] = q.extend([job], "w")
+        if all(alive):
+            q.complete(job, {"pages": 12})
+        else:
+            q.fail(job, "lost", retryable=False)
+    info: telha_jobs.JobInfo | None = q.get(job_id)
+    if info is not None and info.state == "dead":
+        q.retry(info.id)
+    for ts, transition, detail in info.events if info else []:
+        print(f"{ts:.3f} {transition} {detail}")
+    counts: int = q.stats()["total"]["pending"]
+    print(counts, q.metrics().splitlines()[0])
+    return ids
+
+
+def handler(job: telha_jobs.Job) -> dict[str, int]:
+    lease = telha_jobs.current_lease()
+    if lease is not None:
+        lease.check()
+    return {"n": 1}
+
+
+def workers(q: telha_jobs.Queue) -> None:
+    w = telha_jobs.Worker(q, handler, concurrency=4, kinds=["embed", "ingest:*"])
+    w.start()
+    w.stop(5.0)
+
+
+async def handle_async(job: telha_jobs.Job) -> None:
+    return None
+
+
+async def async_use() -> None:
+    async with await AsyncQueue.open("/tmp/x", lease_ttl=60.0) as aq:
+        await aq.enqueue("embed", 1)
+        job = await aq.lease_next("w", wait=1.0)
+        if job is not None:
+            await aq.complete(job)
+        await AsyncWorker(aq, handle_async).stop()
