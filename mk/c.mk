@@ -1,0 +1,66 @@
+# The C ABI (issue #3): libtelha_jobs.so / .a, include/telha_jobs.h, C tests,
+# the C bench row, `make install`.
+#
+# The C tests link the shared library (-Wl,-rpath to the target dir), which
+# is what hosts ship against. An ASan-instrumented executable loads libasan
+# first by itself, so no LD_PRELOAD is needed; the Rust library is not
+# instrumented (its memory safety is Rust's), ASan/UBSan watch the C side and
+# every pointer crossing the boundary. The static .a is exercised by the
+# install test (examples/c/worker.c linked against it).
+
+C_LIB_DIR := $(CARGO_TARGET_DIR)/release
+C_OUT := $(CARGO_TARGET_DIR)/c
+C_STD := -std=c11 -Wall -Wextra -Werror
+C_SAN := -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+C_INC := -Iinclude -Itests/c
+C_LINK := -L$(C_LIB_DIR) -Wl,-rpath,$(C_LIB_DIR) -ltelha_jobs -lpthread
+C_TESTS := test_api test_hostile test_guarantees
+C_HEADERS := include/telha_jobs.h tests/c/harness.h
+# Sanitizer runs: leak checking is valgrind's job below (LSan cannot tell
+# RocksDB's process-lifetime statics from leaks); ASan still catches every
+# invalid access, UBSan every undefined operation.
+C_ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# Valgrind runs are ~50x slower: fewer jobs in the heavy tests.
+C_VALGRIND_JOBS ?= 3000
+C_VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --show-leak-kinds=definite,indirect,possible \
+	--errors-for-leak-kinds=definite,indirect,possible --suppressions=tests/c/valgrind.supp
+
+TEST_TARGETS += test-c
+BENCH_TARGETS += bench-c
+INSTALL_TARGETS += install-c
+
+.PHONY: c-lib c-header test-c test-c-asan test-c-cxx test-c-valgrind test-c-install bench-c bench-c-smoke install-c
+
+## Build libtelha_jobs.so and libtelha_jobs.a (same profile and target dir as everything else).
+c-lib:
+	$(CARGO) build $(PROFILE) -p telha-jobs-ffi
+
+## Regenerate include/telha_jobs.h from ffi-c/src (cargo test checks it is current).
+c-header:
+	TJ_BLESS_HEADER=1 $(CARGO) test $(PROFILE) -p telha-jobs-ffi --test header
+
+test-c: test-c-asan test-c-cxx test-c-valgrind test-c-install bench-c-smoke
+
+$(C_OUT)/asan/%: tests/c/%.c $(C_HEADERS) c-lib
+	@mkdir -p $(@D)
+	$(CC) $(C_STD) $(C_SAN) $(C_INC) -o $@ $< $(C_LINK)
+
+$(C_OUT)/plain/%: tests/c/%.c $(C_HEADERS) c-lib
+	@mkdir -p $(@D)
+	$(CC) $(C_STD) -g -O1 $(C_INC) -o $@ $< $(C_LINK)
+
+## C tests under AddressSanitizer + UBSan, each ending "N passed, N failed".
+test-c-asan: $(addprefix $(C_OUT)/asan/,$(C_TESTS))
+	@set -e; for t in $(C_TESTS); do echo "== $$t (asan, ubsan)"; $(C_ASAN_ENV) $(C_OUT)/asan/$$t; done
+
+## One C++ translation unit (g++) including the header (twice).
+test-c-cxx: tests/c/test_cxx.cpp $(C_HEADERS) c-lib
+	@mkdir -p $(C_OUT)/asan
+	$(CXX) -std=c++17 -Wall -Wextra -Werror $(C_SAN) $(C_INC) -o $(C_OUT)/asan/test_cxx $< $(C_LINK)
+	@echo "== test_cxx (g++, asan, ubsan)"; $(C_ASAN_ENV) $(C_OUT)/asan/test_cxx
+
+## The same C tests under valgrind (no sanitizers, fewer jobs), when valgrind is present.
+test-c-valgrind: $(addprefix $(C_OUT)/plain/,$(C_TESTS))
+	@if ! command -v valgrind >/dev/null 2>&1; then echo "valgrind not installed: skipping the valgrind runs"; exit 0; fi; \
+	set -e; for t in $(C_TESTS); do echo "== $$t (valgrind, TJ_TEST_JOBS=$(C_VALGRIND_JOBS))"; \
+	TJ_TEST_JOBS=$(C_VALGRIND_JOBS) $(C_VALGRIND) $(C_OUT)/plain/$$t; done
