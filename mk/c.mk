@@ -16,10 +16,9 @@ C_INC := -Iinclude -Itests/c
 C_LINK := -L$(C_LIB_DIR) -Wl,-rpath,$(C_LIB_DIR) -ltelha_jobs -lpthread
 C_TESTS := test_api test_hostile test_guarantees
 C_HEADERS := include/telha_jobs.h tests/c/harness.h
-# Sanitizer runs: leak checking is valgrind's job below (LSan cannot tell
-# RocksDB's process-lifetime statics from leaks); ASan still catches every
-# invalid access, UBSan every undefined operation.
-C_ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# Sanitizer runs: ASan (with LeakSanitizer) catches invalid accesses and
+# leaks on the C side, UBSan every undefined operation; either fails the run.
+C_ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # Valgrind runs are ~50x slower: fewer jobs in the heavy tests.
 C_VALGRIND_JOBS ?= 3000
 C_VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --show-leak-kinds=definite,indirect,possible \
