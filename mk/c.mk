@@ -63,3 +63,34 @@ test-c-valgrind: $(addprefix $(C_OUT)/plain/,$(C_TESTS))
 	@if ! command -v valgrind >/dev/null 2>&1; then echo "valgrind not installed: skipping the valgrind runs"; exit 0; fi; \
 	set -e; for t in $(C_TESTS); do echo "== $$t (valgrind, TJ_TEST_JOBS=$(C_VALGRIND_JOBS))"; \
 	TJ_TEST_JOBS=$(C_VALGRIND_JOBS) $(C_VALGRIND) $(C_OUT)/plain/$$t; done
+
+C_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+
+## Install the library, the header and telha_jobs.pc under $(PREFIX) (and $(DESTDIR)).
+install-c: c-lib
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 644 include/telha_jobs.h $(DESTDIR)$(PREFIX)/include/telha_jobs.h
+	install -m 755 $(C_LIB_DIR)/libtelha_jobs.so $(DESTDIR)$(PREFIX)/lib/libtelha_jobs.so
+	install -m 644 $(C_LIB_DIR)/libtelha_jobs.a $(DESTDIR)$(PREFIX)/lib/libtelha_jobs.a
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(C_VERSION)|g' ffi-c/telha_jobs.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/telha_jobs.pc
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && { [ "$(PREFIX)" = /usr/local ] || [ "$(PREFIX)" = /usr ]; }; then ldconfig; fi
+
+## Install into a temporary PREFIX, then build examples/c/worker.c with
+## `cc ... $(pkg-config --cflags --libs telha_jobs)` (shared) and with the
+## .pc's static_libs (static), and run both.
+test-c-install:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(MAKE) -s --no-print-directory install-c PREFIX=$$tmp/prefix; \
+	export PKG_CONFIG_PATH=$$tmp/prefix/lib/pkgconfig; \
+	echo "== examples/c/worker.c against an install in $$tmp/prefix"; \
+	echo "cc examples/c/worker.c \$$(pkg-config --cflags --libs telha_jobs)"; \
+	$(CC) $(C_STD) examples/c/worker.c $$(pkg-config --cflags --libs telha_jobs) -o $$tmp/worker; \
+	LD_LIBRARY_PATH=$$tmp/prefix/lib $$tmp/worker $$tmp/store-shared 200 | tee $$tmp/out-shared; \
+	grep -q '^worker: 200 completed, 0 lost, [1-9][0-9]* heartbeats$$' $$tmp/out-shared; \
+	echo "cc examples/c/worker.c \$$(pkg-config --cflags telha_jobs) \$$(pkg-config --variable=static_libs telha_jobs)"; \
+	$(CC) $(C_STD) examples/c/worker.c $$(pkg-config --cflags telha_jobs) $$(pkg-config --variable=static_libs telha_jobs) -o $$tmp/worker-static; \
+	if ldd $$tmp/worker-static | grep -q libtelha_jobs; then echo "worker-static links the .so"; exit 1; fi; \
+	$$tmp/worker-static $$tmp/store-static 200 | tee $$tmp/out-static; \
+	grep -q '^worker: 200 completed, 0 lost, [1-9][0-9]* heartbeats$$' $$tmp/out-static; \
+	echo "2 passed, 0 failed"
