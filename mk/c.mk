@@ -16,6 +16,8 @@ C_INC := -Iinclude -Itests/c
 C_LINK := -L$(C_LIB_DIR) -Wl,-rpath,$(C_LIB_DIR) -ltelha_jobs -lpthread
 C_TESTS := test_api test_hostile test_guarantees
 C_HEADERS := include/telha_jobs.h tests/c/harness.h
+# What the static library needs besides itself (rustc --print native-static-libs).
+C_STATIC_DEPS := -lstdc++ -lgcc_s -lutil -lrt -lpthread -lm -ldl
 # Sanitizer runs: ASan (with LeakSanitizer) catches invalid accesses and
 # leaks on the C side, UBSan every undefined operation; either fails the run.
 C_ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -94,3 +96,26 @@ test-c-install:
 	$$tmp/worker-static $$tmp/store-static 200 | tee $$tmp/out-static; \
 	grep -q '^worker: 200 completed, 0 lost, [1-9][0-9]* heartbeats$$' $$tmp/out-static; \
 	echo "2 passed, 0 failed"
+
+C_BENCH_N ?= 20000
+C_BENCH_ROUNDS ?= 5
+
+$(C_OUT)/bench/bench_lifecycle: tests/c/bench_lifecycle.c $(C_HEADERS) c-lib
+	@mkdir -p $(@D)
+	$(CC) $(C_STD) -O2 $(C_INC) -o $@ $< $(C_LINK)
+
+# The same program linked against the static library.
+$(C_OUT)/bench/bench_lifecycle_static: tests/c/bench_lifecycle.c $(C_HEADERS) c-lib
+	@mkdir -p $(@D)
+	$(CC) $(C_STD) -O2 $(C_INC) -o $@ $< $(C_LIB_DIR)/libtelha_jobs.a $(C_STATIC_DEPS)
+
+## The C row of the benchmark: lifecycle/s through the C API beside the Rust
+## core's figures ($(BENCH_REF), JSON) from the same run.
+bench-c: $(C_OUT)/bench/bench_lifecycle $(C_OUT)/bench/bench_lifecycle_static
+	@$(BENCH_REF) --n 10 >/dev/null # build it before the clock runs
+	$(C_OUT)/bench/bench_lifecycle $(C_BENCH_N) $(C_BENCH_ROUNDS) '$(BENCH_REF) --n $(C_BENCH_N)' "C API (libtelha_jobs.so)"
+	$(C_OUT)/bench/bench_lifecycle_static $(C_BENCH_N) $(C_BENCH_ROUNDS) '$(BENCH_REF) --n $(C_BENCH_N)' "C API (libtelha_jobs.a)"
+
+## A tiny bench run for make test (a smoke test: the numbers are not judged).
+bench-c-smoke:
+	@$(MAKE) -s --no-print-directory bench-c C_BENCH_N=2000 C_BENCH_ROUNDS=1

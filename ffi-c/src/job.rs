@@ -1,6 +1,7 @@
 //! `tj_job`: a leased job, as a worker sees it.
 
 use std::ffi::{c_char, CString};
+use std::sync::OnceLock;
 
 use telha_jobs_core::Job;
 
@@ -17,20 +18,22 @@ use crate::id::{tj_id, tj_token};
 #[allow(non_camel_case_types)]
 pub struct tj_job {
     job: Job,
-    id_text: CString,
-    kind: CString,
-    scope: CString,
-    worker_id: CString,
+    // The C strings are made on first use: a worker that reads only the
+    // token and payload pays nothing for them on the hot lease path.
+    id_text: OnceLock<CString>,
+    kind: OnceLock<CString>,
+    scope: OnceLock<CString>,
+    worker_id: OnceLock<CString>,
 }
 
 impl tj_job {
     pub(crate) fn new(job: Job) -> Self {
         tj_job {
-            id_text: cstring(&job.id.to_string()),
-            kind: cstring(&job.kind),
-            scope: cstring(&job.scope.to_string()),
-            worker_id: cstring(&job.worker_id),
             job,
+            id_text: OnceLock::new(),
+            kind: OnceLock::new(),
+            scope: OnceLock::new(),
+            worker_id: OnceLock::new(),
         }
     }
 }
@@ -79,7 +82,11 @@ pub unsafe extern "C" fn tj_job_id(job: *const tj_job) -> tj_id {
 /// `job` is NULL or a live `tj_job`.
 #[no_mangle]
 pub unsafe extern "C" fn tj_job_id_str(job: *const tj_job) -> *const c_char {
-    get(job, std::ptr::null(), |j| j.id_text.as_ptr())
+    get(job, std::ptr::null(), |j| {
+        j.id_text
+            .get_or_init(|| cstring(&j.job.id.to_string()))
+            .as_ptr()
+    })
 }
 
 /// The job's kind (NUL-terminated, borrowed).
@@ -88,7 +95,7 @@ pub unsafe extern "C" fn tj_job_id_str(job: *const tj_job) -> *const c_char {
 /// `job` is NULL or a live `tj_job`.
 #[no_mangle]
 pub unsafe extern "C" fn tj_job_kind(job: *const tj_job) -> *const c_char {
-    get(job, std::ptr::null(), |j| j.kind.as_ptr())
+    get(job, std::ptr::null(), |j| j.kind.get_or_init(|| cstring(&j.job.kind)).as_ptr())
 }
 
 /// The tenant scope as canonical UUID text (the nil UUID is the system
@@ -98,7 +105,11 @@ pub unsafe extern "C" fn tj_job_kind(job: *const tj_job) -> *const c_char {
 /// `job` is NULL or a live `tj_job`.
 #[no_mangle]
 pub unsafe extern "C" fn tj_job_scope(job: *const tj_job) -> *const c_char {
-    get(job, std::ptr::null(), |j| j.scope.as_ptr())
+    get(job, std::ptr::null(), |j| {
+        j.scope
+            .get_or_init(|| cstring(&j.job.scope.to_string()))
+            .as_ptr()
+    })
 }
 
 /// The worker id the lease was granted to (NUL-terminated, borrowed).
@@ -107,7 +118,11 @@ pub unsafe extern "C" fn tj_job_scope(job: *const tj_job) -> *const c_char {
 /// `job` is NULL or a live `tj_job`.
 #[no_mangle]
 pub unsafe extern "C" fn tj_job_worker_id(job: *const tj_job) -> *const c_char {
-    get(job, std::ptr::null(), |j| j.worker_id.as_ptr())
+    get(job, std::ptr::null(), |j| {
+        j.worker_id
+            .get_or_init(|| cstring(&j.job.worker_id))
+            .as_ptr()
+    })
 }
 
 /// The payload bytes as enqueued (borrowed; not NUL-terminated). Writes its
