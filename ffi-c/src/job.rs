@@ -95,7 +95,9 @@ pub unsafe extern "C" fn tj_job_id_str(job: *const tj_job) -> *const c_char {
 /// `job` is NULL or a live `tj_job`.
 #[no_mangle]
 pub unsafe extern "C" fn tj_job_kind(job: *const tj_job) -> *const c_char {
-    get(job, std::ptr::null(), |j| j.kind.get_or_init(|| cstring(&j.job.kind)).as_ptr())
+    get(job, std::ptr::null(), |j| {
+        j.kind.get_or_init(|| cstring(&j.job.kind)).as_ptr()
+    })
 }
 
 /// The tenant scope as canonical UUID text (the nil UUID is the system
