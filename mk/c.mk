@@ -30,7 +30,7 @@ TEST_TARGETS += test-c
 BENCH_TARGETS += bench-c
 INSTALL_TARGETS += install-c
 
-.PHONY: c-lib c-header test-c test-c-asan test-c-cxx test-c-valgrind test-c-install bench-c bench-c-smoke install-c
+.PHONY: c-lib c-header test-c test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install bench-c bench-c-smoke install-c
 
 ## Build libtelha_jobs.so and libtelha_jobs.a (same profile and target dir as everything else).
 c-lib:
@@ -40,7 +40,7 @@ c-lib:
 c-header:
 	TJ_BLESS_HEADER=1 $(CARGO) test $(PROFILE) -p telha-jobs-ffi --test header
 
-test-c: test-c-asan test-c-cxx test-c-valgrind test-c-install bench-c-smoke
+test-c: test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install bench-c-smoke
 
 $(C_OUT)/asan/%: tests/c/%.c $(C_HEADERS) c-lib
 	@mkdir -p $(@D)
@@ -119,3 +119,15 @@ bench-c: $(C_OUT)/bench/bench_lifecycle $(C_OUT)/bench/bench_lifecycle_static
 ## A tiny bench run for make test (a smoke test: the numbers are not judged).
 bench-c-smoke:
 	@$(MAKE) -s --no-print-directory bench-c C_BENCH_N=2000 C_BENCH_ROUNDS=1
+
+## The README's C example, compiled and run as the body of main().
+test-c-readme: c-lib
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	{ printf '#include <stdio.h>\n#include <telha_jobs.h>\nint main(void) {\n'; \
+	  awk '/^## C$$/{c=1} c && /^```c$$/{p=1; next} p && /^```$$/{exit} p' README.md; \
+	  printf 'return 0;\n}\n'; } > $$tmp/readme.c; \
+	$(CC) $(C_STD) $(C_SAN) $(C_INC) -o $$tmp/readme $$tmp/readme.c $(C_LINK); \
+	echo "== README C example"; \
+	(cd $$tmp && $(C_ASAN_ENV) ./readme) > $$tmp/out; \
+	if [ -s $$tmp/out ]; then cat $$tmp/out; echo "0 passed, 1 failed"; exit 1; fi; \
+	echo "1 passed, 0 failed"
