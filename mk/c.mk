@@ -30,7 +30,7 @@ TEST_TARGETS += test-c
 BENCH_TARGETS += bench-c
 INSTALL_TARGETS += install-c
 
-.PHONY: c-lib c-header test-c test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install bench-c bench-c-smoke install-c
+.PHONY: c-deps c-lib c-header test-c test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install bench-c bench-c-smoke install-c
 
 ## Build libtelha_jobs.so and libtelha_jobs.a (same profile and target dir as everything else).
 c-lib:
@@ -40,7 +40,8 @@ c-lib:
 c-header:
 	TJ_BLESS_HEADER=1 $(CARGO) test $(PROFILE) -p telha-jobs-ffi --test header
 
-test-c: test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install bench-c-smoke
+# The bench smoke first, so the run ends with a test summary line.
+test-c: bench-c-smoke test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install
 
 $(C_OUT)/asan/%: tests/c/%.c $(C_HEADERS) c-lib
 	@mkdir -p $(@D)
@@ -78,10 +79,16 @@ install-c: c-lib
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/telha_jobs.pc
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && { [ "$(PREFIX)" = /usr/local ] || [ "$(PREFIX)" = /usr ]; }; then ldconfig; fi
 
+## pkg-config for the install test (apt-get only when it is missing).
+c-deps:
+	@command -v pkg-config >/dev/null 2>&1 || { \
+	  echo "c-deps: installing pkg-config"; SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq pkg-config >/dev/null; }
+
 ## Install into a temporary PREFIX, then build examples/c/worker.c with
 ## `cc ... $(pkg-config --cflags --libs telha_jobs)` (shared) and with the
 ## .pc's static_libs (static), and run both.
-test-c-install:
+test-c-install: c-deps
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(MAKE) -s --no-print-directory install-c PREFIX=$$tmp/prefix; \
 	export PKG_CONFIG_PATH=$$tmp/prefix/lib/pkgconfig; \
