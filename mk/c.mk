@@ -9,6 +9,8 @@
 # install test (examples/c/worker.c linked against it).
 
 C_LIB_DIR := $(CARGO_TARGET_DIR)/release
+# The SONAME's number (ffi-c/build.rs), equal to TJ_ABI_VERSION.
+C_ABI := $(shell sed -n 's/^pub const TJ_ABI_VERSION: u32 = \([0-9]*\);/\1/p' ffi-c/src/lib.rs)
 C_OUT := $(CARGO_TARGET_DIR)/c
 C_STD := -std=c11 -Wall -Wextra -Werror
 C_SAN := -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -35,6 +37,7 @@ INSTALL_TARGETS += install-c
 ## Build libtelha_jobs.so and libtelha_jobs.a (same profile and target dir as everything else).
 c-lib:
 	$(CARGO) build $(PROFILE) -p telha-jobs-ffi
+	@ln -sf libtelha_jobs.so $(C_LIB_DIR)/libtelha_jobs.so.$(C_ABI)
 
 ## Regenerate include/telha_jobs.h from ffi-c/src (cargo test checks it is current).
 c-header:
@@ -73,7 +76,9 @@ C_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 install-c: c-lib
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 644 include/telha_jobs.h $(DESTDIR)$(PREFIX)/include/telha_jobs.h
-	install -m 755 $(C_LIB_DIR)/libtelha_jobs.so $(DESTDIR)$(PREFIX)/lib/libtelha_jobs.so
+	install -m 755 $(C_LIB_DIR)/libtelha_jobs.so $(DESTDIR)$(PREFIX)/lib/libtelha_jobs.so.$(C_VERSION)
+	ln -sf libtelha_jobs.so.$(C_VERSION) $(DESTDIR)$(PREFIX)/lib/libtelha_jobs.so.$(C_ABI)
+	ln -sf libtelha_jobs.so.$(C_ABI) $(DESTDIR)$(PREFIX)/lib/libtelha_jobs.so
 	install -m 644 $(C_LIB_DIR)/libtelha_jobs.a $(DESTDIR)$(PREFIX)/lib/libtelha_jobs.a
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(C_VERSION)|g' ffi-c/telha_jobs.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/telha_jobs.pc
@@ -95,6 +100,7 @@ test-c-install: c-deps
 	echo "== examples/c/worker.c against an install in $$tmp/prefix"; \
 	echo "cc examples/c/worker.c \$$(pkg-config --cflags --libs telha_jobs)"; \
 	$(CC) $(C_STD) examples/c/worker.c $$(pkg-config --cflags --libs telha_jobs) -o $$tmp/worker; \
+	readelf -d $$tmp/worker | grep -q 'NEEDED.*\[libtelha_jobs\.so\.$(C_ABI)\]'; \
 	LD_LIBRARY_PATH=$$tmp/prefix/lib $$tmp/worker $$tmp/store-shared 200 | tee $$tmp/out-shared; \
 	grep -q '^worker: 200 completed, 0 lost, [1-9][0-9]* heartbeats$$' $$tmp/out-shared; \
 	echo "cc examples/c/worker.c \$$(pkg-config --cflags telha_jobs) \$$(pkg-config --variable=static_libs telha_jobs)"; \

@@ -48,3 +48,11 @@ pub extern "C" fn tj_abi_version() -> u32 {
 pub extern "C" fn tj_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_soname_carries_the_abi_version() {
+        assert_eq!(env!("TJ_SONAME_ABI"), super::TJ_ABI_VERSION.to_string());
+    }
+}
