@@ -32,7 +32,7 @@ TEST_TARGETS += test-c
 BENCH_TARGETS += bench-c
 INSTALL_TARGETS += install-c
 
-.PHONY: c-deps c-lib c-header test-c test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install bench-c bench-c-smoke install-c
+.PHONY: c-deps c-lib c-header test-c test-c-reset test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install bench-c bench-c-smoke install-c
 
 ## Build libtelha_jobs.so and libtelha_jobs.a (same profile and target dir as everything else).
 c-lib:
@@ -43,8 +43,17 @@ c-lib:
 c-header:
 	TJ_BLESS_HEADER=1 $(CARGO) test $(PROFILE) -p telha-jobs-ffi --test header
 
-# The bench smoke first, so the run ends with a test summary line.
-test-c: bench-c-smoke test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install
+# Every C test program's summary line is also appended here; test-c adds
+# them up. The bench smoke runs first, so the run ends with a summary line.
+C_SUMMARY := $(C_OUT)/summary.txt
+C_TEE := 2>&1 | tee -a $(C_SUMMARY)
+
+test-c: test-c-reset bench-c-smoke test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install
+	@awk '/^[0-9]+ passed, [0-9]+ failed$$/ {p += $$1; f += $$3; n++} \
+	  END {printf "C tests (%d programs): %d passed, %d failed\n", n, p, f; exit f > 0}' $(C_SUMMARY)
+
+test-c-reset:
+	@mkdir -p $(C_OUT); : > $(C_SUMMARY)
 
 $(C_OUT)/asan/%: tests/c/%.c $(C_HEADERS) c-lib
 	@mkdir -p $(@D)
@@ -56,19 +65,19 @@ $(C_OUT)/plain/%: tests/c/%.c $(C_HEADERS) c-lib
 
 ## C tests under AddressSanitizer + UBSan, each ending "N passed, N failed".
 test-c-asan: $(addprefix $(C_OUT)/asan/,$(C_TESTS))
-	@set -e; for t in $(C_TESTS); do echo "== $$t (asan, ubsan)"; $(C_ASAN_ENV) $(C_OUT)/asan/$$t; done
+	@set -eo pipefail; for t in $(C_TESTS); do echo "== $$t (asan, ubsan)"; $(C_ASAN_ENV) $(C_OUT)/asan/$$t $(C_TEE); done
 
 ## One C++ translation unit (g++) including the header (twice).
 test-c-cxx: tests/c/test_cxx.cpp $(C_HEADERS) c-lib
 	@mkdir -p $(C_OUT)/asan
 	$(CXX) -std=c++17 -Wall -Wextra -Werror $(C_SAN) $(C_INC) -o $(C_OUT)/asan/test_cxx $< $(C_LINK)
-	@echo "== test_cxx (g++, asan, ubsan)"; $(C_ASAN_ENV) $(C_OUT)/asan/test_cxx
+	@set -o pipefail; echo "== test_cxx (g++, asan, ubsan)"; $(C_ASAN_ENV) $(C_OUT)/asan/test_cxx $(C_TEE)
 
 ## The same C tests under valgrind (no sanitizers, fewer jobs), when valgrind is present.
 test-c-valgrind: $(addprefix $(C_OUT)/plain/,$(C_TESTS))
 	@if ! command -v valgrind >/dev/null 2>&1; then echo "valgrind not installed: skipping the valgrind runs"; exit 0; fi; \
-	set -e; for t in $(C_TESTS); do echo "== $$t (valgrind, TJ_TEST_JOBS=$(C_VALGRIND_JOBS))"; \
-	TJ_TEST_JOBS=$(C_VALGRIND_JOBS) $(C_VALGRIND) $(C_OUT)/plain/$$t; done
+	set -eo pipefail; for t in $(C_TESTS); do echo "== $$t (valgrind, TJ_TEST_JOBS=$(C_VALGRIND_JOBS))"; \
+	TJ_TEST_JOBS=$(C_VALGRIND_JOBS) $(C_VALGRIND) $(C_OUT)/plain/$$t $(C_TEE); done
 
 C_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
@@ -108,7 +117,7 @@ test-c-install: c-deps
 	if ldd $$tmp/worker-static | grep -q libtelha_jobs; then echo "worker-static links the .so"; exit 1; fi; \
 	$$tmp/worker-static $$tmp/store-static 200 | tee $$tmp/out-static; \
 	grep -q '^worker: 200 completed, 0 lost, [1-9][0-9]* heartbeats$$' $$tmp/out-static; \
-	echo "2 passed, 0 failed"
+	echo "2 passed, 0 failed" $(C_TEE)
 
 C_BENCH_N ?= 20000
 C_BENCH_ROUNDS ?= 5
@@ -142,5 +151,5 @@ test-c-readme: c-lib
 	$(CC) $(C_STD) $(C_SAN) $(C_INC) -o $$tmp/readme $$tmp/readme.c $(C_LINK); \
 	echo "== README C example"; \
 	(cd $$tmp && $(C_ASAN_ENV) ./readme) > $$tmp/out; \
-	if [ -s $$tmp/out ]; then cat $$tmp/out; echo "0 passed, 1 failed"; exit 1; fi; \
-	echo "1 passed, 0 failed"
+	if [ -s $$tmp/out ]; then cat $$tmp/out; echo "0 passed, 1 failed" $(C_TEE); exit 1; fi; \
+	echo "1 passed, 0 failed" $(C_TEE)
