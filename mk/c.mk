@@ -32,7 +32,7 @@ TEST_TARGETS += test-c
 BENCH_TARGETS += bench-c
 INSTALL_TARGETS += install-c
 
-.PHONY: c-deps c-lib c-header test-c test-c-reset test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install bench-c bench-c-smoke install-c
+.PHONY: demo-c c-deps c-lib c-header test-c test-c-reset test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install bench-c bench-c-smoke install-c
 
 ## Build libtelha_jobs.so and libtelha_jobs.a (same profile and target dir as everything else).
 c-lib:
@@ -153,3 +153,10 @@ test-c-readme: c-lib
 	(cd $$tmp && $(C_ASAN_ENV) ./readme) > $$tmp/out; \
 	if [ -s $$tmp/out ]; then cat $$tmp/out; echo "0 passed, 1 failed" $(C_TEE); exit 1; fi; \
 	echo "1 passed, 0 failed" $(C_TEE)
+
+## The C worker example on the default store ($$TELHA_DB, else ./telha-data).
+## Not the DEMO_TARGET (that stays the Rust demo): `make demo-c`.
+demo-c: c-lib
+	@mkdir -p $(C_OUT)
+	$(CC) $(C_STD) -O2 -Iinclude -o $(C_OUT)/worker examples/c/worker.c $(C_LINK)
+	$(C_OUT)/worker "$${TELHA_DB:-telha-data}" 200
