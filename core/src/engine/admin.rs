@@ -59,15 +59,25 @@ impl Engine {
     }
 
     pub fn get(&self, id: &JobId) -> Result<Option<JobInfo>> {
-        let Some(key) = self.key_of(id)? else {
-            return Ok(None);
-        };
-        match self.record_at(&key)? {
-            Some(rec) => Ok(Some(self.info(&key, rec))),
-            None => Err(Error::Corruption(format!(
-                "the id index points job {id} at a row that does not exist"
-            ))),
+        // The index and the row are two reads: a move or a prune can commit
+        // between them. When the row is gone, read the index again; only an
+        // index that still names the same missing row is corruption.
+        let mut key = self.key_of(id)?;
+        for _ in 0..16 {
+            let Some(k) = key else {
+                return Ok(None);
+            };
+            if let Some(rec) = self.record_at(&k)? {
+                return Ok(Some(self.info(&k, rec)));
+            }
+            key = self.key_of(id)?;
+            if key == Some(k) {
+                break;
+            }
         }
+        Err(Error::Corruption(format!(
+            "the id index points job {id} at a row that does not exist"
+        )))
     }
 
     pub fn list(&self, q: &ListQuery) -> Result<ListPage> {

@@ -1,0 +1,155 @@
+//! `tj_stats`, `tj_state_counts` and `tj_reap_report`.
+
+use std::ffi::{c_char, CString};
+
+use telha_jobs_core::{ReapReport, StateCounts, Stats};
+
+use crate::boundary::{self, cstring, write_opt};
+use crate::error::{tj_error, Failure};
+use crate::status::tj_status;
+
+/// Job counts per state. A plain value.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct tj_state_counts {
+    /// Waiting to be leased (delayed ones included).
+    pub pending: u64,
+    /// Held by a worker.
+    pub leased: u64,
+    /// Failed retryably, leasable again from their retry-at.
+    pub failed: u64,
+    /// Completed, not yet pruned.
+    pub completed: u64,
+    /// Dead-lettered.
+    pub dead: u64,
+}
+
+impl From<StateCounts> for tj_state_counts {
+    fn from(c: StateCounts) -> Self {
+        tj_state_counts {
+            pending: c.pending,
+            leased: c.leased,
+            failed: c.failed,
+            completed: c.completed,
+            dead: c.dead,
+        }
+    }
+}
+
+/// What one reaper pass (`tj_queue_reap`) did. A plain value.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct tj_reap_report {
+    /// Expired leases moved back to pending (with backoff).
+    pub expired: usize,
+    /// Expired leases that had no attempts left and went dead.
+    pub dead: usize,
+    /// Completed jobs pruned past their retention.
+    pub pruned: usize,
+    /// Records skipped because they did not decode.
+    pub corrupt: usize,
+}
+
+impl From<ReapReport> for tj_reap_report {
+    fn from(r: ReapReport) -> Self {
+        tj_reap_report {
+            expired: r.expired,
+            dead: r.dead,
+            pruned: r.pruned,
+            corrupt: r.corrupt.len(),
+        }
+    }
+}
+
+/// Exact counts per kind and state, as of the `tj_queue_stats` call. Owned
+/// by the caller (`tj_stats_free`); strings borrowed from it live until
+/// then. Immutable: readable from many threads.
+#[allow(non_camel_case_types)]
+pub struct tj_stats {
+    total: tj_state_counts,
+    kinds: Vec<(CString, tj_state_counts)>,
+}
+
+impl tj_stats {
+    pub(crate) fn new(s: Stats) -> Self {
+        tj_stats {
+            total: s.total.into(),
+            kinds: s
+                .by_kind
+                .into_iter()
+                .map(|(k, c)| (cstring(&k), c.into()))
+                .collect(),
+        }
+    }
+}
+
+/// Free stats. NULL does nothing.
+///
+/// # Safety
+/// `stats` is NULL or a `tj_stats` not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn tj_stats_free(stats: *mut tj_stats) {
+    boundary::free_box(stats);
+}
+
+/// The counts over every kind (all zero for NULL).
+///
+/// # Safety
+/// `stats` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_stats_total(stats: *const tj_stats) -> tj_state_counts {
+    unsafe { stats.as_ref() }.map_or_else(Default::default, |s| s.total)
+}
+
+/// How many kinds have jobs (kinds with none are omitted); 0 for NULL.
+///
+/// # Safety
+/// `stats` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_stats_kind_count(stats: *const tj_stats) -> usize {
+    unsafe { stats.as_ref() }.map_or(0, |s| s.kinds.len())
+}
+
+/// Kind `index` (kinds sorted by name): its name (borrowed from `stats`) and
+/// counts. Either out-pointer may be NULL; they are written only on success.
+///
+/// Errors: `TJ_STATUS_NULL_ARGUMENT` (stats), `TJ_STATUS_INVALID_ARGUMENT`
+/// when `index >= tj_stats_kind_count(stats)`.
+///
+/// # Safety
+/// `stats` is NULL or live; the out-pointers and `err` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_stats_kind(
+    stats: *const tj_stats,
+    index: usize,
+    kind_out: *mut *const c_char,
+    counts_out: *mut tj_state_counts,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_stats_kind";
+    boundary::run(F, err, || {
+        let s = boundary::handle(F, "stats", stats)?;
+        let (k, c) = s.kinds.get(index).ok_or_else(|| {
+            Failure::invalid(format!(
+                "{F}: index {index} is past the {} kinds",
+                s.kinds.len()
+            ))
+        })?;
+        write_opt(kind_out, k.as_ptr());
+        write_opt(counts_out, *c);
+        Ok(())
+    })
+}
+
+/// Free a string this library handed out (`tj_queue_metrics`). NULL does nothing.
+///
+/// # Safety
+/// `s` is NULL or a string from this library not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn tj_string_free(s: *mut c_char) {
+    if !s.is_null() {
+        boundary::run_infallible((), || drop(unsafe { CString::from_raw(s) }));
+    }
+}
