@@ -241,6 +241,13 @@ fn with_leases_expiring_under_load_exactly_one_completion_per_job_succeeds() {
     stop.store(true, Ordering::SeqCst);
     let expired = reaper.join().unwrap();
     let successes = successes.lock().unwrap();
+    if successes.len() != total {
+        for id in ids.iter().filter(|id| !successes.contains_key(id)).take(5) {
+            eprintln!("never completed: {:#?}", q.get(id));
+        }
+        eprintln!("stats: {:?}", q.stats());
+        eprintln!("check: {:?}", q.check().map(|r| r.problems));
+    }
     assert_eq!(successes.len(), total, "every job completed");
     assert!(successes.values().all(|n| *n == 1), "a job completed twice");
     assert!(successes.keys().all(|id| ids.contains(id)));

@@ -123,13 +123,15 @@ class Worker:
     def run(self) -> None:
         """Start, then block until :meth:`stop` (from another thread) or
         SIGINT / SIGTERM (when called on the main thread) has stopped it."""
-        self.start()
         requested = threading.Event()
         restore: dict[signal.Signals, Any] = {}
+        # Handlers go in before any thread starts: a signal that lands while
+        # the pool is still starting must stop it, not raise KeyboardInterrupt.
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 restore[sig] = signal.signal(sig, lambda *_: requested.set())
         try:
+            self.start()
             while not self._stopped.is_set():
                 if requested.wait(0.2):
                     log.info("worker %s: signal received, stopping", self.worker_id)
