@@ -93,14 +93,14 @@ pub struct RetryArgs {
     #[arg(long, value_parser = parse_state)]
     pub state: Option<State>,
     /// Bulk: only jobs of this kind (exact or `family:*`).
-    #[arg(long, value_parser = parse_kind, requires = "state")]
+    #[arg(long, value_parser = parse_kind)]
     pub kind: Option<KindPattern>,
     /// Bulk: only jobs of this scope.
-    #[arg(long, value_parser = parse_scope, requires = "state")]
+    #[arg(long, value_parser = parse_scope)]
     pub scope: Option<Scope>,
     /// Bulk: retry without asking. Without it, the count that would move is
     /// printed and nothing changes (or, on a terminal, you are asked).
-    #[arg(long, short = 'y', requires = "state")]
+    #[arg(long, short = 'y')]
     pub yes: bool,
 }
 

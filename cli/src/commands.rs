@@ -8,7 +8,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value as Json};
 use telha_jobs::{
-    CorruptRecord, EnqueueOptions, JobId, JobInfo, KindPattern, ListQuery, Queue, Scope, State,
+    CorruptRecord, EnqueueOptions, JobId, JobInfo, KindPattern, ListPage, ListQuery, Queue, Scope,
+    State,
 };
 
 use crate::args::{EnqueueArgs, Jobs, LsArgs, PurgeArgs, RetryArgs};
@@ -26,6 +27,9 @@ pub fn run(cmd: Jobs, db: &Path, json: bool) -> Result<Output, Failure> {
         Jobs::Ls(a) => ls(db, a, json),
         Jobs::Show { id } => show(db, id, json),
         Jobs::Retry(a) => match a.id {
+            Some(_) if a.kind.is_some() || a.scope.is_some() || a.yes => Err(Failure::usage(
+                "--kind, --scope and --yes select jobs for a bulk retry: give --state instead of an id",
+            )),
             Some(id) => retry_one(db, id, json),
             None => retry_bulk(db, a, json),
         },
@@ -65,20 +69,23 @@ fn corrupt_json(corrupt: &[CorruptRecord]) -> Json {
 /// Pages of `list` until `limit` jobs or the end: the core may return a
 /// short page with a cursor (it reads at most 100,000 rows per call), which
 /// a person asking for 50 jobs of a rare kind should not have to follow.
-fn list_up_to(
-    q: &Queue,
-    mut query: ListQuery,
-    limit: usize,
-) -> Result<(Vec<JobInfo>, Option<String>, Vec<CorruptRecord>), Failure> {
-    let (mut jobs, mut corrupt) = (Vec::new(), Vec::new());
+fn list_up_to(q: &Queue, mut query: ListQuery, limit: usize) -> Result<ListPage, Failure> {
+    let mut all = ListPage {
+        jobs: Vec::new(),
+        next: None,
+        corrupt: Vec::new(),
+    };
     loop {
-        query.limit = limit - jobs.len();
+        query.limit = limit - all.jobs.len();
         let page = q.list(&query)?;
-        jobs.extend(page.jobs);
-        corrupt.extend(page.corrupt);
+        all.jobs.extend(page.jobs);
+        all.corrupt.extend(page.corrupt);
         match page.next {
-            Some(next) if jobs.len() < limit => query.after = Some(next),
-            next => return Ok((jobs, next, corrupt)),
+            Some(next) if all.jobs.len() < limit => query.after = Some(next),
+            next => {
+                all.next = next;
+                return Ok(all);
+            }
         }
     }
 }
@@ -92,7 +99,11 @@ fn ls(db: &Path, a: LsArgs, json: bool) -> Result<Output, Failure> {
         limit: a.limit.into(),
         after: a.after,
     };
-    let (jobs, next, corrupt) = list_up_to(&q, query, a.limit.into())?;
+    let ListPage {
+        jobs,
+        next,
+        corrupt,
+    } = list_up_to(&q, query, a.limit.into())?;
     if json {
         return Ok(Output::Json(json!({
             "jobs": jobs.iter().map(|j| render::job_json(j, false)).collect::<Vec<_>>(),
@@ -156,16 +167,12 @@ fn retry_one(db: &Path, id: JobId, json: bool) -> Result<Output, Failure> {
     let before = get(&q, id)?.state;
     q.retry(&id)?;
     Ok(if json {
-        json_out(json!({"id": id.to_string(), "from": before.as_str(), "to": "pending"}))
+        Output::Json(json!({"id": id.to_string(), "from": before.as_str(), "to": "pending"}))
     } else {
         Output::Text(format!(
             "retried {id}: {before} -> pending, attempts reset\n"
         ))
     })
-}
-
-fn json_out(v: Json) -> Output {
-    Output::Json(v)
 }
 
 /// Every job matching the filters, by `list` pages.
@@ -224,7 +231,7 @@ fn retry_bulk(db: &Path, a: RetryArgs, json: bool) -> Result<Output, Failure> {
             && confirm(&format!("retry {} {what}?", ids.len())));
     if !go {
         return Ok(if json {
-            json_out(json!({"matched": ids.len(), "retried": 0, "dry_run": true}))
+            Output::Json(json!({"matched": ids.len(), "retried": 0, "dry_run": true}))
         } else {
             Output::Text(format!(
                 "{} {what} would move to pending; nothing changed (pass --yes to retry them)\n",
@@ -246,7 +253,7 @@ fn retry_bulk(db: &Path, a: RetryArgs, json: bool) -> Result<Output, Failure> {
         moved += 1;
     }
     Ok(if json {
-        json_out(json!({"matched": ids.len(), "retried": moved, "dry_run": false}))
+        Output::Json(json!({"matched": ids.len(), "retried": moved, "dry_run": false}))
     } else {
         Output::Text(format!("retried {moved} {what}: now pending\n"))
     })
@@ -275,7 +282,7 @@ fn purge(db: &Path, a: PurgeArgs, json: bool) -> Result<Output, Failure> {
     let r = q.purge(a.state, cutoff)?;
     let older = humantime::format_duration(a.older_than);
     if json {
-        return Ok(json_out(json!({
+        return Ok(Output::Json(json!({
             "state": a.state.as_str(),
             "purged": r.purged,
             "cutoff_ms": cutoff,
@@ -295,7 +302,7 @@ fn purge(db: &Path, a: PurgeArgs, json: bool) -> Result<Output, Failure> {
 fn stats(db: &Path, json: bool) -> Result<Output, Failure> {
     let s = store::open_read(db)?.stats()?;
     Ok(if json {
-        json_out(render::stats_json(&s))
+        Output::Json(render::stats_json(&s))
     } else {
         Output::Text(render::stats_text(&s))
     })
@@ -304,7 +311,7 @@ fn stats(db: &Path, json: bool) -> Result<Output, Failure> {
 fn metrics(db: &Path, json: bool) -> Result<Output, Failure> {
     let text = store::open_read(db)?.metrics()?;
     Ok(if json {
-        json_out(crate::prom::to_json(&text).map_err(|e| {
+        Output::Json(crate::prom::to_json(&text).map_err(|e| {
             Failure::storage(format!(
                 "the metrics text did not parse ({e}); this is a bug"
             ))
@@ -340,7 +347,7 @@ fn enqueue(db: &Path, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
     let q = store::open_write(db, false)?;
     let r = q.enqueue(&a.kind, &payload, opts)?;
     Ok(if json {
-        json_out(json!({"id": r.id.to_string(), "created": r.created}))
+        Output::Json(json!({"id": r.id.to_string(), "created": r.created}))
     } else if r.created {
         Output::Text(format!("enqueued {} ({})\n", r.id, a.kind))
     } else {
