@@ -82,9 +82,19 @@ pub fn store_path(db: Option<&Path>) -> PathBuf {
 }
 
 /// For ls / show / stats / metrics: RocksDB's read-only open, which works
-/// beside the owning process and creates nothing.
+/// beside the owning process and creates nothing. The configuration
+/// (`Config::load(None)`, as a service loads it) only shapes derived values
+/// such as a job's effective `max_attempts`; a configuration that does not
+/// load is reported and the defaults are used, so inspecting a store never
+/// fails on it.
 pub fn open_read(path: &Path) -> Result<Queue, Failure> {
-    Queue::open_read_only(path).map_err(|e| match e.kind() {
+    let config = Config::load(None).unwrap_or_else(|e| {
+        eprintln!(
+            "telha: warning: configuration ignored ({e}); max attempts shown are the defaults"
+        );
+        Config::default()
+    });
+    Queue::open_read_only_with_config(path, config).map_err(|e| match e.kind() {
         ErrorKind::NotFound => Failure::not_found(format!(
             "no store at {} (give --db PATH or set TELHA_DB)",
             path.display()

@@ -105,3 +105,15 @@ fn a_store_that_does_not_open_is_exit_4() {
     telha(&db, &["jobs", "ls"]).fails(4, "telha: ");
     telha(&db, &["jobs", "retry", "--state", "dead", "--yes"]).fails(4, "telha: ");
 }
+
+#[test]
+fn a_write_under_a_configuration_that_does_not_load_is_a_usage_error() {
+    let s = seeded();
+    let mut c = telha_cmd();
+    c.env("TELHA_JOBS_LEASE_TTL", "forever")
+        .arg("--db")
+        .arg(&s.path)
+        .args(["jobs", "retry", "--state", "dead", "--yes"]);
+    run_cmd(c).fails(2, "configuration: invalid argument: TELHA_JOBS_LEASE_TTL");
+    assert_eq!(ids_in(&s.path, State::Dead), s.dead());
+}

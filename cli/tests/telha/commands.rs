@@ -414,3 +414,39 @@ fn the_store_is_db_else_telha_db_else_telha_data_in_the_working_directory() {
     c.current_dir(other.path()).args(["jobs", "ls", "--json"]);
     assert_eq!(run_cmd(c).json()["jobs"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn reads_show_max_attempts_under_the_services_config() {
+    let s = seeded();
+    let max = |env: Option<&str>| {
+        let mut c = telha_cmd();
+        if let Some(v) = env {
+            c.env("TELHA_JOBS_MAX_ATTEMPTS", v);
+        }
+        c.arg("--db")
+            .arg(&s.path)
+            .args(["--json", "jobs", "ls", "--state", "pending"]);
+        let r = run_cmd(c);
+        let jobs = r.json()["jobs"].clone();
+        let v: Vec<u64> = jobs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["max_attempts"].as_u64().unwrap())
+            .collect();
+        (v, r.stderr)
+    };
+    assert_eq!(max(None).0, [5, 5, 5, 5]);
+    assert_eq!(max(Some("3")).0, [3, 3, 3, 3]);
+    // A configuration that does not load is reported, not fatal, for reads.
+    let (v, stderr) = max(Some("many"));
+    assert_eq!(v, [5, 5, 5, 5]);
+    assert!(stderr.contains("TELHA_JOBS_MAX_ATTEMPTS"), "{stderr}");
+    // Per-job ceilings win over the config (the seeded dead jobs say 5).
+    let mut c = telha_cmd();
+    c.env("TELHA_JOBS_MAX_ATTEMPTS", "3")
+        .arg("--db")
+        .arg(&s.path)
+        .args(["--json", "jobs", "show", &s.dead_pdf_a[0].to_string()]);
+    assert_eq!(run_cmd(c).json()["max_attempts"], 5);
+}
