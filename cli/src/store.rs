@@ -129,7 +129,16 @@ pub fn open_write(path: &Path, must_exist: bool) -> Result<Queue, Failure> {
         reaper_interval: Duration::ZERO,
         ..config
     };
-    Ok(Queue::open(path, config)?)
+    Queue::open(path, config).map_err(|e| {
+        let mut f = Failure::from(e);
+        if f.exit == Exit::StoreLocked {
+            f.message.push_str(
+                "\n       reads (ls, show, stats, metrics) work beside it; to change jobs, \
+                 stop that process or make the change through its own queue handle",
+            );
+        }
+        f
+    })
 }
 
 #[cfg(test)]

@@ -213,6 +213,11 @@ fn metrics_are_valid_exposition_and_the_dead_letter_gauge_counts_dead_jobs() {
             && x.labels["state"] == "dead"
     });
     assert_eq!(pdf_dead.map(|x| x.value), Some(3.0));
+    // The seeded store holds one leased job; the read-only view rebuilds it.
+    let in_flight = samples
+        .iter()
+        .find(|x| x.name == "telha_jobs_leases_in_flight");
+    assert_eq!(in_flight.map(|x| x.value), Some(1.0));
 
     // After retrying two, the gauge follows.
     telha(
