@@ -450,3 +450,58 @@ fn reads_show_max_attempts_under_the_services_config() {
         .args(["--json", "jobs", "show", &s.dead_pdf_a[0].to_string()]);
     assert_eq!(run_cmd(c).json()["max_attempts"], 5);
 }
+
+/// Runs `telha --db <db> <args>` on a pseudo-terminal (util-linux `script`,
+/// Debian-essential), typing `answer` into it.
+fn on_a_terminal(db: &std::path::Path, args: &str, answer: &str) -> Run {
+    use std::io::Write;
+    let cmd = format!(
+        "'{}' --db '{}' {args}",
+        env!("CARGO_BIN_EXE_telha"),
+        db.display()
+    );
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env_remove("TELHA_DB")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs the CLI on a terminal");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answer.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code().unwrap(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn bulk_retry_on_a_terminal_asks_and_moves_only_on_yes() {
+    let s = seeded();
+    let args = "jobs retry --state dead --kind embed";
+    let no = on_a_terminal(&s.path, args, "n\n");
+    assert!(
+        no.stdout
+            .contains("retry 2 dead job(s) of kind embed? [y/N]"),
+        "{no:?}"
+    );
+    assert!(no.stdout.contains("nothing changed"), "{no:?}");
+    assert_eq!(ids_in(&s.path, State::Dead), s.dead());
+
+    let yes = on_a_terminal(&s.path, args, "y\n");
+    assert_eq!(yes.code, 0, "{yes:?}");
+    assert!(
+        yes.stdout.contains("retried 2 dead job(s) of kind embed"),
+        "{yes:?}"
+    );
+    let mut left = [&s.dead_pdf_a[..], &s.dead_html_b].concat();
+    left.sort();
+    assert_eq!(ids_in(&s.path, State::Dead), left);
+}
