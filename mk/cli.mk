@@ -7,7 +7,18 @@
 # `make bench` runs bench-cli: the core's reference figures (raw RocksDB,
 # same run) first, then what the commands cost beside them.
 
-.PHONY: build-cli test-cli install-cli bench-cli
+.PHONY: build-cli test-cli install-cli bench-cli deps-cli
+
+# The bulk-retry prompt test runs the CLI on a pseudo-terminal with
+# util-linux `script` (bsdutils, essential on Debian; installed if a slimmed
+# image lacks it). Hooked into `deps`, which every build and test needs.
+deps: deps-cli
+deps-cli:
+	@command -v script >/dev/null 2>&1 || { \
+	  echo "deps-cli: installing bsdutils (script)"; \
+	  SUDO=; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bsdutils >/dev/null; }
 
 CLI_BIN = $(CARGO_TARGET_DIR)/release/telha
 

@@ -452,7 +452,8 @@ fn reads_show_max_attempts_under_the_services_config() {
 }
 
 /// Runs `telha --db <db> <args>` on a pseudo-terminal (util-linux `script`,
-/// Debian-essential), typing `answer` into it.
+/// Debian-essential; `make deps` installs it if missing), typing `answer`
+/// into it.
 fn on_a_terminal(db: &std::path::Path, args: &str, answer: &str) -> Run {
     use std::io::Write;
     let cmd = format!(
