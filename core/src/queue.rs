@@ -74,7 +74,18 @@ impl Queue {
     /// Errors: `NotFound` when there is no store at `path`; `Storage`;
     /// `Corruption`.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Queue> {
-        let engine = Engine::open_read_only(path.as_ref())?;
+        Self::open_read_only_with_config(path, Config::default())
+    }
+
+    /// [`Queue::open_read_only`] with the owner's `config`, so the values
+    /// derived from it (a job's effective `max_attempts`: per job > per
+    /// kind > global) read as the owner sees them. Its reaper interval is
+    /// ignored (a read-only handle runs no reaper).
+    ///
+    /// Errors: `InvalidArgument` when `config` fails [`Config::validate`];
+    /// otherwise as [`Queue::open_read_only`].
+    pub fn open_read_only_with_config(path: impl AsRef<Path>, config: Config) -> Result<Queue> {
+        let engine = Engine::open_read_only(path.as_ref(), config)?;
         Ok(Queue {
             inner: Arc::new(Handle {
                 engine: RwLock::new(Some(engine)),

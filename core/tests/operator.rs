@@ -61,6 +61,30 @@ fn a_read_only_open_sees_the_owners_writes_and_refuses_to_write() {
 }
 
 #[test]
+fn a_read_only_open_with_the_owners_config_reports_effective_max_attempts() {
+    let s = TestStore::new();
+    let dead = dead_job(&s, "embed");
+    let default_view = Queue::open_read_only(s.path()).unwrap();
+    assert_eq!(default_view.get(&dead).unwrap().unwrap().max_attempts, 5);
+    let mut cfg = telha_jobs::Config::default();
+    cfg.kinds.insert(
+        "embed".into(),
+        telha_jobs::KindConfig {
+            max_attempts: Some(3),
+            ..Default::default()
+        },
+    );
+    let view = Queue::open_read_only_with_config(s.path(), cfg.clone()).unwrap();
+    assert_eq!(view.get(&dead).unwrap().unwrap().max_attempts, 3);
+    assert_eq!(view.config().unwrap().reaper_interval, Duration::ZERO);
+    cfg.max_attempts = 0;
+    expect_err(
+        Queue::open_read_only_with_config(s.path(), cfg),
+        ErrorKind::InvalidArgument,
+    );
+}
+
+#[test]
 fn a_read_only_open_of_a_missing_store_is_not_found_and_creates_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope");

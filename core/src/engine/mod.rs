@@ -175,14 +175,15 @@ impl Engine {
     }
 
     /// A read-only engine for inspection: outside the registry, no reaper.
-    pub fn open_read_only(path: &Path) -> Result<Arc<Engine>> {
+    pub fn open_read_only(path: &Path, cfg: Config) -> Result<Arc<Engine>> {
+        cfg.validate()?;
         let db = st::open_read_only(path)?;
         let path = path
             .canonicalize()
             .map_err(|e| Error::Storage(format!("cannot resolve {}: {e}", path.display())))?;
         let cfg = Config {
             reaper_interval: Duration::ZERO,
-            ..Config::default()
+            ..cfg
         };
         let e = Engine::with_db(db, &path, cfg, Arc::new(crate::clock::SystemClock), true);
         e.recover()?;

@@ -1,0 +1,187 @@
+//! The command line, as clap derive types. Values are parsed into core types
+//! here (ids, scopes, states, kind patterns, durations), so a malformed
+//! argument is a usage error (exit 2) before any store is opened.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use telha_jobs::{JobId, KindPattern, Scope, State};
+
+/// Operate a telha-jobs store: list, inspect and repair jobs, read counts
+/// and metrics, enqueue.
+///
+/// Read commands (ls, show, stats, metrics) open the store read-only: they
+/// work while a worker process owns it and never create a store. Write
+/// commands (retry, purge, enqueue) need the store to themselves: while a
+/// worker holds it they exit 3 ("store locked by pid N").
+///
+/// Exit codes: 0 ok, 1 not found (job or store), 2 usage (bad arguments, or
+/// a change the job's state does not allow), 3 store locked by another
+/// process, 4 storage error or corruption.
+#[derive(Debug, Parser)]
+#[command(name = "telha", version, propagate_version = true)]
+pub struct Cli {
+    /// The store directory [default: $TELHA_DB, else ./telha-data]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    /// Print JSON (one document on stdout) instead of human tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Top,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Top {
+    /// Inspect and repair jobs.
+    #[command(subcommand)]
+    Jobs(Jobs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Jobs {
+    /// List jobs in key order (scope, state, priority, time), one page.
+    Ls(LsArgs),
+    /// One job with its whole event log.
+    Show {
+        /// The job id (a UUID).
+        #[arg(value_parser = parse_id)]
+        id: JobId,
+    },
+    /// Send a dead (or failed) job back to pending with attempts reset; or,
+    /// with --state, every matching job (asks for --yes).
+    Retry(RetryArgs),
+    /// Delete completed or dead jobs older than a duration.
+    Purge(PurgeArgs),
+    /// Exact job counts per kind and state.
+    Stats,
+    /// The Prometheus text exposition (with the dead-letter gauge).
+    Metrics,
+    /// Enqueue one job (for operators and scripts); creates the store if
+    /// there is none.
+    Enqueue(EnqueueArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LsArgs {
+    /// Only jobs in this state: pending, leased, failed, completed, dead.
+    #[arg(long, value_parser = parse_state)]
+    pub state: Option<State>,
+    /// Only jobs of this scope (tenant UUID; the nil UUID is the system scope).
+    #[arg(long, value_parser = parse_scope)]
+    pub scope: Option<Scope>,
+    /// Only jobs of this kind: exact (`embed`) or a family (`ingest:*`).
+    #[arg(long, value_parser = parse_kind)]
+    pub kind: Option<KindPattern>,
+    /// At most this many jobs (1 to 10000).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u16).range(1..=10_000))]
+    pub limit: u16,
+    /// Start after this cursor (the `next` of the previous page).
+    #[arg(long, value_name = "CURSOR")]
+    pub after: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RetryArgs {
+    /// The job to retry. Give either an id or --state.
+    #[arg(value_parser = parse_id, required_unless_present = "state", conflicts_with = "state")]
+    pub id: Option<JobId>,
+    /// Bulk: retry every job in this state (dead or failed).
+    #[arg(long, value_parser = parse_state)]
+    pub state: Option<State>,
+    /// Bulk: only jobs of this kind (exact or `family:*`).
+    #[arg(long, value_parser = parse_kind)]
+    pub kind: Option<KindPattern>,
+    /// Bulk: only jobs of this scope.
+    #[arg(long, value_parser = parse_scope)]
+    pub scope: Option<Scope>,
+    /// Bulk: retry without asking. Without it, the count that would move is
+    /// printed and nothing changes (or, on a terminal, you are asked).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PurgeArgs {
+    /// completed or dead.
+    #[arg(long, value_parser = parse_state)]
+    pub state: State,
+    /// Only jobs that reached the state longer ago than this ("7d", "12h", "90m").
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub older_than: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct EnqueueArgs {
+    /// The job's kind: 1-64 bytes of lowercase letters, digits and _ - . :
+    pub kind: String,
+    /// The payload as JSON, stored in the cross-language convention
+    /// (version byte + msgpack), so it reads as a dict in Python and an
+    /// object in Node. Without it the payload is empty.
+    #[arg(long, value_name = "JSON")]
+    pub payload_json: Option<String>,
+    /// Tenant scope (UUID) [default: the system scope].
+    #[arg(long, value_parser = parse_scope)]
+    pub scope: Option<Scope>,
+    /// 0 most urgent ... 255 least [default: 128].
+    #[arg(long)]
+    pub priority: Option<u8>,
+    /// Not leasable before now + this ("30s", "2h").
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub delay: Option<Duration>,
+    /// Deduplicate within the scope: a repeat returns the existing job.
+    #[arg(long, value_name = "KEY")]
+    pub idempotency_key: Option<String>,
+    /// Dead after this many failed attempts (over the kind's and the global).
+    #[arg(long, value_name = "N")]
+    pub max_attempts: Option<u32>,
+}
+
+// Parsers: the core's own `FromStr` does the checking, so the CLI accepts
+// exactly what the library accepts, with the library's messages.
+
+fn parse_id(s: &str) -> Result<JobId, String> {
+    s.parse().map_err(|e: telha_jobs::Error| reason(e))
+}
+
+fn parse_scope(s: &str) -> Result<Scope, String> {
+    s.parse().map_err(|e: telha_jobs::Error| reason(e))
+}
+
+fn parse_state(s: &str) -> Result<State, String> {
+    s.parse().map_err(|e: telha_jobs::Error| reason(e))
+}
+
+fn parse_kind(s: &str) -> Result<KindPattern, String> {
+    s.parse().map_err(|e: telha_jobs::Error| reason(e))
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| {
+        format!(
+            "{s:?} is not a duration ({e}); write it like \"7d\", \"12h\", \"90m\" or \"1h 30m\""
+        )
+    })
+}
+
+/// The error's message without the kind prefix ("invalid argument: ").
+fn reason(e: telha_jobs::Error) -> String {
+    match e {
+        telha_jobs::Error::InvalidArgument(m) => m,
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,359 @@
+//! One function per `telha jobs` command. Each returns what to print on
+//! stdout (a table or one JSON document) or a [`Failure`]; the queue
+//! handle is dropped (and the store closed) before `main` exits.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value as Json};
+use telha_jobs::{
+    CorruptRecord, EnqueueOptions, JobId, JobInfo, KindPattern, ListPage, ListQuery, Queue, Scope,
+    State,
+};
+
+use crate::args::{EnqueueArgs, Jobs, LsArgs, PurgeArgs, RetryArgs};
+use crate::render;
+use crate::store::{self, Failure};
+
+/// What a successful command prints on stdout.
+pub enum Output {
+    Text(String),
+    Json(Json),
+}
+
+pub fn run(cmd: Jobs, db: &Path, json: bool) -> Result<Output, Failure> {
+    match cmd {
+        Jobs::Ls(a) => ls(db, a, json),
+        Jobs::Show { id } => show(db, id, json),
+        Jobs::Retry(a) => match a.id {
+            Some(_) if a.kind.is_some() || a.scope.is_some() || a.yes => Err(Failure::usage(
+                "--kind, --scope and --yes select jobs for a bulk retry: give --state instead of an id",
+            )),
+            Some(id) => retry_one(db, id, json),
+            None => retry_bulk(db, a, json),
+        },
+        Jobs::Purge(a) => purge(db, a, json),
+        Jobs::Stats => stats(db, json),
+        Jobs::Metrics => metrics(db, json),
+        Jobs::Enqueue(a) => enqueue(db, a, json),
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn warn_corrupt(corrupt: &[CorruptRecord]) {
+    for c in corrupt {
+        eprintln!(
+            "telha: warning: skipped a record that does not decode (key {}{}): {}",
+            c.key,
+            c.id.map(|i| format!(", job {i}")).unwrap_or_default(),
+            c.error
+        );
+    }
+}
+
+fn corrupt_json(corrupt: &[CorruptRecord]) -> Json {
+    Json::Array(
+        corrupt
+            .iter()
+            .map(|c| json!({"key": c.key, "id": c.id.map(|i| i.to_string()), "error": c.error}))
+            .collect(),
+    )
+}
+
+/// Pages of `list` until `limit` jobs or the end: the core may return a
+/// short page with a cursor (it reads at most 100,000 rows per call), which
+/// a person asking for 50 jobs of a rare kind should not have to follow.
+fn list_up_to(q: &Queue, mut query: ListQuery, limit: usize) -> Result<ListPage, Failure> {
+    let mut all = ListPage {
+        jobs: Vec::new(),
+        next: None,
+        corrupt: Vec::new(),
+    };
+    loop {
+        query.limit = limit - all.jobs.len();
+        let page = q.list(&query)?;
+        all.jobs.extend(page.jobs);
+        all.corrupt.extend(page.corrupt);
+        match page.next {
+            Some(next) if all.jobs.len() < limit => query.after = Some(next),
+            next => {
+                all.next = next;
+                return Ok(all);
+            }
+        }
+    }
+}
+
+fn ls(db: &Path, a: LsArgs, json: bool) -> Result<Output, Failure> {
+    let q = store::open_read(db)?;
+    let query = ListQuery {
+        state: a.state,
+        scope: a.scope,
+        kind: a.kind,
+        limit: a.limit.into(),
+        after: a.after,
+    };
+    let ListPage {
+        jobs,
+        next,
+        corrupt,
+    } = list_up_to(&q, query, a.limit.into())?;
+    if json {
+        return Ok(Output::Json(json!({
+            "jobs": jobs.iter().map(|j| render::job_json(j, false)).collect::<Vec<_>>(),
+            "next": next,
+            "corrupt": corrupt_json(&corrupt),
+        })));
+    }
+    warn_corrupt(&corrupt);
+    if jobs.is_empty() {
+        return Ok(Output::Text("no jobs\n".into()));
+    }
+    let rows: Vec<Vec<String>> = jobs
+        .iter()
+        .map(|j| {
+            vec![
+                j.id.to_string(),
+                j.state.to_string(),
+                j.kind.clone(),
+                j.priority.to_string(),
+                format!("{}/{}", j.attempts, j.max_attempts),
+                render::time(j.state_ts),
+                j.scope.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = render::table(
+        &[
+            "ID",
+            "STATE",
+            "KIND",
+            "PRI",
+            "ATTEMPTS",
+            "SINCE/DUE",
+            "SCOPE",
+        ],
+        &rows,
+    );
+    if let Some(n) = next {
+        out.push_str(&format!("more: add --after {n}\n"));
+    }
+    Ok(Output::Text(out))
+}
+
+fn get(q: &Queue, id: JobId) -> Result<JobInfo, Failure> {
+    q.get(&id)?
+        .ok_or_else(|| Failure::not_found(format!("no job {id}")))
+}
+
+fn show(db: &Path, id: JobId, json: bool) -> Result<Output, Failure> {
+    let q = store::open_read(db)?;
+    let j = get(&q, id)?;
+    Ok(if json {
+        Output::Json(render::job_json(&j, true))
+    } else {
+        Output::Text(render::job_text(&j))
+    })
+}
+
+fn retry_one(db: &Path, id: JobId, json: bool) -> Result<Output, Failure> {
+    let q = store::open_write(db, true)?;
+    let before = get(&q, id)?.state;
+    q.retry(&id)?;
+    Ok(if json {
+        Output::Json(json!({"id": id.to_string(), "from": before.as_str(), "to": "pending"}))
+    } else {
+        Output::Text(format!(
+            "retried {id}: {before} -> pending, attempts reset\n"
+        ))
+    })
+}
+
+/// Every job matching the filters, by `list` pages.
+fn matching_ids(
+    q: &Queue,
+    state: State,
+    scope: Option<Scope>,
+    kind: Option<KindPattern>,
+) -> Result<Vec<JobId>, Failure> {
+    let mut query = ListQuery {
+        state: Some(state),
+        scope,
+        kind,
+        limit: 1000,
+        after: None,
+    };
+    let mut ids = Vec::new();
+    loop {
+        let page = q.list(&query)?;
+        warn_corrupt(&page.corrupt);
+        ids.extend(page.jobs.iter().map(|j| j.id));
+        match page.next {
+            Some(n) => query.after = Some(n),
+            None => return Ok(ids),
+        }
+    }
+}
+
+/// Ask on the terminal; anything but y/yes is no.
+fn confirm(question: &str) -> bool {
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() {
+        return false;
+    }
+    matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+fn retry_bulk(db: &Path, a: RetryArgs, json: bool) -> Result<Output, Failure> {
+    let state = a.state.expect("clap requires an id or --state");
+    if !matches!(state, State::Dead | State::Failed) {
+        return Err(Failure::usage(format!(
+            "retry moves dead or failed jobs, not {state} ones"
+        )));
+    }
+    // Hold the store for the whole command: nothing else can move the
+    // matching jobs between the count and the retries.
+    let q = store::open_write(db, true)?;
+    let ids = matching_ids(&q, state, a.scope, a.kind.clone())?;
+    let what = describe(state, a.scope.as_ref(), a.kind.as_ref());
+    let go = a.yes
+        || (!json
+            && !ids.is_empty()
+            && std::io::stdin().is_terminal()
+            && confirm(&format!("retry {} {what}?", ids.len())));
+    if !go {
+        return Ok(if json {
+            Output::Json(json!({"matched": ids.len(), "retried": 0, "dry_run": true}))
+        } else {
+            Output::Text(format!(
+                "{} {what} would move to pending; nothing changed (pass --yes to retry them)\n",
+                ids.len()
+            ))
+        });
+    }
+    let mut moved = 0usize;
+    for id in &ids {
+        q.retry(id).map_err(|e| {
+            let mut f = Failure::from(e);
+            f.message = format!(
+                "{} (retried {moved} of {} before this error)",
+                f.message,
+                ids.len()
+            );
+            f
+        })?;
+        moved += 1;
+    }
+    Ok(if json {
+        Output::Json(json!({"matched": ids.len(), "retried": moved, "dry_run": false}))
+    } else {
+        Output::Text(format!("retried {moved} {what}: now pending\n"))
+    })
+}
+
+fn describe(state: State, scope: Option<&Scope>, kind: Option<&KindPattern>) -> String {
+    let mut s = format!("{state} job(s)");
+    if let Some(k) = kind {
+        s.push_str(&format!(" of kind {k}"));
+    }
+    if let Some(sc) = scope {
+        s.push_str(&format!(" in scope {sc}"));
+    }
+    s
+}
+
+fn purge(db: &Path, a: PurgeArgs, json: bool) -> Result<Output, Failure> {
+    if !matches!(a.state, State::Completed | State::Dead) {
+        return Err(Failure::usage(format!(
+            "purge deletes completed or dead jobs, not {} ones",
+            a.state
+        )));
+    }
+    let q = store::open_write(db, true)?;
+    let cutoff = now_ms().saturating_sub(a.older_than.as_millis() as u64);
+    let r = q.purge(a.state, cutoff)?;
+    let older = humantime::format_duration(a.older_than);
+    if json {
+        return Ok(Output::Json(json!({
+            "state": a.state.as_str(),
+            "purged": r.purged,
+            "cutoff_ms": cutoff,
+            "cutoff": render::time(cutoff),
+            "corrupt": corrupt_json(&r.corrupt),
+        })));
+    }
+    warn_corrupt(&r.corrupt);
+    Ok(Output::Text(format!(
+        "purged {} {} job(s) older than {older} (before {})\n",
+        r.purged,
+        a.state,
+        render::time(cutoff)
+    )))
+}
+
+fn stats(db: &Path, json: bool) -> Result<Output, Failure> {
+    let s = store::open_read(db)?.stats()?;
+    Ok(if json {
+        Output::Json(render::stats_json(&s))
+    } else {
+        Output::Text(render::stats_text(&s))
+    })
+}
+
+fn metrics(db: &Path, json: bool) -> Result<Output, Failure> {
+    let text = store::open_read(db)?.metrics()?;
+    Ok(if json {
+        Output::Json(crate::prom::to_json(&text).map_err(|e| {
+            Failure::storage(format!(
+                "the metrics text did not parse ({e}); this is a bug"
+            ))
+        })?)
+    } else {
+        Output::Text(text)
+    })
+}
+
+fn enqueue(db: &Path, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
+    // Check what can be checked before the store is opened (and, when it
+    // does not exist yet, created).
+    telha_jobs::job::validate_kind(&a.kind).map_err(|e| Failure::usage(e.to_string()))?;
+    if a.max_attempts == Some(0) {
+        return Err(Failure::usage("--max-attempts must be at least 1"));
+    }
+    let payload = match &a.payload_json {
+        None => Vec::new(),
+        Some(text) => {
+            let v: Json = serde_json::from_str(text)
+                .map_err(|e| Failure::usage(format!("--payload-json is not valid JSON: {e}")))?;
+            telha_jobs::payload::encode(&render::json_to_mp(&v))?
+        }
+    };
+    let opts = EnqueueOptions {
+        scope: a.scope,
+        priority: a.priority,
+        delay: a.delay,
+        idempotency_key: a.idempotency_key,
+        max_attempts: a.max_attempts,
+        ..EnqueueOptions::default()
+    };
+    let q = store::open_write(db, false)?;
+    let r = q.enqueue(&a.kind, &payload, opts)?;
+    Ok(if json {
+        Output::Json(json!({"id": r.id.to_string(), "created": r.created}))
+    } else if r.created {
+        Output::Text(format!("enqueued {} ({})\n", r.id, a.kind))
+    } else {
+        Output::Text(format!(
+            "exists {} (the idempotency key matched; nothing enqueued)\n",
+            r.id
+        ))
+    })
+}

@@ -1,0 +1,65 @@
+//! `telha`: the operator command line of telha-jobs.
+//!
+//! `telha jobs ls | show | retry | purge | stats | metrics | enqueue`; see
+//! `telha --help` and the README's "Operators" section. Exit codes: 0 ok,
+//! 1 not found, 2 usage, 3 store locked by another process, 4 storage or
+//! corruption.
+
+mod args;
+mod commands;
+mod prom;
+mod render;
+mod store;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Top};
+use crate::commands::Output;
+use crate::store::Exit;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // --help and --version are successes; everything else is usage (2).
+            let _ = e.print();
+            return if e.use_stderr() {
+                Exit::Usage.into()
+            } else {
+                Exit::Ok.into()
+            };
+        }
+    };
+    let db = store::store_path(cli.db.as_deref());
+    let Top::Jobs(cmd) = cli.command;
+    // The queue is opened and dropped inside `run`, so the store is closed
+    // before the process exits.
+    match commands::run(cmd, &db, cli.json) {
+        Ok(out) => {
+            let text = match out {
+                Output::Text(t) => t,
+                Output::Json(j) => format!("{j:#}\n"),
+            };
+            let mut stdout = std::io::stdout().lock();
+            match stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+            {
+                // `telha jobs ls | head` closing the pipe is not an error.
+                Ok(()) => Exit::Ok.into(),
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Ok.into(),
+                Err(e) => {
+                    eprintln!("telha: cannot write output: {e}");
+                    Exit::Storage.into()
+                }
+            }
+        }
+        Err(f) => {
+            eprintln!("telha: {}", f.message);
+            f.exit.into()
+        }
+    }
+}

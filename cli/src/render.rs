@@ -1,0 +1,331 @@
+//! Human tables and JSON documents. Times are ms since the epoch in the
+//! core; humans get RFC 3339 UTC, JSON gets both the ms and the text.
+
+use std::fmt::Write;
+use std::time::{Duration, UNIX_EPOCH};
+
+use serde_json::{json, Map, Value as Json};
+use telha_jobs::payload::{self, Value as Mp};
+use telha_jobs::{Event, JobInfo, StateCounts, Stats};
+
+/// `2026-11-29T23:40:01.123Z`.
+pub fn time(ms: u64) -> String {
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+/// A left-aligned table with a header row; columns sized to their widest
+/// cell, two spaces apart, no trailing spaces.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<&str>| {
+        let mut l = String::new();
+        for (i, (c, w)) in cells.iter().zip(&width).enumerate() {
+            if i + 1 == cells.len() {
+                l.push_str(c);
+            } else {
+                let _ = write!(l, "{c:<w$}  ");
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(header.to_vec());
+    for r in rows {
+        line(r.iter().map(String::as_str).collect());
+    }
+    out
+}
+
+/// A payload or result for JSON: the decoded value when it follows the
+/// cross-language convention, else UTF-8 text, else hex.
+pub fn bytes_json(b: &[u8]) -> Json {
+    if let Some(v) = payload::decode(b) {
+        json!({"encoding": "msgpack", "value": mp_to_json(&v)})
+    } else if let Ok(s) = std::str::from_utf8(b) {
+        json!({"encoding": "utf8", "value": s})
+    } else {
+        json!({"encoding": "hex", "value": hex(b)})
+    }
+}
+
+/// A payload or result for a human: JSON text of the decoded value, the
+/// UTF-8 text, or hex, cut to `max` characters.
+pub fn bytes_text(b: &[u8], max: usize) -> String {
+    let s = if b.is_empty() {
+        "(empty)".to_string()
+    } else if let Some(v) = payload::decode(b) {
+        mp_to_json(&v).to_string()
+    } else if let Ok(s) = std::str::from_utf8(b) {
+        format!("{s:?}")
+    } else {
+        format!("0x{} ({} bytes)", hex(b), b.len())
+    };
+    cut(&s, max)
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter()
+        .fold(String::with_capacity(b.len() * 2), |mut s, x| {
+            let _ = write!(s, "{x:02x}");
+            s
+        })
+}
+
+/// msgpack → JSON. Binary becomes `{"$binary": "<hex>"}`; a map key that is
+/// not a string is written as its JSON text; non-finite floats become null.
+pub fn mp_to_json(v: &Mp) -> Json {
+    match v {
+        Mp::Nil => Json::Null,
+        Mp::Boolean(b) => Json::Bool(*b),
+        Mp::Integer(i) => i
+            .as_i64()
+            .map(Json::from)
+            .or_else(|| i.as_u64().map(Json::from))
+            .unwrap_or(Json::Null),
+        Mp::F32(f) => serde_json::Number::from_f64(f64::from(*f)).map_or(Json::Null, Json::Number),
+        Mp::F64(f) => serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number),
+        Mp::String(s) => Json::String(s.as_str().map_or_else(
+            || String::from_utf8_lossy(s.as_bytes()).into_owned(),
+            str::to_string,
+        )),
+        Mp::Binary(b) => json!({"$binary": hex(b)}),
+        Mp::Array(a) => Json::Array(a.iter().map(mp_to_json).collect()),
+        Mp::Map(m) => Json::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Mp::String(s) => s.as_str().map_or_else(
+                            || String::from_utf8_lossy(s.as_bytes()).into_owned(),
+                            str::to_string,
+                        ),
+                        other => mp_to_json(other).to_string(),
+                    };
+                    (key, mp_to_json(v))
+                })
+                .collect::<Map<_, _>>(),
+        ),
+        Mp::Ext(t, b) => json!({"$ext": t, "data": hex(b)}),
+    }
+}
+
+/// JSON → msgpack, for `enqueue --payload-json`: integers stay integers
+/// (i64, or u64 above i64::MAX), other numbers become float64.
+pub fn json_to_mp(v: &Json) -> Mp {
+    match v {
+        Json::Null => Mp::Nil,
+        Json::Bool(b) => Mp::Boolean(*b),
+        Json::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Mp::from(i)
+            } else if let Some(u) = n.as_u64() {
+                Mp::from(u)
+            } else {
+                Mp::F64(n.as_f64().unwrap_or(f64::NAN))
+            }
+        }
+        Json::String(s) => Mp::from(s.as_str()),
+        Json::Array(a) => Mp::Array(a.iter().map(json_to_mp).collect()),
+        Json::Object(o) => Mp::Map(
+            o.iter()
+                .map(|(k, v)| (Mp::from(k.as_str()), json_to_mp(v)))
+                .collect(),
+        ),
+    }
+}
+
+fn event_json(e: &Event) -> Json {
+    json!({"ts_ms": e.ts, "at": time(e.ts), "transition": e.transition, "detail": e.detail})
+}
+
+/// A job as JSON. `full` adds the payload, the result and the event log.
+pub fn job_json(j: &JobInfo, full: bool) -> Json {
+    let mut o = json!({
+        "id": j.id.to_string(),
+        "scope": j.scope.to_string(),
+        "kind": j.kind,
+        "state": j.state.as_str(),
+        "priority": j.priority,
+        "state_ts_ms": j.state_ts,
+        "state_at": time(j.state_ts),
+        "attempts": j.attempts,
+        "max_attempts": j.max_attempts,
+        "generation": j.generation,
+        "worker_id": j.worker_id,
+        "lease_deadline_ms": j.lease_deadline,
+        "last_error": j.last_error,
+        "idempotency_key": j.idempotency_key,
+        "created_at_ms": j.created_at,
+        "created_at": time(j.created_at),
+    });
+    if full {
+        o["payload"] = bytes_json(&j.payload);
+        o["result"] = j.result.as_deref().map_or(Json::Null, bytes_json);
+        o["events"] = Json::Array(j.events.iter().map(event_json).collect());
+        o["dropped_events"] = json!(j.dropped_events);
+    }
+    o
+}
+
+/// `show`: the job's fields, then its event log with offsets from the
+/// first event.
+pub fn job_text(j: &JobInfo) -> String {
+    let mut o = String::new();
+    let mut field = |k: &str, v: String| {
+        let _ = writeln!(o, "{k:<16}{v}");
+    };
+    field("id", j.id.to_string());
+    field("kind", j.kind.clone());
+    field("state", j.state.to_string());
+    field("scope", j.scope.to_string());
+    field("priority", j.priority.to_string());
+    field(
+        "attempts",
+        format!("{} failed of {} allowed", j.attempts, j.max_attempts),
+    );
+    field("created", time(j.created_at));
+    let when = match j.state {
+        telha_jobs::State::Pending => "ready at",
+        telha_jobs::State::Leased => "lease deadline",
+        telha_jobs::State::Failed => "retry at",
+        telha_jobs::State::Completed => "completed at",
+        telha_jobs::State::Dead => "dead since",
+    };
+    field(when, time(j.state_ts));
+    if let Some(w) = &j.worker_id {
+        field("worker", w.clone());
+    }
+    if let Some(k) = &j.idempotency_key {
+        field("idempotency key", k.clone());
+    }
+    if let Some(e) = &j.last_error {
+        field("last error", e.clone());
+    }
+    field("payload", bytes_text(&j.payload, 200));
+    if let Some(r) = &j.result {
+        field("result", bytes_text(r, 200));
+    }
+    let _ = writeln!(o, "\nevents ({}):", j.events.len());
+    if j.dropped_events > 0 {
+        let _ = writeln!(o, "  ({} older events dropped)", j.dropped_events);
+    }
+    let start = j.events.first().map_or(0, |e| e.ts);
+    for e in &j.events {
+        let off = e.ts.saturating_sub(start) as f64 / 1000.0;
+        let line = format!(
+            "  {}  +{off:>9.3}s  {:<14} {}",
+            time(e.ts),
+            e.transition,
+            e.detail
+        );
+        let _ = writeln!(o, "{}", line.trim_end());
+    }
+    o
+}
+
+fn counts_json(c: &StateCounts) -> Json {
+    json!({
+        "pending": c.pending, "leased": c.leased, "failed": c.failed,
+        "completed": c.completed, "dead": c.dead, "total": c.total(),
+    })
+}
+
+pub fn stats_json(s: &Stats) -> Json {
+    let by_kind: Map<String, Json> = s
+        .by_kind
+        .iter()
+        .map(|(k, c)| (k.clone(), counts_json(c)))
+        .collect();
+    json!({"by_kind": by_kind, "total": counts_json(&s.total)})
+}
+
+pub fn stats_text(s: &Stats) -> String {
+    let row = |name: &str, c: &StateCounts| {
+        let mut r = vec![name.to_string()];
+        r.extend(
+            [
+                c.pending,
+                c.leased,
+                c.failed,
+                c.completed,
+                c.dead,
+                c.total(),
+            ]
+            .iter()
+            .map(u64::to_string),
+        );
+        r
+    };
+    let mut rows: Vec<Vec<String>> = s.by_kind.iter().map(|(k, c)| row(k, c)).collect();
+    rows.push(row("(all kinds)", &s.total));
+    table(
+        &[
+            "KIND",
+            "PENDING",
+            "LEASED",
+            "FAILED",
+            "COMPLETED",
+            "DEAD",
+            "TOTAL",
+        ],
+        &rows,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_payloads_round_trip_through_msgpack() {
+        let j: Json =
+            serde_json::from_str(r#"{"doc":"a.pdf","pages":12,"big":18446744073709551615,"neg":-3,"f":0.5,"tags":["x",null,true]}"#)
+                .unwrap();
+        let bytes = payload::encode(&json_to_mp(&j)).unwrap();
+        let back = payload::decode(&bytes).unwrap();
+        assert_eq!(mp_to_json(&back), j);
+    }
+
+    #[test]
+    fn bytes_outside_the_convention_show_as_text_or_hex() {
+        assert_eq!(
+            bytes_json(b"s3://x"),
+            json!({"encoding": "utf8", "value": "s3://x"})
+        );
+        assert_eq!(
+            bytes_json(&[0xff, 0x00]),
+            json!({"encoding": "hex", "value": "ff00"})
+        );
+        assert_eq!(bytes_text(&[0xff, 0x00], 80), "0xff00 (2 bytes)");
+        assert_eq!(bytes_text(b"", 80), "(empty)");
+    }
+
+    #[test]
+    fn tables_align_columns_without_trailing_spaces() {
+        let t = table(
+            &["A", "BB"],
+            &[vec!["xyz".into(), "1".into()], vec!["q".into(), "".into()]],
+        );
+        assert_eq!(t, "A    BB\nxyz  1\nq\n");
+    }
+
+    #[test]
+    fn long_text_is_cut_with_an_ellipsis() {
+        assert_eq!(cut("abcdef", 4), "abc…");
+        assert_eq!(cut("abc", 4), "abc");
+    }
+}

@@ -1,0 +1,10 @@
+//! Integration tests driving the real `telha` binary against stores
+//! prepared through the core.
+//!
+//! One test binary (its modules below) so RocksDB is linked once.
+
+mod bad_input;
+mod commands;
+mod locked;
+mod metrics;
+mod support;
