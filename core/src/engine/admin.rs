@@ -182,7 +182,7 @@ impl Engine {
                 let group = self.bands.scope(key.scope).group(key.priority);
                 {
                     let mut g = bands::lock(&group);
-                    if !g.claimed.insert(*id) {
+                    if !g.claimed.insert((State::Failed, key.pos())) {
                         return Err(not_retryable(id, State::Leased));
                     }
                 }
@@ -191,7 +191,9 @@ impl Engine {
                     Some(other) => Err(not_retryable(id, other.state)),
                     None => Err(Error::NotFound(format!("no job {id}"))),
                 };
-                bands::lock(&group).claimed.remove(id);
+                bands::lock(&group)
+                    .claimed
+                    .remove(&(State::Failed, key.pos()));
                 if res.is_err() {
                     // The row may still be there: make sure pollers see it.
                     if let Ok(Some(rec)) = self.record_at(&key) {

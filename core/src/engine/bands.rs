@@ -24,7 +24,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use crate::job::{JobId, Scope};
+use crate::job::{Scope, State};
 use crate::store::keys::Pos;
 
 /// Where the live rows of a band begin, as far as this process knows.
@@ -81,8 +81,13 @@ pub(crate) struct BandGroup {
     pub failed: Cursor,
     /// Kind-index bands of this (scope, priority), by kind.
     pub kinds: HashMap<String, Cursor>,
-    /// Jobs claimed by a poller whose move has not committed yet.
-    pub claimed: HashSet<JobId>,
+    /// Rows (state, position) claimed by a poller whose move has not
+    /// committed yet. Rows, not job ids: between a lease's commit and the
+    /// release of its claim, the reaper can expire that lease and write the
+    /// job a new pending row, which must not look claimed (pollers step past
+    /// claimed rows and move the cursor beyond them, trusting the claimant
+    /// to move the row or to note it again).
+    pub claimed: HashSet<(State, Pos)>,
     /// Cached iterators of the busy bands.
     pub pending_it: Option<BandIter>,
     pub failed_it: Option<BandIter>,
@@ -280,7 +285,7 @@ mod tests {
     #[test]
     fn an_insert_below_the_cursor_lowers_it() {
         let mut c = Cursor::EMPTY;
-        let id = JobId::from_bytes([1; 16]);
+        let id = crate::job::JobId::from_bytes([1; 16]);
         c.note_insert(Pos { ts: 50, id });
         assert_eq!(c.next_ts, 50);
         c.note_insert(Pos { ts: 70, id });

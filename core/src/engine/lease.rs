@@ -225,7 +225,8 @@ impl Engine {
                     continue;
                 }
                 let prefix = keys::job_band_prefix(&scope, state, prio);
-                if let Some((pos, v)) = self.peek(jobs_cf, &prefix, cursor, slot, now, claimed)? {
+                let found = self.peek(jobs_cf, &prefix, Some(state), cursor, slot, now, claimed)?;
+                if let Some((pos, v)) = found {
                     if best.as_ref().is_none_or(|b| pos < b.1) {
                         best = Some((state, pos, v));
                     }
@@ -240,7 +241,7 @@ impl Engine {
                 failed
             };
             cursor.from = pos.successor();
-            claimed.insert(pos.id);
+            claimed.insert((state, pos));
             Ok(Some((JobKey::at(scope, state, prio, pos), Some(v), None)))
         } else {
             let kinds_cf = self.cf(st::CF_KINDS)?;
@@ -254,7 +255,7 @@ impl Engine {
                     }
                     let prefix = keys::kind_band_prefix(&scope, kind, prio);
                     let mut slot = kind_its.remove(kind.as_str());
-                    let found = self.peek(kinds_cf, &prefix, cursor, &mut slot, now, claimed);
+                    let found = self.peek(kinds_cf, &prefix, None, cursor, &mut slot, now, claimed);
                     if let Some(it) = slot {
                         kind_its.insert(kind.clone(), it);
                     }
@@ -280,7 +281,7 @@ impl Engine {
                         continue;
                     }
                 };
-                claimed.insert(pos.id);
+                claimed.insert((state, pos));
                 return Ok(Some((
                     JobKey::at(scope, state, prio, pos),
                     None,
@@ -298,12 +299,13 @@ impl Engine {
         &self,
         cf: &rocksdb::ColumnFamily,
         prefix: &[u8],
+        state: Option<State>,
         cursor: &mut Cursor,
         slot: &mut Option<BandIter>,
         now: u64,
-        claimed: &HashSet<JobId>,
+        claimed: &HashSet<(State, Pos)>,
     ) -> Result<Option<(Pos, Vec<u8>)>> {
-        let found = self.peek_with(cf, prefix, cursor, slot, now, claimed);
+        let found = self.peek_with(cf, prefix, state, cursor, slot, now, claimed);
         if !matches!(found, Ok(Some(_))) {
             // Idle, empty or failed: do not keep the DB state pinned.
             *slot = None;
@@ -311,14 +313,18 @@ impl Engine {
         found
     }
 
+    /// `state` is the band's state (jobs CF), or `None` in the kind index,
+    /// where each entry's value says it.
+    #[allow(clippy::too_many_arguments)]
     fn peek_with(
         &self,
         cf: &rocksdb::ColumnFamily,
         prefix: &[u8],
+        state: Option<State>,
         cursor: &mut Cursor,
         slot: &mut Option<BandIter>,
         now: u64,
-        claimed: &HashSet<JobId>,
+        claimed: &HashSet<(State, Pos)>,
     ) -> Result<Option<(Pos, Vec<u8>)>> {
         // Refresh the band's iterator (to see every commit before this lock
         // was taken), or create one bounded to the band.
@@ -368,7 +374,12 @@ impl Engine {
                 cursor.next_ts = pos.ts;
                 return Ok(None);
             }
-            if claimed.contains(&pos.id) {
+            let row_state = state.or_else(|| {
+                it.value()
+                    .and_then(|v| v.first())
+                    .and_then(|b| State::from_byte(*b))
+            });
+            if row_state.is_some_and(|st| claimed.contains(&(st, pos))) {
                 it.next();
                 continue;
             }
@@ -384,7 +395,7 @@ impl Engine {
     fn unclaim(&self, claims: &[Claim], kinds: &HashMap<JobId, String>) {
         for c in claims {
             let mut g = bands::lock(&c.group);
-            g.claimed.remove(&c.key.id);
+            g.claimed.remove(&(c.key.state, c.key.pos()));
             let pos = c.key.pos();
             match c.key.state {
                 State::Failed => g.failed.note_insert(pos),
@@ -506,7 +517,9 @@ impl Engine {
             self.leases.insert(key, rec);
         }
         for c in &claims {
-            bands::lock(&c.group).claimed.remove(&c.key.id);
+            bands::lock(&c.group)
+                .claimed
+                .remove(&(c.key.state, c.key.pos()));
         }
         for (kind, d) in &per_kind {
             self.counts.add(kind, d);
