@@ -40,9 +40,9 @@ export declare class NativeQueue {
   enqueue(kind: string, payload: unknown, options?: NativeEnqueueOptions | undefined | null): Promise<Enqueued>
   /**
    * Enqueue many jobs in one atomic batch: `kinds[i]`, `payloads[i]`,
-   * `options[i]` (optional).
+   * `options[i]` (optional). Resolves with their ids, in order.
    */
-  enqueueMany(kinds: string[], payloads: unknown[], options?: Array<NativeEnqueueOptions | undefined | null>): Promise<Enqueued[]>
+  enqueueMany(kinds: string[], payloads: unknown[], options?: Array<NativeEnqueueOptions | undefined | null>): Promise<string[]>
   /** Lease up to `max` ready jobs without waiting. */
   leaseMany(workerId: string, max: number, kinds?: Array<string> | undefined | null, scopes?: Array<string> | undefined | null): Promise<Job[]>
   /**
@@ -54,6 +54,15 @@ export declare class NativeQueue {
   extend(ids: Array<string>, generations: Array<number>, workerId: string): Promise<boolean[]>
   /** Complete a leased job with an optional result. */
   complete(id: string, generation: number, result: unknown): Promise<void>
+  /**
+   * Complete many leased jobs in one call (each its own transition, in
+   * order; not atomic). `results[i]` is job i's result (`undefined`: none).
+   * Per job: null when completed, else the code of why not (`ABORTED`
+   * for a lost lease, `NOT_FOUND`, `INVALID_ARGUMENT` for a result over
+   * the size limit). `CLOSED` or `STORAGE` rejects the call, with the
+   * jobs before it completed.
+   */
+  completeMany(ids: string[], generations: number[], results?: unknown[]): Promise<Array<string | null>>
   /**
    * Fail a leased job (retried after backoff unless not `retryable` or
    * out of attempts).

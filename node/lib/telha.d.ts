@@ -214,6 +214,15 @@ export declare class Queue {
   /** Complete a leased job, with an optional result. `ABORTED` when the lease is lost. */
   complete(job: LeaseRef, result?: PayloadValue): Promise<void>
   /**
+   * Complete many leased jobs in one call: far fewer trips off the event
+   * loop than one `complete` each. Each job is its own transition, in order
+   * (not atomic). `results[i]` is job i's result. Resolves, per job, with
+   * `null` when completed, else the code of why not: `ABORTED` (lease lost),
+   * `NOT_FOUND`, or `INVALID_ARGUMENT` (a result over the size limit). A
+   * `CLOSED` or `STORAGE` error rejects the call; the jobs before it are completed.
+   */
+  completeMany(jobs: LeaseRef[], results?: PayloadValue[]): Promise<Array<ErrorCodeName | null>>
+  /**
    * Fail a leased job: retried after backoff, or dead when `retryable` is
    * false (default true) or it is out of attempts. `ABORTED` when the lease is lost.
    */

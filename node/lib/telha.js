@@ -7,7 +7,7 @@
 
 const native = require('../index.js')
 const { Worker, Permanent } = require('./worker.js')
-const { typeError, str, optStr, optInt, optMs, optBool, strList, token } = require('./check.js')
+const { typeError, invalid, str, optStr, optInt, optMs, optBool, strList, token } = require('./check.js')
 
 /** The stable error codes, in the core's order. */
 const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c, c])))
@@ -168,8 +168,7 @@ class Queue {
         throw typeError(`items[${i}] must be a [kind, payload] pair or a { kind, payload } object`)
       }
     }
-    const out = await this.#native.enqueueMany(kinds, payloads, opts)
-    return out.map((e) => e.id)
+    return this.#native.enqueueMany(kinds, payloads, opts)
   }
 
   async leaseNext (workerId, opts) {
@@ -219,6 +218,16 @@ class Queue {
   async complete (job, result) {
     const t = token(job, 'job')
     await this.#native.complete(t.id, t.generation, result)
+  }
+
+  async completeMany (jobs, results) {
+    const { ids, gens } = tokens(jobs, 'jobs')
+    if (results !== undefined && results !== null) {
+      if (!Array.isArray(results)) throw typeError('results must be an array (one result per job) or undefined')
+      if (results.length !== ids.length) throw invalid(`results has ${results.length} entries for ${ids.length} jobs`)
+    }
+    if (ids.length === 0) return []
+    return this.#native.completeMany(ids, gens, results ?? undefined)
   }
 
   async fail (job, reason, opts) {

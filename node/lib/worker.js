@@ -50,6 +50,8 @@ class Worker extends EventEmitter {
   #slot = null
   #beatTimer = null
   #fatal = null
+  #completions = []
+  #flushScheduled = false
 
   constructor (queue, handler, opts) {
     super()
@@ -156,6 +158,7 @@ class Worker extends EventEmitter {
       ttl: Math.max(1, job.deadline - Date.now()),
       lost: false,
       released: false,
+      releasing: null,
       settled
     }
     this.#active.set(job.id, entry)
@@ -175,9 +178,11 @@ class Worker extends EventEmitter {
       error = e
     }
     try {
-      if (entry.lost) {
+      if (entry.released) {
+        await entry.releasing // the result is dropped: the job went back to pending
+      } else if (entry.lost) {
         this.emit('lost', job)
-      } else if (!entry.released) {
+      } else {
         await this.#settle(job, ok, result, error)
       }
     } finally {
@@ -190,16 +195,18 @@ class Worker extends EventEmitter {
   async #settle (job, ok, result, error) {
     try {
       if (ok) {
-        try {
-          await this.#queue.complete(job, result)
+        const { code, error: e } = await this.#completeBatched(job, result)
+        if (code === null) {
           this.emit('completed', job, result)
           return
-        } catch (e) {
-          if (!e || e.code !== 'INVALID_ARGUMENT') throw e
-          // The result cannot be stored (not encodable, or too large).
-          ok = false
-          error = new Permanent(`the handler's result cannot be stored: ${e.message}`, { cause: e })
         }
+        if (code === 'ABORTED' || code === 'NOT_FOUND') {
+          this.emit('lost', job)
+          return
+        }
+        if (code !== 'INVALID_ARGUMENT') throw e
+        // The result cannot be stored (not encodable, or too large).
+        error = new Permanent(`the handler's result cannot be stored: ${e ? e.message : 'over the size limit'}`, { cause: e })
       }
       const permanent = error instanceof Permanent || (error !== null && typeof error === 'object' && error.permanent === true)
       const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
@@ -208,6 +215,41 @@ class Worker extends EventEmitter {
     } catch (e) {
       if (e && e.code === 'ABORTED') this.emit('lost', job)
       else this.#report(e)
+    }
+  }
+
+  /**
+   * Completions finished in the same turn of the event loop go to the store
+   * in one `completeMany` (one trip off the loop instead of one per job).
+   * Resolves with `{ code: null }` when completed, else the code and error.
+   */
+  #completeBatched (job, result) {
+    const d = deferred()
+    this.#completions.push({ job, result, d })
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true
+      setImmediate(() => { this.#flush() })
+    }
+    return d.promise
+  }
+
+  async #flush () {
+    this.#flushScheduled = false
+    const batch = this.#completions.splice(0, this.#completions.length)
+    if (!batch.length) return
+    try {
+      const codes = await this.#queue.completeMany(batch.map((b) => b.job), batch.map((b) => b.result))
+      batch.forEach((b, i) => b.d.resolve({ code: codes[i], error: null }))
+    } catch (e) {
+      if (!e || e.code !== 'INVALID_ARGUMENT') {
+        for (const b of batch) b.d.resolve({ code: (e && e.code) || 'STORAGE', error: e })
+        return
+      }
+      // Some result cannot be encoded: settle one by one to find it.
+      await Promise.all(batch.map((b) => this.#queue.complete(b.job, b.result).then(
+        () => b.d.resolve({ code: null, error: null }),
+        (err) => b.d.resolve({ code: (err && err.code) || 'STORAGE', error: err })
+      )))
     }
   }
 
@@ -255,7 +297,7 @@ class Worker extends EventEmitter {
       if (entry.released || entry.lost) continue
       entry.released = true
       entry.ctl.abort(abortError(`worker ${this.#workerId} is stopping; job ${entry.job.id} was released`, 'RELEASED'))
-      this.#queue.release(entry.job)
+      entry.releasing = this.#queue.release(entry.job)
         .catch((e) => { if (!e || e.code !== 'ABORTED') this.#report(e) })
         .finally(() => entry.settled.resolve())
     }

@@ -63,7 +63,7 @@ pub struct OpenOptions {
 }
 
 fn ms(v: f64, name: &str) -> Result<Duration, Failure> {
-    if !v.is_finite() || v < 0.0 || v > 1e15 {
+    if !v.is_finite() || !(0.0..=1e15).contains(&v) {
         return Err(Failure::Invalid(format!(
             "{name} must be a finite number of milliseconds ≥ 0, got {v}"
         )));

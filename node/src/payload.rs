@@ -44,7 +44,8 @@ unsafe fn byte_view<'a>(env: sys::napi_env, v: sys::napi_value) -> Option<&'a [u
     if unsafe { sys::napi_is_buffer(env, v, &mut is) } == sys::Status::napi_ok && is {
         let mut data = ptr::null_mut();
         let mut len = 0usize;
-        if unsafe { sys::napi_get_buffer_info(env, v, &mut data, &mut len) } != sys::Status::napi_ok {
+        if unsafe { sys::napi_get_buffer_info(env, v, &mut data, &mut len) } != sys::Status::napi_ok
+        {
             return None;
         }
         return Some(slice(data.cast(), len));

@@ -28,6 +28,9 @@ use crate::payload;
 
 type Work<T> = Box<dyn FnOnce() -> Result<T, Failure> + Send>;
 
+/// Per job of a batch: `None` when done, else the error code.
+type Outcomes = Vec<Option<String>>;
+
 /// One call into the core on libuv's thread pool: `work` runs there, `done`
 /// converts its answer on the JS thread; a failure becomes a coded JS error.
 pub struct Op<T: Send + 'static, J> {
@@ -38,7 +41,10 @@ pub struct Op<T: Send + 'static, J> {
 }
 
 impl<T: Send + 'static, J> Op<T, J> {
-    fn task(work: impl FnOnce() -> Result<T, Failure> + Send + 'static, done: fn(T) -> J) -> AsyncTask<Self>
+    fn task(
+        work: impl FnOnce() -> Result<T, Failure> + Send + 'static,
+        done: fn(T) -> J,
+    ) -> AsyncTask<Self>
     where
         J: ToNapiValue + TypeName,
     {
@@ -190,7 +196,9 @@ fn lease_options(
 
 fn token(id: &str, generation: i64) -> Result<LeaseToken, Failure> {
     let generation = u64::try_from(generation).map_err(|_| {
-        Failure::Invalid(format!("malformed lease: generation {generation} is negative"))
+        Failure::Invalid(format!(
+            "malformed lease: generation {generation} is negative"
+        ))
     })?;
     Ok(LeaseToken {
         id: id.parse::<JobId>()?,
@@ -307,10 +315,10 @@ impl NativeQueue {
     }
 
     /// Enqueue many jobs in one atomic batch: `kinds[i]`, `payloads[i]`,
-    /// `options[i]` (optional).
+    /// `options[i]` (optional). Resolves with their ids, in order.
     #[napi(
         ts_args_type = "kinds: string[], payloads: unknown[], options?: Array<NativeEnqueueOptions | undefined | null>",
-        ts_return_type = "Promise<Enqueued[]>"
+        ts_return_type = "Promise<string[]>"
     )]
     pub fn enqueue_many(
         &self,
@@ -318,7 +326,7 @@ impl NativeQueue {
         kinds: Vec<String>,
         payloads: Unknown,
         options: Option<Vec<Option<NativeEnqueueOptions>>>,
-    ) -> napi::Result<AsyncTask<Op<Vec<telha_jobs::Enqueued>, Vec<Enqueued>>>> {
+    ) -> napi::Result<AsyncTask<Op<Vec<String>, Vec<String>>>> {
         let jobs = (|| {
             let payloads = items(&env, &payloads, "payloads")?;
             if payloads.len() != kinds.len() {
@@ -333,8 +341,9 @@ impl NativeQueue {
                 .enumerate()
                 .map(|(i, (kind, p))| {
                     // SAFETY: live handles of this call.
-                    let payload =
-                        unsafe { payload::bytes_from_js(env.raw(), p, &format!("items[{i}].payload")) }?;
+                    let payload = unsafe {
+                        payload::bytes_from_js(env.raw(), p, &format!("items[{i}].payload"))
+                    }?;
                     let options = enqueue_options(options.next().flatten())?;
                     Ok(NewJob {
                         kind,
@@ -347,15 +356,11 @@ impl NativeQueue {
         .map_err(|f| to_js(&env, f))?;
         let q = self.q.clone();
         Ok(Op::task(
-            move || Ok(q.enqueue_many(jobs)?),
-            |v| {
-                v.into_iter()
-                    .map(|e| Enqueued {
-                        id: e.id.to_string(),
-                        created: e.created,
-                    })
-                    .collect()
+            move || {
+                let done = q.enqueue_many(jobs)?;
+                Ok(done.into_iter().map(|e| e.id.to_string()).collect())
             },
+            |v| v,
         ))
     }
 
@@ -418,9 +423,7 @@ impl NativeQueue {
                     ))
                 })
                 .map(|v| v.into_iter().map(Job::from_core).collect::<Vec<_>>());
-                deferred.resolve(Box::new(move |env: Env| {
-                    r.map_err(|e| core_to_js(&env, e))
-                }));
+                deferred.resolve(Box::new(move |env: Env| r.map_err(|e| core_to_js(&env, e))));
             })
             .map_err(|e| {
                 to_js(
@@ -483,6 +486,92 @@ impl NativeQueue {
         ))
     }
 
+    /// Complete many leased jobs in one call (each its own transition, in
+    /// order; not atomic). `results[i]` is job i's result (`undefined`: none).
+    /// Per job: null when completed, else the code of why not (`ABORTED`
+    /// for a lost lease, `NOT_FOUND`, `INVALID_ARGUMENT` for a result over
+    /// the size limit). `CLOSED` or `STORAGE` rejects the call, with the
+    /// jobs before it completed.
+    #[napi(
+        ts_args_type = "ids: string[], generations: number[], results?: unknown[]",
+        ts_return_type = "Promise<Array<string | null>>"
+    )]
+    pub fn complete_many(
+        &self,
+        env: Env,
+        ids: Vec<String>,
+        generations: Vec<i64>,
+        results: Option<Unknown>,
+    ) -> napi::Result<AsyncTask<Op<Outcomes, Outcomes>>> {
+        let work = (|| {
+            if ids.len() != generations.len() {
+                return Err(Failure::Invalid(
+                    "completeMany: as many generations as ids".into(),
+                ));
+            }
+            let results = match &results {
+                Some(r)
+                    if !matches!(
+                        r.get_type(),
+                        Ok(napi::ValueType::Undefined | napi::ValueType::Null)
+                    ) =>
+                {
+                    let items = items(&env, r, "results")?;
+                    if items.len() != ids.len() {
+                        return Err(Failure::Invalid(
+                            "completeMany: as many results as jobs".into(),
+                        ));
+                    }
+                    items
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, v)| {
+                            let mut t = 0;
+                            // SAFETY: live handles of this call.
+                            unsafe { sys::napi_typeof(env.raw(), v, &mut t) };
+                            if t == sys::ValueType::napi_undefined {
+                                Ok(None)
+                            } else {
+                                unsafe {
+                                    payload::bytes_from_js(env.raw(), v, &format!("results[{i}]"))
+                                }
+                                .map(Some)
+                            }
+                        })
+                        .collect::<Result<Vec<_>, Failure>>()?
+                }
+                _ => vec![None; ids.len()],
+            };
+            let tokens = ids
+                .iter()
+                .zip(&generations)
+                .map(|(id, g)| token(id, *g))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((tokens, results))
+        })()
+        .map_err(|f| to_js(&env, f))?;
+        let q = self.q.clone();
+        Ok(Op::task(
+            move || {
+                let (tokens, results) = work;
+                let mut out = Vec::with_capacity(tokens.len());
+                for (t, r) in tokens.iter().zip(&results) {
+                    match q.complete(t, r.as_deref()) {
+                        Ok(()) => out.push(None),
+                        Err(e) => match e.kind() {
+                            telha_jobs::ErrorKind::Closed | telha_jobs::ErrorKind::Storage => {
+                                return Err(e.into())
+                            }
+                            k => out.push(Some(crate::errors::code(k).to_string())),
+                        },
+                    }
+                }
+                Ok(out)
+            },
+            |v| v,
+        ))
+    }
+
     /// Fail a leased job (retried after backoff unless not `retryable` or
     /// out of attempts).
     #[napi(ts_return_type = "Promise<void>")]
@@ -518,9 +607,7 @@ impl NativeQueue {
     /// Operator action: a dead or failed job back to pending, attempts reset.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn retry(&self, env: Env, id: String) -> napi::Result<AsyncTask<Op<(), Undefined>>> {
-        let id = id
-            .parse::<JobId>()
-            .map_err(|e| core_to_js(&env, e))?;
+        let id = id.parse::<JobId>().map_err(|e| core_to_js(&env, e))?;
         let q = self.q.clone();
         Ok(Op::task(move || Ok(q.retry(&id)?), |_| ()))
     }
@@ -532,9 +619,7 @@ impl NativeQueue {
         env: Env,
         id: String,
     ) -> napi::Result<AsyncTask<Op<Option<JobInfo>, Option<JobInfo>>>> {
-        let id = id
-            .parse::<JobId>()
-            .map_err(|e| core_to_js(&env, e))?;
+        let id = id.parse::<JobId>().map_err(|e| core_to_js(&env, e))?;
         let q = self.q.clone();
         Ok(Op::task(
             move || Ok(q.get(&id)?.map(JobInfo::from_core)),
@@ -570,7 +655,11 @@ impl NativeQueue {
                 Ok(ListPage {
                     jobs: p.jobs.into_iter().map(JobInfo::from_core).collect(),
                     next: p.next,
-                    corrupt: p.corrupt.into_iter().map(CorruptRecord::from_core).collect(),
+                    corrupt: p
+                        .corrupt
+                        .into_iter()
+                        .map(CorruptRecord::from_core)
+                        .collect(),
                 })
             },
             |v| v,
@@ -588,7 +677,11 @@ impl NativeQueue {
                     expired: r.expired as u32,
                     dead: r.dead as u32,
                     pruned: r.pruned as u32,
-                    corrupt: r.corrupt.into_iter().map(CorruptRecord::from_core).collect(),
+                    corrupt: r
+                        .corrupt
+                        .into_iter()
+                        .map(CorruptRecord::from_core)
+                        .collect(),
                 })
             },
             |v| v,
