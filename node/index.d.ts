@@ -39,10 +39,10 @@ export declare class NativeQueue {
   /** Enqueue one job. */
   enqueue(kind: string, payload: unknown, options?: NativeEnqueueOptions | undefined | null): Promise<Enqueued>
   /**
-   * Enqueue many jobs in one atomic batch: `kinds[i]`, `payloads[i]`,
-   * `options[i]` (optional). Resolves with their ids, in order.
+   * Enqueue many jobs in one atomic batch: `kinds[i]` (or one kind for
+   * all), `payloads[i]`, `options[i]` (optional). Resolves with their ids, in order.
    */
-  enqueueMany(kinds: string[], payloads: unknown[], options?: Array<NativeEnqueueOptions | undefined | null>): Promise<string[]>
+  enqueueMany(kinds: string | string[], payloads: unknown[], options?: Array<NativeEnqueueOptions | undefined | null>): Promise<string[]>
   /** Lease up to `max` ready jobs without waiting. */
   leaseMany(workerId: string, max: number, kinds?: Array<string> | undefined | null, scopes?: Array<string> | undefined | null): Promise<Job[]>
   /**

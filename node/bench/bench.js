@@ -101,7 +101,9 @@ async function main () {
       }
       node.lease_batch_complete_many = perSec(N, t0)
     })
+    console.error('measuring the Worker at concurrency 1 ...')
     node.worker1 = await withStore(dir, 'worker1', (q) => workerRate(q, N, 1))
+    console.error('measuring the Worker at concurrency 100 ...')
     node.worker100 = await withStore(dir, 'worker100', (q) => workerRate(q, N, 100))
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })

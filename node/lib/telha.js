@@ -168,7 +168,9 @@ class Queue {
         throw typeError(`items[${i}] must be a [kind, payload] pair or a { kind, payload } object`)
       }
     }
-    return this.#native.enqueueMany(kinds, payloads, opts)
+    // One kind for the whole batch (the common case) crosses as one string.
+    const one = kinds.length > 0 && kinds.every((k) => k === kinds[0])
+    return this.#native.enqueueMany(one ? kinds[0] : kinds, payloads, opts)
   }
 
   async leaseNext (workerId, opts) {

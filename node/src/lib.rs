@@ -32,7 +32,7 @@ pub fn error_codes() -> Vec<&'static str> {
 #[napi(ts_args_type = "value: unknown")]
 pub fn encode_payload(env: Env, value: Unknown) -> napi::Result<Buffer> {
     // SAFETY: live handles of this call.
-    unsafe { payload::bytes_from_js(env.raw(), value.raw(), "value") }
+    unsafe { payload::bytes_from_js(env.raw(), value.raw(), || "value".into()) }
         .map(Buffer::from)
         .map_err(|f| errors::to_js(&env, f))
 }

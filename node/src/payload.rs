@@ -25,16 +25,17 @@ const MAX_SAFE: i64 = (1 << 53) - 1;
 ///
 /// # Safety
 /// `env` and `v` must be live handles of the current JS thread.
+/// `what` names the value in error messages (built only when needed).
 pub unsafe fn bytes_from_js(
     env: sys::napi_env,
     v: sys::napi_value,
-    what: &str,
+    what: impl FnOnce() -> String,
 ) -> Result<Vec<u8>, Failure> {
     if let Some(b) = unsafe { byte_view(env, v) } {
         return Ok(b.to_vec());
     }
     let protos = unsafe { Protos::new(env) }?;
-    let value = unsafe { value_from_js(env, v, 0, what, &protos) }?;
+    let value = unsafe { value_from_js(env, v, 0, &what(), &protos) }?;
     payload::encode(&value).map_err(Failure::Core)
 }
 

@@ -12,7 +12,7 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 use napi::bindgen_prelude::{
-    AsyncTask, Env, Object, Status, ToNapiValue, TypeName, Undefined, Unknown,
+    AsyncTask, Either, Env, Object, Status, ToNapiValue, TypeName, Undefined, Unknown,
 };
 use napi::{sys, JsValue, Task};
 use napi_derive::napi;
@@ -301,8 +301,9 @@ impl NativeQueue {
         options: Option<NativeEnqueueOptions>,
     ) -> napi::Result<AsyncTask<Op<telha_jobs::Enqueued, Enqueued>>> {
         // SAFETY: live handles of this call.
-        let bytes = unsafe { payload::bytes_from_js(env.raw(), payload.raw(), "payload") }
-            .map_err(|f| to_js(&env, f))?;
+        let bytes =
+            unsafe { payload::bytes_from_js(env.raw(), payload.raw(), || "payload".into()) }
+                .map_err(|f| to_js(&env, f))?;
         let opts = enqueue_options(options).map_err(|f| to_js(&env, f))?;
         let q = self.q.clone();
         Ok(Op::task(
@@ -314,21 +315,26 @@ impl NativeQueue {
         ))
     }
 
-    /// Enqueue many jobs in one atomic batch: `kinds[i]`, `payloads[i]`,
-    /// `options[i]` (optional). Resolves with their ids, in order.
+    /// Enqueue many jobs in one atomic batch: `kinds[i]` (or one kind for
+    /// all), `payloads[i]`, `options[i]` (optional). Resolves with their ids, in order.
     #[napi(
-        ts_args_type = "kinds: string[], payloads: unknown[], options?: Array<NativeEnqueueOptions | undefined | null>",
+        ts_args_type = "kinds: string | string[], payloads: unknown[], options?: Array<NativeEnqueueOptions | undefined | null>",
         ts_return_type = "Promise<string[]>"
     )]
     pub fn enqueue_many(
         &self,
         env: Env,
-        kinds: Vec<String>,
+        kinds: Either<String, Vec<String>>,
         payloads: Unknown,
         options: Option<Vec<Option<NativeEnqueueOptions>>>,
     ) -> napi::Result<AsyncTask<Op<Vec<String>, Vec<String>>>> {
         let jobs = (|| {
             let payloads = items(&env, &payloads, "payloads")?;
+            // One kind for the whole batch saves reading it per job.
+            let kinds = match kinds {
+                Either::A(k) => vec![k; payloads.len()],
+                Either::B(v) => v,
+            };
             if payloads.len() != kinds.len() {
                 return Err(Failure::Invalid(
                     "enqueueMany: as many payloads as kinds".into(),
@@ -342,7 +348,7 @@ impl NativeQueue {
                 .map(|(i, (kind, p))| {
                     // SAFETY: live handles of this call.
                     let payload = unsafe {
-                        payload::bytes_from_js(env.raw(), p, &format!("items[{i}].payload"))
+                        payload::bytes_from_js(env.raw(), p, || format!("items[{i}].payload"))
                     }?;
                     let options = enqueue_options(options.next().flatten())?;
                     Ok(NewJob {
@@ -475,7 +481,7 @@ impl NativeQueue {
             napi::ValueType::Undefined => None,
             // SAFETY: live handles of this call.
             _ => Some(
-                unsafe { payload::bytes_from_js(env.raw(), result.raw(), "result") }
+                unsafe { payload::bytes_from_js(env.raw(), result.raw(), || "result".into()) }
                     .map_err(|f| to_js(&env, f))?,
             ),
         };
@@ -533,7 +539,7 @@ impl NativeQueue {
                                 Ok(None)
                             } else {
                                 unsafe {
-                                    payload::bytes_from_js(env.raw(), v, &format!("results[{i}]"))
+                                    payload::bytes_from_js(env.raw(), v, || format!("results[{i}]"))
                                 }
                                 .map(Some)
                             }
