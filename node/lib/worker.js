@@ -41,6 +41,7 @@ class Worker extends EventEmitter {
   #kinds
   #scope
   #concurrency
+  #refillAt
   #pollMs
   #heartbeatMs
   #active = new Map() // job id -> entry
@@ -72,6 +73,7 @@ class Worker extends EventEmitter {
     this.#kinds = o.kinds === undefined || o.kinds === null ? undefined : strList(o.kinds, 'kinds')
     this.#scope = o.scope === undefined || o.scope === null ? undefined : strList(o.scope, 'scope')
     this.#concurrency = optInt(o.concurrency, 'concurrency', 1, 10000) ?? 1
+    this.#refillAt = Math.ceil(this.#concurrency / 4)
     this.#pollMs = optMs(o.pollMs, 'pollMs') ?? 1000
     this.#heartbeatMs = optMs(o.heartbeatMs, 'heartbeatMs')
     if (this.#heartbeatMs === 0) throw typeError('heartbeatMs must be > 0')
@@ -110,7 +112,9 @@ class Worker extends EventEmitter {
     try {
       while (!this.#stopping) {
         const free = this.#concurrency - this.#active.size
-        if (free <= 0) {
+        // Refill in batches: with jobs still running, wait until a quarter
+        // of the slots are free rather than leasing one job per completion.
+        if (free <= 0 || (this.#active.size > 0 && free < this.#refillAt)) {
           await this.#slotFree()
           continue
         }

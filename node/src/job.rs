@@ -4,10 +4,9 @@
 
 use std::collections::HashMap;
 
-use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 
-use crate::payload::Payload;
+use crate::payload::{Bytes, Payload};
 
 /// A leased job, as a worker sees it. Pass it back to `extend`, `complete`,
 /// `fail` and `release`: its `id` and `generation` are the lease token.
@@ -24,7 +23,8 @@ pub struct Job {
     #[napi(ts_type = "unknown")]
     pub payload: Payload,
     /// The stored payload bytes, always.
-    pub payload_bytes: Buffer,
+    #[napi(ts_type = "Buffer")]
+    pub payload_bytes: Bytes,
     /// Failed attempts so far (this lease is attempt `attempts + 1`).
     pub attempts: u32,
     /// The effective ceiling: when this lease is attempt `maxAttempts`, a
@@ -47,7 +47,7 @@ impl Job {
             id: j.id.to_string(),
             kind: j.kind,
             scope: j.scope.to_string(),
-            payload_bytes: Buffer::from(j.payload.clone()),
+            payload_bytes: Bytes(j.payload.clone()),
             payload: Payload::new(j.payload),
             attempts: j.attempts,
             max_attempts: j.max_attempts,
@@ -102,12 +102,14 @@ pub struct JobInfo {
     #[napi(ts_type = "unknown")]
     pub payload: Payload,
     /// The stored payload bytes.
-    pub payload_bytes: Buffer,
+    #[napi(ts_type = "Buffer")]
+    pub payload_bytes: Bytes,
     /// What `complete` was given (decoded like the payload), or null.
     #[napi(ts_type = "unknown")]
     pub result: Option<Payload>,
     /// The stored result bytes, or null.
-    pub result_bytes: Option<Buffer>,
+    #[napi(ts_type = "Buffer")]
+    pub result_bytes: Option<Bytes>,
     /// The reason of the latest failure or lease expiry.
     pub last_error: Option<String>,
     /// The idempotency key it was enqueued with.
@@ -135,9 +137,9 @@ impl JobInfo {
             generation: j.generation as i64,
             worker_id: j.worker_id,
             lease_deadline: j.lease_deadline.map(|d| d as i64),
-            payload_bytes: Buffer::from(j.payload.clone()),
+            payload_bytes: Bytes(j.payload.clone()),
             payload: Payload::new(j.payload),
-            result_bytes: j.result.clone().map(Buffer::from),
+            result_bytes: j.result.clone().map(Bytes),
             result: j.result.map(Payload::new),
             last_error: j.last_error,
             idempotency_key: j.idempotency_key,

@@ -11,7 +11,7 @@
 use std::ffi::c_char;
 use std::ptr;
 
-use napi::bindgen_prelude::{Buffer, ToNapiValue, TypeName};
+use napi::bindgen_prelude::{ToNapiValue, TypeName};
 use napi::{sys, ValueType};
 use telha_jobs::payload::{self, Value, MAX_DEPTH};
 
@@ -298,7 +298,7 @@ impl ToNapiValue for Payload {
     unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
         match val.value {
             Some(v) => unsafe { value_to_js(env, v) },
-            None => unsafe { Buffer::to_napi_value(env, Buffer::from(val.bytes)) },
+            None => unsafe { bytes_to_js(env, &val.bytes) },
         }
     }
 }
@@ -333,11 +333,11 @@ unsafe fn value_to_js(env: sys::napi_env, v: Value) -> napi::Result<sys::napi_va
                 unsafe { String::to_napi_value(env, s.into_str().unwrap_or_default()) }
             } else {
                 // Not UTF-8 (written by some other msgpack producer): the bytes.
-                unsafe { Buffer::to_napi_value(env, Buffer::from(s.into_bytes())) }
+                unsafe { bytes_to_js(env, s.as_bytes()) }
             };
         }
-        Value::Binary(b) => return unsafe { Buffer::to_napi_value(env, Buffer::from(b)) },
-        Value::Ext(_, b) => return unsafe { Buffer::to_napi_value(env, Buffer::from(b)) },
+        Value::Binary(b) => return unsafe { bytes_to_js(env, &b) },
+        Value::Ext(_, b) => return unsafe { bytes_to_js(env, &b) },
         Value::Array(items) => {
             check!(unsafe { sys::napi_create_array_with_length(env, items.len(), &mut out) });
             for (i, item) in items.into_iter().enumerate() {
@@ -359,4 +359,39 @@ unsafe fn value_to_js(env: sys::napi_env, v: Value) -> napi::Result<sys::napi_va
         }
     }
     Ok(out)
+}
+
+/// A `Buffer` holding a copy of `b`. A copy into V8's heap is cheaper than an
+/// external buffer (no finalizer to register) for the small payloads jobs carry.
+///
+/// # Safety
+/// `env` must be the live env of the current JS thread.
+pub unsafe fn bytes_to_js(env: sys::napi_env, b: &[u8]) -> napi::Result<sys::napi_value> {
+    let mut out = ptr::null_mut();
+    let mut data = ptr::null_mut();
+    napi::check_status!(
+        unsafe {
+            sys::napi_create_buffer_copy(env, b.len(), b.as_ptr().cast(), &mut data, &mut out)
+        },
+        "creating a Buffer"
+    )?;
+    Ok(out)
+}
+
+/// Bytes on their way to JS, as a `Buffer` (see [`bytes_to_js`]).
+pub struct Bytes(pub Vec<u8>);
+
+impl TypeName for Bytes {
+    fn type_name() -> &'static str {
+        "Buffer"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Object
+    }
+}
+
+impl ToNapiValue for Bytes {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        unsafe { bytes_to_js(env, &val.0) }
+    }
 }
