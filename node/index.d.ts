@@ -50,19 +50,23 @@ export declare class NativeQueue {
    * thread of its own; `cancel` ends the wait early.
    */
   leaseWait(workerId: string, max: number, kinds: Array<string> | undefined | null, scopes: Array<string> | undefined | null, waitMs: number, cancel?: CancelToken | undefined | null): Promise<Job[]>
-  /** Renew leases: per lease, true when renewed, false when it is lost. */
-  extend(ids: Array<string>, generations: Array<number>, workerId: string): Promise<boolean[]>
+  /**
+   * Renew leases (`ids` joined with `,`): per lease, true when renewed,
+   * false when it is lost.
+   */
+  extend(ids: string, generations: Float64Array, workerId: string): Promise<boolean[]>
   /** Complete a leased job with an optional result. */
   complete(id: string, generation: number, result: unknown): Promise<void>
   /**
-   * Complete many leased jobs in one call (each its own transition, in
+   * Complete many leased jobs in one call (`ids` joined with `,`; each
+   * its own transition, in
    * order; not atomic). `results[i]` is job i's result (`undefined`: none).
    * Per job: null when completed, else the code of why not (`ABORTED`
    * for a lost lease, `NOT_FOUND`, `INVALID_ARGUMENT` for a result over
    * the size limit). `CLOSED` or `STORAGE` rejects the call, with the
    * jobs before it completed.
    */
-  completeMany(ids: string[], generations: number[], results?: unknown[]): Promise<Array<string | null>>
+  completeMany(ids: string, generations: Float64Array, results?: unknown[]): Promise<Array<string | null>>
   /**
    * Fail a leased job (retried after backoff unless not `retryable` or
    * out of attempts).

@@ -12,7 +12,7 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 use napi::bindgen_prelude::{
-    AsyncTask, Either, Env, Object, Status, ToNapiValue, TypeName, Undefined, Unknown,
+    AsyncTask, Either, Env, Float64Array, Object, Status, ToNapiValue, TypeName, Undefined, Unknown,
 };
 use napi::{sys, JsValue, Task};
 use napi_derive::napi;
@@ -204,6 +204,35 @@ fn token(id: &str, generation: i64) -> Result<LeaseToken, Failure> {
         id: id.parse::<JobId>()?,
         generation,
     })
+}
+
+/// Lease tokens sent as two values instead of 2n: the ids joined with `,`
+/// and the generations as a `Float64Array` (one napi call each, not one
+/// per element: JS-thread time is what batch calls spend most).
+fn tokens(ids: &str, generations: &[f64]) -> Result<Vec<LeaseToken>, Failure> {
+    if ids.is_empty() && generations.is_empty() {
+        return Ok(Vec::new());
+    }
+    let parts: Vec<&str> = ids.split(',').collect();
+    if parts.len() != generations.len() {
+        return Err(Failure::Invalid(format!(
+            "malformed lease tokens: {} ids for {} generations (an id with a comma?)",
+            parts.len(),
+            generations.len()
+        )));
+    }
+    parts
+        .into_iter()
+        .zip(generations)
+        .map(|(id, g)| {
+            if g.fract() != 0.0 || !g.is_finite() {
+                return Err(Failure::Invalid(format!(
+                    "malformed lease: generation {g} is not an integer"
+                )));
+            }
+            token(id, *g as i64)
+        })
+        .collect()
 }
 
 fn items(env: &Env, v: &Unknown, what: &str) -> Result<Vec<sys::napi_value>, Failure> {
@@ -442,21 +471,17 @@ impl NativeQueue {
         Ok(promise)
     }
 
-    /// Renew leases: per lease, true when renewed, false when it is lost.
+    /// Renew leases (`ids` joined with `,`): per lease, true when renewed,
+    /// false when it is lost.
     #[napi(ts_return_type = "Promise<boolean[]>")]
     pub fn extend(
         &self,
         env: Env,
-        ids: Vec<String>,
-        generations: Vec<i64>,
+        ids: String,
+        generations: Float64Array,
         worker_id: String,
     ) -> napi::Result<AsyncTask<Op<Vec<bool>, Vec<bool>>>> {
-        let tokens = ids
-            .iter()
-            .zip(&generations)
-            .map(|(id, g)| token(id, *g))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|f| to_js(&env, f))?;
+        let tokens = tokens(&ids, &generations).map_err(|f| to_js(&env, f))?;
         let q = self.q.clone();
         Ok(Op::task(
             move || {
@@ -492,29 +517,26 @@ impl NativeQueue {
         ))
     }
 
-    /// Complete many leased jobs in one call (each its own transition, in
+    /// Complete many leased jobs in one call (`ids` joined with `,`; each
+    /// its own transition, in
     /// order; not atomic). `results[i]` is job i's result (`undefined`: none).
     /// Per job: null when completed, else the code of why not (`ABORTED`
     /// for a lost lease, `NOT_FOUND`, `INVALID_ARGUMENT` for a result over
     /// the size limit). `CLOSED` or `STORAGE` rejects the call, with the
     /// jobs before it completed.
     #[napi(
-        ts_args_type = "ids: string[], generations: number[], results?: unknown[]",
+        ts_args_type = "ids: string, generations: Float64Array, results?: unknown[]",
         ts_return_type = "Promise<Array<string | null>>"
     )]
     pub fn complete_many(
         &self,
         env: Env,
-        ids: Vec<String>,
-        generations: Vec<i64>,
+        ids: String,
+        generations: Float64Array,
         results: Option<Unknown>,
     ) -> napi::Result<AsyncTask<Op<Outcomes, Outcomes>>> {
         let work = (|| {
-            if ids.len() != generations.len() {
-                return Err(Failure::Invalid(
-                    "completeMany: as many generations as ids".into(),
-                ));
-            }
+            let tokens = tokens(&ids, &generations)?;
             let results = match &results {
                 Some(r)
                     if !matches!(
@@ -523,7 +545,7 @@ impl NativeQueue {
                     ) =>
                 {
                     let items = items(&env, r, "results")?;
-                    if items.len() != ids.len() {
+                    if items.len() != tokens.len() {
                         return Err(Failure::Invalid(
                             "completeMany: as many results as jobs".into(),
                         ));
@@ -546,13 +568,8 @@ impl NativeQueue {
                         })
                         .collect::<Result<Vec<_>, Failure>>()?
                 }
-                _ => vec![None; ids.len()],
+                _ => vec![None; tokens.len()],
             };
-            let tokens = ids
-                .iter()
-                .zip(&generations)
-                .map(|(id, g)| token(id, *g))
-                .collect::<Result<Vec<_>, _>>()?;
             Ok((tokens, results))
         })()
         .map_err(|f| to_js(&env, f))?;
