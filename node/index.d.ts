@@ -44,12 +44,12 @@ export declare class NativeQueue {
    */
   enqueueMany(kinds: string | string[], payloads: unknown[], options?: Array<NativeEnqueueOptions | undefined | null>): Promise<string[]>
   /** Lease up to `max` ready jobs without waiting. */
-  leaseMany(workerId: string, max: number, kinds?: Array<string> | undefined | null, scopes?: Array<string> | undefined | null): Promise<Job[]>
+  leaseMany(workerId: string, max: number, kinds?: Array<string> | undefined | null, scopes?: Array<string> | undefined | null): Promise<LeasedBatch>
   /**
    * Lease up to `max` jobs, waiting up to `waitMs` for the first, on a
    * thread of its own; `cancel` ends the wait early.
    */
-  leaseWait(workerId: string, max: number, kinds: Array<string> | undefined | null, scopes: Array<string> | undefined | null, waitMs: number, cancel?: CancelToken | undefined | null): Promise<Job[]>
+  leaseWait(workerId: string, max: number, kinds: Array<string> | undefined | null, scopes: Array<string> | undefined | null, waitMs: number, cancel?: CancelToken | undefined | null): Promise<LeasedBatch>
   /**
    * Renew leases (`ids` joined with `,`): per lease, true when renewed,
    * false when it is lost.
@@ -137,6 +137,9 @@ export declare function errorCodes(): Array<string>
 /**
  * A leased job, as a worker sees it. Pass it back to `extend`, `complete`,
  * `fail` and `release`: its `id` and `generation` are the lease token.
+ *
+ * (Declared for its TypeScript type: leases cross the boundary as a
+ * [`LeasedBatch`], which lib/telha.js turns into these objects.)
  */
 export interface Job {
   /** The job's id (a UUIDv7 string). */
@@ -240,6 +243,19 @@ export interface KindOptions {
    * raises the kind's cap to at least itself).
    */
   backoff?: BackoffOptions
+}
+
+/**
+ * Leased jobs on their way to JS in three values instead of a dozen napi
+ * calls per job: the scalar fields as one JSON array (`meta`, built off the
+ * JS thread; `n` is each payload's length), every payload in one `Buffer`,
+ * and the decoded payloads by index (holes where a payload is not the
+ * convention). lib/telha.js assembles the `Job` objects.
+ */
+export interface LeasedBatch {
+  meta: string
+  payloads: Buffer
+  decoded: unknown[]
 }
 
 /** One page of `list`. */

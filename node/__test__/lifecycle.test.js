@@ -103,6 +103,27 @@ test('completeMany completes a batch and reports each lost lease as ABORTED', as
   await assert.rejects(q.completeMany([c], [1, 2]), { code: 'INVALID_ARGUMENT' })
 })
 
+test('a leased job carries its fields exactly, whatever the worker id holds', async (t) => {
+  const q = await openTemp(t)
+  const workerId = 'w "quoted" \\ back\nline\ttab \u0001 ✓ 𝄞'
+  const ids = await q.enqueueMany([['embed', Buffer.from('raw')], ['ingest:pdf', { n: 1 }], ['embed', Buffer.alloc(0)]])
+  const jobs = await q.leaseMany(workerId, 3)
+  assert.deepEqual(jobs.map((j) => j.id), ids)
+  assert.deepEqual(jobs.map((j) => j.workerId), [workerId, workerId, workerId])
+  assert.deepEqual(jobs[0].payload, Buffer.from('raw'))
+  assert.deepEqual(jobs[1].payload, { n: 1 })
+  assert.equal(jobs[1].kind, 'ingest:pdf')
+  assert.deepEqual(jobs[2].payloadBytes, Buffer.alloc(0))
+  for (const j of jobs) {
+    assert.equal(j.generation, 1)
+    assert.equal(j.attempts, 0)
+    assert.equal(j.priority, 128)
+    assert.ok(j.deadline > Date.now())
+    assert.equal(j.scope, '00000000-0000-0000-0000-000000000000')
+  }
+  assert.deepEqual(await q.extend(jobs, workerId), [true, true, true])
+})
+
 test('release hands a job back without spending an attempt', async (t) => {
   const q = await openTemp(t)
   const id = await q.enqueue('embed', 'x')

@@ -115,6 +115,34 @@ function tokens (jobs, name) {
   return { ids: ids.join(','), gens, count: jobs.length }
 }
 
+/** The `Job` objects of a native `LeasedBatch` (meta JSON + one payload Buffer + decoded values). */
+function jobsFrom (batch) {
+  const meta = JSON.parse(batch.meta)
+  const { payloads, decoded } = batch
+  const jobs = new Array(meta.length)
+  let off = 0
+  for (let i = 0; i < meta.length; i++) {
+    const m = meta[i]
+    const bytes = payloads.subarray(off, off + m.n)
+    off += m.n
+    const value = decoded[i]
+    jobs[i] = {
+      id: m.id,
+      kind: m.kind,
+      scope: m.scope,
+      payload: value === undefined ? bytes : value,
+      payloadBytes: bytes,
+      attempts: m.attempts,
+      maxAttempts: m.maxAttempts,
+      generation: m.generation,
+      deadline: m.deadline,
+      priority: m.priority,
+      workerId: m.workerId
+    }
+  }
+  return jobs
+}
+
 /**
  * An open store. Every method that touches the store returns a Promise and
  * runs off the event loop. See telha.d.ts for the documentation.
@@ -194,9 +222,9 @@ class Queue {
     const signal = o.signal
     if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) throw typeError('signal must be an AbortSignal')
     if (!signal) {
-      return waitMs > 0
+      return jobsFrom(await (waitMs > 0
         ? this.#native.leaseWait(workerId, max, kinds, scopes, waitMs, null)
-        : this.#native.leaseMany(workerId, max, kinds, scopes)
+        : this.#native.leaseMany(workerId, max, kinds, scopes)))
     }
     // The signal cancels the native wait; a job already taken is still
     // returned (never dropped while leased).
@@ -205,7 +233,7 @@ class Queue {
     const onAbort = () => cancel.cancel()
     signal.addEventListener('abort', onAbort, { once: true })
     try {
-      return await this.#native.leaseWait(workerId, max, kinds, scopes, waitMs, cancel)
+      return jobsFrom(await this.#native.leaseWait(workerId, max, kinds, scopes, waitMs, cancel))
     } finally {
       signal.removeEventListener('abort', onAbort)
     }

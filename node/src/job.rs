@@ -6,11 +6,18 @@ use std::collections::HashMap;
 
 use napi_derive::napi;
 
-use crate::payload::{Bytes, Payload};
+use crate::payload::{value_to_js, Bytes, Payload};
+use napi::bindgen_prelude::{ToNapiValue, TypeName};
+use napi::{sys, ValueType};
+use telha_jobs::payload::Value;
 
 /// A leased job, as a worker sees it. Pass it back to `extend`, `complete`,
 /// `fail` and `release`: its `id` and `generation` are the lease token.
+///
+/// (Declared for its TypeScript type: leases cross the boundary as a
+/// [`LeasedBatch`], which lib/telha.js turns into these objects.)
 #[napi(object, object_from_js = false)]
+#[allow(dead_code)]
 pub struct Job {
     /// The job's id (a UUIDv7 string).
     pub id: String,
@@ -38,25 +45,6 @@ pub struct Job {
     pub priority: u32,
     /// The worker the lease was granted to.
     pub worker_id: String,
-}
-
-impl Job {
-    /// Convert a core job (call off the JS thread: the payload is decoded here).
-    pub fn from_core(j: telha_jobs::Job) -> Self {
-        Job {
-            id: j.id.to_string(),
-            kind: j.kind,
-            scope: j.scope.to_string(),
-            payload_bytes: Bytes(j.payload.clone()),
-            payload: Payload::new(j.payload),
-            attempts: j.attempts,
-            max_attempts: j.max_attempts,
-            generation: j.generation as i64,
-            deadline: j.deadline as i64,
-            priority: j.priority as u32,
-            worker_id: j.worker_id,
-        }
-    }
 }
 
 /// One entry of a job's event log.
@@ -242,4 +230,99 @@ pub struct Enqueued {
     pub id: String,
     /// False when the idempotency key matched an existing job.
     pub created: bool,
+}
+
+/// Leased jobs on their way to JS in three values instead of a dozen napi
+/// calls per job: the scalar fields as one JSON array (`meta`, built off the
+/// JS thread; `n` is each payload's length), every payload in one `Buffer`,
+/// and the decoded payloads by index (holes where a payload is not the
+/// convention). lib/telha.js assembles the `Job` objects.
+#[napi(object, object_from_js = false)]
+pub struct LeasedBatch {
+    pub meta: String,
+    #[napi(ts_type = "Buffer")]
+    pub payloads: Bytes,
+    #[napi(ts_type = "unknown[]")]
+    pub decoded: Decoded,
+}
+
+impl LeasedBatch {
+    /// Build the batch (call off the JS thread).
+    pub fn from_core(jobs: Vec<telha_jobs::Job>) -> Self {
+        use std::fmt::Write;
+        let mut meta = String::with_capacity(jobs.len() * 240 + 2);
+        let mut payloads = Vec::with_capacity(jobs.iter().map(|j| j.payload.len()).sum());
+        let mut decoded = Vec::with_capacity(jobs.len());
+        meta.push('[');
+        for (i, j) in jobs.into_iter().enumerate() {
+            if i > 0 {
+                meta.push(',');
+            }
+            let _ = write!(
+                meta,
+                "{{\"id\":\"{}\",\"kind\":\"{}\",\"scope\":\"{}\",\"attempts\":{},\"maxAttempts\":{},\"generation\":{},\"deadline\":{},\"priority\":{},\"n\":{},\"workerId\":",
+                j.id, j.kind, j.scope, j.attempts, j.max_attempts, j.generation, j.deadline, j.priority, j.payload.len()
+            );
+            json_string(&mut meta, &j.worker_id);
+            meta.push('}');
+            decoded.push(telha_jobs::payload::decode(&j.payload));
+            payloads.extend_from_slice(&j.payload);
+        }
+        meta.push(']');
+        LeasedBatch {
+            meta,
+            payloads: Bytes(payloads),
+            decoded: Decoded(decoded),
+        }
+    }
+}
+
+/// `s` as a JSON string literal (kinds and ids never need escaping; worker
+/// ids are the caller's text).
+fn json_string(out: &mut String, s: &str) {
+    use std::fmt::Write;
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Decoded payloads by index; `None` leaves a hole.
+pub struct Decoded(Vec<Option<Value>>);
+
+impl TypeName for Decoded {
+    fn type_name() -> &'static str {
+        "unknown[]"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Object
+    }
+}
+
+impl ToNapiValue for Decoded {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        let mut arr = std::ptr::null_mut();
+        napi::check_status!(
+            unsafe { sys::napi_create_array_with_length(env, val.0.len(), &mut arr) },
+            "creating the decoded payloads"
+        )?;
+        for (i, v) in val.0.into_iter().enumerate() {
+            if let Some(v) = v {
+                let e = unsafe { value_to_js(env, v) }?;
+                napi::check_status!(
+                    unsafe { sys::napi_set_element(env, arr, i as u32, e) },
+                    "setting a decoded payload"
+                )?;
+            }
+        }
+        Ok(arr)
+    }
 }

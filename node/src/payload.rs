@@ -311,7 +311,7 @@ macro_rules! check {
 
 /// Build the JS value of `v`: maps become plain objects, binary a `Buffer`,
 /// integers a number when exact, else a `BigInt`.
-unsafe fn value_to_js(env: sys::napi_env, v: Value) -> napi::Result<sys::napi_value> {
+pub(crate) unsafe fn value_to_js(env: sys::napi_env, v: Value) -> napi::Result<sys::napi_value> {
     let mut out = ptr::null_mut();
     match v {
         Value::Nil => check!(unsafe { sys::napi_get_null(env, &mut out) }),

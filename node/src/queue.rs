@@ -23,7 +23,7 @@ use telha_jobs::{
 
 use crate::config::{self, OpenOptions};
 use crate::errors::{core_to_js, to_js, Failure};
-use crate::job::{CorruptRecord, Enqueued, Job, JobInfo, ListPage, ReapReport, Stats};
+use crate::job::{CorruptRecord, Enqueued, JobInfo, LeasedBatch, ListPage, ReapReport, Stats};
 use crate::payload;
 
 type Work<T> = Box<dyn FnOnce() -> Result<T, Failure> + Send>;
@@ -400,7 +400,7 @@ impl NativeQueue {
     }
 
     /// Lease up to `max` ready jobs without waiting.
-    #[napi(ts_return_type = "Promise<Job[]>")]
+    #[napi(ts_return_type = "Promise<LeasedBatch>")]
     pub fn lease_many(
         &self,
         env: Env,
@@ -408,13 +408,13 @@ impl NativeQueue {
         max: u32,
         kinds: Option<Vec<String>>,
         scopes: Option<Vec<String>>,
-    ) -> napi::Result<AsyncTask<Op<Vec<Job>, Vec<Job>>>> {
+    ) -> napi::Result<AsyncTask<Op<LeasedBatch, LeasedBatch>>> {
         let opts = lease_options(kinds, scopes).map_err(|f| to_js(&env, f))?;
         let q = self.q.clone();
         Ok(Op::task(
             move || {
                 let jobs = q.lease_many(&worker_id, max as usize, &opts)?;
-                Ok(jobs.into_iter().map(Job::from_core).collect())
+                Ok(LeasedBatch::from_core(jobs))
             },
             |v| v,
         ))
@@ -422,7 +422,7 @@ impl NativeQueue {
 
     /// Lease up to `max` jobs, waiting up to `waitMs` for the first, on a
     /// thread of its own; `cancel` ends the wait early.
-    #[napi(ts_return_type = "Promise<Job[]>")]
+    #[napi(ts_return_type = "Promise<LeasedBatch>")]
     #[allow(clippy::too_many_arguments)]
     pub fn lease_wait<'env>(
         &self,
@@ -443,8 +443,8 @@ impl NativeQueue {
         }
         opts.wait = Some(Duration::from_micros((wait_ms * 1000.0) as u64));
         opts.cancel = cancel.map(|c| c.inner.clone());
-        type Resolve = Box<dyn FnOnce(Env) -> napi::Result<Vec<Job>> + Send>;
-        let (deferred, promise) = env.create_deferred::<Vec<Job>, Resolve>()?;
+        type Resolve = Box<dyn FnOnce(Env) -> napi::Result<LeasedBatch> + Send>;
+        let (deferred, promise) = env.create_deferred::<LeasedBatch, Resolve>()?;
         let q = self.q.clone();
         std::thread::Builder::new()
             .name("telha-lease-wait".into())
@@ -457,7 +457,7 @@ impl NativeQueue {
                         "internal error: the core panicked (a bug; please report it)".into(),
                     ))
                 })
-                .map(|v| v.into_iter().map(Job::from_core).collect::<Vec<_>>());
+                .map(LeasedBatch::from_core);
                 deferred.resolve(Box::new(move |env: Env| r.map_err(|e| core_to_js(&env, e))));
             })
             .map_err(|e| {
