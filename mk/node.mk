@@ -13,6 +13,8 @@ NODE_STAMP := node/node_modules/.package-lock.json
 .PHONY: node-build test-node bench-node install-node
 
 $(NODE_STAMP): node/package.json node/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is missing: installing Debian's npm"; \
+		apt-get update -qq && apt-get install -y -qq npm; }
 	cd node && npm ci --no-audit --no-fund
 
 node-build: $(NODE_STAMP)
