@@ -44,7 +44,8 @@ class Worker extends EventEmitter {
   #refillAt
   #pollMs
   #heartbeatMs
-  #active = new Map() // job id -> entry
+  #active = new Map() // job id -> entry, while its lease is held
+  #busy = 0 // handlers running (what `concurrency` bounds)
   #stopping = false
   #poll = null
   #running = null
@@ -111,10 +112,12 @@ class Worker extends EventEmitter {
   async #loop () {
     try {
       while (!this.#stopping) {
-        const free = this.#concurrency - this.#active.size
+        // A slot frees when its handler returns: the next lease overlaps
+        // the previous jobs' completion round trip.
+        const free = this.#concurrency - this.#busy
         // Refill in batches: with jobs still running, wait until a quarter
         // of the slots are free rather than leasing one job per completion.
-        if (free <= 0 || (this.#active.size > 0 && free < this.#refillAt)) {
+        if (free <= 0 || (this.#busy > 0 && free < this.#refillAt)) {
           await this.#slotFree()
           continue
         }
@@ -158,16 +161,33 @@ class Worker extends EventEmitter {
     const settled = deferred()
     const entry = {
       job,
-      ctl: new AbortController(),
+      ctl: null, // created when the handler reads its signal
+      abortReason: null,
       ttl: Math.max(1, job.deadline - Date.now()),
       lost: false,
       released: false,
       releasing: null,
+      finished: false,
       settled
     }
     this.#active.set(job.id, entry)
+    this.#busy++
     this.#scheduleBeat()
     this.#runJob(entry)
+  }
+
+  /** The handler's signal, made on first use (most handlers never look). */
+  static #signal (entry) {
+    if (!entry.ctl) {
+      entry.ctl = new AbortController()
+      if (entry.abortReason) entry.ctl.abort(entry.abortReason)
+    }
+    return entry.ctl.signal
+  }
+
+  static #abort (entry, reason) {
+    entry.abortReason = reason
+    if (entry.ctl) entry.ctl.abort(reason)
   }
 
   async #runJob (entry) {
@@ -176,11 +196,19 @@ class Worker extends EventEmitter {
     let result
     let error
     try {
-      result = await this.#handler(job, { signal: entry.ctl.signal, workerId: this.#workerId, queue: this.#queue })
+      const context = {
+        get signal () { return Worker.#signal(entry) },
+        workerId: this.#workerId,
+        queue: this.#queue
+      }
+      result = await this.#handler(job, context)
       ok = true
     } catch (e) {
       error = e
     }
+    entry.finished = true
+    this.#busy--
+    this.#wakeSlot()
     try {
       if (entry.released) {
         await entry.releasing // the result is dropped: the job went back to pending
@@ -286,7 +314,7 @@ class Worker extends EventEmitter {
 
   #lose (entry) {
     entry.lost = true
-    entry.ctl.abort(abortError(`lease lost: job ${entry.job.id} was reaped or leased by another worker; stop working on it`, 'ABORTED'))
+    Worker.#abort(entry, abortError(`lease lost: job ${entry.job.id} was reaped or leased by another worker; stop working on it`, 'ABORTED'))
   }
 
   #releaseOne (job) {
@@ -298,9 +326,9 @@ class Worker extends EventEmitter {
   /** Graceful stop, after the grace period: hand back every job still running. */
   #releaseAll () {
     for (const entry of this.#active.values()) {
-      if (entry.released || entry.lost) continue
+      if (entry.released || entry.lost || entry.finished) continue
       entry.released = true
-      entry.ctl.abort(abortError(`worker ${this.#workerId} is stopping; job ${entry.job.id} was released`, 'RELEASED'))
+      Worker.#abort(entry, abortError(`worker ${this.#workerId} is stopping; job ${entry.job.id} was released`, 'RELEASED'))
       entry.releasing = this.#queue.release(entry.job)
         .catch((e) => { if (!e || e.code !== 'ABORTED') this.#report(e) })
         .finally(() => entry.settled.resolve())

@@ -34,7 +34,7 @@ pub unsafe fn bytes_from_js(
     if let Some(b) = unsafe { byte_view(env, v) } {
         return Ok(b.to_vec());
     }
-    let protos = unsafe { Protos::new(env) }?;
+    let protos = Protos::new();
     let value = unsafe { value_from_js(env, v, 0, &what(), &protos) }?;
     payload::encode(&value).map_err(Failure::Core)
 }
@@ -80,13 +80,29 @@ fn slice<'a>(data: *const u8, len: usize) -> &'a [u8] {
     }
 }
 
-/// `Object.prototype`, to tell plain objects from class instances.
+/// `Object.prototype`, to tell plain objects from class instances; read on
+/// first need (scalars and arrays never need it).
 struct Protos {
-    object: sys::napi_value,
+    object: std::cell::Cell<Option<sys::napi_value>>,
 }
 
 impl Protos {
-    unsafe fn new(env: sys::napi_env) -> Result<Self, Failure> {
+    fn new() -> Self {
+        Protos {
+            object: std::cell::Cell::new(None),
+        }
+    }
+
+    unsafe fn object(&self, env: sys::napi_env) -> Result<sys::napi_value, Failure> {
+        if let Some(o) = self.object.get() {
+            return Ok(o);
+        }
+        let o = unsafe { Self::read(env) }?;
+        self.object.set(Some(o));
+        Ok(o)
+    }
+
+    unsafe fn read(env: sys::napi_env) -> Result<sys::napi_value, Failure> {
         let mut global = ptr::null_mut();
         let mut object = ptr::null_mut();
         let mut proto = ptr::null_mut();
@@ -100,7 +116,7 @@ impl Protos {
         if !ok {
             return Err(Failure::Invalid("cannot read Object.prototype".into()));
         }
-        Ok(Protos { object: proto })
+        Ok(proto)
     }
 }
 
@@ -235,7 +251,8 @@ unsafe fn object_from_js(
     unsafe { sys::napi_get_prototype(env, v, &mut proto) };
     let mut plain = type_of(env, proto) == ValueType::Null;
     if !plain {
-        unsafe { sys::napi_strict_equals(env, proto, protos.object, &mut plain) };
+        let object = unsafe { protos.object(env) }?;
+        unsafe { sys::napi_strict_equals(env, proto, object, &mut plain) };
     }
     if !plain {
         return Err(Failure::Type(format!(
