@@ -268,7 +268,7 @@ export interface WorkerOptions {
   kinds?: string | string[]
   /** Scopes to take from. */
   scope?: string | string[]
-  /** Jobs run at once (default 1). */
+  /** Handlers run at once (default 1). */
   concurrency?: number
   /** How long one idle lease call waits for work (default 1,000 ms). */
   pollMs?: number
@@ -293,7 +293,7 @@ export declare class Worker extends EventEmitter {
   readonly workerId: string
   /** Whether `run()` is in progress. */
   readonly running: boolean
-  /** Jobs whose handlers are running. */
+  /** Jobs this worker holds a lease on: handlers running, or results being recorded. */
   readonly activeJobs: number
   /**
    * Lease and run jobs until `stop()`. Resolves once stopped and every job
