@@ -1,0 +1,98 @@
+'use strict'
+// Wrong argument types get a TypeError (code INVALID_ARGUMENT), bad values an
+// INVALID_ARGUMENT error with a clear message; the process and the store carry on.
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { Queue, Worker } = require('..')
+const { openTemp, tempStore } = require('./helpers.js')
+
+const isTypeError = (pattern) => (e) => {
+  assert.ok(e instanceof TypeError, `expected a TypeError, got ${e && e.name}: ${e && e.message}`)
+  assert.equal(e.code, 'INVALID_ARGUMENT')
+  assert.match(e.message, pattern)
+  return true
+}
+const isInvalid = (pattern) => (e) => {
+  assert.ok(e instanceof Error)
+  assert.equal(e.code, 'INVALID_ARGUMENT', `${e.name}: ${e.message}`)
+  assert.match(e.message, pattern)
+  return true
+}
+
+test('wrong argument types are TypeErrors, as rejected Promises', async (t) => {
+  const q = await openTemp(t)
+  await assert.rejects(q.enqueue(42, {}), isTypeError(/kind must be a string, got number/))
+  await assert.rejects(q.enqueue('embed', {}, 'soon'), isTypeError(/enqueue options must be an object/))
+  await assert.rejects(q.enqueue('embed', {}, { priority: 'high' }), isTypeError(/priority must be a number/))
+  await assert.rejects(q.enqueue('embed', {}, { delay: 5 }), isTypeError(/unknown option "delay"/))
+  await assert.rejects(q.enqueue('embed', () => 1), isTypeError(/a function cannot be encoded/))
+  await assert.rejects(q.enqueue('embed', { when: new Date() }), isTypeError(/payload\.when: only plain objects/))
+  await assert.rejects(q.enqueue('embed', new Map()), isTypeError(/only plain objects/))
+  await assert.rejects(q.enqueue('embed', [Symbol('s')]), isTypeError(/payload\[0\]: a symbol/))
+  await assert.rejects(q.enqueueMany('embed'), isTypeError(/enqueueMany takes an array/))
+  await assert.rejects(q.enqueueMany([['embed', 1], 7]), isTypeError(/items\[1\]/))
+  await assert.rejects(q.leaseNext(), isTypeError(/workerId must be a string, got undefined/))
+  await assert.rejects(q.leaseNext('w', { kinds: 7 }), isTypeError(/kinds must be a string or an array/))
+  await assert.rejects(q.leaseNext('w', { signal: {} }), isTypeError(/signal must be an AbortSignal/))
+  await assert.rejects(q.leaseNext('w', { waitMs: '1s' }), isTypeError(/waitMs must be a number/))
+  await assert.rejects(q.complete({ id: 'x' }), isTypeError(/leased job/))
+  await assert.rejects(q.complete(null), isTypeError(/leased job/))
+  await assert.rejects(q.extend('job', 'w'), isTypeError(/array of leased jobs/))
+  await assert.rejects(q.fail({ id: 'x', generation: 1 }, 5), isTypeError(/reason must be a string/))
+  await assert.rejects(q.get(123), isTypeError(/id must be a string/))
+  await assert.rejects(q.list({ limit: '10' }), isTypeError(/limit must be a number/))
+  await assert.rejects(Queue.open(null), isTypeError(/path must be a string/))
+  await assert.rejects(Queue.open(tempStore(t), { leaseTtl: 5 }), isTypeError(/unknown option "leaseTtl"/))
+  assert.throws(() => new Worker(q, 'not a function'), isTypeError(/handler function/))
+  assert.throws(() => new Worker({}, async () => {}), isTypeError(/Queue/))
+  assert.throws(() => new Worker(q, async () => {}, { concurrency: 'many' }), isTypeError(/concurrency must be a number/))
+})
+
+test('bad values are INVALID_ARGUMENT with a message naming the rule', async (t) => {
+  const q = await openTemp(t, { maxPayloadBytes: 1024 })
+  await assert.rejects(q.enqueue('Embed', 1), isInvalid(/kind "Embed" has 'E'/))
+  await assert.rejects(q.enqueue('', 1), isInvalid(/kind must be 1 to 64 bytes/))
+  await assert.rejects(q.enqueue('system:gc', 1, { scope: '7c1e4a52-3f00-4c6e-9a51-0d8f4f3a9b10' }), isInvalid(/system/))
+  await assert.rejects(q.enqueue('embed', Buffer.alloc(2048)), isInvalid(/payload/))
+  await assert.rejects(q.enqueue('embed', 1, { scope: 'tenant-7' }), isInvalid(/malformed scope "tenant-7"/))
+  await assert.rejects(q.enqueue('embed', 1, { priority: 256 }), isInvalid(/priority must be an integer from 0 to 255/))
+  await assert.rejects(q.enqueue('embed', 1, { delayMs: -5 }), isInvalid(/delayMs/))
+  await assert.rejects(q.enqueue('embed', 1, { maxAttempts: 0 }), isInvalid(/max_attempts/))
+  await assert.rejects(q.enqueue('embed', 2n ** 70n), isInvalid(/BigInt outside the 64-bit range/))
+  const cyclic = {}
+  cyclic.self = cyclic
+  await assert.rejects(q.enqueue('embed', cyclic), isInvalid(/deeper than 256 levels/))
+  await assert.rejects(q.leaseNext('w', { kinds: 'ingest:pdf:*' }), isInvalid(/family/))
+  await assert.rejects(q.leaseMany('w', 0), isInvalid(/max must be an integer from 1 to 10000/))
+  await assert.rejects(q.leaseNext(''), isInvalid(/worker id/))
+  await assert.rejects(q.get('not-a-uuid'), isInvalid(/malformed job id "not-a-uuid"/))
+  await assert.rejects(q.complete({ id: 'nope', generation: 1 }), isInvalid(/malformed job id/))
+  await assert.rejects(q.complete({ id: '01a2299c-e422-77dd-bb54-61ab0316bf4b', generation: -1 }), isInvalid(/generation/))
+  await assert.rejects(q.extend([{ id: 'a,b', generation: 1 }], 'w'), isInvalid(/malformed lease tokens/))
+  await assert.rejects(q.completeMany([{ id: 'x', generation: 1.5 }]), isInvalid(/generation must be an integer/))
+  await assert.rejects(q.list({ state: 'done' }), isInvalid(/unknown state "done"/))
+  await assert.rejects(q.list({ after: 'zz' }), isInvalid(/./))
+  await assert.rejects(Queue.open(tempStore(t), { leaseTtlMs: -1 }), isInvalid(/leaseTtlMs/))
+  await assert.rejects(Queue.open(tempStore(t), { backoff: { factor: 0.5 } }), isInvalid(/factor/))
+  await assert.rejects(Queue.open(tempStore(t), { configFile: '/nonexistent/telha.toml' }), isInvalid(/cannot read config file/))
+  // One bad item rejects the whole batch: nothing was enqueued.
+  await assert.rejects(q.enqueueMany([['embed', 1], ['BAD', 2]]), isInvalid(/kind "BAD"/))
+  // After all of that the store still works.
+  const stats = await q.stats()
+  assert.equal(stats.total.pending, 0)
+  const id = await q.enqueue('embed', { fine: true })
+  const job = await q.leaseNext('w')
+  assert.equal(job.id, id)
+  await q.complete(job)
+})
+
+test('the same store opened twice in one process shares the engine; a different config is INVALID_ARGUMENT', async (t) => {
+  const path = tempStore(t)
+  const a = await Queue.open(path, { reaperIntervalMs: 0 })
+  t.after(() => a.close())
+  const b = await Queue.open(path, { reaperIntervalMs: 0 })
+  t.after(() => b.close())
+  const id = await a.enqueue('embed', 1)
+  assert.equal((await b.get(id)).id, id)
+  await assert.rejects(Queue.open(path, { reaperIntervalMs: 0, maxAttempts: 9 }), { code: 'INVALID_ARGUMENT' })
+})

@@ -1,0 +1,54 @@
+// Compiled by types.test.js with `tsc --noEmit --strict`: the package's types
+// must describe this program, and reject the misuses marked @ts-expect-error.
+import { Queue, Worker, Permanent, ErrorCode, encodePayload, type Job, type JobInfo, type TelhaError } from 'telha-jobs'
+
+async function main (): Promise<void> {
+  const q: Queue = await Queue.open('./telha-data', {
+    leaseTtlMs: 60_000,
+    backoff: { baseMs: 1000 },
+    kinds: { 'ingest:pdf': { leaseTtlMs: 600_000, backoff: { baseMs: 7_200_000 } } },
+    completedRetentionMs: false
+  })
+  const id: string = await q.enqueue('ingest:pdf', { doc: 's3://b/a.pdf', pages: [1, 2] }, { priority: 10, runAt: new Date() })
+  const ids: string[] = await q.enqueueMany([['embed', Buffer.from('x')], { kind: 'embed', payload: null, delayMs: 5 }])
+  const ac = new AbortController()
+  const job: Job | null = await q.leaseNext('w', { kinds: 'ingest:*', waitMs: 5000, signal: ac.signal })
+  if (job) {
+    const renewed: boolean[] = await q.extend([job], 'w')
+    if (renewed[0]) await q.complete(job, { ok: true })
+    else await q.fail(job, new Error('lost'), { retryable: false })
+  }
+  const jobs: Job[] = await q.leaseMany('w', 10)
+  const info: JobInfo | null = await q.get(id)
+  const state: 'pending' | 'leased' | 'failed' | 'completed' | 'dead' | undefined = info?.state
+  const page = await q.list({ state: 'dead', limit: 10 })
+  const n: number = page.jobs.length + (await q.stats()).total.pending + jobs.length + ids.length
+  const text: string = await q.metrics()
+  const w = new Worker(q, async (j, { signal }) => {
+    if (signal.aborted) throw new Permanent('stopped')
+    return { kind: j.kind }
+  }, { concurrency: 4, kinds: ['embed'] })
+  w.on('failed', (_j: Job, e: unknown) => console.log(e))
+  const running: Promise<void> = w.run()
+  await w.stop({ graceMs: 1000 })
+  await running
+  try {
+    await q.retry(id)
+  } catch (e) {
+    const code = (e as TelhaError).code
+    if (code === ErrorCode.NOT_FOUND) console.log('gone')
+  }
+  console.log(state, n, text, encodePayload({ a: 1 }).length)
+  await q.close()
+
+  // @ts-expect-error kind must be a string
+  await q.enqueue(5, {})
+  // @ts-expect-error unknown option
+  await q.enqueue('embed', {}, { delay: 5 })
+  // @ts-expect-error extend takes leased jobs
+  await q.extend(['id'], 'w')
+  // @ts-expect-error no public constructor
+  void new Queue()
+}
+
+void main

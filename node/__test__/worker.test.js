@@ -1,0 +1,163 @@
+'use strict'
+// The Worker: heartbeats, completion, failure, lease loss, graceful stop.
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { Worker, Permanent } = require('..')
+const { openTemp, sleep } = require('./helpers.js')
+
+test("the Worker's heartbeats keep a long job leased past its TTL", async (t) => {
+  // TTL 300 ms, a background reaper every 50 ms, a 1.5 s job: without
+  // heartbeats the lease would be reaped 5 times over.
+  const q = await openTemp(t, { leaseTtlMs: 300, reaperIntervalMs: 50 })
+  const id = await q.enqueue('embed', { doc: 'long' })
+  let aborted = false
+  const w = new Worker(q, async (job, { signal }) => {
+    signal.addEventListener('abort', () => { aborted = true })
+    await sleep(1500)
+    return { pages: 3 }
+  }, { workerId: 'steady' })
+  const done = new Promise((resolve) => w.once('completed', (job, result) => resolve({ job, result })))
+  const run = w.run()
+  const { job, result } = await done
+  await w.stop()
+  await run
+  assert.equal(job.id, id)
+  assert.deepEqual(result, { pages: 3 })
+  assert.equal(aborted, false, 'the handler was told its lease was lost')
+  const info = await q.get(id)
+  assert.equal(info.state, 'completed')
+  assert.equal(info.attempts, 0, 'the lease never expired')
+  assert.equal(info.generation, 1, 'the job was leased once')
+  assert.ok(!info.events.some((e) => e.transition === 'lease_expired'))
+  assert.deepEqual(info.result, { pages: 3 })
+})
+
+test('a throw fails the job for a retry; a Permanent error fails it for good', async (t) => {
+  const q = await openTemp(t, { backoff: { baseMs: 1, capMs: 1 } })
+  const flaky = await q.enqueue('embed', { flaky: true })
+  const poison = await q.enqueue('embed', { flaky: false })
+  let flakyCalls = 0
+  const w = new Worker(q, async (job) => {
+    if (!job.payload.flaky) throw new Permanent('unsupported document')
+    flakyCalls++
+    if (flakyCalls === 1) throw new Error('temporary outage')
+    return 'ok'
+  }, { concurrency: 2, pollMs: 50 })
+  const failures = []
+  w.on('failed', (job, err) => failures.push([job.id, err.message]))
+  const completed = new Promise((resolve) => w.on('completed', resolve))
+  const run = w.run()
+  await completed
+  await w.stop()
+  await run
+  assert.equal((await q.get(flaky)).state, 'completed')
+  assert.equal((await q.get(flaky)).attempts, 1)
+  const dead = await q.get(poison)
+  assert.equal(dead.state, 'dead')
+  assert.equal(dead.attempts, 1, 'a Permanent error is not retried')
+  assert.match(dead.lastError, /Permanent: unsupported document/)
+  assert.deepEqual(failures.map((f) => f[1]).sort(), ['temporary outage', 'unsupported document'])
+})
+
+test("the handler's signal fires when its lease is lost", async (t) => {
+  const q = await openTemp(t, { leaseTtlMs: 200, backoff: { baseMs: 60000 } })
+  const id = await q.enqueue('embed', 'x')
+  let reason = null
+  const w = new Worker(q, async (job, { signal }) => {
+    // Heartbeats come too late for this TTL (400 ms > 200 ms), so the lease
+    // expires: reap it from under the worker, as the background reaper would.
+    await sleep(250)
+    await q.reap()
+    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
+    reason = signal.reason
+    return 'too late'
+  }, { heartbeatMs: 400 })
+  const lost = new Promise((resolve) => w.once('lost', resolve))
+  const run = w.run()
+  const job = await lost
+  await w.stop()
+  await run
+  assert.equal(job.id, id)
+  assert.equal(reason.code, 'ABORTED')
+  const info = await q.get(id)
+  assert.equal(info.state, 'pending', 'the late result was not recorded')
+  assert.equal(info.result, undefined)
+})
+
+test('graceful stop releases running jobs without spending attempts', async (t) => {
+  const q = await openTemp(t)
+  const ids = await q.enqueueMany([['embed', 1], ['embed', 2], ['embed', 3]])
+  let started = 0
+  const signals = []
+  const allStarted = new Promise((resolve) => {
+    const w = new Worker(q, (job, { signal }) => {
+      signals.push(signal)
+      if (++started === 3) resolve(w)
+      return new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
+    }, { concurrency: 3 })
+    t.after(() => w.stop({ graceMs: 0 }))
+    w.run()
+  })
+  const w = await allStarted
+  assert.equal(w.activeJobs, 3)
+  await w.stop({ graceMs: 100 })
+  assert.equal(w.running, false)
+  assert.ok(signals.every((s) => s.aborted), 'every handler was told to stop')
+  for (const id of ids) {
+    const info = await q.get(id)
+    assert.equal(info.state, 'pending', `job ${id} was not released`)
+    assert.equal(info.attempts, 0, 'a release spent an attempt')
+    assert.equal(info.events.at(-1).transition, 'released')
+  }
+})
+
+test('stop waits for running handlers inside the grace period', async (t) => {
+  const q = await openTemp(t)
+  const id = await q.enqueue('embed', 'x')
+  let begun
+  const started = new Promise((resolve) => { begun = resolve })
+  const w = new Worker(q, async () => { begun(); await sleep(200); return 'finished' })
+  const run = w.run()
+  await started
+  await w.stop({ graceMs: 10000 })
+  await run
+  const info = await q.get(id)
+  assert.equal(info.state, 'completed')
+  assert.equal(info.result, 'finished')
+})
+
+test('a Worker at concurrency 8 drains 500 jobs, each completed once', async (t) => {
+  const q = await openTemp(t)
+  await q.enqueueMany(Array.from({ length: 500 }, (_, i) => ['embed', { i }]))
+  const seen = new Map()
+  let inFlight = 0
+  let maxInFlight = 0
+  const w = new Worker(q, async (job) => {
+    inFlight++
+    maxInFlight = Math.max(maxInFlight, inFlight)
+    seen.set(job.payload.i, (seen.get(job.payload.i) ?? 0) + 1)
+    await sleep(1)
+    inFlight--
+    return job.payload.i
+  }, { concurrency: 8, pollMs: 50 })
+  let done = 0
+  const all = new Promise((resolve) => w.on('completed', () => { if (++done === 500) resolve() }))
+  const run = w.run()
+  await all
+  await w.stop()
+  await run
+  assert.equal(seen.size, 500)
+  assert.ok([...seen.values()].every((n) => n === 1))
+  assert.ok(maxInFlight <= 8)
+  assert.ok(maxInFlight > 1, 'jobs ran concurrently')
+  assert.equal((await q.stats()).total.completed, 500)
+})
+
+test('run() rejects with CLOSED when the queue is closed under it', async (t) => {
+  const q = await openTemp(t)
+  const w = new Worker(q, async () => {}, { pollMs: 5000 })
+  const run = w.run()
+  await sleep(50)
+  await q.close()
+  await assert.rejects(run, { code: 'CLOSED' })
+})

@@ -1,0 +1,312 @@
+'use strict'
+// telha-jobs for Node: the public API. The native layer (index.js, generated
+// by napi-rs) does the work off the event loop; this file checks argument
+// types (a TypeError with code INVALID_ARGUMENT, as a rejected Promise),
+// turns an AbortSignal into a native CancelToken, and shapes options.
+// Types and docs: telha.d.ts.
+
+const native = require('../index.js')
+const { Worker, Permanent } = require('./worker.js')
+const { typeError, invalid, str, optStr, optInt, optMs, optBool, strList, token } = require('./check.js')
+
+/** The stable error codes, in the core's order. */
+const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c, c])))
+
+const OPEN_KEYS = new Set([
+  'leaseTtlMs', 'reaperIntervalMs', 'maxAttempts', 'backoff', 'completedRetentionMs',
+  'syncWrites', 'maxPayloadBytes', 'kinds', 'configFile'
+])
+const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts'])
+const ITEM_KEYS = new Set(['kind', 'payload', ...ENQUEUE_KEYS])
+const LEASE_KEYS = new Set(['kinds', 'scope', 'waitMs', 'signal'])
+const LIST_KEYS = new Set(['state', 'scope', 'kind', 'limit', 'after'])
+
+/** Longest wait passed to the core (`Infinity` means this: about 31 years). */
+const WAIT_FOREVER_MS = 1e12
+
+function options (o, name, keys) {
+  if (o === undefined || o === null) return {}
+  if (typeof o !== 'object' || Array.isArray(o)) throw typeError(`${name} must be an object`)
+  for (const k of Object.keys(o)) {
+    if (!keys.has(k)) throw typeError(`${name}: unknown option ${JSON.stringify(k)} (known: ${[...keys].join(', ')})`)
+  }
+  return o
+}
+
+function backoffOptions (b, name) {
+  if (b === undefined || b === null) return undefined
+  options(b, name, new Set(['baseMs', 'factor', 'capMs']))
+  return {
+    baseMs: optMs(b.baseMs, `${name}.baseMs`),
+    factor: optNum(b.factor, `${name}.factor`),
+    capMs: optMs(b.capMs, `${name}.capMs`)
+  }
+}
+
+function optNum (v, name) {
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'number' || Number.isNaN(v)) throw typeError(`${name} must be a number`)
+  return v
+}
+
+function openOptions (o) {
+  o = options(o, 'Queue.open options', OPEN_KEYS)
+  let kinds
+  if (o.kinds !== undefined && o.kinds !== null) {
+    if (typeof o.kinds !== 'object' || Array.isArray(o.kinds)) throw typeError('kinds must map a kind to its overrides')
+    kinds = {}
+    for (const [kind, k] of Object.entries(o.kinds)) {
+      const at = `kinds[${JSON.stringify(kind)}]`
+      options(k, at, new Set(['leaseTtlMs', 'maxAttempts', 'backoff']))
+      kinds[kind] = {
+        leaseTtlMs: optMs(k.leaseTtlMs, `${at}.leaseTtlMs`),
+        maxAttempts: optInt(k.maxAttempts, `${at}.maxAttempts`, 0, 2 ** 32 - 1),
+        backoff: backoffOptions(k.backoff, `${at}.backoff`)
+      }
+    }
+  }
+  let retention = o.completedRetentionMs
+  if (retention === null || retention === false) retention = false
+  else if (retention !== undefined) retention = optMs(retention, 'completedRetentionMs')
+  return {
+    leaseTtlMs: optMs(o.leaseTtlMs, 'leaseTtlMs'),
+    reaperIntervalMs: optMs(o.reaperIntervalMs, 'reaperIntervalMs'),
+    maxAttempts: optInt(o.maxAttempts, 'maxAttempts', 0, 2 ** 32 - 1),
+    backoff: backoffOptions(o.backoff, 'backoff'),
+    completedRetentionMs: retention,
+    syncWrites: optBool(o.syncWrites, 'syncWrites'),
+    maxPayloadBytes: optInt(o.maxPayloadBytes, 'maxPayloadBytes', 0, Number.MAX_SAFE_INTEGER),
+    kinds,
+    configFile: optStr(o.configFile, 'configFile')
+  }
+}
+
+function enqueueOptions (o, name) {
+  if (o === undefined || o === null) return undefined
+  let runAt = o.runAt
+  if (runAt instanceof Date) runAt = runAt.getTime()
+  return {
+    scope: optStr(o.scope, `${name}.scope`),
+    priority: optInt(o.priority, `${name}.priority`, 0, 255),
+    delayMs: optMs(o.delayMs, `${name}.delayMs`),
+    runAt: optMs(runAt, `${name}.runAt`),
+    idempotencyKey: optStr(o.idempotencyKey, `${name}.idempotencyKey`),
+    maxAttempts: optInt(o.maxAttempts, `${name}.maxAttempts`, 0, 2 ** 32 - 1)
+  }
+}
+
+function leaseFilters (o) {
+  return {
+    kinds: o.kinds === undefined || o.kinds === null ? undefined : strList(o.kinds, 'kinds'),
+    scopes: o.scope === undefined || o.scope === null ? undefined : strList(o.scope, 'scope')
+  }
+}
+
+/** Lease tokens as the native side takes them: ids joined with ',', generations in a Float64Array. */
+function tokens (jobs, name) {
+  if (!Array.isArray(jobs)) throw typeError(`${name} must be an array of leased jobs`)
+  const ids = new Array(jobs.length)
+  const gens = new Float64Array(jobs.length)
+  for (let i = 0; i < jobs.length; i++) {
+    const t = token(jobs[i], `${name}[${i}]`)
+    ids[i] = t.id
+    gens[i] = t.generation
+  }
+  return { ids: ids.join(','), gens, count: jobs.length }
+}
+
+/** The `Job` objects of a native `LeasedBatch` (meta JSON + one payload Buffer + decoded values). */
+function jobsFrom (batch) {
+  const meta = JSON.parse(batch.meta)
+  const { payloads, decoded } = batch
+  const jobs = new Array(meta.length)
+  let off = 0
+  for (let i = 0; i < meta.length; i++) {
+    const m = meta[i]
+    const bytes = payloads.subarray(off, off + m.n)
+    off += m.n
+    const value = decoded[i]
+    jobs[i] = {
+      id: m.id,
+      kind: m.kind,
+      scope: m.scope,
+      payload: value === undefined ? bytes : value,
+      payloadBytes: bytes,
+      attempts: m.attempts,
+      maxAttempts: m.maxAttempts,
+      generation: m.generation,
+      deadline: m.deadline,
+      priority: m.priority,
+      workerId: m.workerId
+    }
+  }
+  return jobs
+}
+
+/**
+ * An open store. Every method that touches the store returns a Promise and
+ * runs off the event loop. See telha.d.ts for the documentation.
+ */
+class Queue {
+  #native
+
+  /** @private Use `Queue.open`. */
+  constructor (nativeQueue) {
+    if (!(nativeQueue instanceof native.NativeQueue)) throw typeError('use Queue.open(path, options) to open a queue')
+    this.#native = nativeQueue
+  }
+
+  static async open (path, opts) {
+    str(path, 'path')
+    return new Queue(await native.NativeQueue.open(path, openOptions(opts)))
+  }
+
+  get path () { return this.#native.path }
+  get closed () { return this.#native.closed }
+
+  async close () { await this.#native.close() }
+
+  async enqueue (kind, payload, opts) {
+    str(kind, 'kind')
+    const o = options(opts, 'enqueue options', ENQUEUE_KEYS)
+    const e = await this.#native.enqueue(kind, payload, enqueueOptions(o, 'options'))
+    return e.id
+  }
+
+  async enqueueMany (items) {
+    if (!Array.isArray(items)) throw typeError('enqueueMany takes an array of [kind, payload] pairs or { kind, payload, ...options } objects')
+    const kinds = new Array(items.length)
+    const payloads = new Array(items.length)
+    let opts
+    for (let i = 0; i < items.length; i++) {
+      const it = items[i]
+      if (Array.isArray(it)) {
+        if (it.length < 1 || it.length > 2) throw typeError(`items[${i}] must be a [kind, payload] pair`)
+        kinds[i] = str(it[0], `items[${i}][0] (kind)`)
+        payloads[i] = it[1]
+      } else if (it !== null && typeof it === 'object') {
+        options(it, `items[${i}]`, ITEM_KEYS)
+        kinds[i] = str(it.kind, `items[${i}].kind`)
+        payloads[i] = it.payload
+        const eo = enqueueOptions(it, `items[${i}]`)
+        if (Object.values(eo).some((v) => v !== undefined)) {
+          opts = opts || new Array(items.length).fill(undefined)
+          opts[i] = eo
+        }
+      } else {
+        throw typeError(`items[${i}] must be a [kind, payload] pair or a { kind, payload } object`)
+      }
+    }
+    // One kind for the whole batch (the common case) crosses as one string.
+    const one = kinds.length > 0 && kinds.every((k) => k === kinds[0])
+    return this.#native.enqueueMany(one ? kinds[0] : kinds, payloads, opts)
+  }
+
+  async leaseNext (workerId, opts) {
+    const jobs = await this.#lease(workerId, 1, opts)
+    return jobs.length ? jobs[0] : null
+  }
+
+  async leaseMany (workerId, max, opts) {
+    optInt(max, 'max', 1, 10000)
+    if (max === undefined || max === null) throw typeError('max must be an integer from 1 to 10000')
+    return this.#lease(workerId, max, opts)
+  }
+
+  async #lease (workerId, max, opts) {
+    str(workerId, 'workerId')
+    const o = options(opts, 'lease options', LEASE_KEYS)
+    const { kinds, scopes } = leaseFilters(o)
+    let waitMs = o.waitMs === Infinity ? WAIT_FOREVER_MS : optMs(o.waitMs, 'waitMs') ?? 0
+    if (waitMs > WAIT_FOREVER_MS) waitMs = WAIT_FOREVER_MS
+    const signal = o.signal
+    if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) throw typeError('signal must be an AbortSignal')
+    if (!signal) {
+      return jobsFrom(await (waitMs > 0
+        ? this.#native.leaseWait(workerId, max, kinds, scopes, waitMs, null)
+        : this.#native.leaseMany(workerId, max, kinds, scopes)))
+    }
+    // The signal cancels the native wait; a job already taken is still
+    // returned (never dropped while leased).
+    const cancel = new native.CancelToken()
+    if (signal.aborted) cancel.cancel()
+    const onAbort = () => cancel.cancel()
+    signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      return jobsFrom(await this.#native.leaseWait(workerId, max, kinds, scopes, waitMs, cancel))
+    } finally {
+      signal.removeEventListener('abort', onAbort)
+    }
+  }
+
+  async extend (jobs, workerId) {
+    const { ids, gens, count } = tokens(jobs, 'jobs')
+    str(workerId, 'workerId')
+    if (count === 0) return []
+    return this.#native.extend(ids, gens, workerId)
+  }
+
+  async complete (job, result) {
+    const t = token(job, 'job')
+    await this.#native.complete(t.id, t.generation, result)
+  }
+
+  async completeMany (jobs, results) {
+    const { ids, gens, count } = tokens(jobs, 'jobs')
+    if (results !== undefined && results !== null) {
+      if (!Array.isArray(results)) throw typeError('results must be an array (one result per job) or undefined')
+      if (results.length !== count) throw invalid(`results has ${results.length} entries for ${count} jobs`)
+    }
+    if (count === 0) return []
+    return this.#native.completeMany(ids, gens, results ?? undefined)
+  }
+
+  async fail (job, reason, opts) {
+    const t = token(job, 'job')
+    if (reason instanceof Error) reason = reason.message
+    str(reason, 'reason')
+    const o = options(opts, 'fail options', new Set(['retryable']))
+    const retryable = optBool(o.retryable, 'retryable') ?? true
+    await this.#native.fail(t.id, t.generation, reason, retryable)
+  }
+
+  async release (job) {
+    const t = token(job, 'job')
+    await this.#native.release(t.id, t.generation)
+  }
+
+  async retry (id) {
+    await this.#native.retry(str(id, 'id'))
+  }
+
+  async get (id) {
+    return this.#native.get(str(id, 'id'))
+  }
+
+  async list (opts) {
+    const o = options(opts, 'list options', LIST_KEYS)
+    return this.#native.list({
+      state: optStr(o.state, 'state'),
+      scope: optStr(o.scope, 'scope'),
+      kind: optStr(o.kind, 'kind'),
+      limit: optInt(o.limit, 'limit', 1, 10000),
+      after: optStr(o.after, 'after')
+    })
+  }
+
+  async reap () { return this.#native.reap() }
+  async stats () { return this.#native.stats() }
+  async metrics () { return this.#native.metrics() }
+}
+
+module.exports = {
+  Queue,
+  Worker,
+  Permanent,
+  ErrorCode,
+  encodePayload: (value) => native.encodePayload(value),
+  decodePayload: (bytes) => {
+    if (!(bytes instanceof Uint8Array)) throw typeError('decodePayload takes a Buffer or Uint8Array')
+    return native.decodePayload(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+  }
+}

@@ -1,0 +1,367 @@
+'use strict'
+// The Worker: leases jobs, runs an async handler per job (up to
+// `concurrency` at once), heartbeats every lease well inside its TTL with one
+// batched `extend`, completes with the handler's return value, fails on a
+// throw (a `Permanent` error fails for good), aborts the handler's signal
+// when its lease is lost, and on `stop()` releases what is left without
+// spending attempts. Types and docs: telha.d.ts.
+
+const { EventEmitter } = require('node:events')
+const os = require('node:os')
+const crypto = require('node:crypto')
+const { typeError, str, optInt, optMs, strList } = require('./check.js')
+
+/** Throw it from a handler to fail the job for good (dead, no retry). */
+class Permanent extends Error {
+  constructor (message, options) {
+    super(message, options)
+    this.name = 'Permanent'
+  }
+}
+
+const WORKER_KEYS = new Set(['workerId', 'kinds', 'scope', 'concurrency', 'pollMs', 'heartbeatMs'])
+
+function abortError (message, code) {
+  const e = new Error(message)
+  e.name = 'AbortError'
+  e.code = code
+  return e
+}
+
+function deferred () {
+  let resolve
+  const promise = new Promise((r) => { resolve = r })
+  return { promise, resolve }
+}
+
+class Worker extends EventEmitter {
+  #queue
+  #handler
+  #workerId
+  #kinds
+  #scope
+  #concurrency
+  #refillAt
+  #pollMs
+  #heartbeatMs
+  #active = new Map() // job id -> entry, while its lease is held
+  #busy = 0 // handlers running (what `concurrency` bounds)
+  #stopping = false
+  #poll = null
+  #running = null
+  #slot = null
+  #beatTimer = null
+  #fatal = null
+  #completions = []
+  #flushScheduled = false
+
+  constructor (queue, handler, opts) {
+    super()
+    if (queue === null || typeof queue !== 'object' || typeof queue.leaseMany !== 'function') {
+      throw typeError('Worker needs a Queue (from Queue.open) as its first argument')
+    }
+    if (typeof handler !== 'function') throw typeError('Worker needs a handler function: async (job, { signal }) => result')
+    if (opts !== undefined && opts !== null && (typeof opts !== 'object' || Array.isArray(opts))) throw typeError('Worker options must be an object')
+    const o = opts ?? {}
+    for (const k of Object.keys(o)) {
+      if (!WORKER_KEYS.has(k)) throw typeError(`Worker: unknown option ${JSON.stringify(k)} (known: ${[...WORKER_KEYS].join(', ')})`)
+    }
+    this.#queue = queue
+    this.#handler = handler
+    this.#workerId = o.workerId === undefined
+      ? `${os.hostname()}-${process.pid}-${crypto.randomBytes(3).toString('hex')}`
+      : str(o.workerId, 'workerId')
+    this.#kinds = o.kinds === undefined || o.kinds === null ? undefined : strList(o.kinds, 'kinds')
+    this.#scope = o.scope === undefined || o.scope === null ? undefined : strList(o.scope, 'scope')
+    this.#concurrency = optInt(o.concurrency, 'concurrency', 1, 10000) ?? 1
+    this.#refillAt = Math.ceil(this.#concurrency / 4)
+    this.#pollMs = optMs(o.pollMs, 'pollMs') ?? 1000
+    this.#heartbeatMs = optMs(o.heartbeatMs, 'heartbeatMs')
+    if (this.#heartbeatMs === 0) throw typeError('heartbeatMs must be > 0')
+  }
+
+  get workerId () { return this.#workerId }
+  get running () { return this.#running !== null }
+  get activeJobs () { return this.#active.size }
+
+  run () {
+    if (this.#running) return this.#running
+    this.#stopping = false
+    this.#fatal = null
+    this.#running = this.#loop().finally(() => { this.#running = null })
+    return this.#running
+  }
+
+  async stop (opts) {
+    if (opts !== undefined && opts !== null && typeof opts !== 'object') throw typeError('stop options must be an object')
+    const graceMs = opts?.graceMs === Infinity ? Infinity : (optMs(opts?.graceMs, 'graceMs') ?? 30000)
+    this.#stopping = true
+    if (this.#poll) this.#poll.abort()
+    this.#wakeSlot()
+    let timer = null
+    if (graceMs !== Infinity) {
+      timer = setTimeout(() => this.#releaseAll(), graceMs)
+    }
+    try {
+      if (this.#running) await this.#running.catch(() => {})
+    } finally {
+      if (timer) clearTimeout(timer)
+    }
+  }
+
+  async #loop () {
+    try {
+      while (!this.#stopping) {
+        // A slot frees when its handler returns: the next lease overlaps
+        // the previous jobs' completion round trip.
+        const free = this.#concurrency - this.#busy
+        // Refill in batches: with jobs still running, wait until a quarter
+        // of the slots are free rather than leasing one job per completion.
+        if (free <= 0 || (this.#busy > 0 && free < this.#refillAt)) {
+          await this.#slotFree()
+          continue
+        }
+        let jobs
+        try {
+          jobs = await this.#lease(free)
+        } catch (e) {
+          if (e && e.code === 'CLOSED') {
+            this.#fatal = e
+            break
+          }
+          this.#report(e)
+          await new Promise((resolve) => setTimeout(resolve, Math.min(this.#pollMs, 1000)))
+          continue
+        }
+        for (const job of jobs) {
+          if (this.#stopping) this.#releaseOne(job)
+          else this.#start(job)
+        }
+      }
+    } finally {
+      await this.#drain()
+    }
+    if (this.#fatal) throw this.#fatal
+  }
+
+  /** Take what is ready at once (no thread per call); wait only when idle. */
+  async #lease (max) {
+    const filters = { kinds: this.#kinds, scope: this.#scope }
+    const ready = await this.#queue.leaseMany(this.#workerId, max, filters)
+    if (ready.length || this.#stopping || this.#pollMs === 0) return ready
+    this.#poll = new AbortController()
+    try {
+      return await this.#queue.leaseMany(this.#workerId, max, { ...filters, waitMs: this.#pollMs, signal: this.#poll.signal })
+    } finally {
+      this.#poll = null
+    }
+  }
+
+  #start (job) {
+    const settled = deferred()
+    const entry = {
+      job,
+      ctl: null, // created when the handler reads its signal
+      abortReason: null,
+      ttl: Math.max(1, job.deadline - Date.now()),
+      lost: false,
+      released: false,
+      releasing: null,
+      finished: false,
+      settled
+    }
+    this.#active.set(job.id, entry)
+    this.#busy++
+    this.#scheduleBeat()
+    this.#runJob(entry)
+  }
+
+  /** The handler's signal, made on first use (most handlers never look). */
+  static #signal (entry) {
+    if (!entry.ctl) {
+      entry.ctl = new AbortController()
+      if (entry.abortReason) entry.ctl.abort(entry.abortReason)
+    }
+    return entry.ctl.signal
+  }
+
+  static #abort (entry, reason) {
+    entry.abortReason = reason
+    if (entry.ctl) entry.ctl.abort(reason)
+  }
+
+  async #runJob (entry) {
+    const { job } = entry
+    let ok = false
+    let result
+    let error
+    try {
+      const context = {
+        get signal () { return Worker.#signal(entry) },
+        workerId: this.#workerId,
+        queue: this.#queue
+      }
+      result = await this.#handler(job, context)
+      ok = true
+    } catch (e) {
+      error = e
+    }
+    entry.finished = true
+    this.#busy--
+    this.#wakeSlot()
+    try {
+      if (entry.released) {
+        await entry.releasing // the result is dropped: the job went back to pending
+      } else if (entry.lost) {
+        this.emit('lost', job)
+      } else {
+        await this.#settle(job, ok, result, error)
+      }
+    } finally {
+      this.#active.delete(job.id)
+      entry.settled.resolve()
+      this.#wakeSlot()
+    }
+  }
+
+  async #settle (job, ok, result, error) {
+    try {
+      if (ok) {
+        const { code, error: e } = await this.#completeBatched(job, result)
+        if (code === null) {
+          this.emit('completed', job, result)
+          return
+        }
+        if (code === 'ABORTED' || code === 'NOT_FOUND') {
+          this.emit('lost', job)
+          return
+        }
+        if (code !== 'INVALID_ARGUMENT') throw e
+        // The result cannot be stored (not encodable, or too large).
+        error = new Permanent(`the handler's result cannot be stored: ${e ? e.message : 'over the size limit'}`, { cause: e })
+      }
+      const permanent = error instanceof Permanent || (error !== null && typeof error === 'object' && error.permanent === true)
+      const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+      await this.#queue.fail(job, reason, { retryable: !permanent })
+      this.emit('failed', job, error)
+    } catch (e) {
+      if (e && e.code === 'ABORTED') this.emit('lost', job)
+      else this.#report(e)
+    }
+  }
+
+  /**
+   * Completions finished in the same turn of the event loop go to the store
+   * in one `completeMany` (one trip off the loop instead of one per job).
+   * Resolves with `{ code: null }` when completed, else the code and error.
+   */
+  #completeBatched (job, result) {
+    const d = deferred()
+    this.#completions.push({ job, result, d })
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true
+      setImmediate(() => { this.#flush() })
+    }
+    return d.promise
+  }
+
+  async #flush () {
+    this.#flushScheduled = false
+    const batch = this.#completions.splice(0, this.#completions.length)
+    if (!batch.length) return
+    try {
+      const codes = await this.#queue.completeMany(batch.map((b) => b.job), batch.map((b) => b.result))
+      batch.forEach((b, i) => b.d.resolve({ code: codes[i], error: null }))
+    } catch (e) {
+      if (!e || e.code !== 'INVALID_ARGUMENT') {
+        for (const b of batch) b.d.resolve({ code: (e && e.code) || 'STORAGE', error: e })
+        return
+      }
+      // Some result cannot be encoded: settle one by one to find it.
+      await Promise.all(batch.map((b) => this.#queue.complete(b.job, b.result).then(
+        () => b.d.resolve({ code: null, error: null }),
+        (err) => b.d.resolve({ code: (err && err.code) || 'STORAGE', error: err })
+      )))
+    }
+  }
+
+  #scheduleBeat () {
+    if (this.#beatTimer || this.#active.size === 0) return
+    let interval = this.#heartbeatMs
+    if (interval === undefined) {
+      let ttl = Infinity
+      for (const e of this.#active.values()) ttl = Math.min(ttl, e.ttl)
+      interval = Math.max(10, ttl / 3)
+    }
+    this.#beatTimer = setTimeout(() => { this.#beat() }, interval)
+  }
+
+  async #beat () {
+    const entries = [...this.#active.values()].filter((e) => !e.lost && !e.released)
+    if (entries.length) {
+      try {
+        const renewed = await this.#queue.extend(entries.map((e) => e.job), this.#workerId)
+        renewed.forEach((ok, i) => {
+          if (!ok) this.#lose(entries[i])
+        })
+      } catch (e) {
+        this.#report(e)
+      }
+    }
+    this.#beatTimer = null
+    this.#scheduleBeat()
+  }
+
+  #lose (entry) {
+    entry.lost = true
+    Worker.#abort(entry, abortError(`lease lost: job ${entry.job.id} was reaped or leased by another worker; stop working on it`, 'ABORTED'))
+  }
+
+  #releaseOne (job) {
+    this.#queue.release(job).catch((e) => {
+      if (!e || e.code !== 'ABORTED') this.#report(e)
+    })
+  }
+
+  /** Graceful stop, after the grace period: hand back every job still running. */
+  #releaseAll () {
+    for (const entry of this.#active.values()) {
+      if (entry.released || entry.lost || entry.finished) continue
+      entry.released = true
+      Worker.#abort(entry, abortError(`worker ${this.#workerId} is stopping; job ${entry.job.id} was released`, 'RELEASED'))
+      entry.releasing = this.#queue.release(entry.job)
+        .catch((e) => { if (!e || e.code !== 'ABORTED') this.#report(e) })
+        .finally(() => entry.settled.resolve())
+    }
+  }
+
+  #slotFree () {
+    if (!this.#slot) this.#slot = deferred()
+    return this.#slot.promise
+  }
+
+  #wakeSlot () {
+    const s = this.#slot
+    this.#slot = null
+    if (s) s.resolve()
+  }
+
+  async #drain () {
+    while (this.#active.size > 0) {
+      const pending = [...this.#active.values()].map((e) => e.settled.promise)
+      await Promise.race(pending)
+      if ([...this.#active.values()].every((e) => e.released)) break
+    }
+    if (this.#beatTimer) {
+      clearTimeout(this.#beatTimer)
+      this.#beatTimer = null
+    }
+  }
+
+  #report (e) {
+    if (this.listenerCount('error') > 0) this.emit('error', e)
+    else process.emitWarning(`telha-jobs Worker ${this.#workerId}: ${e && e.stack ? e.stack : e}`)
+  }
+}
+
+module.exports = { Worker, Permanent }
