@@ -327,18 +327,7 @@ impl Engine {
                     }
                     None => break,
                 };
-                batch.delete_cf(jobs_cf, k);
-                batch.delete_cf(self.cf(st::CF_IDS)?, key.id.as_bytes());
-                if let Some(ik) = &rec.idempotency_key {
-                    let idem = keys::idem_key(&scope, ik);
-                    let points_here = self
-                        .db()
-                        .get_pinned_cf(self.cf(st::CF_IDEM)?, &idem)?
-                        .is_some_and(|v| v.as_ref() == key.id.as_bytes());
-                    if points_here {
-                        batch.delete_cf(self.cf(st::CF_IDEM)?, idem);
-                    }
-                }
+                self.delete_finished_row(&mut batch, &key, &rec)?;
                 *per_kind.entry(rec.kind).or_default() += 1;
                 resume.insert((scope, key.priority), key.pos().successor());
                 pruned += 1;
@@ -364,6 +353,30 @@ impl Engine {
                 .extend(resume.drain());
         }
         Ok((pruned, corrupt))
+    }
+
+    /// Add to `batch` the deletion of a completed or dead row with its id
+    /// index entry and, when it still names this job, its idempotency key.
+    /// The caller adjusts the counters.
+    pub(super) fn delete_finished_row(
+        &self,
+        batch: &mut WriteBatch,
+        key: &JobKey,
+        rec: &JobRecord,
+    ) -> Result<()> {
+        batch.delete_cf(self.cf(st::CF_JOBS)?, key.encode());
+        batch.delete_cf(self.cf(st::CF_IDS)?, key.id.as_bytes());
+        if let Some(ik) = &rec.idempotency_key {
+            let idem = keys::idem_key(&key.scope, ik);
+            let points_here = self
+                .db()
+                .get_pinned_cf(self.cf(st::CF_IDEM)?, &idem)?
+                .is_some_and(|v| v.as_ref() == key.id.as_bytes());
+            if points_here {
+                batch.delete_cf(self.cf(st::CF_IDEM)?, idem);
+            }
+        }
+        Ok(())
     }
 
     /// Commit one pruning batch; only then move the resume cursors past its

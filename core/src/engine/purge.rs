@@ -102,18 +102,7 @@ impl Engine {
                 }
                 None => break,
             };
-            batch.delete_cf(jobs_cf, k);
-            batch.delete_cf(self.cf(st::CF_IDS)?, key.id.as_bytes());
-            if let Some(ik) = &rec.idempotency_key {
-                let idem = keys::idem_key(scope, ik);
-                let points_here = self
-                    .db()
-                    .get_pinned_cf(self.cf(st::CF_IDEM)?, &idem)?
-                    .is_some_and(|v| v.as_ref() == key.id.as_bytes());
-                if points_here {
-                    batch.delete_cf(self.cf(st::CF_IDEM)?, idem);
-                }
-            }
+            self.delete_finished_row(&mut batch, &key, &rec)?;
             *per_kind.entry(rec.kind).or_default() += 1;
             n += 1;
             it.next();
