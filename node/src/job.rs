@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use napi_derive::napi;
 
 use crate::payload::{value_to_js, Bytes, Payload};
-use napi::bindgen_prelude::{Float64Array, ToNapiValue, TypeName, Uint32Array};
+use napi::bindgen_prelude::{ToNapiValue, TypeName};
 use napi::{sys, ValueType};
 use telha_jobs::payload::Value;
 
@@ -243,8 +243,10 @@ pub struct Enqueued {
 #[napi(object, object_from_js = false)]
 pub struct LeasedBatch {
     pub ids: String,
-    pub nums: Float64Array,
-    pub refs: Uint32Array,
+    #[napi(ts_type = "Float64Array")]
+    pub nums: Copied<f64>,
+    #[napi(ts_type = "Uint32Array")]
+    pub refs: Copied<u32>,
     pub strings: Vec<String>,
     #[napi(ts_type = "Buffer")]
     pub payloads: Bytes,
@@ -297,12 +299,65 @@ impl LeasedBatch {
         }
         LeasedBatch {
             ids,
-            nums: Float64Array::new(nums),
-            refs: Uint32Array::new(refs),
+            nums: Copied(nums),
+            refs: Copied(refs),
             strings,
             payloads: Bytes(payloads),
             decoded: Decoded(decoded),
         }
+    }
+}
+
+/// Numbers on their way to JS as a typed array over a fresh copy (cheaper
+/// than napi's external array buffers, which register a finalizer each).
+pub struct Copied<T>(pub Vec<T>);
+
+/// The element types [`Copied`] crosses as.
+pub trait Element: Copy {
+    const KIND: sys::napi_typedarray_type;
+    const NAME: &'static str;
+}
+
+impl Element for f64 {
+    const KIND: sys::napi_typedarray_type = sys::TypedarrayType::float64_array;
+    const NAME: &'static str = "Float64Array";
+}
+
+impl Element for u32 {
+    const KIND: sys::napi_typedarray_type = sys::TypedarrayType::uint32_array;
+    const NAME: &'static str = "Uint32Array";
+}
+
+impl<T: Element> TypeName for Copied<T> {
+    fn type_name() -> &'static str {
+        T::NAME
+    }
+    fn value_type() -> ValueType {
+        ValueType::Object
+    }
+}
+
+impl<T: Element> ToNapiValue for Copied<T> {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        let bytes = std::mem::size_of_val(val.0.as_slice());
+        let mut data = std::ptr::null_mut();
+        let mut buffer = std::ptr::null_mut();
+        napi::check_status!(
+            unsafe { sys::napi_create_arraybuffer(env, bytes, &mut data, &mut buffer) },
+            "creating an ArrayBuffer"
+        )?;
+        if bytes > 0 {
+            // SAFETY: napi allocated `bytes` writable bytes at `data`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(val.0.as_ptr().cast::<u8>(), data.cast(), bytes)
+            };
+        }
+        let mut out = std::ptr::null_mut();
+        napi::check_status!(
+            unsafe { sys::napi_create_typedarray(env, T::KIND, val.0.len(), buffer, 0, &mut out) },
+            "creating a typed array"
+        )?;
+        Ok(out)
     }
 }
 
