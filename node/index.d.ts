@@ -40,9 +40,10 @@ export declare class NativeQueue {
   enqueue(kind: string, payload: unknown, options?: NativeEnqueueOptions | undefined | null): Promise<Enqueued>
   /**
    * Enqueue many jobs in one atomic batch: `kinds[i]` (or one kind for
-   * all), `payloads[i]`, `options[i]` (optional). Resolves with their ids, in order.
+   * all), `payloads[i]`, `options[i]` (optional). Resolves with their ids,
+   * in order, joined with `,`.
    */
-  enqueueMany(kinds: string | string[], payloads: unknown[], options?: Array<NativeEnqueueOptions | undefined | null>): Promise<string[]>
+  enqueueMany(kinds: string | string[], payloads: unknown[], options?: Array<NativeEnqueueOptions | undefined | null>): Promise<string>
   /** Lease up to `max` ready jobs without waiting. */
   leaseMany(workerId: string, max: number, kinds?: Array<string> | undefined | null, scopes?: Array<string> | undefined | null): Promise<LeasedBatch>
   /**
@@ -59,14 +60,17 @@ export declare class NativeQueue {
   complete(id: string, generation: number, result: unknown): Promise<void>
   /**
    * Complete many leased jobs in one call (`ids` joined with `,`; each
-   * its own transition, in
-   * order; not atomic). `results[i]` is job i's result (`undefined`: none).
-   * Per job: null when completed, else the code of why not (`ABORTED`
-   * for a lost lease, `NOT_FOUND`, `INVALID_ARGUMENT` for a result over
-   * the size limit). `CLOSED` or `STORAGE` rejects the call, with the
-   * jobs before it completed.
+   * its own transition, in order; not atomic). `results[i]` is job i's
+   * result (`undefined`: none). Without `results`, `nulls` (one byte per
+   * job) marks the jobs whose result is `null` (1) or none (0): results
+   * that are all null or undefined, the Worker's common case, then cross
+   * without a napi call per job. Resolves with null when every job was
+   * completed, else per job: null when completed, or the code of why not
+   * (`ABORTED` for a lost lease, `NOT_FOUND`, `INVALID_ARGUMENT` for a
+   * result over the size limit). `CLOSED` or `STORAGE` rejects the call,
+   * with the jobs before it completed.
    */
-  completeMany(ids: string, generations: Float64Array, results?: unknown[]): Promise<Array<string | null>>
+  completeMany(ids: string, generations: Float64Array, results?: unknown[] | null, nulls?: Uint8Array | null): Promise<Array<string | null> | null>
   /**
    * Fail a leased job (retried after backoff unless not `retryable` or
    * out of attempts).
@@ -246,14 +250,20 @@ export interface KindOptions {
 }
 
 /**
- * Leased jobs on their way to JS in three values instead of a dozen napi
- * calls per job: the scalar fields as one JSON array (`meta`, built off the
- * JS thread; `n` is each payload's length), every payload in one `Buffer`,
+ * Leased jobs on their way to JS in a few values instead of a dozen napi
+ * calls per job, all built off the JS thread: the ids joined with `,`;
+ * the numeric fields in one `Float64Array`, [`LeasedBatch::FIELDS`] per job
+ * (attempts, maxAttempts, generation, deadline, priority, payload length);
+ * the text fields (kind, scope, workerId) as indices into `strings`, the
+ * batch's distinct values (usually three); every payload in one `Buffer`;
  * and the decoded payloads by index (holes where a payload is not the
  * convention). lib/telha.js assembles the `Job` objects.
  */
 export interface LeasedBatch {
-  meta: string
+  ids: string
+  nums: Float64Array
+  refs: Uint32Array
+  strings: Array<string>
   payloads: Buffer
   decoded: unknown[]
 }

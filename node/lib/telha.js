@@ -115,29 +115,39 @@ function tokens (jobs, name) {
   return { ids: ids.join(','), gens, count: jobs.length }
 }
 
-/** The `Job` objects of a native `LeasedBatch` (meta JSON + one payload Buffer + decoded values). */
+/** Numbers per job in a native `LeasedBatch`'s `nums` (job.rs: `LeasedBatch::FIELDS`). */
+const FIELDS = 6
+
+/**
+ * The `Job` objects of a native `LeasedBatch`: ids joined with ',', the
+ * numbers in one Float64Array, kind / scope / workerId as indices into a
+ * table of the batch's distinct strings, one payload Buffer, decoded values.
+ */
 function jobsFrom (batch) {
-  const meta = JSON.parse(batch.meta)
-  const { payloads, decoded } = batch
-  const jobs = new Array(meta.length)
+  const { ids: joined, nums, refs, strings, payloads, decoded } = batch
+  if (joined.length === 0) return []
+  const ids = joined.split(',')
+  const jobs = new Array(ids.length)
   let off = 0
-  for (let i = 0; i < meta.length; i++) {
-    const m = meta[i]
-    const bytes = payloads.subarray(off, off + m.n)
-    off += m.n
+  for (let i = 0; i < ids.length; i++) {
+    const k = i * FIELDS
+    const r = i * 3
+    const end = off + nums[k + 5]
+    const bytes = payloads.subarray(off, end)
+    off = end
     const value = decoded[i]
     jobs[i] = {
-      id: m.id,
-      kind: m.kind,
-      scope: m.scope,
+      id: ids[i],
+      kind: strings[refs[r]],
+      scope: strings[refs[r + 1]],
       payload: value === undefined ? bytes : value,
       payloadBytes: bytes,
-      attempts: m.attempts,
-      maxAttempts: m.maxAttempts,
-      generation: m.generation,
-      deadline: m.deadline,
-      priority: m.priority,
-      workerId: m.workerId
+      attempts: nums[k],
+      maxAttempts: nums[k + 1],
+      generation: nums[k + 2],
+      deadline: nums[k + 3],
+      priority: nums[k + 4],
+      workerId: strings[refs[r + 2]]
     }
   }
   return jobs
@@ -199,7 +209,8 @@ class Queue {
     }
     // One kind for the whole batch (the common case) crosses as one string.
     const one = kinds.length > 0 && kinds.every((k) => k === kinds[0])
-    return this.#native.enqueueMany(one ? kinds[0] : kinds, payloads, opts)
+    const ids = await this.#native.enqueueMany(one ? kinds[0] : kinds, payloads, opts)
+    return ids.length ? ids.split(',') : []
   }
 
   async leaseNext (workerId, opts) {
@@ -258,7 +269,21 @@ class Queue {
       if (results.length !== count) throw invalid(`results has ${results.length} entries for ${count} jobs`)
     }
     if (count === 0) return []
-    return this.#native.completeMany(ids, gens, results ?? undefined)
+    // Results that are all null / undefined (the Worker's handlers often
+    // return nothing) cross as one byte per job instead of a value each.
+    let nulls = null
+    if (results !== undefined && results !== null) {
+      nulls = new Uint8Array(count)
+      for (let i = 0; i < count; i++) {
+        const r = results[i]
+        if (r === null) nulls[i] = 1
+        else if (r !== undefined) { nulls = null; break }
+      }
+    }
+    const codes = await (nulls
+      ? this.#native.completeMany(ids, gens, null, nulls)
+      : this.#native.completeMany(ids, gens, results ?? undefined, null))
+    return codes ?? new Array(count).fill(null)
   }
 
   async fail (job, reason, opts) {

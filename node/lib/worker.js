@@ -34,6 +34,62 @@ function deferred () {
   return { promise, resolve }
 }
 
+/** The handler's signal, made on first use (most handlers never look). */
+function signalOf (entry) {
+  if (!entry.ctl) {
+    entry.ctl = new AbortController()
+    if (entry.abortReason) entry.ctl.abort(entry.abortReason)
+  }
+  return entry.ctl.signal
+}
+
+function abortEntry (entry, reason) {
+  entry.abortReason = reason
+  if (entry.ctl) entry.ctl.abort(reason)
+}
+
+/** A running job's entry: its lease, its signal, whether it settled. */
+class Entry {
+  constructor (job) {
+    this.job = job
+    this.ctl = null // created when the handler reads its signal
+    this.abortReason = null
+    this.ttl = Math.max(1, job.deadline - Date.now())
+    this.lost = false
+    this.released = false
+    this.releasing = null
+    this.finished = false
+    this.settled = null // a deferred, made when stop() waits for it
+    this.done = false
+  }
+
+  /** Resolves once the job is settled (completed, failed, released or lost). */
+  whenSettled () {
+    if (!this.settled) {
+      this.settled = deferred()
+      if (this.done) this.settled.resolve()
+    }
+    return this.settled.promise
+  }
+
+  markSettled () {
+    this.done = true
+    if (this.settled) this.settled.resolve()
+  }
+}
+
+/** The handler's second argument (a class: no closure per job for the getter). */
+class Context {
+  #entry
+  constructor (entry, workerId, queue) {
+    this.#entry = entry
+    this.workerId = workerId
+    this.queue = queue
+  }
+
+  get signal () { return signalOf(this.#entry) }
+}
+
 class Worker extends EventEmitter {
   #queue
   #handler
@@ -158,36 +214,11 @@ class Worker extends EventEmitter {
   }
 
   #start (job) {
-    const settled = deferred()
-    const entry = {
-      job,
-      ctl: null, // created when the handler reads its signal
-      abortReason: null,
-      ttl: Math.max(1, job.deadline - Date.now()),
-      lost: false,
-      released: false,
-      releasing: null,
-      finished: false,
-      settled
-    }
+    const entry = new Entry(job)
     this.#active.set(job.id, entry)
     this.#busy++
     this.#scheduleBeat()
     this.#runJob(entry)
-  }
-
-  /** The handler's signal, made on first use (most handlers never look). */
-  static #signal (entry) {
-    if (!entry.ctl) {
-      entry.ctl = new AbortController()
-      if (entry.abortReason) entry.ctl.abort(entry.abortReason)
-    }
-    return entry.ctl.signal
-  }
-
-  static #abort (entry, reason) {
-    entry.abortReason = reason
-    if (entry.ctl) entry.ctl.abort(reason)
   }
 
   async #runJob (entry) {
@@ -196,12 +227,7 @@ class Worker extends EventEmitter {
     let result
     let error
     try {
-      const context = {
-        get signal () { return Worker.#signal(entry) },
-        workerId: this.#workerId,
-        queue: this.#queue
-      }
-      result = await this.#handler(job, context)
+      result = await this.#handler(job, new Context(entry, this.#workerId, this.#queue))
       ok = true
     } catch (e) {
       error = e
@@ -209,36 +235,61 @@ class Worker extends EventEmitter {
     entry.finished = true
     this.#busy--
     this.#wakeSlot()
+    if (ok && !entry.released && !entry.lost) {
+      // The common path: the batched completion settles it (#completed).
+      this.#completeBatched(entry, result)
+      return
+    }
     try {
       if (entry.released) {
         await entry.releasing // the result is dropped: the job went back to pending
       } else if (entry.lost) {
         this.emit('lost', job)
       } else {
-        await this.#settle(job, ok, result, error)
+        await this.#settle(job, null, error)
       }
     } finally {
-      this.#active.delete(job.id)
-      entry.settled.resolve()
-      this.#wakeSlot()
+      this.#settled(entry)
     }
   }
 
-  async #settle (job, ok, result, error) {
+  /** The job is done with: off the active set, its waiters woken. */
+  #settled (entry) {
+    this.#active.delete(entry.job.id)
+    entry.markSettled()
+    this.#wakeSlot()
+  }
+
+  /** A batched completion came back for `entry` with `code` (null: completed). */
+  #completed (entry, result, code, error) {
+    const { job } = entry
+    if (code === null) {
+      try {
+        this.emit('completed', job, result)
+      } catch (e) {
+        this.#report(e) // a throwing listener, as #settle reports it
+      }
+      this.#settled(entry)
+      return
+    }
+    this.#settle(job, code, error).finally(() => this.#settled(entry))
+  }
+
+  /**
+   * Record a handler's outcome when the completion did not go through:
+   * `code` is the completion's error code (null when the handler threw
+   * `error`).
+   */
+  async #settle (job, code, error) {
     try {
-      if (ok) {
-        const { code, error: e } = await this.#completeBatched(job, result)
-        if (code === null) {
-          this.emit('completed', job, result)
-          return
-        }
+      if (code !== null) {
         if (code === 'ABORTED' || code === 'NOT_FOUND') {
           this.emit('lost', job)
           return
         }
-        if (code !== 'INVALID_ARGUMENT') throw e
+        if (code !== 'INVALID_ARGUMENT') throw error
         // The result cannot be stored (not encodable, or too large).
-        error = new Permanent(`the handler's result cannot be stored: ${e ? e.message : 'over the size limit'}`, { cause: e })
+        error = new Permanent(`the handler's result cannot be stored: ${error ? error.message : 'over the size limit'}`, { cause: error })
       }
       const permanent = error instanceof Permanent || (error !== null && typeof error === 'object' && error.permanent === true)
       const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
@@ -252,37 +303,45 @@ class Worker extends EventEmitter {
 
   /**
    * Completions finished in the same turn of the event loop go to the store
-   * in one `completeMany` (one trip off the loop instead of one per job).
-   * Resolves with `{ code: null }` when completed, else the code and error.
+   * in one `completeMany` (one trip off the loop instead of one per job);
+   * `#completed` then settles each entry.
    */
-  #completeBatched (job, result) {
-    const d = deferred()
-    this.#completions.push({ job, result, d })
+  #completeBatched (entry, result) {
+    this.#completions.push(entry, result)
     if (!this.#flushScheduled) {
       this.#flushScheduled = true
       setImmediate(() => { this.#flush() })
     }
-    return d.promise
   }
 
   async #flush () {
     this.#flushScheduled = false
-    const batch = this.#completions.splice(0, this.#completions.length)
-    if (!batch.length) return
+    const pairs = this.#completions
+    this.#completions = []
+    const n = pairs.length / 2
+    if (!n) return
+    const jobs = new Array(n)
+    const results = new Array(n)
+    for (let i = 0; i < n; i++) {
+      jobs[i] = pairs[2 * i].job
+      results[i] = pairs[2 * i + 1]
+    }
+    let codes
     try {
-      const codes = await this.#queue.completeMany(batch.map((b) => b.job), batch.map((b) => b.result))
-      batch.forEach((b, i) => b.d.resolve({ code: codes[i], error: null }))
+      codes = await this.#queue.completeMany(jobs, results)
     } catch (e) {
       if (!e || e.code !== 'INVALID_ARGUMENT') {
-        for (const b of batch) b.d.resolve({ code: (e && e.code) || 'STORAGE', error: e })
+        for (let i = 0; i < n; i++) this.#completed(pairs[2 * i], results[i], (e && e.code) || 'STORAGE', e)
         return
       }
       // Some result cannot be encoded: settle one by one to find it.
-      await Promise.all(batch.map((b) => this.#queue.complete(b.job, b.result).then(
-        () => b.d.resolve({ code: null, error: null }),
-        (err) => b.d.resolve({ code: (err && err.code) || 'STORAGE', error: err })
+      await Promise.all(jobs.map((job, i) => this.#queue.complete(job, results[i]).then(
+        () => this.#completed(pairs[2 * i], results[i], null, null),
+        (err) => this.#completed(pairs[2 * i], results[i], (err && err.code) || 'STORAGE', err)
       )))
+      return
     }
+    for (let i = 0; i < n; i++) this.#completed(pairs[2 * i], results[i], codes[i], null)
   }
 
   #scheduleBeat () {
@@ -314,7 +373,7 @@ class Worker extends EventEmitter {
 
   #lose (entry) {
     entry.lost = true
-    Worker.#abort(entry, abortError(`lease lost: job ${entry.job.id} was reaped or leased by another worker; stop working on it`, 'ABORTED'))
+    abortEntry(entry, abortError(`lease lost: job ${entry.job.id} was reaped or leased by another worker; stop working on it`, 'ABORTED'))
   }
 
   #releaseOne (job) {
@@ -328,10 +387,10 @@ class Worker extends EventEmitter {
     for (const entry of this.#active.values()) {
       if (entry.released || entry.lost || entry.finished) continue
       entry.released = true
-      Worker.#abort(entry, abortError(`worker ${this.#workerId} is stopping; job ${entry.job.id} was released`, 'RELEASED'))
+      abortEntry(entry, abortError(`worker ${this.#workerId} is stopping; job ${entry.job.id} was released`, 'RELEASED'))
       entry.releasing = this.#queue.release(entry.job)
         .catch((e) => { if (!e || e.code !== 'ABORTED') this.#report(e) })
-        .finally(() => entry.settled.resolve())
+        .finally(() => entry.markSettled())
     }
   }
 
@@ -348,7 +407,7 @@ class Worker extends EventEmitter {
 
   async #drain () {
     while (this.#active.size > 0) {
-      const pending = [...this.#active.values()].map((e) => e.settled.promise)
+      const pending = [...this.#active.values()].map((e) => e.whenSettled())
       await Promise.race(pending)
       if ([...this.#active.values()].every((e) => e.released)) break
     }

@@ -232,14 +232,22 @@ pub struct Enqueued {
     pub created: bool,
 }
 
-/// Leased jobs on their way to JS in three values instead of a dozen napi
-/// calls per job: the scalar fields as one JSON array (`meta`, built off the
-/// JS thread; `n` is each payload's length), every payload in one `Buffer`,
+/// Leased jobs on their way to JS in a few values instead of a dozen napi
+/// calls per job, all built off the JS thread: the ids joined with `,`;
+/// the numeric fields in one `Float64Array`, [`LeasedBatch::FIELDS`] per job
+/// (attempts, maxAttempts, generation, deadline, priority, payload length);
+/// the text fields (kind, scope, workerId) as indices into `strings`, the
+/// batch's distinct values (usually three); every payload in one `Buffer`;
 /// and the decoded payloads by index (holes where a payload is not the
 /// convention). lib/telha.js assembles the `Job` objects.
 #[napi(object, object_from_js = false)]
 pub struct LeasedBatch {
-    pub meta: String,
+    pub ids: String,
+    #[napi(ts_type = "Float64Array")]
+    pub nums: Copied<f64>,
+    #[napi(ts_type = "Uint32Array")]
+    pub refs: Copied<u32>,
+    pub strings: Vec<String>,
     #[napi(ts_type = "Buffer")]
     pub payloads: Bytes,
     #[napi(ts_type = "unknown[]")]
@@ -247,52 +255,110 @@ pub struct LeasedBatch {
 }
 
 impl LeasedBatch {
+    /// Numbers per job in `nums`.
+    pub const FIELDS: usize = 6;
+
     /// Build the batch (call off the JS thread).
     pub fn from_core(jobs: Vec<telha_jobs::Job>) -> Self {
         use std::fmt::Write;
-        let mut meta = String::with_capacity(jobs.len() * 240 + 2);
+        let mut ids = String::with_capacity(jobs.len() * 37);
+        let mut nums = Vec::with_capacity(jobs.len() * Self::FIELDS);
+        let mut refs = Vec::with_capacity(jobs.len() * 3);
+        let mut strings: Vec<String> = Vec::new();
         let mut payloads = Vec::with_capacity(jobs.iter().map(|j| j.payload.len()).sum());
         let mut decoded = Vec::with_capacity(jobs.len());
-        meta.push('[');
+        let mut scope = String::new();
         for (i, j) in jobs.into_iter().enumerate() {
             if i > 0 {
-                meta.push(',');
+                ids.push(',');
             }
-            let _ = write!(
-                meta,
-                "{{\"id\":\"{}\",\"kind\":\"{}\",\"scope\":\"{}\",\"attempts\":{},\"maxAttempts\":{},\"generation\":{},\"deadline\":{},\"priority\":{},\"n\":{},\"workerId\":",
-                j.id, j.kind, j.scope, j.attempts, j.max_attempts, j.generation, j.deadline, j.priority, j.payload.len()
-            );
-            json_string(&mut meta, &j.worker_id);
-            meta.push('}');
+            let _ = write!(ids, "{}", j.id);
+            nums.extend_from_slice(&[
+                j.attempts as f64,
+                j.max_attempts as f64,
+                j.generation as f64,
+                j.deadline as f64,
+                j.priority as f64,
+                j.payload.len() as f64,
+            ]);
+            scope.clear();
+            let _ = write!(scope, "{}", j.scope);
+            for s in [j.kind.as_str(), scope.as_str(), j.worker_id.as_str()] {
+                // A batch has few distinct values: a linear search beats hashing.
+                let at = match strings.iter().position(|t| t == s) {
+                    Some(at) => at,
+                    None => {
+                        strings.push(s.to_string());
+                        strings.len() - 1
+                    }
+                };
+                refs.push(at as u32);
+            }
             decoded.push(telha_jobs::payload::decode(&j.payload));
             payloads.extend_from_slice(&j.payload);
         }
-        meta.push(']');
         LeasedBatch {
-            meta,
+            ids,
+            nums: Copied(nums),
+            refs: Copied(refs),
+            strings,
             payloads: Bytes(payloads),
             decoded: Decoded(decoded),
         }
     }
 }
 
-/// `s` as a JSON string literal (kinds and ids never need escaping; worker
-/// ids are the caller's text).
-fn json_string(out: &mut String, s: &str) {
-    use std::fmt::Write;
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
+/// Numbers on their way to JS as a typed array over a fresh copy (cheaper
+/// than napi's external array buffers, which register a finalizer each).
+pub struct Copied<T>(pub Vec<T>);
+
+/// The element types [`Copied`] crosses as.
+pub trait Element: Copy {
+    const KIND: sys::napi_typedarray_type;
+    const NAME: &'static str;
+}
+
+impl Element for f64 {
+    const KIND: sys::napi_typedarray_type = sys::TypedarrayType::float64_array;
+    const NAME: &'static str = "Float64Array";
+}
+
+impl Element for u32 {
+    const KIND: sys::napi_typedarray_type = sys::TypedarrayType::uint32_array;
+    const NAME: &'static str = "Uint32Array";
+}
+
+impl<T: Element> TypeName for Copied<T> {
+    fn type_name() -> &'static str {
+        T::NAME
     }
-    out.push('"');
+    fn value_type() -> ValueType {
+        ValueType::Object
+    }
+}
+
+impl<T: Element> ToNapiValue for Copied<T> {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        let bytes = std::mem::size_of_val(val.0.as_slice());
+        let mut data = std::ptr::null_mut();
+        let mut buffer = std::ptr::null_mut();
+        napi::check_status!(
+            unsafe { sys::napi_create_arraybuffer(env, bytes, &mut data, &mut buffer) },
+            "creating an ArrayBuffer"
+        )?;
+        if bytes > 0 {
+            // SAFETY: napi allocated `bytes` writable bytes at `data`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(val.0.as_ptr().cast::<u8>(), data.cast(), bytes)
+            };
+        }
+        let mut out = std::ptr::null_mut();
+        napi::check_status!(
+            unsafe { sys::napi_create_typedarray(env, T::KIND, val.0.len(), buffer, 0, &mut out) },
+            "creating a typed array"
+        )?;
+        Ok(out)
+    }
 }
 
 /// Decoded payloads by index; `None` leaves a hole.

@@ -39,6 +39,12 @@ pub unsafe fn bytes_from_js(
     payload::encode(&value).map_err(Failure::Core)
 }
 
+/// The stored bytes of a `null` (or `undefined`) result: the convention's nil.
+pub fn nil() -> Vec<u8> {
+    // Encoding nil cannot fail; the fallback is its known encoding.
+    payload::encode(&Value::Nil).unwrap_or_else(|_| vec![payload::PAYLOAD_MSGPACK_V1, 0xc0])
+}
+
 /// The bytes of a `Buffer` or `Uint8Array` (borrowed from JS), else `None`.
 unsafe fn byte_view<'a>(env: sys::napi_env, v: sys::napi_value) -> Option<&'a [u8]> {
     let mut is = false;

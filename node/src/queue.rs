@@ -8,11 +8,13 @@
 //! The public, documented API is the `Queue` class of `lib/telha.js`,
 //! which checks argument types and wraps this one.
 
+use std::fmt::Write;
 use std::marker::PhantomData;
 use std::time::Duration;
 
 use napi::bindgen_prelude::{
-    AsyncTask, Either, Env, Float64Array, Object, Status, ToNapiValue, TypeName, Undefined, Unknown,
+    AsyncTask, Either, Env, Float64Array, Object, Status, ToNapiValue, TypeName, Uint8Array,
+    Undefined, Unknown,
 };
 use napi::{sys, JsValue, Task};
 use napi_derive::napi;
@@ -345,10 +347,11 @@ impl NativeQueue {
     }
 
     /// Enqueue many jobs in one atomic batch: `kinds[i]` (or one kind for
-    /// all), `payloads[i]`, `options[i]` (optional). Resolves with their ids, in order.
+    /// all), `payloads[i]`, `options[i]` (optional). Resolves with their ids,
+    /// in order, joined with `,`.
     #[napi(
         ts_args_type = "kinds: string | string[], payloads: unknown[], options?: Array<NativeEnqueueOptions | undefined | null>",
-        ts_return_type = "Promise<string[]>"
+        ts_return_type = "Promise<string>"
     )]
     pub fn enqueue_many(
         &self,
@@ -356,7 +359,7 @@ impl NativeQueue {
         kinds: Either<String, Vec<String>>,
         payloads: Unknown,
         options: Option<Vec<Option<NativeEnqueueOptions>>>,
-    ) -> napi::Result<AsyncTask<Op<Vec<String>, Vec<String>>>> {
+    ) -> napi::Result<AsyncTask<Op<String, String>>> {
         let jobs = (|| {
             let payloads = items(&env, &payloads, "payloads")?;
             // One kind for the whole batch saves reading it per job.
@@ -393,7 +396,15 @@ impl NativeQueue {
         Ok(Op::task(
             move || {
                 let done = q.enqueue_many(jobs)?;
-                Ok(done.into_iter().map(|e| e.id.to_string()).collect())
+                // One string, split in JS: one napi value instead of one per job.
+                let mut ids = String::with_capacity(done.len() * 37);
+                for (i, e) in done.iter().enumerate() {
+                    if i > 0 {
+                        ids.push(',');
+                    }
+                    let _ = write!(ids, "{}", e.id);
+                }
+                Ok(ids)
             },
             |v| v,
         ))
@@ -518,15 +529,18 @@ impl NativeQueue {
     }
 
     /// Complete many leased jobs in one call (`ids` joined with `,`; each
-    /// its own transition, in
-    /// order; not atomic). `results[i]` is job i's result (`undefined`: none).
-    /// Per job: null when completed, else the code of why not (`ABORTED`
-    /// for a lost lease, `NOT_FOUND`, `INVALID_ARGUMENT` for a result over
-    /// the size limit). `CLOSED` or `STORAGE` rejects the call, with the
-    /// jobs before it completed.
+    /// its own transition, in order; not atomic). `results[i]` is job i's
+    /// result (`undefined`: none). Without `results`, `nulls` (one byte per
+    /// job) marks the jobs whose result is `null` (1) or none (0): results
+    /// that are all null or undefined, the Worker's common case, then cross
+    /// without a napi call per job. Resolves with null when every job was
+    /// completed, else per job: null when completed, or the code of why not
+    /// (`ABORTED` for a lost lease, `NOT_FOUND`, `INVALID_ARGUMENT` for a
+    /// result over the size limit). `CLOSED` or `STORAGE` rejects the call,
+    /// with the jobs before it completed.
     #[napi(
-        ts_args_type = "ids: string, generations: Float64Array, results?: unknown[]",
-        ts_return_type = "Promise<Array<string | null>>"
+        ts_args_type = "ids: string, generations: Float64Array, results?: unknown[] | null, nulls?: Uint8Array | null",
+        ts_return_type = "Promise<Array<string | null> | null>"
     )]
     pub fn complete_many(
         &self,
@@ -534,7 +548,8 @@ impl NativeQueue {
         ids: String,
         generations: Float64Array,
         results: Option<Unknown>,
-    ) -> napi::Result<AsyncTask<Op<Outcomes, Outcomes>>> {
+        nulls: Option<Uint8Array>,
+    ) -> napi::Result<AsyncTask<Op<Option<Outcomes>, Option<Outcomes>>>> {
         let work = (|| {
             let tokens = tokens(&ids, &generations)?;
             let results = match &results {
@@ -568,7 +583,18 @@ impl NativeQueue {
                         })
                         .collect::<Result<Vec<_>, Failure>>()?
                 }
-                _ => vec![None; tokens.len()],
+                _ => match &nulls {
+                    Some(n) => {
+                        if n.len() != tokens.len() {
+                            return Err(Failure::Invalid(
+                                "completeMany: as many null marks as jobs".into(),
+                            ));
+                        }
+                        let nil = payload::nil();
+                        n.iter().map(|&b| (b != 0).then(|| nil.clone())).collect()
+                    }
+                    None => vec![None; tokens.len()],
+                },
             };
             Ok((tokens, results))
         })()
@@ -577,16 +603,18 @@ impl NativeQueue {
         Ok(Op::task(
             move || {
                 let (tokens, results) = work;
-                let mut out = Vec::with_capacity(tokens.len());
-                for (t, r) in tokens.iter().zip(&results) {
-                    match q.complete(t, r.as_deref()) {
-                        Ok(()) => out.push(None),
-                        Err(e) => match e.kind() {
+                let mut out: Option<Outcomes> = None;
+                for (i, (t, r)) in tokens.iter().zip(&results).enumerate() {
+                    if let Err(e) = q.complete(t, r.as_deref()) {
+                        match e.kind() {
                             telha_jobs::ErrorKind::Closed | telha_jobs::ErrorKind::Storage => {
                                 return Err(e.into())
                             }
-                            k => out.push(Some(crate::errors::code(k).to_string())),
-                        },
+                            k => {
+                                let codes = out.get_or_insert_with(|| vec![None; tokens.len()]);
+                                codes[i] = Some(crate::errors::code(k).to_string());
+                            }
+                        }
                     }
                 }
                 Ok(out)
