@@ -59,8 +59,8 @@ export declare class NativeQueue {
   /** Complete a leased job with an optional result. */
   complete(id: string, generation: number, result: unknown): Promise<void>
   /**
-   * Complete many leased jobs in one call (`ids` joined with `,`; each
-   * its own transition, in order; not atomic). `results[i]` is job i's
+   * Complete many leased jobs in one call and one atomic write (`ids`
+   * joined with `,`). `results[i]` is job i's
    * result (`undefined`: none). Without `results`, `nulls` (one byte per
    * job) marks the jobs whose result is `null` (1) or none (0): results
    * that are all null or undefined, the Worker's common case, then cross
@@ -68,7 +68,7 @@ export declare class NativeQueue {
    * completed, else per job: null when completed, or the code of why not
    * (`ABORTED` for a lost lease, `NOT_FOUND`, `INVALID_ARGUMENT` for a
    * result over the size limit). `CLOSED` or `STORAGE` rejects the call,
-   * with the jobs before it completed.
+   * and then none was completed.
    */
   completeMany(ids: string, generations: Float64Array, results?: unknown[] | null, nulls?: Uint8Array | null): Promise<Array<string | null> | null>
   /**

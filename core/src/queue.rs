@@ -236,6 +236,21 @@ impl Queue {
         self.writable()?.complete(token, result.map(|r| r.to_vec()))
     }
 
+    /// Complete many leased jobs (each with an optional result) in one
+    /// atomic write: the batch form of [`Queue::complete`]. Answers per item,
+    /// in order: `Ok`, or why that item changed nothing — `Aborted` (stale
+    /// token, or a job named a second time in the call), `NotFound`,
+    /// `InvalidArgument` (a result over `max_payload_bytes`).
+    ///
+    /// The outer error is for the whole call, and then nothing was
+    /// completed: `Storage`, `Closed`.
+    pub fn complete_many(
+        &self,
+        items: Vec<(LeaseToken, Option<Vec<u8>>)>,
+    ) -> Result<Vec<Result<()>>> {
+        self.writable()?.complete_many(items)
+    }
+
     /// Fail a leased job: it retries after backoff, or goes dead when not
     /// `retryable` or out of attempts. Spends one attempt; `reason` (cut to
     /// 4096 bytes) becomes the job's `last_error`.

@@ -198,3 +198,67 @@ fn a_cancelled_token_still_takes_a_ready_job() {
     assert_eq!(s.q.lease_next("w", &opts).unwrap().unwrap().id, id);
     assert!(s.q.lease_next("w", &opts).unwrap().is_none());
 }
+
+#[test]
+fn complete_many_completes_the_live_leases_and_answers_each_item() {
+    let s = TestStore::with_config(telha_jobs::Config {
+        max_payload_bytes: 1024,
+        ..test_config()
+    });
+    for i in 0..5 {
+        s.enqueue_with("embed", EnqueueOptions::default().priority(i));
+    }
+    let jobs = s.q.lease_many("w", 5, &LeaseOptions::default()).unwrap();
+    assert_eq!(jobs.len(), 5);
+    // jobs[3]'s lease goes stale: it expires and is leased again.
+    s.advance(s.config.lease_ttl + SEC);
+    s.q.reap().unwrap();
+    s.advance(SEC * 60);
+    let again = s.q.lease_many("w2", 5, &LeaseOptions::default()).unwrap();
+    assert_eq!(again.len(), 5);
+    let fresh: Vec<_> = again.iter().map(|j| j.token()).collect();
+    let stale = jobs[3].token();
+    let unknown = telha_jobs::LeaseToken {
+        id: telha_jobs::JobId::from_bytes([9; 16]),
+        generation: 1,
+    };
+    let items = vec![
+        (fresh[0], Some(b"r0".to_vec())),
+        (stale, None),
+        (fresh[1], None),
+        (unknown, None),
+        (fresh[2], Some(vec![0; 2048])),
+        (fresh[1], None),
+        (fresh[4], Some(b"r4".to_vec())),
+    ];
+    let answers = s.q.complete_many(items).unwrap();
+    let kinds: Vec<Option<ErrorKind>> = answers
+        .iter()
+        .map(|a| a.as_ref().err().map(|e| e.kind()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            None,
+            Some(ErrorKind::Aborted),
+            None,
+            Some(ErrorKind::NotFound),
+            Some(ErrorKind::InvalidArgument),
+            Some(ErrorKind::Aborted),
+            None,
+        ]
+    );
+    assert_eq!(s.get(&fresh[0].id).state, State::Completed);
+    assert_eq!(s.get(&fresh[0].id).result.as_deref(), Some(&b"r0"[..]));
+    assert_eq!(s.get(&fresh[1].id).state, State::Completed);
+    assert_eq!(s.get(&fresh[4].id).result.as_deref(), Some(&b"r4"[..]));
+    for t in [fresh[2], fresh[3]] {
+        assert_eq!(s.get(&t.id).state, State::Leased, "untouched");
+    }
+    let stats = s.q.stats().unwrap().total;
+    assert_eq!((stats.completed, stats.leased), (3, 2));
+    // The untouched leases still settle normally.
+    s.q.complete(&fresh[2], None).unwrap();
+    assert!(s.q.complete_many(Vec::new()).unwrap().is_empty());
+    assert_consistent(&s.q);
+}

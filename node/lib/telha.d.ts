@@ -214,12 +214,13 @@ export declare class Queue {
   /** Complete a leased job, with an optional result. `ABORTED` when the lease is lost. */
   complete(job: LeaseRef, result?: PayloadValue): Promise<void>
   /**
-   * Complete many leased jobs in one call: far fewer trips off the event
-   * loop than one `complete` each. Each job is its own transition, in order
-   * (not atomic). `results[i]` is job i's result. Resolves, per job, with
-   * `null` when completed, else the code of why not: `ABORTED` (lease lost),
-   * `NOT_FOUND`, or `INVALID_ARGUMENT` (a result over the size limit). A
-   * `CLOSED` or `STORAGE` error rejects the call; the jobs before it are completed.
+   * Complete many leased jobs in one call and one atomic write: far fewer
+   * trips off the event loop, and far fewer RocksDB writes, than one
+   * `complete` each. `results[i]` is job i's result. Resolves, per job, with
+   * `null` when completed, else the code of why not: `ABORTED` (lease lost,
+   * or the job named a second time), `NOT_FOUND`, or `INVALID_ARGUMENT` (a
+   * result over the size limit); those jobs are untouched. A `CLOSED` or
+   * `STORAGE` error rejects the call, and then none was completed.
    */
   completeMany(jobs: LeaseRef[], results?: PayloadValue[]): Promise<Array<ErrorCodeName | null>>
   /**

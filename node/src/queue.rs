@@ -528,8 +528,8 @@ impl NativeQueue {
         ))
     }
 
-    /// Complete many leased jobs in one call (`ids` joined with `,`; each
-    /// its own transition, in order; not atomic). `results[i]` is job i's
+    /// Complete many leased jobs in one call and one atomic write (`ids`
+    /// joined with `,`). `results[i]` is job i's
     /// result (`undefined`: none). Without `results`, `nulls` (one byte per
     /// job) marks the jobs whose result is `null` (1) or none (0): results
     /// that are all null or undefined, the Worker's common case, then cross
@@ -537,7 +537,7 @@ impl NativeQueue {
     /// completed, else per job: null when completed, or the code of why not
     /// (`ABORTED` for a lost lease, `NOT_FOUND`, `INVALID_ARGUMENT` for a
     /// result over the size limit). `CLOSED` or `STORAGE` rejects the call,
-    /// with the jobs before it completed.
+    /// and then none was completed.
     #[napi(
         ts_args_type = "ids: string, generations: Float64Array, results?: unknown[] | null, nulls?: Uint8Array | null",
         ts_return_type = "Promise<Array<string | null> | null>"
@@ -603,18 +603,14 @@ impl NativeQueue {
         Ok(Op::task(
             move || {
                 let (tokens, results) = work;
+                let n = tokens.len();
+                // One atomic write for the whole batch (the core's complete_many).
+                let answers = q.complete_many(tokens.into_iter().zip(results).collect())?;
                 let mut out: Option<Outcomes> = None;
-                for (i, (t, r)) in tokens.iter().zip(&results).enumerate() {
-                    if let Err(e) = q.complete(t, r.as_deref()) {
-                        match e.kind() {
-                            telha_jobs::ErrorKind::Closed | telha_jobs::ErrorKind::Storage => {
-                                return Err(e.into())
-                            }
-                            k => {
-                                let codes = out.get_or_insert_with(|| vec![None; tokens.len()]);
-                                codes[i] = Some(crate::errors::code(k).to_string());
-                            }
-                        }
+                for (i, a) in answers.into_iter().enumerate() {
+                    if let Err(e) = a {
+                        let codes = out.get_or_insert_with(|| vec![None; n]);
+                        codes[i] = Some(crate::errors::code(e.kind()).to_string());
                     }
                 }
                 Ok(out)

@@ -2,7 +2,7 @@
 //! Every one checks the lease generation under the lease entry's lock and
 //! moves the row in one batch; a stale token is `Aborted` and changes nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{btree_map, BTreeMap};
 
 use rocksdb::WriteBatch;
 
@@ -76,6 +76,73 @@ impl Engine {
             }
         }
         self.settle(token, Outcome::Completed(result))
+    }
+
+    /// Complete many leased jobs in one atomic batch. Per item, in order:
+    /// `Ok`, or why that item changed nothing (`Aborted`, `NotFound`, or
+    /// `InvalidArgument` for an oversized result; a job named twice answers
+    /// `Aborted` the second time, as a second `complete` would). The outer
+    /// error (a failed write) means nothing was completed.
+    pub fn complete_many(
+        &self,
+        mut items: Vec<(LeaseToken, Option<Vec<u8>>)>,
+    ) -> Result<Vec<Result<()>>> {
+        let mut answers: Vec<Option<Result<()>>> = (0..items.len()).map(|_| None).collect();
+        // Each job once, in id order (the lock order `extend` uses).
+        let mut by_job: BTreeMap<JobId, usize> = BTreeMap::new();
+        for (i, (t, r)) in items.iter().enumerate() {
+            if let Some(r) = r.as_ref().filter(|r| r.len() > self.cfg.max_payload_bytes) {
+                answers[i] = Some(Err(Error::invalid(format!(
+                    "result of {} bytes is over the limit of {} bytes (max_payload_bytes)",
+                    r.len(),
+                    self.cfg.max_payload_bytes
+                ))));
+            } else if let btree_map::Entry::Vacant(v) = by_job.entry(t.id) {
+                v.insert(i);
+            } else {
+                answers[i] = Some(Err(Error::Aborted(format!(
+                    "job {} is named twice in one complete_many; the first completes it",
+                    t.id
+                ))));
+            }
+        }
+        let mut held: Vec<(Entry, usize)> = Vec::with_capacity(by_job.len());
+        for (id, i) in by_job {
+            match self.leases.get(&id) {
+                Some(e) => held.push((e, i)),
+                None => answers[i] = Some(Err(self.not_leased(&id)?)),
+            }
+        }
+        let mut guards: Vec<_> = held.iter().map(|(e, i)| (leases::lock(e), *i)).collect();
+        let now = self.now();
+        let mut batch = WriteBatch::default();
+        let mut moved = Vec::new();
+        for (gi, (g, i)) in guards.iter().enumerate() {
+            if let Err(e) = Self::check_token(g, &items[*i].0) {
+                answers[*i] = Some(Err(e));
+                continue;
+            }
+            let result = items[*i].1.take();
+            let (new, rec, t) = self.settled(g, Outcome::Completed(result), now, &mut batch)?;
+            moved.push((gi, new, rec, t));
+        }
+        if !moved.is_empty() {
+            self.write(batch)?;
+        }
+        for (gi, ..) in &moved {
+            guards[*gi].0.live = false;
+        }
+        drop(guards);
+        for (gi, new, rec, t) in moved {
+            let (entry, i) = &held[gi];
+            self.leases.remove(&items[*i].0.id, entry);
+            self.after_settle(&new, &rec, t);
+            answers[*i] = Some(Ok(()));
+        }
+        Ok(answers
+            .into_iter()
+            .map(|a| a.unwrap_or_else(|| Err(Error::Storage("complete_many: no answer".into()))))
+            .collect())
     }
 
     pub fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {
