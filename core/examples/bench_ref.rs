@@ -8,6 +8,7 @@
 //! - `enqueue`: single `enqueue` calls; `enqueue_batch`: `enqueue_many` of `batch`;
 //! - `lease_complete`: `lease_next` + `complete` over a backlog;
 //! - `lease_batch_complete`: `lease_many(batch)` + `complete` each;
+//! - `lease_batch_complete_many`: `lease_many(batch)` + one `complete_many`;
 //! - `lifecycle`: enqueue + lease_next + complete, one job at a time;
 //! - `pollers4`: 4 threads each `lease_next` + `complete` over a backlog.
 //!
@@ -113,6 +114,28 @@ fn main() {
     let lease_batch_complete = per_sec(n, t);
     q.close();
 
+    let q = store("batch_many");
+    for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+        let jobs = chunk
+            .iter()
+            .map(|_| NewJob::new("bench", PAYLOAD))
+            .collect();
+        q.enqueue_many(jobs).expect("enqueue_many");
+    }
+    let t = Instant::now();
+    let mut done = 0;
+    while done < n {
+        let jobs = q.lease_many("w", batch, &opts).expect("lease_many");
+        assert!(!jobs.is_empty(), "backlog ran dry at {done}");
+        done += jobs.len();
+        let items = jobs.iter().map(|j| (j.token(), None)).collect();
+        for a in q.complete_many(items).expect("complete_many") {
+            a.expect("complete");
+        }
+    }
+    let lease_batch_complete_many = per_sec(n, t);
+    q.close();
+
     let q = store("lifecycle");
     let t = Instant::now();
     for _ in 0..n {
@@ -151,7 +174,8 @@ fn main() {
     println!(
         "{{\"n\":{n},\"batch\":{batch},\"raw_put\":{raw:.0},\"enqueue\":{enqueue:.0},\
          \"enqueue_batch\":{enqueue_batch:.0},\"lease_complete\":{lease_complete:.0},\
-         \"lease_batch_complete\":{lease_batch_complete:.0},\"lifecycle\":{lifecycle:.0},\
+         \"lease_batch_complete\":{lease_batch_complete:.0},\
+         \"lease_batch_complete_many\":{lease_batch_complete_many:.0},\"lifecycle\":{lifecycle:.0},\
          \"pollers4\":{pollers4:.0}}}"
     );
 }

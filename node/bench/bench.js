@@ -137,7 +137,7 @@ async function main () {
     [`enqueueMany (${BATCH} per batch)`, node.enqueue_batch, 'enqueue_batch'],
     ['leaseNext + complete (one at a time)', node.lease_complete, 'lease_complete'],
     [`leaseMany(${BATCH}) + complete each (concurrently)`, node.lease_batch_complete, 'lease_batch_complete'],
-    [`leaseMany(${BATCH}) + completeMany (batch form)`, node.lease_batch_complete_many, 'lease_batch_complete'],
+    [`leaseMany(${BATCH}) + completeMany (batch form)`, node.lease_batch_complete_many, 'lease_batch_complete_many'],
     ['Worker, concurrency 1 (vs Rust lease_next + complete)', node.worker1, 'lease_complete'],
     ['Worker, concurrency 100 (vs Rust lease_many + complete)', node.worker100, 'lease_batch_complete']
   ]
