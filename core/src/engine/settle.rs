@@ -65,16 +65,20 @@ impl Engine {
         Ok(())
     }
 
-    pub fn complete(&self, token: &LeaseToken, result: Option<Vec<u8>>) -> Result<()> {
-        if let Some(r) = &result {
-            if r.len() > self.cfg.max_payload_bytes {
-                return Err(Error::invalid(format!(
-                    "result of {} bytes is over the limit of {} bytes (max_payload_bytes)",
-                    r.len(),
-                    self.cfg.max_payload_bytes
-                )));
-            }
+    /// `InvalidArgument` when a result is over `max_payload_bytes`.
+    fn check_result(&self, result: Option<&Vec<u8>>) -> Result<()> {
+        match result {
+            Some(r) if r.len() > self.cfg.max_payload_bytes => Err(Error::invalid(format!(
+                "result of {} bytes is over the limit of {} bytes (max_payload_bytes)",
+                r.len(),
+                self.cfg.max_payload_bytes
+            ))),
+            _ => Ok(()),
         }
+    }
+
+    pub fn complete(&self, token: &LeaseToken, result: Option<Vec<u8>>) -> Result<()> {
+        self.check_result(result.as_ref())?;
         self.settle(token, Outcome::Completed(result))
     }
 
@@ -91,12 +95,8 @@ impl Engine {
         // Each job once, in id order (the lock order `extend` uses).
         let mut by_job: BTreeMap<JobId, usize> = BTreeMap::new();
         for (i, (t, r)) in items.iter().enumerate() {
-            if let Some(r) = r.as_ref().filter(|r| r.len() > self.cfg.max_payload_bytes) {
-                answers[i] = Some(Err(Error::invalid(format!(
-                    "result of {} bytes is over the limit of {} bytes (max_payload_bytes)",
-                    r.len(),
-                    self.cfg.max_payload_bytes
-                ))));
+            if let Err(e) = self.check_result(r.as_ref()) {
+                answers[i] = Some(Err(e));
             } else if let btree_map::Entry::Vacant(v) = by_job.entry(t.id) {
                 v.insert(i);
             } else {
