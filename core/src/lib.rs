@@ -21,6 +21,7 @@
 
 #![warn(missing_docs)]
 
+mod api;
 pub mod backoff;
 mod cancel;
 pub mod clock;
@@ -34,6 +35,7 @@ mod queue;
 mod reaper;
 pub mod store;
 
+pub use api::JobStore;
 pub use cancel::CancelWait;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{Backoff, Config, KindConfig};

@@ -1,0 +1,162 @@
+//! [`JobStore`]: the queue's operations as a trait, so a front end can hold
+//! either an embedded [`Queue`] or a client of a remote one (the
+//! `telha-jobs-client` crate's `RemoteQueue`) behind one type.
+//!
+//! Every method has the meaning, the answers and the error kinds of the
+//! [`Queue`] method of the same name; an implementation that talks to a
+//! server maps the server's answers back onto the same [`crate::ErrorKind`]s
+//! (a lost connection is `Storage`), so code written against `JobStore`
+//! behaves the same in process and over the network.
+
+use crate::job::{
+    EnqueueOptions, Enqueued, Job, JobId, JobInfo, LeaseOptions, LeaseToken, ListPage, ListQuery,
+    NewJob, PurgeReport, ReapReport, State, Stats,
+};
+use crate::{Queue, Result};
+
+/// The queue's operations; see [`Queue`] for each one's contract.
+pub trait JobStore: Send + Sync + std::fmt::Debug {
+    /// See [`Queue::enqueue`].
+    fn enqueue(&self, kind: &str, payload: &[u8], options: EnqueueOptions) -> Result<Enqueued>;
+    /// See [`Queue::enqueue_many`].
+    fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>>;
+    /// See [`Queue::lease_next`].
+    fn lease_next(&self, worker_id: &str, options: &LeaseOptions) -> Result<Option<Job>> {
+        Ok(self.lease_many(worker_id, 1, options)?.pop())
+    }
+    /// See [`Queue::lease_many`].
+    fn lease_many(&self, worker_id: &str, max: usize, options: &LeaseOptions) -> Result<Vec<Job>>;
+    /// See [`Queue::extend`].
+    fn extend(&self, tokens: &[LeaseToken], worker_id: &str) -> Result<Vec<Result<u64>>>;
+    /// See [`Queue::complete`].
+    fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()>;
+    /// See [`Queue::complete_many`].
+    fn complete_many(&self, items: Vec<(LeaseToken, Option<Vec<u8>>)>) -> Result<Vec<Result<()>>>;
+    /// See [`Queue::fail`].
+    fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()>;
+    /// See [`Queue::release`].
+    fn release(&self, token: &LeaseToken) -> Result<()>;
+    /// See [`Queue::retry`].
+    fn retry(&self, id: &JobId) -> Result<()>;
+    /// See [`Queue::get`].
+    fn get(&self, id: &JobId) -> Result<Option<JobInfo>>;
+    /// See [`Queue::list`].
+    fn list(&self, query: &ListQuery) -> Result<ListPage>;
+    /// See [`Queue::reap`].
+    fn reap(&self) -> Result<ReapReport>;
+    /// See [`Queue::purge`].
+    fn purge(&self, state: State, cutoff_ms: u64) -> Result<PurgeReport>;
+    /// See [`Queue::stats`].
+    fn stats(&self) -> Result<Stats>;
+    /// See [`Queue::metrics`].
+    fn metrics(&self) -> Result<String>;
+    /// See [`Queue::close`]: later calls answer `Closed`, waits in progress
+    /// end. For a remote store this closes the connection, not the store.
+    fn close(&self);
+    /// See [`Queue::is_closed`].
+    fn is_closed(&self) -> bool;
+    /// Where the jobs live, for messages and `repr`s: the store directory of
+    /// an embedded queue, the server URL of a remote one. `Closed` after
+    /// `close`.
+    fn location(&self) -> Result<String>;
+    /// The embedded queue behind this store, when it is one (for what only a
+    /// local store has: `path`, `config`, `check`, serving it).
+    fn as_local(&self) -> Option<&Queue> {
+        None
+    }
+}
+
+impl JobStore for Queue {
+    fn enqueue(&self, kind: &str, payload: &[u8], options: EnqueueOptions) -> Result<Enqueued> {
+        Queue::enqueue(self, kind, payload, options)
+    }
+    fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
+        Queue::enqueue_many(self, jobs)
+    }
+    fn lease_next(&self, worker_id: &str, options: &LeaseOptions) -> Result<Option<Job>> {
+        Queue::lease_next(self, worker_id, options)
+    }
+    fn lease_many(&self, worker_id: &str, max: usize, options: &LeaseOptions) -> Result<Vec<Job>> {
+        Queue::lease_many(self, worker_id, max, options)
+    }
+    fn extend(&self, tokens: &[LeaseToken], worker_id: &str) -> Result<Vec<Result<u64>>> {
+        Queue::extend(self, tokens, worker_id)
+    }
+    fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
+        Queue::complete(self, token, result)
+    }
+    fn complete_many(&self, items: Vec<(LeaseToken, Option<Vec<u8>>)>) -> Result<Vec<Result<()>>> {
+        Queue::complete_many(self, items)
+    }
+    fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {
+        Queue::fail(self, token, reason, retryable)
+    }
+    fn release(&self, token: &LeaseToken) -> Result<()> {
+        Queue::release(self, token)
+    }
+    fn retry(&self, id: &JobId) -> Result<()> {
+        Queue::retry(self, id)
+    }
+    fn get(&self, id: &JobId) -> Result<Option<JobInfo>> {
+        Queue::get(self, id)
+    }
+    fn list(&self, query: &ListQuery) -> Result<ListPage> {
+        Queue::list(self, query)
+    }
+    fn reap(&self) -> Result<ReapReport> {
+        Queue::reap(self)
+    }
+    fn purge(&self, state: State, cutoff_ms: u64) -> Result<PurgeReport> {
+        Queue::purge(self, state, cutoff_ms)
+    }
+    fn stats(&self) -> Result<Stats> {
+        Queue::stats(self)
+    }
+    fn metrics(&self) -> Result<String> {
+        Queue::metrics(self)
+    }
+    fn close(&self) {
+        Queue::close(self)
+    }
+    fn is_closed(&self) -> bool {
+        Queue::is_closed(self)
+    }
+    fn location(&self) -> Result<String> {
+        Ok(Queue::path(self)?.display().to_string())
+    }
+    fn as_local(&self) -> Option<&Queue> {
+        Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Config;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_queue_works_through_the_trait_object() {
+        let dir = tempfile::tempdir().unwrap();
+        let s: Arc<dyn JobStore> = Arc::new(Queue::open(dir.path(), Config::default()).unwrap());
+        let id = s
+            .enqueue("embed", b"x", EnqueueOptions::default())
+            .unwrap()
+            .id;
+        let job = s
+            .lease_next("w", &LeaseOptions::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(job.id, id);
+        s.complete(&job.token(), Some(b"r")).unwrap();
+        assert_eq!(s.get(&id).unwrap().unwrap().state, State::Completed);
+        assert!(s.as_local().is_some());
+        assert!(s
+            .location()
+            .unwrap()
+            .contains(dir.path().file_name().unwrap().to_str().unwrap()));
+        s.close();
+        assert!(s.is_closed());
+        assert_eq!(s.stats().unwrap_err().kind(), crate::ErrorKind::Closed);
+    }
+}
