@@ -1,0 +1,331 @@
+"""The conformance scenarios (``tests/scenarios/*.json``, format in that
+directory's README) run through the Python binding.
+
+One pytest test per case file, then ``test_every_case_ran``, which fails when
+fewer cases ran than there are files and prints the count (run pytest with
+``-s`` to see it). To run the cases against another store implementation,
+change :func:`open_store` and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import telha_jobs
+
+CASES_DIR = Path(__file__).resolve().parents[2] / "tests" / "scenarios"
+CASE_FILES = sorted(CASES_DIR.glob("*.json"))
+MIN_CASES = 30
+RAN: list[str] = []
+
+HOLDER_READY = "telha-scenario-holder ready"
+# The other process of `hold_elsewhere`: opens the store, says so, and keeps
+# it until its stdin closes.
+HOLDER_CODE = f"""
+import sys, telha_jobs
+q = telha_jobs.Queue(sys.argv[1], reaper_interval=0)
+print({HOLDER_READY!r}, flush=True)
+sys.stdin.read()
+q.close()
+"""
+
+
+def open_store(path: Path, config: dict[str, Any]) -> telha_jobs.Queue:
+    """The one place this runner opens a store (the background reaper off:
+    the cases reap explicitly)."""
+    kw: dict[str, Any] = {"reaper_interval": 0}
+    for k, v in config.items():
+        if k == "lease_ttl_ms":
+            kw["lease_ttl"] = v / 1000
+        elif k == "max_attempts":
+            kw["max_attempts"] = v
+        elif k == "backoff_base_ms":
+            kw["backoff_base"] = v / 1000
+        elif k == "backoff_factor":
+            kw["backoff_factor"] = float(v)
+        elif k == "backoff_cap_ms":
+            kw["backoff_cap"] = v / 1000
+        elif k == "max_payload_bytes":
+            kw["max_payload_bytes"] = v
+        elif k == "kinds":
+            kinds: dict[str, dict[str, float | int]] = {}
+            for kind, o in v.items():
+                kc: dict[str, float | int] = {}
+                for kk, vv in o.items():
+                    if kk == "lease_ttl_ms":
+                        kc["lease_ttl"] = vv / 1000
+                    elif kk == "max_attempts":
+                        kc["max_attempts"] = vv
+                    elif kk == "backoff_base_ms":
+                        kc["backoff_base"] = vv / 1000
+                    else:
+                        raise AssertionError(f"unknown kind config key {kk!r}")
+                kinds[kind] = kc
+            kw["kinds"] = kinds
+        else:
+            raise AssertionError(f"unknown config key {k!r}")
+    return telha_jobs.Queue(str(path), **kw)
+
+
+class StepFailed(AssertionError):
+    pass
+
+
+def error_code(e: BaseException) -> str:
+    if isinstance(e, telha_jobs.TelhaError):
+        return e.code
+    return type(e).__name__  # never one of the codes: the step fails
+
+
+def as_bytes(step: dict[str, Any], name: str) -> bytes | None:
+    if name in step:
+        return str(step[name]).encode()
+    if f"{name}_size" in step:
+        return b"x" * int(step[f"{name}_size"])
+    return None
+
+
+def put_bytes(o: dict[str, Any], name: str, b: bytes | None) -> None:
+    o[name] = None if b is None else b.decode("utf-8", "replace")
+    o[f"{name}_size"] = None if b is None else len(b)
+
+
+def subset(want: Any, got: Any, at: str = "") -> None:
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            raise StepFailed(f"{at}: wanted an object, got {got!r}")
+        for k, wv in want.items():
+            if k in got:
+                subset(wv, got[k], f"{at}.{k}")
+            elif at == ".by_kind":
+                subset(wv, dict.fromkeys(("pending", "leased", "failed", "completed", "dead"), 0),
+                       f"{at}.{k}")
+            else:
+                raise StepFailed(f"{at}.{k}: the runner has no such field")
+    elif want != got or isinstance(want, bool) != isinstance(got, bool):
+        raise StepFailed(f"{at}: wanted {want!r}, got {got!r}")
+
+
+class Run:
+    def __init__(self, store: Path, config: dict[str, Any]) -> None:
+        self.path = store
+        self.config = config
+        self.q: telha_jobs.Queue | None = open_store(store, config)
+        self.ids: dict[str, str] = {}
+        self.leases: dict[str, str] = {}
+        self.holder: subprocess.Popen[str] | None = None
+
+    # -- references -----------------------------------------------------
+    def name_of(self, job_id: str) -> str:
+        for k, v in self.ids.items():
+            if v == job_id:
+                return k
+        return job_id
+
+    def job_id(self, s: dict[str, Any]) -> str:
+        if "job" in s:
+            return self.ids[s["job"]]
+        return str(s.get("job_id", ""))
+
+    def token(self, ref: Any) -> str:
+        if isinstance(ref, str):
+            return self.leases[ref]
+        return f"{self.job_id(ref)}:{ref['generation']}"
+
+    def queue(self) -> telha_jobs.Queue:
+        if self.q is None:
+            raise StepFailed("no open store (a reopen failed)")
+        return self.q
+
+    # -- normalised answers ---------------------------------------------
+    def job_json(self, j: telha_jobs.Job) -> dict[str, Any]:
+        o: dict[str, Any] = {
+            "job": self.name_of(j.id), "kind": j.kind, "scope": j.scope,
+            "attempts": j.attempts, "max_attempts": j.max_attempts,
+            "generation": j.generation, "priority": j.priority, "worker_id": j.worker_id,
+        }
+        put_bytes(o, "payload", j.raw_payload)
+        return o
+
+    def info_json(self, i: telha_jobs.JobInfo) -> dict[str, Any]:
+        o: dict[str, Any] = {
+            "job": self.name_of(i.id), "kind": i.kind, "scope": i.scope, "state": i.state,
+            "priority": i.priority, "attempts": i.attempts, "max_attempts": i.max_attempts,
+            "generation": i.generation, "worker_id": i.worker_id, "last_error": i.last_error,
+            "idempotency_key": i.idempotency_key, "events": [e[1] for e in i.events],
+        }
+        put_bytes(o, "payload", i.raw_payload)
+        put_bytes(o, "result", i.raw_result)
+        return o
+
+    # -- steps ----------------------------------------------------------
+    def enqueue_kw(self, s: dict[str, Any]) -> dict[str, Any]:
+        kw: dict[str, Any] = {}
+        for k in ("scope", "priority", "idempotency_key", "max_attempts"):
+            if k in s:
+                kw[k] = s[k]
+        if "delay_ms" in s:
+            kw["delay"] = s["delay_ms"] / 1000
+        if "run_at_ms" in s:
+            kw["run_at"] = s["run_at_ms"] / 1000
+        if "run_at_in_ms" in s:
+            kw["run_at"] = time.time() + s["run_at_in_ms"] / 1000
+        return kw
+
+    def do(self, s: dict[str, Any]) -> Any:
+        op = s["op"]
+        if op == "enqueue":
+            job_id = self.queue().enqueue(s.get("kind", ""), as_bytes(s, "payload") or b"",
+                                          **self.enqueue_kw(s))
+            if "as" in s:
+                self.ids[s["as"]] = job_id
+            return {"same_as": self.name_of(job_id)}
+        if op == "enqueue_many":
+            items = [dict(kind=j.get("kind", ""), payload=as_bytes(j, "payload") or b"",
+                          **self.enqueue_kw(j)) for j in s["jobs"]]
+            ids = self.queue().enqueue_many(items)
+            for j, job_id in zip(s["jobs"], ids):
+                if "as" in j:
+                    self.ids[j["as"]] = job_id
+            return None
+        if op == "lease":
+            job = self.queue().lease_next(s.get("worker", "w1"), kinds=s.get("kinds"),
+                                          scope=s.get("scopes"))
+            if job is None:
+                return None
+            if "as" in s:
+                self.leases[s["as"]] = job.token
+            return self.job_json(job)
+        if op == "extend":
+            tokens = [self.token(r) for r in s.get("leases", [])]
+            return {"renewed": self.queue().extend(tokens, s.get("worker", "w1"))}
+        if op == "complete":
+            self.queue().complete(self.token(s["lease"]), as_bytes(s, "result"))
+            return None
+        if op == "fail":
+            self.queue().fail(self.token(s["lease"]), s.get("reason", ""),
+                              retryable=s.get("retryable", True))
+            return None
+        if op == "release":
+            self.queue().release(self.token(s["lease"]))
+            return None
+        if op == "retry":
+            self.queue().retry(self.job_id(s))
+            return None
+        if op == "get":
+            info = self.queue().get(self.job_id(s))
+            return None if info is None else self.info_json(info)
+        if op == "list":
+            kw = {k: s[k] for k in ("state", "scope", "kind") if k in s}
+            return {"jobs": [self.name_of(i.id) for i in self.queue().list(**kw)]}
+        if op == "reap":
+            return self.queue().reap()
+        if op == "stats":
+            st = self.queue().stats()
+            return dict(st["total"], by_kind=st["by_kind"])
+        if op == "sleep_ms":
+            time.sleep(s["ms"] / 1000)
+            return None
+        if op == "close":
+            self.queue().close()
+            return None
+        if op == "reopen":
+            self.q = open_store(self.path, self.config)
+            return None
+        if op == "hold_elsewhere":
+            self.start_holder()
+            return None
+        if op == "release_elsewhere":
+            self.stop_holder()
+            return None
+        raise StepFailed(f"unknown op {op!r}")
+
+    def step(self, s: dict[str, Any]) -> None:
+        expect = s.get("expect")
+        want_err = expect.get("error") if isinstance(expect, dict) else None
+        try:
+            got = self.do(s)
+        except StepFailed:
+            raise
+        except Exception as e:  # the binding's answer, compared below
+            code = error_code(e)
+            if want_err is None:
+                raise StepFailed(f"unexpected {code}: {e}") from e
+            if code != want_err:
+                raise StepFailed(f"wanted {want_err}, got {code}: {e}") from e
+            return
+        if want_err is not None:
+            raise StepFailed(f"wanted {want_err}, got success: {got!r}")
+        if expect is None:
+            return
+        if expect.get("none") is True:
+            if got is not None:
+                raise StepFailed(f"wanted none, got {got!r}")
+            return
+        subset(expect, got)
+
+    def start_holder(self) -> None:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.holder = subprocess.Popen([sys.executable, "-c", HOLDER_CODE, str(self.path)],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                       env=env)
+        assert self.holder.stdout is not None
+        line = self.holder.stdout.readline().strip()
+        if line != HOLDER_READY:
+            self.stop_holder()
+            raise StepFailed(f"the holder process did not start: {line!r}")
+
+    def stop_holder(self) -> None:
+        h, self.holder = self.holder, None
+        if h is None:
+            return
+        assert h.stdin is not None
+        h.stdin.close()
+        try:
+            h.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            h.kill()
+            h.wait()
+        if h.stdout is not None:
+            h.stdout.close()
+
+    def close(self) -> None:
+        if self.q is not None:
+            self.q.close()
+        self.stop_holder()
+
+
+@pytest.fixture
+def scenario_store(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "store"
+
+
+@pytest.mark.parametrize("case_file", CASE_FILES, ids=[p.stem for p in CASE_FILES])
+def test_scenario(case_file: Path, scenario_store: Path) -> None:
+    case = json.loads(case_file.read_text())
+    run = Run(scenario_store, case.get("config", {}))
+    try:
+        for i, s in enumerate(case["steps"], 1):
+            try:
+                run.step(s)
+            except StepFailed as e:
+                raise StepFailed(f"{case_file.name} step {i} ({s['op']}): {e}") from None
+    finally:
+        run.close()
+    RAN.append(case_file.name)
+
+
+def test_every_case_ran() -> None:
+    print(f"\npython scenarios: ran {len(RAN)} of {len(CASE_FILES)} case files in {CASES_DIR}")
+    assert len(CASE_FILES) >= MIN_CASES, f"only {len(CASE_FILES)} case files in {CASES_DIR}"
+    missing = sorted({p.name for p in CASE_FILES} - set(RAN))
+    assert not missing, f"cases that did not pass: {missing}"
