@@ -251,9 +251,8 @@ class Queue {
   }
 
   async extend (jobs, workerId) {
-    const { ids, gens, count } = tokens(jobs, 'jobs')
+    const { ids, gens } = tokens(jobs, 'jobs')
     str(workerId, 'workerId')
-    if (count === 0) return []
     return this.#native.extend(ids, gens, workerId)
   }
 
