@@ -1,0 +1,320 @@
+'use strict'
+// The conformance scenarios (tests/scenarios/*.json, format in that
+// directory's README) run through the Node package.
+//
+// One node:test test per case file; the last test fails when fewer cases
+// ran than there are files, and prints the count. To run the cases against
+// another store implementation, change openStore and nothing else.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { spawn } = require('node:child_process')
+const { Queue } = require('..')
+
+const CASES_DIR = path.resolve(__dirname, '../../tests/scenarios')
+const CASE_FILES = fs.readdirSync(CASES_DIR).filter((f) => f.endsWith('.json')).sort()
+const MIN_CASES = 30
+const ran = []
+
+const HOLDER_READY = 'telha-scenario-holder ready'
+// The other process of `hold_elsewhere`: opens the store, says so, and keeps
+// it until its stdin closes.
+const HOLDER_CODE = `
+const { Queue } = require(${JSON.stringify(path.resolve(__dirname, '..'))})
+Queue.open(process.argv[1], { reaperIntervalMs: 0 }).then((q) => {
+  console.log(${JSON.stringify(HOLDER_READY)})
+  process.stdin.resume()
+  process.stdin.on('end', () => q.close())
+}, (e) => { console.log('holder could not open: ' + e.message); process.exit(1) })
+`
+
+/** The one place this runner opens a store (no background reaper: the cases reap explicitly). */
+function openStore (dir, config) {
+  const o = { reaperIntervalMs: 0 }
+  const backoff = {}
+  for (const [k, v] of Object.entries(config)) {
+    if (k === 'lease_ttl_ms') o.leaseTtlMs = v
+    else if (k === 'max_attempts') o.maxAttempts = v
+    else if (k === 'backoff_base_ms') backoff.baseMs = v
+    else if (k === 'backoff_factor') backoff.factor = v
+    else if (k === 'backoff_cap_ms') backoff.capMs = v
+    else if (k === 'max_payload_bytes') o.maxPayloadBytes = v
+    else if (k === 'kinds') {
+      o.kinds = {}
+      for (const [kind, kc] of Object.entries(v)) {
+        const x = {}
+        for (const [kk, vv] of Object.entries(kc)) {
+          if (kk === 'lease_ttl_ms') x.leaseTtlMs = vv
+          else if (kk === 'max_attempts') x.maxAttempts = vv
+          else if (kk === 'backoff_base_ms') x.backoff = { baseMs: vv }
+          else throw new StepFailed(`unknown kind config key ${kk}`)
+        }
+        o.kinds[kind] = x
+      }
+    } else throw new StepFailed(`unknown config key ${k}`)
+  }
+  if (Object.keys(backoff).length) o.backoff = backoff
+  return Queue.open(dir, o)
+}
+
+class StepFailed extends Error {}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+function bytesArg (s, name) {
+  if (name in s) return Buffer.from(String(s[name]), 'utf8')
+  if (`${name}_size` in s) return Buffer.alloc(s[`${name}_size`], 'x')
+  return undefined
+}
+
+function putBytes (o, name, b) {
+  o[name] = b == null ? null : b.toString('utf8')
+  o[`${name}_size`] = b == null ? null : b.length
+}
+
+const ZERO_COUNTS = { pending: 0, leased: 0, failed: 0, completed: 0, dead: 0 }
+
+function subset (want, got, at = '') {
+  if (want !== null && typeof want === 'object' && !Array.isArray(want)) {
+    if (got === null || typeof got !== 'object') throw new StepFailed(`${at}: wanted an object, got ${JSON.stringify(got)}`)
+    for (const [k, wv] of Object.entries(want)) {
+      if (k in got) subset(wv, got[k], `${at}.${k}`)
+      else if (at === '.by_kind') subset(wv, ZERO_COUNTS, `${at}.${k}`)
+      else throw new StepFailed(`${at}.${k}: the runner has no such field`)
+    }
+    return
+  }
+  try {
+    assert.deepStrictEqual(got, want)
+  } catch {
+    throw new StepFailed(`${at}: wanted ${JSON.stringify(want)}, got ${JSON.stringify(got)}`)
+  }
+}
+
+class Run {
+  constructor (dir, config) {
+    this.dir = dir
+    this.config = config
+    this.q = null
+    this.ids = new Map()
+    this.leases = new Map()
+    this.holder = null
+  }
+
+  nameOf (id) {
+    for (const [k, v] of this.ids) if (v === id) return k
+    return id
+  }
+
+  jobId (s) {
+    if ('job' in s) {
+      if (!this.ids.has(s.job)) throw new StepFailed(`the case names no job ${s.job}`)
+      return this.ids.get(s.job)
+    }
+    return String(s.job_id ?? '')
+  }
+
+  token (ref) {
+    if (typeof ref === 'string') {
+      if (!this.leases.has(ref)) throw new StepFailed(`the case names no lease ${ref}`)
+      return this.leases.get(ref)
+    }
+    return { id: this.jobId(ref), generation: ref.generation }
+  }
+
+  queue () {
+    if (this.q === null) throw new StepFailed('no open store (a reopen failed)')
+    return this.q
+  }
+
+  jobJson (j) {
+    const o = {
+      job: this.nameOf(j.id), kind: j.kind, scope: j.scope, attempts: j.attempts,
+      max_attempts: j.maxAttempts, generation: j.generation, priority: j.priority,
+      worker_id: j.workerId
+    }
+    putBytes(o, 'payload', j.payloadBytes)
+    return o
+  }
+
+  infoJson (i) {
+    const o = {
+      job: this.nameOf(i.id), kind: i.kind, scope: i.scope, state: i.state, priority: i.priority,
+      attempts: i.attempts, max_attempts: i.maxAttempts, generation: i.generation,
+      worker_id: i.workerId ?? null, last_error: i.lastError ?? null,
+      idempotency_key: i.idempotencyKey ?? null, events: i.events.map((e) => e.transition)
+    }
+    putBytes(o, 'payload', i.payloadBytes)
+    putBytes(o, 'result', i.resultBytes)
+    return o
+  }
+
+  enqueueOptions (s) {
+    const o = {}
+    if ('scope' in s) o.scope = s.scope
+    if ('priority' in s) o.priority = s.priority
+    if ('idempotency_key' in s) o.idempotencyKey = s.idempotency_key
+    if ('max_attempts' in s) o.maxAttempts = s.max_attempts
+    if ('delay_ms' in s) o.delayMs = s.delay_ms
+    if ('run_at_ms' in s) o.runAt = s.run_at_ms
+    if ('run_at_in_ms' in s) o.runAt = Date.now() + s.run_at_in_ms
+    return o
+  }
+
+  async do (s) {
+    switch (s.op) {
+      case 'enqueue': {
+        const id = await this.queue().enqueue(s.kind ?? '', bytesArg(s, 'payload') ?? Buffer.alloc(0), this.enqueueOptions(s))
+        if ('as' in s) this.ids.set(s.as, id)
+        return { same_as: this.nameOf(id) }
+      }
+      case 'enqueue_many': {
+        const items = s.jobs.map((j) => ({ kind: j.kind ?? '', payload: bytesArg(j, 'payload') ?? Buffer.alloc(0), ...this.enqueueOptions(j) }))
+        const ids = await this.queue().enqueueMany(items)
+        s.jobs.forEach((j, i) => { if ('as' in j) this.ids.set(j.as, ids[i]) })
+        return null
+      }
+      case 'lease': {
+        const o = {}
+        if (s.kinds) o.kinds = s.kinds
+        if (s.scopes) o.scope = s.scopes
+        const job = await this.queue().leaseNext(s.worker ?? 'w1', o)
+        if (job === null) return null
+        if ('as' in s) this.leases.set(s.as, { id: job.id, generation: job.generation })
+        return this.jobJson(job)
+      }
+      case 'extend':
+        return { renewed: await this.queue().extend((s.leases ?? []).map((r) => this.token(r)), s.worker ?? 'w1') }
+      case 'complete':
+        await this.queue().complete(this.token(s.lease), bytesArg(s, 'result'))
+        return null
+      case 'fail':
+        await this.queue().fail(this.token(s.lease), s.reason ?? '', { retryable: s.retryable ?? true })
+        return null
+      case 'release':
+        await this.queue().release(this.token(s.lease))
+        return null
+      case 'retry':
+        await this.queue().retry(this.jobId(s))
+        return null
+      case 'get': {
+        const info = await this.queue().get(this.jobId(s))
+        return info === null ? null : this.infoJson(info)
+      }
+      case 'list': {
+        const o = {}
+        for (const k of ['state', 'scope', 'kind']) if (k in s) o[k] = s[k]
+        const page = await this.queue().list(o)
+        return { jobs: page.jobs.map((i) => this.nameOf(i.id)) }
+      }
+      case 'reap': {
+        const r = await this.queue().reap()
+        return { expired: r.expired, dead: r.dead, pruned: r.pruned }
+      }
+      case 'stats': {
+        const st = await this.queue().stats()
+        return { ...st.total, by_kind: st.byKind }
+      }
+      case 'sleep_ms':
+        await sleep(s.ms)
+        return null
+      case 'close':
+        await this.queue().close()
+        return null
+      case 'reopen':
+        this.q = await openStore(this.dir, this.config)
+        return null
+      case 'hold_elsewhere':
+        await this.startHolder()
+        return null
+      case 'release_elsewhere':
+        await this.stopHolder()
+        return null
+      default:
+        throw new StepFailed(`unknown op ${s.op}`)
+    }
+  }
+
+  async step (s) {
+    const expect = s.expect
+    const wantErr = expect && expect.error
+    let got
+    try {
+      got = await this.do(s)
+    } catch (e) {
+      if (e instanceof StepFailed) throw e
+      const code = typeof e.code === 'string' ? e.code : `${e.name} without a code`
+      if (!wantErr) throw new StepFailed(`unexpected ${code}: ${e.message}`)
+      if (code !== wantErr) throw new StepFailed(`wanted ${wantErr}, got ${code}: ${e.message}`)
+      return
+    }
+    if (wantErr) throw new StepFailed(`wanted ${wantErr}, got success: ${JSON.stringify(got)}`)
+    if (expect === undefined) return
+    if (expect.none === true) {
+      if (got !== null) throw new StepFailed(`wanted none, got ${JSON.stringify(got)}`)
+      return
+    }
+    subset(expect, got)
+  }
+
+  startHolder () {
+    const child = spawn(process.execPath, ['-e', HOLDER_CODE, this.dir], { stdio: ['pipe', 'pipe', 'inherit'] })
+    this.holder = child
+    return new Promise((resolve, reject) => {
+      let out = ''
+      const onData = (d) => {
+        out += d
+        if (!out.includes('\n')) return
+        child.stdout.off('data', onData)
+        if (out.trim() === HOLDER_READY) resolve()
+        else reject(new StepFailed(`the holder process did not start: ${out.trim()}`))
+      }
+      child.stdout.on('data', onData)
+      child.on('exit', (code) => reject(new StepFailed(`the holder process exited (${code}): ${out.trim()}`)))
+    })
+  }
+
+  async stopHolder () {
+    const child = this.holder
+    this.holder = null
+    if (child === null) return
+    if (child.exitCode !== null || child.signalCode !== null) return
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    child.stdin.end()
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30000)
+    await exited
+    clearTimeout(timer)
+  }
+}
+
+for (const file of CASE_FILES) {
+  test(file.replace(/\.json$/, ''), async () => {
+    const c = JSON.parse(fs.readFileSync(path.join(CASES_DIR, file), 'utf8'))
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'telha-scenario-'))
+    const run = new Run(path.join(tmp, 'store'), c.config ?? {})
+    try {
+      run.q = await openStore(run.dir, run.config)
+      for (const [i, s] of c.steps.entries()) {
+        try {
+          await run.step(s)
+        } catch (e) {
+          throw new StepFailed(`${file} step ${i + 1} (${s.op}): ${e.message}`)
+        }
+      }
+    } finally {
+      if (run.q !== null) await run.q.close()
+      await run.stopHolder()
+      fs.rmSync(tmp, { recursive: true, force: true })
+    }
+    ran.push(file)
+  })
+}
+
+test('every case ran', () => {
+  console.log(`node scenarios: ran ${ran.length} of ${CASE_FILES.length} case files in ${CASES_DIR}`)
+  assert.ok(CASE_FILES.length >= MIN_CASES, `only ${CASE_FILES.length} case files in ${CASES_DIR}`)
+  assert.deepEqual(CASE_FILES.filter((f) => !ran.includes(f)), [], 'cases that did not pass')
+})
