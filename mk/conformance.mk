@@ -18,7 +18,7 @@ TEST_TARGETS += test-conformance
 CONF_OUT := $(CARGO_TARGET_DIR)/conformance
 
 ## Every scenario runner, then the round trip.
-test-conformance: test-scenarios
+test-conformance: test-scenarios test-roundtrip
 
 test-scenarios: test-scenarios-rust test-scenarios-py test-scenarios-node test-scenarios-c
 
@@ -42,3 +42,12 @@ $(CONF_OUT)/scenarios: tests/c/scenarios.c tests/c/mini_json.h include/telha_job
 ## The C runner under ASan/UBSan (leaks included); its own "N passed, N failed" line.
 test-scenarios-c: $(CONF_OUT)/scenarios
 	$(C_ASAN_ENV) $(CONF_OUT)/scenarios tests/scenarios
+
+$(CONF_OUT)/fail_rest: tests/roundtrip/fail_rest.c tests/c/mini_json.h include/telha_jobs.h c-lib
+	@mkdir -p $(@D)
+	$(CC) $(C_STD) $(C_SAN) $(C_INC) -o $@ $< $(C_LINK) -lm
+
+## The cross-language round trip (tests/roundtrip/run.sh): Node, Python, C
+## (under ASan/UBSan), then Python, the CLI and Node read everything back.
+test-roundtrip: py-wheel node-build build-cli $(CONF_OUT)/fail_rest
+	$(C_ASAN_ENV) tests/roundtrip/run.sh $(PY) $(CONF_OUT)/fail_rest $(CLI_BIN)

@@ -33,28 +33,28 @@ typedef struct jval {
     size_t cap;
 } jval;
 
-static void *jx_alloc(size_t n) {
+static inline void *jx_alloc(size_t n) {
     void *p = calloc(1, n ? n : 1);
     if (!p) { fputs("out of memory\n", stderr); abort(); }
     return p;
 }
 
-static jval *jnew(jtype t) { jval *v = jx_alloc(sizeof *v); v->t = t; return v; }
-static jval *jnew_null(void) { return jnew(J_NULL); }
-static jval *jnew_bool(bool b) { jval *v = jnew(J_BOOL); v->b = b; return v; }
-static jval *jnew_num(double n) { jval *v = jnew(J_NUM); v->num = n; return v; }
-static jval *jnew_strn(const char *s, size_t n) {
+static inline jval *jnew(jtype t) { jval *v = jx_alloc(sizeof *v); v->t = t; return v; }
+static inline jval *jnew_null(void) { return jnew(J_NULL); }
+static inline jval *jnew_bool(bool b) { jval *v = jnew(J_BOOL); v->b = b; return v; }
+static inline jval *jnew_num(double n) { jval *v = jnew(J_NUM); v->num = n; return v; }
+static inline jval *jnew_strn(const char *s, size_t n) {
     jval *v = jnew(J_STR);
     v->str = jx_alloc(n + 1);
     if (n) memcpy(v->str, s, n);
     v->len = n;
     return v;
 }
-static jval *jnew_str(const char *s) { return s ? jnew_strn(s, strlen(s)) : jnew_null(); }
-static jval *jnew_arr(void) { return jnew(J_ARR); }
-static jval *jnew_obj(void) { return jnew(J_OBJ); }
+static inline jval *jnew_str(const char *s) { return s ? jnew_strn(s, strlen(s)) : jnew_null(); }
+static inline jval *jnew_arr(void) { return jnew(J_ARR); }
+static inline jval *jnew_obj(void) { return jnew(J_OBJ); }
 
-static void jx_grow(jval *c) {
+static inline void jx_grow(jval *c) {
     if (c->len < c->cap) return;
     c->cap = c->cap ? c->cap * 2 : 8;
     c->items = realloc(c->items, c->cap * sizeof *c->items);
@@ -62,13 +62,13 @@ static void jx_grow(jval *c) {
     if (!c->items || (c->t == J_OBJ && !c->keys)) { fputs("out of memory\n", stderr); abort(); }
 }
 
-static void jfree(jval *v);
+static inline void jfree(jval *v);
 
 /* Append `item` (owned from now on) to array `a`. */
-static void jarr_push(jval *a, jval *item) { jx_grow(a); a->items[a->len++] = item; }
+static inline void jarr_push(jval *a, jval *item) { jx_grow(a); a->items[a->len++] = item; }
 
 /* Set `key` of object `o` to `item` (owned from now on); replaces an old value. */
-static void jobj_put(jval *o, const char *key, jval *item) {
+static inline void jobj_put(jval *o, const char *key, jval *item) {
     for (size_t i = 0; i < o->len; i++) {
         if (strcmp(o->keys[i], key) == 0) { jfree(o->items[i]); o->items[i] = item; return; }
     }
@@ -79,7 +79,7 @@ static void jobj_put(jval *o, const char *key, jval *item) {
     o->items[o->len++] = item;
 }
 
-static void jfree(jval *v) {
+static inline void jfree(jval *v) {
     if (!v) return;
     for (size_t i = 0; i < v->len && (v->t == J_ARR || v->t == J_OBJ); i++) {
         jfree(v->items[i]);
@@ -92,7 +92,7 @@ static void jfree(jval *v) {
 }
 
 /* The value of `key` in object `o`, or NULL (also when `o` is not an object). */
-static const jval *jget(const jval *o, const char *key) {
+static inline const jval *jget(const jval *o, const char *key) {
     if (!o || o->t != J_OBJ) return NULL;
     for (size_t i = 0; i < o->len; i++)
         if (strcmp(o->keys[i], key) == 0) return o->items[i];
@@ -100,13 +100,13 @@ static const jval *jget(const jval *o, const char *key) {
 }
 
 /* `key` of `o` as a string, or `dflt` when missing or not a string. */
-static const char *jget_str(const jval *o, const char *key, const char *dflt) {
+static inline const char *jget_str(const jval *o, const char *key, const char *dflt) {
     const jval *v = jget(o, key);
     return v && v->t == J_STR ? v->str : dflt;
 }
 
 /* `key` of `o` as a number in *out; false when missing or not a number. */
-static bool jget_num(const jval *o, const char *key, double *out) {
+static inline bool jget_num(const jval *o, const char *key, double *out) {
     const jval *v = jget(o, key);
     if (!v || v->t != J_NUM) return false;
     *out = v->num;
@@ -122,17 +122,17 @@ struct jx_parser {
     int depth;
 };
 
-static jval *jx_fail(struct jx_parser *p, const char *what) {
+static inline jval *jx_fail(struct jx_parser *p, const char *what) {
     if (p->err && !p->err[0])
         snprintf(p->err, p->errlen, "%s at byte %zu", what, (size_t)(p->s - p->start));
     return NULL;
 }
 
-static void jx_ws(struct jx_parser *p) {
+static inline void jx_ws(struct jx_parser *p) {
     while (p->s < p->end && (*p->s == ' ' || *p->s == '\t' || *p->s == '\n' || *p->s == '\r')) p->s++;
 }
 
-static int jx_hex4(const char *s, unsigned *out) {
+static inline int jx_hex4(const char *s, unsigned *out) {
     unsigned v = 0;
     for (int i = 0; i < 4; i++) {
         char c = s[i];
@@ -146,7 +146,7 @@ static int jx_hex4(const char *s, unsigned *out) {
     return 0;
 }
 
-static size_t jx_utf8(unsigned cp, char *o) {
+static inline size_t jx_utf8(unsigned cp, char *o) {
     if (cp < 0x80) { o[0] = (char)cp; return 1; }
     if (cp < 0x800) { o[0] = (char)(0xC0 | (cp >> 6)); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
     if (cp < 0x10000) {
@@ -158,7 +158,7 @@ static size_t jx_utf8(unsigned cp, char *o) {
 }
 
 /* A string literal (p->s at the opening quote) into a new buffer. */
-static char *jx_string(struct jx_parser *p, size_t *len_out) {
+static inline char *jx_string(struct jx_parser *p, size_t *len_out) {
     p->s++; /* the quote */
     size_t cap = 16, n = 0;
     char *buf = jx_alloc(cap);
@@ -206,9 +206,9 @@ static char *jx_string(struct jx_parser *p, size_t *len_out) {
     return buf;
 }
 
-static jval *jx_value(struct jx_parser *p);
+static inline jval *jx_value(struct jx_parser *p);
 
-static jval *jx_container(struct jx_parser *p, bool obj) {
+static inline jval *jx_container(struct jx_parser *p, bool obj) {
     if (++p->depth > JSON_MAX_DEPTH) return jx_fail(p, "nesting too deep");
     jval *c = obj ? jnew_obj() : jnew_arr();
     p->s++; /* [ or { */
@@ -239,7 +239,7 @@ static jval *jx_container(struct jx_parser *p, bool obj) {
     }
 }
 
-static jval *jx_value(struct jx_parser *p) {
+static inline jval *jx_value(struct jx_parser *p) {
     jx_ws(p);
     if (p->s >= p->end) return jx_fail(p, "value expected");
     char c = *p->s;
@@ -268,7 +268,7 @@ static jval *jx_value(struct jx_parser *p) {
 
 /* Parse the NUL-terminated `text`. Returns the tree (free with jfree), or
  * NULL with a message in `err` (`errlen` bytes). */
-static jval *jparse(const char *text, char *err, size_t errlen) {
+static inline jval *jparse(const char *text, char *err, size_t errlen) {
     struct jx_parser p = {text, text, text + strlen(text), err, errlen, 0};
     if (err && errlen) err[0] = 0;
     jval *v = jx_value(&p);
@@ -279,7 +279,7 @@ static jval *jparse(const char *text, char *err, size_t errlen) {
 }
 
 /* Read and parse a whole file; NULL with a message in `err` on failure. */
-static jval *jparse_file(const char *path, char *err, size_t errlen) {
+static inline jval *jparse_file(const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) { snprintf(err, errlen, "cannot open %.200s", path); return NULL; }
     size_t cap = 4096, n = 0;
@@ -299,7 +299,7 @@ static jval *jparse_file(const char *path, char *err, size_t errlen) {
 /* ------------------------------------------------------------ printing and comparing */
 
 /* Append the JSON text of `v` to `out` (`cap` bytes, always NUL-terminated; cut when full). */
-static void jprint(const jval *v, char *out, size_t cap) {
+static inline void jprint(const jval *v, char *out, size_t cap) {
     size_t n = strlen(out);
 #define JP(...) do { if (n < cap) { int k = snprintf(out + n, cap - n, __VA_ARGS__); if (k > 0) n += (size_t)k; } } while (0)
     if (!v) { JP("(missing)"); return; }
@@ -324,7 +324,7 @@ static void jprint(const jval *v, char *out, size_t cap) {
 #undef JP
 }
 
-static bool jequal(const jval *a, const jval *b) {
+static inline bool jequal(const jval *a, const jval *b) {
     if (a->t != b->t) return false;
     switch (a->t) {
     case J_NULL: return true;
