@@ -489,9 +489,9 @@ fn bytes_arg(s: &Json, name: &str, size_key: &str) -> R<Option<Vec<u8>>> {
     if let Some(v) = s.get(name) {
         return Ok(Some(v.as_str().ok_or("text expected")?.as_bytes().to_vec()));
     }
-    Ok(s.get(size_key)
+    s.get(size_key)
         .map(|n| uint(n).map(|n| vec![b'x'; n as usize]))
-        .transpose()?)
+        .transpose()
 }
 
 fn new_job_args(s: &Json) -> Result<(String, Vec<u8>, EnqueueOptions), Error> {
