@@ -112,6 +112,7 @@ fn run_file(path: &Path) -> R<()> {
         ids: HashMap::new(),
         leases: HashMap::new(),
         holder: None,
+        saved: HashMap::new(),
     };
     run.store = Some(open_store(&run.path, &run.config).map_err(|e| format!("open: {e}"))?);
     let steps = case
@@ -182,6 +183,8 @@ struct Run {
     ids: HashMap<String, JobId>,
     leases: HashMap<String, LeaseToken>,
     holder: Option<(Child, ChildStdin)>,
+    /// Store files as they were before `write_store_file`.
+    saved: HashMap<String, Vec<u8>>,
 }
 
 impl Run {
@@ -261,6 +264,29 @@ impl Run {
                 }
                 Err(e) => Err(e),
             },
+            "open_at_file" => {
+                // A store path that is a regular file: the open's I/O error.
+                let f = self.path.with_file_name("not-a-directory");
+                std::fs::write(&f, b"a file, not a store").map_err(|e| e.to_string())?;
+                open_store(&f, &self.config).map(|q| {
+                    q.close();
+                    Json::Null
+                })
+            }
+            "write_store_file" => {
+                let (f, name) = self.store_file(s)?;
+                let old = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+                self.saved.entry(name).or_insert(old);
+                let text = s.get("text").and_then(Json::as_str).unwrap_or("");
+                std::fs::write(&f, text).map_err(|e| e.to_string())?;
+                Ok(Json::Null)
+            }
+            "restore_store_file" => {
+                let (f, name) = self.store_file(s)?;
+                let old = self.saved.remove(&name).ok_or("nothing saved to restore")?;
+                std::fs::write(&f, old).map_err(|e| e.to_string())?;
+                Ok(Json::Null)
+            }
             "hold_elsewhere" => {
                 self.start_holder()?;
                 Ok(Json::Null)
@@ -272,6 +298,15 @@ impl Run {
             other => return Err(format!("unknown op {other:?}")),
         };
         check(expect, observed)
+    }
+
+    /// The store's file named by the step's `file` (a plain name).
+    fn store_file(&self, s: &Json) -> R<(PathBuf, String)> {
+        let name = s.get("file").and_then(Json::as_str).unwrap_or("");
+        if name.is_empty() || name.contains('/') {
+            return Err(format!("bad store file name {name:?}"));
+        }
+        Ok((self.path.join(name), name.to_string()))
     }
 
     fn enqueue(&mut self, s: &Json) -> Result<Json, Error> {

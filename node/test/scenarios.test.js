@@ -102,6 +102,7 @@ class Run {
     this.ids = new Map()
     this.leases = new Map()
     this.holder = null
+    this.saved = new Map() // store files before write_store_file
   }
 
   nameOf (id) {
@@ -123,6 +124,12 @@ class Run {
       return this.leases.get(ref)
     }
     return { id: this.jobId(ref), generation: ref.generation }
+  }
+
+  storeFile (s) {
+    const name = String(s.file ?? '')
+    if (!name || name.includes('/')) throw new StepFailed(`bad store file name ${name}`)
+    return path.join(this.dir, name)
   }
 
   queue () {
@@ -227,6 +234,26 @@ class Run {
       case 'reopen':
         this.q = await openStore(this.dir, this.config)
         return null
+      case 'open_at_file': {
+        // A store path that is a regular file: the open's I/O error.
+        const f = path.join(path.dirname(this.dir), 'not-a-directory')
+        fs.writeFileSync(f, 'a file, not a store')
+        await (await openStore(f, this.config)).close()
+        return null
+      }
+      case 'write_store_file': {
+        const f = this.storeFile(s)
+        if (!this.saved.has(f)) this.saved.set(f, fs.readFileSync(f))
+        fs.writeFileSync(f, String(s.text ?? ''))
+        return null
+      }
+      case 'restore_store_file': {
+        const f = this.storeFile(s)
+        if (!this.saved.has(f)) throw new StepFailed('nothing saved to restore')
+        fs.writeFileSync(f, this.saved.get(f))
+        this.saved.delete(f)
+        return null
+      }
       case 'hold_elsewhere':
         await this.startHolder()
         return null

@@ -123,6 +123,7 @@ class Run:
         self.ids: dict[str, str] = {}
         self.leases: dict[str, str] = {}
         self.holder: subprocess.Popen[str] | None = None
+        self.saved: dict[str, bytes] = {}  # store files before write_store_file
 
     # -- references -----------------------------------------------------
     def name_of(self, job_id: str) -> str:
@@ -140,6 +141,12 @@ class Run:
         if isinstance(ref, str):
             return self.leases[ref]
         return f"{self.job_id(ref)}:{ref['generation']}"
+
+    def store_file(self, s: dict[str, Any]) -> Path:
+        name = str(s.get("file", ""))
+        if not name or "/" in name:
+            raise StepFailed(f"bad store file name {name!r}")
+        return self.path / name
 
     def queue(self) -> telha_jobs.Queue:
         if self.q is None:
@@ -240,6 +247,21 @@ class Run:
             return None
         if op == "reopen":
             self.q = open_store(self.path, self.config)
+            return None
+        if op == "open_at_file":
+            # A store path that is a regular file: the open's I/O error.
+            f = self.path.with_name("not-a-directory")
+            f.write_bytes(b"a file, not a store")
+            open_store(f, self.config).close()
+            return None
+        if op == "write_store_file":
+            f = self.store_file(s)
+            self.saved.setdefault(f.name, f.read_bytes())
+            f.write_bytes(str(s.get("text", "")).encode())
+            return None
+        if op == "restore_store_file":
+            f = self.store_file(s)
+            f.write_bytes(self.saved.pop(f.name))
             return None
         if op == "hold_elsewhere":
             self.start_holder()

@@ -43,6 +43,10 @@ struct run {
     size_t nleases;
     pid_t holder;
     int holder_stdin;
+    /* A store file as it was before write_store_file. */
+    char saved_name[64];
+    char *saved;
+    size_t saved_len;
     char msg[4096]; /* why the last step failed */
 };
 
@@ -414,6 +418,64 @@ static tj_status op_stats(struct run *r, jval **obs, tj_error **err) {
     return st;
 }
 
+static bool read_file(const char *path, char **buf, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    size_t cap = 256, n = 0, got;
+    char *b = jx_alloc(cap);
+    while ((got = fread(b + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) { cap *= 2; b = realloc(b, cap); if (!b) abort(); }
+    }
+    fclose(f);
+    *buf = b;
+    *len = n;
+    return true;
+}
+
+static bool write_file(const char *path, const char *buf, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return false;
+    bool ok = fwrite(buf, 1, len, f) == len;
+    return fclose(f) == 0 && ok;
+}
+
+/* write_store_file / restore_store_file: overwrite one of the store's files
+ * with the step's `text` (keeping the old bytes), or put them back. */
+static tj_status store_file(struct run *r, const jval *s, bool restore) {
+    const char *name = jget_str(s, "file", "");
+    char path[400];
+    if (!name[0] || strchr(name, '/') || strlen(name) >= sizeof r->saved_name)
+        return runner_error(r, "bad store file name %s", name);
+    snprintf(path, sizeof path, "%s/%s", r->store, name);
+    if (restore) {
+        if (!r->saved || strcmp(r->saved_name, name) != 0) return runner_error(r, "nothing saved to restore");
+        bool ok = write_file(path, r->saved, r->saved_len);
+        free(r->saved);
+        r->saved = NULL;
+        return ok ? TJ_STATUS_OK : runner_error(r, "cannot write %s", path);
+    }
+    if (!r->saved) {
+        if (!read_file(path, &r->saved, &r->saved_len)) return runner_error(r, "cannot read %s", path);
+        snprintf(r->saved_name, sizeof r->saved_name, "%s", name);
+    }
+    const char *text = jget_str(s, "text", "");
+    return write_file(path, text, strlen(text)) ? TJ_STATUS_OK : runner_error(r, "cannot write %s", path);
+}
+
+/* open_at_file: a store path that is a regular file (the open's I/O error). */
+static tj_status open_at_file(struct run *r, tj_error **err) {
+    struct run other = *r;
+    snprintf(other.store, sizeof other.store, "%s/not-a-directory", r->dir);
+    const char *text = "a file, not a store";
+    if (!write_file(other.store, text, strlen(text))) return runner_error(r, "cannot write %s", other.store);
+    tj_queue *q = NULL;
+    tj_status st = open_store(&other, &q, err);
+    tj_queue_free(q);
+    if (st == RUNNER_ERROR) memcpy(r->msg, other.msg, sizeof r->msg);
+    return st;
+}
+
 /* hold_elsewhere: this program again, as another process (fork + exec of
  * /proc/self/exe), holding the store until its stdin closes. */
 static tj_status start_holder(struct run *r) {
@@ -514,6 +576,9 @@ static tj_status do_step(struct run *r, const char *op, const jval *s, jval **ob
         if (st == TJ_STATUS_OK) { tj_queue_free(r->q); r->q = q; }
         return st;
     }
+    if (strcmp(op, "open_at_file") == 0) return open_at_file(r, err);
+    if (strcmp(op, "write_store_file") == 0) return store_file(r, s, false);
+    if (strcmp(op, "restore_store_file") == 0) return store_file(r, s, true);
     if (strcmp(op, "hold_elsewhere") == 0) return start_holder(r);
     if (strcmp(op, "release_elsewhere") == 0) { stop_holder(r); return TJ_STATUS_OK; }
     return runner_error(r, "unknown op %s", op);
@@ -626,6 +691,7 @@ static bool run_case(const char *file, char *why, size_t whylen) {
     tj_queue_free(r->q);
     stop_holder(r);
     nftw(r->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(r->saved);
     for (size_t i = 0; i < r->nids; i++) free(r->ids[i].name);
     for (size_t i = 0; i < r->nleases; i++) free(r->leases[i].name);
     free(r);
