@@ -109,7 +109,7 @@ fn run_file(path: &Path) -> R<()> {
         path: dir.path().join("store"),
         config: config_of(case.get("config"))?,
         store: None,
-        ids: HashMap::new(),
+        ids: Vec::new(),
         leases: HashMap::new(),
         holder: None,
         saved: HashMap::new(),
@@ -180,7 +180,9 @@ struct Run {
     path: PathBuf,
     config: Config,
     store: Option<Arc<dyn JobStore>>,
-    ids: HashMap<String, JobId>,
+    /// Job names in the order they were bound: an id answers with its
+    /// first name.
+    ids: Vec<(String, JobId)>,
     leases: HashMap<String, LeaseToken>,
     holder: Option<(Child, ChildStdin)>,
     /// Store files as they were before `write_store_file`.
@@ -413,7 +415,10 @@ impl Run {
 
     fn bind(&mut self, s: &Json, id: JobId) {
         if let Some(name) = s.get("as").and_then(Json::as_str) {
-            self.ids.insert(name.to_string(), id);
+            match self.ids.iter_mut().find(|(k, _)| k == name) {
+                Some(entry) => entry.1 = id,
+                None => self.ids.push((name.to_string(), id)),
+            }
         }
     }
 
@@ -421,7 +426,7 @@ impl Run {
     fn name_of(&self, id: &JobId) -> String {
         self.ids
             .iter()
-            .find(|(_, v)| *v == id)
+            .find(|(_, v)| v == id)
             .map(|(k, _)| k.clone())
             .unwrap_or_else(|| id.to_string())
     }
@@ -431,8 +436,9 @@ impl Run {
         if let Some(name) = s.get("job").and_then(Json::as_str) {
             return self
                 .ids
-                .get(name)
-                .copied()
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, id)| *id)
                 .ok_or_else(|| Error::Storage(format!("the case names no job {name:?}")));
         }
         s.get("job_id").and_then(Json::as_str).unwrap_or("").parse()

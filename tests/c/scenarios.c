@@ -112,13 +112,19 @@ static tj_status open_store(struct run *r, tj_queue **q, tj_error **err) {
 
 static void bind_id(struct run *r, const jval *s, tj_id id) {
     const char *name = jget_str(s, "as", NULL);
-    if (!name || r->nids == MAX_NAMES) return;
+    if (!name) return;
+    for (size_t i = 0; i < r->nids; i++)
+        if (strcmp(r->ids[i].name, name) == 0) { r->ids[i].id = id; return; }
+    if (r->nids == MAX_NAMES) return;
     r->ids[r->nids].name = strdup(name);
     r->ids[r->nids++].id = id;
 }
 
 static void bind_token(struct run *r, const char *name, tj_token t) {
-    if (!name || r->nleases == MAX_NAMES) return;
+    if (!name) return;
+    for (size_t i = 0; i < r->nleases; i++)
+        if (strcmp(r->leases[i].name, name) == 0) { r->leases[i].token = t; return; }
+    if (r->nleases == MAX_NAMES) return;
     r->leases[r->nleases].name = strdup(name);
     r->leases[r->nleases++].token = t;
 }
