@@ -12,14 +12,16 @@
 //! - `lifecycle`: enqueue + lease_next + complete, one job at a time;
 //! - `pollers4`: 4 threads each `lease_next` + `complete` over a backlog;
 //! - `batch_lifecycle`: `enqueue_many(batch)` + `lease_many(batch)` +
-//!   `complete_many`, `batch` jobs at a time;
+//!   `complete_many`, `batch` jobs at a time; `batch_lifecycle_each`: the
+//!   same with one `complete` per job (the shape of C and Python);
 //! - `raw_lifecycle` / `raw_batch_lifecycle`: the raw RocksDB ceilings of the
 //!   two lifecycles: the three WriteBatches a three-state job needs at the
 //!   least (put pending; delete it + put leased; delete that + put
 //!   completed), one job per batch, or `batch` jobs per batch.
 //!
 //! `--table` measures only what `make bench`'s one table shows (`raw_put`,
-//! `raw_lifecycle`, `raw_batch_lifecycle`, `lifecycle`, `batch_lifecycle`).
+//! `raw_lifecycle`, `raw_batch_lifecycle`, `lifecycle`, `batch_lifecycle`,
+//! `batch_lifecycle_each`).
 //!
 //! Each binding runs the same workloads with the same payload (`PAYLOAD`,
 //! 60 bytes) and `reaper_interval = 0`, so the ratios compare like with like.
@@ -93,6 +95,25 @@ fn main() {
     let batch_lifecycle = per_sec(n, t);
     q.close();
 
+    // The same with one `complete` per job: the shape of the front ends
+    // without a `complete_many` (C, Python), for a like-with-like ratio.
+    let q = store("batch_lifecycle_each");
+    let t = Instant::now();
+    let mut done = 0;
+    while done < n {
+        let b = batch.min(n - done);
+        let jobs = (0..b).map(|_| NewJob::new("bench", PAYLOAD)).collect();
+        q.enqueue_many(jobs).expect("enqueue_many");
+        let leased = q.lease_many("w", b, &opts).expect("lease_many");
+        assert_eq!(leased.len(), b, "lease_many took fewer than were enqueued");
+        for j in &leased {
+            q.complete(&j.token(), None).expect("complete");
+        }
+        done += b;
+    }
+    let batch_lifecycle_each = per_sec(n, t);
+    q.close();
+
     let raw = {
         let mut o = Options::default();
         o.create_if_missing(true);
@@ -122,7 +143,7 @@ fn main() {
         println!(
             "{{\"n\":{n},\"batch\":{batch},\"raw_put\":{raw:.0},\"raw_lifecycle\":{raw_lifecycle:.0},\
              \"raw_batch_lifecycle\":{raw_batch_lifecycle:.0},\"lifecycle\":{lifecycle:.0},\
-             \"batch_lifecycle\":{batch_lifecycle:.0}}}"
+             \"batch_lifecycle\":{batch_lifecycle:.0},\"batch_lifecycle_each\":{batch_lifecycle_each:.0}}}"
         );
         return;
     }
@@ -228,7 +249,8 @@ fn main() {
          \"lease_batch_complete\":{lease_batch_complete:.0},\
          \"lease_batch_complete_many\":{lease_batch_complete_many:.0},\"lifecycle\":{lifecycle:.0},\
          \"pollers4\":{pollers4:.0},\"batch_lifecycle\":{batch_lifecycle:.0},\
-         \"raw_lifecycle\":{raw_lifecycle:.0},\"raw_batch_lifecycle\":{raw_batch_lifecycle:.0}}}"
+         \"batch_lifecycle_each\":{batch_lifecycle_each:.0},\"raw_lifecycle\":{raw_lifecycle:.0},\
+         \"raw_batch_lifecycle\":{raw_batch_lifecycle:.0}}}"
     );
 }
 
