@@ -55,6 +55,10 @@ enum Cmd {
         /// Longest delay before a kill, ms.
         #[arg(long, default_value_t = 900)]
         max_delay_ms: u64,
+        /// Percent of kills at 0..min-delay-ms instead (during the worker's
+        /// open and lease recovery).
+        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u8).range(0..=100))]
+        early_pct: u8,
         /// Worker threads.
         #[arg(long, default_value_t = 4)]
         threads: usize,
@@ -106,6 +110,7 @@ fn main() {
             seed,
             min_delay_ms,
             max_delay_ms,
+            early_pct,
             threads,
             dir,
         } => {
@@ -128,7 +133,8 @@ fn main() {
             };
             println!(
                 "telha-crash: seed {seed} (rerun with --seed {seed}), {kills} kills per mode, \
-                 {threads} worker threads, kill delay {min_delay_ms}..{max_delay_ms} ms"
+                 {threads} worker threads, kill delay {min_delay_ms}..{max_delay_ms} ms \
+                 ({early_pct}% of kills at 0..{min_delay_ms} ms instead)"
             );
             let (mut passed, mut failed) = (0u32, 0u32);
             for &sync_writes in modes {
@@ -137,6 +143,7 @@ fn main() {
                     kills,
                     seed,
                     delay: (min_delay_ms, max_delay_ms.max(min_delay_ms)),
+                    early_pct,
                     threads,
                     sync_writes,
                 };
@@ -155,6 +162,7 @@ struct RunParams {
     kills: u32,
     seed: u64,
     delay: (u64, u64),
+    early_pct: u8,
     threads: usize,
     sync_writes: bool,
 }
@@ -188,10 +196,17 @@ fn run_mode(p: &RunParams) -> (u32, u32) {
     let mut rng = SmallRng::seed_from_u64(p.seed ^ u64::from(p.sync_writes));
     let mut history = check::History::default();
     let (mut passed, mut failed) = (0u32, 0u32);
+    let mut before_first_ack = 0u32;
     let started = Instant::now();
     println!("== sync_writes {mode}: store {}", store.display());
     for round in 1..=p.kills {
-        let delay = rng.random_range(p.delay.0..=p.delay.1);
+        // Most kills land in the workload; some land early, while the
+        // worker opens the store and rebuilds its leases from disk.
+        let delay = if rng.random_bool(p.early_pct as f64 / 100.0) {
+            rng.random_range(0..=p.delay.0)
+        } else {
+            rng.random_range(p.delay.0..=p.delay.1)
+        };
         let mut child = spawn_worker(p, &store, &logs, round);
         let pid = child.id();
         std::thread::sleep(Duration::from_millis(delay));
@@ -212,6 +227,9 @@ fn run_mode(p: &RunParams) -> (u32, u32) {
                 new_records.extend(r);
                 torn += n;
             }
+        }
+        if new_records.is_empty() {
+            before_first_ack += 1;
         }
         history.add(round, new_records, torn);
 
@@ -278,8 +296,8 @@ fn run_mode(p: &RunParams) -> (u32, u32) {
         .map(|(tag, n)| format!("{} {n}", tag_name(*tag)))
         .collect();
     println!(
-        "summary sync_writes {mode}: {} kills, {} jobs, {} ops acknowledged ({}), {} torn log lines, \
-         {passed} checks passed, {failed} failed, {:.1} s",
+        "summary sync_writes {mode}: {} kills ({before_first_ack} before the worker's first ack), {} jobs, \
+         {} ops acknowledged ({}), {} torn log lines, {passed} checks passed, {failed} failed, {:.1} s",
         p.kills,
         history.jobs(),
         history.total_acks(),
