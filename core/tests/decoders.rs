@@ -400,6 +400,11 @@ fn huge_length_claims_and_deep_nesting_are_errors_not_aborts() {
 /// With the queue closed, write `value` under `key` in the jobs CF (and
 /// nothing else) through the raw RocksDB API.
 fn raw_put(path: &std::path::Path, key: &[u8], value: &[u8]) {
+    raw_put_cf(path, st::CF_JOBS, key, value)
+}
+
+/// With the queue closed, write `value` under `key` in column family `cf`.
+fn raw_put_cf(path: &std::path::Path, cf: &str, key: &[u8], value: &[u8]) {
     let mut opts = rocksdb::Options::default();
     opts.create_if_missing(false);
     let cfs = st::ALL_CFS.iter().map(|name| {
@@ -410,8 +415,8 @@ fn raw_put(path: &std::path::Path, key: &[u8], value: &[u8]) {
         rocksdb::ColumnFamilyDescriptor::new(*name, o)
     });
     let db = rocksdb::DB::open_cf_descriptors(&opts, path, cfs).expect("raw open");
-    let jobs = db.cf_handle(st::CF_JOBS).unwrap();
-    db.put_cf(jobs, key, value).unwrap();
+    let handle = db.cf_handle(cf).unwrap();
+    db.put_cf(handle, key, value).unwrap();
     db.flush_wal(true).unwrap();
 }
 
@@ -530,4 +535,57 @@ fn positions_sort_like_their_bytes() {
     for w in ps.windows(2) {
         assert!(w[0] < w[1] && w[0].encode() < w[1].encode());
     }
+}
+
+/// Garbage in the indexes rather than the rows: an id-index entry that is
+/// not a jobs key, a kind-index key that does not parse, a counters value
+/// of the wrong length. The store reopens; `get` of the job whose index
+/// entry is garbage is `Corruption`; `check` names all three; the other jobs
+/// go through their lifecycle.
+#[test]
+fn garbage_in_the_indexes_is_reported_and_the_store_stays_usable() {
+    let mut s = TestStore::new();
+    let victim = s.enqueue("embed");
+    let good = s.enqueue("embed");
+    s.q.close();
+    let path = s.path().to_path_buf();
+    raw_put_cf(&path, st::CF_IDS, victim.as_bytes(), b"\x01\x02 not a key");
+    raw_put_cf(&path, st::CF_KINDS, b"\xffbad kind key", b"P");
+    raw_put_cf(&path, st::CF_COUNTERS, b"embed:ghost", b"short");
+    s.reopen();
+
+    let e =
+        s.q.get(&victim)
+            .expect_err("a garbage id-index entry reads as an error");
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    let report = s.q.check().unwrap();
+    let named = |needle: &str| report.problems.iter().any(|p| p.contains(needle));
+    assert!(named(&victim.to_string()), "{:?}", report.problems);
+    assert!(named("kind index"), "{:?}", report.problems);
+    assert!(named(&keys::hex(b"embed:ghost")), "{:?}", report.problems);
+
+    let fresh = s.enqueue("embed");
+    let mut done = Vec::new();
+    while let Some(j) = s.lease("w") {
+        match s.q.complete(&j.token(), None) {
+            Ok(()) => done.push(j.id),
+            Err(e) => panic!(
+                "complete {} ({}): {e}",
+                j.id,
+                if j.id == victim { "victim" } else { "good" }
+            ),
+        }
+    }
+    done.sort();
+    let mut want = vec![victim, good, fresh];
+    want.sort();
+    assert_eq!(
+        done, want,
+        "every job, the one with the bad index entry too, completes"
+    );
+    // Its move rewrote the id-index entry.
+    assert_eq!(s.get(&victim).state, State::Completed);
+    s.q.stats().unwrap();
+    s.q.list(&ListQuery::default()).unwrap();
+    s.q.reap().unwrap();
 }
