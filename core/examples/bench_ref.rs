@@ -10,7 +10,18 @@
 //! - `lease_batch_complete`: `lease_many(batch)` + `complete` each;
 //! - `lease_batch_complete_many`: `lease_many(batch)` + one `complete_many`;
 //! - `lifecycle`: enqueue + lease_next + complete, one job at a time;
-//! - `pollers4`: 4 threads each `lease_next` + `complete` over a backlog.
+//! - `pollers4`: 4 threads each `lease_next` + `complete` over a backlog;
+//! - `batch_lifecycle`: `enqueue_many(batch)` + `lease_many(batch)` +
+//!   `complete_many`, `batch` jobs at a time; `batch_lifecycle_each`: the
+//!   same with one `complete` per job (the shape of C and Python);
+//! - `raw_lifecycle` / `raw_batch_lifecycle`: the raw RocksDB ceilings of the
+//!   two lifecycles: the three WriteBatches a three-state job needs at the
+//!   least (put pending; delete it + put leased; delete that + put
+//!   completed), one job per batch, or `batch` jobs per batch.
+//!
+//! `--table` measures only what `make bench`'s one table shows (`raw_put`,
+//! `raw_lifecycle`, `raw_batch_lifecycle`, `lifecycle`, `batch_lifecycle`,
+//! `batch_lifecycle_each`).
 //!
 //! Each binding runs the same workloads with the same payload (`PAYLOAD`,
 //! 60 bytes) and `reaper_interval = 0`, so the ratios compare like with like.
@@ -60,6 +71,49 @@ fn main() {
         Queue::open(dir.path().join(name), cfg).expect("open bench store")
     };
 
+    let table = std::env::args().any(|a| a == "--table");
+
+    let raw_lifecycle = raw_three_writes(&dir.path().join("raw_lifecycle"), n, 1);
+    let raw_batch_lifecycle = raw_three_writes(&dir.path().join("raw_batch_lifecycle"), n, batch);
+
+    let q = store("batch_lifecycle");
+    let opts = LeaseOptions::default();
+    let t = Instant::now();
+    let mut done = 0;
+    while done < n {
+        let b = batch.min(n - done);
+        let jobs = (0..b).map(|_| NewJob::new("bench", PAYLOAD)).collect();
+        q.enqueue_many(jobs).expect("enqueue_many");
+        let leased = q.lease_many("w", b, &opts).expect("lease_many");
+        assert_eq!(leased.len(), b, "lease_many took fewer than were enqueued");
+        let items = leased.iter().map(|j| (j.token(), None)).collect();
+        for a in q.complete_many(items).expect("complete_many") {
+            a.expect("complete");
+        }
+        done += b;
+    }
+    let batch_lifecycle = per_sec(n, t);
+    q.close();
+
+    // The same with one `complete` per job: the shape of the front ends
+    // without a `complete_many` (C, Python), for a like-with-like ratio.
+    let q = store("batch_lifecycle_each");
+    let t = Instant::now();
+    let mut done = 0;
+    while done < n {
+        let b = batch.min(n - done);
+        let jobs = (0..b).map(|_| NewJob::new("bench", PAYLOAD)).collect();
+        q.enqueue_many(jobs).expect("enqueue_many");
+        let leased = q.lease_many("w", b, &opts).expect("lease_many");
+        assert_eq!(leased.len(), b, "lease_many took fewer than were enqueued");
+        for j in &leased {
+            q.complete(&j.token(), None).expect("complete");
+        }
+        done += b;
+    }
+    let batch_lifecycle_each = per_sec(n, t);
+    q.close();
+
     let raw = {
         let mut o = Options::default();
         o.create_if_missing(true);
@@ -75,6 +129,25 @@ fn main() {
         per_sec(n, t)
     };
 
+    if table {
+        let q = store("lifecycle");
+        let t = Instant::now();
+        for _ in 0..n {
+            q.enqueue("bench", PAYLOAD, EnqueueOptions::default())
+                .expect("enqueue");
+            let job = q.lease_next("w", &opts).expect("lease").expect("a job");
+            q.complete(&job.token(), None).expect("complete");
+        }
+        let lifecycle = per_sec(n, t);
+        q.close();
+        println!(
+            "{{\"n\":{n},\"batch\":{batch},\"raw_put\":{raw:.0},\"raw_lifecycle\":{raw_lifecycle:.0},\
+             \"raw_batch_lifecycle\":{raw_batch_lifecycle:.0},\"lifecycle\":{lifecycle:.0},\
+             \"batch_lifecycle\":{batch_lifecycle:.0},\"batch_lifecycle_each\":{batch_lifecycle_each:.0}}}"
+        );
+        return;
+    }
+
     let q = store("single");
     let t = Instant::now();
     for _ in 0..n {
@@ -82,7 +155,6 @@ fn main() {
             .expect("enqueue");
     }
     let enqueue = per_sec(n, t);
-    let opts = LeaseOptions::default();
     let t = Instant::now();
     for _ in 0..n {
         let job = q.lease_next("w", &opts).expect("lease").expect("a job");
@@ -176,6 +248,47 @@ fn main() {
          \"enqueue_batch\":{enqueue_batch:.0},\"lease_complete\":{lease_complete:.0},\
          \"lease_batch_complete\":{lease_batch_complete:.0},\
          \"lease_batch_complete_many\":{lease_batch_complete_many:.0},\"lifecycle\":{lifecycle:.0},\
-         \"pollers4\":{pollers4:.0}}}"
+         \"pollers4\":{pollers4:.0},\"batch_lifecycle\":{batch_lifecycle:.0},\
+         \"batch_lifecycle_each\":{batch_lifecycle_each:.0},\"raw_lifecycle\":{raw_lifecycle:.0},\
+         \"raw_batch_lifecycle\":{raw_batch_lifecycle:.0}}}"
     );
+}
+
+/// Jobs/s through the least a three-state queue writes in raw RocksDB:
+/// put pending; delete it and put leased; delete that and put completed,
+/// `per_batch` jobs per WriteBatch (each a 42-byte key, the 60-byte payload).
+fn raw_three_writes(path: &std::path::Path, n: usize, per_batch: usize) -> f64 {
+    let mut o = Options::default();
+    o.create_if_missing(true);
+    let db = DB::open(&o, path).expect("raw rocksdb");
+    let key = |state: u8, i: usize| {
+        let mut k = [0u8; 42];
+        k[0] = state;
+        k[1..9].copy_from_slice(&(i as u64).to_be_bytes());
+        k
+    };
+    let t = Instant::now();
+    let mut i = 0;
+    while i < n {
+        let end = (i + per_batch).min(n);
+        let mut b = WriteBatch::default();
+        for j in i..end {
+            b.put(key(1, j), PAYLOAD);
+        }
+        db.write(b).expect("raw put");
+        let mut b = WriteBatch::default();
+        for j in i..end {
+            b.delete(key(1, j));
+            b.put(key(2, j), PAYLOAD);
+        }
+        db.write(b).expect("raw lease");
+        let mut b = WriteBatch::default();
+        for j in i..end {
+            b.delete(key(2, j));
+            b.put(key(4, j), PAYLOAD);
+        }
+        db.write(b).expect("raw complete");
+        i = end;
+    }
+    per_sec(n, t)
 }

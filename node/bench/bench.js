@@ -7,6 +7,13 @@
 //
 // `make bench` (bench-node) sets TELHA_BENCH_REF. Without it, only the Node
 // figures are printed.
+//
+//   node bench/bench.js --json [--n N] [--batch B]
+//
+// measures one round of the two figures of `make bench`'s table
+// (scripts/bench_table.py) and prints them as one JSON object: "lifecycle"
+// (enqueue + leaseNext + complete, one job at a time, each awaited) and
+// "batch_lifecycle" (enqueueMany, leaseMany, completeMany, B at a time).
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -150,7 +157,40 @@ async function main () {
   if (ref) console.log(`raw RocksDB single-put batch in the same run: ${Math.round(ref.raw_put)}/s; Rust 4 pollers: ${Math.round(ref.pollers4)}/s`)
 }
 
-main().catch((e) => {
+async function tableJson () {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'telha-node-bench-'))
+  const out = { n: N, batch: BATCH }
+  try {
+    await withStore(dir, 'lifecycle', async (q) => {
+      const t0 = now()
+      for (let i = 0; i < N; i++) {
+        await q.enqueue('bench', PAYLOAD)
+        const job = await q.leaseNext('w')
+        await q.complete(job)
+      }
+      out.lifecycle = Math.round(perSec(N, t0))
+    })
+    await withStore(dir, 'batch_lifecycle', async (q) => {
+      const items = Array.from({ length: BATCH }, () => ['bench', PAYLOAD])
+      const rounds = Math.floor(N / BATCH)
+      const t0 = now()
+      for (let r = 0; r < rounds; r++) {
+        await q.enqueueMany(items)
+        const jobs = await q.leaseMany('w', BATCH)
+        if (jobs.length !== BATCH) throw new Error(`leaseMany took ${jobs.length} of ${BATCH}`)
+        const failed = await q.completeMany(jobs)
+        if (failed && failed.some((code) => code !== null)) throw new Error(`completeMany: ${failed}`)
+      }
+      out.batch_lifecycle = Math.round(perSec(rounds * BATCH, t0))
+    })
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+  console.log(JSON.stringify(out))
+}
+
+const entry = process.argv.includes('--json') ? tableJson : main
+entry().catch((e) => {
   console.error(e)
   process.exit(1)
 })

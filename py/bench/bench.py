@@ -5,6 +5,14 @@ core's `bench_ref` example (same 60-byte payload, reaper off).
     python py/bench/bench.py --ref "cargo run --release -q -p telha-jobs --example bench_ref --" [--n 20000]
 
 Targets: batch forms >= 0.8x Rust, single calls >= 0.5x Rust.
+
+    python py/bench/bench.py --json [--n 20000] [--batch 100]
+
+measures one round of the two figures of `make bench`'s table
+(scripts/bench_table.py) and prints them as one JSON object: "lifecycle"
+(enqueue + lease_next + complete, one job at a time) and "batch_lifecycle"
+(enqueue_many, lease_many, then complete each: the Python Queue has no
+complete_many).
 """
 
 from __future__ import annotations
@@ -122,6 +130,37 @@ def python_figures(base: Path, n: int, batch: int) -> dict[str, float]:
     return out
 
 
+def table_figures(base: Path, n: int, batch: int) -> dict[str, float]:
+    """The two figures of `make bench`'s table, one round."""
+    out: dict[str, float] = {}
+    q = telha_jobs.Queue(base / "lifecycle", reaper_interval=0)
+
+    def lifecycle() -> None:
+        for _ in range(n):
+            q.enqueue("bench", PAYLOAD)
+            job = q.lease_next("w")
+            assert job is not None
+            q.complete(job)
+
+    out["lifecycle"] = rate(n, lifecycle)
+    q.close()
+
+    q = telha_jobs.Queue(base / "batch_lifecycle", reaper_interval=0)
+    items = [("bench", PAYLOAD)] * batch
+
+    def batch_lifecycle() -> None:
+        for _ in range(n // batch):
+            q.enqueue_many(items)
+            jobs = q.lease_many("w", batch)
+            assert len(jobs) == batch, f"lease_many took {len(jobs)} of {batch}"
+            for job in jobs:
+                q.complete(job)
+
+    out["batch_lifecycle"] = rate(n // batch * batch, batch_lifecycle)
+    q.close()
+    return out
+
+
 ROWS: list[tuple[str, str, str, float | None]] = [
     # (label, python key, rust key, target ratio)
     ("enqueue, 1 call per job", "enqueue", "enqueue", 0.5),
@@ -138,11 +177,19 @@ ROWS: list[tuple[str, str, str, float | None]] = [
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ref", required=True, help="command printing the Rust reference JSON (bench_ref)")
+    ap.add_argument("--ref", help="command printing the Rust reference JSON (bench_ref)")
+    ap.add_argument("--json", action="store_true", help="one round of the table's two figures, as JSON (no reference)")
     ap.add_argument("--n", type=int, default=50_000)
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3, help="alternating Rust/Python rounds; the median of each figure is shown")
     a = ap.parse_args()
+    if a.json:
+        with tempfile.TemporaryDirectory(prefix="telha-py-bench") as d:
+            figures = table_figures(Path(d), a.n, a.batch)
+        print(json.dumps({"n": a.n, "batch": a.batch, **{k: round(v) for k, v in figures.items()}}))
+        return
+    if not a.ref:
+        ap.error("--ref is required (unless --json)")
 
     # The machines are shared and noisy: alternate the two sides and keep
     # each figure's median round, so one side is not measured in a lull and

@@ -3,6 +3,13 @@
  * through the C API, printed beside the reference from the same run.
  *
  *   bench_lifecycle N ROUNDS 'command printing bench_ref JSON' LABEL
+ *   bench_lifecycle --json N BATCH
+ *
+ * The --json form measures one round of the two figures of `make bench`'s
+ * table (scripts/bench_table.py) and prints them as one JSON object:
+ * "lifecycle" (enqueue + lease_next + complete, one job at a time) and
+ * "batch_lifecycle" (tj_queue_enqueue_many of BATCH, tj_queue_lease_many of
+ * BATCH, then tj_queue_complete each: the C API has no complete_many).
  *
  * The machine is shared and noisy, so the reference and the C workloads
  * take turns, ROUNDS times, and each figure is the median of its rounds. */
@@ -125,6 +132,67 @@ static struct figures measure_rust(const char *cmd) {
     return f;
 }
 
+/* The table's batch figure: BATCH jobs at a time through the batch forms. */
+static double batch_lifecycle(tj_queue *q, long n, long batch) {
+    tj_batch *b = tj_batch_new();
+    tj_job **jobs = calloc((size_t)batch, sizeof *jobs);
+    if (!jobs) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+    }
+    tj_error *err = NULL;
+    double t = seconds();
+    for (long done = 0; done < n;) {
+        long k = n - done < batch ? n - done : batch;
+        tj_batch_clear(b);
+        for (long i = 0; i < k; i++) {
+            tj_status s = tj_batch_add(b, "bench", (const uint8_t *)PAYLOAD, sizeof PAYLOAD - 1,
+                                       NULL, &err);
+            if (s != TJ_STATUS_OK)
+                die("batch_add", s, err);
+        }
+        tj_status s = tj_queue_enqueue_many(q, b, NULL, NULL, &err);
+        if (s != TJ_STATUS_OK)
+            die("enqueue_many", s, err);
+        size_t got = 0;
+        s = tj_queue_lease_many(q, "w", NULL, (size_t)k, jobs, &got, &err);
+        if (s != TJ_STATUS_OK || got != (size_t)k)
+            die("lease_many", s, err);
+        for (size_t i = 0; i < got; i++) {
+            tj_token tok = tj_job_token(jobs[i]);
+            s = tj_queue_complete(q, &tok, NULL, 0, &err);
+            if (s != TJ_STATUS_OK)
+                die("complete", s, err);
+            tj_job_free(jobs[i]);
+        }
+        done += k;
+    }
+    double rate = (double)n / (seconds() - t);
+    free(jobs);
+    tj_batch_free(b);
+    return rate;
+}
+
+static int table_json(long n, long batch) {
+    char dir[64];
+    tmpdir_make(dir);
+    tj_queue *q = open_store(dir, "lifecycle");
+    double t = seconds();
+    for (long i = 0; i < n; i++) {
+        enqueue(q);
+        lease_complete(q);
+    }
+    double lifecycle = (double)n / (seconds() - t);
+    tj_queue_free(q);
+    q = open_store(dir, "batch");
+    double batched = batch_lifecycle(q, n, batch);
+    tj_queue_free(q);
+    tmpdir_remove(dir);
+    printf("{\"n\":%ld,\"batch\":%ld,\"lifecycle\":%.0f,\"batch_lifecycle\":%.0f}\n", n, batch,
+           lifecycle, batched);
+    return 0;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -138,6 +206,15 @@ static double median(double *v, int n) {
 enum { MAX_ROUNDS = 15 };
 
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--json") == 0) {
+        long n = argc > 2 ? strtol(argv[2], NULL, 10) : 20000;
+        long batch = argc > 3 ? strtol(argv[3], NULL, 10) : 100;
+        if (n <= 0 || batch <= 0 || batch > 10000) {
+            fprintf(stderr, "usage: bench_lifecycle --json N BATCH (BATCH 1..10000)\n");
+            return 2;
+        }
+        return table_json(n, batch);
+    }
     long n = argc > 1 ? strtol(argv[1], NULL, 10) : 20000;
     int rounds = argc > 2 ? atoi(argv[2]) : 1;
     const char *ref_cmd = argc > 3 ? argv[3] : NULL;

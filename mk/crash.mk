@@ -1,0 +1,31 @@
+# Issue #7: the kill -9 crash harness (tests/crash, crate telha-crash) and
+# the decoder property tests (core/tests/decoders.rs).
+#
+# `make test` runs 10 kills per sync mode (about 20 s); `make bench-crash`
+# runs 100 per mode (the README's "Crash safety" summary). Each run prints
+# its seed; rerun one with `make bench-crash CRASH_ARGS="--seed N"`.
+
+CRASH_BIN := $(CARGO_TARGET_DIR)/release/telha-crash
+CRASH_ARGS ?=
+
+TEST_TARGETS += test-crash test-decoders
+
+.PHONY: crash-build test-crash bench-crash test-decoders
+
+crash-build:
+	$(CARGO) build $(PROFILE) -p telha-crash
+
+## The harness's own unit tests, then 10 SIGKILLs per sync mode with the
+## invariant checks after each; ends with "N passed, N failed".
+test-crash: crash-build
+	$(CARGO) test $(PROFILE) -p telha-crash
+	$(CRASH_BIN) run --kills 10 --sync both $(CRASH_ARGS)
+
+## 100 SIGKILLs per sync mode (several minutes).
+bench-crash: crash-build
+	$(CRASH_BIN) run --kills 100 --sync both $(CRASH_ARGS)
+
+## Random and mutated bytes into the record, key and payload decoders
+## (proptest; the cargo-fuzz targets in fuzz/ need nightly, see fuzz/README.md).
+test-decoders:
+	$(CARGO) test $(PROFILE) -p telha-jobs --test decoders

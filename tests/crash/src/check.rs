@@ -1,0 +1,404 @@
+//! The invariants checked after every kill, against everything the worker
+//! processes were told succeeded (the ack logs of all rounds so far).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use telha_jobs::{JobId, ListQuery, Queue, State, StateCounts};
+
+use crate::log::Record;
+
+/// One lease as acknowledged.
+#[derive(Debug, Clone)]
+struct Lease {
+    ack_us: u64,
+    deadline_ms: u64,
+    round: u32,
+}
+
+/// Everything acknowledged so far, per job.
+#[derive(Debug, Default)]
+pub struct History {
+    enqueued: HashSet<JobId>,
+    /// generation → the lease acknowledged under it (a second one is a double lease).
+    leases: HashMap<JobId, BTreeMap<u64, Lease>>,
+    double_acks: Vec<String>,
+    /// (id, generation) → earliest settle intent, µs.
+    intents: HashMap<(JobId, u64), u64>,
+    /// Acknowledged settles: (id, generation, tag, intent µs).
+    settles: Vec<(JobId, u64, char, u64)>,
+    completed: HashMap<JobId, u64>,
+    dead: HashMap<JobId, u64>,
+    pub acks: BTreeMap<char, u64>,
+    pub torn: usize,
+    bad: Vec<String>,
+}
+
+impl History {
+    /// Fold in one round's records (all threads; any order).
+    pub fn add(&mut self, round: u32, records: Vec<Record>, torn: usize) {
+        self.torn += torn;
+        for r in &records {
+            if r.tag == 'S' {
+                let id = match r.id.parse::<JobId>() {
+                    Ok(id) => id,
+                    Err(_) => continue,
+                };
+                let e = self.intents.entry((id, r.generation)).or_insert(r.t_us);
+                *e = (*e).min(r.t_us);
+            }
+        }
+        for r in records {
+            if r.tag == 'P' {
+                *self.acks.entry('P').or_default() += 1;
+                continue;
+            }
+            let id = match r.id.parse::<JobId>() {
+                Ok(id) => id,
+                Err(_) => {
+                    self.bad.push(format!("unparsable id in the log: {r:?}"));
+                    continue;
+                }
+            };
+            if !matches!(r.tag, 'S' | 'A') {
+                *self.acks.entry(r.tag).or_default() += 1;
+            }
+            let g = r.generation;
+            match r.tag {
+                'E' => {
+                    self.enqueued.insert(id);
+                }
+                'L' => {
+                    let deadline_ms = r
+                        .extra
+                        .split(' ')
+                        .next()
+                        .and_then(|d| d.parse().ok())
+                        .unwrap_or(0);
+                    let lease = Lease {
+                        ack_us: r.t_us,
+                        deadline_ms,
+                        round,
+                    };
+                    if let Some(prev) = self.leases.entry(id).or_default().insert(g, lease) {
+                        self.double_acks.push(format!(
+                            "job {id} generation {g} leased twice (rounds {} and {round})",
+                            prev.round
+                        ));
+                    }
+                }
+                'C' | 'F' | 'D' | 'R' => {
+                    let intent = self.intents.get(&(id, g)).copied().unwrap_or(r.t_us);
+                    self.settles.push((id, g, r.tag, intent));
+                    if r.tag == 'C' {
+                        self.completed.insert(id, g);
+                    }
+                    if r.tag == 'D' {
+                        self.dead.insert(id, g);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    pub fn jobs(&self) -> usize {
+        self.enqueued.len()
+    }
+
+    pub fn total_acks(&self) -> u64 {
+        self.acks.values().sum()
+    }
+}
+
+/// What a full scan of the reopened store found, per job.
+struct Row {
+    state: State,
+    generation: u64,
+}
+
+/// One named check and its failures (empty: passed).
+pub struct Outcome {
+    pub name: &'static str,
+    pub failures: Vec<String>,
+}
+
+/// Run every invariant on the reopened store `q` against `h`.
+pub fn run(q: &Queue, h: &History) -> Vec<Outcome> {
+    let mut out = Vec::new();
+    let mut push = |name, failures: Vec<String>| out.push(Outcome { name, failures });
+
+    // 1. The engine's own full consistency scan: every row decodes, the id
+    //    index, the kind index, the idempotency index, the on-disk and
+    //    in-memory counters and the in-memory leases agree with the rows.
+    match q.check() {
+        Ok(r) => push(
+            "check(): rows, id/kind/idempotency indexes, counters agree",
+            r.problems,
+        ),
+        Err(e) => push(
+            "check(): rows, id/kind/idempotency indexes, counters agree",
+            vec![e.to_string()],
+        ),
+    }
+
+    // 2. An independent full scan through `list`: every job once, in one
+    //    state, and the per-state counts equal `stats()`.
+    let mut rows: HashMap<JobId, Row> = HashMap::new();
+    let mut scan_fail = Vec::new();
+    let mut counts: BTreeMap<String, [u64; 5]> = BTreeMap::new();
+    let mut query = ListQuery {
+        limit: 10_000,
+        ..ListQuery::default()
+    };
+    loop {
+        let page = match q.list(&query) {
+            Ok(p) => p,
+            Err(e) => {
+                scan_fail.push(format!("list: {e}"));
+                break;
+            }
+        };
+        for c in &page.corrupt {
+            scan_fail.push(format!("corrupt row: {c:?}"));
+        }
+        for j in page.jobs {
+            let c = counts.entry(j.kind.clone()).or_default();
+            c[state_index(j.state)] += 1;
+            if let Some(prev) = rows.insert(
+                j.id,
+                Row {
+                    state: j.state,
+                    generation: j.generation,
+                },
+            ) {
+                scan_fail.push(format!(
+                    "job {} listed twice: {} and {}",
+                    j.id, prev.state, j.state
+                ));
+            }
+        }
+        match page.next {
+            Some(n) => query.after = Some(n),
+            None => break,
+        }
+    }
+    match q.stats() {
+        Ok(s) => {
+            let mut total = [0u64; 5];
+            for (kind, c) in &counts {
+                for (t, x) in total.iter_mut().zip(c) {
+                    *t += x;
+                }
+                let want = s.by_kind.get(kind).copied().unwrap_or_default();
+                if to_array(want) != *c {
+                    scan_fail.push(format!(
+                        "stats() for {kind} {want:?} but the scan counts {c:?}"
+                    ));
+                }
+            }
+            if to_array(s.total) != total {
+                scan_fail.push(format!(
+                    "stats() total {:?} but the scan counts {total:?}",
+                    s.total
+                ));
+            }
+        }
+        Err(e) => scan_fail.push(format!("stats: {e}")),
+    }
+    push(
+        "full scan: each job once, in one state; counts = stats()",
+        scan_fail,
+    );
+
+    // 3. No acknowledged enqueue is missing.
+    let missing: Vec<String> = h
+        .enqueued
+        .iter()
+        .filter(|id| !rows.contains_key(id))
+        .map(|id| format!("acknowledged enqueue of {id} is missing"))
+        .collect();
+    push("no acknowledged enqueue lost", missing);
+
+    // 4. No acknowledged completion (or dead-lettering) is undone: the job is
+    //    still in that state, under the generation that settled it.
+    let mut undone = Vec::new();
+    for (map, want) in [(&h.completed, State::Completed), (&h.dead, State::Dead)] {
+        for (id, g) in map {
+            match rows.get(id) {
+                Some(r) if r.state == want && r.generation == *g => {}
+                Some(r) => undone.push(format!(
+                    "job {id}: acknowledged {want} at generation {g}, now {} at generation {}",
+                    r.state, r.generation
+                )),
+                None => undone.push(format!("job {id}: acknowledged {want}, now missing")),
+            }
+        }
+    }
+    push(
+        "no acknowledged completion or dead-lettering undone",
+        undone,
+    );
+
+    // 5. No acknowledged lease is forgotten: generations never go back.
+    let mut lost = Vec::new();
+    for (id, ls) in &h.leases {
+        if let (Some((&g, _)), Some(r)) = (ls.iter().next_back(), rows.get(id)) {
+            if r.generation < g {
+                lost.push(format!(
+                    "job {id}: generation {} on disk, but generation {g} was acknowledged",
+                    r.generation
+                ));
+            }
+        }
+    }
+    push(
+        "no acknowledged lease forgotten (generations only grow)",
+        lost,
+    );
+
+    // 6. No job leased twice at once. Per job, acknowledged generations are
+    //    distinct; a later lease acknowledged before the earlier one's
+    //    deadline needs that earlier lease to have been settled first (a
+    //    settle call begun before); and a settle acknowledged as successful
+    //    must have begun before any later lease was granted.
+    let mut double = h.double_acks.clone();
+    for (id, ls) in &h.leases {
+        let v: Vec<(&u64, &Lease)> = ls.iter().collect();
+        for w in v.windows(2) {
+            let ((g0, a), (g1, b)) = (w[0], w[1]);
+            let before_deadline = b.ack_us < a.deadline_ms.saturating_mul(1000);
+            let settled_first = h.intents.get(&(*id, *g0)).is_some_and(|&t| t <= b.ack_us);
+            if before_deadline && !settled_first {
+                double.push(format!(
+                    "job {id}: generation {g1} leased at {} µs while generation {g0} \
+                     (deadline {} ms) was neither expired nor settled",
+                    b.ack_us, a.deadline_ms
+                ));
+            }
+        }
+    }
+    for (id, g, tag, intent) in &h.settles {
+        if let Some(ls) = h.leases.get(id) {
+            if let Some((g1, l)) = ls.range(g + 1..).next() {
+                if l.ack_us < *intent {
+                    double.push(format!(
+                        "job {id}: a settle ({tag}) of generation {g} begun at {intent} µs succeeded \
+                         after generation {g1} was leased at {} µs",
+                        l.ack_us
+                    ));
+                }
+            }
+        }
+    }
+    push(
+        "no job leased twice at once (fencing by generation)",
+        double,
+    );
+
+    if !h.bad.is_empty() {
+        push("the ack logs parse", h.bad.clone());
+    }
+    out
+}
+
+fn state_index(s: State) -> usize {
+    match s {
+        State::Pending => 0,
+        State::Leased => 1,
+        State::Failed => 2,
+        State::Completed => 3,
+        _ => 4,
+    }
+}
+
+fn to_array(c: StateCounts) -> [u64; 5] {
+    [c.pending, c.leased, c.failed, c.completed, c.dead]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use telha_jobs::{Config, EnqueueOptions, LeaseOptions};
+
+    fn rec(tag: char, t_us: u64, id: &JobId, generation: u64, extra: &str) -> Record {
+        Record {
+            tag,
+            t_us,
+            id: id.to_string(),
+            generation,
+            extra: extra.to_string(),
+        }
+    }
+
+    fn failed(out: &[Outcome], name_part: &str) -> bool {
+        out.iter()
+            .any(|o| o.name.contains(name_part) && !o.failures.is_empty())
+    }
+
+    #[test]
+    fn a_true_history_passes_and_each_violation_is_caught() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = Queue::open(dir.path(), Config::default()).unwrap();
+        let a = q
+            .enqueue("embed", b"a", EnqueueOptions::default())
+            .unwrap()
+            .id;
+        let job = q
+            .lease_next("w", &LeaseOptions::default())
+            .unwrap()
+            .unwrap();
+        q.complete(&job.token(), None).unwrap();
+
+        let mut h = History::default();
+        let t = crate::log::now_us();
+        let deadline = job.deadline.to_string();
+        h.add(
+            1,
+            vec![
+                rec('E', t, &a, 0, "new"),
+                rec('L', t + 1, &a, 1, &deadline),
+                rec('S', t + 2, &a, 1, "complete"),
+                rec('C', t + 3, &a, 1, ""),
+            ],
+            0,
+        );
+        let out = run(&q, &h);
+        assert!(
+            out.iter().all(|o| o.failures.is_empty()),
+            "{:?}",
+            out.iter()
+                .flat_map(|o| o.failures.clone())
+                .collect::<Vec<_>>()
+        );
+
+        // An enqueue the store never saw.
+        let ghost: JobId = "01900000-0000-7000-8000-000000000001".parse().unwrap();
+        let mut h2 = History::default();
+        h2.add(1, vec![rec('E', t, &ghost, 0, "new")], 0);
+        assert!(failed(&run(&q, &h2), "enqueue lost"));
+
+        // A second lease acknowledged before the first one's deadline, with
+        // no settle of the first begun before it.
+        let mut h3 = History::default();
+        h3.add(
+            1,
+            vec![
+                rec('L', t, &a, 1, &(t / 1000 + 60_000).to_string()),
+                rec('L', t + 5, &a, 2, "0"),
+            ],
+            0,
+        );
+        assert!(failed(&run(&q, &h3), "leased twice"));
+
+        // The same generation acknowledged twice.
+        let mut h4 = History::default();
+        h4.add(1, vec![rec('L', t, &a, 1, "0")], 0);
+        h4.add(2, vec![rec('L', t + 9, &a, 1, "0")], 0);
+        assert!(failed(&run(&q, &h4), "leased twice"));
+
+        // A completion the store does not show (here: under another generation).
+        let mut h5 = History::default();
+        h5.add(1, vec![rec('C', t, &a, 7, "")], 0);
+        assert!(failed(&run(&q, &h5), "completion"));
+    }
+}
