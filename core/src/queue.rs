@@ -328,7 +328,10 @@ impl Queue {
 
     /// Full consistency check (a scan of every row and index): O(store size),
     /// for tests and operators. Disagreements are listed in the report, not
-    /// returned as errors. Errors: `Storage`; `Closed`.
+    /// returned as errors. Rows, indexes and on-disk counters are read from
+    /// one snapshot, so those checks are exact while the store is in use;
+    /// the comparisons with memory (in-memory leases and counts) are exact
+    /// only when nothing writes during the scan. Errors: `Storage`; `Closed`.
     pub fn check(&self) -> Result<CheckReport> {
         self.engine()?.check()
     }

@@ -262,3 +262,66 @@ fn complete_many_completes_the_live_leases_and_answers_each_item() {
     assert!(s.q.complete_many(Vec::new()).unwrap().is_empty());
     assert_consistent(&s.q);
 }
+
+#[test]
+fn check_reads_one_snapshot_so_a_busy_store_shows_no_disk_disagreements() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = telha_jobs::Config {
+        lease_ttl: Duration::from_millis(20),
+        reaper_interval: Duration::from_millis(2),
+        backoff: telha_jobs::Backoff {
+            base: Duration::from_millis(1),
+            factor: 1.0,
+            cap: Duration::from_millis(1),
+        },
+        max_attempts: 1000,
+        ..telha_jobs::Config::default()
+    };
+    let q = Queue::open(dir.path(), cfg).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..2)
+        .map(|t| {
+            let (q, stop) = (q.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    i += 1;
+                    q.enqueue("embed", b"x", EnqueueOptions::default()).unwrap();
+                    if let Some(job) = q.lease_next("w", &LeaseOptions::default()).unwrap() {
+                        // Complete, fail, or leave the lease to expire and
+                        // be moved by the reaper while check scans.
+                        let _ = match (i + t) % 3 {
+                            0 => q.complete(&job.token(), None),
+                            1 => q.fail(&job.token(), "again", true),
+                            _ => Ok(()),
+                        };
+                    }
+                }
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    let mut scans = 0;
+    while Instant::now() < deadline {
+        let report = q.check().unwrap();
+        scans += 1;
+        let disk: Vec<_> = report
+            .problems
+            .iter()
+            .filter(|p| !p.contains("in-memory"))
+            .collect();
+        assert!(disk.is_empty(), "scan {scans}: {disk:?}");
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert!(scans >= 3);
+    // Once quiet (the abandoned leases expired and reaped), memory agrees too.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(q.stats().unwrap().total.leased, 0);
+    let report = q.check().unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
