@@ -1,0 +1,636 @@
+//! The Rust scenario runner (`tests/scenarios/*.json`, format in that
+//! directory's README), shared by `core/tests/scenarios.rs` (an embedded
+//! `Queue`) and `server/tests/scenarios_remote.rs` (the same cases through a
+//! gRPC server and `RemoteQueue`): each passes [`run_all`] the function that
+//! opens a store, and that is the only difference between them.
+//!
+//! Every case file is one case, each printed as it runs, then one
+//! `N passed, N failed` line. The run fails when a case fails or when fewer
+//! cases ran than there are files.
+//!
+//! Started with `TELHA_SCENARIO_HOLD=<store>` the test binary is instead the
+//! "other process" of the `hold_elsewhere` step: it opens the store, prints
+//! [`HOLDER_READY`] and keeps the store until its stdin closes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value as Json};
+use telha_jobs::{
+    Config, EnqueueOptions, Error, Job, JobId, JobInfo, JobStore, KindConfig, LeaseOptions,
+    LeaseToken, ListQuery, NewJob, Queue, Scope,
+};
+
+const HOLDER_ENV: &str = "TELHA_SCENARIO_HOLD";
+const HOLDER_READY: &str = "telha-scenario-holder ready";
+/// Fewer case files than this means the directory was not found whole.
+const MIN_CASES: usize = 30;
+
+/// Opens (or reopens) the store of a case: an embedded queue, or a client
+/// of one.
+pub type OpenFn = fn(&Path, &Config) -> Result<Arc<dyn JobStore>, Error>;
+
+static OPEN: std::sync::OnceLock<OpenFn> = std::sync::OnceLock::new();
+
+fn open_store(path: &Path, config: &Config) -> Result<Arc<dyn JobStore>, Error> {
+    (OPEN.get().expect("run_all sets the opener"))(path, config)
+}
+
+/// Run every case with `open` (or be the holder process), print the
+/// summary, and exit non-zero when anything failed. `label` names the run.
+pub fn run_all(label: &str, open: OpenFn) {
+    OPEN.set(open).ok();
+    if let Some(path) = std::env::var_os(HOLDER_ENV) {
+        hold(Path::new(&path));
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for f in &files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        match run_file(f) {
+            Ok(()) => {
+                passed += 1;
+                println!("ok     {name}");
+            }
+            Err(e) => {
+                failed += 1;
+                println!("FAILED {name}: {e}");
+            }
+        }
+    }
+    let ran = passed + failed;
+    println!(
+        "{label}: ran {ran} of {} case files in {}",
+        files.len(),
+        dir.display()
+    );
+    if files.len() < MIN_CASES {
+        println!("expected at least {MIN_CASES} case files");
+        failed += 1;
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 || ran < files.len() {
+        std::process::exit(1);
+    }
+}
+
+/// The holder process: open the store read-write, say so, wait for EOF.
+fn hold(path: &Path) {
+    let cfg = Config {
+        reaper_interval: Duration::ZERO,
+        ..Config::default()
+    };
+    match Queue::open(path, cfg) {
+        Ok(q) => {
+            println!("{HOLDER_READY}");
+            std::io::stdout().flush().ok();
+            let mut sink = Vec::new();
+            std::io::stdin().read_to_end(&mut sink).ok();
+            q.close();
+        }
+        Err(e) => {
+            println!("holder could not open {}: {e}", path.display());
+            std::process::exit(1);
+        }
+    }
+}
+
+type R<T> = std::result::Result<T, String>;
+
+fn run_file(path: &Path) -> R<()> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let case: Json = serde_json::from_str(&text).map_err(|e| format!("bad JSON: {e}"))?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut run = Run {
+        path: dir.path().join("store"),
+        config: config_of(case.get("config"))?,
+        store: None,
+        ids: Vec::new(),
+        leases: HashMap::new(),
+        holder: None,
+        saved: HashMap::new(),
+    };
+    run.store = Some(open_store(&run.path, &run.config).map_err(|e| format!("open: {e}"))?);
+    let steps = case
+        .get("steps")
+        .and_then(Json::as_array)
+        .ok_or("the case has no steps")?;
+    let out = steps.iter().enumerate().try_for_each(|(i, s)| {
+        let op = s.get("op").and_then(Json::as_str).unwrap_or("?");
+        run.step(s)
+            .map_err(|e| format!("step {} ({op}): {e}", i + 1))
+    });
+    if let Some(s) = run.store.take() {
+        s.close();
+    }
+    run.stop_holder();
+    out
+}
+
+/// The case's `config` over the defaults; the background reaper is always
+/// off (cases reap explicitly).
+fn config_of(c: Option<&Json>) -> R<Config> {
+    let mut cfg = Config {
+        reaper_interval: Duration::ZERO,
+        ..Config::default()
+    };
+    let Some(c) = c else { return Ok(cfg) };
+    for (k, v) in c.as_object().ok_or("config must be an object")? {
+        match k.as_str() {
+            "lease_ttl_ms" => cfg.lease_ttl = ms(v)?,
+            "max_attempts" => cfg.max_attempts = uint(v)? as u32,
+            "backoff_base_ms" => cfg.backoff.base = ms(v)?,
+            "backoff_factor" => cfg.backoff.factor = v.as_f64().ok_or("factor")?,
+            "backoff_cap_ms" => cfg.backoff.cap = ms(v)?,
+            "max_payload_bytes" => cfg.max_payload_bytes = uint(v)? as usize,
+            "kinds" => {
+                for (kind, o) in v.as_object().ok_or("kinds must be an object")? {
+                    let mut kc = KindConfig::default();
+                    for (k, v) in o.as_object().ok_or("a kind's config must be an object")? {
+                        match k.as_str() {
+                            "lease_ttl_ms" => kc.lease_ttl = Some(ms(v)?),
+                            "max_attempts" => kc.max_attempts = Some(uint(v)? as u32),
+                            "backoff_base_ms" => kc.backoff_base = Some(ms(v)?),
+                            other => return Err(format!("unknown kind config key {other:?}")),
+                        }
+                    }
+                    cfg.kinds.insert(kind.clone(), kc);
+                }
+            }
+            other => return Err(format!("unknown config key {other:?}")),
+        }
+    }
+    Ok(cfg)
+}
+
+fn uint(v: &Json) -> R<u64> {
+    v.as_u64()
+        .ok_or_else(|| format!("expected a whole number, got {v}"))
+}
+
+fn ms(v: &Json) -> R<Duration> {
+    uint(v).map(Duration::from_millis)
+}
+
+struct Run {
+    path: PathBuf,
+    config: Config,
+    store: Option<Arc<dyn JobStore>>,
+    /// Job names in the order they were bound: an id answers with its
+    /// first name.
+    ids: Vec<(String, JobId)>,
+    leases: HashMap<String, LeaseToken>,
+    holder: Option<(Child, ChildStdin)>,
+    /// Store files as they were before `write_store_file`.
+    saved: HashMap<String, Vec<u8>>,
+}
+
+impl Run {
+    fn q(&self) -> R<&Arc<dyn JobStore>> {
+        self.store
+            .as_ref()
+            .ok_or_else(|| "no open store (a reopen failed)".to_string())
+    }
+
+    fn step(&mut self, s: &Json) -> R<()> {
+        let op = s.get("op").and_then(Json::as_str).ok_or("no op")?;
+        let expect = s.get("expect");
+        let observed: Result<Json, Error> = match op {
+            "enqueue" => self.enqueue(s),
+            "enqueue_many" => self.enqueue_many(s),
+            "lease" => self.lease(s),
+            "extend" => self.extend(s),
+            "complete" => {
+                let t = self.token(s.get("lease"))?;
+                let result = bytes_arg(s, "result", "result_size")?;
+                self.q()?
+                    .complete(&t, result.as_deref())
+                    .map(|()| Json::Null)
+            }
+            "fail" => {
+                let t = self.token(s.get("lease"))?;
+                let reason = s.get("reason").and_then(Json::as_str).unwrap_or("");
+                let retryable = s.get("retryable").and_then(Json::as_bool).unwrap_or(true);
+                self.q()?.fail(&t, reason, retryable).map(|()| Json::Null)
+            }
+            "release" => {
+                let t = self.token(s.get("lease"))?;
+                self.q()?.release(&t).map(|()| Json::Null)
+            }
+            "retry" => match self.job_id(s) {
+                Ok(id) => self.q()?.retry(&id).map(|()| Json::Null),
+                Err(e) => Err(e),
+            },
+            "get" => match self.job_id(s) {
+                Ok(id) => self
+                    .q()?
+                    .get(&id)
+                    .map(|i| i.map_or(Json::Null, |i| self.info_json(&i))),
+                Err(e) => Err(e),
+            },
+            "list" => self.list(s),
+            "reap" => self
+                .q()?
+                .reap()
+                .map(|r| json!({"expired": r.expired, "dead": r.dead, "pruned": r.pruned})),
+            "stats" => self.q()?.stats().map(|st| {
+                let counts = |c: &telha_jobs::StateCounts| {
+                    json!({"pending": c.pending, "leased": c.leased, "failed": c.failed,
+                           "completed": c.completed, "dead": c.dead})
+                };
+                let mut o = counts(&st.total);
+                let by: Map<String, Json> = st
+                    .by_kind
+                    .iter()
+                    .map(|(k, c)| (k.clone(), counts(c)))
+                    .collect();
+                o["by_kind"] = Json::Object(by);
+                o
+            }),
+            "sleep_ms" => {
+                std::thread::sleep(ms(s.get("ms").unwrap_or(&Json::Null))?);
+                Ok(Json::Null)
+            }
+            "close" => {
+                self.q()?.close();
+                Ok(Json::Null)
+            }
+            "reopen" => match open_store(&self.path, &self.config) {
+                Ok(q) => {
+                    self.store = Some(q);
+                    Ok(Json::Null)
+                }
+                Err(e) => Err(e),
+            },
+            "open_at_file" => {
+                // A store path that is a regular file: the open's I/O error.
+                let f = self.path.with_file_name("not-a-directory");
+                std::fs::write(&f, b"a file, not a store").map_err(|e| e.to_string())?;
+                open_store(&f, &self.config).map(|q| {
+                    q.close();
+                    Json::Null
+                })
+            }
+            "write_store_file" => {
+                let (f, name) = self.store_file(s)?;
+                let old = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+                self.saved.entry(name).or_insert(old);
+                let text = s.get("text").and_then(Json::as_str).unwrap_or("");
+                std::fs::write(&f, text).map_err(|e| e.to_string())?;
+                Ok(Json::Null)
+            }
+            "restore_store_file" => {
+                let (f, name) = self.store_file(s)?;
+                let old = self.saved.remove(&name).ok_or("nothing saved to restore")?;
+                std::fs::write(&f, old).map_err(|e| e.to_string())?;
+                Ok(Json::Null)
+            }
+            "hold_elsewhere" => {
+                self.start_holder()?;
+                Ok(Json::Null)
+            }
+            "release_elsewhere" => {
+                self.stop_holder();
+                Ok(Json::Null)
+            }
+            other => return Err(format!("unknown op {other:?}")),
+        };
+        check(expect, observed)
+    }
+
+    /// The store's file named by the step's `file` (a plain name).
+    fn store_file(&self, s: &Json) -> R<(PathBuf, String)> {
+        let name = s.get("file").and_then(Json::as_str).unwrap_or("");
+        if name.is_empty() || name.contains('/') {
+            return Err(format!("bad store file name {name:?}"));
+        }
+        Ok((self.path.join(name), name.to_string()))
+    }
+
+    fn enqueue(&mut self, s: &Json) -> Result<Json, Error> {
+        let (kind, payload, opts) = new_job_args(s)?;
+        let e = self
+            .q()
+            .map_err(Error::Storage)?
+            .enqueue(&kind, &payload, opts)?;
+        self.bind(s, e.id);
+        Ok(json!({"same_as": self.name_of(&e.id)}))
+    }
+
+    fn enqueue_many(&mut self, s: &Json) -> Result<Json, Error> {
+        let items = s
+            .get("jobs")
+            .and_then(Json::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let jobs = items
+            .iter()
+            .map(|j| {
+                let (kind, payload, opts) = new_job_args(j)?;
+                Ok(NewJob::new(kind, payload).with(opts))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let done = self.q().map_err(Error::Storage)?.enqueue_many(jobs)?;
+        for (j, e) in items.iter().zip(&done) {
+            self.bind(j, e.id);
+        }
+        Ok(Json::Null)
+    }
+
+    fn lease(&mut self, s: &Json) -> Result<Json, Error> {
+        let mut o = LeaseOptions::default();
+        for k in strs(s.get("kinds")) {
+            o = o.kind(&k)?;
+        }
+        for sc in strs(s.get("scopes")) {
+            o = o.scope(sc.parse::<Scope>()?);
+        }
+        let worker = s.get("worker").and_then(Json::as_str).unwrap_or("w1");
+        let job = self.q().map_err(Error::Storage)?.lease_next(worker, &o)?;
+        Ok(match job {
+            None => Json::Null,
+            Some(j) => {
+                if let Some(name) = s.get("as").and_then(Json::as_str) {
+                    self.leases.insert(name.to_string(), j.token());
+                }
+                self.job_json(&j)
+            }
+        })
+    }
+
+    fn extend(&self, s: &Json) -> Result<Json, Error> {
+        let tokens = s
+            .get("leases")
+            .and_then(Json::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|l| self.token(Some(l)).map_err(Error::Storage))
+            .collect::<Result<Vec<_>, Error>>()?;
+        let worker = s.get("worker").and_then(Json::as_str).unwrap_or("w1");
+        let res = self.q().map_err(Error::Storage)?.extend(&tokens, worker)?;
+        // Per token: renewed, or lost (Aborted, NotFound); anything else fails.
+        let renewed = res
+            .into_iter()
+            .map(|r| match r {
+                Ok(_) => Ok(true),
+                Err(e) if matches!(e.kind().code(), "ABORTED" | "NOT_FOUND") => Ok(false),
+                Err(e) => Err(e),
+            })
+            .collect::<Result<Vec<bool>, Error>>()?;
+        Ok(json!({ "renewed": renewed }))
+    }
+
+    fn list(&self, s: &Json) -> Result<Json, Error> {
+        let q = ListQuery {
+            state: s
+                .get("state")
+                .and_then(Json::as_str)
+                .map(str::parse)
+                .transpose()?,
+            scope: s
+                .get("scope")
+                .and_then(Json::as_str)
+                .map(str::parse)
+                .transpose()?,
+            kind: s
+                .get("kind")
+                .and_then(Json::as_str)
+                .map(str::parse)
+                .transpose()?,
+            ..ListQuery::default()
+        };
+        let page = self.q().map_err(Error::Storage)?.list(&q)?;
+        let jobs: Vec<Json> = page
+            .jobs
+            .iter()
+            .map(|j| json!(self.name_of(&j.id)))
+            .collect();
+        Ok(json!({ "jobs": jobs }))
+    }
+
+    fn bind(&mut self, s: &Json, id: JobId) {
+        if let Some(name) = s.get("as").and_then(Json::as_str) {
+            match self.ids.iter_mut().find(|(k, _)| k == name) {
+                Some(entry) => entry.1 = id,
+                None => self.ids.push((name.to_string(), id)),
+            }
+        }
+    }
+
+    /// A job's case name (`as`), else its id text.
+    fn name_of(&self, id: &JobId) -> String {
+        self.ids
+            .iter()
+            .find(|(_, v)| v == id)
+            .map(|(k, _)| k.clone())
+            .unwrap_or_else(|| id.to_string())
+    }
+
+    /// `job` (a case name) or `job_id` (literal text, parsed as the API does).
+    fn job_id(&self, s: &Json) -> Result<JobId, Error> {
+        if let Some(name) = s.get("job").and_then(Json::as_str) {
+            return self
+                .ids
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, id)| *id)
+                .ok_or_else(|| Error::Storage(format!("the case names no job {name:?}")));
+        }
+        s.get("job_id").and_then(Json::as_str).unwrap_or("").parse()
+    }
+
+    /// A lease: a name bound by `lease … as`, or `{job | job_id, generation}`.
+    fn token(&self, l: Option<&Json>) -> R<LeaseToken> {
+        match l {
+            Some(Json::String(name)) => self
+                .leases
+                .get(name)
+                .copied()
+                .ok_or_else(|| format!("the case names no lease {name:?}")),
+            Some(o @ Json::Object(_)) => Ok(LeaseToken {
+                id: self.job_id(o).map_err(|e| e.to_string())?,
+                generation: uint(o.get("generation").unwrap_or(&Json::Null))?,
+            }),
+            other => Err(format!("bad lease reference {other:?}")),
+        }
+    }
+
+    fn job_json(&self, j: &Job) -> Json {
+        let mut o = json!({
+            "job": self.name_of(&j.id), "kind": j.kind, "scope": j.scope.to_string(),
+            "attempts": j.attempts, "max_attempts": j.max_attempts,
+            "generation": j.generation, "priority": j.priority, "worker_id": j.worker_id,
+        });
+        put_bytes(&mut o, "payload", Some(&j.payload));
+        o
+    }
+
+    fn info_json(&self, i: &JobInfo) -> Json {
+        let mut o = json!({
+            "job": self.name_of(&i.id), "kind": i.kind, "scope": i.scope.to_string(),
+            "state": i.state.as_str(), "priority": i.priority, "attempts": i.attempts,
+            "max_attempts": i.max_attempts, "generation": i.generation,
+            "worker_id": i.worker_id, "last_error": i.last_error,
+            "idempotency_key": i.idempotency_key,
+            "events": i.events.iter().map(|e| e.transition.clone()).collect::<Vec<_>>(),
+        });
+        put_bytes(&mut o, "payload", Some(&i.payload));
+        put_bytes(&mut o, "result", i.result.as_deref());
+        o
+    }
+
+    fn start_holder(&mut self) -> R<()> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut child = Command::new(exe)
+            .env(HOLDER_ENV, &self.path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start the holder process: {e}"))?;
+        let stdin = child.stdin.take().ok_or("holder stdin")?;
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().ok_or("holder stdout")?)
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        if line.trim() != HOLDER_READY {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("the holder process did not start: {line:?}"));
+        }
+        self.holder = Some((child, stdin));
+        Ok(())
+    }
+
+    /// Close the holder's stdin (it closes the store and exits), then reap it.
+    fn stop_holder(&mut self) {
+        if let Some((mut child, stdin)) = self.holder.take() {
+            drop(stdin);
+            let _ = child.wait();
+        }
+    }
+}
+
+fn strs(v: Option<&Json>) -> Vec<String> {
+    v.and_then(Json::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A step's bytes: `name` as UTF-8 text, or `size_key` bytes of `x`.
+fn bytes_arg(s: &Json, name: &str, size_key: &str) -> R<Option<Vec<u8>>> {
+    if let Some(v) = s.get(name) {
+        return Ok(Some(v.as_str().ok_or("text expected")?.as_bytes().to_vec()));
+    }
+    s.get(size_key)
+        .map(|n| uint(n).map(|n| vec![b'x'; n as usize]))
+        .transpose()
+}
+
+fn new_job_args(s: &Json) -> Result<(String, Vec<u8>, EnqueueOptions), Error> {
+    let kind = s
+        .get("kind")
+        .and_then(Json::as_str)
+        .unwrap_or("")
+        .to_string();
+    let payload = bytes_arg(s, "payload", "payload_size")
+        .map_err(Error::Storage)?
+        .unwrap_or_default();
+    let mut o = EnqueueOptions::default();
+    if let Some(sc) = s.get("scope").and_then(Json::as_str) {
+        o = o.scope(sc.parse()?);
+    }
+    let num = |k: &str| s.get(k).and_then(Json::as_u64);
+    if let Some(p) = num("priority") {
+        o = o.priority(p as u8);
+    }
+    if let Some(d) = num("delay_ms") {
+        o = o.delay(Duration::from_millis(d));
+    }
+    if let Some(at) = num("run_at_ms") {
+        o = o.run_at(at);
+    }
+    if let Some(d) = num("run_at_in_ms") {
+        o = o.run_at(now_ms() + d);
+    }
+    if let Some(k) = s.get("idempotency_key").and_then(Json::as_str) {
+        o = o.idempotency_key(k);
+    }
+    if let Some(n) = num("max_attempts") {
+        o = o.max_attempts(n as u32);
+    }
+    Ok((kind, payload, o))
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// `payload` / `result` as text (they are ASCII in the cases) and their size.
+fn put_bytes(o: &mut Json, name: &str, b: Option<&[u8]>) {
+    o[name] = b.map_or(Json::Null, |b| json!(String::from_utf8_lossy(b)));
+    o[format!("{name}_size")] = b.map_or(Json::Null, |b| json!(b.len()));
+}
+
+/// Compare a step's answer with its `expect`: `{"error": CODE}` wants that
+/// error kind; `{"none": true}` wants no job; any other object must be a
+/// subset of the answer. No `expect` wants success.
+fn check(expect: Option<&Json>, observed: Result<Json, Error>) -> R<()> {
+    let want_err = expect.and_then(|e| e.get("error")).and_then(Json::as_str);
+    match (want_err, observed) {
+        (Some(code), Err(e)) if e.kind().code() == code => Ok(()),
+        (Some(code), Err(e)) => Err(format!("wanted {code}, got {}: {e}", e.kind().code())),
+        (Some(code), Ok(v)) => Err(format!("wanted {code}, got success: {v}")),
+        (None, Err(e)) => Err(format!("unexpected {}: {e}", e.kind().code())),
+        (None, Ok(v)) => match expect {
+            None => Ok(()),
+            Some(e) if e.get("none") == Some(&Json::Bool(true)) => match v {
+                Json::Null => Ok(()),
+                other => Err(format!("wanted none, got {other}")),
+            },
+            Some(e) => subset(e, &v, ""),
+        },
+    }
+}
+
+fn subset(want: &Json, got: &Json, at: &str) -> R<()> {
+    match (want, got) {
+        (Json::Object(w), Json::Object(g)) => w.iter().try_for_each(|(k, wv)| {
+            let path = format!("{at}.{k}");
+            match g.get(k) {
+                Some(gv) => subset(wv, gv, &path),
+                None if at == ".by_kind" => subset(wv, &zero_counts(), &path),
+                None => Err(format!("{path}: the runner has no such field")),
+            }
+        }),
+        (Json::Object(_), other) => Err(format!("{at}: wanted an object, got {other}")),
+        (w, g) if w == g => Ok(()),
+        (w, g) => Err(format!("{at}: wanted {w}, got {g}")),
+    }
+}
+
+fn zero_counts() -> Json {
+    let m: BTreeMap<&str, u64> = ["pending", "leased", "failed", "completed", "dead"]
+        .into_iter()
+        .map(|s| (s, 0))
+        .collect();
+    json!(m)
+}
