@@ -47,10 +47,7 @@ impl JobStream {
         let url = self.queue.url().to_string();
         let (s, r) = self.queue.block(async move {
             let r = match timeout {
-                Some(t) => match tokio::time::timeout(t, s.message()).await {
-                    Ok(r) => Some(r),
-                    Err(_) => None,
-                },
+                Some(t) => tokio::time::timeout(t, s.message()).await.ok(),
                 None => Some(s.message().await),
             };
             (s, r)
