@@ -343,3 +343,61 @@ fn a_dropped_stream_is_closed_on_the_server() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(s.queue.stats().unwrap().total.pending, 1);
 }
+
+#[test]
+fn serve_refuses_a_non_loopback_listener_without_a_token_and_bad_tls() {
+    use telha_jobs_server::{serve, ServeOptions, TlsPem};
+    let dir = tempfile::tempdir().unwrap();
+    let q = telha_jobs::Queue::open(dir.path(), common::config()).unwrap();
+    let e = serve(
+        q.clone(),
+        ServeOptions {
+            listen: "0.0.0.0:0".into(),
+            ..ServeOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("without a token"), "{e}");
+    for (listen, token) in [("not an address", None), ("127.0.0.1:0", Some(" "))] {
+        let e = serve(
+            q.clone(),
+            ServeOptions {
+                listen: listen.into(),
+                token: token.map(String::from),
+                ..ServeOptions::default()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{listen}: {e}");
+    }
+    let e = serve(
+        q.clone(),
+        ServeOptions {
+            listen: "127.0.0.1:0".into(),
+            tls: Some(TlsPem {
+                cert_pem: b"not a certificate".to_vec(),
+                key_pem: b"not a key".to_vec(),
+            }),
+            ..ServeOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    // With a token, a non-loopback listener starts.
+    let h = serve(
+        q.clone(),
+        ServeOptions {
+            listen: "0.0.0.0:0".into(),
+            token: Some("t".into()),
+            ..ServeOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(h.local_addr().ip().is_unspecified());
+    h.shutdown(Duration::from_secs(1));
+    // A closed queue cannot be served.
+    q.close();
+    let e = serve(q, ServeOptions::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Closed);
+}
