@@ -1,0 +1,116 @@
+//! The conformance scenarios (`tests/scenarios/*.json`) through gRPC: each
+//! case's store is an embedded `Queue` served in this process by
+//! [`telha_jobs_server::serve`] on a loopback port, and the runner reaches it
+//! only through [`RemoteQueue`] — the same runner, and the same expected
+//! answers, as `core/tests/scenarios.rs` against the embedded queue.
+
+#[path = "../../core/tests/scenario_runner/mod.rs"]
+mod scenario_runner;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use telha_jobs::{
+    Config, EnqueueOptions, Enqueued, Error, Job, JobId, JobInfo, JobStore, LeaseOptions,
+    LeaseToken, ListPage, ListQuery, NewJob, PurgeReport, Queue, ReapReport, Result, State, Stats,
+};
+use telha_jobs_client::{ConnectOptions, RemoteQueue};
+use telha_jobs_server::{serve, ServeOptions, ServerHandle};
+
+/// A served store as the runner sees it: every call goes through `remote`;
+/// closing it also stops the server and closes the queue behind it, so a
+/// case's `reopen` can open the store again.
+#[derive(Debug)]
+struct Served {
+    remote: RemoteQueue,
+    server: Mutex<Option<ServerHandle>>,
+    local: Queue,
+}
+
+fn open_store(path: &Path, config: &Config) -> Result<Arc<dyn JobStore>> {
+    let local = Queue::open(path, config.clone())?;
+    let server = serve(
+        local.clone(),
+        ServeOptions {
+            listen: "127.0.0.1:0".into(),
+            ..ServeOptions::default()
+        },
+    )?;
+    let url = format!("http://{}", server.local_addr());
+    let remote = RemoteQueue::connect(&url, ConnectOptions::default())?;
+    Ok(Arc::new(Served {
+        remote,
+        server: Mutex::new(Some(server)),
+        local,
+    }))
+}
+
+fn main() {
+    scenario_runner::run_all("rust scenarios through the server", open_store);
+}
+
+impl JobStore for Served {
+    fn enqueue(&self, kind: &str, payload: &[u8], options: EnqueueOptions) -> Result<Enqueued> {
+        self.remote.enqueue(kind, payload, options)
+    }
+    fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
+        self.remote.enqueue_many(jobs)
+    }
+    fn lease_next(&self, worker_id: &str, options: &LeaseOptions) -> Result<Option<Job>> {
+        self.remote.lease_next(worker_id, options)
+    }
+    fn lease_many(&self, worker_id: &str, max: usize, options: &LeaseOptions) -> Result<Vec<Job>> {
+        self.remote.lease_many(worker_id, max, options)
+    }
+    fn extend(&self, tokens: &[LeaseToken], worker_id: &str) -> Result<Vec<Result<u64>>> {
+        self.remote.extend(tokens, worker_id)
+    }
+    fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
+        self.remote.complete(token, result)
+    }
+    fn complete_many(&self, items: Vec<(LeaseToken, Option<Vec<u8>>)>) -> Result<Vec<Result<()>>> {
+        self.remote.complete_many(items)
+    }
+    fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {
+        self.remote.fail(token, reason, retryable)
+    }
+    fn release(&self, token: &LeaseToken) -> Result<()> {
+        self.remote.release(token)
+    }
+    fn retry(&self, id: &JobId) -> Result<()> {
+        self.remote.retry(id)
+    }
+    fn get(&self, id: &JobId) -> Result<Option<JobInfo>> {
+        self.remote.get(id)
+    }
+    fn list(&self, query: &ListQuery) -> Result<ListPage> {
+        self.remote.list(query)
+    }
+    fn reap(&self) -> Result<ReapReport> {
+        self.remote.reap()
+    }
+    fn purge(&self, state: State, cutoff_ms: u64) -> Result<PurgeReport> {
+        self.remote.purge(state, cutoff_ms)
+    }
+    fn stats(&self) -> Result<Stats> {
+        self.remote.stats()
+    }
+    fn metrics(&self) -> Result<String> {
+        self.remote.metrics()
+    }
+    fn close(&self) {
+        self.remote.close();
+        let server = self.server.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(server) = server {
+            server.shutdown(Duration::from_secs(1));
+        }
+        self.local.close();
+    }
+    fn is_closed(&self) -> bool {
+        self.remote.is_closed()
+    }
+    fn location(&self) -> Result<String> {
+        self.remote.location()
+    }
+}
