@@ -26,7 +26,11 @@ export declare class CancelToken {
   get cancelled(): boolean
 }
 
-/** An open store. Created by `NativeQueue.open`; closed by `close()`. */
+/**
+ * An open store: an embedded one (`NativeQueue.open`) or a client of a
+ * server (`NativeQueue.connect`), one `JobStore` either way. Closed by
+ * `close()`.
+ */
 export declare class NativeQueue {
   /** Open (or create) the store at `path`. */
   static open(path: string, options?: OpenOptions | undefined | null): Promise<NativeQueue>
@@ -34,8 +38,12 @@ export declare class NativeQueue {
   close(): Promise<void>
   /** Whether `close()` was called. */
   get closed(): boolean
-  /** The store directory. */
-  get path(): string
+  /** The store directory of an embedded queue; null for a remote one. */
+  get path(): string | null
+  /** The store directory, or the server URL of a remote queue. */
+  get location(): string
+  /** Whether this is a client of a server. */
+  get remote(): boolean
   /** Enqueue one job. */
   enqueue(kind: string, payload: unknown, options?: NativeEnqueueOptions | undefined | null): Promise<Enqueued>
   /**

@@ -188,8 +188,12 @@ export declare class Queue {
    * `INVALID_ARGUMENT`); another process gets `STORE_LOCKED`.
    */
   static open(path: string, options?: OpenOptions): Promise<Queue>
-  /** The store directory. */
-  readonly path: string
+  /** The store directory; `null` for a remote queue (`Queue.connect`). */
+  readonly path: string | null
+  /** The store directory, or the server URL of a remote queue. */
+  readonly location: string
+  /** Whether this queue is a client of a server (`Queue.connect`). */
+  readonly remote: boolean
   /** Whether `close()` was called. */
   readonly closed: boolean
   /** Close this handle: later calls reject with `CLOSED`, waits in progress end with `CLOSED`. */

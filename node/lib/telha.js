@@ -172,6 +172,8 @@ class Queue {
   }
 
   get path () { return this.#native.path }
+  get location () { return this.#native.location }
+  get remote () { return this.#native.remote }
   get closed () { return this.#native.closed }
 
   async close () { await this.#native.close() }

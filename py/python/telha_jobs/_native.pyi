@@ -120,7 +120,8 @@ class JobInfo:
 
 @final
 class Queue:
-    """A durable job queue on a local store directory."""
+    """A durable job queue: a local store directory, or a client of a
+    ``telha serve`` server (:func:`telha_jobs.connect`)."""
 
     def __new__(
         cls,
@@ -139,7 +140,14 @@ class Queue:
         max_payload_bytes: int | None = None,
     ) -> Queue: ...
     @property
-    def path(self) -> str: ...
+    def path(self) -> str | None:
+        """The store directory; None for a remote queue."""
+    @property
+    def location(self) -> str:
+        """The store directory, or the server URL of a remote queue."""
+    @property
+    def remote(self) -> bool:
+        """Whether this queue is a client of a server."""
     @property
     def closed(self) -> bool: ...
     def close(self) -> None: ...

@@ -66,8 +66,14 @@ class AsyncQueue:
         await self.close()
 
     @property
-    def path(self) -> str:
+    def path(self) -> str | None:
+        """The store directory; None for a remote queue."""
         return self.queue.path
+
+    @property
+    def location(self) -> str:
+        """The store directory, or the server URL of a remote queue."""
+        return self.queue.location
 
     async def enqueue(self, kind: str, payload: Any = None, **options: Any) -> str:
         """As :meth:`Queue.enqueue`."""
