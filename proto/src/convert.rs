@@ -1,0 +1,450 @@
+//! Core types ⇄ protocol messages. The `*_from_pb` direction checks what the
+//! wire cannot (ids and scopes exactly 16 bytes, known states, priorities
+//! ≤ 255, kind syntax) and answers `InvalidArgument` naming the field, so a
+//! server never hands the core a value it would misread.
+
+use std::time::Duration;
+
+use telha_jobs::{
+    CorruptRecord, EnqueueOptions, Enqueued, Error, Event, Job, JobId, JobInfo, KindPattern,
+    LeaseToken, ListPage, ListQuery, NewJob, PurgeReport, ReapReport, Result, Scope, State,
+    StateCounts, Stats,
+};
+
+use crate::v1 as pb;
+
+fn invalid(msg: String) -> Error {
+    Error::InvalidArgument(msg)
+}
+
+fn bytes16(b: &[u8], what: &str) -> Result<[u8; 16]> {
+    b.try_into()
+        .map_err(|_| invalid(format!("{what} must be exactly 16 bytes, got {}", b.len())))
+}
+
+/// A job id from its 16 wire bytes.
+pub fn id_from_pb(b: &[u8]) -> Result<JobId> {
+    Ok(JobId::from_bytes(bytes16(b, "job id")?))
+}
+
+/// A scope from its 16 wire bytes.
+pub fn scope_from_pb(b: &[u8]) -> Result<Scope> {
+    Ok(Scope::from_bytes(bytes16(b, "scope")?))
+}
+
+/// The wire form of a lease token.
+pub fn token_to_pb(t: &LeaseToken) -> pb::LeaseToken {
+    pb::LeaseToken {
+        id: t.id.as_bytes().to_vec(),
+        generation: t.generation,
+    }
+}
+
+/// A lease token from the wire; a missing one is `InvalidArgument`.
+pub fn token_from_pb(t: Option<&pb::LeaseToken>) -> Result<LeaseToken> {
+    let t = t.ok_or_else(|| invalid("lease token is missing".into()))?;
+    Ok(LeaseToken {
+        id: id_from_pb(&t.id)?,
+        generation: t.generation,
+    })
+}
+
+/// The wire form of a job to enqueue.
+pub fn new_job_to_pb(j: NewJob) -> pb::NewJob {
+    let o = j.options;
+    pb::NewJob {
+        kind: j.kind,
+        payload: j.payload,
+        scope: o.scope.map(|s| s.as_bytes().to_vec()),
+        priority: o.priority.map(u32::from),
+        run_at_ms: o.run_at,
+        delay_ms: o.delay.map(|d| d.as_millis().min(u64::MAX as u128) as u64),
+        idempotency_key: o.idempotency_key,
+        max_attempts: o.max_attempts,
+    }
+}
+
+/// A job to enqueue from the wire (the core checks kind, sizes and key).
+pub fn new_job_from_pb(j: pb::NewJob) -> Result<NewJob> {
+    let priority = match j.priority {
+        None => None,
+        Some(p) => Some(
+            u8::try_from(p).map_err(|_| invalid(format!("priority must be 0 to 255, got {p}")))?,
+        ),
+    };
+    Ok(NewJob {
+        kind: j.kind,
+        payload: j.payload,
+        options: EnqueueOptions {
+            scope: j.scope.as_deref().map(scope_from_pb).transpose()?,
+            priority,
+            run_at: j.run_at_ms,
+            delay: j.delay_ms.map(Duration::from_millis),
+            idempotency_key: j.idempotency_key,
+            max_attempts: j.max_attempts,
+        },
+    })
+}
+
+/// The wire form of an enqueue answer.
+pub fn enqueued_to_pb(e: &Enqueued) -> pb::Enqueued {
+    pb::Enqueued {
+        id: e.id.as_bytes().to_vec(),
+        created: e.created,
+    }
+}
+
+/// An enqueue answer from the wire.
+pub fn enqueued_from_pb(e: &pb::Enqueued) -> Result<Enqueued> {
+    Ok(Enqueued {
+        id: id_from_pb(&e.id)?,
+        created: e.created,
+    })
+}
+
+/// The wire form of a leased job.
+pub fn job_to_pb(j: Job) -> pb::Job {
+    pb::Job {
+        id: j.id.as_bytes().to_vec(),
+        kind: j.kind,
+        scope: j.scope.as_bytes().to_vec(),
+        payload: j.payload,
+        attempts: j.attempts,
+        max_attempts: j.max_attempts,
+        generation: j.generation,
+        deadline_ms: j.deadline,
+        priority: u32::from(j.priority),
+        worker_id: j.worker_id,
+    }
+}
+
+/// A leased job from the wire.
+pub fn job_from_pb(j: pb::Job) -> Result<Job> {
+    Ok(Job {
+        id: id_from_pb(&j.id)?,
+        kind: j.kind,
+        scope: scope_from_pb(&j.scope)?,
+        payload: j.payload,
+        attempts: j.attempts,
+        max_attempts: j.max_attempts,
+        generation: j.generation,
+        deadline: j.deadline_ms,
+        priority: u8::try_from(j.priority).unwrap_or(u8::MAX),
+        worker_id: j.worker_id,
+    })
+}
+
+/// The wire form of a lease filter's scopes.
+pub fn scopes_to_pb(s: &[Scope]) -> Vec<Vec<u8>> {
+    s.iter().map(|s| s.as_bytes().to_vec()).collect()
+}
+
+/// The wire form of a lease filter's kinds.
+pub fn kinds_to_pb(k: &[KindPattern]) -> Vec<String> {
+    k.iter().map(ToString::to_string).collect()
+}
+
+/// A lease filter from the wire: every scope 16 bytes, every kind a valid
+/// kind or `family:*`, at most [`crate::MAX_BATCH`] of each.
+pub fn filter_from_pb(
+    scopes: &[Vec<u8>],
+    kinds: &[String],
+) -> Result<(Vec<Scope>, Vec<KindPattern>)> {
+    if scopes.len() > crate::MAX_BATCH || kinds.len() > crate::MAX_BATCH {
+        return Err(invalid(format!(
+            "at most {} scopes and {} kinds per lease",
+            crate::MAX_BATCH,
+            crate::MAX_BATCH
+        )));
+    }
+    let scopes = scopes
+        .iter()
+        .map(|s| scope_from_pb(s))
+        .collect::<Result<_>>()?;
+    let kinds = kinds.iter().map(|k| k.parse()).collect::<Result<_>>()?;
+    Ok((scopes, kinds))
+}
+
+/// The wire form of a state.
+pub fn state_to_pb(s: State) -> pb::JobState {
+    match s {
+        State::Pending => pb::JobState::Pending,
+        State::Leased => pb::JobState::Leased,
+        State::Failed => pb::JobState::Failed,
+        State::Completed => pb::JobState::Completed,
+        State::Dead => pb::JobState::Dead,
+    }
+}
+
+/// A state from the wire; unspecified or unknown is `InvalidArgument`.
+pub fn state_from_pb(s: i32) -> Result<State> {
+    match pb::JobState::try_from(s) {
+        Ok(pb::JobState::Pending) => Ok(State::Pending),
+        Ok(pb::JobState::Leased) => Ok(State::Leased),
+        Ok(pb::JobState::Failed) => Ok(State::Failed),
+        Ok(pb::JobState::Completed) => Ok(State::Completed),
+        Ok(pb::JobState::Dead) => Ok(State::Dead),
+        _ => Err(invalid(format!(
+            "job state {s} is not one of pending (1), leased (2), failed (3), completed (4), dead (5)"
+        ))),
+    }
+}
+
+/// The wire form of everything known about a job.
+pub fn job_info_to_pb(j: JobInfo) -> pb::JobInfo {
+    pb::JobInfo {
+        id: j.id.as_bytes().to_vec(),
+        scope: j.scope.as_bytes().to_vec(),
+        kind: j.kind,
+        state: state_to_pb(j.state) as i32,
+        priority: u32::from(j.priority),
+        state_ts_ms: j.state_ts,
+        attempts: j.attempts,
+        max_attempts: j.max_attempts,
+        generation: j.generation,
+        worker_id: j.worker_id,
+        lease_deadline_ms: j.lease_deadline,
+        payload: j.payload,
+        result: j.result,
+        last_error: j.last_error,
+        idempotency_key: j.idempotency_key,
+        created_at_ms: j.created_at,
+        events: j
+            .events
+            .into_iter()
+            .map(|e| pb::Event {
+                ts_ms: e.ts,
+                transition: e.transition,
+                detail: e.detail,
+            })
+            .collect(),
+        dropped_events: j.dropped_events,
+    }
+}
+
+/// Everything known about a job, from the wire.
+pub fn job_info_from_pb(j: pb::JobInfo) -> Result<JobInfo> {
+    Ok(JobInfo {
+        id: id_from_pb(&j.id)?,
+        scope: scope_from_pb(&j.scope)?,
+        kind: j.kind,
+        state: state_from_pb(j.state)?,
+        priority: u8::try_from(j.priority).unwrap_or(u8::MAX),
+        state_ts: j.state_ts_ms,
+        attempts: j.attempts,
+        max_attempts: j.max_attempts,
+        generation: j.generation,
+        worker_id: j.worker_id,
+        lease_deadline: j.lease_deadline_ms,
+        payload: j.payload,
+        result: j.result,
+        last_error: j.last_error,
+        idempotency_key: j.idempotency_key,
+        created_at: j.created_at_ms,
+        events: j
+            .events
+            .into_iter()
+            .map(|e| Event {
+                ts: e.ts_ms,
+                transition: e.transition,
+                detail: e.detail,
+            })
+            .collect(),
+        dropped_events: j.dropped_events,
+    })
+}
+
+/// The wire form of a list query.
+pub fn list_query_to_pb(q: &ListQuery) -> pb::ListRequest {
+    pb::ListRequest {
+        state: q.state.map(|s| state_to_pb(s) as i32),
+        scope: q.scope.map(|s| s.as_bytes().to_vec()),
+        kind: q.kind.as_ref().map(ToString::to_string),
+        limit: u32::try_from(q.limit).unwrap_or(u32::MAX),
+        after: q.after.clone(),
+    }
+}
+
+/// A list query from the wire (the core checks `limit`).
+pub fn list_query_from_pb(q: pb::ListRequest) -> Result<ListQuery> {
+    Ok(ListQuery {
+        state: q.state.map(state_from_pb).transpose()?,
+        scope: q.scope.as_deref().map(scope_from_pb).transpose()?,
+        kind: q.kind.as_deref().map(str::parse).transpose()?,
+        limit: q.limit as usize,
+        after: q.after,
+    })
+}
+
+/// The wire form of a corrupt record.
+pub fn corrupt_to_pb(c: CorruptRecord) -> pb::CorruptRecord {
+    pb::CorruptRecord {
+        key: c.key,
+        id: c.id.map(|i| i.as_bytes().to_vec()),
+        error: c.error,
+    }
+}
+
+/// A corrupt record from the wire.
+pub fn corrupt_from_pb(c: pb::CorruptRecord) -> Result<CorruptRecord> {
+    Ok(CorruptRecord {
+        key: c.key,
+        id: c.id.as_deref().map(id_from_pb).transpose()?,
+        error: c.error,
+    })
+}
+
+/// The wire form of a list page.
+pub fn list_page_to_pb(p: ListPage) -> pb::ListResponse {
+    pb::ListResponse {
+        jobs: p.jobs.into_iter().map(job_info_to_pb).collect(),
+        next: p.next,
+        corrupt: p.corrupt.into_iter().map(corrupt_to_pb).collect(),
+    }
+}
+
+/// A list page from the wire.
+pub fn list_page_from_pb(p: pb::ListResponse) -> Result<ListPage> {
+    Ok(ListPage {
+        jobs: p
+            .jobs
+            .into_iter()
+            .map(job_info_from_pb)
+            .collect::<Result<_>>()?,
+        next: p.next,
+        corrupt: p
+            .corrupt
+            .into_iter()
+            .map(corrupt_from_pb)
+            .collect::<Result<_>>()?,
+    })
+}
+
+fn counts_to_pb(c: &StateCounts) -> pb::StateCounts {
+    pb::StateCounts {
+        pending: c.pending,
+        leased: c.leased,
+        failed: c.failed,
+        completed: c.completed,
+        dead: c.dead,
+    }
+}
+
+fn counts_from_pb(c: &pb::StateCounts) -> StateCounts {
+    StateCounts {
+        pending: c.pending,
+        leased: c.leased,
+        failed: c.failed,
+        completed: c.completed,
+        dead: c.dead,
+    }
+}
+
+/// The wire form of the counts.
+pub fn stats_to_pb(s: &Stats) -> pb::StatsResponse {
+    pb::StatsResponse {
+        by_kind: s
+            .by_kind
+            .iter()
+            .map(|(k, c)| (k.clone(), counts_to_pb(c)))
+            .collect(),
+        total: Some(counts_to_pb(&s.total)),
+    }
+}
+
+/// The counts from the wire.
+pub fn stats_from_pb(s: &pb::StatsResponse) -> Stats {
+    Stats {
+        by_kind: s
+            .by_kind
+            .iter()
+            .map(|(k, c)| (k.clone(), counts_from_pb(c)))
+            .collect(),
+        total: s.total.as_ref().map(counts_from_pb).unwrap_or_default(),
+    }
+}
+
+/// The wire form of a reaper pass's report.
+pub fn reap_to_pb(r: ReapReport) -> pb::ReapResponse {
+    pb::ReapResponse {
+        expired: r.expired as u64,
+        dead: r.dead as u64,
+        pruned: r.pruned as u64,
+        corrupt: r.corrupt.into_iter().map(corrupt_to_pb).collect(),
+    }
+}
+
+/// A reaper pass's report from the wire.
+pub fn reap_from_pb(r: pb::ReapResponse) -> Result<ReapReport> {
+    Ok(ReapReport {
+        expired: r.expired as usize,
+        dead: r.dead as usize,
+        pruned: r.pruned as usize,
+        corrupt: r
+            .corrupt
+            .into_iter()
+            .map(corrupt_from_pb)
+            .collect::<Result<_>>()?,
+    })
+}
+
+/// The wire form of a purge's report.
+pub fn purge_to_pb(r: PurgeReport) -> pb::PurgeResponse {
+    pb::PurgeResponse {
+        purged: r.purged as u64,
+        corrupt: r.corrupt.into_iter().map(corrupt_to_pb).collect(),
+    }
+}
+
+/// A purge's report from the wire.
+pub fn purge_from_pb(r: pb::PurgeResponse) -> Result<PurgeReport> {
+    Ok(PurgeReport {
+        purged: r.purged as usize,
+        corrupt: r
+            .corrupt
+            .into_iter()
+            .map(corrupt_from_pb)
+            .collect::<Result<_>>()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_scopes_must_be_16_bytes() {
+        for bad in [&[][..], &[1u8; 15][..], &[1u8; 17][..]] {
+            let e = id_from_pb(bad).unwrap_err();
+            assert_eq!(e.kind(), telha_jobs::ErrorKind::InvalidArgument);
+            assert!(e.to_string().contains("16 bytes"), "{e}");
+            assert!(scope_from_pb(bad).is_err());
+        }
+        assert!(id_from_pb(&[7u8; 16]).is_ok());
+    }
+
+    #[test]
+    fn a_new_job_round_trips_with_its_options() {
+        let j = NewJob::new("ingest:pdf", b"p".to_vec()).with(
+            EnqueueOptions::default()
+                .scope(Scope::from_bytes([3; 16]))
+                .priority(7)
+                .delay(Duration::from_millis(1500))
+                .idempotency_key("k")
+                .max_attempts(2),
+        );
+        assert_eq!(new_job_from_pb(new_job_to_pb(j.clone())).unwrap(), j);
+        let mut bad = new_job_to_pb(j);
+        bad.priority = Some(256);
+        assert!(new_job_from_pb(bad).is_err());
+    }
+
+    #[test]
+    fn states_round_trip_and_unspecified_is_refused() {
+        for s in State::ALL {
+            assert_eq!(state_from_pb(state_to_pb(s) as i32).unwrap(), s);
+        }
+        assert!(state_from_pb(0).is_err());
+        assert!(state_from_pb(99).is_err());
+    }
+}
