@@ -1,0 +1,589 @@
+//! [`RemoteQueue`]: a [`JobStore`] whose jobs live in a `telha serve`
+//! server (or any host running `telha_jobs_server::serve`), with the same
+//! methods, answers and error kinds as an embedded `telha_jobs::Queue`.
+//!
+//! ```no_run
+//! use telha_jobs::{EnqueueOptions, JobStore, LeaseOptions};
+//! use telha_jobs_client::{ConnectOptions, RemoteQueue};
+//!
+//! let q = RemoteQueue::connect("http://127.0.0.1:7450", ConnectOptions::default())?;
+//! q.enqueue("embed", b"doc-42", EnqueueOptions::default())?;
+//! if let Some(job) = q.lease_next("worker-1", &LeaseOptions::default())? {
+//!     q.complete(&job.token(), Some(b"ok"))?;
+//! }
+//! # Ok::<(), telha_jobs::Error>(())
+//! ```
+//!
+//! # Blocking
+//!
+//! Every method blocks the calling thread: the client owns a small tokio
+//! runtime (two threads) and runs each call on it. Call it from plain
+//! threads (or a tokio `spawn_blocking` closure); called from inside a
+//! tokio runtime's async context it does not block (which would panic or
+//! stall that runtime) but answers `InvalidArgument` saying so.
+//!
+//! # Errors
+//!
+//! The server's answers map back onto the core's kinds exactly (the kind
+//! travels with the status), with the server's message. What only the
+//! network adds: an unreachable server or a lost connection is `Storage`
+//! naming the URL; a missing or wrong token (`UNAUTHENTICATED`) and a
+//! request over the server's size limit are `InvalidArgument`; every call
+//! after [`JobStore::close`] is `Closed`.
+
+#![warn(missing_docs)]
+
+mod stream;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use telha_jobs::{
+    EnqueueOptions, Enqueued, Error, Job, JobId, JobInfo, JobStore, LeaseOptions, LeaseToken,
+    ListPage, ListQuery, NewJob, PurgeReport, ReapReport, Result, State, Stats,
+};
+use telha_jobs_proto::convert as cv;
+use telha_jobs_proto::status::{from_item_error, from_status};
+use telha_jobs_proto::v1 as pb;
+use telha_jobs_proto::v1::jobs_client::JobsClient;
+use tokio::sync::watch;
+use tonic::metadata::MetadataValue;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+
+pub use stream::JobStream;
+
+/// How long `connect` waits for the server by default.
+pub const CONNECT_TIMEOUT_DEFAULT: Duration = Duration::from_secs(10);
+/// The default deadline of one call that does not wait for work.
+pub const REQUEST_TIMEOUT_DEFAULT: Duration = Duration::from_secs(60);
+/// The largest message the client sends or accepts.
+pub const MESSAGE_LIMIT: usize = 1 << 30;
+/// How often a waiting lease checks its `CancelWait`.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// How to connect. `ConnectOptions::default()`: no token, 10 s to connect,
+/// 60 s per call, public web PKI roots for `https://`.
+#[derive(Clone)]
+pub struct ConnectOptions {
+    /// Sent as `authorization: Bearer <token>` on every call.
+    pub token: Option<String>,
+    /// How long `connect` waits for the connection.
+    pub connect_timeout: Duration,
+    /// The deadline of one call (a waiting lease gets its wait on top);
+    /// `None`: no deadline (a dead server is still noticed by keep-alive).
+    pub request_timeout: Option<Duration>,
+    /// For `https://`: trust this CA certificate (PEM) instead of the
+    /// public web PKI roots (e.g. a self-signed server certificate).
+    pub ca_cert_pem: Option<Vec<u8>>,
+    /// For `https://`: the name to check the certificate against, when it
+    /// differs from the URL's host.
+    pub tls_domain: Option<String>,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            token: None,
+            connect_timeout: CONNECT_TIMEOUT_DEFAULT,
+            request_timeout: Some(REQUEST_TIMEOUT_DEFAULT),
+            ca_cert_pem: None,
+            tls_domain: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("ca_cert_pem", &self.ca_cert_pem.as_ref().map(Vec::len))
+            .field("tls_domain", &self.tls_domain)
+            .finish()
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct Auth(Option<MetadataValue<tonic::metadata::Ascii>>);
+
+impl tonic::service::Interceptor for Auth {
+    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(v) = &self.0 {
+            req.metadata_mut().insert("authorization", v.clone());
+        }
+        Ok(req)
+    }
+}
+
+pub(crate) type Client = JobsClient<InterceptedService<Channel, Auth>>;
+
+pub(crate) struct Inner {
+    pub(crate) url: String,
+    rt: Option<tokio::runtime::Runtime>,
+    pub(crate) client: Client,
+    closed: AtomicBool,
+    close_tx: watch::Sender<bool>,
+    request_timeout: Option<Duration>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Never blocks, so the last clone may be dropped anywhere (even
+        // inside another runtime).
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// A client of a telha-jobs server: the queue's operations over gRPC.
+/// Clone + Send + Sync; clones share one connection (HTTP/2 multiplexes
+/// concurrent calls from many threads).
+#[derive(Clone)]
+pub struct RemoteQueue {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for RemoteQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteQueue")
+            .field("url", &self.inner.url)
+            .field("closed", &self.inner.closed.load(Ordering::SeqCst))
+            .finish()
+    }
+}
+
+fn invalid(msg: String) -> Error {
+    Error::InvalidArgument(msg)
+}
+
+impl RemoteQueue {
+    /// Connect to the server at `url` (`http://host:port`, or `https://…`
+    /// for TLS) and check that it answers.
+    ///
+    /// Errors: `InvalidArgument` for a malformed URL, a scheme other than
+    /// http/https, a token that is not a valid header value or TLS settings
+    /// that do not load; `Storage` when the server cannot be reached within
+    /// `connect_timeout` (the message names the URL).
+    pub fn connect(url: &str, options: ConnectOptions) -> Result<RemoteQueue> {
+        not_in_runtime()?;
+        let url = url.trim().trim_end_matches('/').to_string();
+        let mut endpoint = Endpoint::from_shared(url.clone())
+            .map_err(|e| invalid(format!("server URL {url:?}: {e}")))?;
+        let scheme = endpoint.uri().scheme_str().unwrap_or("").to_string();
+        if scheme != "http" && scheme != "https" {
+            return Err(invalid(format!(
+                "server URL {url:?}: the scheme must be http:// or https://"
+            )));
+        }
+        if endpoint.uri().host().is_none() {
+            return Err(invalid(format!("server URL {url:?} has no host")));
+        }
+        endpoint = endpoint
+            .connect_timeout(options.connect_timeout)
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(20))
+            .keep_alive_timeout(Duration::from_secs(20))
+            .keep_alive_while_idle(true);
+        if scheme == "https" {
+            let mut tls = ClientTlsConfig::new();
+            tls = match &options.ca_cert_pem {
+                Some(pem) => tls.ca_certificate(Certificate::from_pem(pem)),
+                None => tls.with_webpki_roots(),
+            };
+            if let Some(d) = &options.tls_domain {
+                tls = tls.domain_name(d.clone());
+            }
+            endpoint = endpoint
+                .tls_config(tls)
+                .map_err(|e| invalid(format!("TLS settings for {url}: {e}")))?;
+        }
+        let auth = match &options.token {
+            None => Auth(None),
+            Some(t) => {
+                Auth(Some(format!("Bearer {}", t.trim()).parse().map_err(
+                    |_| invalid("the token is not a valid header value".into()),
+                )?))
+            }
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("telha-client")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Storage(format!("client runtime: {e}")))?;
+        let timeout = options.connect_timeout;
+        let channel = rt
+            .block_on(async { tokio::time::timeout(timeout, endpoint.connect()).await })
+            .map_err(|_| {
+                Error::Storage(format!(
+                    "cannot reach telha server at {url}: no answer within {timeout:?}"
+                ))
+            })?
+            .map_err(|e| {
+                let mut msg = e.to_string();
+                let mut src = std::error::Error::source(&e);
+                while let Some(s) = src {
+                    msg = format!("{msg}: {s}");
+                    src = s.source();
+                }
+                Error::Storage(format!("cannot reach telha server at {url}: {msg}"))
+            })?;
+        let client = JobsClient::with_interceptor(channel, auth)
+            .max_decoding_message_size(MESSAGE_LIMIT)
+            .max_encoding_message_size(MESSAGE_LIMIT);
+        let (close_tx, _) = watch::channel(false);
+        Ok(RemoteQueue {
+            inner: Arc::new(Inner {
+                url,
+                rt: Some(rt),
+                client,
+                closed: AtomicBool::new(false),
+                close_tx,
+                request_timeout: options.request_timeout,
+            }),
+        })
+    }
+
+    /// The server URL this client talks to.
+    pub fn url(&self) -> &str {
+        &self.inner.url
+    }
+
+    /// Open a `PollJobs` stream: the server pushes leases (as `worker_id`,
+    /// filtered by `options.scopes` / `options.kinds`) as they become ready,
+    /// never more than `capacity` unsettled at once; a lease stops counting
+    /// when it is completed, failed or released through this server, or
+    /// lost. `options.wait` and `options.cancel` are not used: the stream
+    /// waits until dropped.
+    ///
+    /// Errors: `InvalidArgument` for a bad worker id, filter or capacity
+    /// (1 to 10,000); `Closed`; `Storage`.
+    pub fn poll_jobs(
+        &self,
+        worker_id: &str,
+        options: &LeaseOptions,
+        capacity: u32,
+    ) -> Result<JobStream> {
+        let req = pb::PollJobsRequest {
+            worker_id: worker_id.to_string(),
+            scopes: cv::scopes_to_pb(&options.scopes),
+            kinds: cv::kinds_to_pb(&options.kinds),
+            capacity,
+        };
+        let mut c = self.client()?;
+        let url = self.inner.url.clone();
+        let streaming = self.block(async move {
+            c.poll_jobs(req)
+                .await
+                .map(tonic::Response::into_inner)
+                .map_err(|s| from_status(&s, &url))
+        })??;
+        Ok(JobStream::new(self.clone(), streaming))
+    }
+
+    pub(crate) fn client(&self) -> Result<Client> {
+        if self.inner.closed.load(Ordering::SeqCst) {
+            return Err(Error::Closed);
+        }
+        Ok(self.inner.client.clone())
+    }
+
+    pub(crate) fn closed_rx(&self) -> watch::Receiver<bool> {
+        self.inner.close_tx.subscribe()
+    }
+
+    /// Run `f` on the client's runtime, ending early (with `Closed`) when
+    /// the client is closed meanwhile.
+    pub(crate) fn block<T>(&self, f: impl std::future::Future<Output = T> + Send) -> Result<T> {
+        not_in_runtime()?;
+        let rt = self.inner.rt.as_ref().ok_or(Error::Closed)?;
+        let mut closed = self.closed_rx();
+        rt.block_on(async move {
+            tokio::select! {
+                r = f => Ok(r),
+                _ = closed.wait_for(|c| *c) => Err(Error::Closed),
+            }
+        })
+    }
+
+    /// One unary call with the request deadline, its status mapped.
+    fn call<T, F, Fut>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(Client) -> Fut,
+        Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>> + Send,
+        T: Send,
+    {
+        let c = self.client()?;
+        let url = &self.inner.url;
+        let timeout = self.inner.request_timeout;
+        let fut = f(c);
+        self.block(async move {
+            let r = match timeout {
+                Some(t) => match tokio::time::timeout(t, fut).await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        return Err(Error::Storage(format!(
+                            "telha server {url} did not answer within {t:?}"
+                        )))
+                    }
+                },
+                None => fut.await,
+            };
+            r.map(tonic::Response::into_inner)
+                .map_err(|s| from_status(&s, url))
+        })?
+    }
+}
+
+/// A `block_on` inside a runtime's async context would panic (or stall its
+/// worker): refuse with a typed error instead.
+fn not_in_runtime() -> Result<()> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(invalid(
+            "RemoteQueue blocks: call it from a plain thread or tokio::task::spawn_blocking, \
+             not from inside an async task"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+fn submit(token: &LeaseToken, outcome: pb::submit_request::Outcome) -> pb::SubmitRequest {
+    pb::SubmitRequest {
+        token: Some(cv::token_to_pb(token)),
+        outcome: Some(outcome),
+    }
+}
+
+impl JobStore for RemoteQueue {
+    fn enqueue(&self, kind: &str, payload: &[u8], options: EnqueueOptions) -> Result<Enqueued> {
+        let job = cv::new_job_to_pb(NewJob {
+            kind: kind.to_string(),
+            payload: payload.to_vec(),
+            options,
+        });
+        let r = self
+            .call(|mut c| async move { c.enqueue(pb::EnqueueRequest { job: Some(job) }).await })?;
+        cv::enqueued_from_pb(
+            r.enqueued
+                .as_ref()
+                .ok_or_else(|| Error::Storage("server answered no enqueue".into()))?,
+        )
+    }
+
+    fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
+        let jobs = jobs.into_iter().map(cv::new_job_to_pb).collect();
+        let r = self
+            .call(|mut c| async move { c.enqueue_many(pb::EnqueueManyRequest { jobs }).await })?;
+        r.enqueued.iter().map(cv::enqueued_from_pb).collect()
+    }
+
+    fn lease_many(&self, worker_id: &str, max: usize, options: &LeaseOptions) -> Result<Vec<Job>> {
+        let wait = options.wait.unwrap_or(Duration::ZERO);
+        let req = pb::LeaseRequest {
+            worker_id: worker_id.to_string(),
+            scopes: cv::scopes_to_pb(&options.scopes),
+            kinds: cv::kinds_to_pb(&options.kinds),
+            max: u32::try_from(max).unwrap_or(u32::MAX),
+            wait_ms: wait.as_millis().min(u64::MAX as u128) as u64,
+        };
+        let mut c = self.client()?;
+        let url = self.inner.url.clone();
+        let timeout = self.inner.request_timeout.map(|t| t + wait);
+        let cancel = options.cancel.clone();
+        let r = self.block(async move {
+            let call = async {
+                let fut = c.lease(req);
+                match timeout {
+                    Some(t) => tokio::time::timeout(t, fut).await.unwrap_or_else(|_| {
+                        Err(tonic::Status::unavailable(format!(
+                            "no answer within {t:?}"
+                        )))
+                    }),
+                    None => fut.await,
+                }
+            };
+            // A cancelled wait drops the call: the server's drop guard then
+            // ends its wait and gives back anything it leased meanwhile.
+            let cancelled = async {
+                match &cancel {
+                    Some(cw) => loop {
+                        if cw.is_cancelled() {
+                            break;
+                        }
+                        tokio::time::sleep(CANCEL_POLL).await;
+                    },
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                r = call => Some(r),
+                _ = cancelled => None,
+            }
+        })?;
+        match r {
+            None => Ok(Vec::new()),
+            Some(Ok(resp)) => resp
+                .into_inner()
+                .jobs
+                .into_iter()
+                .map(cv::job_from_pb)
+                .collect(),
+            Some(Err(s)) => Err(from_status(&s, &url)),
+        }
+    }
+
+    fn extend(&self, tokens: &[LeaseToken], worker_id: &str) -> Result<Vec<Result<u64>>> {
+        let req = pb::HeartbeatRequest {
+            worker_id: worker_id.to_string(),
+            tokens: tokens.iter().map(cv::token_to_pb).collect(),
+        };
+        let r = self.call(|mut c| async move { c.heartbeat(req).await })?;
+        if r.results.len() != tokens.len() {
+            return Err(Error::Storage(format!(
+                "server answered {} heartbeats for {} tokens",
+                r.results.len(),
+                tokens.len()
+            )));
+        }
+        let url = &self.inner.url;
+        Ok(r.results
+            .into_iter()
+            .map(|h| match h.outcome {
+                Some(pb::heartbeat_result::Outcome::DeadlineMs(d)) => Ok(d),
+                Some(pb::heartbeat_result::Outcome::Error(e)) => Err(from_item_error(&e, url)),
+                None => Err(Error::Storage("server answered an empty heartbeat".into())),
+            })
+            .collect())
+    }
+
+    fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
+        let req = submit(
+            token,
+            pb::submit_request::Outcome::Complete(pb::Complete {
+                result: result.map(<[u8]>::to_vec),
+            }),
+        );
+        self.call(|mut c| async move { c.submit(req).await })?;
+        Ok(())
+    }
+
+    fn complete_many(&self, items: Vec<(LeaseToken, Option<Vec<u8>>)>) -> Result<Vec<Result<()>>> {
+        let n = items.len();
+        let req = pb::SubmitManyRequest {
+            items: items
+                .into_iter()
+                .map(|(t, r)| {
+                    submit(
+                        &t,
+                        pb::submit_request::Outcome::Complete(pb::Complete { result: r }),
+                    )
+                })
+                .collect(),
+        };
+        let r = self.call(|mut c| async move { c.submit_many(req).await })?;
+        if r.results.len() != n {
+            return Err(Error::Storage(format!(
+                "server answered {} results for {n} completions",
+                r.results.len()
+            )));
+        }
+        let url = &self.inner.url;
+        Ok(r.results
+            .into_iter()
+            .map(|s| match s.error {
+                None => Ok(()),
+                Some(e) => Err(from_item_error(&e, url)),
+            })
+            .collect())
+    }
+
+    fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {
+        let req = submit(
+            token,
+            pb::submit_request::Outcome::Fail(pb::Fail {
+                reason: reason.to_string(),
+                retryable,
+            }),
+        );
+        self.call(|mut c| async move { c.submit(req).await })?;
+        Ok(())
+    }
+
+    fn release(&self, token: &LeaseToken) -> Result<()> {
+        let req = pb::ReleaseRequest {
+            token: Some(cv::token_to_pb(token)),
+        };
+        self.call(|mut c| async move { c.release(req).await })?;
+        Ok(())
+    }
+
+    fn retry(&self, id: &JobId) -> Result<()> {
+        let req = pb::RetryRequest {
+            id: id.as_bytes().to_vec(),
+        };
+        self.call(|mut c| async move { c.retry(req).await })?;
+        Ok(())
+    }
+
+    fn get(&self, id: &JobId) -> Result<Option<JobInfo>> {
+        let req = pb::GetRequest {
+            id: id.as_bytes().to_vec(),
+        };
+        let r = self.call(|mut c| async move { c.get(req).await })?;
+        r.job.map(cv::job_info_from_pb).transpose()
+    }
+
+    fn list(&self, query: &ListQuery) -> Result<ListPage> {
+        let req = cv::list_query_to_pb(query);
+        let r = self.call(|mut c| async move { c.list(req).await })?;
+        cv::list_page_from_pb(r)
+    }
+
+    fn reap(&self) -> Result<ReapReport> {
+        let r = self.call(|mut c| async move { c.reap(pb::ReapRequest {}).await })?;
+        cv::reap_from_pb(r)
+    }
+
+    fn purge(&self, state: State, cutoff_ms: u64) -> Result<PurgeReport> {
+        let req = pb::PurgeRequest {
+            state: cv::state_to_pb(state) as i32,
+            cutoff_ms,
+        };
+        let r = self.call(|mut c| async move { c.purge(req).await })?;
+        cv::purge_from_pb(r)
+    }
+
+    fn stats(&self) -> Result<Stats> {
+        let r = self.call(|mut c| async move { c.stats(pb::StatsRequest {}).await })?;
+        Ok(cv::stats_from_pb(&r))
+    }
+
+    fn metrics(&self) -> Result<String> {
+        let r = self.call(|mut c| async move { c.metrics(pb::MetricsRequest {}).await })?;
+        Ok(r.text)
+    }
+
+    /// Closes this client (every clone): calls in progress end with
+    /// `Closed`, later calls answer `Closed`. The server and its store are
+    /// untouched.
+    fn close(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        let _ = self.inner.close_tx.send(true);
+    }
+
+    fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::SeqCst)
+    }
+
+    fn location(&self) -> Result<String> {
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        Ok(self.inner.url.clone())
+    }
+}

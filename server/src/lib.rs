@@ -1,0 +1,324 @@
+//! telha-jobs over gRPC: [`serve`] a [`Queue`] this process owns to workers
+//! in other processes and on other machines (`telha serve` is this, plus a
+//! store and signal handling).
+//!
+//! ```no_run
+//! use telha_jobs::{Config, Queue};
+//! use telha_jobs_server::{serve, ServeOptions};
+//!
+//! let q = Queue::open("/tmp/telha-served", Config::default())?;
+//! let server = serve(q, ServeOptions::default())?; // 127.0.0.1:7450
+//! println!("serving on {}", server.local_addr());
+//! // ... later:
+//! server.shutdown(std::time::Duration::from_secs(5));
+//! # Ok::<(), telha_jobs::Error>(())
+//! ```
+//!
+//! The server runs on its own tokio runtime (two worker threads, on a
+//! thread of its own), so any host can start it; every core call runs on
+//! the runtime's blocking pool, never on the async workers. The protocol is
+//! `proto/telha/jobs/v1/jobs.proto`; clients are `telha-jobs-client`'s
+//! `RemoteQueue`, or any gRPC client generated from that file.
+//!
+//! # Security
+//!
+//! A listener on a non-loopback address without a token is refused at
+//! [`serve`] time (`InvalidArgument`): the queue accepts arbitrary work, so
+//! it is never exposed without authentication by accident. With a token,
+//! every RPC must carry `authorization: Bearer <token>` (compared in constant
+//! time) or is answered `UNAUTHENTICATED`; the `/metrics` endpoint asks for
+//! the same header then. TLS (rustls, ring) is on when a certificate and key
+//! are given.
+
+#![warn(missing_docs)]
+
+mod auth;
+mod http_metrics;
+mod service;
+mod stats;
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use telha_jobs::{Error, Queue, Result};
+use telha_jobs_proto::v1::jobs_server::JobsServer;
+use tokio::sync::{oneshot, watch};
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Identity, Server, ServerTlsConfig};
+
+pub use stats::ServerStats;
+
+/// The default listen address: loopback only, so no token is needed.
+pub const LISTEN_DEFAULT: &str = "127.0.0.1:7450";
+/// The longest a `Lease` call waits for work, whatever the client asks
+/// (the client simply asks again).
+pub const MAX_WAIT_DEFAULT: Duration = Duration::from_secs(60);
+/// The smallest request size limit; the actual one is this or the store's
+/// `max_payload_bytes` plus 1 MiB of headroom, whichever is larger.
+pub const MESSAGE_LIMIT_MIN: usize = 64 * 1024 * 1024;
+
+/// A PEM certificate chain and its private key, for TLS.
+#[derive(Clone)]
+pub struct TlsPem {
+    /// The certificate chain, PEM.
+    pub cert_pem: Vec<u8>,
+    /// The private key, PEM.
+    pub key_pem: Vec<u8>,
+}
+
+impl std::fmt::Debug for TlsPem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsPem")
+            .field("cert_pem", &format_args!("{} bytes", self.cert_pem.len()))
+            .field("key_pem", &"<redacted>")
+            .finish()
+    }
+}
+
+/// How to serve. `ServeOptions::default()` listens on [`LISTEN_DEFAULT`],
+/// without token, TLS or metrics endpoint.
+#[derive(Clone)]
+pub struct ServeOptions {
+    /// `host:port` to listen on; port 0 picks a free port (see
+    /// [`ServerHandle::local_addr`]). A non-loopback address needs `token`.
+    pub listen: String,
+    /// The bearer token every call must carry; `None` accepts every call
+    /// (loopback listeners only).
+    pub token: Option<String>,
+    /// Serve TLS with this certificate and key.
+    pub tls: Option<TlsPem>,
+    /// Also serve the Prometheus text over plain HTTP at
+    /// `http://<metrics_listen>/metrics` (same loopback/token rule).
+    pub metrics_listen: Option<String>,
+    /// The cap on one `Lease` call's wait ([`MAX_WAIT_DEFAULT`]).
+    pub max_wait: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            listen: LISTEN_DEFAULT.into(),
+            token: None,
+            tls: None,
+            metrics_listen: None,
+            max_wait: MAX_WAIT_DEFAULT,
+        }
+    }
+}
+
+impl std::fmt::Debug for ServeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeOptions")
+            .field("listen", &self.listen)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("tls", &self.tls)
+            .field("metrics_listen", &self.metrics_listen)
+            .field("max_wait", &self.max_wait)
+            .finish()
+    }
+}
+
+/// A running server. [`ServerHandle::shutdown`] stops it gracefully;
+/// dropping the handle does the same with a 5 s grace. Neither closes the
+/// queue: it belongs to the caller.
+#[derive(Debug)]
+pub struct ServerHandle {
+    local_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
+    stop: Option<oneshot::Sender<Duration>>,
+    thread: Option<JoinHandle<()>>,
+    stats: Arc<stats::ServerStats>,
+}
+
+impl ServerHandle {
+    /// The address the gRPC listener is bound to (the picked port when the
+    /// listen address had port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+    /// The `/metrics` listener's address, when one was asked for.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+    /// The server's own counters (RPCs by method and code, open streams).
+    pub fn stats(&self) -> &ServerStats {
+        &self.stats
+    }
+    /// Stop gracefully: stop accepting connections, end every `PollJobs`
+    /// stream and `Lease` wait (leases not yet delivered are released), let
+    /// calls in flight (submits, heartbeats) finish, for at most `grace`;
+    /// then drop what is left. Blocks until the server thread has ended.
+    pub fn shutdown(mut self, grace: Duration) {
+        self.stop_now(grace);
+    }
+
+    fn stop_now(&mut self, grace: Duration) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(grace);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop_now(Duration::from_secs(5));
+    }
+}
+
+fn resolve(what: &str, addr: &str) -> Result<SocketAddr> {
+    addr.to_socket_addrs()
+        .map_err(|e| Error::InvalidArgument(format!("{what} address {addr:?}: {e}")))?
+        .next()
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!("{what} address {addr:?} resolves to nothing"))
+        })
+}
+
+fn bind(what: &str, addr: SocketAddr, token: &Option<String>) -> Result<std::net::TcpListener> {
+    if !addr.ip().is_loopback() && token.is_none() {
+        return Err(Error::InvalidArgument(format!(
+            "refusing to serve {what} on {addr} without a token: a non-loopback listener \
+             requires one (--token-file or TELHA_TOKEN), or listen on 127.0.0.1"
+        )));
+    }
+    let l = std::net::TcpListener::bind(addr)
+        .map_err(|e| Error::Storage(format!("cannot listen on {addr} ({what}): {e}")))?;
+    l.set_nonblocking(true)
+        .map_err(|e| Error::Storage(format!("listener on {addr}: {e}")))?;
+    Ok(l)
+}
+
+/// Start serving `store` in this process, on a runtime thread of its own;
+/// returns once the listeners are bound.
+///
+/// Errors: `InvalidArgument` for an unparsable address, a non-loopback
+/// listener without a token, an empty token or a TLS certificate/key that
+/// does not load; `Storage` when an address cannot be bound; `Closed` when
+/// the queue is closed.
+pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
+    if options
+        .token
+        .as_deref()
+        .is_some_and(|t| t.trim().is_empty())
+    {
+        return Err(Error::InvalidArgument("the token is empty".into()));
+    }
+    let config = store.config()?;
+    let limit = config
+        .max_payload_bytes
+        .saturating_add(1 << 20)
+        .max(MESSAGE_LIMIT_MIN);
+    let grpc = bind("gRPC", resolve("listen", &options.listen)?, &options.token)?;
+    let local_addr = grpc
+        .local_addr()
+        .map_err(|e| Error::Storage(format!("listener address: {e}")))?;
+    let metrics = match &options.metrics_listen {
+        Some(a) => Some(bind("/metrics", resolve("metrics", a)?, &options.token)?),
+        None => None,
+    };
+    let metrics_addr = metrics.as_ref().and_then(|l| l.local_addr().ok());
+
+    let mut builder = Server::builder()
+        .tcp_nodelay(true)
+        .http2_keepalive_interval(Some(Duration::from_secs(20)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(20)));
+    if let Some(tls) = &options.tls {
+        builder = builder
+            .tls_config(
+                ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem)),
+            )
+            .map_err(|e| Error::InvalidArgument(format!("TLS certificate or key: {e}")))?;
+    }
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("telha-server")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Storage(format!("server runtime: {e}")))?;
+    let stats = Arc::new(ServerStats::default());
+    let (closing_tx, closing_rx) = watch::channel(false);
+    let shared = Arc::new(service::Shared::new(
+        store,
+        stats.clone(),
+        closing_rx,
+        options.max_wait,
+    ));
+    let token = options.token.clone();
+    let (stop_tx, stop_rx) = oneshot::channel::<Duration>();
+
+    let thread = std::thread::Builder::new()
+        .name("telha-server".into())
+        .spawn(move || {
+            let grace = rt.block_on(run(
+                shared, builder, grpc, metrics, token, limit, closing_tx, stop_rx,
+            ));
+            rt.shutdown_timeout(grace);
+        })
+        .map_err(|e| Error::Storage(format!("server thread: {e}")))?;
+
+    Ok(ServerHandle {
+        local_addr,
+        metrics_addr,
+        stop: Some(stop_tx),
+        thread: Some(thread),
+        stats,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run(
+    shared: Arc<service::Shared>,
+    builder: Server,
+    grpc: std::net::TcpListener,
+    metrics: Option<std::net::TcpListener>,
+    token: Option<String>,
+    limit: usize,
+    closing: watch::Sender<bool>,
+    stop: oneshot::Receiver<Duration>,
+) -> Duration {
+    let listener = match tokio::net::TcpListener::from_std(grpc) {
+        Ok(l) => l,
+        Err(_) => return Duration::ZERO,
+    };
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let check = auth::Check::new(token.as_deref());
+    let svc = InterceptedService::new(
+        JobsServer::new(service::JobsService::new(shared.clone()))
+            .max_decoding_message_size(limit)
+            .max_encoding_message_size(usize::MAX),
+        {
+            let check = check.clone();
+            move |req| check.grpc(req)
+        },
+    );
+
+    let (quit_tx, quit_rx) = oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        let _ = builder
+            .serve_with_incoming_shutdown(svc, incoming, async {
+                let _ = quit_rx.await;
+            })
+            .await;
+    });
+    let metrics_task = metrics.and_then(|l| {
+        let l = tokio::net::TcpListener::from_std(l).ok()?;
+        Some(tokio::spawn(http_metrics::serve(l, shared.clone(), check)))
+    });
+
+    // Until the handle asks (or is dropped: then a default grace).
+    let grace = stop.await.unwrap_or(Duration::from_secs(5));
+    let _ = closing.send(true); // ends PollJobs streams and Lease waits
+    let _ = quit_tx.send(()); // stop accepting; in-flight calls finish
+    if let Some(m) = metrics_task {
+        m.abort();
+    }
+    let _ = tokio::time::timeout(grace, server).await;
+    grace
+}

@@ -1,0 +1,743 @@
+//! The `Jobs` service: each RPC checks its bounds, runs its core call on the
+//! blocking pool and maps the answer (see the ARCHITECTURE "gRPC server and
+//! client" section for the RPC ↔ core table).
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use telha_jobs::job::MAX_WORKER_ID_LEN;
+use telha_jobs::{CancelWait, Error, ErrorKind, Job, LeaseOptions, LeaseToken, Queue, Result};
+use telha_jobs_proto::convert as cv;
+use telha_jobs_proto::status::{item_error, to_status};
+use telha_jobs_proto::v1 as pb;
+use telha_jobs_proto::v1::jobs_server::Jobs;
+use telha_jobs_proto::MAX_BATCH;
+use tokio::sync::{mpsc, watch, Notify};
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status};
+
+use crate::stats::ServerStats;
+
+/// How long one PollJobs lease wait lasts before the loop looks around
+/// (shutdown, capacity) and waits again.
+const POLL_WAIT: Duration = Duration::from_secs(30);
+
+/// What every handler shares.
+pub(crate) struct Shared {
+    pub(crate) queue: Queue,
+    pub(crate) stats: Arc<ServerStats>,
+    closing: watch::Receiver<bool>,
+    max_wait: Duration,
+    /// Leases delivered by a PollJobs stream and not yet settled through
+    /// the server, by token: the stream whose capacity they count against.
+    streamed: Mutex<HashMap<LeaseToken, Weak<Slot>>>,
+}
+
+/// One PollJobs stream's unsettled leases (token → lease deadline).
+#[derive(Default)]
+struct Slot {
+    held: Mutex<HashMap<LeaseToken, u64>>,
+    freed: Notify,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        queue: Queue,
+        stats: Arc<ServerStats>,
+        closing: watch::Receiver<bool>,
+        max_wait: Duration,
+    ) -> Self {
+        Shared {
+            queue,
+            stats,
+            closing,
+            max_wait,
+            streamed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn is_closing(&self) -> bool {
+        *self.closing.borrow()
+    }
+
+    /// A lease is no longer held by its stream (settled, released or lost).
+    fn settled(&self, t: &LeaseToken) {
+        let slot = self
+            .streamed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(t);
+        if let Some(slot) = slot.and_then(|w| w.upgrade()) {
+            slot.held
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(t);
+            slot.freed.notify_one();
+        }
+    }
+
+    fn renewed(&self, t: &LeaseToken, deadline: u64) {
+        let slot = self
+            .streamed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(t)
+            .and_then(Weak::upgrade);
+        if let Some(slot) = slot {
+            if let Some(d) = slot
+                .held
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_mut(t)
+            {
+                *d = deadline;
+            }
+        }
+    }
+
+    /// Run a core call on the blocking pool.
+    async fn run<T, F>(&self, f: F) -> Result<T, Status>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Queue) -> Result<T> + Send + 'static,
+    {
+        let q = self.queue.clone();
+        match tokio::task::spawn_blocking(move || f(&q)).await {
+            Ok(r) => r.map_err(|e| to_status(&e)),
+            Err(e) => Err(Status::internal(format!("server task failed: {e}"))),
+        }
+    }
+}
+
+fn invalid(msg: impl Into<String>) -> Status {
+    to_status(&Error::InvalidArgument(msg.into()))
+}
+
+fn bad(e: Error) -> Status {
+    to_status(&e)
+}
+
+fn check_worker(w: &str) -> Result<(), Status> {
+    if w.is_empty() || w.len() > MAX_WORKER_ID_LEN {
+        return Err(invalid(format!(
+            "worker id must be 1 to {MAX_WORKER_ID_LEN} bytes, got {}",
+            w.len()
+        )));
+    }
+    Ok(())
+}
+
+fn check_batch(what: &str, n: usize) -> Result<(), Status> {
+    if n > MAX_BATCH {
+        return Err(invalid(format!(
+            "{what}: at most {MAX_BATCH} per call, got {n}"
+        )));
+    }
+    Ok(())
+}
+
+fn closing_status() -> Status {
+    to_status(&Error::Closed)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Resolves once the server starts closing (the watch guard never crosses
+/// an await, so the futures stay `Send`).
+async fn until_closing(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|c| *c).await;
+}
+
+/// Cancels a wait when the handler's future is dropped (the client went
+/// away or cancelled the call).
+struct CancelOnDrop(CancelWait);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// Lease, and give back at once whatever was leased after the wait was
+/// cancelled (its caller is gone or the server is closing).
+fn lease_or_give_back(
+    q: &Queue,
+    worker: &str,
+    max: usize,
+    options: &LeaseOptions,
+    cancel: &CancelWait,
+) -> Result<Vec<Job>> {
+    let jobs = q.lease_many(worker, max, options)?;
+    if cancel.is_cancelled() && !jobs.is_empty() {
+        for j in &jobs {
+            let _ = q.release(&j.token());
+        }
+        return Ok(Vec::new());
+    }
+    Ok(jobs)
+}
+
+pub(crate) struct JobsService {
+    shared: Arc<Shared>,
+}
+
+impl JobsService {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        JobsService { shared }
+    }
+
+    fn done<T>(&self, method: &'static str, r: Result<T, Status>) -> Result<Response<T>, Status> {
+        let code = match &r {
+            Ok(_) => tonic::Code::Ok,
+            Err(s) => s.code(),
+        };
+        self.shared.stats.record(method, code);
+        r.map(Response::new)
+    }
+
+    async fn lease(&self, r: pb::LeaseRequest) -> Result<pb::LeaseResponse, Status> {
+        if self.shared.is_closing() {
+            return Err(closing_status());
+        }
+        check_worker(&r.worker_id)?;
+        let (scopes, kinds) = cv::filter_from_pb(&r.scopes, &r.kinds).map_err(bad)?;
+        if r.max == 0 || r.max as usize > MAX_BATCH {
+            return Err(invalid(format!(
+                "max must be 1 to {MAX_BATCH}, got {}",
+                r.max
+            )));
+        }
+        let cancel = CancelWait::new();
+        let guard = CancelOnDrop(cancel.clone());
+        let wait = Duration::from_millis(r.wait_ms).min(self.shared.max_wait);
+        let options = LeaseOptions {
+            scopes,
+            kinds,
+            wait: Some(wait),
+            cancel: Some(cancel.clone()),
+        };
+        let (worker, max) = (r.worker_id, r.max as usize);
+        let q = self.shared.queue.clone();
+        let c2 = cancel.clone();
+        let mut task = tokio::task::spawn_blocking(move || {
+            lease_or_give_back(&q, &worker, max, &options, &c2)
+        });
+        let mut closing = self.shared.closing.clone();
+        let jobs = tokio::select! {
+            r = &mut task => r,
+            _ = until_closing(&mut closing) => { cancel.cancel(); task.await }
+        };
+        drop(guard);
+        let jobs = jobs
+            .map_err(|e| Status::internal(format!("server task failed: {e}")))?
+            .map_err(|e| to_status(&e))?;
+        Ok(pb::LeaseResponse {
+            jobs: jobs.into_iter().map(cv::job_to_pb).collect(),
+        })
+    }
+
+    async fn submit_one(&self, r: pb::SubmitRequest) -> Result<(), Status> {
+        let token = cv::token_from_pb(r.token.as_ref()).map_err(bad)?;
+        let outcome = r
+            .outcome
+            .ok_or_else(|| invalid("submit needs an outcome: complete or fail"))?;
+        let res = self
+            .shared
+            .run(move |q| match outcome {
+                pb::submit_request::Outcome::Complete(c) => q.complete(&token, c.result.as_deref()),
+                pb::submit_request::Outcome::Fail(f) => q.fail(&token, &f.reason, f.retryable),
+            })
+            .await;
+        self.after_settle(&token, &res);
+        res
+    }
+
+    /// A lease stops counting against its stream once settled, or when the
+    /// core says it is gone (ABORTED / NOT_FOUND).
+    fn after_settle<T>(&self, token: &LeaseToken, res: &Result<T, Status>) {
+        let gone = match res {
+            Ok(_) => true,
+            Err(s) => matches!(s.code(), tonic::Code::Aborted | tonic::Code::NotFound),
+        };
+        if gone {
+            self.shared.settled(token);
+        }
+    }
+
+    async fn submit_many(
+        &self,
+        r: pb::SubmitManyRequest,
+    ) -> Result<pb::SubmitManyResponse, Status> {
+        check_batch("submit", r.items.len())?;
+        enum Item {
+            Complete(LeaseToken, Option<Vec<u8>>),
+            Fail(LeaseToken, String, bool),
+        }
+        let mut items = Vec::with_capacity(r.items.len());
+        for (i, it) in r.items.into_iter().enumerate() {
+            let token = cv::token_from_pb(it.token.as_ref()).map_err(|e| {
+                invalid(format!(
+                    "item {i}: {}",
+                    telha_jobs_proto::status::message_of(&e)
+                ))
+            })?;
+            items.push(match it.outcome {
+                Some(pb::submit_request::Outcome::Complete(c)) => Item::Complete(token, c.result),
+                Some(pb::submit_request::Outcome::Fail(f)) => {
+                    Item::Fail(token, f.reason, f.retryable)
+                }
+                None => {
+                    return Err(invalid(format!(
+                        "item {i}: needs an outcome: complete or fail"
+                    )))
+                }
+            });
+        }
+        let tokens: Vec<LeaseToken> = items
+            .iter()
+            .map(|i| match i {
+                Item::Complete(t, _) | Item::Fail(t, _, _) => *t,
+            })
+            .collect();
+        let results = self
+            .shared
+            .run(move |q| {
+                // Completions go in one atomic write; failures one by one.
+                let mut out: Vec<Option<Result<()>>> = (0..items.len()).map(|_| None).collect();
+                let mut completes = Vec::new();
+                let mut at = Vec::new();
+                for (i, it) in items.into_iter().enumerate() {
+                    match it {
+                        Item::Complete(t, r) => {
+                            completes.push((t, r));
+                            at.push(i);
+                        }
+                        Item::Fail(t, reason, retryable) => {
+                            out[i] = Some(q.fail(&t, &reason, retryable));
+                        }
+                    }
+                }
+                if !completes.is_empty() {
+                    for (i, r) in at.into_iter().zip(q.complete_many(completes)?) {
+                        out[i] = Some(r);
+                    }
+                }
+                Ok(out
+                    .into_iter()
+                    .map(|r| r.unwrap_or_else(|| Err(Error::Storage("no answer".into()))))
+                    .collect::<Vec<_>>())
+            })
+            .await?;
+        for (t, r) in tokens.iter().zip(&results) {
+            let gone = match r {
+                Ok(()) => true,
+                Err(e) => matches!(e.kind(), ErrorKind::Aborted | ErrorKind::NotFound),
+            };
+            if gone {
+                self.shared.settled(t);
+            }
+        }
+        Ok(pb::SubmitManyResponse {
+            results: results
+                .iter()
+                .map(|r| pb::SubmitResult {
+                    error: r.as_ref().err().map(item_error),
+                })
+                .collect(),
+        })
+    }
+
+    async fn heartbeat(&self, r: pb::HeartbeatRequest) -> Result<pb::HeartbeatResponse, Status> {
+        check_worker(&r.worker_id)?;
+        check_batch("heartbeat tokens", r.tokens.len())?;
+        let tokens = r
+            .tokens
+            .iter()
+            .map(|t| cv::token_from_pb(Some(t)))
+            .collect::<Result<Vec<_>>>()
+            .map_err(bad)?;
+        let t2 = tokens.clone();
+        let worker = r.worker_id;
+        let results = self.shared.run(move |q| q.extend(&t2, &worker)).await?;
+        let mut out = Vec::with_capacity(results.len());
+        for (t, r) in tokens.iter().zip(results) {
+            out.push(match r {
+                Ok(d) => {
+                    self.shared.renewed(t, d);
+                    pb::HeartbeatResult {
+                        outcome: Some(pb::heartbeat_result::Outcome::DeadlineMs(d)),
+                    }
+                }
+                Err(e) => {
+                    if matches!(e.kind(), ErrorKind::Aborted | ErrorKind::NotFound) {
+                        self.shared.settled(t);
+                    }
+                    pb::HeartbeatResult {
+                        outcome: Some(pb::heartbeat_result::Outcome::Error(item_error(&e))),
+                    }
+                }
+            });
+        }
+        Ok(pb::HeartbeatResponse { results: out })
+    }
+
+    fn poll(
+        &self,
+        r: pb::PollJobsRequest,
+    ) -> Result<ReceiverStream<Result<pb::PollJobsResponse, Status>>, Status> {
+        if self.shared.is_closing() {
+            return Err(closing_status());
+        }
+        check_worker(&r.worker_id)?;
+        if r.capacity == 0 || r.capacity as usize > MAX_BATCH {
+            return Err(invalid(format!(
+                "capacity must be 1 to {MAX_BATCH}, got {}",
+                r.capacity
+            )));
+        }
+        let (scopes, kinds) = cv::filter_from_pb(&r.scopes, &r.kinds).map_err(bad)?;
+        let (tx, rx) = mpsc::channel(2);
+        let shared = self.shared.clone();
+        shared.stats.stream_opened();
+        tokio::spawn(poll_loop(
+            shared,
+            tx,
+            r.worker_id,
+            scopes,
+            kinds,
+            r.capacity as usize,
+        ));
+        Ok(ReceiverStream::new(rx))
+    }
+}
+
+/// One PollJobs stream: lease as capacity frees, push, repeat; end when the
+/// client goes away (the receiver is dropped: `tx.closed()`, which cancels
+/// the wait in progress) or the server closes.
+async fn poll_loop(
+    shared: Arc<Shared>,
+    tx: mpsc::Sender<Result<pb::PollJobsResponse, Status>>,
+    worker: String,
+    scopes: Vec<telha_jobs::Scope>,
+    kinds: Vec<telha_jobs::KindPattern>,
+    capacity: usize,
+) {
+    let slot = Arc::new(Slot::default());
+    let mut closing = shared.closing.clone();
+    loop {
+        if *closing.borrow() {
+            break;
+        }
+        // Leases past their deadline are lost: they no longer count.
+        let now = now_ms();
+        let (free, next_expiry) = {
+            let mut held = slot.held.lock().unwrap_or_else(|p| p.into_inner());
+            let lost: Vec<LeaseToken> = held
+                .iter()
+                .filter(|(_, d)| **d <= now)
+                .map(|(t, _)| *t)
+                .collect();
+            for t in &lost {
+                held.remove(t);
+            }
+            let mut streamed = shared.streamed.lock().unwrap_or_else(|p| p.into_inner());
+            for t in &lost {
+                streamed.remove(t);
+            }
+            (
+                capacity.saturating_sub(held.len()),
+                held.values().min().copied(),
+            )
+        };
+        if free == 0 {
+            let nap = next_expiry
+                .map(|d| Duration::from_millis(d.saturating_sub(now) + 1))
+                .unwrap_or(POLL_WAIT);
+            tokio::select! {
+                _ = slot.freed.notified() => {}
+                _ = tokio::time::sleep(nap) => {}
+                _ = until_closing(&mut closing) => break,
+                _ = tx.closed() => break,
+            }
+            continue;
+        }
+        let cancel = CancelWait::new();
+        let options = LeaseOptions {
+            scopes: scopes.clone(),
+            kinds: kinds.clone(),
+            wait: Some(POLL_WAIT),
+            cancel: Some(cancel.clone()),
+        };
+        let (q, w, c2) = (shared.queue.clone(), worker.clone(), cancel.clone());
+        let mut task =
+            tokio::task::spawn_blocking(move || lease_or_give_back(&q, &w, free, &options, &c2));
+        let (res, stop) = tokio::select! {
+            r = &mut task => (r, false),
+            _ = until_closing(&mut closing) => { cancel.cancel(); (task.await, true) }
+            _ = tx.closed() => { cancel.cancel(); (task.await, true) }
+        };
+        let jobs = match res {
+            Ok(Ok(jobs)) => jobs,
+            Ok(Err(e)) => {
+                let _ = tx.send(Err(to_status(&e))).await;
+                break;
+            }
+            Err(e) => {
+                let _ = tx
+                    .send(Err(Status::internal(format!("server task failed: {e}"))))
+                    .await;
+                break;
+            }
+        };
+        if stop {
+            break;
+        }
+        if jobs.is_empty() {
+            continue;
+        }
+        {
+            let mut held = slot.held.lock().unwrap_or_else(|p| p.into_inner());
+            let mut streamed = shared.streamed.lock().unwrap_or_else(|p| p.into_inner());
+            for j in &jobs {
+                held.insert(j.token(), j.deadline);
+                streamed.insert(j.token(), Arc::downgrade(&slot));
+            }
+        }
+        let tokens: Vec<LeaseToken> = jobs.iter().map(Job::token).collect();
+        let msg = pb::PollJobsResponse {
+            jobs: jobs.into_iter().map(cv::job_to_pb).collect(),
+        };
+        if tx.send(Ok(msg)).await.is_err() {
+            // Not delivered: give the jobs back now rather than after the TTL.
+            let q = shared.queue.clone();
+            let t2 = tokens.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                for t in &t2 {
+                    let _ = q.release(t);
+                }
+            })
+            .await;
+            for t in &tokens {
+                shared.settled(t);
+            }
+            break;
+        }
+    }
+    // Forget this stream's leases (they stay leased in the store until
+    // settled by the worker through any connection, or reaped).
+    let held: Vec<LeaseToken> = slot
+        .held
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .keys()
+        .copied()
+        .collect();
+    {
+        let mut streamed = shared.streamed.lock().unwrap_or_else(|p| p.into_inner());
+        for t in &held {
+            streamed.remove(t);
+        }
+    }
+    shared.stats.stream_closed();
+}
+
+type PollStream = Pin<Box<dyn Stream<Item = Result<pb::PollJobsResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Jobs for JobsService {
+    async fn enqueue(
+        &self,
+        req: Request<pb::EnqueueRequest>,
+    ) -> Result<Response<pb::EnqueueResponse>, Status> {
+        let r = async {
+            let job = req
+                .into_inner()
+                .job
+                .ok_or_else(|| invalid("enqueue needs a job"))?;
+            let job = cv::new_job_from_pb(job).map_err(bad)?;
+            let e = self
+                .shared
+                .run(move |q| q.enqueue(&job.kind, &job.payload, job.options))
+                .await?;
+            Ok(pb::EnqueueResponse {
+                enqueued: Some(cv::enqueued_to_pb(&e)),
+            })
+        }
+        .await;
+        self.done("Enqueue", r)
+    }
+
+    async fn enqueue_many(
+        &self,
+        req: Request<pb::EnqueueManyRequest>,
+    ) -> Result<Response<pb::EnqueueManyResponse>, Status> {
+        let r = async {
+            let jobs = req.into_inner().jobs;
+            check_batch("enqueue", jobs.len())?;
+            let jobs = jobs
+                .into_iter()
+                .map(cv::new_job_from_pb)
+                .collect::<Result<Vec<_>>>()
+                .map_err(bad)?;
+            let e = self.shared.run(move |q| q.enqueue_many(jobs)).await?;
+            Ok(pb::EnqueueManyResponse {
+                enqueued: e.iter().map(cv::enqueued_to_pb).collect(),
+            })
+        }
+        .await;
+        self.done("EnqueueMany", r)
+    }
+
+    async fn lease(
+        &self,
+        req: Request<pb::LeaseRequest>,
+    ) -> Result<Response<pb::LeaseResponse>, Status> {
+        let r = JobsService::lease(self, req.into_inner()).await;
+        self.done("Lease", r)
+    }
+
+    type PollJobsStream = PollStream;
+
+    async fn poll_jobs(
+        &self,
+        req: Request<pb::PollJobsRequest>,
+    ) -> Result<Response<Self::PollJobsStream>, Status> {
+        let r = self
+            .poll(req.into_inner())
+            .map(|s| Box::pin(s) as PollStream);
+        self.done("PollJobs", r)
+    }
+
+    async fn heartbeat(
+        &self,
+        req: Request<pb::HeartbeatRequest>,
+    ) -> Result<Response<pb::HeartbeatResponse>, Status> {
+        let r = JobsService::heartbeat(self, req.into_inner()).await;
+        self.done("Heartbeat", r)
+    }
+
+    async fn submit(
+        &self,
+        req: Request<pb::SubmitRequest>,
+    ) -> Result<Response<pb::SubmitResponse>, Status> {
+        let r = self
+            .submit_one(req.into_inner())
+            .await
+            .map(|()| pb::SubmitResponse {});
+        self.done("Submit", r)
+    }
+
+    async fn submit_many(
+        &self,
+        req: Request<pb::SubmitManyRequest>,
+    ) -> Result<Response<pb::SubmitManyResponse>, Status> {
+        let r = JobsService::submit_many(self, req.into_inner()).await;
+        self.done("SubmitMany", r)
+    }
+
+    async fn release(
+        &self,
+        req: Request<pb::ReleaseRequest>,
+    ) -> Result<Response<pb::ReleaseResponse>, Status> {
+        let r = async {
+            let token = cv::token_from_pb(req.into_inner().token.as_ref()).map_err(bad)?;
+            let res = self.shared.run(move |q| q.release(&token)).await;
+            self.after_settle(&token, &res);
+            res.map(|()| pb::ReleaseResponse {})
+        }
+        .await;
+        self.done("Release", r)
+    }
+
+    async fn retry(
+        &self,
+        req: Request<pb::RetryRequest>,
+    ) -> Result<Response<pb::RetryResponse>, Status> {
+        let r = async {
+            let id = cv::id_from_pb(&req.into_inner().id).map_err(bad)?;
+            self.shared.run(move |q| q.retry(&id)).await?;
+            Ok(pb::RetryResponse {})
+        }
+        .await;
+        self.done("Retry", r)
+    }
+
+    async fn get(&self, req: Request<pb::GetRequest>) -> Result<Response<pb::GetResponse>, Status> {
+        let r = async {
+            let id = cv::id_from_pb(&req.into_inner().id).map_err(bad)?;
+            let j = self.shared.run(move |q| q.get(&id)).await?;
+            Ok(pb::GetResponse {
+                job: j.map(cv::job_info_to_pb),
+            })
+        }
+        .await;
+        self.done("Get", r)
+    }
+
+    async fn list(
+        &self,
+        req: Request<pb::ListRequest>,
+    ) -> Result<Response<pb::ListResponse>, Status> {
+        let r = async {
+            let q = cv::list_query_from_pb(req.into_inner()).map_err(bad)?;
+            let page = self.shared.run(move |s| s.list(&q)).await?;
+            Ok(cv::list_page_to_pb(page))
+        }
+        .await;
+        self.done("List", r)
+    }
+
+    async fn stats(
+        &self,
+        _req: Request<pb::StatsRequest>,
+    ) -> Result<Response<pb::StatsResponse>, Status> {
+        let r = self
+            .shared
+            .run(|q| q.stats())
+            .await
+            .map(|s| cv::stats_to_pb(&s));
+        self.done("Stats", r)
+    }
+
+    async fn metrics(
+        &self,
+        _req: Request<pb::MetricsRequest>,
+    ) -> Result<Response<pb::MetricsResponse>, Status> {
+        let r = self.shared.run(|q| q.metrics()).await.map(|mut t| {
+            t.push_str(&self.shared.stats.prometheus());
+            pb::MetricsResponse { text: t }
+        });
+        self.done("Metrics", r)
+    }
+
+    async fn reap(
+        &self,
+        _req: Request<pb::ReapRequest>,
+    ) -> Result<Response<pb::ReapResponse>, Status> {
+        let r = self.shared.run(|q| q.reap()).await.map(cv::reap_to_pb);
+        self.done("Reap", r)
+    }
+
+    async fn purge(
+        &self,
+        req: Request<pb::PurgeRequest>,
+    ) -> Result<Response<pb::PurgeResponse>, Status> {
+        let r = async {
+            let p = req.into_inner();
+            let state = cv::state_from_pb(p.state).map_err(bad)?;
+            let cutoff = p.cutoff_ms;
+            let rep = self.shared.run(move |q| q.purge(state, cutoff)).await?;
+            Ok(cv::purge_to_pb(rep))
+        }
+        .await;
+        self.done("Purge", r)
+    }
+}

@@ -1,0 +1,268 @@
+//! Every RPC through `RemoteQueue` against an in-process server, answers
+//! compared with the embedded queue's.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use telha_jobs::{
+    CancelWait, EnqueueOptions, ErrorKind, JobStore, LeaseOptions, ListQuery, NewJob, Scope, State,
+};
+
+#[test]
+fn every_rpc_round_trips_through_remote_queue() {
+    let s = common::served();
+    let c = s.client();
+    let scope = Scope::from_bytes([9; 16]);
+
+    // Enqueue (single, with options) and EnqueueMany.
+    let e = c
+        .enqueue(
+            "embed",
+            b"one",
+            EnqueueOptions::default()
+                .scope(scope)
+                .priority(3)
+                .idempotency_key("k1")
+                .max_attempts(2),
+        )
+        .unwrap();
+    assert!(e.created);
+    let again = c
+        .enqueue(
+            "embed",
+            b"dup",
+            EnqueueOptions::default().scope(scope).idempotency_key("k1"),
+        )
+        .unwrap();
+    assert_eq!(again.id, e.id);
+    assert!(!again.created);
+    let many = c
+        .enqueue_many((0..5).map(|i| NewJob::new("ingest:pdf", vec![i])).collect())
+        .unwrap();
+    assert_eq!(many.len(), 5);
+    assert!(many.iter().all(|m| m.created));
+
+    // Get sees what the embedded queue sees.
+    let info = c.get(&e.id).unwrap().unwrap();
+    assert_eq!(info, s.queue.get(&e.id).unwrap().unwrap());
+    assert_eq!(info.scope, scope);
+    assert_eq!(info.priority, 3);
+    assert_eq!(info.max_attempts, 2);
+    assert_eq!(info.payload, b"one");
+
+    // Lease with a filter, Heartbeat, Submit (complete).
+    let opts = LeaseOptions::default().scope(scope).kind("embed").unwrap();
+    let job = c.lease_next("w1", &opts).unwrap().unwrap();
+    assert_eq!(job.id, e.id);
+    assert_eq!(job.worker_id, "w1");
+    let hb = c.extend(&[job.token()], "w1").unwrap();
+    assert!(*hb[0].as_ref().unwrap() >= job.deadline);
+    c.complete(&job.token(), Some(b"done")).unwrap();
+    let done = c.get(&e.id).unwrap().unwrap();
+    assert_eq!(done.state, State::Completed);
+    assert_eq!(done.result.as_deref(), Some(&b"done"[..]));
+
+    // Lease many by family, Release one, Fail one (not retryable → dead),
+    // complete_many the rest.
+    let fam = LeaseOptions::default().kind("ingest:*").unwrap();
+    let jobs = c.lease_many("w2", 10, &fam).unwrap();
+    assert_eq!(jobs.len(), 5);
+    c.release(&jobs[0].token()).unwrap();
+    c.fail(&jobs[1].token(), "broken", false).unwrap();
+    let rest: Vec<_> = jobs[2..]
+        .iter()
+        .map(|j| (j.token(), Some(b"r".to_vec())))
+        .collect();
+    let answers = c.complete_many(rest).unwrap();
+    assert!(answers.iter().all(|a| a.is_ok()), "{answers:?}");
+    let dead = c.get(&jobs[1].id).unwrap().unwrap();
+    assert_eq!(dead.state, State::Dead);
+    assert_eq!(dead.last_error.as_deref(), Some("broken"));
+
+    // Retry the dead job; List by state; Stats; Metrics.
+    c.retry(&jobs[1].id).unwrap();
+    assert_eq!(c.get(&jobs[1].id).unwrap().unwrap().state, State::Pending);
+    let page = c
+        .list(&ListQuery {
+            state: Some(State::Pending),
+            ..ListQuery::default()
+        })
+        .unwrap();
+    assert_eq!(
+        page,
+        s.queue
+            .list(&ListQuery {
+                state: Some(State::Pending),
+                ..ListQuery::default()
+            })
+            .unwrap()
+    );
+    assert_eq!(page.jobs.len(), 2);
+    let stats = c.stats().unwrap();
+    assert_eq!(stats, s.queue.stats().unwrap());
+    assert_eq!(stats.total.completed, 4);
+    let m = c.metrics().unwrap();
+    assert!(m.contains("telha_server_rpcs_total"), "{m}");
+
+    // Reap and Purge.
+    let rep = c.reap().unwrap();
+    assert_eq!(rep.expired, 0);
+    let purged = c.purge(State::Completed, u64::MAX).unwrap();
+    assert_eq!(purged.purged, 4);
+    assert_eq!(c.stats().unwrap().total.completed, 0);
+
+    // PollJobs: the two pending jobs arrive on the stream.
+    let mut stream = c.poll_jobs("w3", &LeaseOptions::default(), 10).unwrap();
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        let batch = stream
+            .next_batch(Some(Duration::from_secs(10)))
+            .unwrap()
+            .unwrap();
+        assert!(!batch.is_empty(), "no lease pushed within 10 s");
+        got.extend(batch);
+    }
+    for j in &got {
+        c.complete(&j.token(), None).unwrap();
+    }
+    drop(stream);
+
+    assert_eq!(c.location().unwrap(), s.url);
+    c.close();
+    assert!(c.is_closed());
+    assert_eq!(c.stats().unwrap_err().kind(), ErrorKind::Closed);
+    // Closing the client leaves the store open.
+    assert!(!s.queue.is_closed());
+}
+
+#[test]
+fn a_stale_submit_is_aborted_and_changes_nothing() {
+    let s = common::served();
+    let c = s.client();
+    let id = c
+        .enqueue("embed", b"x", EnqueueOptions::default())
+        .unwrap()
+        .id;
+    let first = c
+        .lease_next("w1", &LeaseOptions::default())
+        .unwrap()
+        .unwrap();
+    c.release(&first.token()).unwrap();
+    let second = c
+        .lease_next("w2", &LeaseOptions::default())
+        .unwrap()
+        .unwrap();
+    assert!(second.generation > first.generation);
+    let before = c.get(&id).unwrap().unwrap();
+    for e in [
+        c.complete(&first.token(), Some(b"late")).unwrap_err(),
+        c.fail(&first.token(), "late", true).unwrap_err(),
+        c.release(&first.token()).unwrap_err(),
+    ] {
+        assert_eq!(e.kind(), ErrorKind::Aborted, "{e}");
+    }
+    let hb = c.extend(&[first.token()], "w1").unwrap();
+    assert_eq!(hb[0].as_ref().unwrap_err().kind(), ErrorKind::Aborted);
+    let batch = c.complete_many(vec![(first.token(), None)]).unwrap();
+    assert_eq!(batch[0].as_ref().unwrap_err().kind(), ErrorKind::Aborted);
+    let after = c.get(&id).unwrap().unwrap();
+    assert_eq!(after.state, State::Leased);
+    assert_eq!(after.generation, before.generation);
+    assert_eq!(after.result, None);
+    assert_eq!(after.worker_id.as_deref(), Some("w2"));
+    c.complete(&second.token(), None).unwrap();
+}
+
+#[test]
+fn error_kinds_map_back_exactly_with_the_servers_message() {
+    let s = common::served();
+    let c = s.client();
+    // InvalidArgument: the core's own message.
+    let e = c
+        .enqueue("Bad Kind", b"", EnqueueOptions::default())
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("Bad Kind"), "{e}");
+    let e = c
+        .enqueue("k", &[0u8; 5000], EnqueueOptions::default())
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    // NotFound.
+    let ghost = "0190a5a0-0000-7000-8000-000000000000".parse().unwrap();
+    assert_eq!(c.retry(&ghost).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(c.get(&ghost).unwrap(), None);
+    // Aborted: above. Closed: the store closed under the server.
+    s.queue.close();
+    let e = c.stats().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+    // Storage: nobody listening.
+    let gone = telha_jobs_client::RemoteQueue::connect(
+        "http://127.0.0.1:1",
+        telha_jobs_client::ConnectOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(gone.kind(), ErrorKind::Storage);
+    assert!(gone.to_string().contains("http://127.0.0.1:1"), "{gone}");
+    // InvalidArgument: a bad URL.
+    for bad in ["not a url", "ftp://127.0.0.1:7450", ""] {
+        let e = telha_jobs_client::RemoteQueue::connect(bad, Default::default()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad}: {e}");
+    }
+}
+
+#[test]
+fn a_waiting_lease_is_woken_by_enqueue_and_ended_by_cancel() {
+    let s = common::served();
+    let c = s.client();
+    // Woken by an enqueue from another client.
+    let c2 = s.client();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        c2.enqueue("embed", b"x", EnqueueOptions::default())
+            .unwrap();
+    });
+    let start = Instant::now();
+    let job = c
+        .lease_next("w", &LeaseOptions::default().wait(Duration::from_secs(30)))
+        .unwrap();
+    assert!(job.is_some());
+    assert!(start.elapsed() < Duration::from_secs(20));
+    t.join().unwrap();
+    // Ended by a CancelWait from another thread, promptly.
+    let cancel = CancelWait::new();
+    let c3 = cancel.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        c3.cancel();
+    });
+    let start = Instant::now();
+    let none = c
+        .lease_many(
+            "w",
+            1,
+            &LeaseOptions::default()
+                .wait(Duration::from_secs(30))
+                .cancel(cancel),
+        )
+        .unwrap();
+    assert!(none.is_empty());
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    t.join().unwrap();
+}
+
+#[test]
+fn calling_from_inside_a_tokio_runtime_is_a_typed_error_not_a_panic() {
+    let s = common::served();
+    let c = s.client();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let e = rt.block_on(async { c.stats() }).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("spawn_blocking"), "{e}");
+}
