@@ -725,6 +725,42 @@ impl Queue {
         Ok(d)
     }
 
+    /// Serve this (embedded) queue to other processes over gRPC, from this
+    /// process: workers reach it with `telha_jobs.connect(server.url)`.
+    /// `listen` is `host:port` (port 0 picks a free one); a non-loopback
+    /// address needs a `token`. `tls_cert` / `tls_key`: PEM files, both or
+    /// neither. `metrics_listen`: also serve Prometheus text on
+    /// `http://<addr>/metrics`. Returns the running `Server`.
+    #[pyo3(signature = (listen="127.0.0.1:7450", *, token=None, tls_cert=None, tls_key=None,
+        metrics_listen=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn serve(
+        &self,
+        py: Python<'_>,
+        listen: &str,
+        token: Option<String>,
+        tls_cert: Option<PathBuf>,
+        tls_key: Option<PathBuf>,
+        metrics_listen: Option<String>,
+    ) -> PyResult<crate::remote::Server> {
+        let Some(q) = self.store.as_local() else {
+            let at = self.store.location().unwrap_or_default();
+            return Err(invalid(
+                py,
+                format!("serve needs an embedded queue; this one is a client of {at}"),
+            ));
+        };
+        crate::remote::serve(
+            py,
+            q.clone(),
+            listen,
+            token,
+            tls_cert,
+            tls_key,
+            metrics_listen,
+        )
+    }
+
     /// Prometheus text exposition of the queue's metrics.
     fn metrics(&self, py: Python<'_>) -> PyResult<String> {
         let q = &*self.store;

@@ -11,7 +11,9 @@ __all__ = [
     "Job",
     "JobInfo",
     "Queue",
+    "Server",
     "__version__",
+    "connect",
     "decode_payload",
     "default_store_path",
     "encode_payload",
@@ -24,6 +26,18 @@ _Seconds = float | int | datetime.timedelta
 _Instant = float | int | datetime.datetime
 _ScopeArg = str | uuid.UUID
 _IdArg = str | uuid.UUID
+
+def connect(
+    url: str,
+    token: str | None = None,
+    *,
+    timeout: _Seconds | None = None,
+    ca_cert: str | os.PathLike[str] | None = None,
+) -> Queue:
+    """A :class:`Queue` over a ``telha serve`` server at ``url``
+    (``http://host:port``, ``https://`` for TLS; ``ca_cert``: a PEM CA to
+    trust). ``token`` defaults to ``$TELHA_TOKEN``; an unreachable server
+    raises :class:`StorageError` after ``timeout`` seconds (default 10)."""
 
 def default_store_path() -> str:
     """``$TELHA_DB`` when set, else ``./telha-data``."""
@@ -201,6 +215,37 @@ class Queue:
         after: JobInfo | _IdArg | None = None,
     ) -> list[JobInfo]: ...
     def reap(self) -> dict[str, int]: ...
+    def serve(
+        self,
+        listen: str = "127.0.0.1:7450",
+        *,
+        token: str | None = None,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        metrics_listen: str | None = None,
+    ) -> Server:
+        """Serve this embedded queue to other processes (gRPC) from this one."""
     def purge(self, state: _State, before: _Instant) -> int: ...
     def stats(self) -> dict[str, dict[str, Any]]: ...
     def metrics(self) -> str: ...
+
+@final
+class Server:
+    """A server started by :meth:`Queue.serve`; stop it with :meth:`stop`
+    or a ``with`` block."""
+
+    @property
+    def address(self) -> str:
+        """``host:port`` it listens on."""
+    @property
+    def url(self) -> str:
+        """The URL for :func:`connect`."""
+    @property
+    def metrics_address(self) -> str | None:
+        """``host:port`` of the ``/metrics`` endpoint, if one was asked for."""
+    @property
+    def running(self) -> bool: ...
+    def stop(self, grace: _Seconds = 5.0) -> None:
+        """Stop serving; calls in flight get ``grace`` seconds to finish."""
+    def __enter__(self) -> Server: ...
+    def __exit__(self, *_exc: object) -> bool: ...

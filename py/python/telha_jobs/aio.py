@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from ._errors import LeaseLost, QueueClosed, TelhaError
 from ._lease import Lease, Permanent, _current
-from ._native import CancelWait, Job, JobInfo, Queue
+from ._native import CancelWait, Job, JobInfo, Queue, connect
 from .worker import default_worker_id, failure_reason
 
 __all__ = ["AsyncQueue", "AsyncWorker"]
@@ -48,6 +48,16 @@ class AsyncQueue:
         :class:`~telha_jobs.Queue`'s keywords."""
         loop = asyncio.get_running_loop()
         q = await loop.run_in_executor(None, functools.partial(Queue, path, **settings))
+        return cls(q)
+
+    @classmethod
+    async def connect(
+        cls, url: str, token: str | None = None, *, timeout: float | None = None
+    ) -> AsyncQueue:
+        """Connect to a ``telha serve`` server off the event loop (see
+        :func:`telha_jobs.connect`)."""
+        loop = asyncio.get_running_loop()
+        q = await loop.run_in_executor(None, functools.partial(connect, url, token, timeout=timeout))
         return cls(q)
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
