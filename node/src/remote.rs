@@ -33,8 +33,9 @@ pub struct NativeServeOptions {
     pub metrics_listen: Option<String>,
 }
 
-/// Where `serve` listens when no `listen` is given.
-const LISTEN_DEFAULT: &str = "127.0.0.1:7450";
+/// How long a collected server lets calls in flight finish.
+const CLOSE_GRACE_DEFAULT: Duration = Duration::from_secs(5);
+
 
 fn ms(v: f64, what: &str) -> Result<Duration, Failure> {
     if !(v.is_finite() && v >= 0.0) {
@@ -66,7 +67,9 @@ fn serve_options(o: NativeServeOptions) -> Result<ServeOptions, Failure> {
         }
     };
     let mut s = ServeOptions::default();
-    s.listen = o.listen.unwrap_or_else(|| LISTEN_DEFAULT.to_string());
+    if let Some(l) = o.listen {
+        s.listen = l;
+    }
     s.token = o.token;
     s.tls = tls;
     s.metrics_listen = o.metrics_listen;
@@ -151,6 +154,20 @@ impl NativeServer {
             metrics_address: h.metrics_addr().map(|a| a.to_string()),
             tls,
             handle: Arc::new(Mutex::new(Some(h))),
+        }
+    }
+}
+
+impl Drop for NativeServer {
+    /// A server garbage-collected without `close()` stops on a thread of
+    /// its own: shutting down waits for calls in flight, and the JS thread
+    /// (where finalizers run) must not block.
+    fn drop(&mut self) {
+        let handle = self.handle.lock().ok().and_then(|mut h| h.take());
+        if let Some(h) = handle {
+            let _ = std::thread::Builder::new()
+                .name("telha-server-stop".into())
+                .spawn(move || h.shutdown(CLOSE_GRACE_DEFAULT));
         }
     }
 }

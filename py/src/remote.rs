@@ -115,6 +115,17 @@ pub fn serve(
     })
 }
 
+impl Drop for Server {
+    /// A `Server` collected without `stop()` stops with the default grace,
+    /// without holding the GIL meanwhile (calls in flight may need it back).
+    fn drop(&mut self) {
+        let handle = self.handle.get_mut().ok().and_then(|h| h.take());
+        if let Some(h) = handle {
+            Python::attach(|py| py.detach(move || h.shutdown(STOP_GRACE_DEFAULT)));
+        }
+    }
+}
+
 #[pymethods]
 impl Server {
     /// The address it listens on, `host:port` (the real port when

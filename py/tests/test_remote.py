@@ -6,6 +6,7 @@ client killed mid-job loses its lease to another client."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shutil
 import signal
@@ -110,6 +111,18 @@ def test_serve_and_connect_in_one_process_share_the_queue(serve: Callable[..., S
     # The server stopped; the host's queue is still open, the client is cut off.
     assert not server.running and not local.closed
     assert local.stats()["total"]["completed"] == 1
+
+
+def test_a_server_dropped_without_stop_stops(serve: Callable[..., Served]) -> None:
+    local, _ = serve()
+    server = local.serve("127.0.0.1:0")
+    url = server.url
+    assert telha_jobs.connect(url).stats()["total"]["pending"] == 0
+    del server
+    gc.collect()
+    with pytest.raises(telha_jobs.StorageError):
+        telha_jobs.connect(url, timeout=2.0).stats()
+    assert not local.closed
 
 
 def test_a_stale_remote_complete_is_lease_lost_and_changes_nothing(
