@@ -16,9 +16,13 @@ use telha_jobs::{JobId, KindPattern, Scope, State};
 /// commands (retry, purge, enqueue) need the store to themselves: while a
 /// worker holds it they exit 3 ("store locked by pid N").
 ///
+/// With --server URL (or TELHA_SERVER) every jobs command goes through
+/// that server instead, writes included, while it holds the store.
+///
 /// Exit codes: 0 ok, 1 not found (job or store), 2 usage (bad arguments, or
-/// a change the job's state does not allow), 3 store locked by another
-/// process, 4 storage error or corruption.
+/// a change the job's state does not allow; a missing or wrong token), 3
+/// store locked by another process, 4 storage error or corruption (or the
+/// server cannot be reached).
 #[derive(Debug, Parser)]
 #[command(name = "telha", version, propagate_version = true)]
 pub struct Cli {
@@ -30,6 +34,17 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// Run `jobs` commands through the telha server at URL
+    /// (http://host:port or https://...) instead of opening a store
+    /// [default: $TELHA_SERVER]. Works while that server holds the store.
+    #[arg(long, global = true, value_name = "URL")]
+    pub server: Option<String>,
+
+    /// The bearer token, read from this file (`--server` clients and
+    /// `serve`) [default: $TELHA_TOKEN].
+    #[arg(long, global = true, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Top,
 }
@@ -39,6 +54,30 @@ pub enum Top {
     /// Inspect and repair jobs.
     #[command(subcommand)]
     Jobs(Jobs),
+    /// Own the store and serve it over gRPC to workers in other processes
+    /// and on other machines (prints `listening on http://ADDR` when
+    /// ready; SIGTERM or SIGINT shuts it down gracefully).
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// host:port to listen on; port 0 picks one. A non-loopback address
+    /// needs a token (--token-file or TELHA_TOKEN).
+    #[arg(long, default_value = "127.0.0.1:7450", value_name = "ADDR")]
+    pub listen: String,
+    /// Serve TLS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The TLS private key (PEM); needs --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Also serve the Prometheus text at http://ADDR/metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// How long a shutdown waits for calls in flight.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    pub grace: Duration,
 }
 
 #[derive(Debug, Subcommand)]

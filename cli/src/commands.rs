@@ -1,20 +1,21 @@
 //! One function per `telha jobs` command. Each returns what to print on
 //! stdout (a table or one JSON document) or a [`Failure`]; the queue
-//! handle is dropped (and the store closed) before `main` exits.
+//! handle is dropped (and the store closed) before `main` exits. With
+//! `--server`, the same commands run through a `RemoteQueue`: same output,
+//! same exit codes.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value as Json};
 use telha_jobs::{
-    CorruptRecord, EnqueueOptions, JobId, JobInfo, KindPattern, ListPage, ListQuery, Queue, Scope,
-    State,
+    CorruptRecord, EnqueueOptions, JobId, JobInfo, JobStore, KindPattern, ListPage, ListQuery,
+    Scope, State,
 };
 
 use crate::args::{EnqueueArgs, Jobs, LsArgs, PurgeArgs, RetryArgs};
 use crate::render;
-use crate::store::{self, Failure};
+use crate::store::{self, Failure, Target};
 
 /// What a successful command prints on stdout.
 pub enum Output {
@@ -22,7 +23,7 @@ pub enum Output {
     Json(Json),
 }
 
-pub fn run(cmd: Jobs, db: &Path, json: bool) -> Result<Output, Failure> {
+pub fn run(cmd: Jobs, db: &Target, json: bool) -> Result<Output, Failure> {
     match cmd {
         Jobs::Ls(a) => ls(db, a, json),
         Jobs::Show { id } => show(db, id, json),
@@ -69,7 +70,7 @@ fn corrupt_json(corrupt: &[CorruptRecord]) -> Json {
 /// Pages of `list` until `limit` jobs or the end: the core may return a
 /// short page with a cursor (it reads at most 100,000 rows per call), which
 /// a person asking for 50 jobs of a rare kind should not have to follow.
-fn list_up_to(q: &Queue, mut query: ListQuery, limit: usize) -> Result<ListPage, Failure> {
+fn list_up_to(q: &dyn JobStore, mut query: ListQuery, limit: usize) -> Result<ListPage, Failure> {
     let mut all = ListPage {
         jobs: Vec::new(),
         next: None,
@@ -90,7 +91,7 @@ fn list_up_to(q: &Queue, mut query: ListQuery, limit: usize) -> Result<ListPage,
     }
 }
 
-fn ls(db: &Path, a: LsArgs, json: bool) -> Result<Output, Failure> {
+fn ls(db: &Target, a: LsArgs, json: bool) -> Result<Output, Failure> {
     let q = store::open_read(db)?;
     let query = ListQuery {
         state: a.state,
@@ -103,7 +104,7 @@ fn ls(db: &Path, a: LsArgs, json: bool) -> Result<Output, Failure> {
         jobs,
         next,
         corrupt,
-    } = list_up_to(&q, query, a.limit.into())?;
+    } = list_up_to(q.as_ref(), query, a.limit.into())?;
     if json {
         return Ok(Output::Json(json!({
             "jobs": jobs.iter().map(|j| render::job_json(j, false)).collect::<Vec<_>>(),
@@ -147,14 +148,14 @@ fn ls(db: &Path, a: LsArgs, json: bool) -> Result<Output, Failure> {
     Ok(Output::Text(out))
 }
 
-fn get(q: &Queue, id: JobId) -> Result<JobInfo, Failure> {
+fn get(q: &dyn JobStore, id: JobId) -> Result<JobInfo, Failure> {
     q.get(&id)?
         .ok_or_else(|| Failure::not_found(format!("no job {id}")))
 }
 
-fn show(db: &Path, id: JobId, json: bool) -> Result<Output, Failure> {
+fn show(db: &Target, id: JobId, json: bool) -> Result<Output, Failure> {
     let q = store::open_read(db)?;
-    let j = get(&q, id)?;
+    let j = get(q.as_ref(), id)?;
     Ok(if json {
         Output::Json(render::job_json(&j, true))
     } else {
@@ -162,9 +163,9 @@ fn show(db: &Path, id: JobId, json: bool) -> Result<Output, Failure> {
     })
 }
 
-fn retry_one(db: &Path, id: JobId, json: bool) -> Result<Output, Failure> {
+fn retry_one(db: &Target, id: JobId, json: bool) -> Result<Output, Failure> {
     let q = store::open_write(db, true)?;
-    let before = get(&q, id)?.state;
+    let before = get(q.as_ref(), id)?.state;
     q.retry(&id)?;
     Ok(if json {
         Output::Json(json!({"id": id.to_string(), "from": before.as_str(), "to": "pending"}))
@@ -177,7 +178,7 @@ fn retry_one(db: &Path, id: JobId, json: bool) -> Result<Output, Failure> {
 
 /// Every job matching the filters, by `list` pages.
 fn matching_ids(
-    q: &Queue,
+    q: &dyn JobStore,
     state: State,
     scope: Option<Scope>,
     kind: Option<KindPattern>,
@@ -212,7 +213,7 @@ fn confirm(question: &str) -> bool {
     matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
-fn retry_bulk(db: &Path, a: RetryArgs, json: bool) -> Result<Output, Failure> {
+fn retry_bulk(db: &Target, a: RetryArgs, json: bool) -> Result<Output, Failure> {
     let state = a.state.expect("clap requires an id or --state");
     if !matches!(state, State::Dead | State::Failed) {
         return Err(Failure::usage(format!(
@@ -222,7 +223,7 @@ fn retry_bulk(db: &Path, a: RetryArgs, json: bool) -> Result<Output, Failure> {
     // Hold the store for the whole command: nothing else can move the
     // matching jobs between the count and the retries.
     let q = store::open_write(db, true)?;
-    let ids = matching_ids(&q, state, a.scope, a.kind.clone())?;
+    let ids = matching_ids(q.as_ref(), state, a.scope, a.kind.clone())?;
     let what = describe(state, a.scope.as_ref(), a.kind.as_ref());
     let go = a.yes
         || (!json
@@ -270,7 +271,7 @@ fn describe(state: State, scope: Option<&Scope>, kind: Option<&KindPattern>) -> 
     s
 }
 
-fn purge(db: &Path, a: PurgeArgs, json: bool) -> Result<Output, Failure> {
+fn purge(db: &Target, a: PurgeArgs, json: bool) -> Result<Output, Failure> {
     if !matches!(a.state, State::Completed | State::Dead) {
         return Err(Failure::usage(format!(
             "purge deletes completed or dead jobs, not {} ones",
@@ -299,7 +300,7 @@ fn purge(db: &Path, a: PurgeArgs, json: bool) -> Result<Output, Failure> {
     )))
 }
 
-fn stats(db: &Path, json: bool) -> Result<Output, Failure> {
+fn stats(db: &Target, json: bool) -> Result<Output, Failure> {
     let s = store::open_read(db)?.stats()?;
     Ok(if json {
         Output::Json(render::stats_json(&s))
@@ -308,7 +309,7 @@ fn stats(db: &Path, json: bool) -> Result<Output, Failure> {
     })
 }
 
-fn metrics(db: &Path, json: bool) -> Result<Output, Failure> {
+fn metrics(db: &Target, json: bool) -> Result<Output, Failure> {
     let text = store::open_read(db)?.metrics()?;
     Ok(if json {
         Output::Json(crate::prom::to_json(&text).map_err(|e| {
@@ -321,7 +322,7 @@ fn metrics(db: &Path, json: bool) -> Result<Output, Failure> {
     })
 }
 
-fn enqueue(db: &Path, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
+fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
     // Check what can be checked before the store is opened (and, when it
     // does not exist yet, created).
     telha_jobs::job::validate_kind(&a.kind).map_err(|e| Failure::usage(e.to_string()))?;

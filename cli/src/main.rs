@@ -1,6 +1,7 @@
 //! `telha`: the operator command line of telha-jobs.
 //!
-//! `telha jobs ls | show | retry | purge | stats | metrics | enqueue`; see
+//! `telha jobs ls | show | retry | purge | stats | metrics | enqueue` (on a
+//! store, or through a server with `--server`) and `telha serve`; see
 //! `telha --help` and the README's "Operators" section. Exit codes: 0 ok,
 //! 1 not found, 2 usage, 3 store locked by another process, 4 storage or
 //! corruption.
@@ -9,6 +10,7 @@ mod args;
 mod commands;
 mod prom;
 mod render;
+mod serve;
 mod store;
 
 use std::io::Write;
@@ -34,10 +36,28 @@ fn main() -> ExitCode {
         }
     };
     let db = store::store_path(cli.db.as_deref());
-    let Top::Jobs(cmd) = cli.command;
+    let token = match serve::token(cli.token_file.as_deref()) {
+        Ok(t) => t,
+        Err(f) => {
+            eprintln!("telha: {}", f.message);
+            return f.exit.into();
+        }
+    };
+    let cmd = match cli.command {
+        Top::Serve(a) => return serve::run(a, &db, token).into(),
+        Top::Jobs(cmd) => cmd,
+    };
+    let server = cli
+        .server
+        .or_else(|| std::env::var("TELHA_SERVER").ok())
+        .filter(|s| !s.trim().is_empty());
+    let target = match server {
+        Some(url) => store::Target::Remote { url, token },
+        None => store::Target::Local(db),
+    };
     // The queue is opened and dropped inside `run`, so the store is closed
     // before the process exits.
-    match commands::run(cmd, &db, cli.json) {
+    match commands::run(cmd, &target, cli.json) {
         Ok(out) => {
             let text = match out {
                 Output::Text(t) => t,

@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use telha_jobs::{Config, ErrorKind, Queue};
+use telha_jobs::{Config, ErrorKind, JobStore, Queue};
+use telha_jobs_client::{ConnectOptions, RemoteQueue};
 
 /// The documented exit codes (README "Operators").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,13 +82,51 @@ pub fn store_path(db: Option<&Path>) -> PathBuf {
         .unwrap_or_else(telha_jobs::default_store_path)
 }
 
+/// Where the jobs are: a store directory this process opens, or a server
+/// (`--server URL` / `TELHA_SERVER`) that owns the store.
+#[derive(Debug, Clone)]
+pub enum Target {
+    Local(PathBuf),
+    Remote { url: String, token: Option<String> },
+}
+
+/// A client of the server; every command then runs through it (the
+/// server's host holds the store, so nothing is opened here).
+fn connect(url: &str, token: &Option<String>) -> Result<Box<dyn JobStore>, Failure> {
+    let q = RemoteQueue::connect(
+        url,
+        ConnectOptions {
+            token: token.clone(),
+            ..ConnectOptions::default()
+        },
+    )?;
+    Ok(Box::new(q))
+}
+
+/// For the read commands: [`open_read_local`], or the server.
+pub fn open_read(t: &Target) -> Result<Box<dyn JobStore>, Failure> {
+    match t {
+        Target::Local(p) => Ok(Box::new(open_read_local(p)?)),
+        Target::Remote { url, token } => connect(url, token),
+    }
+}
+
+/// For the write commands: [`open_write_local`], or the server (which
+/// holds the store, so `must_exist` is the server's business).
+pub fn open_write(t: &Target, must_exist: bool) -> Result<Box<dyn JobStore>, Failure> {
+    match t {
+        Target::Local(p) => Ok(Box::new(open_write_local(p, must_exist)?)),
+        Target::Remote { url, token } => connect(url, token),
+    }
+}
+
 /// For ls / show / stats / metrics: RocksDB's read-only open, which works
 /// beside the owning process and creates nothing. The configuration
 /// (`Config::load(None)`, as a service loads it) only shapes derived values
 /// such as a job's effective `max_attempts`; a configuration that does not
 /// load is reported and the defaults are used, so inspecting a store never
 /// fails on it.
-pub fn open_read(path: &Path) -> Result<Queue, Failure> {
+pub fn open_read_local(path: &Path) -> Result<Queue, Failure> {
     let config = Config::load(None).unwrap_or_else(|e| {
         eprintln!(
             "telha: warning: configuration ignored ({e}); max attempts shown are the defaults"
@@ -117,7 +156,7 @@ pub fn exists(path: &Path) -> bool {
 ///
 /// A store held by another process fails at once (RocksDB's LOCK is not
 /// waited on) with the owner's pid in the message.
-pub fn open_write(path: &Path, must_exist: bool) -> Result<Queue, Failure> {
+pub fn open_write_local(path: &Path, must_exist: bool) -> Result<Queue, Failure> {
     if must_exist && !exists(path) {
         return Err(Failure::not_found(format!(
             "no store at {} (give --db PATH or set TELHA_DB)",

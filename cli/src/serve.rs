@@ -1,0 +1,104 @@
+//! `telha serve`: own the store, serve it over gRPC until SIGTERM/SIGINT.
+
+use std::io::Write;
+use std::path::Path;
+
+use telha_jobs::{Config, Queue};
+use telha_jobs_server::{serve, ServeOptions, TlsPem};
+
+use crate::args::ServeArgs;
+use crate::store::{Exit, Failure};
+
+/// The token: `--token-file` (trimmed), else `$TELHA_TOKEN`; an empty one
+/// is a usage error rather than "no token".
+pub fn token(file: Option<&Path>) -> Result<Option<String>, Failure> {
+    let t = match file {
+        Some(f) => Some(
+            std::fs::read_to_string(f)
+                .map_err(|e| Failure::usage(format!("--token-file {}: {e}", f.display())))?,
+        ),
+        None => std::env::var("TELHA_TOKEN").ok(),
+    };
+    match t.map(|t| t.trim().to_string()) {
+        Some(t) if t.is_empty() => Err(Failure::usage(
+            "the token is empty (--token-file or TELHA_TOKEN)",
+        )),
+        t => Ok(t),
+    }
+}
+
+fn read(what: &str, p: &Path) -> Result<Vec<u8>, Failure> {
+    std::fs::read(p).map_err(|e| Failure::usage(format!("{what} {}: {e}", p.display())))
+}
+
+pub fn run(a: ServeArgs, db: &Path, token: Option<String>) -> Exit {
+    match serve_until_signal(a, db, token) {
+        Ok(()) => Exit::Ok,
+        Err(f) => {
+            eprintln!("telha: {}", f.message);
+            f.exit
+        }
+    }
+}
+
+fn serve_until_signal(a: ServeArgs, db: &Path, token: Option<String>) -> Result<(), Failure> {
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(c), Some(k)) => Some(TlsPem {
+            cert_pem: read("--tls-cert", c)?,
+            key_pem: read("--tls-key", k)?,
+        }),
+        _ => None,
+    };
+    let config = Config::load(None).map_err(|e| Failure::usage(format!("configuration: {e}")))?;
+    // A locked store fails here: exit 3, the holder's pid in the message.
+    let q = Queue::open(db, config)?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let handle = serve(
+        q.clone(),
+        ServeOptions {
+            listen: a.listen,
+            token,
+            tls,
+            metrics_listen: a.metrics_listen,
+            ..ServeOptions::default()
+        },
+    )
+    .inspect_err(|_| q.close())?;
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "listening on {scheme}://{}", handle.local_addr());
+        if let Some(m) = handle.metrics_addr() {
+            let _ = writeln!(out, "metrics on http://{m}/metrics");
+        }
+        let _ = out.flush();
+    }
+    eprintln!(
+        "telha: serving {} (pid {})",
+        db.display(),
+        std::process::id()
+    );
+    wait_for_signal()?;
+    eprintln!("telha: shutting down");
+    handle.shutdown(a.grace);
+    q.close();
+    Ok(())
+}
+
+fn wait_for_signal() -> Result<(), Failure> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::storage(format!("signal runtime: {e}")))?;
+    rt.block_on(async {
+        let mut term = signal(SignalKind::terminate())
+            .map_err(|e| Failure::storage(format!("SIGTERM handler: {e}")))?;
+        let mut int = signal(SignalKind::interrupt())
+            .map_err(|e| Failure::storage(format!("SIGINT handler: {e}")))?;
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,161 @@
+//! Remote lifecycle throughput beside the in-process figures, measured in
+//! the same run:
+//!
+//! `cargo run --release -p telha-jobs-server --example bench_remote -- [--n N] [--batch B] [--ref-file F] [--quick]`
+//!
+//! A lifecycle is enqueue + lease + complete of one job. Each workload runs
+//! the same code over `&dyn JobStore`, once on an embedded `Queue` and once
+//! on a `RemoteQueue` of an in-process server (loopback TCP, HTTP/2), with
+//! 1 and 16 concurrent clients (threads; remote clients each have their
+//! own connection):
+//!
+//! - unbatched: `enqueue`, `lease_next`, `complete`, one job at a time;
+//! - batched: `enqueue_many(B)`, `lease_many(B)`, `complete_many(B)`.
+//!
+//! `--ref-file` is the JSON of the core's `bench_ref` example (raw RocksDB
+//! and the core's own figures) from the same run, printed alongside.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use telha_jobs::{Config, EnqueueOptions, JobStore, LeaseOptions, NewJob, Queue};
+use telha_jobs_client::{ConnectOptions, RemoteQueue};
+use telha_jobs_server::{serve, ServeOptions};
+
+const PAYLOAD: &[u8] = b"{\"doc\":\"s3://bucket/key/0001.pdf\",\"tenant\":42,\"pages\":12}";
+
+fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn unbatched(s: &dyn JobStore, n: usize, worker: &str) {
+    let opts = LeaseOptions::default();
+    for _ in 0..n {
+        s.enqueue("bench", PAYLOAD, EnqueueOptions::default())
+            .expect("enqueue");
+        let job = s.lease_next(worker, &opts).expect("lease").expect("a job");
+        s.complete(&job.token(), None).expect("complete");
+    }
+}
+
+fn batched(s: &dyn JobStore, n: usize, batch: usize, worker: &str) {
+    let opts = LeaseOptions::default();
+    let mut done = 0;
+    while done < n {
+        let b = batch.min(n - done);
+        s.enqueue_many((0..b).map(|_| NewJob::new("bench", PAYLOAD)).collect())
+            .expect("enqueue_many");
+        let mut got = 0;
+        while got < b {
+            let jobs = s.lease_many(worker, b - got, &opts).expect("lease_many");
+            assert!(!jobs.is_empty(), "backlog ran dry");
+            got += jobs.len();
+            let items = jobs.iter().map(|j| (j.token(), None)).collect();
+            for a in s.complete_many(items).expect("complete_many") {
+                a.expect("complete");
+            }
+        }
+        done += b;
+    }
+}
+
+/// Lifecycles per second with `clients` threads, each on its own store
+/// handle from `make`, doing `n / clients` jobs.
+fn run(
+    clients: usize,
+    n: usize,
+    make: &(dyn Fn() -> Arc<dyn JobStore> + Sync),
+    work: fn(&dyn JobStore, usize, &str),
+) -> f64 {
+    let stores: Vec<_> = (0..clients).map(|_| make()).collect();
+    let per = n / clients;
+    let t = Instant::now();
+    std::thread::scope(|sc| {
+        for (i, s) in stores.iter().enumerate() {
+            sc.spawn(move || work(s.as_ref(), per, &format!("w{i}")));
+        }
+    });
+    (per * clients) as f64 / t.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let n: usize = arg("--n")
+        .map(|v| v.parse().expect("--n takes a number"))
+        .unwrap_or(if quick { 1_600 } else { 16_000 });
+    let batch: usize = arg("--batch")
+        .map(|v| v.parse().expect("--batch takes a number"))
+        .unwrap_or(100);
+    let reference = arg("--ref-file").and_then(|f| std::fs::read_to_string(f).ok());
+
+    let dir = tempfile::tempdir().expect("bench dir");
+    let cfg = Config {
+        reaper_interval: Duration::ZERO,
+        ..Config::default()
+    };
+    let local = Queue::open(dir.path().join("local"), cfg.clone()).expect("open");
+    let served = Queue::open(dir.path().join("served"), cfg).expect("open");
+    let server = serve(
+        served.clone(),
+        ServeOptions {
+            listen: "127.0.0.1:0".into(),
+            ..ServeOptions::default()
+        },
+    )
+    .expect("serve");
+    let url = format!("http://{}", server.local_addr());
+
+    let make_local = || Arc::new(local.clone()) as Arc<dyn JobStore>;
+    let make_remote = || {
+        Arc::new(RemoteQueue::connect(&url, ConnectOptions::default()).expect("connect"))
+            as Arc<dyn JobStore>
+    };
+    fn unb(s: &dyn JobStore, n: usize, w: &str) {
+        unbatched(s, n, w)
+    }
+    let bat: fn(&dyn JobStore, usize, &str) = {
+        // `batch` is fixed per run; a thread-local keeps the fn pointer shape.
+        BATCH.with(|b| b.set(batch));
+        |s, n, w| batched(s, n, BATCH.with(|b| b.get()), w)
+    };
+
+    println!(
+        "remote lifecycle/s (enqueue + lease + complete), n = {n}, batch = {batch}, payload {} B",
+        PAYLOAD.len()
+    );
+    println!("| workload | clients | in-process /s | remote /s | remote ÷ in-process |");
+    println!("|---|---:|---:|---:|---:|");
+    let mut batched16 = (0.0, 0.0);
+    for (name, work, ns) in [
+        ("unbatched", unb as fn(&dyn JobStore, usize, &str), n / 4),
+        ("batched", bat, n),
+    ] {
+        for clients in [1, 16] {
+            let l = run(clients, ns, &make_local, work);
+            let r = run(clients, ns, &make_remote, work);
+            println!("| {name} | {clients} | {l:.0} | {r:.0} | {:.2} |", r / l);
+            if name == "batched" && clients == 16 {
+                batched16 = (l, r);
+            }
+        }
+    }
+    if let Some(r) = reference {
+        println!("same run, core reference (bench_ref, jobs/s): {}", r.trim());
+    }
+    let ratio = batched16.1 / batched16.0;
+    println!(
+        "target: 16 clients batched >= 0.5x in-process batched: {:.2}x ({})",
+        ratio,
+        if ratio >= 0.5 { "met" } else { "NOT met" }
+    );
+    server.shutdown(Duration::from_secs(2));
+    served.close();
+    local.close();
+}
+
+thread_local! {
+    static BATCH: std::cell::Cell<usize> = const { std::cell::Cell::new(100) };
+}
