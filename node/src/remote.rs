@@ -36,7 +36,6 @@ pub struct NativeServeOptions {
 /// How long a collected server lets calls in flight finish.
 const CLOSE_GRACE_DEFAULT: Duration = Duration::from_secs(5);
 
-
 fn ms(v: f64, what: &str) -> Result<Duration, Failure> {
     if !(v.is_finite() && v >= 0.0) {
         return Err(Failure::Invalid(format!(
