@@ -118,7 +118,7 @@ test('a Worker over a remote queue stops promptly and hands its jobs back', asyn
     assert.equal(info.state, 'pending')
     assert.equal(info.attempts, 0)
   }
-  // An idle Worker (its long poll waiting on the server) stops within a slice.
+  // An idle Worker stops at once: its long poll, waiting on the server, is cancelled.
   const idle = new Worker(q, async () => {}, { pollMs: 60000, kinds: 'never' })
   const idleRun = idle.run()
   await sleep(100)

@@ -260,34 +260,6 @@ fn items(env: &Env, v: &Unknown, what: &str) -> Result<Vec<sys::napi_value>, Fai
         .collect()
 }
 
-/// How long one slice of a remote lease wait lasts: a remote store may not
-/// see the local `CancelWait`, so its waits are cut into slices and the
-/// token is checked between them (a stopping Worker ends within a slice).
-const REMOTE_WAIT_SLICE: Duration = Duration::from_millis(250);
-
-/// `lease_many` with `opts.wait`; a remote store waits slice by slice.
-fn lease_waiting(
-    q: &dyn JobStore,
-    worker_id: &str,
-    max: usize,
-    mut opts: LeaseOptions,
-) -> telha_jobs::Result<Vec<telha_jobs::Job>> {
-    if q.as_local().is_some() || opts.cancel.is_none() {
-        return q.lease_many(worker_id, max, &opts);
-    }
-    let end = std::time::Instant::now() + opts.wait.unwrap_or_default();
-    loop {
-        let left = end.saturating_duration_since(std::time::Instant::now());
-        let slice = left.min(REMOTE_WAIT_SLICE);
-        opts.wait = (!slice.is_zero()).then_some(slice);
-        let jobs = q.lease_many(worker_id, max, &opts)?;
-        let cancelled = opts.cancel.as_ref().is_some_and(|c| c.is_cancelled());
-        if !jobs.is_empty() || left <= REMOTE_WAIT_SLICE || cancelled {
-            return Ok(jobs);
-        }
-    }
-}
-
 /// An open store: an embedded one (`NativeQueue.open`) or a client of a
 /// server (`NativeQueue.connect`), one `JobStore` either way. Closed by
 /// `close()`.
@@ -518,7 +490,7 @@ impl NativeQueue {
             .name("telha-lease-wait".into())
             .spawn(move || {
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    lease_waiting(&*q, &worker_id, max as usize, opts)
+                    q.lease_many(&worker_id, max as usize, &opts)
                 }))
                 .unwrap_or_else(|_| {
                     Err(telha_jobs::Error::Storage(
