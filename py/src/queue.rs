@@ -577,6 +577,71 @@ impl Queue {
         py.detach(|| q.complete(&t, r.as_deref())).py_err(py)
     }
 
+    /// Complete many leased jobs in one call and one atomic write (over a
+    /// remote queue: one round trip). `results`: None, or one result per
+    /// job. Returns one entry per job: None when it was completed, else the
+    /// exception saying why not (`LeaseLost` for a stale lease, `NotFound`,
+    /// `InvalidArgument` for an oversized result); the others still
+    /// complete. `QueueClosed` / `StorageError` raise, and then none did.
+    #[pyo3(signature = (jobs, results=None))]
+    fn complete_many(
+        &self,
+        py: Python<'_>,
+        jobs: &Bound<'_, PyAny>,
+        results: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<Option<Py<PyAny>>>> {
+        if jobs.cast::<Job>().is_ok() || jobs.is_instance_of::<PyString>() {
+            return Err(type_error(
+                "complete_many takes a list of jobs; wrap one job as [job]",
+            ));
+        }
+        let not_a_list = || {
+            type_error(format!(
+                "complete_many takes a list of jobs, got {}",
+                type_name(jobs)
+            ))
+        };
+        let tokens = jobs
+            .try_iter()
+            .map_err(|_| not_a_list())?
+            .map(|j| args::token(&j?))
+            .collect::<PyResult<Vec<_>>>()?;
+        let results: Vec<Option<Vec<u8>>> = match results {
+            None => vec![None; tokens.len()],
+            Some(r) => {
+                let r = r
+                    .try_iter()
+                    .map_err(|_| type_error("results must be a list, one result per job"))?
+                    .enumerate()
+                    .map(|(i, v)| {
+                        let v = v?;
+                        payload::to_bytes(&v, &format!("results[{i}]")).map(Some)
+                    })
+                    .collect::<PyResult<Vec<_>>>()?;
+                if r.len() != tokens.len() {
+                    return Err(invalid(
+                        py,
+                        format!("results has {} entries for {} jobs", r.len(), tokens.len()),
+                    ));
+                }
+                r
+            }
+        };
+        if tokens.is_empty() {
+            return Ok(vec![]);
+        }
+        let q = &*self.store;
+        let items = tokens.into_iter().zip(results).collect();
+        let answers = py.detach(|| q.complete_many(items)).py_err(py)?;
+        Ok(answers
+            .into_iter()
+            .map(|a| {
+                a.err()
+                    .map(|e| crate::errors::to_py(py, e).into_value(py).into_any())
+            })
+            .collect())
+    }
+
     /// Fail a leased job: retried after backoff, or dead when not
     /// `retryable` or out of attempts. `LeaseLost` when the lease is stale.
     #[pyo3(signature = (job, reason, *, retryable=true))]

@@ -40,6 +40,7 @@ from .test_payload import (  # noqa: F401
 from .test_parallel import test_a_waiting_lease_releases_the_gil  # noqa: F401
 from .test_semantics import (  # noqa: F401
     test_a_delayed_job_is_leased_only_once_due,
+    test_complete_many_completes_a_batch_and_reports_each_lost_lease,
     test_a_repeated_idempotency_key_returns_the_existing_job,
     test_lease_many_takes_a_batch,
     test_list_pages_with_after,

@@ -2,7 +2,8 @@
 
     python py_worker.py URL WORKER_ID MODE RECORDS_FILE
 
-MODE "loop": lease_many / complete by hand; "worker": telha_jobs.Worker.
+MODE "loop": lease_many / complete by hand; "batch": lease_many /
+complete_many; "worker": telha_jobs.Worker.
 Prints "ready" once connected, then works until SIGTERM. Every lease is
 recorded in RECORDS_FILE as one JSON line: job id, generation, worker, lease
 time, settle time (both epoch seconds) and whether the completion was
@@ -31,7 +32,7 @@ def record(out: TextIO, lock: threading.Lock, job: telha_jobs.Job, worker: str,
         out.flush()
 
 
-def run_loop(q: telha_jobs.Queue, worker: str, out: TextIO) -> None:
+def run_loop(q: telha_jobs.Queue, worker: str, out: TextIO, batch: bool) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     lock = threading.Lock()
@@ -39,6 +40,13 @@ def run_loop(q: telha_jobs.Queue, worker: str, out: TextIO) -> None:
     while not stop.is_set():
         jobs = q.lease_many(worker, 20, wait=0.2)
         leased_at = time.time()
+        if batch and jobs:
+            errors = q.complete_many(jobs, [{"by": worker}] * len(jobs))
+            settled_at = time.time()
+            for job, e in zip(jobs, errors):
+                assert e is None or isinstance(e, telha_jobs.LeaseLost), e
+                record(out, lock, job, worker, leased_at, settled_at, e is None)
+            continue
         for job in jobs:
             try:
                 q.complete(job, {"by": worker})
@@ -68,7 +76,10 @@ def main() -> None:
     url, worker, mode, path = sys.argv[1:5]
     q = telha_jobs.connect(url, timeout=10.0)
     with open(path, "a", encoding="utf-8") as out:
-        (run_loop if mode == "loop" else run_worker)(q, worker, out)
+        if mode == "worker":
+            run_worker(q, worker, out)
+        else:
+            run_loop(q, worker, out, batch=mode == "batch")
     q.close()
 
 

@@ -6,6 +6,8 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, final
 
+from ._errors import TelhaError
+
 __all__ = [
     "CancelWait",
     "Job",
@@ -201,6 +203,11 @@ class Queue:
     ) -> list[Job]: ...
     def extend(self, jobs: Iterable[Job | str], worker_id: str) -> list[bool]: ...
     def complete(self, job: Job | str, result: Any = None) -> None: ...
+    def complete_many(
+        self, jobs: Iterable[Job | str], results: Iterable[Any] | None = None
+    ) -> list[TelhaError | None]:
+        """Complete a batch in one call and one atomic write; per job None
+        (completed) or the exception saying why not (``LeaseLost``, ...)."""
     def fail(self, job: Job | str, reason: str, *, retryable: bool = True) -> None: ...
     def release(self, job: Job | str) -> None: ...
     def retry(self, job_id: _IdArg) -> None: ...

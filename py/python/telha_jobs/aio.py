@@ -143,6 +143,12 @@ class AsyncQueue:
     async def complete(self, job: Job, result: Any = None) -> None:
         await self._call(self.queue.complete, job, result)
 
+    async def complete_many(
+        self, jobs: Sequence[Job], results: Sequence[Any] | None = None
+    ) -> list[TelhaError | None]:
+        """As :meth:`Queue.complete_many`."""
+        return await self._call(self.queue.complete_many, jobs, results)
+
     async def fail(self, job: Job, reason: str, *, retryable: bool = True) -> None:
         await self._call(self.queue.fail, job, reason, retryable=retryable)
 
