@@ -127,3 +127,35 @@ test('a Worker over a remote queue stops promptly and hands its jobs back', asyn
   await idleRun
   assert.ok(Date.now() - t1 < 10000, 'an idle stop waited out the long poll')
 })
+
+test("a Worker cut off from its server aborts the handler's signal once the lease runs out", async (t) => {
+  // The network dies instead of the worker: no heartbeat gets through, so
+  // the lease expires on the server, and the handler is told when it does.
+  const { local, server } = await serveTemp(t, { leaseTtlMs: 1000 })
+  const q = await Queue.connect(server.url, { timeoutMs: 1000 })
+  t.after(() => q.close())
+  const id = await q.enqueue('embed', 'x')
+  let deadline = null
+  let abortedAt = null
+  const started = new Promise((resolve) => {
+    const w = new Worker(q, async (job, { signal }) => {
+      deadline = job.deadline
+      resolve(w)
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
+      abortedAt = Date.now()
+    }, { pollMs: 50 })
+    w.on('error', () => {}) // the failed heartbeats and polls, expected here
+    t.after(() => w.stop({ graceMs: 100 }))
+    w.run()
+  })
+  await started
+  await server.close({ graceMs: 0 })
+  const t0 = Date.now()
+  while (abortedAt === null) {
+    assert.ok(Date.now() - t0 < 20000, 'the handler was never told its lease was lost')
+    await sleep(20)
+  }
+  assert.ok(abortedAt >= deadline - 50, 'told too early: the lease was still good')
+  assert.equal((await local.reap()).expired, 1, 'the server agrees: nobody renewed the lease')
+  assert.equal((await local.get(id)).state, 'pending')
+})

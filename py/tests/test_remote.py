@@ -262,6 +262,36 @@ def test_a_lost_remote_lease_sets_the_handlers_flag(serve: Callable[..., Served]
     q.close()
 
 
+def test_a_worker_cut_off_from_its_server_flags_its_lease_lost(
+    serve: Callable[..., Served],
+) -> None:
+    # The network dies instead of the worker: no heartbeat gets through, so
+    # the lease runs out on the server, and the handler is told when it does.
+    local, server = serve(lease_ttl=1.0)
+    q = telha_jobs.connect(server.url, timeout=1.0)
+    job_id = q.enqueue("embed")
+    held: list[telha_jobs.Lease] = []
+
+    def handler(job: telha_jobs.Job) -> None:
+        lease = telha_jobs.current_lease()
+        assert lease is not None
+        held.append(lease)
+        lease.wait_lost(30.0)
+
+    w = telha_jobs.Worker(q, handler, concurrency=1, poll_wait=0.05)
+    w.start()
+    wait_for(lambda: bool(held))
+    deadline = held[0].job.deadline
+    server.stop(grace=0)
+    wait_for(lambda: held[0].lost, timeout=20.0)
+    assert time.time() >= deadline - 0.05, "flagged lost while the lease was still good"
+    w.stop(1.0)
+    assert local.reap()["expired"] == 1  # the server side agrees: nobody renewed it
+    info = local.get(job_id)
+    assert info is not None and info.state == "pending" and info.attempts == 1
+    q.close()
+
+
 def test_stopping_a_remote_worker_releases_its_jobs(serve: Callable[..., Served]) -> None:
     local, server = serve()
     q = telha_jobs.connect(server.url)

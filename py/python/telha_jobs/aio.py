@@ -325,17 +325,24 @@ class AsyncWorker:
             now = time.time()
             due = [l for l in self._leases.values() if l.next_beat <= now]
             if due:
+                sent = time.time()
+                failed = False
                 try:
                     ok = await self.queue.extend([l.job for l in due], self.worker_id)
                 except QueueClosed:
                     return
                 except TelhaError as e:
                     log.error("worker %s: heartbeat failed: %s", self.worker_id, e)
-                    ok = [True] * len(due)
+                    # Unrenewed past its deadline, a lease is lost (see Worker).
+                    failed = True
+                    ok = [time.time() < l.expires for l in due]
                 now = time.time()
                 for lease, alive in zip(due, ok):
-                    if alive:
+                    if alive and failed:
+                        lease.next_beat = now + 0.1  # try again soon
+                    elif alive:
                         lease.next_beat = now + lease.ttl / 3
+                        lease.expires = sent + lease.ttl
                     else:
                         lease._mark_lost()
                         lease.next_beat = float("inf")
