@@ -97,6 +97,10 @@ fn connect(url: &str, token: &Option<String>) -> Result<Box<dyn JobStore>, Failu
         url,
         ConnectOptions {
             token: token.clone(),
+            // A bulk purge or retry of a big store may take longer than the
+            // default per-call deadline; a dead server is still noticed by
+            // HTTP/2 keep-alive.
+            request_timeout: None,
             ..ConnectOptions::default()
         },
     )?;

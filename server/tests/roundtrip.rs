@@ -266,3 +266,138 @@ fn calling_from_inside_a_tokio_runtime_is_a_typed_error_not_a_panic() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert!(e.to_string().contains("spawn_blocking"), "{e}");
 }
+
+#[test]
+fn poll_jobs_holds_at_most_capacity_unsettled_and_ends_on_shutdown() {
+    let mut s = common::served();
+    let c = s.client();
+    c.enqueue_many((0..5).map(|i| NewJob::new("embed", vec![i])).collect())
+        .unwrap();
+    let mut stream = c.poll_jobs("w", &LeaseOptions::default(), 2).unwrap();
+    let mut held = Vec::new();
+    while held.len() < 2 {
+        let b = stream
+            .next_batch(Some(Duration::from_secs(10)))
+            .unwrap()
+            .unwrap();
+        assert!(!b.is_empty(), "no lease pushed within 10 s");
+        held.extend(b);
+    }
+    assert_eq!(held.len(), 2);
+    // At capacity: nothing more is pushed while both are unsettled.
+    let more = stream
+        .next_batch(Some(Duration::from_millis(500)))
+        .unwrap()
+        .unwrap();
+    assert!(more.is_empty(), "pushed past capacity: {more:?}");
+    assert_eq!(s.queue.stats().unwrap().total.leased, 2);
+    // Settling one (complete) and losing one (released) frees two slots.
+    c.complete(&held[0].token(), None).unwrap();
+    c.release(&held[1].token()).unwrap();
+    let mut next = Vec::new();
+    while next.len() < 2 {
+        let b = stream
+            .next_batch(Some(Duration::from_secs(10)))
+            .unwrap()
+            .unwrap();
+        assert!(!b.is_empty(), "a freed slot was not refilled within 10 s");
+        next.extend(b);
+    }
+    assert_eq!(next.len(), 2);
+    let server = s.server.as_ref().unwrap();
+    assert_eq!(server.stats().open_streams(), 1);
+    assert_eq!(server.stats().rpcs("PollJobs", "OK"), 1);
+
+    // Shutdown ends the stream promptly (no more batches, not an error);
+    // the leases it had delivered stay leased until settled or reaped.
+    let start = Instant::now();
+    s.server.take().unwrap().shutdown(Duration::from_secs(5));
+    assert!(start.elapsed() < Duration::from_secs(10));
+    let end = stream.next_batch(Some(Duration::from_secs(10)));
+    assert!(matches!(end, Ok(None) | Err(_)), "{end:?}");
+    assert_eq!(s.queue.stats().unwrap().total.leased, 2);
+    assert_eq!(s.queue.stats().unwrap().total.completed, 1);
+}
+
+#[test]
+fn a_dropped_stream_is_closed_on_the_server() {
+    let s = common::served();
+    let c = s.client();
+    let stream = c.poll_jobs("w", &LeaseOptions::default(), 4).unwrap();
+    let server = s.server.as_ref().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.stats().open_streams() != 1 {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(stream);
+    while server.stats().open_streams() != 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the server kept the dropped stream open"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Nothing was leased for it afterwards.
+    c.enqueue("embed", b"x", EnqueueOptions::default()).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(s.queue.stats().unwrap().total.pending, 1);
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_listener_without_a_token_and_bad_tls() {
+    use telha_jobs_server::{serve, ServeOptions, TlsPem};
+    let dir = tempfile::tempdir().unwrap();
+    let q = telha_jobs::Queue::open(dir.path(), common::config()).unwrap();
+    let e = serve(
+        q.clone(),
+        ServeOptions {
+            listen: "0.0.0.0:0".into(),
+            ..ServeOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("without a token"), "{e}");
+    for (listen, token) in [("not an address", None), ("127.0.0.1:0", Some(" "))] {
+        let e = serve(
+            q.clone(),
+            ServeOptions {
+                listen: listen.into(),
+                token: token.map(String::from),
+                ..ServeOptions::default()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{listen}: {e}");
+    }
+    let e = serve(
+        q.clone(),
+        ServeOptions {
+            listen: "127.0.0.1:0".into(),
+            tls: Some(TlsPem {
+                cert_pem: b"not a certificate".to_vec(),
+                key_pem: b"not a key".to_vec(),
+            }),
+            ..ServeOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    // With a token, a non-loopback listener starts.
+    let h = serve(
+        q.clone(),
+        ServeOptions {
+            listen: "0.0.0.0:0".into(),
+            token: Some("t".into()),
+            ..ServeOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(h.local_addr().ip().is_unspecified());
+    h.shutdown(Duration::from_secs(1));
+    // A closed queue cannot be served.
+    q.close();
+    let e = serve(q, ServeOptions::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Closed);
+}

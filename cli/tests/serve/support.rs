@@ -115,8 +115,9 @@ impl Served {
     }
     /// SIGTERM; the exit status within 20 s.
     pub fn terminate(&mut self) -> ExitStatus {
-        let st = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+        // The shell's builtin kill: /bin/kill (procps) is not on every image.
+        let st = Command::new("sh")
+            .args(["-c", &format!("kill -TERM {}", self.child.id())])
             .status()
             .unwrap();
         assert!(st.success());
