@@ -159,3 +159,15 @@ test("a Worker cut off from its server aborts the handler's signal once the leas
   assert.equal((await local.reap()).expired, 1, 'the server agrees: nobody renewed the lease')
   assert.equal((await local.get(id)).state, 'pending')
 })
+
+test('serve with metricsListen answers Prometheus text over HTTP', async (t) => {
+  const { local } = await serveTemp(t)
+  await local.enqueue('embed', null)
+  const server = await local.serve({ listen: '127.0.0.1:0', metricsListen: '127.0.0.1:0' })
+  t.after(() => server.close({ graceMs: 500 }))
+  assert.match(server.metricsAddress, /^127\.0\.0\.1:\d+$/)
+  const res = await fetch(`http://${server.metricsAddress}/metrics`)
+  assert.equal(res.status, 200)
+  const text = await res.text()
+  assert.ok(text.includes('telha_jobs') && text.includes('state="pending"'), text.slice(0, 200))
+})

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,17 @@ def test_serve_and_connect_in_one_process_share_the_queue(serve: Callable[..., S
     # The server stopped; the host's queue is still open, the client is cut off.
     assert not server.running and not local.closed
     assert local.stats()["total"]["completed"] == 1
+
+
+def test_serve_with_metrics_listen_answers_prometheus_text(serve: Callable[..., Served]) -> None:
+    local, _ = serve()
+    local.enqueue("embed")
+    with local.serve("127.0.0.1:0", metrics_listen="127.0.0.1:0") as server:
+        assert server.metrics_address is not None
+        with urllib.request.urlopen(f"http://{server.metrics_address}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        assert "telha_jobs" in text and 'state="pending"' in text
+    assert local.serve("127.0.0.1:0").metrics_address is None
 
 
 def test_a_server_dropped_without_stop_stops(serve: Callable[..., Served]) -> None:
