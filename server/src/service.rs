@@ -498,6 +498,8 @@ async fn poll_loop(
             }
         };
         if stop {
+            // Leased just before the cancel landed: nobody will get them.
+            give_back(&shared, &jobs).await;
             break;
         }
         if jobs.is_empty() {
@@ -547,6 +549,22 @@ async fn poll_loop(
         }
     }
     shared.stats.stream_closed();
+}
+
+/// Release jobs leased for a stream that will not deliver them (best
+/// effort: one that cannot be released is reaped after its TTL).
+async fn give_back(shared: &Shared, jobs: &[Job]) {
+    if jobs.is_empty() {
+        return;
+    }
+    let q = shared.queue.clone();
+    let tokens: Vec<LeaseToken> = jobs.iter().map(Job::token).collect();
+    let _ = tokio::task::spawn_blocking(move || {
+        for t in &tokens {
+            let _ = q.release(t);
+        }
+    })
+    .await;
 }
 
 type PollStream = Pin<Box<dyn Stream<Item = Result<pb::PollJobsResponse, Status>> + Send>>;

@@ -253,6 +253,17 @@ fn a_waiting_lease_is_woken_by_enqueue_and_ended_by_cancel() {
         start.elapsed()
     );
     t.join().unwrap();
+    // The server's side of the abandoned wait ended too: a job enqueued
+    // afterwards is never leased by it.
+    std::thread::sleep(Duration::from_millis(300));
+    let id = c
+        .enqueue("embed", b"y", EnqueueOptions::default())
+        .unwrap()
+        .id;
+    std::thread::sleep(Duration::from_millis(300));
+    let info = c.get(&id).unwrap().unwrap();
+    assert_eq!(info.state, State::Pending);
+    assert_eq!(info.generation, 0, "the cancelled wait leased it");
 }
 
 #[test]
