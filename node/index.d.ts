@@ -26,7 +26,11 @@ export declare class CancelToken {
   get cancelled(): boolean
 }
 
-/** An open store. Created by `NativeQueue.open`; closed by `close()`. */
+/**
+ * An open store: an embedded one (`NativeQueue.open`) or a client of a
+ * server (`NativeQueue.connect`), one `JobStore` either way. Closed by
+ * `close()`.
+ */
 export declare class NativeQueue {
   /** Open (or create) the store at `path`. */
   static open(path: string, options?: OpenOptions | undefined | null): Promise<NativeQueue>
@@ -34,8 +38,12 @@ export declare class NativeQueue {
   close(): Promise<void>
   /** Whether `close()` was called. */
   get closed(): boolean
-  /** The store directory. */
-  get path(): string
+  /** The store directory of an embedded queue; null for a remote one. */
+  get path(): string | null
+  /** The store directory, or the server URL of a remote queue. */
+  get location(): string
+  /** Whether this is a client of a server. */
+  get remote(): boolean
   /** Enqueue one job. */
   enqueue(kind: string, payload: unknown, options?: NativeEnqueueOptions | undefined | null): Promise<Enqueued>
   /**
@@ -90,6 +98,27 @@ export declare class NativeQueue {
   stats(): Promise<Stats>
   /** Prometheus text exposition. */
   metrics(): Promise<string>
+  /** Connect to a `telha serve` server at `url`. */
+  static connect(url: string, options?: NativeConnectOptions | undefined | null): Promise<NativeQueue>
+  /** Serve this embedded queue over gRPC from this process. */
+  serve(options?: NativeServeOptions | undefined | null): Promise<NativeServer>
+}
+
+/**
+ * A running server (`Queue.serve`). Dropped (garbage-collected) or
+ * closed, it stops; the queue stays open.
+ */
+export declare class NativeServer {
+  /** `host:port` it listens on. */
+  get address(): string
+  /** `host:port` of the `/metrics` endpoint, when one was asked for. */
+  get metricsAddress(): string | null
+  /** Whether it serves TLS. */
+  get tls(): boolean
+  /** Whether `close()` has not been called. */
+  get running(): boolean
+  /** Stop serving; calls in flight get `graceMs` to finish. */
+  close(graceMs: number): Promise<void>
 }
 
 /** Exponential backoff: attempt `k` waits `min(capMs, baseMs * factor^(k-1))`. */
@@ -278,6 +307,13 @@ export interface ListPage {
   corrupt: Array<CorruptRecord>
 }
 
+/** Options of `NativeQueue.connect`. */
+export interface NativeConnectOptions {
+  token?: string
+  timeoutMs?: number
+  caCert?: string
+}
+
 /** Options of one enqueue (see `Queue.enqueue` in lib/telha.d.ts). */
 export interface NativeEnqueueOptions {
   scope?: string
@@ -295,6 +331,15 @@ export interface NativeListOptions {
   kind?: string
   limit?: number
   after?: string
+}
+
+/** Options of `NativeQueue.serve`. */
+export interface NativeServeOptions {
+  listen?: string
+  token?: string
+  tlsCert?: string
+  tlsKey?: string
+  metricsListen?: string
 }
 
 /**

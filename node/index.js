@@ -837,6 +837,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.CancelToken = nativeBinding.CancelToken
 module.exports.NativeQueue = nativeBinding.NativeQueue
+module.exports.NativeServer = nativeBinding.NativeServer
 module.exports.decodePayload = nativeBinding.decodePayload
 module.exports.encodePayload = nativeBinding.encodePayload
 module.exports.errorCodes = nativeBinding.errorCodes

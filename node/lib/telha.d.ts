@@ -162,6 +162,48 @@ export interface ListOptions {
   after?: string
 }
 
+/** Options of {@link Queue.connect}. */
+export interface ConnectOptions {
+  /** The server's bearer token (default: `$TELHA_TOKEN`). A wrong one: every call rejects. */
+  token?: string
+  /** How long to try to reach the server before rejecting with `STORAGE` (ms; default 10000). */
+  timeoutMs?: number
+  /** For `https://`: a PEM file of the CA to trust instead of the public web roots (a self-signed server). */
+  caCert?: string
+}
+
+/** Options of {@link Queue.serve}. */
+export interface ServeOptions {
+  /** `host:port` to listen on (default `127.0.0.1:7450`; port 0 picks a free one). A non-loopback address needs a `token`. */
+  listen?: string
+  /** Bearer token every call must carry. */
+  token?: string
+  /** PEM certificate chain file: serve TLS (with `tlsKey`). */
+  tlsCert?: string
+  /** PEM private key file (with `tlsCert`). */
+  tlsKey?: string
+  /** Also serve Prometheus text at `http://<metricsListen>/metrics`. */
+  metricsListen?: string
+}
+
+/**
+ * A running server started by {@link Queue.serve}. Other processes use the
+ * queue with `Queue.connect(server.url)`. Closing it leaves the queue open.
+ */
+export declare class Server {
+  private constructor()
+  /** `host:port` it listens on (the real port when `listen` asked for 0). */
+  readonly address: string
+  /** The URL for `Queue.connect` (`http://…`, or `https://…` with TLS). */
+  readonly url: string
+  /** `host:port` of the `/metrics` endpoint, when `metricsListen` was given; else `null`. */
+  readonly metricsAddress: string | null
+  /** Whether `close()` has not been called. */
+  readonly running: boolean
+  /** Stop serving: new calls are refused, calls in flight get `graceMs` (default 5000) to finish. */
+  close(options?: { graceMs?: number }): Promise<void>
+}
+
 /** Anything with the lease token of a leased job: the {@link Job} itself will do. */
 export interface LeaseRef {
   id: string
@@ -188,8 +230,28 @@ export declare class Queue {
    * `INVALID_ARGUMENT`); another process gets `STORE_LOCKED`.
    */
   static open(path: string, options?: OpenOptions): Promise<Queue>
-  /** The store directory. */
-  readonly path: string
+  /**
+   * Connect to a `telha serve` server (or a `queue.serve()` in another
+   * process) at `url` (`http://host:port`; `https://` for TLS): a Queue with
+   * the same methods, errors and `Worker` support as an embedded one.
+   * Unreachable: rejects with `STORAGE` after `timeoutMs`.
+   *
+   * ```js
+   * const q = await Queue.connect('http://10.0.0.5:7450', { token: process.env.TELHA_TOKEN })
+   * ```
+   */
+  static connect(url: string, options?: ConnectOptions): Promise<Queue>
+  /**
+   * Serve this embedded queue to other processes over gRPC from this
+   * process. `INVALID_ARGUMENT` on a remote queue or a bad address.
+   */
+  serve(options?: ServeOptions): Promise<Server>
+  /** The store directory; `null` for a remote queue (`Queue.connect`). */
+  readonly path: string | null
+  /** The store directory, or the server URL of a remote queue. */
+  readonly location: string
+  /** Whether this queue is a client of a server (`Queue.connect`). */
+  readonly remote: boolean
   /** Whether `close()` was called. */
   readonly closed: boolean
   /** Close this handle: later calls reject with `CLOSED`, waits in progress end with `CLOSED`. */

@@ -153,6 +153,36 @@ function jobsFrom (batch) {
   return jobs
 }
 
+const CONNECT_KEYS = new Set(['token', 'timeoutMs', 'caCert'])
+const SERVE_KEYS = new Set(['listen', 'token', 'tlsCert', 'tlsKey', 'metricsListen'])
+
+/** How long `Server.close()` lets calls in flight finish by default. */
+const CLOSE_GRACE_MS = 5000
+
+/**
+ * A server started by `queue.serve()`: other processes reach the queue at
+ * `url` with `Queue.connect(url)`. See telha.d.ts.
+ */
+class Server {
+  #native
+
+  /** @private Use `queue.serve()`. */
+  constructor (nativeServer) {
+    if (!(nativeServer instanceof native.NativeServer)) throw typeError('use queue.serve(options) to start a server')
+    this.#native = nativeServer
+  }
+
+  get address () { return this.#native.address }
+  get url () { return `${this.#native.tls ? 'https' : 'http'}://${this.#native.address}` }
+  get metricsAddress () { return this.#native.metricsAddress }
+  get running () { return this.#native.running }
+
+  async close (opts) {
+    const o = options(opts, 'close options', new Set(['graceMs']))
+    await this.#native.close(optMs(o.graceMs, 'graceMs') ?? CLOSE_GRACE_MS)
+  }
+}
+
 /**
  * An open store. Every method that touches the store returns a Promise and
  * runs off the event loop. See telha.d.ts for the documentation.
@@ -171,7 +201,31 @@ class Queue {
     return new Queue(await native.NativeQueue.open(path, openOptions(opts)))
   }
 
+  static async connect (url, opts) {
+    str(url, 'url')
+    const o = options(opts, 'Queue.connect options', CONNECT_KEYS)
+    return new Queue(await native.NativeQueue.connect(url, {
+      token: optStr(o.token, 'token'),
+      timeoutMs: optMs(o.timeoutMs, 'timeoutMs'),
+      caCert: optStr(o.caCert, 'caCert')
+    }))
+  }
+
+  async serve (opts) {
+    const o = options(opts, 'serve options', SERVE_KEYS)
+    const s = await this.#native.serve({
+      listen: optStr(o.listen, 'listen'),
+      token: optStr(o.token, 'token'),
+      tlsCert: optStr(o.tlsCert, 'tlsCert'),
+      tlsKey: optStr(o.tlsKey, 'tlsKey'),
+      metricsListen: optStr(o.metricsListen, 'metricsListen')
+    })
+    return new Server(s)
+  }
+
   get path () { return this.#native.path }
+  get location () { return this.#native.location }
+  get remote () { return this.#native.remote }
   get closed () { return this.#native.closed }
 
   async close () { await this.#native.close() }
@@ -325,6 +379,7 @@ class Queue {
 
 module.exports = {
   Queue,
+  Server,
   Worker,
   Permanent,
   ErrorCode,

@@ -55,6 +55,9 @@ class Entry {
     this.ctl = null // created when the handler reads its signal
     this.abortReason = null
     this.ttl = Math.max(1, job.deadline - Date.now())
+    // When the lease runs out unless a heartbeat renews it: when none gets
+    // through by then (a remote queue's server unreachable), it is lost.
+    this.expires = job.deadline
     this.lost = false
     this.released = false
     this.releasing = null
@@ -344,7 +347,7 @@ class Worker extends EventEmitter {
     for (let i = 0; i < n; i++) this.#completed(pairs[2 * i], results[i], codes[i], null)
   }
 
-  #scheduleBeat () {
+  #scheduleBeat (retryMs) {
     if (this.#beatTimer || this.#active.size === 0) return
     let interval = this.#heartbeatMs
     if (interval === undefined) {
@@ -352,23 +355,31 @@ class Worker extends EventEmitter {
       for (const e of this.#active.values()) ttl = Math.min(ttl, e.ttl)
       interval = Math.max(10, ttl / 3)
     }
+    if (retryMs !== undefined) interval = Math.min(interval, retryMs)
     this.#beatTimer = setTimeout(() => { this.#beat() }, interval)
   }
 
   async #beat () {
     const entries = [...this.#active.values()].filter((e) => !e.lost && !e.released)
+    let retryMs
     if (entries.length) {
+      const sent = Date.now()
       try {
         const renewed = await this.#queue.extend(entries.map((e) => e.job), this.#workerId)
         renewed.forEach((ok, i) => {
-          if (!ok) this.#lose(entries[i])
+          if (ok) entries[i].expires = sent + entries[i].ttl
+          else this.#lose(entries[i])
         })
       } catch (e) {
         this.#report(e)
+        // Unrenewed past its deadline, a lease is lost, as if extend said so.
+        const now = Date.now()
+        for (const entry of entries) if (now >= entry.expires && !entry.lost) this.#lose(entry)
+        retryMs = 100
       }
     }
     this.#beatTimer = null
-    this.#scheduleBeat()
+    this.#scheduleBeat(retryMs)
   }
 
   #lose (entry) {

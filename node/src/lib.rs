@@ -15,6 +15,7 @@ mod errors;
 mod job;
 mod payload;
 mod queue;
+mod remote;
 
 use napi::bindgen_prelude::{Buffer, Env, Unknown};
 use napi::JsValue;

@@ -18,9 +18,11 @@ use napi::bindgen_prelude::{
 };
 use napi::{sys, JsValue, Task};
 use napi_derive::napi;
+use std::sync::Arc;
+
 use telha_jobs::{
-    CancelWait, EnqueueOptions, JobId, KindPattern, LeaseOptions, LeaseToken, ListQuery, NewJob,
-    Queue, Scope, State,
+    CancelWait, EnqueueOptions, JobId, JobStore, KindPattern, LeaseOptions, LeaseToken, ListQuery,
+    NewJob, Queue, Scope, State,
 };
 
 use crate::config::{self, OpenOptions};
@@ -43,7 +45,7 @@ pub struct Op<T: Send + 'static, J> {
 }
 
 impl<T: Send + 'static, J> Op<T, J> {
-    fn task(
+    pub(crate) fn task(
         work: impl FnOnce() -> Result<T, Failure> + Send + 'static,
         done: fn(T) -> J,
     ) -> AsyncTask<Self>
@@ -258,10 +260,22 @@ fn items(env: &Env, v: &Unknown, what: &str) -> Result<Vec<sys::napi_value>, Fai
         .collect()
 }
 
-/// An open store. Created by `NativeQueue.open`; closed by `close()`.
+/// An open store: an embedded one (`NativeQueue.open`) or a client of a
+/// server (`NativeQueue.connect`), one `JobStore` either way. Closed by
+/// `close()`.
 #[napi]
 pub struct NativeQueue {
-    q: Queue,
+    q: Arc<dyn JobStore>,
+}
+
+impl NativeQueue {
+    pub(crate) fn from_store(q: Arc<dyn JobStore>) -> Self {
+        NativeQueue { q }
+    }
+
+    pub(crate) fn store(&self) -> &Arc<dyn JobStore> {
+        &self.q
+    }
 }
 
 #[napi]
@@ -290,7 +304,7 @@ impl NativeQueue {
         .map_err(|f| to_js(&env, f))?;
         Ok(Op::task(
             move || Ok(Queue::open(&path, cfg)?),
-            |q| NativeQueue { q },
+            |q| NativeQueue::from_store(Arc::new(q)),
         ))
     }
 
@@ -313,13 +327,28 @@ impl NativeQueue {
         self.q.is_closed()
     }
 
-    /// The store directory.
+    /// The store directory of an embedded queue; null for a remote one.
     #[napi(getter)]
-    pub fn path(&self, env: Env) -> napi::Result<String> {
-        self.q
-            .path()
-            .map(|p| p.display().to_string())
-            .map_err(|e| core_to_js(&env, e))
+    pub fn path(&self, env: Env) -> napi::Result<Option<String>> {
+        match self.q.as_local() {
+            Some(q) => q
+                .path()
+                .map(|p| Some(p.display().to_string()))
+                .map_err(|e| core_to_js(&env, e)),
+            None => Ok(None),
+        }
+    }
+
+    /// The store directory, or the server URL of a remote queue.
+    #[napi(getter)]
+    pub fn location(&self, env: Env) -> napi::Result<String> {
+        self.q.location().map_err(|e| core_to_js(&env, e))
+    }
+
+    /// Whether this is a client of a server.
+    #[napi(getter)]
+    pub fn remote(&self) -> bool {
+        self.q.as_local().is_none()
     }
 
     /// Enqueue one job.

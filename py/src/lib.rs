@@ -7,6 +7,7 @@ mod errors;
 mod job;
 mod payload;
 mod queue;
+mod remote;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -39,6 +40,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<queue::CancelWait>()?;
     m.add_class::<job::Job>()?;
     m.add_class::<job::JobInfo>()?;
+    m.add_class::<remote::Server>()?;
+    m.add_function(wrap_pyfunction!(remote::connect, m)?)?;
     m.add_function(wrap_pyfunction!(default_store_path, m)?)?;
     m.add_function(wrap_pyfunction!(encode_payload, m)?)?;
     m.add_function(wrap_pyfunction!(decode_payload, m)?)?;

@@ -3,11 +3,14 @@
 //! call, and maps the error through `errors::to_py`.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
-use telha_jobs::{Config, EnqueueOptions, KindConfig, LeaseOptions, ListQuery, NewJob, State};
+use telha_jobs::{
+    Config, EnqueueOptions, JobStore, KindConfig, LeaseOptions, ListQuery, NewJob, State,
+};
 
 use crate::args;
 use crate::errors::{invalid, type_error, IntoPyResult};
@@ -43,10 +46,12 @@ impl CancelWait {
     }
 }
 
-/// A durable job queue on a local store directory (opened, or created).
+/// A durable job queue: an embedded store directory (opened, or created),
+/// or a client of a `telha serve` server (`telha_jobs.connect`). Both are
+/// one `JobStore`, so every method behaves the same either way.
 #[pyclass(frozen, module = "telha_jobs", name = "Queue")]
 pub struct Queue {
-    q: telha_jobs::Queue,
+    store: Arc<dyn JobStore>,
 }
 
 /// Per-kind override keys accepted in `kinds={...}`.
@@ -230,6 +235,10 @@ fn counts_dict<'py>(py: Python<'py>, c: &telha_jobs::StateCounts) -> PyResult<Bo
 }
 
 impl Queue {
+    pub(crate) fn from_store(store: Arc<dyn JobStore>) -> Self {
+        Queue { store }
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn lease(
         &self,
@@ -254,7 +263,7 @@ impl Queue {
             let left = end.saturating_duration_since(Instant::now());
             let slice = left.min(WAIT_SLICE);
             opts.wait = (!slice.is_zero()).then_some(slice);
-            let q = &self.q;
+            let q = &*self.store;
             let o = &opts;
             let jobs = py.detach(|| q.lease_many(worker_id, max, o)).py_err(py)?;
             let done = !jobs.is_empty()
@@ -343,25 +352,44 @@ impl Queue {
             }
         }
         let q = py.detach(|| telha_jobs::Queue::open(&path, c)).py_err(py)?;
-        Ok(Queue { q })
+        Ok(Queue::from_store(Arc::new(q)))
     }
 
-    /// The store directory (absolute).
+    /// The store directory (absolute) of an embedded queue; None for a
+    /// remote one (see `location`).
     #[getter]
-    fn path(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.q.path().py_err(py)?.display().to_string())
+    fn path(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        match self.store.as_local() {
+            Some(q) => Ok(Some(q.path().py_err(py)?.display().to_string())),
+            None => Ok(None),
+        }
+    }
+
+    /// Where the jobs live: the store directory of an embedded queue, the
+    /// server URL of a remote one.
+    #[getter]
+    fn location(&self, py: Python<'_>) -> PyResult<String> {
+        self.store.location().py_err(py)
+    }
+
+    /// Whether this queue is a client of a server (`telha_jobs.connect`).
+    #[getter]
+    fn remote(&self) -> bool {
+        self.store.as_local().is_none()
     }
 
     /// Whether `close()` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.q.is_closed()
+        self.store.is_closed()
     }
 
     /// Close this handle: later calls raise `QueueClosed`; waits in progress
-    /// end. The store is released when no handle in the process holds it.
+    /// end. The store is released when no handle in the process holds it
+    /// (a remote queue closes its connection; the server's store stays).
     fn close(&self, py: Python<'_>) {
-        py.detach(|| self.q.close())
+        let q = &*self.store;
+        py.detach(|| q.close())
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -375,9 +403,10 @@ impl Queue {
     }
 
     fn __repr__(&self) -> String {
-        match self.q.path() {
-            Ok(p) => format!("Queue('{}')", p.display()),
-            Err(_) => "Queue(<closed>)".to_string(),
+        match (self.store.location(), self.store.as_local().is_some()) {
+            (Ok(p), true) => format!("Queue('{p}')"),
+            (Ok(u), false) => format!("telha_jobs.connect('{u}')"),
+            (Err(_), _) => "Queue(<closed>)".to_string(),
         }
     }
 
@@ -415,7 +444,7 @@ impl Queue {
             idempotency_key,
             max_attempts,
         )?;
-        let q = &self.q;
+        let q = &*self.store;
         let e = py.detach(|| q.enqueue(kind, &bytes, opts)).py_err(py)?;
         Ok(e.id.to_string())
     }
@@ -444,7 +473,7 @@ impl Queue {
         if jobs.is_empty() {
             return Ok(vec![]);
         }
-        let q = &self.q;
+        let q = &*self.store;
         let done = py.detach(|| q.enqueue_many(jobs)).py_err(py)?;
         Ok(done.iter().map(|e| e.id.to_string()).collect())
     }
@@ -515,7 +544,7 @@ impl Queue {
             })?
             .map(|j| args::token(&j?))
             .collect::<PyResult<Vec<_>>>()?;
-        let q = &self.q;
+        let q = &*self.store;
         let res = py.detach(|| q.extend(&tokens, worker_id)).py_err(py)?;
         res.into_iter()
             .map(|r| match r {
@@ -544,8 +573,73 @@ impl Queue {
     ) -> PyResult<()> {
         let t = args::token(job)?;
         let r = result.map(|r| payload::to_bytes(r, "result")).transpose()?;
-        let q = &self.q;
+        let q = &*self.store;
         py.detach(|| q.complete(&t, r.as_deref())).py_err(py)
+    }
+
+    /// Complete many leased jobs in one call and one atomic write (over a
+    /// remote queue: one round trip). `results`: None, or one result per
+    /// job. Returns one entry per job: None when it was completed, else the
+    /// exception saying why not (`LeaseLost` for a stale lease, `NotFound`,
+    /// `InvalidArgument` for an oversized result); the others still
+    /// complete. `QueueClosed` / `StorageError` raise, and then none did.
+    #[pyo3(signature = (jobs, results=None))]
+    fn complete_many(
+        &self,
+        py: Python<'_>,
+        jobs: &Bound<'_, PyAny>,
+        results: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<Option<Py<PyAny>>>> {
+        if jobs.cast::<Job>().is_ok() || jobs.is_instance_of::<PyString>() {
+            return Err(type_error(
+                "complete_many takes a list of jobs; wrap one job as [job]",
+            ));
+        }
+        let not_a_list = || {
+            type_error(format!(
+                "complete_many takes a list of jobs, got {}",
+                type_name(jobs)
+            ))
+        };
+        let tokens = jobs
+            .try_iter()
+            .map_err(|_| not_a_list())?
+            .map(|j| args::token(&j?))
+            .collect::<PyResult<Vec<_>>>()?;
+        let results: Vec<Option<Vec<u8>>> = match results {
+            None => vec![None; tokens.len()],
+            Some(r) => {
+                let r = r
+                    .try_iter()
+                    .map_err(|_| type_error("results must be a list, one result per job"))?
+                    .enumerate()
+                    .map(|(i, v)| {
+                        let v = v?;
+                        payload::to_bytes(&v, &format!("results[{i}]")).map(Some)
+                    })
+                    .collect::<PyResult<Vec<_>>>()?;
+                if r.len() != tokens.len() {
+                    return Err(invalid(
+                        py,
+                        format!("results has {} entries for {} jobs", r.len(), tokens.len()),
+                    ));
+                }
+                r
+            }
+        };
+        if tokens.is_empty() {
+            return Ok(vec![]);
+        }
+        let q = &*self.store;
+        let items = tokens.into_iter().zip(results).collect();
+        let answers = py.detach(|| q.complete_many(items)).py_err(py)?;
+        Ok(answers
+            .into_iter()
+            .map(|a| {
+                a.err()
+                    .map(|e| crate::errors::to_py(py, e).into_value(py).into_any())
+            })
+            .collect())
     }
 
     /// Fail a leased job: retried after backoff, or dead when not
@@ -559,28 +653,28 @@ impl Queue {
         retryable: bool,
     ) -> PyResult<()> {
         let t = args::token(job)?;
-        let q = &self.q;
+        let q = &*self.store;
         py.detach(|| q.fail(&t, reason, retryable)).py_err(py)
     }
 
     /// Hand a leased job back to pending without spending an attempt.
     fn release(&self, py: Python<'_>, job: &Bound<'_, PyAny>) -> PyResult<()> {
         let t = args::token(job)?;
-        let q = &self.q;
+        let q = &*self.store;
         py.detach(|| q.release(&t)).py_err(py)
     }
 
     /// Operator action: a dead or failed job back to pending, attempts reset.
     fn retry(&self, py: Python<'_>, job_id: &Bound<'_, PyAny>) -> PyResult<()> {
         let id = args::job_id(job_id)?;
-        let q = &self.q;
+        let q = &*self.store;
         py.detach(|| q.retry(&id)).py_err(py)
     }
 
     /// A job with its event log, or None when there is no such job.
     fn get(&self, py: Python<'_>, job_id: &Bound<'_, PyAny>) -> PyResult<Option<JobInfo>> {
         let id = args::job_id(job_id)?;
-        let q = &self.q;
+        let q = &*self.store;
         Ok(py.detach(|| q.get(&id)).py_err(py)?.map(JobInfo::new))
     }
 
@@ -617,7 +711,7 @@ impl Queue {
                 Ok(info) => Some(info.get().cursor()),
                 Err(_) => {
                     let id = args::job_id(a)?;
-                    let q = &self.q;
+                    let q = &*self.store;
                     match py.detach(|| q.get(&id)).py_err(py)? {
                         Some(info) => Some(JobInfo::new(info).cursor()),
                         None => {
@@ -637,7 +731,7 @@ impl Queue {
             limit,
             after,
         };
-        let q = &self.q;
+        let q = &*self.store;
         let jobs = py.detach(|| {
             // One core call reads a bounded number of rows; keep going until
             // the page is full or the range ends, so a short page means the end.
@@ -658,7 +752,7 @@ impl Queue {
     /// Run one reaper pass now: expired leases back to pending (or dead),
     /// old completed jobs pruned. Returns the counts.
     fn reap<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let q = &self.q;
+        let q = &*self.store;
         let r = py.detach(|| q.reap()).py_err(py)?;
         let d = PyDict::new(py);
         d.set_item("expired", r.expired)?;
@@ -678,13 +772,14 @@ impl Queue {
     ) -> PyResult<usize> {
         let st = state_arg(state)?;
         let cutoff = args::instant_ms(before, "before")?;
-        let q = &self.q;
+        let q = &*self.store;
         Ok(py.detach(|| q.purge(st, cutoff)).py_err(py)?.purged)
     }
 
     /// Exact counts: `{"total": {state: n}, "by_kind": {kind: {state: n}}}`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.q.stats().py_err(py)?;
+        let q = &*self.store;
+        let s = py.detach(|| q.stats()).py_err(py)?;
         let by_kind = PyDict::new(py);
         for (k, c) in &s.by_kind {
             by_kind.set_item(k, counts_dict(py, c)?)?;
@@ -695,9 +790,45 @@ impl Queue {
         Ok(d)
     }
 
+    /// Serve this (embedded) queue to other processes over gRPC, from this
+    /// process: workers reach it with `telha_jobs.connect(server.url)`.
+    /// `listen` is `host:port` (port 0 picks a free one); a non-loopback
+    /// address needs a `token`. `tls_cert` / `tls_key`: PEM files, both or
+    /// neither. `metrics_listen`: also serve Prometheus text on
+    /// `http://<addr>/metrics`. Returns the running `Server`.
+    #[pyo3(signature = (listen="127.0.0.1:7450", *, token=None, tls_cert=None, tls_key=None,
+        metrics_listen=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn serve(
+        &self,
+        py: Python<'_>,
+        listen: &str,
+        token: Option<String>,
+        tls_cert: Option<PathBuf>,
+        tls_key: Option<PathBuf>,
+        metrics_listen: Option<String>,
+    ) -> PyResult<crate::remote::Server> {
+        let Some(q) = self.store.as_local() else {
+            let at = self.store.location().unwrap_or_default();
+            return Err(invalid(
+                py,
+                format!("serve needs an embedded queue; this one is a client of {at}"),
+            ));
+        };
+        crate::remote::serve(
+            py,
+            q.clone(),
+            listen,
+            token,
+            tls_cert,
+            tls_key,
+            metrics_listen,
+        )
+    }
+
     /// Prometheus text exposition of the queue's metrics.
     fn metrics(&self, py: Python<'_>) -> PyResult<String> {
-        let q = &self.q;
+        let q = &*self.store;
         py.detach(|| q.metrics()).py_err(py)
     }
 }

@@ -242,3 +242,21 @@ def test_keywords_win_over_the_environment_which_wins_over_defaults(
     monkeypatch.setenv("TELHA_JOBS_MAX_ATTEMPTS", "many")
     with pytest.raises(telha_jobs.InvalidArgument, match="TELHA_JOBS_MAX_ATTEMPTS"):
         telha_jobs.Queue(tmp_path / "bad")
+
+
+def test_complete_many_completes_a_batch_and_reports_each_lost_lease(queue: telha_jobs.Queue) -> None:
+    ids = queue.enqueue_many([("embed", i) for i in range(3)])
+    jobs = queue.lease_many("w", 3)
+    assert [j.id for j in jobs] == ids
+    queue.release(jobs[1])  # its lease is gone before the batch settles
+    out = queue.complete_many(jobs, [{"n": 0}, None, b"raw"])
+    assert out[0] is None and out[2] is None
+    assert isinstance(out[1], telha_jobs.LeaseLost) and out[1].code == "ABORTED"
+    assert queue.get(ids[0]).result == {"n": 0}  # type: ignore[union-attr]
+    assert queue.get(ids[1]).state == "pending"  # type: ignore[union-attr]
+    assert queue.get(ids[2]).result == b"raw"  # type: ignore[union-attr]
+    assert queue.complete_many([]) == []
+    with pytest.raises(telha_jobs.InvalidArgument):
+        queue.complete_many(jobs, [1])
+    with pytest.raises(TypeError):
+        queue.complete_many(jobs[0])  # type: ignore[arg-type]

@@ -51,3 +51,21 @@ async def async_use() -> None:
         if job is not None:
             await aq.complete(job)
         await AsyncWorker(aq, handle_async).stop()
+
+
+def remote_use(q: telha_jobs.Queue) -> None:
+    with q.serve("127.0.0.1:0", token="t", metrics_listen="127.0.0.1:0") as server:
+        url: str = server.url
+        address: str = server.address
+        remote: telha_jobs.Queue = telha_jobs.connect(url, "t", timeout=5.0)
+        where: str = remote.location
+        path: str | None = remote.path
+        print(address, where, path, remote.remote)
+        telha_jobs.Worker(remote, handler).stop()
+        remote.close()
+    server.stop(grace=1.0)
+
+
+async def async_remote(url: str) -> None:
+    async with await AsyncQueue.connect(url, token="t", timeout=2.0) as aq:
+        await aq.enqueue("embed")

@@ -1,6 +1,6 @@
 // Compiled by types.test.js with `tsc --noEmit --strict`: the package's types
 // must describe this program, and reject the misuses marked @ts-expect-error.
-import { Queue, Worker, Permanent, ErrorCode, encodePayload, type Job, type JobInfo, type TelhaError } from 'telha-jobs'
+import { Queue, Server, Worker, Permanent, ErrorCode, encodePayload, type Job, type JobInfo, type TelhaError } from 'telha-jobs'
 
 async function main (): Promise<void> {
   const q: Queue = await Queue.open('./telha-data', {
@@ -49,6 +49,22 @@ async function main (): Promise<void> {
   await q.extend(['id'], 'w')
   // @ts-expect-error no public constructor
   void new Queue()
+
+  const host = await Queue.open('./telha-data')
+  const server: Server = await host.serve({ listen: '127.0.0.1:0', token: 't', metricsListen: '127.0.0.1:0' })
+  const remote: Queue = await Queue.connect(server.url, { token: 't', timeoutMs: 5000 })
+  const where: string = remote.location + server.address
+  const local: string | null = remote.path
+  const isRemote: boolean = remote.remote && server.running
+  console.log(where, local, isRemote)
+  await remote.close()
+  await server.close({ graceMs: 1000 })
+  // @ts-expect-error unknown connect option
+  await Queue.connect(server.url, { tokn: 't' })
+  // @ts-expect-error listen is host:port text
+  await host.serve({ listen: 7450 })
+  // @ts-expect-error no public constructor
+  void new Server()
 }
 
 void main

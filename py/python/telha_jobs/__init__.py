@@ -12,6 +12,11 @@ poison job is dead-lettered after ``max_attempts``).
         if job is not None:
             q.complete(job, {"ok": True})
 
+Workers in other processes (or on other machines) share one queue through a
+server: ``server = q.serve("127.0.0.1:7450")`` in the process that owns the
+store (or ``telha serve --db PATH``), then ``telha_jobs.connect(url)`` gives
+a :class:`Queue` with the same methods, types and errors.
+
 Times are float seconds (durations) or seconds since the epoch (instants).
 """
 
@@ -31,7 +36,9 @@ from ._native import (
     Job,
     JobInfo,
     Queue,
+    Server,
     __version__,
+    connect,
     decode_payload,
     default_store_path,
     encode_payload,
@@ -50,11 +57,13 @@ __all__ = [
     "Permanent",
     "Queue",
     "QueueClosed",
+    "Server",
     "StorageError",
     "StoreLocked",
     "TelhaError",
     "Worker",
     "__version__",
+    "connect",
     "current_lease",
     "decode_payload",
     "default_store_path",

@@ -26,7 +26,7 @@ class Lease:
     released it while stopping, :attr:`lost` turns True: the handler should
     stop, since its result would be refused (``LeaseLost``)."""
 
-    __slots__ = ("job", "ttl", "next_beat", "_lost", "_event")
+    __slots__ = ("job", "ttl", "next_beat", "expires", "_lost", "_event")
 
     _events_lock = threading.Lock()
 
@@ -36,6 +36,10 @@ class Lease:
         # The TTL the queue granted: the deadline is now + the kind's lease_ttl.
         self.ttl = max(job.deadline - now, 0.001)
         self.next_beat = now + self.ttl / 3
+        # When the lease runs out unless a heartbeat renews it: if no
+        # heartbeat gets through by then (a remote queue's network is down),
+        # the lease is lost as surely as if the queue had said so.
+        self.expires = job.deadline
         self._lost = False
         # Created only when someone waits: most handlers never do, and an
         # Event per job is a measurable cost at thousands of jobs a second.

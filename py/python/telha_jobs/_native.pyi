@@ -6,12 +6,16 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, final
 
+from ._errors import TelhaError
+
 __all__ = [
     "CancelWait",
     "Job",
     "JobInfo",
     "Queue",
+    "Server",
     "__version__",
+    "connect",
     "decode_payload",
     "default_store_path",
     "encode_payload",
@@ -24,6 +28,18 @@ _Seconds = float | int | datetime.timedelta
 _Instant = float | int | datetime.datetime
 _ScopeArg = str | uuid.UUID
 _IdArg = str | uuid.UUID
+
+def connect(
+    url: str,
+    token: str | None = None,
+    *,
+    timeout: _Seconds | None = None,
+    ca_cert: str | os.PathLike[str] | None = None,
+) -> Queue:
+    """A :class:`Queue` over a ``telha serve`` server at ``url``
+    (``http://host:port``, ``https://`` for TLS; ``ca_cert``: a PEM CA to
+    trust). ``token`` defaults to ``$TELHA_TOKEN``; an unreachable server
+    raises :class:`StorageError` after ``timeout`` seconds (default 10)."""
 
 def default_store_path() -> str:
     """``$TELHA_DB`` when set, else ``./telha-data``."""
@@ -120,7 +136,8 @@ class JobInfo:
 
 @final
 class Queue:
-    """A durable job queue on a local store directory."""
+    """A durable job queue: a local store directory, or a client of a
+    ``telha serve`` server (:func:`telha_jobs.connect`)."""
 
     def __new__(
         cls,
@@ -139,7 +156,14 @@ class Queue:
         max_payload_bytes: int | None = None,
     ) -> Queue: ...
     @property
-    def path(self) -> str: ...
+    def path(self) -> str | None:
+        """The store directory; None for a remote queue."""
+    @property
+    def location(self) -> str:
+        """The store directory, or the server URL of a remote queue."""
+    @property
+    def remote(self) -> bool:
+        """Whether this queue is a client of a server."""
     @property
     def closed(self) -> bool: ...
     def close(self) -> None: ...
@@ -179,6 +203,11 @@ class Queue:
     ) -> list[Job]: ...
     def extend(self, jobs: Iterable[Job | str], worker_id: str) -> list[bool]: ...
     def complete(self, job: Job | str, result: Any = None) -> None: ...
+    def complete_many(
+        self, jobs: Iterable[Job | str], results: Iterable[Any] | None = None
+    ) -> list[TelhaError | None]:
+        """Complete a batch in one call and one atomic write; per job None
+        (completed) or the exception saying why not (``LeaseLost``, ...)."""
     def fail(self, job: Job | str, reason: str, *, retryable: bool = True) -> None: ...
     def release(self, job: Job | str) -> None: ...
     def retry(self, job_id: _IdArg) -> None: ...
@@ -193,6 +222,37 @@ class Queue:
         after: JobInfo | _IdArg | None = None,
     ) -> list[JobInfo]: ...
     def reap(self) -> dict[str, int]: ...
+    def serve(
+        self,
+        listen: str = "127.0.0.1:7450",
+        *,
+        token: str | None = None,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        metrics_listen: str | None = None,
+    ) -> Server:
+        """Serve this embedded queue to other processes (gRPC) from this one."""
     def purge(self, state: _State, before: _Instant) -> int: ...
     def stats(self) -> dict[str, dict[str, Any]]: ...
     def metrics(self) -> str: ...
+
+@final
+class Server:
+    """A server started by :meth:`Queue.serve`; stop it with :meth:`stop`
+    or a ``with`` block."""
+
+    @property
+    def address(self) -> str:
+        """``host:port`` it listens on."""
+    @property
+    def url(self) -> str:
+        """The URL for :func:`connect`."""
+    @property
+    def metrics_address(self) -> str | None:
+        """``host:port`` of the ``/metrics`` endpoint, if one was asked for."""
+    @property
+    def running(self) -> bool: ...
+    def stop(self, grace: _Seconds = 5.0) -> None:
+        """Stop serving; calls in flight get ``grace`` seconds to finish."""
+    def __enter__(self) -> Server: ...
+    def __exit__(self, *_exc: object) -> bool: ...

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from ._errors import LeaseLost, QueueClosed, TelhaError
 from ._lease import Lease, Permanent, _current
-from ._native import CancelWait, Job, JobInfo, Queue
+from ._native import CancelWait, Job, JobInfo, Queue, connect
 from .worker import default_worker_id, failure_reason
 
 __all__ = ["AsyncQueue", "AsyncWorker"]
@@ -50,6 +50,16 @@ class AsyncQueue:
         q = await loop.run_in_executor(None, functools.partial(Queue, path, **settings))
         return cls(q)
 
+    @classmethod
+    async def connect(
+        cls, url: str, token: str | None = None, *, timeout: float | None = None
+    ) -> AsyncQueue:
+        """Connect to a ``telha serve`` server off the event loop (see
+        :func:`telha_jobs.connect`)."""
+        loop = asyncio.get_running_loop()
+        q = await loop.run_in_executor(None, functools.partial(connect, url, token, timeout=timeout))
+        return cls(q)
+
     async def _call(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kw))
@@ -66,8 +76,14 @@ class AsyncQueue:
         await self.close()
 
     @property
-    def path(self) -> str:
+    def path(self) -> str | None:
+        """The store directory; None for a remote queue."""
         return self.queue.path
+
+    @property
+    def location(self) -> str:
+        """The store directory, or the server URL of a remote queue."""
+        return self.queue.location
 
     async def enqueue(self, kind: str, payload: Any = None, **options: Any) -> str:
         """As :meth:`Queue.enqueue`."""
@@ -126,6 +142,12 @@ class AsyncQueue:
 
     async def complete(self, job: Job, result: Any = None) -> None:
         await self._call(self.queue.complete, job, result)
+
+    async def complete_many(
+        self, jobs: Sequence[Job], results: Sequence[Any] | None = None
+    ) -> list[TelhaError | None]:
+        """As :meth:`Queue.complete_many`."""
+        return await self._call(self.queue.complete_many, jobs, results)
 
     async def fail(self, job: Job, reason: str, *, retryable: bool = True) -> None:
         await self._call(self.queue.fail, job, reason, retryable=retryable)
@@ -303,17 +325,24 @@ class AsyncWorker:
             now = time.time()
             due = [l for l in self._leases.values() if l.next_beat <= now]
             if due:
+                sent = time.time()
+                failed = False
                 try:
                     ok = await self.queue.extend([l.job for l in due], self.worker_id)
                 except QueueClosed:
                     return
                 except TelhaError as e:
                     log.error("worker %s: heartbeat failed: %s", self.worker_id, e)
-                    ok = [True] * len(due)
+                    # Unrenewed past its deadline, a lease is lost (see Worker).
+                    failed = True
+                    ok = [time.time() < l.expires for l in due]
                 now = time.time()
                 for lease, alive in zip(due, ok):
-                    if alive:
+                    if alive and failed:
+                        lease.next_beat = now + 0.1  # try again soon
+                    elif alive:
                         lease.next_beat = now + lease.ttl / 3
+                        lease.expires = sent + lease.ttl
                     else:
                         lease._mark_lost()
                         lease.next_beat = float("inf")

@@ -287,18 +287,25 @@ class Worker:
                     self._cond.wait(pause)
                     self._beat_at = 0.0
                     continue
+            sent = time.time()
+            failed = False
             try:
                 ok = q.extend([l.job for l in due], self.worker_id)
             except QueueClosed:
                 return
             except TelhaError as e:
                 log.error("worker %s: heartbeat failed: %s", self.worker_id, e)
-                time.sleep(0.1)
-                continue
+                # Unrenewed past its deadline (the server unreachable, say),
+                # a lease is lost: the handler is told, as when extend says so.
+                failed = True
+                ok = [time.time() < l.expires for l in due]
             now = time.time()
             for lease, alive in zip(due, ok):
-                if alive:
+                if alive and failed:
+                    lease.next_beat = now + 0.1  # try again soon
+                elif alive:
                     lease.next_beat = now + lease.ttl / 3
+                    lease.expires = sent + lease.ttl
                 else:
                     lease._mark_lost()
                     lease.next_beat = float("inf")

@@ -1,0 +1,185 @@
+//! Queues in other processes: `connect` (a `Queue` over a `telha serve`
+//! server, through `telha_jobs_client::RemoteQueue`) and `Server` (this
+//! process serving a queue it has open, through `telha_jobs_server::serve`).
+//!
+//! A remote queue is the same `Queue` class as an embedded one: both hold an
+//! `Arc<dyn JobStore>`, so every method, type and error is shared.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use telha_jobs_client::{ConnectOptions, RemoteQueue};
+use telha_jobs_server::{ServeOptions, ServerHandle, TlsPem};
+
+use crate::args;
+use crate::errors::{invalid, IntoPyResult};
+use crate::queue::Queue;
+
+/// How long `Server.stop()` lets in-flight calls finish by default.
+const STOP_GRACE_DEFAULT: Duration = Duration::from_secs(5);
+
+/// Connect to a `telha serve` server (`url`: `http://host:port`, or
+/// `https://` for TLS). Returns a `Queue` with the same methods, types and
+/// errors as an embedded one. `token`: the server's bearer token (default:
+/// `$TELHA_TOKEN`). `timeout`: how long to try to reach the server (seconds)
+/// before raising `StorageError`. `ca_cert`: for `https://`, a PEM file of
+/// the CA to trust instead of the public web roots (a self-signed server).
+#[pyfunction]
+#[pyo3(signature = (url, token=None, *, timeout=None, ca_cert=None))]
+// Field by field: `ConnectOptions` may grow fields.
+#[allow(clippy::field_reassign_with_default)]
+pub fn connect(
+    py: Python<'_>,
+    url: &str,
+    token: Option<String>,
+    timeout: Option<&Bound<'_, PyAny>>,
+    ca_cert: Option<PathBuf>,
+) -> PyResult<Queue> {
+    let mut o = ConnectOptions::default();
+    o.token = token.or_else(|| std::env::var("TELHA_TOKEN").ok().filter(|t| !t.is_empty()));
+    if let Some(t) = timeout {
+        o.connect_timeout = args::duration(t, "timeout")?;
+    }
+    if let Some(path) = ca_cert {
+        o.ca_cert_pem = Some(read_pem(py, &path, "ca_cert")?);
+    }
+    let url = url.to_owned();
+    let q = py
+        .detach(move || RemoteQueue::connect(&url, o))
+        .py_err(py)?;
+    Ok(Queue::from_store(Arc::new(q)))
+}
+
+fn read_pem(py: Python<'_>, path: &Path, what: &str) -> PyResult<Vec<u8>> {
+    std::fs::read(path).map_err(|e| {
+        invalid(
+            py,
+            format!("{what}: cannot read PEM file {}: {e}", path.display()),
+        )
+    })
+}
+
+/// A server started by `Queue.serve`: other processes reach the queue at
+/// `url`. `stop()` (or leaving a `with` block, or the process exiting)
+/// shuts it down; the queue itself stays open.
+#[pyclass(frozen, module = "telha_jobs", name = "Server")]
+pub struct Server {
+    handle: Mutex<Option<ServerHandle>>,
+    address: String,
+    metrics_address: Option<String>,
+    scheme: &'static str,
+}
+
+/// `Queue.serve`'s body: start serving `queue` in this process.
+// Field by field: `ServeOptions` may grow fields.
+#[allow(clippy::field_reassign_with_default)]
+pub fn serve(
+    py: Python<'_>,
+    queue: telha_jobs::Queue,
+    listen: &str,
+    token: Option<String>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    metrics_listen: Option<String>,
+) -> PyResult<Server> {
+    let tls = match (tls_cert, tls_key) {
+        (None, None) => None,
+        (Some(cert), Some(key)) => Some(TlsPem {
+            cert_pem: read_pem(py, &cert, "tls_cert")?,
+            key_pem: read_pem(py, &key, "tls_key")?,
+        }),
+        _ => {
+            return Err(invalid(
+                py,
+                "tls_cert and tls_key go together: give both PEM files, or neither",
+            ))
+        }
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let mut options = ServeOptions::default();
+    options.listen = listen.to_owned();
+    options.token = token;
+    options.tls = tls;
+    options.metrics_listen = metrics_listen;
+    let handle = py
+        .detach(move || telha_jobs_server::serve(queue, options))
+        .py_err(py)?;
+    Ok(Server {
+        address: handle.local_addr().to_string(),
+        metrics_address: handle.metrics_addr().map(|a| a.to_string()),
+        handle: Mutex::new(Some(handle)),
+        scheme,
+    })
+}
+
+impl Drop for Server {
+    /// A `Server` collected without `stop()` stops with the default grace,
+    /// without holding the GIL meanwhile (calls in flight may need it back).
+    fn drop(&mut self) {
+        let handle = self.handle.get_mut().ok().and_then(|h| h.take());
+        if let Some(h) = handle {
+            Python::attach(|py| py.detach(move || h.shutdown(STOP_GRACE_DEFAULT)));
+        }
+    }
+}
+
+#[pymethods]
+impl Server {
+    /// The address it listens on, `host:port` (the real port when
+    /// `listen` asked for port 0).
+    #[getter]
+    fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// `host:port` of the `/metrics` endpoint, when `metrics_listen` was given.
+    #[getter]
+    fn metrics_address(&self) -> Option<&str> {
+        self.metrics_address.as_deref()
+    }
+
+    /// The URL to pass to `telha_jobs.connect`.
+    #[getter]
+    fn url(&self) -> String {
+        format!("{}://{}", self.scheme, self.address)
+    }
+
+    /// Whether it is serving (`stop()` not called yet).
+    #[getter]
+    fn running(&self) -> bool {
+        self.handle.lock().is_ok_and(|h| h.is_some())
+    }
+
+    /// Stop serving: refuse new calls, end lease streams, let calls in
+    /// flight finish for up to `grace` seconds. Idempotent.
+    #[pyo3(signature = (grace=None), text_signature = "($self, grace=5.0)")]
+    fn stop(&self, py: Python<'_>, grace: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let grace = match grace {
+            Some(g) => args::duration(g, "grace")?,
+            None => STOP_GRACE_DEFAULT,
+        };
+        let handle = self.handle.lock().ok().and_then(|mut h| h.take());
+        if let Some(h) = handle {
+            py.detach(move || h.shutdown(grace));
+        }
+        Ok(())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.stop(py, None)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.running() { "" } else { ", stopped" };
+        format!("Server('{}'{state})", self.url())
+    }
+}
