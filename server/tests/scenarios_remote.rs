@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use telha_jobs::{
-    Config, EnqueueOptions, Enqueued, Error, Job, JobId, JobInfo, JobStore, LeaseOptions,
-    LeaseToken, ListPage, ListQuery, NewJob, PurgeReport, Queue, ReapReport, Result, State, Stats,
+    Config, EnqueueOptions, Enqueued, Job, JobId, JobInfo, JobStore, LeaseOptions, LeaseToken,
+    ListPage, ListQuery, NewJob, PurgeReport, Queue, ReapReport, Result, State, Stats,
 };
 use telha_jobs_client::{ConnectOptions, RemoteQueue};
 use telha_jobs_server::{serve, ServeOptions, ServerHandle};
