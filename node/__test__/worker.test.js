@@ -6,14 +6,15 @@ const { Worker, Permanent } = require('..')
 const { openTemp, sleep } = require('./helpers.js')
 
 test("the Worker's heartbeats keep a long job leased past its TTL", async (t) => {
-  // TTL 300 ms, a background reaper every 50 ms, a 1.5 s job: without
-  // heartbeats the lease would be reaped 5 times over.
-  const q = await openTemp(t, { leaseTtlMs: 300, reaperIntervalMs: 50 })
+  // TTL 1 s, a background reaper every 50 ms, a 3 s job: without
+  // heartbeats the lease would be reaped 3 times over. (A 300 ms TTL made
+  // this flaky on a loaded 2-core machine: one heartbeat late by a TTL.)
+  const q = await openTemp(t, { leaseTtlMs: 1000, reaperIntervalMs: 50 })
   const id = await q.enqueue('embed', { doc: 'long' })
   let aborted = false
   const w = new Worker(q, async (job, { signal }) => {
     signal.addEventListener('abort', () => { aborted = true })
-    await sleep(1500)
+    await sleep(3000)
     return { pages: 3 }
   }, { workerId: 'steady' })
   const done = new Promise((resolve) => w.once('completed', (job, result) => resolve({ job, result })))
