@@ -51,6 +51,20 @@ fn per_sec(n: usize, since: Instant) -> f64 {
     n as f64 / since.elapsed().as_secs_f64()
 }
 
+/// enqueue → lease_next → complete, one job at a time; closes `q`.
+fn lifecycle_per_sec(q: &Queue, n: usize, opts: &LeaseOptions) -> f64 {
+    let t = Instant::now();
+    for _ in 0..n {
+        q.enqueue("bench", PAYLOAD, EnqueueOptions::default())
+            .expect("enqueue");
+        let job = q.lease_next("w", opts).expect("lease").expect("a job");
+        q.complete(&job.token(), None).expect("complete");
+    }
+    let rate = per_sec(n, t);
+    q.close();
+    rate
+}
+
 fn main() {
     let n = arg("--n", 20_000);
     let batch = arg("--batch", 100).max(1);
@@ -130,16 +144,7 @@ fn main() {
     };
 
     if table {
-        let q = store("lifecycle");
-        let t = Instant::now();
-        for _ in 0..n {
-            q.enqueue("bench", PAYLOAD, EnqueueOptions::default())
-                .expect("enqueue");
-            let job = q.lease_next("w", &opts).expect("lease").expect("a job");
-            q.complete(&job.token(), None).expect("complete");
-        }
-        let lifecycle = per_sec(n, t);
-        q.close();
+        let lifecycle = lifecycle_per_sec(&store("lifecycle"), n, &opts);
         println!(
             "{{\"n\":{n},\"batch\":{batch},\"raw_put\":{raw:.0},\"raw_lifecycle\":{raw_lifecycle:.0},\
              \"raw_batch_lifecycle\":{raw_batch_lifecycle:.0},\"lifecycle\":{lifecycle:.0},\
@@ -208,16 +213,7 @@ fn main() {
     let lease_batch_complete_many = per_sec(n, t);
     q.close();
 
-    let q = store("lifecycle");
-    let t = Instant::now();
-    for _ in 0..n {
-        q.enqueue("bench", PAYLOAD, EnqueueOptions::default())
-            .expect("enqueue");
-        let job = q.lease_next("w", &opts).expect("lease").expect("a job");
-        q.complete(&job.token(), None).expect("complete");
-    }
-    let lifecycle = per_sec(n, t);
-    q.close();
+    let lifecycle = lifecycle_per_sec(&store("lifecycle"), n, &opts);
 
     let q = Arc::new(store("pollers"));
     let jobs: Vec<NewJob> = (0..n).map(|_| NewJob::new("bench", PAYLOAD)).collect();
