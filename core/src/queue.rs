@@ -131,13 +131,10 @@ impl Queue {
             .unwrap_or_else(|p| p.into_inner())
             .take();
         if let Some(e) = e {
-            // Wake our waiters so they see `closed`; if we held the last
-            // reference the engine stops its reaper and closes RocksDB here.
-            if Arc::strong_count(&e) == 1 {
-                e.begin_shutdown();
-            } else {
-                e.notifier.bump_always();
-            }
+            // Wake our waiters so they see `closed`; if ours was the last
+            // handle the engine stops its reaper and RocksDB closes when the
+            // last reference drops (here, unless a call is in progress).
+            e.release_handle();
         }
     }
 
@@ -345,9 +342,7 @@ impl Drop for Handle {
             .unwrap_or_else(|p| p.into_inner())
             .take()
         {
-            if Arc::strong_count(&e) == 1 {
-                e.begin_shutdown();
-            }
+            e.release_handle();
         }
     }
 }

@@ -102,3 +102,48 @@ fn closing_the_last_handle_stops_the_reaper_and_releases_the_store() {
     let q2 = Queue::open(dir.path(), other).unwrap();
     assert_eq!(q2.stats().unwrap().total.pending, 1);
 }
+
+#[test]
+fn close_releases_the_store_even_while_a_reaper_pass_is_running() {
+    // The reaper thread holds the engine for the length of each pass. A
+    // close landing inside a pass must still shut the engine down: the next
+    // open (here with another config, which may not share it) waits for
+    // RocksDB to close rather than finding the old engine alive. Each round
+    // leases 500 jobs on a 1 ms TTL, so the reaper is busy expiring them
+    // when the close comes.
+    let dir = tempfile::tempdir().unwrap();
+    let busy = Config {
+        reaper_interval: Duration::from_millis(1),
+        lease_ttl: Duration::from_millis(1),
+        max_attempts: 1000,
+        backoff: telha_jobs::Backoff {
+            base: Duration::from_millis(1),
+            factor: 1.0,
+            cap: Duration::from_millis(1),
+        },
+        ..Config::default()
+    };
+    let other = Config {
+        reaper_interval: Duration::ZERO,
+        ..busy.clone()
+    };
+    let q = Queue::open(dir.path(), busy.clone()).unwrap();
+    let jobs: Vec<_> = (0..500)
+        .map(|i| telha_jobs::NewJob::new("embed", format!("{i}").into_bytes()))
+        .collect();
+    q.enqueue_many(jobs).unwrap();
+    q.close();
+    for round in 0..30 {
+        let q = Queue::open(dir.path(), busy.clone()).unwrap();
+        let leased = q
+            .lease_many("w", 500, &telha_jobs::LeaseOptions::default())
+            .unwrap();
+        assert!(!leased.is_empty());
+        std::thread::sleep(Duration::from_millis(2));
+        q.close();
+        let q2 = Queue::open(dir.path(), other.clone())
+            .unwrap_or_else(|e| panic!("round {round}: reopen after close: {e}"));
+        assert_eq!(q2.stats().unwrap().total.completed, 0);
+        q2.close();
+    }
+}

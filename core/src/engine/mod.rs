@@ -96,6 +96,10 @@ pub(crate) struct Engine {
     pub rr: AtomicUsize,
     reaper: Mutex<Option<Reaper>>,
     pub shutting_down: AtomicBool,
+    /// `Queue` handles (opens, not clones) holding this engine. Counted apart
+    /// from the `Arc`'s references, which the reaper thread and calls in
+    /// progress also take for a moment. Changed under the registry lock.
+    handles: AtomicUsize,
     /// Recently seen corrupt records (bounded), for reports.
     pub corrupt_seen: Mutex<Vec<CorruptRecord>>,
     /// Where each (scope, priority) pruning pass resumes.
@@ -136,20 +140,28 @@ impl Engine {
             let mut reg = registry();
             let existing = reg.get(&canon).map(|w| (w.upgrade(), w.strong_count()));
             match existing {
-                Some((Some(e), _)) => {
-                    drop(reg);
+                Some((Some(e), _)) if !e.shutting_down.load(Ordering::SeqCst) => {
                     if e.cfg != cfg {
+                        drop(reg);
                         return Err(Error::invalid(format!(
                             "store {} is already open in this process with a different configuration",
                             canon.display()
                         )));
                     }
+                    // Under the registry lock: a close cannot reach zero
+                    // handles between the check above and this count.
+                    e.handles.fetch_add(1, Ordering::SeqCst);
+                    drop(reg);
                     return Ok(e);
                 }
-                Some((None, _)) => {
-                    // The last handle is closing it right now; wait for the
-                    // close to release RocksDB's lock, then open afresh.
+                Some(_) => {
+                    // The last handle is closing it right now (the engine
+                    // may still live for a moment in the reaper thread or a
+                    // call in progress); wait for the close to release
+                    // RocksDB's lock, then open afresh. The registry lock
+                    // goes first: dropping the last reference takes it.
                     drop(reg);
+                    drop(existing);
                     if started.elapsed() > Duration::from_secs(30) {
                         return Err(Error::Storage(format!(
                             "store {} did not finish closing within 30 s",
@@ -216,6 +228,7 @@ impl Engine {
             rr: AtomicUsize::new(0),
             reaper: Mutex::new(None),
             shutting_down: AtomicBool::new(false),
+            handles: AtomicUsize::new(1),
             corrupt_seen: Mutex::new(Vec::new()),
             prune_cursors: Mutex::new(HashMap::new()),
             read_only,
@@ -331,8 +344,29 @@ impl Engine {
         self.bands.activate(key.scope);
     }
 
+    /// A `Queue` handle lets go of this engine (close or drop). The last one
+    /// shuts it down: no new open shares it from then on, the reaper is
+    /// stopped (and joined, so its pass's reference is gone), waiters wake;
+    /// RocksDB closes when the last reference drops, at the latest when the
+    /// calls in progress end. Others only wake their waiters.
+    pub fn release_handle(self: Arc<Engine>) {
+        let last = {
+            let _reg = registry();
+            let last = self.handles.fetch_sub(1, Ordering::SeqCst) == 1;
+            if last {
+                self.shutting_down.store(true, Ordering::SeqCst);
+            }
+            last
+        };
+        if last {
+            self.begin_shutdown();
+        } else {
+            self.notifier.bump_always();
+        }
+    }
+
     /// Stop the reaper and wake every waiter; the engine is dropped when the
-    /// last handle lets go of it.
+    /// last reference lets go of it.
     pub fn begin_shutdown(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
         if let Some(r) = self.reaper.lock().unwrap_or_else(|p| p.into_inner()).take() {
