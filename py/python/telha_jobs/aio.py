@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from ._errors import LeaseLost, QueueClosed, TelhaError
 from ._lease import Lease, Permanent, _current
 from ._native import CancelWait, Job, JobInfo, Queue, connect
-from .worker import default_worker_id, failure_reason
+from .worker import after_heartbeat, default_worker_id, failure_reason
 
 __all__ = ["AsyncQueue", "AsyncWorker"]
 
@@ -336,15 +336,6 @@ class AsyncWorker:
                     # Unrenewed past its deadline, a lease is lost (see Worker).
                     failed = True
                     ok = [time.time() < l.expires for l in due]
-                now = time.time()
-                for lease, alive in zip(due, ok):
-                    if alive and failed:
-                        lease.next_beat = now + 0.1  # try again soon
-                    elif alive:
-                        lease.next_beat = now + lease.ttl / 3
-                        lease.expires = sent + lease.ttl
-                    else:
-                        lease._mark_lost()
-                        lease.next_beat = float("inf")
+                now = after_heartbeat(self.worker_id, due, ok, failed, sent)
             nxt = min((l.next_beat for l in self._leases.values()), default=now + 0.5)
             await asyncio.sleep(min(max(nxt - now, 0.01), 0.5))

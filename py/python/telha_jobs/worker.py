@@ -37,6 +37,28 @@ def failure_reason(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
+def after_heartbeat(
+    worker_id: str, due: Sequence[Lease], ok: Sequence[bool], failed: bool, sent: float
+) -> float:
+    """Book one heartbeat's answers (shared by `Worker` and `AsyncWorker`):
+    a renewed lease beats again a third of its TTL later and now expires a
+    TTL after `sent`; when the call itself `failed`, a lease still inside its
+    deadline is retried soon; a lease not renewed is flagged lost (its
+    handler is told). Returns the time it finished."""
+    now = time.time()
+    for lease, alive in zip(due, ok):
+        if alive and failed:
+            lease.next_beat = now + 0.1  # try again soon
+        elif alive:
+            lease.next_beat = now + lease.ttl / 3
+            lease.expires = sent + lease.ttl
+        else:
+            lease._mark_lost()
+            lease.next_beat = float("inf")
+            log.warning("worker %s: lease of %s lost", worker_id, lease.job.id)
+    return now
+
+
 class Worker:
     """Runs ``handler(job)`` for leased jobs on ``concurrency`` threads.
 
@@ -299,14 +321,4 @@ class Worker:
                 # a lease is lost: the handler is told, as when extend says so.
                 failed = True
                 ok = [time.time() < l.expires for l in due]
-            now = time.time()
-            for lease, alive in zip(due, ok):
-                if alive and failed:
-                    lease.next_beat = now + 0.1  # try again soon
-                elif alive:
-                    lease.next_beat = now + lease.ttl / 3
-                    lease.expires = sent + lease.ttl
-                else:
-                    lease._mark_lost()
-                    lease.next_beat = float("inf")
-                    log.warning("worker %s: lease of %s lost", self.worker_id, lease.job.id)
+            after_heartbeat(self.worker_id, due, ok, failed, sent)
