@@ -135,9 +135,10 @@ fn close_releases_the_store_even_while_a_reaper_pass_is_running() {
     q.close();
     for round in 0..30 {
         let q = Queue::open(dir.path(), busy.clone()).unwrap();
-        let leased = q
-            .lease_many("w", 500, &telha_jobs::LeaseOptions::default())
-            .unwrap();
+        // Right after an open the jobs may all still be leased (recovered
+        // from the last round, expired but not yet reaped): wait for them.
+        let wait = telha_jobs::LeaseOptions::default().wait(Duration::from_secs(10));
+        let leased = q.lease_many("w", 500, &wait).unwrap();
         assert!(!leased.is_empty());
         std::thread::sleep(Duration::from_millis(2));
         q.close();
