@@ -6,7 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value as Json};
 use telha_jobs::payload::{self, Value as Mp};
-use telha_jobs::{Event, JobInfo, StateCounts, Stats};
+use telha_jobs::{JobInfo, LogEntry, StateCounts, Stats};
 
 /// `2026-11-29T23:40:01.123Z`.
 pub fn time(ms: u64) -> String {
@@ -148,7 +148,7 @@ pub fn json_to_mp(v: &Json) -> Mp {
     }
 }
 
-fn event_json(e: &Event) -> Json {
+fn event_json(e: &LogEntry) -> Json {
     json!({"ts_ms": e.ts, "at": time(e.ts), "transition": e.transition, "detail": e.detail})
 }
 
@@ -204,6 +204,7 @@ pub fn job_text(j: &JobInfo) -> String {
         telha_jobs::State::Failed => "retry at",
         telha_jobs::State::Completed => "completed at",
         telha_jobs::State::Dead => "dead since",
+        _ => "state since",
     };
     field(when, time(j.state_ts));
     if let Some(w) = &j.worker_id {

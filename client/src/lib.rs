@@ -40,10 +40,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use telha_jobs::{
-    EnqueueOptions, Enqueued, Error, Job, JobId, JobInfo, JobStore, LeaseOptions, LeaseToken,
-    ListPage, ListQuery, NewJob, PurgeReport, ReapReport, Result, State, Stats,
+    Completion, EnqueueOptions, Enqueued, Error, Job, JobId, JobInfo, JobStore, LeaseOptions,
+    LeaseToken, ListPage, ListQuery, NewJob, PurgeReport, ReapReport, Result, State, Stats,
 };
-use telha_jobs_proto::convert as cv;
+use telha_jobs_proto::convert::{self as cv, encoding_to_pb};
 use telha_jobs_proto::status::{from_item_error, from_status};
 use telha_jobs_proto::v1 as pb;
 use telha_jobs_proto::v1::jobs_client::JobsClient;
@@ -461,26 +461,30 @@ impl JobStore for RemoteQueue {
             .collect())
     }
 
-    fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
+    fn complete_with(&self, c: Completion) -> Result<()> {
         let req = submit(
-            token,
+            &c.token,
             pb::submit_request::Outcome::Complete(pb::Complete {
-                result: result.map(<[u8]>::to_vec),
+                result: c.result,
+                result_encoding: encoding_to_pb(c.encoding),
             }),
         );
         self.call(|mut c| async move { c.submit(req).await })?;
         Ok(())
     }
 
-    fn complete_many(&self, items: Vec<(LeaseToken, Option<Vec<u8>>)>) -> Result<Vec<Result<()>>> {
+    fn complete_many(&self, items: Vec<Completion>) -> Result<Vec<Result<()>>> {
         let n = items.len();
         let req = pb::SubmitManyRequest {
             items: items
                 .into_iter()
-                .map(|(t, r)| {
+                .map(|c| {
                     submit(
-                        &t,
-                        pb::submit_request::Outcome::Complete(pb::Complete { result: r }),
+                        &c.token,
+                        pb::submit_request::Outcome::Complete(pb::Complete {
+                            result: c.result,
+                            result_encoding: encoding_to_pb(c.encoding),
+                        }),
                     )
                 })
                 .collect(),

@@ -100,7 +100,10 @@ fn main() {
         q.enqueue_many(jobs).expect("enqueue_many");
         let leased = q.lease_many("w", b, &opts).expect("lease_many");
         assert_eq!(leased.len(), b, "lease_many took fewer than were enqueued");
-        let items = leased.iter().map(|j| (j.token(), None)).collect();
+        let items = leased
+            .iter()
+            .map(|j| telha_jobs::Completion::new(j.token(), None))
+            .collect();
         for a in q.complete_many(items).expect("complete_many") {
             a.expect("complete");
         }
@@ -205,7 +208,10 @@ fn main() {
         let jobs = q.lease_many("w", batch, &opts).expect("lease_many");
         assert!(!jobs.is_empty(), "backlog ran dry at {done}");
         done += jobs.len();
-        let items = jobs.iter().map(|j| (j.token(), None)).collect();
+        let items = jobs
+            .iter()
+            .map(|j| telha_jobs::Completion::new(j.token(), None))
+            .collect();
         for a in q.complete_many(items).expect("complete_many") {
             a.expect("complete");
         }

@@ -9,10 +9,13 @@
 //! behaves the same in process and over the network.
 
 use crate::job::{
-    EnqueueOptions, Enqueued, Job, JobId, JobInfo, LeaseOptions, LeaseToken, ListPage, ListQuery,
-    NewJob, PurgeReport, ReapReport, State, Stats,
+    Completion, EnqueueOptions, Enqueued, Job, JobId, JobInfo, LeaseOptions, LeaseToken, ListPage,
+    ListQuery, NewJob, PurgeReport, ReapReport, State, Stats,
 };
 use crate::{Queue, Result};
+
+/// The most rows [`JobStore::list_full`] reads for one page.
+pub const LIST_FILL_ROWS: usize = 10 * crate::limits::LIST_SCAN_BUDGET;
 
 /// The queue's operations; see [`Queue`] for each one's contract.
 pub trait JobStore: Send + Sync + std::fmt::Debug {
@@ -29,9 +32,13 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     /// See [`Queue::extend`].
     fn extend(&self, tokens: &[LeaseToken], worker_id: &str) -> Result<Vec<Result<u64>>>;
     /// See [`Queue::complete`].
-    fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()>;
+    fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
+        self.complete_with(Completion::new(*token, result.map(<[u8]>::to_vec)))
+    }
+    /// See [`Queue::complete_with`].
+    fn complete_with(&self, completion: Completion) -> Result<()>;
     /// See [`Queue::complete_many`].
-    fn complete_many(&self, items: Vec<(LeaseToken, Option<Vec<u8>>)>) -> Result<Vec<Result<()>>>;
+    fn complete_many(&self, items: Vec<Completion>) -> Result<Vec<Result<()>>>;
     /// See [`Queue::fail`].
     fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()>;
     /// See [`Queue::release`].
@@ -42,6 +49,33 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     fn get(&self, id: &JobId) -> Result<Option<JobInfo>>;
     /// See [`Queue::list`].
     fn list(&self, query: &ListQuery) -> Result<ListPage>;
+    /// A full page: [`JobStore::list`] again and again until the page holds
+    /// `query.limit` jobs or the range ends, so a page shorter than `limit`
+    /// with no `next` is the end. Bounded all the same: it reads at most
+    /// [`LIST_FILL_ROWS`] rows (ten calls' worth) and then answers what it
+    /// has with a `next`. `corrupt` collects every call's skipped rows.
+    /// The one paging rule every front end uses (Python's `list`, Node's
+    /// `list`, the CLI).
+    fn list_full(&self, query: &ListQuery) -> Result<ListPage> {
+        let mut q = query.clone();
+        let mut out = ListPage {
+            jobs: Vec::new(),
+            next: None,
+            corrupt: Vec::new(),
+        };
+        for _ in 0..LIST_FILL_ROWS / crate::limits::LIST_SCAN_BUDGET {
+            q.limit = query.limit - out.jobs.len();
+            let page = self.list(&q)?;
+            out.jobs.extend(page.jobs);
+            out.corrupt.extend(page.corrupt);
+            out.next = page.next;
+            match &out.next {
+                Some(n) if out.jobs.len() < query.limit => q.after = Some(n.clone()),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
     /// See [`Queue::reap`].
     fn reap(&self) -> Result<ReapReport>;
     /// See [`Queue::purge`].
@@ -85,7 +119,10 @@ impl JobStore for Queue {
     fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
         Queue::complete(self, token, result)
     }
-    fn complete_many(&self, items: Vec<(LeaseToken, Option<Vec<u8>>)>) -> Result<Vec<Result<()>>> {
+    fn complete_with(&self, completion: Completion) -> Result<()> {
+        Queue::complete_with(self, completion)
+    }
+    fn complete_many(&self, items: Vec<Completion>) -> Result<Vec<Result<()>>> {
         Queue::complete_many(self, items)
     }
     fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {

@@ -25,6 +25,9 @@ pub enum ErrorKind {
     Corruption,
     /// The queue handle was closed.
     Closed,
+    /// The store was written in a format this build cannot open (a newer
+    /// build's); nothing in it was changed.
+    UnsupportedFormat,
 }
 
 impl ErrorKind {
@@ -38,11 +41,12 @@ impl ErrorKind {
             ErrorKind::Storage => "STORAGE",
             ErrorKind::Corruption => "CORRUPTION",
             ErrorKind::Closed => "CLOSED",
+            ErrorKind::UnsupportedFormat => "UNSUPPORTED_FORMAT",
         }
     }
 
     /// Every kind, in the order of their stable numbering (C status `index + 1`).
-    pub const ALL: [ErrorKind; 7] = [
+    pub const ALL: [ErrorKind; 8] = [
         ErrorKind::InvalidArgument,
         ErrorKind::NotFound,
         ErrorKind::Aborted,
@@ -50,6 +54,7 @@ impl ErrorKind {
         ErrorKind::Storage,
         ErrorKind::Corruption,
         ErrorKind::Closed,
+        ErrorKind::UnsupportedFormat,
     ];
 }
 
@@ -96,6 +101,11 @@ pub enum Error {
     /// This handle was closed (before or during the call).
     #[error("queue is closed")]
     Closed,
+
+    /// The store's format marker names a format this build cannot open;
+    /// the message names the store, its format and what this build supports.
+    #[error("unsupported store format: {0}")]
+    UnsupportedFormat(String),
 }
 
 impl Error {
@@ -109,6 +119,7 @@ impl Error {
             Error::Storage(_) => ErrorKind::Storage,
             Error::Corruption(_) => ErrorKind::Corruption,
             Error::Closed => ErrorKind::Closed,
+            Error::UnsupportedFormat(_) => ErrorKind::UnsupportedFormat,
         }
     }
 
@@ -117,6 +128,7 @@ impl Error {
     }
 }
 
+#[cfg(feature = "rocksdb")]
 impl From<rocksdb::Error> for Error {
     fn from(e: rocksdb::Error) -> Self {
         match e.kind() {

@@ -1,303 +1,23 @@
-//! The public vocabulary: ids, scopes, kinds, states, and what the operations
-//! take and return.
+//! What the operations take and return.
+//!
+//! The vocabulary this builds on lives in its own modules and is
+//! re-exported here and at the crate root: ids and scopes ([`crate::ids`]),
+//! kinds ([`crate::kind`]), states ([`crate::state`]), events
+//! ([`crate::event`]) and limits ([`crate::limits`]).
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use uuid::Uuid;
-
 use crate::error::{Error, Result};
-
-/// A job's id: a UUIDv7 (time-ordered). Its text form is the canonical UUID string.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct JobId(pub(crate) Uuid);
-
-impl JobId {
-    /// A UUIDv7 (RFC 9562, method 3): 48 bits of Unix ms, then a counter
-    /// seeded at random each millisecond, so ids are unique and strictly
-    /// increasing within the process (FIFO within a millisecond) without a
-    /// getrandom call per id.
-    pub(crate) fn new_v7() -> Self {
-        use std::sync::Mutex;
-        static STATE: Mutex<(u64, u128)> = Mutex::new((0, 0));
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        let mut st = STATE.lock().unwrap_or_else(|p| p.into_inner());
-        // 74 bits of counter below the timestamp (the version and variant
-        // bits are cut out of them when the id is assembled).
-        let counter = if now > st.0 {
-            st.0 = now;
-            seed() & ((1u128 << 73) - 1) // top bit clear: room to count up
-        } else {
-            st.1.wrapping_add(1)
-        };
-        st.1 = counter;
-        let ms = st.0 as u128 & ((1 << 48) - 1);
-        drop(st);
-        let rand_a = (counter >> 62) & 0xFFF;
-        let rand_b = counter & ((1u128 << 62) - 1);
-        let v = (ms << 80) | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b;
-        JobId(Uuid::from_u128(v))
-    }
-    /// The id with these 16 bytes (big-endian UUID layout, as in row keys).
-    /// Any bytes are accepted; whether such a job exists is up to the store.
-    pub fn from_bytes(b: [u8; 16]) -> Self {
-        JobId(Uuid::from_bytes(b))
-    }
-    /// The 16 bytes, as stored in row keys.
-    pub fn as_bytes(&self) -> &[u8; 16] {
-        self.0.as_bytes()
-    }
-    /// The id as a [`Uuid`].
-    pub fn as_uuid(&self) -> Uuid {
-        self.0
-    }
-}
-
-/// 128 bits of per-process randomness, refreshed cheaply (std's hasher keys
-/// come from the OS once; a counter makes each call differ).
-fn seed() -> u128 {
-    use std::hash::BuildHasher;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::OnceLock;
-    static KEYS: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
-    static N: AtomicU64 = AtomicU64::new(0);
-    let k = KEYS.get_or_init(std::collections::hash_map::RandomState::new);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    ((k.hash_one(n) as u128) << 64) | k.hash_one(!n) as u128
-}
-
-impl fmt::Display for JobId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.hyphenated().fmt(f)
-    }
-}
-
-impl FromStr for JobId {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Uuid::parse_str(s.trim())
-            .map(JobId)
-            .map_err(|e| Error::invalid(format!("malformed job id {s:?}: {e}")))
-    }
-}
-
-/// A tenant scope: a 16-byte UUID. The nil UUID is the system scope, the only
-/// home of `system:*` kinds and the default when an enqueue names no scope.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct Scope(pub(crate) Uuid);
-
-impl Scope {
-    /// The system scope (nil UUID).
-    pub const SYSTEM: Scope = Scope(Uuid::nil());
-
-    /// The scope of tenant `u`; the nil UUID is [`Scope::SYSTEM`].
-    pub fn from_uuid(u: Uuid) -> Self {
-        Scope(u)
-    }
-    /// The scope with these 16 bytes (big-endian UUID layout, as in row keys).
-    pub fn from_bytes(b: [u8; 16]) -> Self {
-        Scope(Uuid::from_bytes(b))
-    }
-    /// The 16 bytes, as stored in row keys.
-    pub fn as_bytes(&self) -> &[u8; 16] {
-        self.0.as_bytes()
-    }
-    /// True for the system (nil) scope, the only home of `system:*` kinds.
-    pub fn is_system(&self) -> bool {
-        self.0.is_nil()
-    }
-}
-
-impl fmt::Display for Scope {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.hyphenated().fmt(f)
-    }
-}
-
-impl FromStr for Scope {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Uuid::parse_str(s.trim())
-            .map(Scope)
-            .map_err(|e| Error::invalid(format!("malformed scope {s:?}: {e}")))
-    }
-}
-
-/// The largest kind, in bytes.
-pub const MAX_KIND_LEN: usize = 64;
-/// The largest idempotency key, in bytes.
-pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 512;
-/// The largest worker id, in bytes.
-pub const MAX_WORKER_ID_LEN: usize = 256;
-
-/// Check a kind: 1–64 bytes of lowercase ASCII letters, digits and `_ - . :`.
-pub fn validate_kind(kind: &str) -> Result<()> {
-    if kind.is_empty() || kind.len() > MAX_KIND_LEN {
-        return Err(Error::invalid(format!(
-            "kind must be 1 to {MAX_KIND_LEN} bytes, got {} ({kind:?})",
-            kind.len()
-        )));
-    }
-    if let Some(c) = kind
-        .chars()
-        .find(|c| !matches!(c, 'a'..='z' | '0'..='9' | '_' | '-' | '.' | ':'))
-    {
-        return Err(Error::invalid(format!(
-            "kind {kind:?} has {c:?}; kinds use lowercase ASCII letters, digits and _ - . :"
-        )));
-    }
-    Ok(())
-}
-
-/// The part of a kind before its first `:` (the whole kind when it has none).
-pub fn family(kind: &str) -> &str {
-    kind.split(':').next().unwrap_or(kind)
-}
-
-pub(crate) fn validate_worker_id(w: &str) -> Result<()> {
-    if w.is_empty() || w.len() > MAX_WORKER_ID_LEN {
-        return Err(Error::invalid(format!(
-            "worker id must be 1 to {MAX_WORKER_ID_LEN} bytes, got {}",
-            w.len()
-        )));
-    }
-    Ok(())
-}
-
-/// One element of a kind filter: an exact kind, or a family (`ingest:*`).
-/// Build it with `str::parse`, which validates the kind syntax
-/// (`InvalidArgument` otherwise); the variants themselves are not checked.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum KindPattern {
-    /// Matches this kind only.
-    Exact(String),
-    /// Matches the kind equal to the family and every kind starting `family:`.
-    Family(String),
-}
-
-impl KindPattern {
-    /// Whether a job of `kind` is selected by this pattern.
-    pub fn matches(&self, kind: &str) -> bool {
-        match self {
-            KindPattern::Exact(k) => k == kind,
-            KindPattern::Family(f) => family(kind) == f,
-        }
-    }
-}
-
-impl FromStr for KindPattern {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        if let Some(f) = s.strip_suffix(":*") {
-            validate_kind(f)?;
-            if f.contains(':') {
-                return Err(Error::invalid(format!(
-                    "kind pattern {s:?}: a family is the part before the first ':'"
-                )));
-            }
-            Ok(KindPattern::Family(f.to_string()))
-        } else {
-            validate_kind(s)?;
-            Ok(KindPattern::Exact(s.to_string()))
-        }
-    }
-}
-
-impl fmt::Display for KindPattern {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KindPattern::Exact(k) => f.write_str(k),
-            KindPattern::Family(fam) => write!(f, "{fam}:*"),
-        }
-    }
-}
-
-/// A job's state. The byte is part of the row key and never changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum State {
-    /// Waiting for a worker; leasable from its ready-at.
-    Pending,
-    /// Held by a worker until its lease deadline.
-    Leased,
-    /// Failed retryably; leasable again from its retry-at.
-    Failed,
-    /// Done; pruned once older than `completed_retention`.
-    Completed,
-    /// Out of attempts or failed as not retryable; kept until an operator
-    /// `retry`.
-    Dead,
-}
-
-impl State {
-    /// Every state, in the order of their stable bytes (pending 1 … dead 5).
-    pub const ALL: [State; 5] = [
-        State::Pending,
-        State::Leased,
-        State::Failed,
-        State::Completed,
-        State::Dead,
-    ];
-
-    /// The lowercase name (`"pending"`, …), which `str::parse` reads back.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Pending => "pending",
-            State::Leased => "leased",
-            State::Failed => "failed",
-            State::Completed => "completed",
-            State::Dead => "dead",
-        }
-    }
-
-    pub(crate) fn byte(self) -> u8 {
-        match self {
-            State::Pending => 1,
-            State::Leased => 2,
-            State::Failed => 3,
-            State::Completed => 4,
-            State::Dead => 5,
-        }
-    }
-
-    pub(crate) fn from_byte(b: u8) -> Option<State> {
-        Some(match b {
-            1 => State::Pending,
-            2 => State::Leased,
-            3 => State::Failed,
-            4 => State::Completed,
-            5 => State::Dead,
-            _ => return None,
-        })
-    }
-
-    pub(crate) fn index(self) -> usize {
-        self.byte() as usize - 1
-    }
-}
-
-impl fmt::Display for State {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for State {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        State::ALL
-            .into_iter()
-            .find(|st| st.as_str() == s)
-            .ok_or_else(|| {
-                Error::invalid(format!(
-                    "unknown state {s:?}; one of pending, leased, failed, completed, dead"
-                ))
-            })
-    }
-}
+pub use crate::event::{Event, LogEntry};
+pub use crate::ids::{JobId, Scope};
+pub use crate::kind::{family, validate_kind, KindPattern};
+pub use crate::limits::{
+    validate_worker_id, MAX_IDEMPOTENCY_KEY_LEN, MAX_KIND_LEN, MAX_WORKER_ID_LEN,
+};
+use crate::payload::Encoding;
+pub use crate::state::{PerState, State, StateCounts};
 
 /// Options of one enqueue. All optional; see the field docs for defaults.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -314,6 +34,9 @@ pub struct EnqueueOptions {
     pub idempotency_key: Option<String>,
     /// Per-job attempt ceiling (over the per-kind and global ones).
     pub max_attempts: Option<u32>,
+    /// How the payload was made, so every front end hands it back as it
+    /// was given (default [`Encoding::Unknown`]: read by looking).
+    pub encoding: Encoding,
 }
 
 impl EnqueueOptions {
@@ -349,6 +72,12 @@ impl EnqueueOptions {
     /// enqueue), over the per-kind and global `max_attempts`.
     pub fn max_attempts(mut self, n: u32) -> Self {
         self.max_attempts = Some(n);
+        self
+    }
+    /// Record how the payload was made ([`Encoding::Bytes`] for a caller's
+    /// own bytes, [`Encoding::Value`] for [`crate::payload::encode`]d values).
+    pub fn encoding(mut self, e: Encoding) -> Self {
+        self.encoding = e;
         self
     }
 }
@@ -399,6 +128,7 @@ pub struct LeaseOptions {
     /// Block up to this long for work (woken by enqueue, not by polling).
     pub wait: Option<Duration>,
     /// Ends the wait early when cancelled (from any thread).
+    #[cfg(feature = "rocksdb")]
     pub cancel: Option<crate::cancel::CancelWait>,
 }
 
@@ -423,6 +153,7 @@ impl LeaseOptions {
     }
     /// End the wait early when `c` is cancelled: the call then returns what
     /// it has (usually nothing), not an error.
+    #[cfg(feature = "rocksdb")]
     pub fn cancel(mut self, c: crate::cancel::CancelWait) -> Self {
         self.cancel = Some(c);
         self
@@ -480,8 +211,14 @@ pub struct Job {
     pub max_attempts: u32,
     /// The lease generation; see [`Job::token`].
     pub generation: u64,
-    /// Lease deadline, ms since the epoch.
+    /// Lease deadline, ms since the epoch, on the clock of the store's
+    /// owner (for a remote queue, the server's).
     pub deadline: u64,
+    /// The lease TTL this lease was granted with, in ms: heartbeat well
+    /// within it (`deadline - now` is wrong when the clocks differ).
+    pub lease_ttl_ms: u64,
+    /// How the payload was made.
+    pub payload_encoding: Encoding,
     /// 0 most urgent … 255 least.
     pub priority: u8,
     /// The worker the lease was granted to.
@@ -496,19 +233,6 @@ impl Job {
             generation: self.generation,
         }
     }
-}
-
-/// One entry of a job's event log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
-    /// ms since the epoch.
-    pub ts: u64,
-    /// `enqueued`, `leased`, `completed`, `failed`, `dead`, `lease_expired`,
-    /// `released`, `retried`.
-    pub transition: String,
-    /// Free text such as the worker, the attempt or the failure reason
-    /// (at most 4096 bytes).
-    pub detail: String,
 }
 
 /// Everything known about a job (for `get`, `list`, operators).
@@ -530,7 +254,10 @@ pub struct JobInfo {
     pub state_ts: u64,
     /// Failed attempts so far (an operator `retry` resets it to 0).
     pub attempts: u32,
-    /// The effective ceiling (per job > per kind > global).
+    /// The effective ceiling: the job's own `max_attempts` if it has one;
+    /// else, once an attempt has failed, the ceiling that decided it (what
+    /// the owner's config said then, recorded with the job); else the
+    /// per-kind, then global `max_attempts` of this handle's config.
     pub max_attempts: u32,
     /// How many times the job has been leased (the current or last lease's
     /// generation).
@@ -550,10 +277,47 @@ pub struct JobInfo {
     pub idempotency_key: Option<String>,
     /// When it was enqueued, ms since the epoch.
     pub created_at: u64,
-    /// The event log, oldest first: at most the newest 64 events.
-    pub events: Vec<Event>,
-    /// How many older events were dropped to keep the log bounded.
+    /// The event log, oldest first: one folded `attempt` entry per
+    /// attempt whose own entries no longer fit (at most 1,000), then the
+    /// newest entries in full (at most 64).
+    pub events: Vec<LogEntry>,
+    /// How many entries were dropped (not folded) to keep the log bounded.
     pub dropped_events: u32,
+    /// How the payload was made.
+    pub payload_encoding: Encoding,
+    /// How the result was made.
+    pub result_encoding: Encoding,
+    /// This job's place in `list` order: pass it as [`ListQuery::after`]
+    /// to list what comes after it.
+    pub cursor: String,
+}
+
+/// One completion for [`crate::Queue::complete_many`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    /// The lease being completed.
+    pub token: LeaseToken,
+    /// The result to keep with the job, if any (at most `max_payload_bytes`).
+    pub result: Option<Vec<u8>>,
+    /// How the result was made.
+    pub encoding: Encoding,
+}
+
+impl From<(LeaseToken, Option<Vec<u8>>)> for Completion {
+    fn from((token, result): (LeaseToken, Option<Vec<u8>>)) -> Self {
+        Completion::new(token, result)
+    }
+}
+
+impl Completion {
+    /// Complete `token` with `result` (its encoding not recorded).
+    pub fn new(token: LeaseToken, result: Option<Vec<u8>>) -> Self {
+        Completion {
+            token,
+            result,
+            encoding: Encoding::Unknown,
+        }
+    }
 }
 
 /// A record that did not decode, as reported by `list` and `reap`.
@@ -577,7 +341,8 @@ pub struct ListQuery {
     /// Only jobs whose kind matches. Filtered as rows are read, so a rare
     /// kind can give short pages (see [`ListPage::next`]).
     pub kind: Option<KindPattern>,
-    /// The most jobs per page: 1 to 10,000 (default 100).
+    /// The most jobs per page: 1 to [`crate::limits::MAX_LIST_LIMIT`]
+    /// (default 100).
     pub limit: usize,
     /// The previous page's `next`; `None` starts at the beginning.
     pub after: Option<String>,
@@ -606,48 +371,6 @@ pub struct ListPage {
     pub next: Option<String>,
     /// Rows on this page's range that did not decode (skipped).
     pub corrupt: Vec<CorruptRecord>,
-}
-
-/// Job counts per state.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StateCounts {
-    /// Jobs waiting to be leased (including delayed ones).
-    pub pending: u64,
-    /// Jobs held by a worker.
-    pub leased: u64,
-    /// Jobs failed retryably, leasable again from their retry-at.
-    pub failed: u64,
-    /// Completed jobs not yet pruned.
-    pub completed: u64,
-    /// Dead-lettered jobs.
-    pub dead: u64,
-}
-
-impl StateCounts {
-    /// The count for state `s`.
-    pub fn get(&self, s: State) -> u64 {
-        match s {
-            State::Pending => self.pending,
-            State::Leased => self.leased,
-            State::Failed => self.failed,
-            State::Completed => self.completed,
-            State::Dead => self.dead,
-        }
-    }
-    pub(crate) fn from_array(a: [i64; 5]) -> Self {
-        let g = |s: State| a[s.index()].max(0) as u64;
-        StateCounts {
-            pending: g(State::Pending),
-            leased: g(State::Leased),
-            failed: g(State::Failed),
-            completed: g(State::Completed),
-            dead: g(State::Dead),
-        }
-    }
-    /// The sum over every state.
-    pub fn total(&self) -> u64 {
-        self.pending + self.leased + self.failed + self.completed + self.dead
-    }
 }
 
 /// Exact counts, kept in the same batches as the moves (never a scan).
@@ -679,24 +402,4 @@ pub struct PurgeReport {
     pub purged: usize,
     /// Rows in range that did not decode (kept, not deleted).
     pub corrupt: Vec<CorruptRecord>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn job_ids_are_v7_unique_and_increasing() {
-        let ids: Vec<JobId> = (0..10_000).map(|_| JobId::new_v7()).collect();
-        assert!(ids.windows(2).all(|w| w[0] < w[1]));
-        assert!(ids.iter().all(|i| i.0.get_version_num() == 7));
-        assert!(ids
-            .iter()
-            .all(|i| i.0.get_variant() == uuid::Variant::RFC4122));
-        let ms = ids[0].0.get_timestamp().unwrap().to_unix();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap();
-        assert!(now.as_secs().abs_diff(ms.0) < 5);
-    }
 }

@@ -18,34 +18,61 @@
 //!
 //! See `docs/ARCHITECTURE.md` for the key layout, the threading model and
 //! durability.
+//!
+//! # Features
+//!
+//! `rocksdb` (on by default) is the store: the engine, [`Queue`], the
+//! reaper. Without it the crate is the vocabulary and the decoders alone
+//! (ids, kinds, states, records, keys, the payload convention, config):
+//! what the fuzz targets build, with no C++ to compile.
 
 #![warn(missing_docs)]
+#![cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
 
+#[cfg(feature = "rocksdb")]
 mod api;
 pub mod backoff;
+#[cfg(feature = "rocksdb")]
 mod cancel;
 pub mod clock;
 pub mod config;
+#[cfg(feature = "rocksdb")]
 mod engine;
 pub mod error;
+pub mod event;
+pub mod ids;
 pub mod job;
+pub mod kind;
+pub mod limits;
+#[cfg(feature = "rocksdb")]
 mod metrics;
 pub mod payload;
+#[cfg(feature = "rocksdb")]
 mod queue;
+#[cfg(feature = "rocksdb")]
 mod reaper;
+pub mod state;
 pub mod store;
 
+#[cfg(feature = "rocksdb")]
 pub use api::JobStore;
+#[cfg(feature = "rocksdb")]
 pub use cancel::CancelWait;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{Backoff, Config, KindConfig};
 pub use error::{Error, ErrorKind, Result};
+pub use event::{Event, LogEntry};
+pub use ids::{JobId, Scope};
 pub use job::{
-    CorruptRecord, EnqueueOptions, Enqueued, Event, Job, JobId, JobInfo, KindPattern, LeaseOptions,
-    LeaseToken, ListPage, ListQuery, NewJob, PurgeReport, ReapReport, Scope, State, StateCounts,
-    Stats,
+    Completion, CorruptRecord, EnqueueOptions, Enqueued, Job, JobInfo, LeaseOptions, LeaseToken,
+    ListPage, ListQuery, NewJob, PurgeReport, ReapReport, Stats,
 };
+pub use kind::KindPattern;
+pub use payload::Encoding;
+#[cfg(feature = "rocksdb")]
 pub use queue::{CheckReport, Queue};
+pub use state::{PerState, State, StateCounts};
+pub use store::format::StoreFormat;
 
 /// The embedded default store: `$TELHA_DB` when set, else `./telha-data`.
 pub fn default_store_path() -> std::path::PathBuf {

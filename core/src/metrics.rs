@@ -8,72 +8,26 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::RwLock;
 
+use crate::event::Event;
 use crate::job::{State, StateCounts, Stats};
-
-/// Transitions counted since the process opened the store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Transition {
-    Enqueued,
-    Leased,
-    Extended,
-    Completed,
-    Failed,
-    Dead,
-    LeaseExpired,
-    Released,
-    Retried,
-    Pruned,
-    Purged,
-}
-
-impl Transition {
-    const ALL: [Transition; 11] = [
-        Transition::Enqueued,
-        Transition::Leased,
-        Transition::Extended,
-        Transition::Completed,
-        Transition::Failed,
-        Transition::Dead,
-        Transition::LeaseExpired,
-        Transition::Released,
-        Transition::Retried,
-        Transition::Pruned,
-        Transition::Purged,
-    ];
-
-    fn name(self) -> &'static str {
-        match self {
-            Transition::Enqueued => "enqueued",
-            Transition::Leased => "leased",
-            Transition::Extended => "extended",
-            Transition::Completed => "completed",
-            Transition::Failed => "failed",
-            Transition::Dead => "dead",
-            Transition::LeaseExpired => "lease_expired",
-            Transition::Released => "released",
-            Transition::Retried => "retried",
-            Transition::Pruned => "pruned",
-            Transition::Purged => "purged",
-        }
-    }
-}
+use crate::state::PerState;
 
 /// The in-memory mirror of the counters column family. The disk copy is
 /// updated by merge operands in the same batch as each move; this copy after
 /// the commit, so `stats()` is a map read.
 #[derive(Debug, Default)]
 pub(crate) struct Counts {
-    by_kind: RwLock<HashMap<String, [AtomicI64; 5]>>,
+    by_kind: RwLock<HashMap<String, [AtomicI64; State::COUNT]>>,
 }
 
 impl Counts {
-    pub fn add(&self, kind: &str, delta: &[i64; 5]) {
+    pub fn add(&self, kind: &str, delta: &PerState<i64>) {
         {
             let r = self.by_kind.read().unwrap_or_else(|p| p.into_inner());
             if let Some(c) = r.get(kind) {
-                for (a, d) in c.iter().zip(delta) {
-                    if *d != 0 {
-                        a.fetch_add(*d, Ordering::Relaxed);
+                for (a, d) in c.iter().zip(delta.0) {
+                    if d != 0 {
+                        a.fetch_add(d, Ordering::Relaxed);
                     }
                 }
                 return;
@@ -81,47 +35,33 @@ impl Counts {
         }
         let mut w = self.by_kind.write().unwrap_or_else(|p| p.into_inner());
         let c = w.entry(kind.to_string()).or_default();
-        for (a, d) in c.iter().zip(delta) {
-            a.fetch_add(*d, Ordering::Relaxed);
+        for (a, d) in c.iter().zip(delta.0) {
+            a.fetch_add(d, Ordering::Relaxed);
         }
     }
 
     pub fn stats(&self) -> Stats {
         let r = self.by_kind.read().unwrap_or_else(|p| p.into_inner());
         let mut by_kind = BTreeMap::new();
-        let mut total = [0i64; 5];
+        let mut total = PerState::<i64>::default();
         for (k, c) in r.iter() {
-            let a: [i64; 5] = std::array::from_fn(|i| c[i].load(Ordering::Relaxed));
-            if a.iter().all(|x| *x == 0) {
+            let a = PerState(std::array::from_fn(|i| c[i].load(Ordering::Relaxed)));
+            if a.is_zero() {
                 continue;
             }
-            for (t, x) in total.iter_mut().zip(a) {
-                *t += x;
-            }
-            by_kind.insert(k.clone(), StateCounts::from_array(a));
+            total.add(&a);
+            by_kind.insert(k.clone(), StateCounts::from_per_state(&a));
         }
         Stats {
             by_kind,
-            total: StateCounts::from_array(total),
+            total: StateCounts::from_per_state(&total),
         }
     }
-}
-
-/// A counter delta for one kind: `from` loses one job, `to` gains one.
-pub(crate) fn delta(from: Option<State>, to: Option<State>) -> [i64; 5] {
-    let mut d = [0i64; 5];
-    if let Some(f) = from {
-        d[f.index()] -= 1;
-    }
-    if let Some(t) = to {
-        d[t.index()] += 1;
-    }
-    d
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
-    transitions: [AtomicU64; Transition::ALL.len()],
+    transitions: [AtomicU64; Event::ALL.len()],
     pub corrupt_records: AtomicU64,
     pub reaper_passes: AtomicU64,
     /// Background reaper passes that failed (storage errors).
@@ -129,14 +69,14 @@ pub(crate) struct Metrics {
 }
 
 impl Metrics {
-    pub fn count(&self, t: Transition, n: u64) {
+    pub fn count(&self, e: Event, n: u64) {
         if n > 0 {
-            self.transitions[t as usize].fetch_add(n, Ordering::Relaxed);
+            self.transitions[e.index()].fetch_add(n, Ordering::Relaxed);
         }
     }
 
-    pub fn get(&self, t: Transition) -> u64 {
-        self.transitions[t as usize].load(Ordering::Relaxed)
+    pub fn get(&self, e: Event) -> u64 {
+        self.transitions[e.index()].load(Ordering::Relaxed)
     }
 
     /// Prometheus text exposition format (version 0.0.4).
@@ -178,7 +118,7 @@ impl Metrics {
             "counter",
             "State transitions since the store was opened.",
         );
-        for t in Transition::ALL {
+        for t in Event::ALL {
             let _ = writeln!(
                 o,
                 "telha_jobs_transitions_total{{transition=\"{}\"}} {}",

@@ -22,6 +22,64 @@ pub const MAX_DEPTH: usize = 256;
 
 pub use rmpv::Value;
 
+/// How the bytes of a payload or result were made, recorded with them so
+/// every front end hands back exactly what it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Encoding {
+    /// Not recorded (rows written before encodings were, and callers that
+    /// do not say, such as C and Rust by default): read by looking, as
+    /// before: bytes that follow the convention decode as a value.
+    #[default]
+    Unknown,
+    /// The caller's own bytes (a Python `bytes`, a Node `Buffer`): always
+    /// read back as bytes, even when they happen to look like the
+    /// convention.
+    Bytes,
+    /// A value encoded by [`encode`] (a dict, a plain object, …): read back
+    /// as that value.
+    Value,
+}
+
+impl Encoding {
+    /// The stable number stored in a record (`0` is never stored).
+    pub fn code(self) -> u8 {
+        match self {
+            Encoding::Unknown => 0,
+            Encoding::Bytes => 1,
+            Encoding::Value => 2,
+        }
+    }
+
+    /// The encoding stored as `code`; an unknown number reads as
+    /// [`Encoding::Unknown`] (look at the bytes).
+    pub fn from_code(code: u64) -> Encoding {
+        match code {
+            1 => Encoding::Bytes,
+            2 => Encoding::Value,
+            _ => Encoding::Unknown,
+        }
+    }
+
+    /// The lowercase name: `unknown`, `bytes`, `value`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::Unknown => "unknown",
+            Encoding::Bytes => "bytes",
+            Encoding::Value => "value",
+        }
+    }
+}
+
+/// What a front end should hand back for `bytes` written with `encoding`:
+/// `Some(value)` to return a decoded value, `None` to return the bytes.
+pub fn read(bytes: &[u8], encoding: Encoding) -> Option<Value> {
+    match encoding {
+        Encoding::Bytes => None,
+        Encoding::Value | Encoding::Unknown => decode(bytes),
+    }
+}
+
 /// Encode `v` as a convention payload: the version byte, then msgpack.
 pub fn encode(v: &Value) -> Result<Vec<u8>> {
     let mut out = vec![PAYLOAD_MSGPACK_V1];

@@ -10,8 +10,8 @@ pub use crate::engine::CheckReport;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::job::{
-    EnqueueOptions, Enqueued, Job, JobId, JobInfo, LeaseOptions, LeaseToken, ListPage, ListQuery,
-    NewJob, PurgeReport, ReapReport, Stats,
+    Completion, EnqueueOptions, Enqueued, Job, JobId, JobInfo, LeaseOptions, LeaseToken, ListPage,
+    ListQuery, NewJob, PurgeReport, ReapReport, Stats,
 };
 
 /// A handle to an open store. Cheap to clone (clones share the handle);
@@ -230,7 +230,13 @@ impl Queue {
     /// `Aborted` for a stale token or a job no longer leased (nothing
     /// changes); `NotFound` when there is no such job; `Storage`; `Closed`.
     pub fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
-        self.writable()?.complete(token, result.map(|r| r.to_vec()))
+        self.complete_with(Completion::new(*token, result.map(|r| r.to_vec())))
+    }
+
+    /// [`Queue::complete`] taking a [`Completion`] (which also records how
+    /// the result was made). Errors as [`Queue::complete`].
+    pub fn complete_with(&self, completion: Completion) -> Result<()> {
+        self.writable()?.complete(completion)
     }
 
     /// Complete many leased jobs (each with an optional result) in one
@@ -241,10 +247,7 @@ impl Queue {
     ///
     /// The outer error is for the whole call, and then nothing was
     /// completed: `Storage`, `Closed`.
-    pub fn complete_many(
-        &self,
-        items: Vec<(LeaseToken, Option<Vec<u8>>)>,
-    ) -> Result<Vec<Result<()>>> {
+    pub fn complete_many(&self, items: Vec<Completion>) -> Result<Vec<Result<()>>> {
         self.writable()?.complete_many(items)
     }
 
@@ -287,8 +290,9 @@ impl Queue {
     /// A page of jobs in key order (scope, state, priority, time). Rows that
     /// do not decode are skipped and listed in [`ListPage::corrupt`].
     ///
-    /// Errors: `InvalidArgument` for a limit of 0 or over 10,000, or a
-    /// malformed `after` cursor; `Storage`; `Closed`.
+    /// Errors: `InvalidArgument` for a limit of 0 or over
+    /// [`crate::limits::MAX_LIST_LIMIT`], or a malformed `after` cursor;
+    /// `Storage`; `Closed`.
     pub fn list(&self, query: &ListQuery) -> Result<ListPage> {
         self.engine()?.list(query)
     }

@@ -87,6 +87,7 @@ fn any_record() -> impl Strategy<Value = JobRecord> {
                 events,
                 dropped_events,
                 max_attempts,
+                ..JobRecord::default()
             },
         )
 }
@@ -287,7 +288,10 @@ proptest! {
             prop_assert_eq!(&p.encode()[..], &b[..]);
         }
         let d = decode_counters(&b);
-        prop_assert_eq!(d.is_some(), b.len() == st::COUNTERS_LEN);
+        // Any whole number of counts, 1 to 64 (values written by builds
+        // that knew fewer or more states).
+        prop_assert_eq!(d.is_some(), !b.is_empty() && b.len() % 8 == 0);
+        let c = telha_jobs::PerState(c);
         prop_assert_eq!(decode_counters(&encode_counters(&c)), Some(c));
         if let Some(bytes) = keys::unhex(&s) {
             prop_assert_eq!(keys::hex(&bytes), s.to_ascii_lowercase());

@@ -64,8 +64,12 @@ fn a_read_only_open_sees_the_owners_writes_and_refuses_to_write() {
 fn a_read_only_open_with_the_owners_config_reports_effective_max_attempts() {
     let s = TestStore::new();
     let dead = dead_job(&s, "embed");
+    let waiting =
+        s.q.enqueue("embed", b"", EnqueueOptions::default())
+            .unwrap()
+            .id;
     let default_view = Queue::open_read_only(s.path()).unwrap();
-    assert_eq!(default_view.get(&dead).unwrap().unwrap().max_attempts, 5);
+    assert_eq!(default_view.get(&waiting).unwrap().unwrap().max_attempts, 5);
     let mut cfg = telha_jobs::Config::default();
     cfg.kinds.insert(
         "embed".into(),
@@ -75,7 +79,10 @@ fn a_read_only_open_with_the_owners_config_reports_effective_max_attempts() {
         },
     );
     let view = Queue::open_read_only_with_config(s.path(), cfg.clone()).unwrap();
-    assert_eq!(view.get(&dead).unwrap().unwrap().max_attempts, 3);
+    // A job that never failed reads the ceiling from the config given...
+    assert_eq!(view.get(&waiting).unwrap().unwrap().max_attempts, 3);
+    // ...a dead one keeps the ceiling that decided it (the owner's 5).
+    assert_eq!(view.get(&dead).unwrap().unwrap().max_attempts, 5);
     assert_eq!(view.config().unwrap().reaper_interval, Duration::ZERO);
     cfg.max_attempts = 0;
     expect_err(
@@ -231,7 +238,9 @@ fn complete_many_completes_the_live_leases_and_answers_each_item() {
         (fresh[1], None),
         (fresh[4], Some(b"r4".to_vec())),
     ];
-    let answers = s.q.complete_many(items).unwrap();
+    let answers =
+        s.q.complete_many(items.into_iter().map(Into::into).collect())
+            .unwrap();
     let kinds: Vec<Option<ErrorKind>> = answers
         .iter()
         .map(|a| a.as_ref().err().map(|e| e.kind()))
@@ -324,4 +333,36 @@ fn check_reads_one_snapshot_so_a_busy_store_shows_no_disk_disagreements() {
     assert_eq!(q.stats().unwrap().total.leased, 0);
     let report = q.check().unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+#[test]
+fn complete_many_completes_the_live_lease_named_after_a_stale_one_of_the_same_job() {
+    let s = TestStore::new();
+    s.q.enqueue("embed", b"", EnqueueOptions::default())
+        .unwrap();
+    let first =
+        s.q.lease_next("w", &LeaseOptions::default())
+            .unwrap()
+            .unwrap();
+    s.advance(SEC * 301);
+    s.q.reap().unwrap();
+    s.advance(SEC * 60);
+    let second =
+        s.q.lease_next("w", &LeaseOptions::default())
+            .unwrap()
+            .unwrap();
+    assert_eq!((first.id, second.generation), (second.id, 2));
+    let answers =
+        s.q.complete_many(vec![
+            telha_jobs::Completion::new(first.token(), Some(b"late".to_vec())),
+            telha_jobs::Completion::new(second.token(), Some(b"live".to_vec())),
+        ])
+        .unwrap();
+    assert_eq!(answers[0].as_ref().unwrap_err().kind(), ErrorKind::Aborted);
+    assert!(answers[1].is_ok(), "{:?}", answers[1]);
+    let info = s.get(&second.id);
+    assert_eq!(
+        (info.state, info.result.as_deref()),
+        (State::Completed, Some(&b"live"[..]))
+    );
 }

@@ -30,6 +30,10 @@ pub enum tj_status {
     TJ_STATUS_CORRUPTION = 6,
     /// The queue was closed (before or during the call).
     TJ_STATUS_CLOSED = 7,
+    /// The store was written in a format this library cannot open (by a
+    /// newer version); nothing in it was changed. The message names the
+    /// store's format and what this library supports.
+    TJ_STATUS_UNSUPPORTED_FORMAT = 8,
     /// A required pointer argument was NULL; the message names it.
     TJ_STATUS_NULL_ARGUMENT = 100,
     /// A string argument was not valid UTF-8; the message names it.
@@ -41,7 +45,7 @@ pub enum tj_status {
 
 impl tj_status {
     /// Every status, for `tj_status_name` and the tests.
-    pub(crate) const ALL: [tj_status; 11] = [
+    pub(crate) const ALL: [tj_status; 12] = [
         tj_status::TJ_STATUS_OK,
         tj_status::TJ_STATUS_INVALID_ARGUMENT,
         tj_status::TJ_STATUS_NOT_FOUND,
@@ -50,6 +54,7 @@ impl tj_status {
         tj_status::TJ_STATUS_STORAGE,
         tj_status::TJ_STATUS_CORRUPTION,
         tj_status::TJ_STATUS_CLOSED,
+        tj_status::TJ_STATUS_UNSUPPORTED_FORMAT,
         tj_status::TJ_STATUS_NULL_ARGUMENT,
         tj_status::TJ_STATUS_INVALID_UTF8,
         tj_status::TJ_STATUS_PANIC,
@@ -65,6 +70,7 @@ impl tj_status {
             ErrorKind::Storage => tj_status::TJ_STATUS_STORAGE,
             ErrorKind::Corruption => tj_status::TJ_STATUS_CORRUPTION,
             ErrorKind::Closed => tj_status::TJ_STATUS_CLOSED,
+            ErrorKind::UnsupportedFormat => tj_status::TJ_STATUS_UNSUPPORTED_FORMAT,
             // ErrorKind is non_exhaustive: a kind added to the core before
             // this table learns it still reaches C as a storage failure.
             _ => tj_status::TJ_STATUS_STORAGE,
@@ -81,6 +87,7 @@ impl tj_status {
             tj_status::TJ_STATUS_STORAGE => c"STORAGE",
             tj_status::TJ_STATUS_CORRUPTION => c"CORRUPTION",
             tj_status::TJ_STATUS_CLOSED => c"CLOSED",
+            tj_status::TJ_STATUS_UNSUPPORTED_FORMAT => c"UNSUPPORTED_FORMAT",
             tj_status::TJ_STATUS_NULL_ARGUMENT => c"NULL_ARGUMENT",
             tj_status::TJ_STATUS_INVALID_UTF8 => c"INVALID_UTF8",
             tj_status::TJ_STATUS_PANIC => c"PANIC",
@@ -105,6 +112,9 @@ pub extern "C" fn tj_status_name(status: u32) -> *const c_char {
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum tj_state {
+    /// Not a state this library knows (never stored; `tj_state_name` says
+    /// `"unknown"`).
+    TJ_STATE_UNKNOWN = 0,
     /// Waiting for a worker; leasable from its ready-at.
     TJ_STATE_PENDING = 1,
     /// Held by a worker until its lease deadline.
@@ -125,6 +135,8 @@ impl From<State> for tj_state {
             State::Failed => tj_state::TJ_STATE_FAILED,
             State::Completed => tj_state::TJ_STATE_COMPLETED,
             State::Dead => tj_state::TJ_STATE_DEAD,
+            // A state this library does not number yet reads as 0 (no tj_state).
+            _ => tj_state::TJ_STATE_UNKNOWN,
         }
     }
 }
@@ -133,7 +145,7 @@ impl From<State> for tj_state {
 pub(crate) fn state_from_u32(v: u32) -> Option<State> {
     State::ALL
         .into_iter()
-        .find(|s| tj_state::from(*s) as u32 == v)
+        .find(|s| v != 0 && tj_state::from(*s) as u32 == v)
 }
 
 /// The lowercase name of `state` (`"pending"`, ... `"dead"`), or `"unknown"`
@@ -146,7 +158,7 @@ pub extern "C" fn tj_state_name(state: u32) -> *const c_char {
         Some(State::Failed) => c"failed",
         Some(State::Completed) => c"completed",
         Some(State::Dead) => c"dead",
-        None => c"unknown",
+        _ => c"unknown",
     }
     .as_ptr()
 }

@@ -634,7 +634,8 @@ impl NativeQueue {
                 let (tokens, results) = work;
                 let n = tokens.len();
                 // One atomic write for the whole batch (the core's complete_many).
-                let answers = q.complete_many(tokens.into_iter().zip(results).collect())?;
+                let answers =
+                    q.complete_many(tokens.into_iter().zip(results).map(Into::into).collect())?;
                 let mut out: Option<Outcomes> = None;
                 for (i, a) in answers.into_iter().enumerate() {
                     if let Err(e) = a {

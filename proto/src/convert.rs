@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use telha_jobs::{
-    CorruptRecord, EnqueueOptions, Enqueued, Error, Event, Job, JobId, JobInfo, KindPattern,
-    LeaseToken, ListPage, ListQuery, NewJob, PurgeReport, ReapReport, Result, Scope, State,
-    StateCounts, Stats,
+    CorruptRecord, Encoding, EnqueueOptions, Enqueued, Error, Job, JobId, JobInfo, KindPattern,
+    LeaseToken, ListPage, ListQuery, LogEntry, NewJob, PerState, PurgeReport, ReapReport, Result,
+    Scope, State, StateCounts, Stats,
 };
 
 use crate::v1 as pb;
@@ -30,6 +30,25 @@ pub fn id_from_pb(b: &[u8]) -> Result<JobId> {
 /// A scope from its 16 wire bytes.
 pub fn scope_from_pb(b: &[u8]) -> Result<Scope> {
     Ok(Scope::from_bytes(bytes16(b, "scope")?))
+}
+
+/// The wire form of an encoding.
+pub fn encoding_to_pb(e: Encoding) -> i32 {
+    (match e {
+        Encoding::Bytes => pb::Encoding::Bytes,
+        Encoding::Value => pb::Encoding::Value,
+        _ => pb::Encoding::Unknown,
+    }) as i32
+}
+
+/// An encoding from the wire; an unknown number reads as unknown (look at
+/// the bytes), as in a stored record.
+pub fn encoding_from_pb(e: i32) -> Encoding {
+    match pb::Encoding::try_from(e) {
+        Ok(pb::Encoding::Bytes) => Encoding::Bytes,
+        Ok(pb::Encoding::Value) => Encoding::Value,
+        _ => Encoding::Unknown,
+    }
 }
 
 /// The wire form of a lease token.
@@ -61,6 +80,7 @@ pub fn new_job_to_pb(j: NewJob) -> pb::NewJob {
         delay_ms: o.delay.map(|d| d.as_millis().min(u64::MAX as u128) as u64),
         idempotency_key: o.idempotency_key,
         max_attempts: o.max_attempts,
+        payload_encoding: encoding_to_pb(o.encoding),
     }
 }
 
@@ -82,6 +102,7 @@ pub fn new_job_from_pb(j: pb::NewJob) -> Result<NewJob> {
             delay: j.delay_ms.map(Duration::from_millis),
             idempotency_key: j.idempotency_key,
             max_attempts: j.max_attempts,
+            encoding: encoding_from_pb(j.payload_encoding),
         },
     })
 }
@@ -115,6 +136,8 @@ pub fn job_to_pb(j: Job) -> pb::Job {
         deadline_ms: j.deadline,
         priority: u32::from(j.priority),
         worker_id: j.worker_id,
+        lease_ttl_ms: j.lease_ttl_ms,
+        payload_encoding: encoding_to_pb(j.payload_encoding),
     }
 }
 
@@ -129,6 +152,8 @@ pub fn job_from_pb(j: pb::Job) -> Result<Job> {
         max_attempts: j.max_attempts,
         generation: j.generation,
         deadline: j.deadline_ms,
+        lease_ttl_ms: j.lease_ttl_ms,
+        payload_encoding: encoding_from_pb(j.payload_encoding),
         priority: u8::try_from(j.priority).unwrap_or(u8::MAX),
         worker_id: j.worker_id,
     })
@@ -145,16 +170,16 @@ pub fn kinds_to_pb(k: &[KindPattern]) -> Vec<String> {
 }
 
 /// A lease filter from the wire: every scope 16 bytes, every kind a valid
-/// kind or `family:*`, at most [`crate::MAX_BATCH`] of each.
+/// kind or `family:*`, at most [`telha_jobs::limits::MAX_BATCH`] of each.
 pub fn filter_from_pb(
     scopes: &[Vec<u8>],
     kinds: &[String],
 ) -> Result<(Vec<Scope>, Vec<KindPattern>)> {
-    if scopes.len() > crate::MAX_BATCH || kinds.len() > crate::MAX_BATCH {
+    if scopes.len() > telha_jobs::limits::MAX_BATCH || kinds.len() > telha_jobs::limits::MAX_BATCH {
         return Err(invalid(format!(
             "at most {} scopes and {} kinds per lease",
-            crate::MAX_BATCH,
-            crate::MAX_BATCH
+            telha_jobs::limits::MAX_BATCH,
+            telha_jobs::limits::MAX_BATCH
         )));
     }
     let scopes = scopes
@@ -173,6 +198,8 @@ pub fn state_to_pb(s: State) -> pb::JobState {
         State::Failed => pb::JobState::Failed,
         State::Completed => pb::JobState::Completed,
         State::Dead => pb::JobState::Dead,
+        // A state this protocol version does not know yet.
+        _ => pb::JobState::Unspecified,
     }
 }
 
@@ -219,6 +246,9 @@ pub fn job_info_to_pb(j: JobInfo) -> pb::JobInfo {
             })
             .collect(),
         dropped_events: j.dropped_events,
+        payload_encoding: encoding_to_pb(j.payload_encoding),
+        result_encoding: encoding_to_pb(j.result_encoding),
+        cursor: j.cursor,
     }
 }
 
@@ -244,13 +274,16 @@ pub fn job_info_from_pb(j: pb::JobInfo) -> Result<JobInfo> {
         events: j
             .events
             .into_iter()
-            .map(|e| Event {
+            .map(|e| LogEntry {
                 ts: e.ts_ms,
                 transition: e.transition,
                 detail: e.detail,
             })
             .collect(),
         dropped_events: j.dropped_events,
+        payload_encoding: encoding_from_pb(j.payload_encoding),
+        result_encoding: encoding_from_pb(j.result_encoding),
+        cursor: j.cursor,
     })
 }
 
@@ -331,13 +364,14 @@ fn counts_to_pb(c: &StateCounts) -> pb::StateCounts {
 }
 
 fn counts_from_pb(c: &pb::StateCounts) -> StateCounts {
-    StateCounts {
-        pending: c.pending,
-        leased: c.leased,
-        failed: c.failed,
-        completed: c.completed,
-        dead: c.dead,
-    }
+    let mut a = PerState::<i64>::default();
+    let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    a[State::Pending] = n(c.pending);
+    a[State::Leased] = n(c.leased);
+    a[State::Failed] = n(c.failed);
+    a[State::Completed] = n(c.completed);
+    a[State::Dead] = n(c.dead);
+    StateCounts::from_per_state(&a)
 }
 
 /// The wire form of the counts.

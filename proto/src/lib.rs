@@ -21,8 +21,8 @@ pub mod convert;
 pub mod status;
 
 /// Most items in one batch request (enqueue, submit, heartbeat, lease `max`,
-/// PollJobs `capacity`, list `limit`).
-pub const MAX_BATCH: usize = 10_000;
+/// PollJobs `capacity`): the core's [`telha_jobs::limits::MAX_BATCH`].
+pub use telha_jobs::limits::MAX_BATCH;
 
 #[cfg(test)]
 mod drift {

@@ -37,6 +37,7 @@ pub fn code_of(kind: ErrorKind) -> Code {
         ErrorKind::Storage => Code::Internal,
         ErrorKind::Corruption => Code::DataLoss,
         ErrorKind::Closed => Code::Unavailable,
+        ErrorKind::UnsupportedFormat => Code::FailedPrecondition,
         _ => Code::Unknown,
     }
 }
@@ -49,7 +50,8 @@ pub fn message_of(e: &Error) -> String {
         | Error::NotFound(m)
         | Error::Aborted(m)
         | Error::Storage(m)
-        | Error::Corruption(m) => m.clone(),
+        | Error::Corruption(m)
+        | Error::UnsupportedFormat(m) => m.clone(),
         other => other.to_string(),
     }
 }
@@ -71,6 +73,7 @@ pub fn error_of(kind: ErrorKind, msg: String, location: &str) -> Error {
         },
         ErrorKind::Corruption => Error::Corruption(msg),
         ErrorKind::Closed => Error::Closed,
+        ErrorKind::UnsupportedFormat => Error::UnsupportedFormat(msg),
         _ => Error::Storage(msg),
     }
 }
@@ -123,6 +126,7 @@ pub fn kind_to_pb(kind: ErrorKind) -> v1::ErrorKind {
         ErrorKind::Storage => v1::ErrorKind::Storage,
         ErrorKind::Corruption => v1::ErrorKind::Corruption,
         ErrorKind::Closed => v1::ErrorKind::Closed,
+        ErrorKind::UnsupportedFormat => v1::ErrorKind::UnsupportedFormat,
         _ => v1::ErrorKind::Unspecified,
     }
 }
@@ -136,6 +140,7 @@ pub fn kind_from_pb(kind: i32) -> ErrorKind {
         Ok(v1::ErrorKind::StoreLocked) => ErrorKind::StoreLocked,
         Ok(v1::ErrorKind::Corruption) => ErrorKind::Corruption,
         Ok(v1::ErrorKind::Closed) => ErrorKind::Closed,
+        Ok(v1::ErrorKind::UnsupportedFormat) => ErrorKind::UnsupportedFormat,
         _ => ErrorKind::Storage,
     }
 }

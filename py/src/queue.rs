@@ -631,7 +631,7 @@ impl Queue {
             return Ok(vec![]);
         }
         let q = &*self.store;
-        let items = tokens.into_iter().zip(results).collect();
+        let items = tokens.into_iter().zip(results).map(Into::into).collect();
         let answers = py.detach(|| q.complete_many(items)).py_err(py)?;
         Ok(answers
             .into_iter()

@@ -53,7 +53,7 @@ fn batched(s: &dyn JobStore, n: usize, batch: usize, worker: &str) {
             let jobs = s.lease_many(worker, b - got, &opts).expect("lease_many");
             assert!(!jobs.is_empty(), "backlog ran dry");
             got += jobs.len();
-            let items = jobs.iter().map(|j| (j.token(), None)).collect();
+            let items = jobs.iter().map(|j| (j.token(), None).into()).collect();
             for a in s.complete_many(items).expect("complete_many") {
                 a.expect("complete");
             }

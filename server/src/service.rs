@@ -252,7 +252,13 @@ impl JobsService {
         let res = self
             .shared
             .run(move |q| match outcome {
-                pb::submit_request::Outcome::Complete(c) => q.complete(&token, c.result.as_deref()),
+                pb::submit_request::Outcome::Complete(c) => {
+                    q.complete_with(telha_jobs::Completion {
+                        token,
+                        result: c.result,
+                        encoding: cv::encoding_from_pb(c.result_encoding),
+                    })
+                }
                 pb::submit_request::Outcome::Fail(f) => q.fail(&token, &f.reason, f.retryable),
             })
             .await;
@@ -278,7 +284,7 @@ impl JobsService {
     ) -> Result<pb::SubmitManyResponse, Status> {
         check_batch("submit", r.items.len())?;
         enum Item {
-            Complete(LeaseToken, Option<Vec<u8>>),
+            Complete(telha_jobs::Completion),
             Fail(LeaseToken, String, bool),
         }
         let mut items = Vec::with_capacity(r.items.len());
@@ -290,7 +296,13 @@ impl JobsService {
                 ))
             })?;
             items.push(match it.outcome {
-                Some(pb::submit_request::Outcome::Complete(c)) => Item::Complete(token, c.result),
+                Some(pb::submit_request::Outcome::Complete(c)) => {
+                    Item::Complete(telha_jobs::Completion {
+                        token,
+                        result: c.result,
+                        encoding: cv::encoding_from_pb(c.result_encoding),
+                    })
+                }
                 Some(pb::submit_request::Outcome::Fail(f)) => {
                     Item::Fail(token, f.reason, f.retryable)
                 }
@@ -304,7 +316,8 @@ impl JobsService {
         let tokens: Vec<LeaseToken> = items
             .iter()
             .map(|i| match i {
-                Item::Complete(t, _) | Item::Fail(t, _, _) => *t,
+                Item::Complete(c) => c.token,
+                Item::Fail(t, _, _) => *t,
             })
             .collect();
         let results = self
@@ -316,8 +329,8 @@ impl JobsService {
                 let mut at = Vec::new();
                 for (i, it) in items.into_iter().enumerate() {
                     match it {
-                        Item::Complete(t, r) => {
-                            completes.push((t, r));
+                        Item::Complete(c) => {
+                            completes.push(c);
                             at.push(i);
                         }
                         Item::Fail(t, reason, retryable) => {

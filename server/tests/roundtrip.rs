@@ -74,7 +74,9 @@ fn every_rpc_round_trips_through_remote_queue() {
         .iter()
         .map(|j| (j.token(), Some(b"r".to_vec())))
         .collect();
-    let answers = c.complete_many(rest).unwrap();
+    let answers = c
+        .complete_many(rest.into_iter().map(Into::into).collect())
+        .unwrap();
     assert!(answers.iter().all(|a| a.is_ok()), "{answers:?}");
     let dead = c.get(&jobs[1].id).unwrap().unwrap();
     assert_eq!(dead.state, State::Dead);
@@ -164,7 +166,7 @@ fn a_stale_submit_is_aborted_and_changes_nothing() {
     }
     let hb = c.extend(&[first.token()], "w1").unwrap();
     assert_eq!(hb[0].as_ref().unwrap_err().kind(), ErrorKind::Aborted);
-    let batch = c.complete_many(vec![(first.token(), None)]).unwrap();
+    let batch = c.complete_many(vec![(first.token(), None).into()]).unwrap();
     assert_eq!(batch[0].as_ref().unwrap_err().kind(), ErrorKind::Aborted);
     let after = c.get(&id).unwrap().unwrap();
     assert_eq!(after.state, State::Leased);

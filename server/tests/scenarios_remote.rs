@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use telha_jobs::{
-    Config, EnqueueOptions, Enqueued, Job, JobId, JobInfo, JobStore, LeaseOptions, LeaseToken,
-    ListPage, ListQuery, NewJob, PurgeReport, Queue, ReapReport, Result, State, Stats,
+    Completion, Config, EnqueueOptions, Enqueued, Job, JobId, JobInfo, JobStore, LeaseOptions,
+    LeaseToken, ListPage, ListQuery, NewJob, PurgeReport, Queue, ReapReport, Result, State, Stats,
 };
 use telha_jobs_client::{ConnectOptions, RemoteQueue};
 use telha_jobs_server::{serve, ServeOptions, ServerHandle};
@@ -69,7 +69,10 @@ impl JobStore for Served {
     fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
         self.remote.complete(token, result)
     }
-    fn complete_many(&self, items: Vec<(LeaseToken, Option<Vec<u8>>)>) -> Result<Vec<Result<()>>> {
+    fn complete_with(&self, c: Completion) -> Result<()> {
+        self.remote.complete_with(c)
+    }
+    fn complete_many(&self, items: Vec<Completion>) -> Result<Vec<Result<()>>> {
         self.remote.complete_many(items)
     }
     fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {

@@ -136,7 +136,7 @@ fn the_server_killed_and_restarted_keeps_every_acknowledged_write() {
     let answers = c
         .complete_many(
             done.iter()
-                .map(|j| (j.token(), Some(b"ok".to_vec())))
+                .map(|j| (j.token(), Some(b"ok".to_vec())).into())
                 .collect(),
         )
         .unwrap();
@@ -184,7 +184,7 @@ fn the_server_killed_and_restarted_keeps_every_acknowledged_write() {
             }
         }
         let r = c
-            .complete_many(jobs.iter().map(|j| (j.token(), None)).collect())
+            .complete_many(jobs.iter().map(|j| (j.token(), None).into()).collect())
             .unwrap();
         assert!(r.iter().all(Result::is_ok));
     }
@@ -290,6 +290,7 @@ async fn every_rpc<I: tonic::service::Interceptor>(
                     token: tok(id.clone()),
                     outcome: Some(pb::submit_request::Outcome::Complete(pb::Complete {
                         result: None,
+                        ..Default::default()
                     })),
                 })
                 .await,
@@ -530,7 +531,8 @@ fn malformed_requests_are_invalid_argument_and_the_server_stays_up() {
                         pb::SubmitRequest {
                             token: tok(vec![1; 16]),
                             outcome: Some(pb::submit_request::Outcome::Complete(pb::Complete {
-                                result: None
+                                result: None,
+                                ..Default::default()
                             }))
                         };
                         10_001

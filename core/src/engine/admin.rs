@@ -3,23 +3,20 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use rocksdb::{ReadOptions, WriteBatch};
+use rocksdb::ReadOptions;
 
 use crate::error::{Error, Result};
+use crate::event::Event;
 use crate::job::{JobId, JobInfo, ListPage, ListQuery, Scope, State};
-use crate::metrics::{delta, Transition};
+use crate::limits::{LIST_SCAN_BUDGET, MAX_LIST_LIMIT};
+use crate::state::PerState;
 use crate::store::codec::{self, JobRecord};
 use crate::store::keys::{self, JobKey, KindKey};
 use crate::store::{self as st};
 
 use super::bands;
+use super::transition::Tx;
 use super::Engine;
-
-/// The most rows one `list` call reads before it returns a page (possibly
-/// short) with a cursor, so a filtered list never scans without bound.
-pub const LIST_SCAN_BUDGET: usize = 100_000;
-/// The largest page.
-pub const MAX_LIST_LIMIT: usize = 10_000;
 
 /// What [`Queue::check`](crate::Queue::check) found.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -27,14 +24,21 @@ pub struct CheckReport {
     /// Rows in the jobs column family.
     pub jobs: u64,
     /// Counts per kind and state from the full scan.
-    pub scanned: BTreeMap<String, [i64; 5]>,
+    pub scanned: BTreeMap<String, PerState<i64>>,
     /// Every disagreement between the rows, the indexes and the counters.
     pub problems: Vec<String>,
+    /// The store's format (its marker; format 1 has none).
+    pub format: Option<crate::store::format::StoreFormat>,
 }
 
 impl Engine {
     pub fn info(&self, key: &JobKey, rec: JobRecord) -> JobInfo {
-        let max_attempts = self.cfg.max_attempts_for(&rec.kind, rec.max_attempts);
+        // The job's own ceiling, else the one that decided its latest
+        // failure (as the owner's config said), else this handle's config.
+        let max_attempts = match (rec.max_attempts, rec.ext.ceiling) {
+            (Some(n), _) | (None, Some(n)) => n,
+            (None, None) => self.cfg.max_attempts_for(&rec.kind, None),
+        };
         let events = rec.events();
         JobInfo {
             id: key.id,
@@ -55,6 +59,9 @@ impl Engine {
             created_at: rec.created_at,
             events,
             dropped_events: rec.dropped_events,
+            payload_encoding: rec.ext.payload_encoding,
+            result_encoding: rec.ext.result_encoding,
+            cursor: keys::hex(&key.encode()),
         }
     }
 
@@ -217,7 +224,7 @@ impl Engine {
         rec.worker_id = None;
         rec.log(
             now,
-            "retried",
+            Event::Retried,
             format!("operator retry from {} after {before} attempts", key.state),
         );
         let new = JobKey {
@@ -225,32 +232,9 @@ impl Engine {
             ts: now,
             ..key
         };
-        let mut b = WriteBatch::default();
-        b.delete_cf(self.cf(st::CF_JOBS)?, key.encode());
-        if key.state == State::Failed {
-            b.delete_cf(
-                self.cf(st::CF_KINDS)?,
-                keys::kind_key(&key.scope, &rec.kind, key.priority, key.pos()),
-            );
-        }
-        b.put_cf(self.cf(st::CF_JOBS)?, new.encode(), codec::encode(&rec)?);
-        b.put_cf(self.cf(st::CF_IDS)?, key.id.as_bytes(), new.encode());
-        b.put_cf(
-            self.cf(st::CF_KINDS)?,
-            keys::kind_key(&new.scope, &rec.kind, new.priority, new.pos()),
-            [State::Pending.byte()],
-        );
-        let d = delta(Some(key.state), Some(State::Pending));
-        b.merge_cf(
-            self.cf(st::CF_COUNTERS)?,
-            rec.kind.as_bytes(),
-            st::encode_counters(&d),
-        );
-        self.write(b)?;
-        self.counts.add(&rec.kind, &d);
-        self.metrics.count(Transition::Retried, 1);
-        self.note_ready_row(&new, &rec.kind);
-        Ok(())
+        let mut tx = Tx::new(self);
+        tx.stage(Event::Retried, Some(&key), Some(&new), &rec)?;
+        tx.commit()
     }
 
     /// Delete completed jobs older than the retention, at most `budget` rows.
@@ -262,15 +246,13 @@ impl Engine {
         let Some(retention) = self.cfg.completed_retention else {
             return Ok((0, Vec::new()));
         };
-        let cutoff = now.saturating_sub(retention.as_millis() as u64);
+        let cutoff = now.saturating_sub(crate::limits::ms(retention));
         let _maintenance = self.maintenance.lock().unwrap_or_else(|p| p.into_inner());
         let jobs_cf = self.cf(st::CF_JOBS)?;
         let mut pruned = 0usize;
         let mut corrupt = Vec::new();
-        let mut per_kind: HashMap<String, i64> = HashMap::new();
         let mut resume: HashMap<(Scope, u8), keys::Pos> = HashMap::new();
-        let mut batch = WriteBatch::default();
-        let mut in_batch = 0usize;
+        let mut tx = Tx::new(self);
         'scopes: for scope in self.scopes() {
             let sp = keys::job_state_prefix(&scope, State::Completed);
             let mut ro = ReadOptions::default();
@@ -327,14 +309,11 @@ impl Engine {
                     }
                     None => break,
                 };
-                self.delete_finished_row(&mut batch, &key, &rec)?;
-                *per_kind.entry(rec.kind).or_default() += 1;
+                tx.stage(Event::Pruned, Some(&key), None, &rec)?;
                 resume.insert((scope, key.priority), key.pos().successor());
                 pruned += 1;
-                in_batch += 1;
-                if in_batch >= 1000 {
-                    self.commit_prune(std::mem::take(&mut batch), &mut per_kind, &mut resume)?;
-                    in_batch = 0;
+                if tx.len() >= 1000 {
+                    self.commit_prune(std::mem::replace(&mut tx, Tx::new(self)), &mut resume)?;
                 }
                 if pruned >= budget {
                     break 'scopes;
@@ -343,8 +322,8 @@ impl Engine {
             }
             it.status()?;
         }
-        if in_batch > 0 {
-            self.commit_prune(batch, &mut per_kind, &mut resume)?;
+        if !tx.is_empty() {
+            self.commit_prune(tx, &mut resume)?;
         } else {
             // Only skipped (corrupt) rows are left to step over.
             self.prune_cursors
@@ -355,56 +334,10 @@ impl Engine {
         Ok((pruned, corrupt))
     }
 
-    /// Add to `batch` the deletion of a completed or dead row with its id
-    /// index entry and, when it still names this job, its idempotency key.
-    /// The caller adjusts the counters.
-    pub(super) fn delete_finished_row(
-        &self,
-        batch: &mut WriteBatch,
-        key: &JobKey,
-        rec: &JobRecord,
-    ) -> Result<()> {
-        batch.delete_cf(self.cf(st::CF_JOBS)?, key.encode());
-        batch.delete_cf(self.cf(st::CF_IDS)?, key.id.as_bytes());
-        if let Some(ik) = &rec.idempotency_key {
-            let idem = keys::idem_key(&key.scope, ik);
-            let points_here = self
-                .db()
-                .get_pinned_cf(self.cf(st::CF_IDEM)?, &idem)?
-                .is_some_and(|v| v.as_ref() == key.id.as_bytes());
-            if points_here {
-                batch.delete_cf(self.cf(st::CF_IDEM)?, idem);
-            }
-        }
-        Ok(())
-    }
-
     /// Commit one pruning batch; only then move the resume cursors past its
     /// rows (a failed write leaves them to the next pass).
-    fn commit_prune(
-        &self,
-        mut batch: WriteBatch,
-        per_kind: &mut HashMap<String, i64>,
-        resume: &mut HashMap<(Scope, u8), keys::Pos>,
-    ) -> Result<()> {
-        for (kind, n) in per_kind.iter() {
-            let mut d = [0i64; 5];
-            d[State::Completed.index()] = -*n;
-            batch.merge_cf(
-                self.cf(st::CF_COUNTERS)?,
-                kind.as_bytes(),
-                st::encode_counters(&d),
-            );
-        }
-        self.write(batch)?;
-        let mut n_pruned = 0;
-        for (kind, n) in per_kind.drain() {
-            let mut d = [0i64; 5];
-            d[State::Completed.index()] = -n;
-            self.counts.add(&kind, &d);
-            n_pruned += n as u64;
-        }
-        self.metrics.count(Transition::Pruned, n_pruned);
+    fn commit_prune(&self, tx: Tx<'_>, resume: &mut HashMap<(Scope, u8), keys::Pos>) -> Result<()> {
+        tx.commit()?;
         self.prune_cursors
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -418,7 +351,10 @@ impl Engine {
     /// checks read one snapshot and are exact on a live store; the
     /// comparisons with memory (leases, counts) are exact on a quiet one.
     pub fn check(&self) -> Result<CheckReport> {
-        let mut r = CheckReport::default();
+        let mut r = CheckReport {
+            format: self.format,
+            ..CheckReport::default()
+        };
         // Every disk read goes through one snapshot: rows, indexes and
         // counters are written together in one batch per move, so they agree
         // exactly at any snapshot, also while workers and the reaper run.
@@ -458,7 +394,7 @@ impl Engine {
                     key.id, prev.state, key.state
                 ));
             }
-            r.scanned.entry(rec.kind.clone()).or_insert([0; 5])[key.state.index()] += 1;
+            r.scanned.entry(rec.kind.clone()).or_default()[key.state] += 1;
             match snap.get_pinned_cf(self.cf(st::CF_IDS)?, key.id.as_bytes())? {
                 Some(ik) if ik.as_ref() == key.encode() => {}
                 Some(_) => r
@@ -562,12 +498,12 @@ impl Engine {
         }
         it.status()?;
 
-        let mut disk: BTreeMap<String, [i64; 5]> = BTreeMap::new();
+        let mut disk: BTreeMap<String, PerState<i64>> = BTreeMap::new();
         let mut it = snap.raw_iterator_cf(self.cf(st::CF_COUNTERS)?);
         it.seek_to_first();
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
             if let (Ok(kind), Some(c)) = (std::str::from_utf8(k), st::decode_counters(v)) {
-                if c.iter().any(|x| *x != 0) {
+                if !c.is_zero() {
                     disk.insert(kind.to_string(), c);
                 }
             } else {
@@ -586,7 +522,7 @@ impl Engine {
         let mem = self.counts.stats();
         for (kind, c) in &r.scanned {
             let m = mem.by_kind.get(kind).copied().unwrap_or_default();
-            let want = crate::job::StateCounts::from_array(*c);
+            let want = crate::job::StateCounts::from_per_state(c);
             if m != want {
                 r.problems.push(format!(
                     "in-memory counts of {kind} {m:?} differ from a full scan {want:?}"

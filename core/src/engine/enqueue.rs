@@ -5,18 +5,16 @@ use std::collections::BTreeSet;
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::MutexGuard;
 
-use rocksdb::WriteBatch;
-
 use crate::config::PRIORITY_DEFAULT;
 use crate::error::{Error, Result};
-use crate::job::{
-    family, validate_kind, Enqueued, JobId, NewJob, Scope, State, MAX_IDEMPOTENCY_KEY_LEN,
-};
-use crate::metrics::{delta, Transition};
-use crate::store::codec::{self, JobRecord};
+use crate::event::Event;
+use crate::job::{family, validate_kind, Enqueued, JobId, NewJob, Scope, State};
+use crate::limits;
+use crate::store::codec::{Ext, JobRecord};
 use crate::store::keys::{self, JobKey};
 use crate::store::{self as st};
 
+use super::transition::Tx;
 use super::Engine;
 
 impl Engine {
@@ -37,24 +35,33 @@ impl Engine {
             )));
         }
         if let Some(k) = &j.options.idempotency_key {
-            if k.is_empty() || k.len() > MAX_IDEMPOTENCY_KEY_LEN {
-                return Err(Error::invalid(format!(
-                    "idempotency key must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} bytes, got {}",
-                    k.len()
-                )));
-            }
+            limits::validate_idempotency_key(k)?;
         }
         if j.options.max_attempts == Some(0) {
             return Err(Error::invalid("max_attempts must be at least 1"));
         }
+        if let Some(t) = j.options.run_at {
+            limits::check_instant("run_at", t)?;
+        }
         Ok(())
     }
 
+    /// When a new job becomes ready: its run-at, else now + its delay,
+    /// else now; `InvalidArgument` past the latest supported time.
+    fn ready_at(j: &NewJob, now: u64) -> Result<u64> {
+        match (j.options.run_at, j.options.delay) {
+            (Some(t), _) => limits::check_instant("run_at", t),
+            (None, Some(d)) => limits::instant_after("delay", now, d),
+            (None, None) => Ok(now),
+        }
+    }
+
     pub fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
+        let now = self.now();
         for j in &jobs {
             self.validate_new(j)?;
+            Self::ready_at(j, now)?;
         }
-        let now = self.now();
 
         // Idempotent enqueues of one (scope, key) serialise on a stripe lock
         // held from the check to the commit.
@@ -70,17 +77,9 @@ impl Engine {
             .map(|i| self.idem_locks[i].lock().unwrap_or_else(|p| p.into_inner()))
             .collect();
 
-        let jobs_cf = self.cf(st::CF_JOBS)?;
-        let ids_cf = self.cf(st::CF_IDS)?;
-        let kinds_cf = self.cf(st::CF_KINDS)?;
-        let idem_cf = self.cf(st::CF_IDEM)?;
-        let counters_cf = self.cf(st::CF_COUNTERS)?;
-
-        let mut batch = WriteBatch::default();
+        let mut tx = Tx::new(self);
         let mut out = Vec::with_capacity(jobs.len());
-        let mut written: Vec<(JobKey, String)> = Vec::with_capacity(jobs.len());
         let mut in_batch: HashMap<(Scope, String), JobId> = HashMap::default();
-        let mut per_kind: HashMap<String, i64> = HashMap::default();
 
         for j in jobs {
             let scope = j.options.scope.unwrap_or(Scope::SYSTEM);
@@ -98,11 +97,7 @@ impl Engine {
                 }
             }
             let id = JobId::new_v7();
-            let ready_at = match (j.options.run_at, j.options.delay) {
-                (Some(t), _) => t,
-                (None, Some(d)) => now.saturating_add(d.as_millis() as u64),
-                (None, None) => now,
-            };
+            let ready_at = Self::ready_at(&j, now)?;
             let key = JobKey {
                 scope,
                 state: State::Pending,
@@ -113,59 +108,29 @@ impl Engine {
             let mut rec = JobRecord {
                 kind: j.kind,
                 payload: j.payload,
-                attempts: 0,
                 max_attempts: j.options.max_attempts,
-                worker_id: None,
-                lease_deadline: None,
-                generation: 0,
                 idempotency_key: j.options.idempotency_key,
                 created_at: now,
                 ready_at,
-                result: None,
-                last_error: None,
-                events: Vec::new(),
-                dropped_events: 0,
+                ext: Ext {
+                    payload_encoding: j.options.encoding,
+                    ..Ext::default()
+                },
+                ..JobRecord::default()
             };
             let detail = if ready_at > now {
                 format!("run at {ready_at}")
             } else {
                 String::new()
             };
-            rec.log(now, "enqueued", detail);
-            let kb = key.encode();
-            batch.put_cf(jobs_cf, kb, codec::encode(&rec)?);
-            batch.put_cf(ids_cf, id.as_bytes(), kb);
-            batch.put_cf(
-                kinds_cf,
-                keys::kind_key(&scope, &rec.kind, key.priority, key.pos()),
-                [State::Pending.byte()],
-            );
-            if let Some(k) = &rec.idempotency_key {
-                batch.put_cf(idem_cf, keys::idem_key(&scope, k), id.as_bytes());
-                in_batch.insert((scope, k.clone()), id);
+            rec.log(now, Event::Enqueued, detail);
+            tx.stage(Event::Enqueued, None, Some(&key), &rec)?;
+            if let Some(k) = rec.idempotency_key {
+                in_batch.insert((scope, k), id);
             }
-            *per_kind.entry(rec.kind.clone()).or_default() += 1;
             out.push(Enqueued { id, created: true });
-            written.push((key, rec.kind));
         }
-        if written.is_empty() {
-            return Ok(out);
-        }
-        for (kind, n) in &per_kind {
-            let mut d = [0i64; 5];
-            d[State::Pending.index()] = *n;
-            batch.merge_cf(counters_cf, kind.as_bytes(), st::encode_counters(&d));
-        }
-        self.write(batch)?;
-
-        for (kind, n) in &per_kind {
-            let mut d = delta(None, Some(State::Pending));
-            d[State::Pending.index()] = *n;
-            self.counts.add(kind, &d);
-        }
-        self.metrics
-            .count(Transition::Enqueued, written.len() as u64);
-        self.note_ready_rows(written.iter().map(|(key, kind)| (key, kind.as_str())));
+        tx.commit()?;
         Ok(out)
     }
 

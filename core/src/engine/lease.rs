@@ -4,20 +4,19 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::time::{Duration, Instant};
 
-use rocksdb::{ReadOptions, WriteBatch};
+use rocksdb::ReadOptions;
 
 use crate::error::{Error, Result};
+use crate::event::Event;
 use crate::job::{validate_worker_id, Job, JobId, LeaseOptions, Scope, State};
-use crate::metrics::{delta, Transition};
+use crate::limits::{self, MAX_BATCH as MAX_LEASE_BATCH};
 use crate::store::codec;
 use crate::store::keys::{self, JobKey, Pos};
 use crate::store::{self as st};
 
 use super::bands::{self, BandGroup, BandIter, Cursor, Group, ScopeBands};
+use super::transition::Tx;
 use super::Engine;
-
-/// The most jobs one lease_many call takes.
-pub const MAX_LEASE_BATCH: usize = 10_000;
 
 /// A claimed row: its key, its record bytes (jobs path) or kind (kind path).
 type Found = (JobKey, Option<Vec<u8>>, Option<String>);
@@ -50,7 +49,8 @@ impl Engine {
         let Some(wait) = opts.wait.filter(|w| !w.is_zero()) else {
             return self.try_lease(worker, opts, max);
         };
-        let end = Instant::now() + wait;
+        // A wait too long to represent ("forever") has no end.
+        let end = Instant::now().checked_add(wait);
         let mut epoch = self.notifier.register();
         let _unregister = Unregister(self);
         loop {
@@ -61,7 +61,10 @@ impl Engine {
             if !got.is_empty() || opts.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
                 return Ok(got);
             }
-            let left = end.saturating_duration_since(Instant::now());
+            let left = match end {
+                Some(end) => end.saturating_duration_since(Instant::now()),
+                None => Duration::from_secs(3600),
+            };
             if left.is_zero() {
                 return Ok(got);
             }
@@ -412,16 +415,11 @@ impl Engine {
 
     fn commit_leases(&self, worker: &str, claims: Vec<Claim>, now: u64) -> Result<Vec<Job>> {
         let jobs_cf = self.cf(st::CF_JOBS)?;
-        let ids_cf = self.cf(st::CF_IDS)?;
-        let kinds_cf = self.cf(st::CF_KINDS)?;
-        let counters_cf = self.cf(st::CF_COUNTERS)?;
-        let mut batch = WriteBatch::default();
+        let mut tx = Tx::new(self);
         let mut leased = Vec::with_capacity(claims.len());
         let mut kinds_of: HashMap<JobId, String> = HashMap::default();
-        let mut per_kind: HashMap<String, [i64; 5]> = HashMap::default();
-        let mut bad: Vec<usize> = Vec::new();
 
-        for (i, c) in claims.iter().enumerate() {
+        for c in &claims {
             let old = c.key.encode();
             let rec = match &c.value {
                 Some(v) => codec::decode(v),
@@ -445,18 +443,16 @@ impl Engine {
                         c.kind, r.kind
                     ));
                     self.report_corrupt(&old, Some(c.key.id), &e);
-                    bad.push(i);
                     continue;
                 }
                 Err(e) => {
                     self.report_corrupt(&old, Some(c.key.id), &e);
-                    bad.push(i);
                     continue;
                 }
             };
             kinds_of.insert(c.key.id, rec.kind.clone());
-            let ttl = self.cfg.lease_ttl_for(&rec.kind).as_millis() as u64;
-            let deadline = now.saturating_add(ttl);
+            let ttl = limits::ms(self.cfg.lease_ttl_for(&rec.kind));
+            let deadline = now.saturating_add(ttl).min(limits::MAX_INSTANT_MS);
             rec.generation += 1;
             rec.worker_id = Some(worker.to_string());
             rec.lease_deadline = Some(deadline);
@@ -465,42 +461,26 @@ impl Engine {
             } else {
                 format!("{worker} (attempt {})", rec.attempts + 1)
             };
-            rec.log(now, "leased", detail);
+            rec.log(now, Event::Leased, detail);
             let new = JobKey {
                 state: State::Leased,
                 ts: deadline,
                 ..c.key
             };
-            let nk = new.encode();
-            batch.delete_cf(jobs_cf, old);
-            batch.put_cf(jobs_cf, nk, codec::encode(&rec)?);
-            batch.put_cf(ids_cf, c.key.id.as_bytes(), nk);
-            batch.delete_cf(
-                kinds_cf,
-                keys::kind_key(&c.key.scope, &rec.kind, c.key.priority, c.key.pos()),
-            );
-            let d = per_kind.entry(rec.kind.clone()).or_default();
-            for (a, x) in d
-                .iter_mut()
-                .zip(delta(Some(c.key.state), Some(State::Leased)))
-            {
-                *a += x;
-            }
-            leased.push((new, rec));
-        }
-        for (kind, d) in &per_kind {
-            batch.merge_cf(counters_cf, kind.as_bytes(), st::encode_counters(d));
-        }
-        if !leased.is_empty() {
-            if let Err(e) = self.write(batch) {
+            if let Err(e) = tx.stage(Event::Leased, Some(&c.key), Some(&new), &rec) {
                 self.unclaim(&claims, &kinds_of);
                 return Err(e);
             }
+            leased.push((new, rec, ttl));
+        }
+        if let Err(e) = tx.commit() {
+            self.unclaim(&claims, &kinds_of);
+            return Err(e);
         }
         // Committed: publish the leases, then drop the claims (a poller that
         // no longer sees a claim must no longer see the row).
         let mut jobs = Vec::with_capacity(leased.len());
-        for (key, rec) in leased {
+        for (key, rec, ttl) in leased {
             let max_attempts = self.cfg.max_attempts_for(&rec.kind, rec.max_attempts);
             jobs.push(Job {
                 id: key.id,
@@ -511,6 +491,8 @@ impl Engine {
                 max_attempts,
                 generation: rec.generation,
                 deadline: key.ts,
+                lease_ttl_ms: ttl,
+                payload_encoding: rec.ext.payload_encoding,
                 priority: key.priority,
                 worker_id: worker.to_string(),
             });
@@ -521,10 +503,6 @@ impl Engine {
                 .claimed
                 .remove(&(c.key.state, c.key.pos()));
         }
-        for (kind, d) in &per_kind {
-            self.counts.add(kind, d);
-        }
-        self.metrics.count(Transition::Leased, jobs.len() as u64);
         Ok(jobs)
     }
 }

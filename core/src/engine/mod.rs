@@ -8,6 +8,7 @@ mod leases;
 mod purge;
 mod recover;
 mod settle;
+mod transition;
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -22,7 +23,7 @@ use rocksdb::{ColumnFamily, WriteBatch, WriteOptions, DB};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::job::{CorruptRecord, JobId, Scope, State};
+use crate::job::{CorruptRecord, JobId, State};
 use crate::metrics::{Counts, Metrics};
 use crate::reaper::Reaper;
 use crate::store::codec::{self, JobRecord};
@@ -78,23 +79,62 @@ impl Notifier {
     }
 }
 
+/// One open store. Shared by every `Queue` handle of the process that
+/// opened the same path; `Send + Sync`, called from any thread.
+///
+/// # Lock order
+///
+/// From outer to inner; a thread holding a lock only ever takes locks
+/// below it, never above:
+///
+/// 1. `maintenance` (pruning and purging, which both delete completed rows)
+/// 2. `job_locks` stripes: one (operator retry of a dead row), or all of
+///    them in index order (purge of dead rows)
+/// 3. `idem_locks` stripes, in index order (an enqueue holds its batch's
+///    stripes from the idempotency check to the commit)
+/// 4. lease entries (`leases`), in job-id order (`extend`, `complete_many`);
+///    a settle holds its entry across its write
+/// 5. a band group (`bands`), held only to seek and claim, never across a
+///    write; then the `Bands` scope-set lock
+/// 6. leaf locks: a lease shard, `counts`, `corrupt_seen`,
+///    `prune_cursors`, the notifier's epoch, the `reaper` slot
+///
+/// The process registry is held while an engine opens and while a
+/// registered engine closes, and is never taken under any of these. No
+/// lock is held across an fsync but a lease entry's (which only blocks
+/// other calls on the same job) and the stripes of an enqueue.
 pub(crate) struct Engine {
+    /// The RocksDB handle; closed in `drop`, after the cached iterators.
     db: ManuallyDrop<DB>,
+    /// The canonical store directory (the registry key).
     pub path: PathBuf,
+    /// The configuration this engine was opened with (a second open in
+    /// the process must pass an equal one).
     pub cfg: Config,
+    /// Every TTL, deadline, backoff and retention reads this clock.
     pub clock: Arc<dyn Clock>,
+    /// Write options of every commit (`sync_writes`).
     wopts: WriteOptions,
+    /// Band cursors, claims and cached iterators: how pollers find work.
     pub bands: Bands,
+    /// The leased jobs, rebuilt from the leased rows at open.
     pub leases: Leases,
+    /// The in-memory mirror of the counters column family.
     pub counts: Counts,
+    /// Transition counters and reaper figures since open.
     pub metrics: Metrics,
+    /// Wakes waiting pollers when work may have arrived.
     pub notifier: Notifier,
     /// Serialises idempotent enqueues of one (scope, key).
     idem_locks: Vec<Mutex<()>>,
     /// Serialises moves of dead rows (operator retry and purge).
     job_locks: Vec<Mutex<()>>,
+    /// The round-robin position of the scope served last.
     pub rr: AtomicUsize,
+    /// The background reaper thread, if one runs.
     reaper: Mutex<Option<Reaper>>,
+    /// Set when the last handle closes: no new open shares this engine and
+    /// waits end with `Closed`.
     pub shutting_down: AtomicBool,
     /// `Queue` handles (opens, not clones) holding this engine. Counted apart
     /// from the `Arc`'s references, which the reaper thread and calls in
@@ -103,9 +143,11 @@ pub(crate) struct Engine {
     /// Recently seen corrupt records (bounded), for reports.
     pub corrupt_seen: Mutex<Vec<CorruptRecord>>,
     /// Where each (scope, priority) pruning pass resumes.
-    pub prune_cursors: Mutex<HashMap<(Scope, u8), keys::Pos>>,
+    pub prune_cursors: Mutex<HashMap<(crate::job::Scope, u8), keys::Pos>>,
     /// Opened with [`Engine::open_read_only`]: never written, never registered.
     pub read_only: bool,
+    /// The store's format, read from its marker after the open.
+    pub format: Option<crate::store::format::StoreFormat>,
     /// Held by pruning and purging, which both delete completed rows.
     pub maintenance: Mutex<()>,
     /// Set once the engine is in the registry. An engine whose open failed
@@ -232,6 +274,7 @@ impl Engine {
             corrupt_seen: Mutex::new(Vec::new()),
             prune_cursors: Mutex::new(HashMap::new()),
             read_only,
+            format: crate::store::format::check(path).ok().flatten(),
             maintenance: Mutex::new(()),
             registered: AtomicBool::new(false),
         }

@@ -1,17 +1,16 @@
 //! Operator purge: delete completed or dead jobs that got there before a
 //! cutoff, with their id, idempotency and counter entries.
 
-use std::collections::HashMap;
-
-use rocksdb::{ReadOptions, WriteBatch};
+use rocksdb::ReadOptions;
 
 use crate::error::{Error, Result};
+use crate::event::Event;
 use crate::job::{PurgeReport, State};
-use crate::metrics::Transition;
 use crate::store::codec;
 use crate::store::keys::{self, JobKey};
 use crate::store::{self as st};
 
+use super::transition::Tx;
 use super::Engine;
 
 /// Rows per committed batch.
@@ -61,8 +60,7 @@ impl Engine {
         }
         let mut it = self.db().raw_iterator_cf_opt(jobs_cf, ro);
         it.seek(from);
-        let mut batch = WriteBatch::default();
-        let mut per_kind: HashMap<String, i64> = HashMap::new();
+        let mut tx = Tx::new(self);
         let mut n = 0usize;
         let mut done = true;
         let mut resume = Vec::new();
@@ -102,31 +100,13 @@ impl Engine {
                 }
                 None => break,
             };
-            self.delete_finished_row(&mut batch, &key, &rec)?;
-            *per_kind.entry(rec.kind).or_default() += 1;
+            tx.stage(Event::Purged, Some(&key), None, &rec)?;
             n += 1;
             it.next();
         }
         it.status()?;
-        if n > 0 {
-            for (kind, c) in &per_kind {
-                let mut d = [0i64; 5];
-                d[state.index()] = -*c;
-                batch.merge_cf(
-                    self.cf(st::CF_COUNTERS)?,
-                    kind.as_bytes(),
-                    st::encode_counters(&d),
-                );
-            }
-            self.write(batch)?;
-            for (kind, c) in per_kind {
-                let mut d = [0i64; 5];
-                d[state.index()] = -c;
-                self.counts.add(&kind, &d);
-            }
-            self.metrics.count(Transition::Purged, n as u64);
-            report.purged += n;
-        }
+        tx.commit()?;
+        report.purged += n;
         Ok((done, resume))
     }
 }

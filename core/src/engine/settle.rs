@@ -2,23 +2,23 @@
 //! Every one checks the lease generation under the lease entry's lock and
 //! moves the row in one batch; a stale token is `Aborted` and changes nothing.
 
-use std::collections::{btree_map, BTreeMap};
-
-use rocksdb::WriteBatch;
+use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::job::{validate_worker_id, JobId, LeaseToken, State};
-use crate::metrics::{delta, Transition};
-use crate::store::codec::{self, JobRecord};
-use crate::store::keys::{self, JobKey};
-use crate::store::{self as st};
+use crate::event::Event;
+use crate::job::{validate_worker_id, Completion, JobId, LeaseToken, State};
+use crate::limits;
+use crate::payload::Encoding;
+use crate::store::codec;
+use crate::store::keys::JobKey;
 
 use super::leases::{self, Entry, LeaseEntry};
+use super::transition::Tx;
 use super::Engine;
 
 /// Where a settled lease goes.
 enum Outcome {
-    Completed(Option<Vec<u8>>),
+    Completed(Option<Vec<u8>>, Encoding),
     /// Failed by the worker (`retryable`) or expired (reaper).
     Failed {
         reason: String,
@@ -77,67 +77,76 @@ impl Engine {
         }
     }
 
-    pub fn complete(&self, token: &LeaseToken, result: Option<Vec<u8>>) -> Result<()> {
-        self.check_result(result.as_ref())?;
-        self.settle(token, Outcome::Completed(result))
+    pub fn complete(&self, c: Completion) -> Result<()> {
+        self.check_result(c.result.as_ref())?;
+        self.settle(&c.token, Outcome::Completed(c.result, c.encoding))
     }
 
     /// Complete many leased jobs in one atomic batch. Per item, in order:
     /// `Ok`, or why that item changed nothing (`Aborted`, `NotFound`, or
-    /// `InvalidArgument` for an oversized result; a job named twice answers
-    /// `Aborted` the second time, as a second `complete` would). The outer
-    /// error (a failed write) means nothing was completed.
-    pub fn complete_many(
-        &self,
-        mut items: Vec<(LeaseToken, Option<Vec<u8>>)>,
-    ) -> Result<Vec<Result<()>>> {
+    /// `InvalidArgument` for an oversized result). Each token is checked on
+    /// its own: when a job is named more than once, the first item holding
+    /// its live lease completes it and every other item answers `Aborted`
+    /// (a stale generation as such, a repeat of the live token as a second
+    /// `complete` would). The outer error (a failed write) means nothing
+    /// was completed.
+    pub fn complete_many(&self, mut items: Vec<Completion>) -> Result<Vec<Result<()>>> {
         let mut answers: Vec<Option<Result<()>>> = (0..items.len()).map(|_| None).collect();
-        // Each job once, in id order (the lock order `extend` uses).
-        let mut by_job: BTreeMap<JobId, usize> = BTreeMap::new();
-        for (i, (t, r)) in items.iter().enumerate() {
-            if let Err(e) = self.check_result(r.as_ref()) {
-                answers[i] = Some(Err(e));
-            } else if let btree_map::Entry::Vacant(v) = by_job.entry(t.id) {
-                v.insert(i);
-            } else {
-                answers[i] = Some(Err(Error::Aborted(format!(
-                    "job {} is named twice in one complete_many; the first completes it",
-                    t.id
-                ))));
+        // Each job once, in id order (the lock order `extend` uses), with
+        // every item that names it.
+        let mut by_job: BTreeMap<JobId, Vec<usize>> = BTreeMap::new();
+        for (i, c) in items.iter().enumerate() {
+            match self.check_result(c.result.as_ref()) {
+                Err(e) => answers[i] = Some(Err(e)),
+                Ok(()) => by_job.entry(c.token.id).or_default().push(i),
             }
         }
-        let mut held: Vec<(Entry, usize)> = Vec::with_capacity(by_job.len());
-        for (id, i) in by_job {
+        let mut held: Vec<(Entry, Vec<usize>)> = Vec::with_capacity(by_job.len());
+        for (id, idx) in by_job {
             match self.leases.get(&id) {
-                Some(e) => held.push((e, i)),
-                None => answers[i] = Some(Err(self.not_leased(&id)?)),
+                Some(e) => held.push((e, idx)),
+                None => {
+                    for i in idx {
+                        answers[i] = Some(Err(self.not_leased(&id)?));
+                    }
+                }
             }
         }
-        let mut guards: Vec<_> = held.iter().map(|(e, i)| (leases::lock(e), *i)).collect();
+        let mut guards: Vec<_> = held.iter().map(|(e, idx)| (leases::lock(e), idx)).collect();
         let now = self.now();
-        let mut batch = WriteBatch::default();
+        let mut tx = Tx::new(self);
         let mut moved = Vec::new();
-        for (gi, (g, i)) in guards.iter().enumerate() {
-            if let Err(e) = Self::check_token(g, &items[*i].0) {
-                answers[*i] = Some(Err(e));
-                continue;
+        for (gi, (g, idx)) in guards.iter().enumerate() {
+            let mut winner = None;
+            for &i in idx.iter() {
+                let verdict = match (Self::check_token(g, &items[i].token), winner) {
+                    (Ok(()), None) => {
+                        winner = Some(i);
+                        continue;
+                    }
+                    (Ok(()), Some(_)) => Err(Error::Aborted(format!(
+                        "job {} is named twice in one complete_many; the first completes it",
+                        items[i].token.id
+                    ))),
+                    (Err(e), _) => Err(e),
+                };
+                answers[i] = Some(verdict);
             }
-            let result = items[*i].1.take();
-            let (new, rec, t) = self.settled(g, Outcome::Completed(result), now, &mut batch)?;
-            moved.push((gi, new, rec, t));
+            let Some(i) = winner else { continue };
+            let result = items[i].result.take();
+            let outcome = Outcome::Completed(result, items[i].encoding);
+            self.stage_settle(&mut tx, g, outcome, now)?;
+            moved.push((gi, i));
         }
-        if !moved.is_empty() {
-            self.write(batch)?;
-        }
-        for (gi, ..) in &moved {
+        tx.commit()?;
+        for (gi, _) in &moved {
             guards[*gi].0.live = false;
         }
         drop(guards);
-        for (gi, new, rec, t) in moved {
-            let (entry, i) = &held[gi];
-            self.leases.remove(&items[*i].0.id, entry);
-            self.after_settle(&new, &rec, t);
-            answers[*i] = Some(Ok(()));
+        for (gi, i) in moved {
+            let (entry, _) = &held[gi];
+            self.leases.remove(&items[i].token.id, entry);
+            answers[i] = Some(Ok(()));
         }
         Ok(answers
             .into_iter()
@@ -165,37 +174,38 @@ impl Engine {
         let mut e = leases::lock(&entry);
         Self::check_token(&e, token)?;
         let now = self.now();
-        let mut batch = WriteBatch::default();
-        let (new_key, rec, t) = self.settled(&e, outcome, now, &mut batch)?;
-        self.write(batch)?;
+        let mut tx = Tx::new(self);
+        self.stage_settle(&mut tx, &e, outcome, now)?;
+        tx.commit()?;
         e.live = false;
         drop(e);
         self.leases.remove(&token.id, &entry);
-        self.after_settle(&new_key, &rec, t);
         Ok(())
     }
 
-    /// Build the move of a leased job into its next state.
-    fn settled(
+    /// Stage the move of a leased job into its next state. Returns that
+    /// state.
+    fn stage_settle(
         &self,
+        tx: &mut Tx<'_>,
         e: &LeaseEntry,
         outcome: Outcome,
         now: u64,
-        batch: &mut WriteBatch,
-    ) -> Result<(JobKey, JobRecord, Transition)> {
+    ) -> Result<State> {
         let mut rec = e.record.clone();
         let worker = rec.worker_id.clone().unwrap_or_default();
         rec.lease_deadline = None;
-        let (state, ts, t) = match outcome {
-            Outcome::Completed(result) => {
+        let (event, state, ts) = match outcome {
+            Outcome::Completed(result, encoding) => {
                 rec.result = result;
-                rec.log(now, "completed", worker);
-                (State::Completed, now, Transition::Completed)
+                rec.ext.result_encoding = encoding;
+                rec.log(now, Event::Completed, worker);
+                (Event::Completed, State::Completed, now)
             }
             Outcome::Released => {
-                rec.log(now, "released", worker);
+                rec.log(now, Event::Released, worker);
                 // Back to its place in line: a graceful hand-back is not a retry.
-                (State::Pending, rec.ready_at.min(now), Transition::Released)
+                (Event::Released, State::Pending, rec.ready_at.min(now))
             }
             Outcome::Failed {
                 reason,
@@ -204,10 +214,15 @@ impl Engine {
             } => {
                 rec.attempts = rec.attempts.saturating_add(1);
                 let max = self.cfg.max_attempts_for(&rec.kind, rec.max_attempts);
+                rec.ext.ceiling = Some(max);
                 let mut reason = reason;
                 codec::truncate_utf8(&mut reason, codec::MAX_DETAIL_LEN);
                 rec.last_error = Some(reason.clone());
-                let what = if expired { "lease_expired" } else { "failed" };
+                let what = if expired {
+                    Event::LeaseExpired
+                } else {
+                    Event::Failed
+                };
                 let detail = format!("{worker}: {reason} (attempt {} of {max})", rec.attempts);
                 rec.log(now, what, detail);
                 if !retryable || rec.attempts >= max {
@@ -216,48 +231,27 @@ impl Engine {
                     } else {
                         "not retryable"
                     };
-                    rec.log(now, "dead", why);
-                    (State::Dead, now, Transition::Dead)
+                    rec.log(now, Event::Dead, why);
+                    if expired {
+                        tx.also_count(Event::LeaseExpired);
+                    }
+                    (Event::Dead, State::Dead, now)
                 } else {
-                    let wait = self.cfg.backoff_delay(&rec.kind, rec.attempts).as_millis() as u64;
-                    let at = now.saturating_add(wait);
+                    let wait = limits::ms(self.cfg.backoff_delay(&rec.kind, rec.attempts));
+                    let at = now.saturating_add(wait).min(limits::MAX_INSTANT_MS);
                     rec.ready_at = at;
                     if expired {
-                        // The reaper returns expired leases to pending (spec §3).
-                        (State::Pending, at, Transition::LeaseExpired)
+                        // The reaper returns expired leases to pending.
+                        (Event::LeaseExpired, State::Pending, at)
                     } else {
-                        (State::Failed, at, Transition::Failed)
+                        (Event::Failed, State::Failed, at)
                     }
                 }
             }
         };
         let new = JobKey { state, ts, ..e.key };
-        let nk = new.encode();
-        batch.delete_cf(self.cf(st::CF_JOBS)?, e.key.encode());
-        batch.put_cf(self.cf(st::CF_JOBS)?, nk, codec::encode(&rec)?);
-        batch.put_cf(self.cf(st::CF_IDS)?, new.id.as_bytes(), nk);
-        if matches!(state, State::Pending | State::Failed) {
-            batch.put_cf(
-                self.cf(st::CF_KINDS)?,
-                keys::kind_key(&new.scope, &rec.kind, new.priority, new.pos()),
-                [state.byte()],
-            );
-        }
-        batch.merge_cf(
-            self.cf(st::CF_COUNTERS)?,
-            rec.kind.as_bytes(),
-            st::encode_counters(&delta(Some(State::Leased), Some(state))),
-        );
-        Ok((new, rec, t))
-    }
-
-    fn after_settle(&self, new: &JobKey, rec: &JobRecord, t: Transition) {
-        self.counts
-            .add(&rec.kind, &delta(Some(State::Leased), Some(new.state)));
-        self.metrics.count(t, 1);
-        if matches!(new.state, State::Pending | State::Failed) {
-            self.note_ready_row(new, &rec.kind);
-        }
+        tx.stage(event, Some(&e.key), Some(&new), &rec)?;
+        Ok(state)
     }
 
     /// Renew each lease whose generation and worker still match. Per token:
@@ -284,10 +278,8 @@ impl Engine {
             }
         }
         let mut guards: Vec<_> = held.iter().map(|(e, idx)| (leases::lock(e), idx)).collect();
-        let mut batch = WriteBatch::default();
+        let mut tx = Tx::new(self);
         let mut moved = Vec::new();
-        let jobs_cf = self.cf(st::CF_JOBS)?;
-        let ids_cf = self.cf(st::CF_IDS)?;
         for (gi, (g, idx)) in guards.iter().enumerate() {
             let mut renew = Vec::new();
             for &i in idx.iter() {
@@ -311,8 +303,11 @@ impl Engine {
             if renew.is_empty() {
                 continue;
             }
-            let ttl = self.cfg.lease_ttl_for(&g.record.kind).as_millis() as u64;
-            let deadline = now.saturating_add(ttl).max(g.key.ts);
+            let ttl = limits::ms(self.cfg.lease_ttl_for(&g.record.kind));
+            let deadline = now
+                .saturating_add(ttl)
+                .min(limits::MAX_INSTANT_MS)
+                .max(g.key.ts);
             if deadline == g.key.ts {
                 for i in renew {
                     answers[i] = Some(Ok(deadline));
@@ -325,15 +320,10 @@ impl Engine {
                 ts: deadline,
                 ..g.key
             };
-            batch.delete_cf(jobs_cf, g.key.encode());
-            batch.put_cf(jobs_cf, new.encode(), codec::encode(&rec)?);
-            batch.put_cf(ids_cf, new.id.as_bytes(), new.encode());
+            tx.stage(Event::Extended, Some(&g.key), Some(&new), &rec)?;
             moved.push((gi, new, rec, renew));
         }
-        if !moved.is_empty() {
-            self.write(batch)?;
-            self.metrics.count(Transition::Extended, moved.len() as u64);
-        }
+        tx.commit()?;
         for (gi, new, rec, renew) in moved {
             let g = &mut guards[gi].0;
             g.key = new;
@@ -368,19 +358,17 @@ impl Engine {
                 retryable: true,
                 expired: true,
             };
-            let mut batch = WriteBatch::default();
-            let (new, rec, t) = self.settled(&e, outcome, now, &mut batch)?;
-            self.write(batch)?;
+            let mut tx = Tx::new(self);
+            let state = self.stage_settle(&mut tx, &e, outcome, now)?;
+            tx.commit()?;
             e.live = false;
             drop(e);
             self.leases.remove(&id, &entry);
-            if new.state == State::Dead {
-                self.metrics.count(Transition::LeaseExpired, 1);
+            if state == State::Dead {
                 dead += 1;
             } else {
                 expired += 1;
             }
-            self.after_settle(&new, &rec, t);
         }
         Ok((expired, dead))
     }

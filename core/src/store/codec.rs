@@ -1,93 +1,190 @@
-//! The stored job record: one format-version byte, then msgpack (rmp-serde).
+//! The stored job record: one format byte ([`FORMAT_V1`]), then a
+//! MessagePack array.
 //!
-//! Rows are written as msgpack arrays (half the bytes of named maps, and the
-//! record is rewritten by every transition). Fields are only ever appended,
-//! each `#[serde(default)]`, so a row that ends before a field (a v0.1 row
-//! without `max_attempts`) decodes with its default. The decoder also reads
-//! the named-map form, for tools that write records by hand.
-
-use serde::{Deserialize, Serialize};
+//! # Rolling forward and back
+//!
+//! Elements 0 to 13 are the fields every build knows, in a fixed order (a
+//! row written before `max_attempts` existed ends after element 12, and the
+//! field takes its default). Element 14, when present, is the *extension
+//! map*: small integer tags to values, for every field added since. After
+//! it, further array elements are allowed.
+//!
+//! A build reads what it knows and keeps the rest: extension tags it does
+//! not know and array elements past the extension map are held as their
+//! exact bytes and written back unchanged when the row is rewritten. So a
+//! row written by a newer build keeps that build's fields through a lease,
+//! a heartbeat and a settle done by this one. A newer field that is not safe
+//! to ignore (one that changes what a transition must do) cannot go there:
+//! that build raises the store's format so older builds refuse to open it
+//! (`store::format`).
+//!
+//! The extension map is written only when it holds something, and an
+//! extension value is written only when it differs from its default, so a
+//! record that uses no extension is byte-compatible with format-1 readers.
+//! The decoder also reads the named-map form (`{"kind": …, "payload": …}`),
+//! for tools that write records by hand.
 
 use crate::error::{Error, Result};
-use crate::job::Event;
+use crate::event::{Event, LogEntry};
+use crate::payload::Encoding;
 
-/// The record format written by this version.
+use super::msgpack::{Reader, Writer};
+
+/// The first byte of every jobs row value (the record layout described
+/// above; it has never changed, extensions live inside it).
 pub const FORMAT_V1: u8 = 1;
 
-/// The event log keeps this many newest events and counts the rest.
+/// The event log keeps this many newest entries in full.
 pub const MAX_EVENTS: usize = 64;
+
+/// At most this many folded attempts ([`LogEntry::ATTEMPT`]) are kept
+/// before the oldest of them are dropped (and counted).
+pub const MAX_ATTEMPT_SUMMARIES: usize = 1000;
 
 /// The longest event detail or error message kept, in bytes.
 pub const MAX_DETAIL_LEN: usize = 4096;
 
-/// A job's stored record (the jobs row value after the format byte). The
-/// field order is the on-disk array order: append new fields only.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The longest folded-attempt detail kept, in bytes.
+pub const MAX_SUMMARY_LEN: usize = 512;
+
+/// The number of fields every build knows (elements 0 to 13).
+const KNOWN_FIELDS: usize = 14;
+
+/// Extension tags. Never renumbered or reused.
+mod tag {
+    /// How the payload was made ([`Encoding::code`]).
+    pub const PAYLOAD_ENCODING: u64 = 1;
+    /// How the result was made.
+    pub const RESULT_ENCODING: u64 = 2;
+    /// The attempt ceiling that decided the latest failure or expiry.
+    pub const CEILING: u64 = 3;
+}
+
+/// A job's stored record (the jobs row value after the format byte).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct JobRecord {
     /// The job's kind.
     pub kind: String,
     /// The payload as enqueued.
-    #[serde(with = "serde_bytes")]
     pub payload: Vec<u8>,
     /// Failed attempts so far.
-    #[serde(default)]
     pub attempts: u32,
     /// The worker of the current or last lease.
-    #[serde(default)]
     pub worker_id: Option<String>,
     /// The lease deadline (ms since the epoch) while leased.
-    #[serde(default)]
     pub lease_deadline: Option<u64>,
     /// Bumped by every lease; the fencing number in lease tokens.
-    #[serde(default)]
     pub generation: u64,
     /// The idempotency key it was enqueued with.
-    #[serde(default)]
     pub idempotency_key: Option<String>,
     /// When it was enqueued, ms since the epoch.
-    #[serde(default)]
     pub created_at: u64,
     /// When the job last became ready (enqueue/run-at, backoff, retry), so a
     /// released job goes back to its place in line.
-    #[serde(default)]
     pub ready_at: u64,
     /// What `complete` was given.
-    #[serde(default, with = "serde_bytes")]
     pub result: Option<Vec<u8>>,
     /// The reason of the latest failure or lease expiry.
-    #[serde(default)]
     pub last_error: Option<String>,
-    /// `(ts, transition, detail)`, oldest first.
-    #[serde(default)]
+    /// `(ts, transition, detail)`, oldest first: folded attempts
+    /// ([`LogEntry::ATTEMPT`]) first, then at most [`MAX_EVENTS`] entries
+    /// in full.
     pub events: Vec<(u64, String, String)>,
-    /// How many older events were dropped to keep the log bounded.
-    #[serde(default)]
+    /// How many entries were dropped (not folded) to keep the log bounded.
     pub dropped_events: u32,
-    /// Per-job override (v0.2); `None` inherits per-kind, then global.
-    /// New fields go last: rows are msgpack arrays, so a row written before
-    /// a field existed simply ends early and the field takes its default.
-    #[serde(default)]
+    /// The per-job attempt ceiling; `None` inherits per-kind, then global.
     pub max_attempts: Option<u32>,
+    /// Fields added after format 1, and what this build does not know.
+    pub ext: Ext,
+}
+
+/// The extension map of a record, and whatever a newer build wrote that
+/// this one keeps without understanding it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Ext {
+    /// How the payload was made.
+    pub payload_encoding: Encoding,
+    /// How the result was made.
+    pub result_encoding: Encoding,
+    /// The effective `max_attempts` (per job > per kind > global) when the
+    /// latest failure or expiry was decided: the ceiling that decided a
+    /// dead job's fate.
+    pub ceiling: Option<u32>,
+    /// Extension tags this build does not know: tag and the exact bytes of
+    /// its value.
+    pub unknown: Vec<(u64, Vec<u8>)>,
+    /// Array elements after the extension map, as their exact bytes.
+    pub tail: Vec<Vec<u8>>,
+}
+
+impl Ext {
+    fn entries(&self) -> usize {
+        usize::from(self.payload_encoding != Encoding::Unknown)
+            + usize::from(self.result_encoding != Encoding::Unknown)
+            + usize::from(self.ceiling.is_some())
+            + self.unknown.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries() == 0 && self.tail.is_empty()
+    }
 }
 
 impl JobRecord {
-    /// Append an event, keeping the log bounded.
-    pub fn log(&mut self, ts: u64, transition: &str, detail: impl Into<String>) {
+    /// Append a log entry for `event`, keeping the log bounded.
+    pub fn log(&mut self, ts: u64, event: Event, detail: impl Into<String>) {
         let mut detail = detail.into();
         truncate_utf8(&mut detail, MAX_DETAIL_LEN);
-        self.events.push((ts, transition.to_string(), detail));
-        if self.events.len() > MAX_EVENTS {
-            let drop = self.events.len() - MAX_EVENTS;
+        self.events.push((ts, event.name().to_string(), detail));
+        self.bound_log();
+    }
+
+    /// Fold or drop the oldest full entries until at most [`MAX_EVENTS`]
+    /// are left. A `leased` entry followed by its failure (`failed` or
+    /// `lease_expired`) folds into one [`LogEntry::ATTEMPT`] entry, so the
+    /// log of a poison job still accounts for every attempt; any other
+    /// entry is dropped and counted in `dropped_events`.
+    fn bound_log(&mut self) {
+        let mut folded = self.folded_len();
+        while self.events.len() - folded > MAX_EVENTS {
+            let first = &self.events[folded];
+            let next = self.events.get(folded + 1);
+            let attempt_end = next.is_some_and(|(_, t, _)| {
+                t == Event::Failed.name() || t == Event::LeaseExpired.name()
+            });
+            if first.1 == Event::Leased.name() && attempt_end {
+                let (ts, _, _) = self.events[folded].clone();
+                let (end_ts, what, why) = self.events[folded + 1].clone();
+                let mut detail = format!("{what} after {} ms: {why}", end_ts.saturating_sub(ts));
+                truncate_utf8(&mut detail, MAX_SUMMARY_LEN);
+                self.events.remove(folded + 1);
+                self.events[folded] = (ts, LogEntry::ATTEMPT.to_string(), detail);
+                folded += 1;
+            } else {
+                self.events.remove(folded);
+                self.dropped_events = self.dropped_events.saturating_add(1);
+            }
+        }
+        if folded > MAX_ATTEMPT_SUMMARIES {
+            let drop = folded - MAX_ATTEMPT_SUMMARIES;
             self.events.drain(..drop);
             self.dropped_events = self.dropped_events.saturating_add(drop as u32);
         }
     }
 
-    /// The event log as [`Event`]s (copies), oldest first.
-    pub fn events(&self) -> Vec<Event> {
+    /// How many leading entries are folded attempts.
+    fn folded_len(&self) -> usize {
         self.events
             .iter()
-            .map(|(ts, t, d)| Event {
+            .take_while(|(_, t, _)| t == LogEntry::ATTEMPT)
+            .count()
+    }
+
+    /// The event log as [`LogEntry`]s (copies), oldest first.
+    pub fn events(&self) -> Vec<LogEntry> {
+        self.events
+            .iter()
+            .map(|(ts, t, d)| LogEntry {
                 ts: *ts,
                 transition: t.clone(),
                 detail: d.clone(),
@@ -107,22 +204,85 @@ pub fn truncate_utf8(s: &mut String, max: usize) {
     }
 }
 
-/// A jobs row value: [`FORMAT_V1`], then `r` as a msgpack array.
-/// `Storage` if msgpack encoding fails.
+/// A jobs row value: [`FORMAT_V1`], then `r` as a MessagePack array.
 pub fn encode(r: &JobRecord) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(64 + r.payload.len() + r.events.len() * 32);
-    out.push(FORMAT_V1);
-    rmp_serde::encode::write(&mut out, r)
-        .map_err(|e| Error::Storage(format!("cannot encode job record: {e}")))?;
+    let mut out = Vec::with_capacity(
+        64 + r.payload.len() + r.result.as_ref().map_or(0, Vec::len) + r.events.len() * 40,
+    );
+    encode_into(r, &mut out);
     Ok(out)
 }
 
+/// [`encode`] into `out` (appended).
+pub fn encode_into(r: &JobRecord, out: &mut Vec<u8>) {
+    out.push(FORMAT_V1);
+    let mut w = Writer(out);
+    let with_ext = !r.ext.is_empty();
+    w.array(KNOWN_FIELDS + usize::from(with_ext) + r.ext.tail.len());
+    w.str(&r.kind);
+    w.bin(&r.payload);
+    w.uint(r.attempts as u64);
+    w.opt_str(r.worker_id.as_deref());
+    w.opt_uint(r.lease_deadline);
+    w.uint(r.generation);
+    w.opt_str(r.idempotency_key.as_deref());
+    w.uint(r.created_at);
+    w.uint(r.ready_at);
+    w.opt_bin(r.result.as_deref());
+    w.opt_str(r.last_error.as_deref());
+    w.array(r.events.len());
+    for (ts, t, d) in &r.events {
+        w.array(3);
+        w.uint(*ts);
+        w.str(t);
+        w.str(d);
+    }
+    w.uint(r.dropped_events as u64);
+    w.opt_uint(r.max_attempts.map(u64::from));
+    if with_ext {
+        let x = &r.ext;
+        w.map(x.entries());
+        if x.payload_encoding != Encoding::Unknown {
+            w.uint(tag::PAYLOAD_ENCODING);
+            w.uint(x.payload_encoding.code() as u64);
+        }
+        if x.result_encoding != Encoding::Unknown {
+            w.uint(tag::RESULT_ENCODING);
+            w.uint(x.result_encoding.code() as u64);
+        }
+        if let Some(c) = x.ceiling {
+            w.uint(tag::CEILING);
+            w.uint(c as u64);
+        }
+        for (t, v) in &x.unknown {
+            w.uint(*t);
+            w.raw(v);
+        }
+        for v in &x.tail {
+            w.raw(v);
+        }
+    }
+}
+
 /// Decode a jobs row value. `Corruption` for an empty value, an unknown
-/// format byte, or msgpack that does not decode as a [`JobRecord`].
+/// format byte, or bytes that do not decode as a record.
 pub fn decode(b: &[u8]) -> Result<JobRecord> {
     match b.first() {
-        Some(&FORMAT_V1) => rmp_serde::from_slice(&b[1..])
-            .map_err(|e| Error::Corruption(format!("job record does not decode: {e}"))),
+        Some(&FORMAT_V1) => {
+            let mut r = Reader::new(&b[1..]);
+            let rec = if r.peek_map() {
+                decode_named(&mut r)?
+            } else {
+                decode_array(&mut r)?
+            };
+            if !r.at_end() {
+                return Err(Error::Corruption(format!(
+                    "job record does not decode: {} bytes after the record",
+                    b.len() - 1 - r.pos
+                )));
+            }
+            Ok(rec)
+        }
         Some(v) => Err(Error::Corruption(format!(
             "unknown job record format version {v}"
         ))),
@@ -130,114 +290,110 @@ pub fn decode(b: &[u8]) -> Result<JobRecord> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rec() -> JobRecord {
-        JobRecord {
-            kind: "embed".into(),
-            payload: vec![1, 2, 3],
-            attempts: 0,
-            max_attempts: None,
-            worker_id: None,
-            lease_deadline: None,
-            generation: 0,
-            idempotency_key: None,
-            created_at: 1,
-            ready_at: 1,
-            result: None,
-            last_error: None,
-            events: vec![],
-            dropped_events: 0,
+fn decode_array(r: &mut Reader<'_>) -> Result<JobRecord> {
+    let n = r.array()?;
+    if n < 2 {
+        return Err(Error::Corruption(format!(
+            "job record does not decode: {n} fields, kind and payload are required"
+        )));
+    }
+    let mut rec = JobRecord {
+        kind: r.str()?,
+        payload: r.bin()?,
+        ..JobRecord::default()
+    };
+    for i in 2..n {
+        match i {
+            2 => rec.attempts = r.u32()?,
+            3 => rec.worker_id = r.opt_str()?,
+            4 => rec.lease_deadline = r.opt_uint()?,
+            5 => rec.generation = r.uint()?,
+            6 => rec.idempotency_key = r.opt_str()?,
+            7 => rec.created_at = r.uint()?,
+            8 => rec.ready_at = r.uint()?,
+            9 => rec.result = r.opt_bin()?,
+            10 => rec.last_error = r.opt_str()?,
+            11 => rec.events = events(r)?,
+            12 => rec.dropped_events = r.u32()?,
+            13 => rec.max_attempts = r.opt_u32()?,
+            14 => rec.ext = ext(r)?,
+            _ => {
+                let v = r.skip()?.to_vec();
+                rec.ext.tail.push(v);
+            }
         }
     }
-
-    #[test]
-    fn records_round_trip() {
-        let mut r = rec();
-        r.result = Some(vec![9]);
-        r.log(5, "enqueued", "");
-        assert_eq!(decode(&encode(&r).unwrap()).unwrap(), r);
-    }
-
-    #[test]
-    fn a_v01_array_row_without_max_attempts_decodes_with_none() {
-        let mut r = rec();
-        r.attempts = 2;
-        r.log(5, "enqueued", "");
-        // The v0.1 layout: every field up to dropped_events, nothing after.
-        let v01 = (
-            &r.kind,
-            serde_bytes::Bytes::new(&r.payload),
-            r.attempts,
-            &r.worker_id,
-            r.lease_deadline,
-            r.generation,
-            &r.idempotency_key,
-            r.created_at,
-            r.ready_at,
-            None::<serde_bytes::ByteBuf>,
-            &r.last_error,
-            &r.events,
-            r.dropped_events,
-        );
-        let mut b = vec![FORMAT_V1];
-        rmp_serde::encode::write(&mut b, &v01).unwrap();
-        let d = decode(&b).unwrap();
-        assert_eq!(d.max_attempts, None);
-        assert_eq!(d, r);
-    }
-
-    #[test]
-    fn a_v01_named_row_without_max_attempts_decodes_with_none() {
-        #[derive(Serialize)]
-        struct V01 {
-            kind: String,
-            #[serde(with = "serde_bytes")]
-            payload: Vec<u8>,
-            attempts: u32,
-            created_at: u64,
-        }
-        let mut b = vec![FORMAT_V1];
-        rmp_serde::encode::write_named(
-            &mut b,
-            &V01 {
-                kind: "embed".into(),
-                payload: vec![1],
-                attempts: 2,
-                created_at: 3,
-            },
-        )
-        .unwrap();
-        let r = decode(&b).unwrap();
-        assert_eq!(
-            (r.max_attempts, r.attempts, r.kind.as_str()),
-            (None, 2, "embed")
-        );
-    }
-
-    #[test]
-    fn garbage_is_corruption() {
-        for b in [
-            &b""[..],
-            &[0u8][..],
-            &[1, 0xc1][..],
-            &[1, 0x92, 0x01][..],
-            &[7, 1, 2][..],
-        ] {
-            assert!(matches!(decode(b), Err(Error::Corruption(_))), "{b:?}");
-        }
-    }
-
-    #[test]
-    fn the_event_log_is_bounded_and_counts_what_it_dropped() {
-        let mut r = rec();
-        for i in 0..(MAX_EVENTS as u64 + 10) {
-            r.log(i, "leased", "w");
-        }
-        assert_eq!(r.events.len(), MAX_EVENTS);
-        assert_eq!(r.dropped_events, 10);
-        assert_eq!(r.events[0].0, 10);
-    }
+    Ok(rec)
 }
+
+fn events(r: &mut Reader<'_>) -> Result<Vec<(u64, String, String)>> {
+    let n = r.array()?;
+    let mut v = Vec::with_capacity(n.min(MAX_EVENTS + MAX_ATTEMPT_SUMMARIES));
+    for _ in 0..n {
+        if r.array()? != 3 {
+            return Err(Error::Corruption(
+                "job record does not decode: an event is not (ts, transition, detail)".into(),
+            ));
+        }
+        v.push((r.uint()?, r.str()?, r.str()?));
+    }
+    Ok(v)
+}
+
+fn ext(r: &mut Reader<'_>) -> Result<Ext> {
+    let mut x = Ext::default();
+    if r.peek_nil() {
+        r.skip()?;
+        return Ok(x);
+    }
+    for _ in 0..r.map()? {
+        let t = r.uint()?;
+        match t {
+            tag::PAYLOAD_ENCODING => x.payload_encoding = Encoding::from_code(r.uint()?),
+            tag::RESULT_ENCODING => x.result_encoding = Encoding::from_code(r.uint()?),
+            tag::CEILING => x.ceiling = Some(r.u32()?),
+            _ => {
+                let v = r.skip()?.to_vec();
+                x.unknown.push((t, v));
+            }
+        }
+    }
+    Ok(x)
+}
+
+/// The named-map form: known names are read, others skipped.
+fn decode_named(r: &mut Reader<'_>) -> Result<JobRecord> {
+    let mut rec = JobRecord::default();
+    let (mut kind, mut payload) = (false, false);
+    for _ in 0..r.map()? {
+        match r.str()?.as_str() {
+            "kind" => (rec.kind, kind) = (r.str()?, true),
+            "payload" => (rec.payload, payload) = (r.bin()?, true),
+            "attempts" => rec.attempts = r.u32()?,
+            "worker_id" => rec.worker_id = r.opt_str()?,
+            "lease_deadline" => rec.lease_deadline = r.opt_uint()?,
+            "generation" => rec.generation = r.uint()?,
+            "idempotency_key" => rec.idempotency_key = r.opt_str()?,
+            "created_at" => rec.created_at = r.uint()?,
+            "ready_at" => rec.ready_at = r.uint()?,
+            "result" => rec.result = r.opt_bin()?,
+            "last_error" => rec.last_error = r.opt_str()?,
+            "events" => rec.events = events(r)?,
+            "dropped_events" => rec.dropped_events = r.u32()?,
+            "max_attempts" => rec.max_attempts = r.opt_u32()?,
+            _ => {
+                r.skip()?;
+            }
+        }
+    }
+    if !(kind && payload) {
+        return Err(Error::Corruption(
+            "job record does not decode: kind and payload are required".into(),
+        ));
+    }
+    Ok(rec)
+}
+
+#[cfg(test)]
+#[path = "codec_tests.rs"]
+mod tests;

@@ -181,3 +181,51 @@ pub fn metric(text: &str, series: &str) -> Option<f64> {
         (name == series).then(|| value.parse().ok())?
     })
 }
+
+/// The store at `path` opened with raw RocksDB (every column family, the
+/// counters merge operator), for tests that write bytes the engine would
+/// not. The queue must be closed.
+pub fn raw_db(path: &Path) -> rocksdb::DB {
+    let mut opts = rocksdb::Options::default();
+    opts.create_if_missing(false);
+    let cfs = telha_jobs::store::ALL_CFS.iter().map(|name| {
+        let mut o = rocksdb::Options::default();
+        if *name == "counters" {
+            // Recovery may flush the WAL's merge operands: it needs the operator.
+            o.set_merge_operator_associative(
+                telha_jobs::store::COUNTERS_MERGE_NAME,
+                telha_jobs::store::counters_merge,
+            );
+        }
+        rocksdb::ColumnFamilyDescriptor::new(*name, o)
+    });
+    rocksdb::DB::open_cf_descriptors(&opts, path, cfs).expect("raw open")
+}
+
+/// Every file below `dir` with its bytes, for "left untouched" checks.
+pub fn snapshot_dir(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read dir") {
+            let p = e.expect("dir entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).expect("read file"));
+            }
+        }
+    }
+    out
+}
+
+/// Copy the files of `from` into `to` (flat: a store directory).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create dir");
+    for e in std::fs::read_dir(from).expect("read dir") {
+        let e = e.expect("dir entry");
+        if e.path().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).expect("copy");
+        }
+    }
+}

@@ -32,6 +32,8 @@ pub struct NewJob {
     pub idempotency_key: ::core::option::Option<::prost::alloc::string::String>,
     #[prost(uint32, optional, tag = "8")]
     pub max_attempts: ::core::option::Option<u32>,
+    #[prost(enumeration = "Encoding", tag = "9")]
+    pub payload_encoding: i32,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Enqueued {
@@ -82,6 +84,10 @@ pub struct Job {
     pub priority: u32,
     #[prost(string, tag = "10")]
     pub worker_id: ::prost::alloc::string::String,
+    #[prost(uint64, tag = "11")]
+    pub lease_ttl_ms: u64,
+    #[prost(enumeration = "Encoding", tag = "12")]
+    pub payload_encoding: i32,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LeaseRequest {
@@ -153,6 +159,8 @@ pub struct HeartbeatResponse {
 pub struct Complete {
     #[prost(bytes = "vec", optional, tag = "1")]
     pub result: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    #[prost(enumeration = "Encoding", tag = "2")]
+    pub result_encoding: i32,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Fail {
@@ -256,6 +264,12 @@ pub struct JobInfo {
     pub events: ::prost::alloc::vec::Vec<Event>,
     #[prost(uint32, tag = "18")]
     pub dropped_events: u32,
+    #[prost(enumeration = "Encoding", tag = "19")]
+    pub payload_encoding: i32,
+    #[prost(enumeration = "Encoding", tag = "20")]
+    pub result_encoding: i32,
+    #[prost(string, tag = "21")]
+    pub cursor: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GetRequest {
@@ -407,6 +421,7 @@ pub enum ErrorKind {
     Storage = 5,
     Corruption = 6,
     Closed = 7,
+    UnsupportedFormat = 8,
 }
 impl ErrorKind {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -423,6 +438,7 @@ impl ErrorKind {
             Self::Storage => "ERROR_KIND_STORAGE",
             Self::Corruption => "ERROR_KIND_CORRUPTION",
             Self::Closed => "ERROR_KIND_CLOSED",
+            Self::UnsupportedFormat => "ERROR_KIND_UNSUPPORTED_FORMAT",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -436,6 +452,39 @@ impl ErrorKind {
             "ERROR_KIND_STORAGE" => Some(Self::Storage),
             "ERROR_KIND_CORRUPTION" => Some(Self::Corruption),
             "ERROR_KIND_CLOSED" => Some(Self::Closed),
+            "ERROR_KIND_UNSUPPORTED_FORMAT" => Some(Self::UnsupportedFormat),
+            _ => None,
+        }
+    }
+}
+/// How a payload or result was made (telha_jobs::Encoding): UNKNOWN is
+/// read by looking at the bytes, BYTES always as bytes, VALUE as the
+/// payload convention's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum Encoding {
+    Unknown = 0,
+    Bytes = 1,
+    Value = 2,
+}
+impl Encoding {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unknown => "ENCODING_UNKNOWN",
+            Self::Bytes => "ENCODING_BYTES",
+            Self::Value => "ENCODING_VALUE",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "ENCODING_UNKNOWN" => Some(Self::Unknown),
+            "ENCODING_BYTES" => Some(Self::Bytes),
+            "ENCODING_VALUE" => Some(Self::Value),
             _ => None,
         }
     }

@@ -345,7 +345,7 @@ fn drain(store: &Path, sync_writes: bool, h: &check::History) -> check::Outcome 
         }
         match q.lease_many("drain", 1000, &opts) {
             Ok(jobs) => {
-                let items = jobs.iter().map(|j| (j.token(), None)).collect();
+                let items = jobs.iter().map(|j| (j.token(), None).into()).collect();
                 match q.complete_many(items) {
                     Ok(v) => {
                         for a in v {

@@ -233,7 +233,7 @@ fn settle(
             );
         }
         log.flush();
-        let items = batch.iter().map(|h| (h.job.token(), None)).collect();
+        let items = batch.iter().map(|h| (h.job.token(), None).into()).collect();
         match q.complete_many(items) {
             Ok(answers) => {
                 let t = now_us();

@@ -1,0 +1,245 @@
+//! The state machine in one place: every row move the engine commits is
+//! staged here, by rule, into one atomic batch, and what memory learns
+//! after the commit is applied here too.
+//!
+//! A move takes a job from one row (or none: a new job) to another (or
+//! none: a deleted job). [`Tx::stage`] checks the move against its
+//! event's [`rule`], then writes, in the batch:
+//!
+//! | column family | from-row            | to-row                              |
+//! |---------------|---------------------|-------------------------------------|
+//! | `jobs`        | delete              | put the encoded record              |
+//! | `ids`         | delete, if no to-row| put id → the to-row's key           |
+//! | `kinds`       | delete, if ready    | put, if ready (pending or failed)   |
+//! | `idem`        | delete, if it names this job (deletes only) | put (new jobs with a key) |
+//! | `counters`    | one merge operand per kind per batch: −1 from-state, +1 to-state |
+//!
+//! [`Tx::commit`] writes the batch once; only then does memory learn: the
+//! in-memory counts, the transition metrics, the cursors of every band that
+//! gained a ready row (so pollers see it; the scope becomes active), and
+//! the notifier (waiting pollers wake). The in-memory leases are the
+//! caller's: only the lease and settle paths know the generation they
+//! hold, and they change them under the lease entry's lock.
+//!
+//! A new state is one arm in [`rule`] per event that reaches or leaves it.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use rocksdb::WriteBatch;
+
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::job::State;
+use crate::state::{encode_counters, PerState};
+use crate::store::codec::{self, JobRecord};
+use crate::store::keys::{self, JobKey};
+use crate::store::{self as st};
+
+use super::Engine;
+
+/// Where an event may take a job from, and to. `None` is "no row": a job
+/// being created (from) or deleted (to).
+pub(crate) fn rule(event: Event) -> (&'static [Option<State>], &'static [Option<State>]) {
+    use State::*;
+    const LEASED: &[Option<State>] = &[Some(Leased)];
+    match event {
+        Event::Enqueued => (&[None], &[Some(Pending)]),
+        Event::Leased => (&[Some(Pending), Some(Failed)], LEASED),
+        Event::Extended => (LEASED, LEASED),
+        Event::Completed => (LEASED, &[Some(Completed)]),
+        Event::Failed => (LEASED, &[Some(Failed)]),
+        // Out of attempts or not retryable, from a worker's failure or (on
+        // the last attempt) from the reaper's expiry.
+        Event::Dead => (LEASED, &[Some(Dead)]),
+        Event::LeaseExpired => (LEASED, &[Some(Pending)]),
+        Event::Released => (LEASED, &[Some(Pending)]),
+        Event::Retried => (&[Some(Dead), Some(Failed)], &[Some(Pending)]),
+        Event::Pruned => (&[Some(Completed)], &[None]),
+        Event::Purged => (&[Some(Completed), Some(Dead)], &[None]),
+    }
+}
+
+/// One transaction: moves staged into one batch, committed together.
+pub(crate) struct Tx<'e> {
+    e: &'e Engine,
+    batch: WriteBatch,
+    /// Counter deltas per kind (few kinds per batch: a linear scan).
+    counters: Vec<(String, PerState<i64>)>,
+    /// Rows that became ready, to note after the commit.
+    ready: Vec<(JobKey, String)>,
+    /// Events to count after the commit.
+    counted: HashMap<Event, u64>,
+    moves: usize,
+    /// Reused buffer for record encoding.
+    buf: Vec<u8>,
+}
+
+impl<'e> Tx<'e> {
+    pub fn new(e: &'e Engine) -> Self {
+        Tx {
+            e,
+            batch: WriteBatch::default(),
+            counters: Vec::new(),
+            ready: Vec::new(),
+            counted: HashMap::default(),
+            moves: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    /// How many moves are staged.
+    pub fn len(&self) -> usize {
+        self.moves
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.moves == 0
+    }
+
+    /// Stage `event` for one job: from the row at `from` (`None` for a new
+    /// job) to `to` (`None` to delete it). `rec` is the job's record as it
+    /// must be written at `to` (for a delete, the record being deleted).
+    pub fn stage(
+        &mut self,
+        event: Event,
+        from: Option<&JobKey>,
+        to: Option<&JobKey>,
+        rec: &JobRecord,
+    ) -> Result<()> {
+        let (froms, tos) = rule(event);
+        let (fs, ts) = (from.map(|k| k.state), to.map(|k| k.state));
+        if !froms.contains(&fs) || !tos.contains(&ts) {
+            return Err(Error::Storage(format!(
+                "internal error: {event} cannot move a job from {fs:?} to {ts:?}"
+            )));
+        }
+        let e = self.e;
+        let jobs = e.cf(st::CF_JOBS)?;
+        let kinds = e.cf(st::CF_KINDS)?;
+        if let Some(f) = from {
+            self.batch.delete_cf(jobs, f.encode());
+            if f.state.is_ready() {
+                self.batch.delete_cf(
+                    kinds,
+                    keys::kind_key(&f.scope, &rec.kind, f.priority, f.pos()),
+                );
+            }
+        }
+        match to {
+            Some(t) => {
+                let tk = t.encode();
+                self.buf.clear();
+                codec::encode_into(rec, &mut self.buf);
+                self.batch.put_cf(jobs, tk, &self.buf);
+                self.batch.put_cf(e.cf(st::CF_IDS)?, t.id.as_bytes(), tk);
+                if t.state.is_ready() {
+                    self.batch.put_cf(
+                        kinds,
+                        keys::kind_key(&t.scope, &rec.kind, t.priority, t.pos()),
+                        [t.state.byte()],
+                    );
+                    self.ready.push((*t, rec.kind.clone()));
+                }
+                if let (None, Some(ik)) = (from, &rec.idempotency_key) {
+                    self.batch.put_cf(
+                        e.cf(st::CF_IDEM)?,
+                        keys::idem_key(&t.scope, ik),
+                        t.id.as_bytes(),
+                    );
+                }
+            }
+            None => {
+                let f = from.ok_or_else(|| Error::Storage("internal error: no row".into()))?;
+                self.batch.delete_cf(e.cf(st::CF_IDS)?, f.id.as_bytes());
+                if let Some(ik) = &rec.idempotency_key {
+                    // Only when it still names this job: a later job may
+                    // have taken the key after this one's retention.
+                    let idem = keys::idem_key(&f.scope, ik);
+                    let points_here = e
+                        .db()
+                        .get_pinned_cf(e.cf(st::CF_IDEM)?, &idem)?
+                        .is_some_and(|v| v.as_ref() == f.id.as_bytes());
+                    if points_here {
+                        self.batch.delete_cf(e.cf(st::CF_IDEM)?, idem);
+                    }
+                }
+            }
+        }
+        if fs != ts {
+            let d = PerState::delta(fs, ts);
+            match self.counters.iter_mut().find(|(k, _)| *k == rec.kind) {
+                Some((_, c)) => c.add(&d),
+                None => self.counters.push((rec.kind.clone(), d)),
+            }
+        }
+        *self.counted.entry(event).or_default() += 1;
+        self.moves += 1;
+        Ok(())
+    }
+
+    /// Count `event` once more after the commit without a move of its own
+    /// (a lease that expires on its last attempt counts `lease_expired`
+    /// beside its `dead`).
+    pub fn also_count(&mut self, event: Event) {
+        *self.counted.entry(event).or_default() += 1;
+    }
+
+    /// Write every staged move in one atomic batch, then tell memory.
+    /// Nothing is learnt when the write fails (the rows did not move).
+    pub fn commit(mut self) -> Result<()> {
+        if self.moves == 0 {
+            return Ok(());
+        }
+        let counters_cf = self.e.cf(st::CF_COUNTERS)?;
+        for (kind, d) in &self.counters {
+            if !d.is_zero() {
+                self.batch
+                    .merge_cf(counters_cf, kind.as_bytes(), encode_counters(d));
+            }
+        }
+        let Tx {
+            e,
+            batch,
+            counters,
+            ready,
+            counted,
+            ..
+        } = self;
+        e.write(batch)?;
+        for (kind, d) in &counters {
+            e.counts.add(kind, d);
+        }
+        for (ev, n) in counted {
+            e.metrics.count(ev, n);
+        }
+        if !ready.is_empty() {
+            e.note_ready_rows(ready.iter().map(|(k, kind)| (k, kind.as_str())));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_event_has_a_rule_and_only_deletes_leave_no_row() {
+        for ev in Event::ALL {
+            let (from, to) = rule(ev);
+            assert!(!from.is_empty() && !to.is_empty(), "{ev}");
+            let deletes = matches!(ev, Event::Pruned | Event::Purged);
+            assert_eq!(to.contains(&None), deletes, "{ev}");
+            assert_eq!(from.contains(&None), ev == Event::Enqueued, "{ev}");
+        }
+    }
+
+    #[test]
+    fn every_state_is_reached_and_left_by_some_rule() {
+        for s in State::ALL {
+            let reached = Event::ALL.iter().any(|e| rule(*e).1.contains(&Some(s)));
+            let left = Event::ALL.iter().any(|e| rule(*e).0.contains(&Some(s)));
+            assert!(reached && left, "{s}");
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! Opening the store with RocksDB: column family options, the format
+//! check, the one-process lock.
+
+use std::path::{Path, PathBuf};
+
+use rocksdb::{BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, Options, DB};
+
+use super::format;
+use super::{
+    counters_merge, ALL_CFS, CF_COUNTERS, CF_JOBS, CF_KINDS, COUNTERS_MERGE_NAME, PID_FILE,
+};
+use crate::error::{Error, Result};
+
+fn cf_options(name: &str) -> Options {
+    let mut o = Options::default();
+    let mut bb = BlockBasedOptions::default();
+    bb.set_bloom_filter(10.0, false);
+    bb.set_cache_index_and_filter_blocks(true);
+    o.set_block_based_table_factory(&bb);
+    match name {
+        CF_JOBS | CF_KINDS => {
+            // The queue trap: heads are deleted constantly. Files whose windows
+            // are dense with tombstones get compacted early.
+            o.add_compact_on_deletion_collector_factory(10_000, 5_000, 0.5);
+        }
+        CF_COUNTERS => {
+            o.set_merge_operator_associative(COUNTERS_MERGE_NAME, counters_merge);
+        }
+        _ => {}
+    }
+    o
+}
+
+fn db_options() -> Options {
+    let mut o = Options::default();
+    o.create_if_missing(true);
+    o.create_missing_column_families(true);
+    o.increase_parallelism(2);
+    o.set_max_background_jobs(2);
+    o.set_keep_log_file_num(4);
+    o
+}
+
+/// The column families to open: ours, and any a newer (compatible) build
+/// added, which RocksDB insists on being named too.
+fn descriptors(path: &Path) -> Vec<ColumnFamilyDescriptor> {
+    let mut names: Vec<String> = ALL_CFS.iter().map(|s| s.to_string()).collect();
+    if path.join("CURRENT").exists() {
+        if let Ok(existing) = DB::list_cf(&Options::default(), path) {
+            for n in existing {
+                if n != "default" && !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+    }
+    names
+        .into_iter()
+        .map(|n| {
+            let o = cf_options(&n);
+            ColumnFamilyDescriptor::new(n, o)
+        })
+        .collect()
+}
+
+/// Open the store read-write. A store held by another process answers
+/// `StoreLocked` naming the owner's pid when it is known; one written in a
+/// format this build cannot open answers `UnsupportedFormat` before
+/// anything in it is touched. A new store gets the format marker; an older
+/// one is upgraded in place (what it needs is created, then the marker).
+pub fn open(path: &Path) -> Result<DB> {
+    std::fs::create_dir_all(path).map_err(|e| {
+        Error::Storage(format!(
+            "cannot create store directory {}: {e}",
+            path.display()
+        ))
+    })?;
+    let found = format::check(path)?;
+    match DB::open_cf_descriptors(&db_options(), path, descriptors(path)) {
+        Ok(db) => {
+            if found.is_none_or(|f| f.format < format::FORMAT) {
+                format::write_current(path)?;
+            }
+            // Best effort: the pid only improves the message another process
+            // gets; the LOCK file is what excludes it.
+            let _ = std::fs::write(path.join(PID_FILE), format!("{}\n", std::process::id()));
+            Ok(db)
+        }
+        Err(e) if is_lock_error(&e) => Err(Error::StoreLocked {
+            path: path.to_path_buf(),
+            owner: owner_of(path),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Open the store read-only: works while another process owns it, and sees
+/// what that process had written (RocksDB replays the WAL). Opens the
+/// column families the store has (a format-1 store has no `meta`).
+pub fn open_read_only(path: &Path) -> Result<DB> {
+    if !path.join("CURRENT").exists() {
+        return Err(Error::NotFound(format!("no store at {}", path.display())));
+    }
+    format::check(path)?;
+    let existing = DB::list_cf(&Options::default(), path).map_err(Error::from)?;
+    let cfs = existing.into_iter().filter(|n| n != "default").map(|n| {
+        let o = cf_options(&n);
+        ColumnFamilyDescriptor::new(n, o)
+    });
+    DB::open_cf_descriptors_read_only(&Options::default(), path, cfs, false).map_err(Error::from)
+}
+
+fn is_lock_error(e: &rocksdb::Error) -> bool {
+    let s = e.to_string();
+    s.contains("lock") && (s.contains("LOCK") || s.contains("Resource temporarily unavailable"))
+}
+
+fn owner_of(path: &Path) -> String {
+    match std::fs::read_to_string(path.join(PID_FILE)) {
+        Ok(s) if s.trim().parse::<u32>().is_ok() => format!("pid {}", s.trim()),
+        _ => "another process".to_string(),
+    }
+}
+
+/// Remove the store's [`PID_FILE`], ignoring errors. The engine calls it as
+/// it closes, before RocksDB releases the lock.
+pub fn remove_pid_file(path: &Path) {
+    let _ = std::fs::remove_file(path.join(PID_FILE));
+}
+
+/// A handle to a column family, checked once at open.
+pub fn cf<'a>(db: &'a DB, name: &str) -> Result<&'a ColumnFamily> {
+    db.cf_handle(name)
+        .ok_or_else(|| Error::Corruption(format!("column family {name} is missing")))
+}
+
+/// The canonical path used as the process-wide registry key.
+pub fn canonical(path: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(path).map_err(|e| {
+        Error::Storage(format!(
+            "cannot create store directory {}: {e}",
+            path.display()
+        ))
+    })?;
+    path.canonicalize()
+        .map_err(|e| Error::Storage(format!("cannot resolve {}: {e}", path.display())))
+}
