@@ -162,3 +162,97 @@ test('run() rejects with CLOSED when the queue is closed under it', async (t) =>
   await q.close()
   await assert.rejects(run, { code: 'CLOSED' })
 })
+
+test('a lease lost under a blocked event loop and leased again by the same Worker completes with the new delivery', async (t) => {
+  // Issue 14 item 1. The first call blocks the event loop past the TTL: no
+  // heartbeat runs, the reaper expires the lease, and this Worker (with a
+  // free slot) leases the job again as generation 2 while delivery 1 is
+  // still settling. Delivery 1's refused completion must not take delivery
+  // 2's place: delivery 2 is heartbeated through its 1 s and its result is
+  // stored. (Tracked by job id alone, the job expired attempt after
+  // attempt and ended dead with attempts 5.)
+  const q = await openTemp(t, { leaseTtlMs: 300, reaperIntervalMs: 50, backoff: { baseMs: 10, factor: 1, capMs: 10 } })
+  const id = await q.enqueue('embed', 'x')
+  const calls = []
+  const w = new Worker(q, async (job, { signal }) => {
+    const call = calls.push({ generation: job.generation, abortedAtReturn: null })
+    if (call === 1) {
+      // 600 ms, and at least 300 ms past the deadline (the reaper runs
+      // every 50 ms), however late this handler started.
+      const end = Math.max(Date.now() + 600, job.deadline + 300)
+      while (Date.now() < end) { /* the event loop is blocked */ }
+    } else {
+      await sleep(1000)
+    }
+    calls[call - 1].abortedAtReturn = signal.aborted
+    return { call, generation: job.generation }
+  }, { concurrency: 2, pollMs: 50 })
+  const lost = []
+  w.on('lost', (job) => lost.push(job.generation))
+  const errors = []
+  w.on('error', (e) => errors.push(e))
+  const run = w.run()
+  t.after(() => w.stop({ graceMs: 0 }))
+  let info
+  const end = Date.now() + 30000
+  for (;;) {
+    info = await q.get(id)
+    if (info.state === 'completed' || info.state === 'dead' || Date.now() > end) break
+    await sleep(50)
+  }
+  await w.stop()
+  await run
+  assert.equal(info.state, 'completed', `the job ended ${info.state} after ${info.attempts} attempts (last error: ${info.lastError})`)
+  assert.equal(calls[0].generation, 1)
+  assert.ok(info.events.some((e) => e.transition === 'lease_expired'), 'the first lease did not expire under its handler')
+  assert.ok(info.generation >= 2 && calls.length >= 2)
+  // The stored result is the one of the delivery that held the lease last
+  // (normally the second; a loaded machine may expire a later one too).
+  assert.deepEqual(info.result, { call: info.generation, generation: info.generation })
+  assert.equal(info.attempts, info.generation - 1, 'every earlier lease expired once')
+  // Delivery 1's late completion was refused as lost, and did not touch the
+  // delivery that completed: its signal had not aborted when it returned.
+  // (A heartbeat in flight as it completes may abort it after that.)
+  assert.deepEqual(lost.sort((a, b) => a - b), Array.from({ length: info.generation - 1 }, (_, i) => i + 1))
+  assert.equal(calls.at(-1).abortedAtReturn, false)
+  assert.equal(w.activeJobs, 0)
+  assert.deepEqual(errors, [])
+})
+
+test('two deliveries of one job finishing in the same turn: the one holding the lease completes', async (t) => {
+  // Issue 14 item 1, the batched completion: no heartbeat within the test
+  // (heartbeatMs 60 s), so delivery 1's lease expires and this Worker leases
+  // the job again; both handlers then return in the same turn, and their
+  // completions go out together. The job is named twice in one batch: the
+  // live delivery 2 must not be refused with the stale delivery 1.
+  const q = await openTemp(t, { leaseTtlMs: 300, reaperIntervalMs: 50, backoff: { baseMs: 10, factor: 1, capMs: 10 } })
+  const id = await q.enqueue('embed', 'x')
+  let open
+  const gate = new Promise((resolve) => { open = resolve })
+  const calls = []
+  const w = new Worker(q, async (job) => {
+    const call = calls.push(job.generation)
+    if (call === 2) setImmediate(open)
+    if (call <= 2) await gate
+    return { call, generation: job.generation }
+  }, { concurrency: 2, pollMs: 50, heartbeatMs: 60000 })
+  const lost = []
+  w.on('lost', (job) => lost.push(job.generation))
+  const run = w.run()
+  t.after(() => w.stop({ graceMs: 0 }))
+  let info
+  const end = Date.now() + 30000
+  for (;;) {
+    info = await q.get(id)
+    if (info.state === 'completed' || info.state === 'dead' || Date.now() > end) break
+    await sleep(50)
+  }
+  await w.stop()
+  await run
+  assert.equal(info.state, 'completed', `the job ended ${info.state} after ${info.attempts} attempts`)
+  assert.deepEqual(info.result, { call: 2, generation: 2 }, 'delivery 2 was refused with delivery 1')
+  assert.deepEqual(calls, [1, 2])
+  assert.equal(info.attempts, 1)
+  assert.deepEqual(lost, [1])
+  assert.equal(w.activeJobs, 0)
+})

@@ -28,6 +28,17 @@ function abortError (message, code) {
   return e
 }
 
+/**
+ * What the Worker keys a running job by: its lease generation and id. A lease
+ * that expired under its handler can come back to this Worker as the next
+ * generation while the old handler still runs or settles; keyed by id alone,
+ * the old delivery's settle removed the new one (never heartbeated again,
+ * its signal never aborted, the job expired until it was dead).
+ */
+function deliveryKey (job) {
+  return `${job.generation}:${job.id}`
+}
+
 function deferred () {
   let resolve
   const promise = new Promise((r) => { resolve = r })
@@ -52,6 +63,7 @@ function abortEntry (entry, reason) {
 class Entry {
   constructor (job) {
     this.job = job
+    this.key = deliveryKey(job)
     this.ctl = null // created when the handler reads its signal
     this.abortReason = null
     this.ttl = Math.max(1, job.deadline - Date.now())
@@ -103,7 +115,7 @@ class Worker extends EventEmitter {
   #refillAt
   #pollMs
   #heartbeatMs
-  #active = new Map() // job id -> entry, while its lease is held
+  #active = new Map() // deliveryKey(job) -> entry, while its lease is held
   #busy = 0 // handlers running (what `concurrency` bounds)
   #stopping = false
   #poll = null
@@ -218,7 +230,7 @@ class Worker extends EventEmitter {
 
   #start (job) {
     const entry = new Entry(job)
-    this.#active.set(job.id, entry)
+    this.#active.set(entry.key, entry)
     this.#busy++
     this.#scheduleBeat()
     this.#runJob(entry)
@@ -258,7 +270,7 @@ class Worker extends EventEmitter {
 
   /** The job is done with: off the active set, its waiters woken. */
   #settled (entry) {
-    this.#active.delete(entry.job.id)
+    if (this.#active.get(entry.key) === entry) this.#active.delete(entry.key)
     entry.markSettled()
     this.#wakeSlot()
   }
@@ -319,8 +331,33 @@ class Worker extends EventEmitter {
 
   async #flush () {
     this.#flushScheduled = false
-    const pairs = this.#completions
+    let pairs = this.#completions
     this.#completions = []
+    // One delivery per job in a batch: `completeMany` answers a job named
+    // twice "lost" the second time without reading its generation, so two
+    // deliveries of one job finishing in the same turn (an expired lease and
+    // its successor) would lose the live one too. Later ones go next batch.
+    if (pairs.length > 2) {
+      const seen = new Set()
+      for (let i = 0; i < pairs.length; i += 2) {
+        if (!seen.has(pairs[i].job.id)) {
+          seen.add(pairs[i].job.id)
+          continue
+        }
+        const now = pairs.slice(0, i)
+        for (let k = i; k < pairs.length; k += 2) {
+          const id = pairs[k].job.id
+          if (seen.has(id)) {
+            this.#completeBatched(pairs[k], pairs[k + 1])
+          } else {
+            seen.add(id)
+            now.push(pairs[k], pairs[k + 1])
+          }
+        }
+        pairs = now
+        break
+      }
+    }
     const n = pairs.length / 2
     if (!n) return
     const jobs = new Array(n)

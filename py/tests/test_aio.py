@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import telha_jobs
 from telha_jobs.aio import AsyncQueue, AsyncWorker
+
+from .test_worker import RELAPSE_SETTINGS, check_the_job_completed_by_its_last_delivery, hold_the_gil_past
 
 
 def run(coro: object) -> object:
@@ -154,3 +157,91 @@ def test_the_async_worker_heartbeats_a_long_handler_past_its_ttl(store: Path) ->
             assert flags and not any(flags)
 
     run(main())
+
+
+def test_the_async_worker_heartbeats_a_lease_taken_while_idle_in_time(store: Path) -> None:
+    # With no lease held, the heartbeat task sleeps up to 0.5 s; a lease
+    # taken meanwhile must wake it (as Worker's heartbeat thread is woken),
+    # or a TTL under that expires before its first heartbeat. The job is
+    # ready before the worker starts: it is leased just after the heartbeat
+    # task first finds nothing to do.
+    async def main() -> None:
+        async with await AsyncQueue.open(
+            store, lease_ttl=0.3, reaper_interval=0.05, backoff_base=0.01, backoff_cap=0.01
+        ) as q:
+            job_id = await q.enqueue("embed")
+            flags: list[bool] = []
+
+            async def handler(job: telha_jobs.Job) -> str:
+                lease = telha_jobs.current_lease()
+                assert lease is not None
+                for _ in range(10):  # 1 s, three TTLs
+                    flags.append(lease.lost)
+                    await asyncio.sleep(0.1)
+                return "held"
+
+            w = AsyncWorker(q, handler, concurrency=1, poll_wait=0.05)
+            runner = asyncio.create_task(w.run())
+            end = time.monotonic() + 30.0
+            while (info := await q.get(job_id)) is not None and info.state != "completed":
+                assert time.monotonic() < end, f"not completed: {info.state}, attempts {info.attempts}"
+                await asyncio.sleep(0.05)
+            await w.stop(5.0)
+            await asyncio.wait_for(runner, 10.0)
+            info = await q.get(job_id)
+            assert info is not None and info.result == "held"
+            assert [e[1] for e in info.events] == ["enqueued", "leased", "completed"]
+            assert flags and not any(flags)
+
+    run(main())
+
+
+def check_an_async_relapsed_lease_completes(q: telha_jobs.Queue, local: telha_jobs.Queue) -> None:
+    """The AsyncWorker's case of test_worker's relapsed lease (issue 14): the
+    first delivery blocks the event loop (and every other thread) past its
+    TTL, then awaits until a second poller of the same AsyncWorker has
+    leased the job again; delivery 1's refused settle must leave delivery 2
+    heartbeated and its result kept."""
+    job_id = q.enqueue("embed")
+    calls: list[tuple[int, telha_jobs.Lease]] = []
+    lost_at_return: dict[int, bool] = {}  # by generation (a heartbeat in flight may flag it later)
+    again = asyncio.Event()
+
+    async def handler(job: telha_jobs.Job) -> Any:
+        lease = telha_jobs.current_lease()
+        assert lease is not None and lease.job.generation == job.generation
+        calls.append((job.generation, lease))
+        call = len(calls)
+        if call == 1:
+            hold_the_gil_past(job.deadline)
+            await asyncio.wait_for(again.wait(), 20.0)
+        else:
+            again.set()
+            await asyncio.sleep(1.0)
+        lost_at_return[job.generation] = lease.lost
+        return {"call": call, "generation": job.generation}
+
+    async def main() -> dict[str, int]:
+        aq = AsyncQueue(q)
+        w = AsyncWorker(aq, handler, concurrency=2, poll_wait=0.05)
+        runner = asyncio.create_task(w.run())
+        end = time.monotonic() + 30.0
+        try:
+            while time.monotonic() < end:
+                info = await aq.get(job_id)
+                if info is None or info.state in ("completed", "dead"):
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            await w.stop(5.0)
+            await asyncio.wait_for(runner, 10.0)
+            aq._pool.shutdown(wait=False)  # the queue itself stays open: the caller's
+        return dict(w.counts)
+
+    counts = asyncio.run(main())
+    check_the_job_completed_by_its_last_delivery(local, job_id, calls, lost_at_return, counts)
+
+
+def test_a_lease_lost_under_an_async_handler_and_leased_again_completes(store: Path) -> None:
+    with telha_jobs.Queue(store, **RELAPSE_SETTINGS) as q:
+        check_an_async_relapsed_lease_completes(q, q)

@@ -51,7 +51,10 @@ from .test_semantics import (  # noqa: F401
     test_retry_brings_a_dead_job_back_with_attempts_reset,
     test_run_at_takes_epoch_seconds_or_a_datetime,
 )
+from .test_aio import check_an_async_relapsed_lease_completes
 from .test_worker import (  # noqa: F401
+    RELAPSE_SETTINGS,
+    check_a_relapsed_lease_completes,
     test_cancel_wait_ends_a_lease_wait_from_another_thread,
     test_worker_rejects_bad_arguments,
     wait_for,
@@ -302,6 +305,22 @@ def test_a_worker_cut_off_from_its_server_flags_its_lease_lost(
     info = local.get(job_id)
     assert info is not None and info.state == "pending" and info.attempts == 1
     q.close()
+
+
+def test_a_remote_lease_lost_under_its_handler_and_leased_again_completes(
+    serve: Callable[..., Served],
+) -> None:
+    local, server = serve(**RELAPSE_SETTINGS)
+    with telha_jobs.connect(server.url, timeout=10.0) as q:
+        check_a_relapsed_lease_completes(q, local)
+
+
+def test_a_remote_lease_lost_under_an_async_handler_and_leased_again_completes(
+    serve: Callable[..., Served],
+) -> None:
+    local, server = serve(**RELAPSE_SETTINGS)
+    with telha_jobs.connect(server.url, timeout=10.0) as q:
+        check_an_async_relapsed_lease_completes(q, local)
 
 
 def test_stopping_a_remote_worker_releases_its_jobs(serve: Callable[..., Served]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -255,3 +256,95 @@ def test_a_handler_raising_system_exit_hands_its_job_back(store: Path) -> None:
         info = q.get(job_id)
         assert info is not None and info.state == "pending" and info.attempts == 0
         assert q.stats()["total"]["leased"] == 0
+
+
+# -- a lease lost under its handler, leased again by the same Worker (issue 14) --
+
+RELAPSE_SETTINGS: dict[str, Any] = dict(
+    lease_ttl=0.3, reaper_interval=0.05, backoff_base=0.01, backoff_factor=1.0, backoff_cap=0.01
+)
+
+
+def hold_the_gil_past(deadline: float) -> None:
+    """A first delivery's handler: 0.8 s of pure Python with thread switches
+    off (switch interval 5 s), and at least 0.5 s past the lease's deadline
+    however late it started: no heartbeat thread runs, so the reaper (every
+    50 ms) expires the lease under it."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(5.0)
+    try:
+        end = max(time.time() + 0.8, deadline + 0.5)
+        while time.time() < end:
+            pass
+    finally:
+        sys.setswitchinterval(old)
+
+
+def check_the_job_completed_by_its_last_delivery(
+    local: telha_jobs.Queue,
+    job_id: str,
+    calls: list[tuple[int, telha_jobs.Lease]],
+    lost_at_return: dict[int, bool],
+    counts: dict[str, int],
+) -> None:
+    info = local.get(job_id)
+    assert info is not None
+    assert info.state == "completed", (
+        f"the job ended {info.state} after {info.attempts} attempts (last error: {info.last_error})"
+    )
+    assert calls[0][0] == 1
+    assert "lease_expired" in [e[1] for e in info.events], "the first lease did not expire under its handler"
+    assert info.generation >= 2 and len(calls) >= 2
+    # The result of the delivery that held the lease last: normally the
+    # second (a loaded machine may expire a later one too).
+    assert info.result == {"call": info.generation, "generation": info.generation}
+    assert info.attempts == info.generation - 1, "every earlier lease expired once"
+    # Each earlier delivery's late settle was refused as lost, and none of
+    # them touched the delivery that completed.
+    assert [g for g, _ in calls] == list(range(1, info.generation + 1))
+    assert all(lease.lost for _, lease in calls[:-1])
+    assert lost_at_return[info.generation] is False, "the delivery that completed was flagged lost"
+    assert counts == {"completed": 1, "failed": 0, "lost": info.generation - 1, "released": 0}
+
+
+def check_a_relapsed_lease_completes(q: telha_jobs.Queue, local: telha_jobs.Queue) -> None:
+    """The first delivery holds the GIL past its TTL (no heartbeat runs, the
+    reaper expires the lease), then blocks without the GIL (I/O, say) until
+    the same Worker's other thread has leased the job again as generation 2,
+    and only then returns. Delivery 1's refused settle must not take
+    delivery 2's place: tracked by job id alone, it removed delivery 2's
+    lease (never heartbeated again, its result dropped) and the job expired
+    attempt after attempt until it was dead. (Returning straight from the
+    busy loop does not show it: the thread holding the GIL drops its own
+    entry before any other thread can add the new one.)"""
+    job_id = q.enqueue("embed")
+    calls: list[tuple[int, telha_jobs.Lease]] = []
+    lost_at_return: dict[int, bool] = {}  # by generation (a heartbeat in flight may flag it later)
+    again = threading.Event()
+
+    def handler(job: telha_jobs.Job) -> Any:
+        lease = telha_jobs.current_lease()
+        assert lease is not None and lease.job.generation == job.generation
+        calls.append((job.generation, lease))
+        call = len(calls)
+        if call == 1:
+            hold_the_gil_past(job.deadline)
+            assert again.wait(20.0), "the job was not leased again"
+        else:
+            again.set()
+            time.sleep(1.0)
+        lost_at_return[job.generation] = lease.lost
+        return {"call": call, "generation": job.generation}
+
+    w = telha_jobs.Worker(q, handler, concurrency=2, poll_wait=0.05)
+    w.start()
+    try:
+        wait_for(lambda: local.get(job_id).state in ("completed", "dead"), timeout=30.0)  # type: ignore[union-attr]
+    finally:
+        w.stop(5.0)
+    check_the_job_completed_by_its_last_delivery(local, job_id, calls, lost_at_return, w.counts)
+
+
+def test_a_lease_lost_under_its_handler_and_leased_again_completes(store: Path) -> None:
+    with telha_jobs.Queue(store, **RELAPSE_SETTINGS) as q:
+        check_a_relapsed_lease_completes(q, q)

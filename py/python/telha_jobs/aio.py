@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from ._errors import LeaseLost, QueueClosed, TelhaError
 from ._lease import Lease, Permanent, _current
 from ._native import CancelWait, Job, JobInfo, Queue, connect
-from .worker import after_heartbeat, default_worker_id, failure_reason
+from .worker import after_heartbeat, default_worker_id, delivery, failure_reason
 
 __all__ = ["AsyncQueue", "AsyncWorker"]
 
@@ -209,10 +209,15 @@ class AsyncWorker:
         self.concurrency = concurrency
         self.poll_wait = poll_wait
         self.stop_timeout = stop_timeout
-        self._leases: dict[str, Lease] = {}
+        # Running deliveries by (job id, generation), as in Worker.
+        self._leases: dict[tuple[str, int], Lease] = {}
         self._handlers: set[asyncio.Task[Any]] = set()
         self._stopping: asyncio.Event | None = None
         self._done: asyncio.Event | None = None
+        # Set to wake the heartbeat task early: a new lease is due before
+        # the time it sleeps until (`_beat_at`; 0 while it is not sleeping).
+        self._wake: asyncio.Event | None = None
+        self._beat_at = 0.0
         self.counts = {"completed": 0, "failed": 0, "lost": 0, "released": 0}
 
     async def run(self) -> None:
@@ -220,6 +225,7 @@ class AsyncWorker:
         loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
         self._done = asyncio.Event()
+        self._wake = asyncio.Event()
         sigs: list[signal.Signals] = []
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -292,7 +298,11 @@ class AsyncWorker:
 
     async def _run_one(self, job: Job) -> None:
         lease = Lease(job)
-        self._leases[job.id] = lease
+        self._leases[delivery(job)] = lease
+        # Wake the heartbeat only when this lease is due before its next pass
+        # (it sleeps up to 0.5 s: longer than a short TTL).
+        if lease.next_beat < self._beat_at and self._wake is not None:
+            self._wake.set()
         _current.set(lease)  # this task's own context
         try:
             result = await self.handler(job)
@@ -306,8 +316,8 @@ class AsyncWorker:
             await self._settle(lease, "complete", result, None)
 
     async def _settle(self, lease: Lease, how: str, arg: Any, retryable: bool | None) -> None:
-        if self._leases.pop(lease.job.id, None) is not lease:
-            return
+        if self._leases.pop(delivery(lease.job), None) is not lease:
+            return  # released by stop() already
         try:
             if how == "complete":
                 await self.queue.complete(lease.job, arg)
@@ -316,7 +326,14 @@ class AsyncWorker:
                 await self.queue.fail(lease.job, arg, retryable=bool(retryable))
                 self.counts["failed"] += 1
         except LeaseLost:
+            lease._mark_lost()
             self.counts["lost"] += 1
+            log.warning(
+                "worker %s: lease of %s (generation %d) was lost before it settled",
+                self.worker_id,
+                lease.job.id,
+                lease.job.generation,
+            )
         except QueueClosed:
             pass
 
@@ -338,4 +355,13 @@ class AsyncWorker:
                     ok = [time.time() < l.expires for l in due]
                 now = after_heartbeat(self.worker_id, due, ok, failed, sent)
             nxt = min((l.next_beat for l in self._leases.values()), default=now + 0.5)
-            await asyncio.sleep(min(max(nxt - now, 0.01), 0.5))
+            pause = min(max(nxt - now, 0.01), 0.5)
+            assert self._wake is not None
+            self._wake.clear()
+            self._beat_at = now + pause
+            try:
+                await asyncio.wait_for(self._wake.wait(), pause)
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                self._beat_at = 0.0

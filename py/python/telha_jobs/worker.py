@@ -32,6 +32,15 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{n}"
 
 
+def delivery(job: Job) -> tuple[str, int]:
+    """What a worker keys a running job by: its id and lease generation. A
+    lease that expired under its handler can come back to the same worker as
+    the next generation while the old handler still runs or settles; by id
+    alone, the old delivery's settle would remove the new one's lease (no
+    more heartbeats, its result dropped)."""
+    return (job.id, job.generation)
+
+
 def failure_reason(e: BaseException) -> str:
     text = str(e)
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
@@ -55,7 +64,9 @@ def after_heartbeat(
         else:
             lease._mark_lost()
             lease.next_beat = float("inf")
-            log.warning("worker %s: lease of %s lost", worker_id, lease.job.id)
+            log.warning(
+                "worker %s: lease of %s (generation %d) lost", worker_id, lease.job.id, lease.job.generation
+            )
     return now
 
 
@@ -110,7 +121,8 @@ class Worker:
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._cond = threading.Condition()
-        self._leases: dict[str, Lease] = {}
+        # Running deliveries by (job id, generation): see `delivery`.
+        self._leases: dict[tuple[str, int], Lease] = {}
         self._threads: list[threading.Thread] = []
         self._heart: threading.Thread | None = None
         self._counts = {"completed": 0, "failed": 0, "lost": 0, "released": 0}
@@ -238,7 +250,7 @@ class Worker:
     def _run_one(self, job: Job) -> None:
         lease = Lease(job)
         with self._cond:
-            self._leases[job.id] = lease
+            self._leases[delivery(job)] = lease
             # Wake the heartbeat only when this lease is due before its next pass.
             if lease.next_beat < self._beat_at:
                 self._cond.notify_all()
@@ -254,7 +266,7 @@ class Worker:
                 # SystemExit / KeyboardInterrupt raised in the handler is not
                 # the job's fault: hand it back untouched, then let it end the thread.
                 with self._cond:
-                    held = self._leases.pop(job.id, None) is lease
+                    held = self._leases.pop(delivery(job), None) is lease
                 if held:
                     try:
                         self.queue.release(job)
@@ -269,7 +281,7 @@ class Worker:
 
     def _settle(self, lease: Lease, how: str, arg: Any, retryable: bool | None) -> None:
         with self._cond:
-            held = self._leases.pop(lease.job.id, None) is lease
+            held = self._leases.pop(delivery(lease.job), None) is lease
         if not held:
             return  # released by stop() already
         try:
@@ -280,8 +292,14 @@ class Worker:
                 self.queue.fail(lease.job, arg, retryable=bool(retryable))
                 self._count("failed")
         except LeaseLost:
+            lease._mark_lost()
             self._count("lost")
-            log.warning("worker %s: lease of %s was lost before it settled", self.worker_id, lease.job.id)
+            log.warning(
+                "worker %s: lease of %s (generation %d) was lost before it settled",
+                self.worker_id,
+                lease.job.id,
+                lease.job.generation,
+            )
         except QueueClosed:
             pass
         except TelhaError as e:
