@@ -1,4 +1,4 @@
-//! Configuration (spec §8): defaults as named constants, per-kind overrides,
+//! Configuration: defaults as named constants, per-kind overrides,
 //! loading from code, a TOML file and `TELHA_JOBS_*` environment variables
 //! (env over file over defaults), and [`Config::validate`], which `open`
 //! calls.
@@ -31,7 +31,7 @@
 //! factor = 4.0
 //! cap = "1h"
 //!
-//! # The spec's internal v0.2 map: a per-kind backoff base in whole seconds.
+//! # A per-kind backoff base in whole seconds (same rule as `backoff_base`).
 //! [jobs.backoff_base_secs_by_kind]
 //! "clarify:temporal" = 900
 //!
@@ -133,7 +133,8 @@ pub struct KindConfig {
     pub lease_ttl: Option<Duration>,
     /// For kinds whose failures are cheap (or expensive) to retry.
     pub max_attempts: Option<u32>,
-    /// The v0.2 per-kind base: it is both the base and an at-least cap.
+    /// This kind's backoff base `b`: it is both the base and an at-least cap
+    /// (`base' = b`, `cap' = max(cap, b)`).
     pub backoff_base: Option<Duration>,
     /// For kinds whose dependencies recover on a different schedule.
     pub backoff_factor: Option<f64>,
@@ -167,8 +168,9 @@ pub struct Config {
     pub prune_batch: usize,
     /// Per-kind overrides, keyed by exact kind.
     pub kinds: BTreeMap<String, KindConfig>,
-    /// The spec's internal v0.2 map (`jobs.backoff_base_secs_by_kind`): a
-    /// per-kind backoff base in seconds. Not settable from the environment.
+    /// `jobs.backoff_base_secs_by_kind`: a per-kind backoff base in whole
+    /// seconds, with the rule of [`KindConfig::backoff_base`] (`base' = b`,
+    /// `cap' = max(cap, b)`). Not settable from the environment.
     /// `kinds[k].backoff_base` wins when both are set.
     pub backoff_base_secs_by_kind: BTreeMap<String, u64>,
 }
@@ -206,8 +208,8 @@ impl Config {
             .unwrap_or(self.max_attempts)
     }
 
-    /// The backoff schedule for `kind`, with the v0.2 rule applied: a per-kind
-    /// base `b` gives `base' = b` and `cap' = max(cap, b)`.
+    /// The backoff schedule for `kind`, with the per-kind base applied: a
+    /// per-kind base `b` gives `base' = b` and `cap' = max(cap, b)`.
     pub fn backoff_for(&self, kind: &str) -> Backoff {
         let k = self.kinds.get(kind);
         let base_override = k.and_then(|k| k.backoff_base).or_else(|| {

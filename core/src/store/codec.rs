@@ -63,7 +63,7 @@ pub struct JobRecord {
     /// How many older events were dropped to keep the log bounded.
     #[serde(default)]
     pub dropped_events: u32,
-    /// Per-job override (v0.2); `None` inherits per-kind, then global.
+    /// Per-job `max_attempts`; `None` inherits per-kind, then global.
     /// New fields go last: rows are msgpack arrays, so a row written before
     /// a field existed simply ends early and the field takes its default.
     #[serde(default)]
