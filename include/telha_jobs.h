@@ -3,7 +3,7 @@
  *
  * Link: cc app.c $(pkg-config --cflags --libs telha_jobs)
  *
- * Conventions (the README's "C API conventions" has the long form):
+ * Conventions (docs/c.md, "C API conventions", has the long form):
  *  - Objects are opaque handles. Each has a constructor (`tj_X_new`, or an
  *    out-parameter of another call) and `tj_X_free`; `tj_X_free(NULL)` does
  *    nothing. What a getter returns is borrowed from its object and valid
@@ -1232,8 +1232,8 @@ tj_status tj_options_set_kind_max_attempts(struct tj_options *options,
                                            struct tj_error **err);
 
 /**
- * `[jobs.kinds."<kind>"] backoff_base` in ms. As in v0.2, a per-kind base
- * `b` also raises the kind's cap to at least `b`.
+ * `[jobs.kinds."<kind>"] backoff_base` in ms. A per-kind base `b` sets the
+ * kind's base to `b` and raises its cap to at least `b`: `cap' = max(cap, b)`.
  *
  * Unset per-kind values inherit the global ones. Errors:
  * `TJ_STATUS_NULL_ARGUMENT` (options, kind), `TJ_STATUS_INVALID_UTF8`
@@ -1281,8 +1281,8 @@ tj_status tj_options_set_kind_backoff_cap_ms(struct tj_options *options,
                                              struct tj_error **err);
 
 /**
- * `[jobs.backoff_base_secs_by_kind]`: the spec's internal v0.2 map, a
- * per-kind backoff base in whole seconds (also an at-least cap). A
+ * `[jobs.backoff_base_secs_by_kind]`: a per-kind backoff base in whole
+ * seconds, with the same rule (`cap' = max(cap, base)`). A
  * `tj_options_set_kind_backoff_base_ms` for the same kind wins.
  *
  * Errors: `TJ_STATUS_NULL_ARGUMENT` (options, kind), `TJ_STATUS_INVALID_UTF8`.

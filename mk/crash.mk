@@ -2,8 +2,9 @@
 # the decoder property tests (core/tests/decoders.rs).
 #
 # `make test` runs 10 kills per sync mode (about 20 s); `make bench-crash`
-# runs 100 per mode (the README's "Crash safety" summary). Each run prints
-# its seed; rerun one with `make bench-crash CRASH_ARGS="--seed N"`.
+# runs 100 per mode (the summary in docs/operators.md, "Crash safety,
+# measured"). Each run prints its seed; rerun one with
+# `make bench-crash CRASH_ARGS="--seed N"`.
 
 CRASH_BIN := $(CARGO_TARGET_DIR)/release/telha-crash
 CRASH_ARGS ?=

@@ -2,7 +2,7 @@
 //!
 //! `telha jobs ls | show | retry | purge | stats | metrics | enqueue` (on a
 //! store, or through a server with `--server`) and `telha serve`; see
-//! `telha --help` and the README's "Operators" section. Exit codes: 0 ok,
+//! `telha --help` and `docs/operators.md`. Exit codes: 0 ok,
 //! 1 not found, 2 usage, 3 store locked by another process, 4 storage or
 //! corruption.
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use telha_jobs::{Config, ErrorKind, JobStore, Queue};
 use telha_jobs_client::{ConnectOptions, RemoteQueue};
 
-/// The documented exit codes (README "Operators").
+/// The documented exit codes (`docs/operators.md`, "Exit codes").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Exit {

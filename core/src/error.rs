@@ -15,7 +15,7 @@ pub enum ErrorKind {
     /// No job (or no store, for read-only opens) with that identity.
     NotFound,
     /// The lease token is stale: the job was reaped, released or settled since.
-    /// The spec's ABORTED; the caller must stop working on the job.
+    /// Its stable name is `ABORTED`; the caller must stop working on the job.
     Aborted,
     /// Another process owns the store.
     StoreLocked,

@@ -1,7 +1,7 @@
 //! The C ABI of telha-jobs: `libtelha_jobs.so` / `libtelha_jobs.a` and
 //! `include/telha_jobs.h` (generated from these files by cbindgen).
 //!
-//! Conventions (the README's "C API conventions" says the same for C users):
+//! Conventions (`docs/c.md`, "C API conventions", says the same for C users):
 //! opaque handles with `_new`/`_free` pairs, `_free(NULL)` a no-op; every
 //! fallible call returns a `tj_status` and takes an optional `tj_error **`
 //! for the message; out-params are written only on success; every pointer is

@@ -321,8 +321,8 @@ pub unsafe extern "C" fn tj_options_set_kind_max_attempts(
     )
 }
 
-/// `[jobs.kinds."<kind>"] backoff_base` in ms. As in v0.2, a per-kind base
-/// `b` also raises the kind's cap to at least `b`.
+/// `[jobs.kinds."<kind>"] backoff_base` in ms. A per-kind base `b` sets the
+/// kind's base to `b` and raises its cap to at least `b`: `cap' = max(cap, b)`.
 ///
 /// Unset per-kind values inherit the global ones. Errors:
 /// `TJ_STATUS_NULL_ARGUMENT` (options, kind), `TJ_STATUS_INVALID_UTF8`
@@ -397,8 +397,8 @@ pub unsafe extern "C" fn tj_options_set_kind_backoff_cap_ms(
     )
 }
 
-/// `[jobs.backoff_base_secs_by_kind]`: the spec's internal v0.2 map, a
-/// per-kind backoff base in whole seconds (also an at-least cap). A
+/// `[jobs.backoff_base_secs_by_kind]`: a per-kind backoff base in whole
+/// seconds, with the same rule (`cap' = max(cap, base)`). A
 /// `tj_options_set_kind_backoff_base_ms` for the same kind wins.
 ///
 /// Errors: `TJ_STATUS_NULL_ARGUMENT` (options, kind), `TJ_STATUS_INVALID_UTF8`.

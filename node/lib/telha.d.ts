@@ -81,8 +81,8 @@ export interface KindOptions {
   /** This kind's attempt ceiling. */
   maxAttempts?: number
   /**
-   * This kind's backoff. `baseMs` here is the v0.2 per-kind base: it also
-   * raises the kind's cap to at least itself.
+   * This kind's backoff. A `baseMs` here is this kind's base `b` and raises
+   * the kind's cap to at least itself (`cap' = max(cap, b)`).
    */
   backoff?: BackoffOptions
 }

@@ -32,8 +32,8 @@ pub struct KindOptions {
     pub lease_ttl_ms: Option<f64>,
     /// This kind's attempt ceiling.
     pub max_attempts: Option<u32>,
-    /// This kind's backoff; `baseMs` here is the v0.2 per-kind base (it also
-    /// raises the kind's cap to at least itself).
+    /// This kind's backoff; a `baseMs` here is this kind's base `b` and
+    /// raises the kind's cap to at least itself (`cap' = max(cap, b)`).
     pub backoff: Option<BackoffOptions>,
 }
 

@@ -1,5 +1,5 @@
 //! Python arguments → owned core values, with `TypeError` for a wrong type
-//! and `InvalidArgument` (a `ValueError`) for a wrong value.
+//! and `InvalidArgumentError` (a `ValueError`) for a wrong value.
 
 use std::time::Duration;
 

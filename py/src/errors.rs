@@ -1,8 +1,9 @@
 //! One table from the core's `ErrorKind` to the Python exception classes.
 //!
 //! The classes live in `telha_jobs/_errors.py` (plain Python, so
-//! `InvalidArgument` can be both a `TelhaError` and a `ValueError`); they are
-//! looked up once and cached.
+//! `InvalidArgumentError` can be both a `TelhaError` and a `ValueError`);
+//! they are looked up once and cached. Every class name ends in `Error`
+//! (the old names there are aliases of the same class objects).
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -12,13 +13,13 @@ use telha_jobs::{Error, ErrorKind};
 
 /// The Python class name for each kind, in `ErrorKind::ALL` order.
 const CLASS_NAMES: [(ErrorKind, &str); 7] = [
-    (ErrorKind::InvalidArgument, "InvalidArgument"),
-    (ErrorKind::NotFound, "NotFound"),
-    (ErrorKind::Aborted, "LeaseLost"),
-    (ErrorKind::StoreLocked, "StoreLocked"),
+    (ErrorKind::InvalidArgument, "InvalidArgumentError"),
+    (ErrorKind::NotFound, "NotFoundError"),
+    (ErrorKind::Aborted, "LeaseLostError"),
+    (ErrorKind::StoreLocked, "StoreLockedError"),
     (ErrorKind::Storage, "StorageError"),
     (ErrorKind::Corruption, "CorruptionError"),
-    (ErrorKind::Closed, "QueueClosed"),
+    (ErrorKind::Closed, "QueueClosedError"),
 ];
 
 struct Classes {
@@ -47,7 +48,7 @@ fn classes(py: Python<'_>) -> PyResult<&Classes> {
 
 /// The Python exception for a core error: the class mapped from its kind
 /// (`TelhaError` for a kind this build does not know), with the core's
-/// message; `StoreLocked` also carries the store `path`.
+/// message; `StoreLockedError` also carries the store `path`.
 pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
     let msg = e.to_string();
     let build = || -> PyResult<PyErr> {
@@ -72,7 +73,7 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
     })
 }
 
-/// `InvalidArgument` with `msg`: bad values from Python (a `ValueError`).
+/// `InvalidArgumentError` with `msg`: bad values from Python (a `ValueError`).
 pub fn invalid(py: Python<'_>, msg: impl Into<String>) -> PyErr {
     to_py(py, Error::InvalidArgument(msg.into()))
 }

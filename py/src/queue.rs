@@ -384,7 +384,7 @@ impl Queue {
         self.store.is_closed()
     }
 
-    /// Close this handle: later calls raise `QueueClosed`; waits in progress
+    /// Close this handle: later calls raise `QueueClosedError`; waits in progress
     /// end. The store is released when no handle in the process holds it
     /// (a remote queue closes its connection; the server's store stays).
     fn close(&self, py: Python<'_>) {
@@ -563,7 +563,7 @@ impl Queue {
     }
 
     /// Complete a leased job, with an optional result (bytes, or a value
-    /// encoded like payloads). `LeaseLost` when the lease is stale.
+    /// encoded like payloads). `LeaseLostError` when the lease is stale.
     #[pyo3(signature = (job, result=None))]
     fn complete(
         &self,
@@ -580,9 +580,9 @@ impl Queue {
     /// Complete many leased jobs in one call and one atomic write (over a
     /// remote queue: one round trip). `results`: None, or one result per
     /// job. Returns one entry per job: None when it was completed, else the
-    /// exception saying why not (`LeaseLost` for a stale lease, `NotFound`,
-    /// `InvalidArgument` for an oversized result); the others still
-    /// complete. `QueueClosed` / `StorageError` raise, and then none did.
+    /// exception saying why not (`LeaseLostError` for a stale lease, `NotFoundError`,
+    /// `InvalidArgumentError` for an oversized result); the others still
+    /// complete. `QueueClosedError` / `StorageError` raise, and then none did.
     #[pyo3(signature = (jobs, results=None))]
     fn complete_many(
         &self,
@@ -643,7 +643,7 @@ impl Queue {
     }
 
     /// Fail a leased job: retried after backoff, or dead when not
-    /// `retryable` or out of attempts. `LeaseLost` when the lease is stale.
+    /// `retryable` or out of attempts. `LeaseLostError` when the lease is stale.
     #[pyo3(signature = (job, reason, *, retryable=true))]
     fn fail(
         &self,

@@ -1,4 +1,4 @@
-"""Wrong types get TypeError, wrong values InvalidArgument (a ValueError),
+"""Wrong types get TypeError, wrong values InvalidArgumentError (a ValueError),
 with a clear message; nothing crashes the interpreter; the store stays usable."""
 
 from __future__ import annotations
@@ -14,19 +14,78 @@ import telha_jobs
 
 def test_the_exception_hierarchy_maps_every_core_kind() -> None:
     pairs = {
-        telha_jobs.InvalidArgument: "INVALID_ARGUMENT",
-        telha_jobs.NotFound: "NOT_FOUND",
-        telha_jobs.LeaseLost: "ABORTED",
-        telha_jobs.StoreLocked: "STORE_LOCKED",
+        telha_jobs.InvalidArgumentError: "INVALID_ARGUMENT",
+        telha_jobs.NotFoundError: "NOT_FOUND",
+        telha_jobs.LeaseLostError: "ABORTED",
+        telha_jobs.StoreLockedError: "STORE_LOCKED",
         telha_jobs.StorageError: "STORAGE",
         telha_jobs.CorruptionError: "CORRUPTION",
-        telha_jobs.QueueClosed: "CLOSED",
+        telha_jobs.QueueClosedError: "CLOSED",
     }
     for cls, code in pairs.items():
         assert issubclass(cls, telha_jobs.TelhaError) and cls.code == code
-    assert issubclass(telha_jobs.InvalidArgument, ValueError)
+    assert issubclass(telha_jobs.InvalidArgumentError, ValueError)
     assert issubclass(telha_jobs.CorruptionError, telha_jobs.StorageError)
-    assert not issubclass(telha_jobs.LeaseLost, ValueError)
+    assert not issubclass(telha_jobs.LeaseLostError, ValueError)
+
+
+def test_every_exception_class_name_ends_in_error() -> None:
+    classes = {
+        name
+        for name in telha_jobs.__all__
+        if isinstance(getattr(telha_jobs, name), type)
+        and issubclass(getattr(telha_jobs, name), BaseException)
+        and getattr(telha_jobs, name).__name__ == name
+    }
+    assert classes == {
+        "TelhaError",
+        "InvalidArgumentError",
+        "NotFoundError",
+        "LeaseLostError",
+        "StoreLockedError",
+        "StorageError",
+        "CorruptionError",
+        "QueueClosedError",
+        "PermanentError",
+    }
+
+
+DEPRECATED_ALIASES = {
+    "InvalidArgument": "InvalidArgumentError",
+    "NotFound": "NotFoundError",
+    "LeaseLost": "LeaseLostError",
+    "StoreLocked": "StoreLockedError",
+    "QueueClosed": "QueueClosedError",
+    "Permanent": "PermanentError",
+}
+
+
+@pytest.mark.parametrize("old,new", DEPRECATED_ALIASES.items())
+def test_the_deprecated_names_are_the_same_classes(old: str, new: str) -> None:
+    assert getattr(telha_jobs, old) is getattr(telha_jobs, new)
+    assert old in telha_jobs.__all__ and new in telha_jobs.__all__
+    assert "deprecated alias" in (getattr(telha_jobs, new).__doc__ or "")
+
+
+def test_the_deprecated_names_still_catch_what_the_queue_raises(
+    queue: telha_jobs.Queue,
+) -> None:
+    queue.enqueue("embed", b"x")
+    job = queue.lease_next("w1")
+    assert job is not None
+    queue.complete(job)
+    try:
+        queue.complete(job)
+    except telha_jobs.LeaseLost as e:  # the old name
+        assert isinstance(e, telha_jobs.LeaseLostError)
+        assert type(e) is telha_jobs.LeaseLostError and e.code == "ABORTED"
+    else:
+        pytest.fail("a second complete with the same token did not raise")
+    with pytest.raises(telha_jobs.InvalidArgument) as exc:  # the old name
+        queue.enqueue("Not A Kind")
+    assert type(exc.value) is telha_jobs.InvalidArgumentError
+    with pytest.raises(telha_jobs.NotFound):
+        queue.retry(str(uuid.uuid4()))
 
 
 BAD_TYPES: list[tuple[str, Callable[[telha_jobs.Queue], Any], str]] = [
@@ -103,7 +162,7 @@ def test_wrong_values_raise_invalid_argument(
     store: Path, name: str, call: Callable[[telha_jobs.Queue], Any], message: str
 ) -> None:
     with telha_jobs.Queue(store, reaper_interval=0, max_payload_bytes=1024) as q:
-        with pytest.raises(telha_jobs.InvalidArgument) as exc:
+        with pytest.raises(telha_jobs.InvalidArgumentError) as exc:
             call(q)
         assert isinstance(exc.value, ValueError)
         assert message.lower() in str(exc.value).lower()
@@ -127,7 +186,7 @@ def test_wrong_values_raise_invalid_argument(
     ],
 )
 def test_bad_settings_raise_invalid_argument(store: Path, kwargs: dict[str, Any], message: str) -> None:
-    with pytest.raises(telha_jobs.InvalidArgument) as exc:
+    with pytest.raises(telha_jobs.InvalidArgumentError) as exc:
         telha_jobs.Queue(store, **kwargs)
     assert message in str(exc.value)
 
@@ -135,7 +194,7 @@ def test_bad_settings_raise_invalid_argument(store: Path, kwargs: dict[str, Any]
 def test_a_bad_config_file_is_invalid_argument_naming_it(tmp_path: Path) -> None:
     cfg = tmp_path / "jobs.toml"
     cfg.write_text("[jobs]\nlease_tll = 5\n")
-    with pytest.raises(telha_jobs.InvalidArgument) as exc:
+    with pytest.raises(telha_jobs.InvalidArgumentError) as exc:
         telha_jobs.Queue(tmp_path / "s", config_file=cfg)
     assert "lease_tll" in str(exc.value)
 
@@ -148,10 +207,10 @@ def test_a_store_path_that_is_a_file_is_a_storage_error(tmp_path: Path) -> None:
 
 
 def test_settling_an_unknown_job_is_not_found(queue: telha_jobs.Queue) -> None:
-    with pytest.raises(telha_jobs.NotFound):
+    with pytest.raises(telha_jobs.NotFoundError):
         queue.complete(f"{uuid.uuid4()}:1")
     assert queue.get(str(uuid.uuid4())) is None
-    with pytest.raises(telha_jobs.NotFound):
+    with pytest.raises(telha_jobs.NotFoundError):
         queue.list(after=str(uuid.uuid4()))
 
 

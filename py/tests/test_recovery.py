@@ -1,5 +1,5 @@
 """A process killed with SIGKILL while holding a lease loses no job; a second
-process gets StoreLocked naming the path."""
+process gets StoreLockedError naming the path."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_a_job_leased_by_a_killed_process_is_re_leased_and_completed(store: Path
         assert line == ["leased", job_id], child.stderr.read() if child.stderr else ""
 
         # While the child owns the store, this process cannot open it.
-        with pytest.raises(telha_jobs.StoreLocked) as exc:
+        with pytest.raises(telha_jobs.StoreLockedError) as exc:
             telha_jobs.Queue(store)
         assert str(store.resolve()) in str(exc.value) or str(store) in str(exc.value)
         assert exc.value.path is not None and Path(exc.value.path).resolve() == store.resolve()
@@ -75,10 +75,10 @@ def test_a_second_open_in_the_same_process_shares_the_engine(store: Path) -> Non
         job_id = a.enqueue("embed", 1)
         job = b.lease_next("w")
         assert job is not None and job.id == job_id
-        with pytest.raises(telha_jobs.InvalidArgument):
+        with pytest.raises(telha_jobs.InvalidArgumentError):
             telha_jobs.Queue(store, reaper_interval=0, max_attempts=9)  # a different config
         a.close()
-        with pytest.raises(telha_jobs.QueueClosed):
+        with pytest.raises(telha_jobs.QueueClosedError):
             a.enqueue("embed")
         b.complete(job)  # the other handle keeps working
     finally:

@@ -111,7 +111,7 @@ def test_serve_and_connect_in_one_process_share_the_queue(serve: Callable[..., S
         assert remote.get(job_id).result == {"ok": True}  # type: ignore[union-attr]
         assert remote.stats()["total"]["completed"] == 1
         assert "telha_jobs" in remote.metrics()
-        with pytest.raises(telha_jobs.InvalidArgument, match="embedded"):
+        with pytest.raises(telha_jobs.InvalidArgumentError, match="embedded"):
             remote.serve("127.0.0.1:0")
     # The server stopped; the host's queue is still open, the client is cut off.
     assert not server.running and not local.closed
@@ -159,7 +159,7 @@ def test_a_stale_remote_complete_is_lease_lost_and_changes_nothing(
         lambda: slow.fail(stale, "late failure"),
         lambda: slow.release(stale),
     ):
-        with pytest.raises(telha_jobs.LeaseLost) as exc:
+        with pytest.raises(telha_jobs.LeaseLostError) as exc:
             settle()
         assert exc.value.code == "ABORTED"
     assert slow.extend([stale], "slow") == [False]
@@ -172,27 +172,27 @@ def test_a_stale_remote_complete_is_lease_lost_and_changes_nothing(
 
 
 def test_remote_errors_map_to_the_same_classes(queue: telha_jobs.Queue) -> None:
-    with pytest.raises(telha_jobs.InvalidArgument):
+    with pytest.raises(telha_jobs.InvalidArgumentError):
         queue.enqueue("Not A Kind")
-    with pytest.raises(telha_jobs.InvalidArgument):
+    with pytest.raises(telha_jobs.InvalidArgumentError):
         queue.enqueue("embed", b"x" * (17 * 1024 * 1024))
-    with pytest.raises(telha_jobs.NotFound):
+    with pytest.raises(telha_jobs.NotFoundError):
         queue.retry("01890a5d-ac96-774b-bcce-b302099a8057")
     assert queue.get("01890a5d-ac96-774b-bcce-b302099a8057") is None
-    with pytest.raises(telha_jobs.InvalidArgument):
+    with pytest.raises(telha_jobs.InvalidArgumentError):
         queue.get("not-a-uuid")
     # The server is still up and serving.
     assert queue.enqueue("embed")
     queue.close()
     assert queue.closed
-    with pytest.raises(telha_jobs.QueueClosed):
+    with pytest.raises(telha_jobs.QueueClosedError):
         queue.stats()
 
 
 def test_a_wrong_or_missing_token_is_refused_clearly(serve: Callable[..., Served]) -> None:
     _, server = serve(token="s3cret-token")
     for token in ("wrong", None):
-        with pytest.raises(telha_jobs.InvalidArgument, match="(?i)unauthenticated|token"):
+        with pytest.raises(telha_jobs.InvalidArgumentError, match="(?i)unauthenticated|token"):
             telha_jobs.connect(server.url, token, timeout=5.0).stats()
     with telha_jobs.connect(server.url, "s3cret-token") as ok:
         assert ok.enqueue("embed")
@@ -204,15 +204,15 @@ def test_an_unreachable_server_is_a_clear_error_not_a_hang() -> None:
     with pytest.raises(telha_jobs.StorageError, match="127.0.0.1:9"):
         telha_jobs.connect("http://127.0.0.1:9", timeout=1.0).stats()
     assert time.monotonic() - t0 < 30.0
-    with pytest.raises(telha_jobs.InvalidArgument):
+    with pytest.raises(telha_jobs.InvalidArgumentError):
         telha_jobs.connect("not a url at all")
 
 
 def test_serve_refuses_bad_addresses(serve: Callable[..., Served], tmp_path: Path) -> None:
     local, _ = serve()
-    with pytest.raises(telha_jobs.InvalidArgument, match="listen"):
+    with pytest.raises(telha_jobs.InvalidArgumentError, match="listen"):
         local.serve("nowhere")
-    with pytest.raises(telha_jobs.InvalidArgument, match="tls"):
+    with pytest.raises(telha_jobs.InvalidArgumentError, match="tls"):
         local.serve("127.0.0.1:0", tls_cert=tmp_path / "cert.pem")
     with pytest.raises(TypeError):
         local.serve(7450)  # type: ignore[arg-type]
@@ -405,7 +405,7 @@ def test_a_client_killed_mid_job_loses_its_lease_to_another_client(
     job = rescuer.lease_next("rescuer", wait=20.0)
     assert job is not None and job.id == job_id and job.generation == 2
     # The dead client's token, replayed (a resumed process, a retried request).
-    with pytest.raises(telha_jobs.LeaseLost):
+    with pytest.raises(telha_jobs.LeaseLostError):
         rescuer.complete(token, "from the grave")
     assert rescuer.extend([token], "doomed") == [False]
     rescuer.complete(job, "rescued")

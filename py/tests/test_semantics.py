@@ -57,7 +57,7 @@ def test_a_stale_worker_gets_lease_lost_and_changes_nothing(store: Path) -> None
             lambda: q.fail(stale, "late failure"),
             lambda: q.release(stale),
         ):
-            with pytest.raises(telha_jobs.LeaseLost) as exc:
+            with pytest.raises(telha_jobs.LeaseLostError) as exc:
                 settle()
             assert exc.value.code == "ABORTED"
         assert q.extend([stale], "slow") == [False]
@@ -85,9 +85,9 @@ def test_retry_brings_a_dead_job_back_with_attempts_reset(queue: telha_jobs.Queu
     job = queue.lease_next("w")
     assert job is not None and job.id == job_id
     queue.complete(job)
-    with pytest.raises(telha_jobs.InvalidArgument):
+    with pytest.raises(telha_jobs.InvalidArgumentError):
         queue.retry(job_id)  # completed jobs are not retried
-    with pytest.raises(telha_jobs.NotFound):
+    with pytest.raises(telha_jobs.NotFoundError):
         queue.retry(str(uuid.uuid4()))
 
 
@@ -183,9 +183,9 @@ def test_the_queue_is_a_context_manager_and_close_is_final(store: Path) -> None:
         q.enqueue("embed")
         assert not q.closed
     assert q.closed
-    with pytest.raises(telha_jobs.QueueClosed):
+    with pytest.raises(telha_jobs.QueueClosedError):
         q.lease_next("w")
-    with pytest.raises(telha_jobs.QueueClosed):
+    with pytest.raises(telha_jobs.QueueClosedError):
         q.stats()
 
 
@@ -240,7 +240,7 @@ def test_keywords_win_over_the_environment_which_wins_over_defaults(
     with telha_jobs.Queue(tmp_path / "kw", max_attempts=6) as q:
         assert q.get(q.enqueue("embed")).max_attempts == 6  # type: ignore[union-attr]
     monkeypatch.setenv("TELHA_JOBS_MAX_ATTEMPTS", "many")
-    with pytest.raises(telha_jobs.InvalidArgument, match="TELHA_JOBS_MAX_ATTEMPTS"):
+    with pytest.raises(telha_jobs.InvalidArgumentError, match="TELHA_JOBS_MAX_ATTEMPTS"):
         telha_jobs.Queue(tmp_path / "bad")
 
 
@@ -251,12 +251,12 @@ def test_complete_many_completes_a_batch_and_reports_each_lost_lease(queue: telh
     queue.release(jobs[1])  # its lease is gone before the batch settles
     out = queue.complete_many(jobs, [{"n": 0}, None, b"raw"])
     assert out[0] is None and out[2] is None
-    assert isinstance(out[1], telha_jobs.LeaseLost) and out[1].code == "ABORTED"
+    assert isinstance(out[1], telha_jobs.LeaseLostError) and out[1].code == "ABORTED"
     assert queue.get(ids[0]).result == {"n": 0}  # type: ignore[union-attr]
     assert queue.get(ids[1]).state == "pending"  # type: ignore[union-attr]
     assert queue.get(ids[2]).result == b"raw"  # type: ignore[union-attr]
     assert queue.complete_many([]) == []
-    with pytest.raises(telha_jobs.InvalidArgument):
+    with pytest.raises(telha_jobs.InvalidArgumentError):
         queue.complete_many(jobs, [1])
     with pytest.raises(TypeError):
         queue.complete_many(jobs[0])  # type: ignore[arg-type]

@@ -36,7 +36,7 @@ def test_results_failures_and_permanent_failures(store: Path) -> None:
             if n == -1:
                 raise RuntimeError("transient")
             if n == -2:
-                raise telha_jobs.Permanent("bad document")
+                raise telha_jobs.PermanentError("bad document")
             return {"square": n * n}
 
         w = telha_jobs.Worker(q, handler, concurrency=2, poll_wait=0.05)
@@ -49,7 +49,7 @@ def test_results_failures_and_permanent_failures(store: Path) -> None:
         assert f.last_error == "RuntimeError: transient"
         b = q.get(bad)
         assert b is not None and b.state == "dead" and b.attempts == 1
-        assert b.last_error == "Permanent: bad document"
+        assert b.last_error == "PermanentError: bad document"
         assert w.counts == {"completed": 1, "failed": 3, "lost": 0, "released": 0}
 
 
@@ -85,7 +85,7 @@ def test_without_a_heartbeat_the_same_lease_is_lost(store: Path) -> None:
         job = q.lease_next("w")
         assert job is not None
         wait_for(lambda: q.get(job_id).state != "leased")  # type: ignore[union-attr]
-        with pytest.raises(telha_jobs.LeaseLost):
+        with pytest.raises(telha_jobs.LeaseLostError):
             q.complete(job)
 
 
@@ -99,7 +99,7 @@ def test_a_lease_lost_under_a_handler_sets_its_flag(store: Path) -> None:
             assert lease is not None
             held.append(lease)
             assert lease.wait_lost(20.0)
-            with pytest.raises(telha_jobs.LeaseLost):
+            with pytest.raises(telha_jobs.LeaseLostError):
                 lease.check()
 
         w = telha_jobs.Worker(q, handler, concurrency=1, poll_wait=0.05)
@@ -237,7 +237,7 @@ def test_worker_rejects_bad_arguments(queue: telha_jobs.Queue) -> None:
         telha_jobs.Worker("not a queue", lambda j: None)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         telha_jobs.Worker(queue, "not callable")  # type: ignore[arg-type]
-    with pytest.raises(telha_jobs.InvalidArgument):
+    with pytest.raises(telha_jobs.InvalidArgumentError):
         telha_jobs.Worker(queue, lambda j: None, concurrency=0)
 
 

@@ -44,14 +44,14 @@ def run_loop(q: telha_jobs.Queue, worker: str, out: TextIO, batch: bool) -> None
             errors = q.complete_many(jobs, [{"by": worker}] * len(jobs))
             settled_at = time.time()
             for job, e in zip(jobs, errors):
-                assert e is None or isinstance(e, telha_jobs.LeaseLost), e
+                assert e is None or isinstance(e, telha_jobs.LeaseLostError), e
                 record(out, lock, job, worker, leased_at, settled_at, e is None)
             continue
         for job in jobs:
             try:
                 q.complete(job, {"by": worker})
                 ok = True
-            except telha_jobs.LeaseLost:
+            except telha_jobs.LeaseLostError:
                 ok = False
             record(out, lock, job, worker, leased_at, time.time(), ok)
 

@@ -598,7 +598,7 @@ fn a_per_kind_cap_may_sit_below_the_global_base_but_not_the_kinds_own() {
 }
 
 #[test]
-fn a_per_kind_base_above_the_global_cap_raises_that_kinds_cap_v0_2() {
+fn a_per_kind_base_above_the_global_cap_raises_that_kinds_cap() {
     let via_kinds = parse("[jobs.kinds.\"clarify:temporal\"]\nbackoff_base = \"2h\"\n");
     let via_map = parse("[jobs.backoff_base_secs_by_kind]\n\"clarify:temporal\" = 7200\n");
     for c in [&via_kinds, &via_map] {
@@ -643,7 +643,7 @@ fn lease_ttl_prefers_the_kind_then_the_global() {
 }
 
 #[test]
-fn the_readme_example_file_parses_and_applies_the_v0_2_rule() {
+fn the_readme_example_file_parses_and_applies_the_per_kind_base_rule() {
     let c = Config::from_toml_str(
         r#"
         [jobs]

@@ -87,7 +87,7 @@ impl Engine {
         opts: &LeaseOptions,
     ) -> Vec<(Option<usize>, Scope, std::sync::Arc<ScopeBands>)> {
         if opts.scopes.is_empty() {
-            // Round-robin (spec OQ-1): start just after the scope that was
+            // Round-robin over the active scopes: start just after the scope that was
             // served last, so idle scopes never hand their turn to a neighbour.
             let start = self
                 .rr

@@ -18,19 +18,29 @@ store (or ``telha serve --db PATH``), then ``telha_jobs.connect(url)`` gives
 a :class:`Queue` with the same methods, types and errors.
 
 Times are float seconds (durations) or seconds since the epoch (instants).
+
+Every exception class name ends in ``Error`` (``LeaseLostError``,
+``NotFoundError``, ...). The old names ``InvalidArgument``, ``NotFound``,
+``LeaseLost``, ``StoreLocked``, ``QueueClosed`` and ``Permanent`` are
+deprecated aliases of the same classes, kept for one release.
 """
 
 from ._errors import (
     CorruptionError,
     InvalidArgument,
+    InvalidArgumentError,
     LeaseLost,
+    LeaseLostError,
     NotFound,
+    NotFoundError,
     QueueClosed,
+    QueueClosedError,
     StorageError,
     StoreLocked,
+    StoreLockedError,
     TelhaError,
 )
-from ._lease import Lease, Permanent, current_lease
+from ._lease import Lease, Permanent, PermanentError, current_lease
 from ._native import (
     CancelWait,
     Job,
@@ -48,18 +58,18 @@ from .worker import Worker
 __all__ = [
     "CancelWait",
     "CorruptionError",
-    "InvalidArgument",
+    "InvalidArgumentError",
     "Job",
     "JobInfo",
     "Lease",
-    "LeaseLost",
-    "NotFound",
-    "Permanent",
+    "LeaseLostError",
+    "NotFoundError",
+    "PermanentError",
     "Queue",
-    "QueueClosed",
+    "QueueClosedError",
     "Server",
     "StorageError",
-    "StoreLocked",
+    "StoreLockedError",
     "TelhaError",
     "Worker",
     "__version__",
@@ -68,4 +78,11 @@ __all__ = [
     "decode_payload",
     "default_store_path",
     "encode_payload",
+    # Deprecated aliases of the ...Error classes above (removed in the next release).
+    "InvalidArgument",
+    "LeaseLost",
+    "NotFound",
+    "Permanent",
+    "QueueClosed",
+    "StoreLocked",
 ]

@@ -1,15 +1,28 @@
-"""The exception classes, one per core error kind (see ``TelhaError.code``)."""
+"""The exception classes, one per core error kind (see ``TelhaError.code``).
+
+Every class name ends in ``Error``. The names without the suffix
+(``InvalidArgument``, ``NotFound``, ``LeaseLost``, ``StoreLocked``,
+``QueueClosed``) are deprecated aliases, kept for one release: each is the
+very same class object as its ``...Error`` name, so ``except`` and
+``isinstance`` work with either.
+"""
 
 from __future__ import annotations
 
 __all__ = [
     "TelhaError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "LeaseLostError",
+    "StoreLockedError",
+    "StorageError",
+    "CorruptionError",
+    "QueueClosedError",
+    # Deprecated aliases (removed in the next release).
     "InvalidArgument",
     "NotFound",
     "LeaseLost",
     "StoreLocked",
-    "StorageError",
-    "CorruptionError",
     "QueueClosed",
 ]
 
@@ -21,27 +34,40 @@ class TelhaError(Exception):
     code: str = "TELHA_ERROR"
 
 
-class InvalidArgument(TelhaError, ValueError):
-    """Bad input: kind syntax, sizes, ids, options, config. Also a ValueError."""
+class InvalidArgumentError(TelhaError, ValueError):
+    """Bad input: kind syntax, sizes, ids, options, config. Also a ValueError.
+
+    ``InvalidArgument`` is a deprecated alias of this class (removed in the
+    next release)."""
 
     code = "INVALID_ARGUMENT"
 
 
-class NotFound(TelhaError):
-    """No job (or no store, for read-only opens) with that identity."""
+class NotFoundError(TelhaError):
+    """No job (or no store, for read-only opens) with that identity.
+
+    ``NotFound`` is a deprecated alias of this class (removed in the next
+    release)."""
 
     code = "NOT_FOUND"
 
 
-class LeaseLost(TelhaError):
-    """The lease is stale (the spec's ABORTED): the job was reaped, released,
-    settled or leased again since. Nothing was changed; stop working on it."""
+class LeaseLostError(TelhaError):
+    """The lease is stale (error kind ``ABORTED``): the job was reaped,
+    released, settled or leased again since. Nothing was changed; stop
+    working on it.
+
+    ``LeaseLost`` is a deprecated alias of this class (removed in the next
+    release)."""
 
     code = "ABORTED"
 
 
-class StoreLocked(TelhaError):
-    """Another process owns the store. ``path`` names the store directory."""
+class StoreLockedError(TelhaError):
+    """Another process owns the store. ``path`` names the store directory.
+
+    ``StoreLocked`` is a deprecated alias of this class (removed in the next
+    release)."""
 
     code = "STORE_LOCKED"
     path: str | None = None
@@ -59,13 +85,23 @@ class CorruptionError(StorageError):
     code = "CORRUPTION"
 
 
-class QueueClosed(TelhaError):
-    """The queue handle was closed (before or during the call)."""
+class QueueClosedError(TelhaError):
+    """The queue handle was closed (before or during the call).
+
+    ``QueueClosed`` is a deprecated alias of this class (removed in the next
+    release)."""
 
     code = "CLOSED"
 
 
-for _cls in (TelhaError, InvalidArgument, NotFound, LeaseLost, StoreLocked, StorageError,
-             CorruptionError, QueueClosed):
+# Deprecated aliases, kept for one release: the same class objects.
+InvalidArgument = InvalidArgumentError
+NotFound = NotFoundError
+LeaseLost = LeaseLostError
+StoreLocked = StoreLockedError
+QueueClosed = QueueClosedError
+
+for _cls in (TelhaError, InvalidArgumentError, NotFoundError, LeaseLostError, StoreLockedError,
+             StorageError, CorruptionError, QueueClosedError):
     _cls.__module__ = "telha_jobs"
 del _cls

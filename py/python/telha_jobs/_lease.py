@@ -7,16 +7,23 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ._errors import LeaseLost
+from ._errors import LeaseLostError
 
 if TYPE_CHECKING:
     from ._native import Job
 
-__all__ = ["Lease", "Permanent", "current_lease"]
+__all__ = ["Lease", "Permanent", "PermanentError", "current_lease"]
 
 
-class Permanent(Exception):
-    """Raise from a handler to fail the job for good: dead now, no retry."""
+class PermanentError(Exception):
+    """Raise from a handler to fail the job for good: dead now, no retry.
+
+    ``Permanent`` is a deprecated alias of this class (removed in the next
+    release)."""
+
+
+# Deprecated alias, kept for one release: the same class object.
+Permanent = PermanentError
 
 
 class Lease:
@@ -24,7 +31,7 @@ class Lease:
     :func:`current_lease`. The worker heartbeats it; when a heartbeat finds
     the lease lost (the job was reaped and may run elsewhere) or the worker
     released it while stopping, :attr:`lost` turns True: the handler should
-    stop, since its result would be refused (``LeaseLost``)."""
+    stop, since its result would be refused (``LeaseLostError``)."""
 
     __slots__ = ("job", "ttl", "next_beat", "expires", "_lost", "_event")
 
@@ -51,10 +58,10 @@ class Lease:
         return self._lost
 
     def check(self) -> None:
-        """Raise :class:`LeaseLost` if the lease is lost; a long handler calls
-        this between steps."""
+        """Raise :class:`LeaseLostError` if the lease is lost; a long handler
+        calls this between steps."""
         if self._lost:
-            raise LeaseLost(f"lease lost: job {self.job.id} is no longer held by this worker")
+            raise LeaseLostError(f"lease lost: job {self.job.id} is no longer held by this worker")
 
     def wait_lost(self, timeout: float | None = None) -> bool:
         """Block up to ``timeout`` seconds until the lease is lost; returns :attr:`lost`."""

@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from ._errors import LeaseLost, QueueClosed, TelhaError
-from ._lease import Lease, Permanent, _current
+from ._errors import LeaseLostError, QueueClosedError, TelhaError
+from ._lease import Lease, PermanentError, _current
 from ._native import CancelWait, Job, JobInfo, Queue, connect
 from .worker import after_heartbeat, default_worker_id, delivery, failure_reason
 
@@ -277,7 +277,7 @@ class AsyncWorker:
                 job = await self.queue.lease_next(
                     self.worker_id, kinds=self.kinds, scope=self.scope, wait=self.poll_wait
                 )
-            except QueueClosed:
+            except QueueClosedError:
                 return
             except TelhaError as e:
                 log.error("worker %s: lease failed: %s", self.worker_id, e)
@@ -308,7 +308,7 @@ class AsyncWorker:
             result = await self.handler(job)
         except asyncio.CancelledError:
             raise
-        except Permanent as e:
+        except PermanentError as e:
             await self._settle(lease, "fail", failure_reason(e), False)
         except Exception as e:
             await self._settle(lease, "fail", failure_reason(e), True)
@@ -325,7 +325,7 @@ class AsyncWorker:
             else:
                 await self.queue.fail(lease.job, arg, retryable=bool(retryable))
                 self.counts["failed"] += 1
-        except LeaseLost:
+        except LeaseLostError:
             lease._mark_lost()
             self.counts["lost"] += 1
             log.warning(
@@ -334,7 +334,7 @@ class AsyncWorker:
                 lease.job.id,
                 lease.job.generation,
             )
-        except QueueClosed:
+        except QueueClosedError:
             pass
 
     async def _heartbeat(self) -> None:
@@ -346,7 +346,7 @@ class AsyncWorker:
                 failed = False
                 try:
                     ok = await self.queue.extend([l.job for l in due], self.worker_id)
-                except QueueClosed:
+                except QueueClosedError:
                     return
                 except TelhaError as e:
                     log.error("worker %s: heartbeat failed: %s", self.worker_id, e)

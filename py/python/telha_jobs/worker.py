@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._errors import LeaseLost, QueueClosed, TelhaError
-from ._lease import Lease, Permanent, _current
+from ._errors import LeaseLostError, QueueClosedError, TelhaError
+from ._lease import Lease, PermanentError, _current
 from ._native import CancelWait, Job, Queue
 
 __all__ = ["Worker", "default_worker_id"]
@@ -76,7 +76,7 @@ class Worker:
     - A normal return completes the job, the return value as its result
       (bytes as they are, other values by the payload convention).
     - An exception fails it (retried with backoff until ``max_attempts``);
-      :class:`Permanent` fails it for good.
+      :class:`PermanentError` fails it for good.
     - Every lease is heartbeated (``extend``) at a third of its TTL. A lost
       lease sets ``current_lease().lost`` so the handler can stop.
     - :meth:`stop` stops leasing, lets running handlers finish within the
@@ -106,9 +106,9 @@ class Worker:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int):
             raise TypeError("concurrency must be an int")
         if concurrency < 1:
-            from ._errors import InvalidArgument
+            from ._errors import InvalidArgumentError
 
-            raise InvalidArgument(f"concurrency must be >= 1, got {concurrency}")
+            raise InvalidArgumentError(f"concurrency must be >= 1, got {concurrency}")
         self.queue = queue
         self.handler = handler
         self.worker_id = worker_id or default_worker_id()
@@ -229,7 +229,7 @@ class Worker:
                     wait=self.poll_wait,
                     cancel=self._cancel,
                 )
-            except QueueClosed:
+            except QueueClosedError:
                 return
             except TelhaError as e:
                 log.error("worker %s: lease failed: %s", self.worker_id, e)
@@ -258,7 +258,7 @@ class Worker:
         try:
             try:
                 result = self.handler(job)
-            except Permanent as e:
+            except PermanentError as e:
                 self._settle(lease, "fail", failure_reason(e), False)
             except Exception as e:  # the handler's failure is the job's
                 self._settle(lease, "fail", failure_reason(e), True)
@@ -291,7 +291,7 @@ class Worker:
             else:
                 self.queue.fail(lease.job, arg, retryable=bool(retryable))
                 self._count("failed")
-        except LeaseLost:
+        except LeaseLostError:
             lease._mark_lost()
             self._count("lost")
             log.warning(
@@ -300,7 +300,7 @@ class Worker:
                 lease.job.id,
                 lease.job.generation,
             )
-        except QueueClosed:
+        except QueueClosedError:
             pass
         except TelhaError as e:
             # A result over the size limit, say: fail the job with the reason.
@@ -331,7 +331,7 @@ class Worker:
             failed = False
             try:
                 ok = q.extend([l.job for l in due], self.worker_id)
-            except QueueClosed:
+            except QueueClosedError:
                 return
             except TelhaError as e:
                 log.error("worker %s: heartbeat failed: %s", self.worker_id, e)
