@@ -16,6 +16,8 @@ pub enum Exit {
     Usage = 2,
     StoreLocked = 3,
     Storage = 4,
+    /// The store was written by a newer version (its format marker).
+    UnsupportedFormat = 5,
 }
 
 impl From<Exit> for ExitCode {
@@ -60,6 +62,7 @@ pub fn exit_for(kind: ErrorKind) -> Exit {
         ErrorKind::InvalidArgument => Exit::Usage,
         ErrorKind::NotFound => Exit::NotFound,
         ErrorKind::StoreLocked => Exit::StoreLocked,
+        ErrorKind::UnsupportedFormat => Exit::UnsupportedFormat,
         ErrorKind::Storage | ErrorKind::Corruption | ErrorKind::Aborted | ErrorKind::Closed => {
             Exit::Storage
         }
@@ -191,7 +194,8 @@ mod tests {
     #[test]
     fn every_error_kind_has_a_documented_exit_code() {
         let codes: Vec<u8> = ErrorKind::ALL.iter().map(|k| exit_for(*k) as u8).collect();
-        // InvalidArgument, NotFound, Aborted, StoreLocked, Storage, Corruption, Closed
-        assert_eq!(codes, [2, 1, 4, 3, 4, 4, 4]);
+        // InvalidArgument, NotFound, Aborted, StoreLocked, Storage, Corruption,
+        // Closed, UnsupportedFormat
+        assert_eq!(codes, [2, 1, 4, 3, 4, 4, 4, 5]);
     }
 }
