@@ -90,6 +90,12 @@ enum tj_status
    */
   TJ_STATUS_CLOSED = 7,
   /**
+   * The store was written in a format this library cannot open (by a
+   * newer version); nothing in it was changed. The message names the
+   * store's format and what this library supports.
+   */
+  TJ_STATUS_UNSUPPORTED_FORMAT = 8,
+  /**
    * A required pointer argument was NULL; the message names it.
    */
   TJ_STATUS_NULL_ARGUMENT = 100,
@@ -119,6 +125,11 @@ enum tj_state
   : uint32_t
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
+  /**
+   * Not a state this library knows (never stored; `tj_state_name` says
+   * `"unknown"`).
+   */
+  TJ_STATE_UNKNOWN = 0,
   /**
    * Waiting for a worker; leasable from its ready-at.
    */
