@@ -28,8 +28,14 @@ fn main() -> telha_jobs::Result<()> {
     let o = EnqueueOptions::default;
 
     // Completed, with a result.
-    q.enqueue("embed", b"\x01\xa4done", o().idempotency_key("fixture-done"))?;
-    let j = q.lease_next("fixture-worker", &LeaseOptions::default())?.expect("a job");
+    q.enqueue(
+        "embed",
+        b"\x01\xa4done",
+        o().idempotency_key("fixture-done"),
+    )?;
+    let j = q
+        .lease_next("fixture-worker", &LeaseOptions::default())?
+        .expect("a job");
     q.complete(&j.token(), Some(b"\x01\xa2ok"))?;
 
     // Dead: failed as not retryable.
@@ -41,16 +47,24 @@ fn main() -> telha_jobs::Result<()> {
 
     // Failed (retryable; its retry-at long past when the fixture is opened).
     q.enqueue("cascade", b"", o().max_attempts(9))?;
-    let j = q.lease_next("fixture-worker", &LeaseOptions::default())?.expect("a job");
+    let j = q
+        .lease_next("fixture-worker", &LeaseOptions::default())?
+        .expect("a job");
     q.fail(&j.token(), "transient", true)?;
 
     // Leased when the store was closed (its lease long expired by now).
     q.enqueue("embed", b"held", o().priority(0))?;
-    let j = q.lease_next("fixture-worker", &LeaseOptions::default())?.expect("a job");
+    let j = q
+        .lease_next("fixture-worker", &LeaseOptions::default())?
+        .expect("a job");
     assert_eq!(j.payload, b"held");
 
     // Pending: ready, delayed far into the future, and in another scope.
-    q.enqueue("embed", b"\x01\x81\xa1k\xa1v", o().idempotency_key("fixture-ready"))?;
+    q.enqueue(
+        "embed",
+        b"\x01\x81\xa1k\xa1v",
+        o().idempotency_key("fixture-ready"),
+    )?;
     q.enqueue("embed", b"later", o().run_at(4_102_444_800_000))?; // 2100-01-01
     q.enqueue("ingest:html", b"<p>", o().scope(tenant))?;
 
