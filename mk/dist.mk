@@ -7,12 +7,17 @@
 #                                           maturin picks the manylinux tag, auditwheel checks it
 #   telha_jobs-V.tar.gz                     maturin sdist: the py crate and the workspace crates
 #                                           it needs, buildable by pip on a machine with Rust
-#   telha-jobs-V.tgz, telha-jobs-linux-x64-gnu-V.tgz
+#   npm/telha-jobs-V.tgz, npm/telha-jobs-linux-x64-gnu-V.tgz
 #                                           npm packages as napi-rs publishes them (the main
 #                                           package + the platform package with the node-build
 #                                           addon, wired by optionalDependencies)
-#   telha-jobs-V-x86_64-linux-gnu.tar.gz    the C library as install-c lays it out, relocatable
+#   c/telha-jobs-V-x86_64-linux-gnu.tar.gz  the C library as install-c lays it out, relocatable
 #   SHA256SUMS
+#
+# dist/ itself is the Python index directory (`pip install --no-index
+# --find-links dist telha-jobs`): pip reads every `telha-jobs-*` archive there
+# as a candidate, so the npm and C archives, whose names would match, live
+# in subdirectories.
 #
 # V is the workspace version in Cargo.toml; node/package.json must equal it
 # (dist-npm fails otherwise) and the tests check every artifact against it.
@@ -68,17 +73,17 @@ dist-npm: node-build
 	@mkdir -p $(DIST_DIR) $(DIST_WORK)
 	@test -f $(NODE_API_HEADERS)/node_api.h || { echo "dist-npm: no Node headers in $(NODE_API_HEADERS) (set NODE_API_HEADERS)"; exit 1; }
 	python3 scripts/dist/elf_needs.py $(DIST_ADDON) --node-api-headers $(NODE_API_HEADERS) > $(DIST_WORK)/node-needs.json
-	node scripts/dist/npm.js --node-dir node --addon-dir $(NODE_GEN) --out $(DIST_DIR) \
+	node scripts/dist/npm.js --node-dir node --addon-dir $(NODE_GEN) --out $(DIST_DIR)/npm \
 		--version $(DIST_VERSION) --needs $(DIST_WORK)/node-needs.json
 
 ## The C tarball (scripts/dist/c-tarball.sh, from install-c).
 dist-c: c-lib
 	@mkdir -p $(DIST_DIR) $(DIST_WORK)
 	python3 scripts/dist/elf_needs.py $(C_LIB_DIR)/libtelha_jobs.so > $(DIST_WORK)/c-needs.json
-	MAKE="$(MAKE)" scripts/dist/c-tarball.sh $(DIST_DIR) $(DIST_VERSION) $(C_ABI) $(DIST_WORK)/c-needs.json
+	MAKE="$(MAKE)" scripts/dist/c-tarball.sh $(DIST_DIR)/c $(DIST_VERSION) $(C_ABI) $(DIST_WORK)/c-needs.json
 
 dist-sums:
-	cd $(DIST_DIR) && rm -f SHA256SUMS && sha256sum * > SHA256SUMS
+	cd $(DIST_DIR) && rm -f SHA256SUMS && sha256sum *.whl *.tar.gz npm/* c/* > SHA256SUMS
 	@python3 scripts/dist/summary.py $(DIST_DIR) $(DIST_WORK)
 
 ## Each artifact installed as a user would, in a fresh place (tests/dist/).
@@ -91,10 +96,10 @@ test-dist-wheel: dist
 	tests/dist/test_wheel.sh $(DIST_DIR) $(DIST_VERSION) README.md $(PY) $(DIST_PYTHONS)
 
 test-dist-npm: dist
-	tests/dist/test_npm.sh $(DIST_DIR) $(DIST_VERSION) README.md node $(NODE_API_HEADERS)
+	tests/dist/test_npm.sh $(DIST_DIR)/npm $(DIST_VERSION) README.md node $(NODE_API_HEADERS)
 
 test-dist-c: dist c-deps
-	tests/dist/test_c.sh $(DIST_DIR) $(DIST_VERSION) $(C_ABI) README.md
+	tests/dist/test_c.sh $(DIST_DIR)/c $(DIST_VERSION) $(C_ABI) README.md
 
 ## Tests too slow for `make test`.
 test-long: test-dist-sdist

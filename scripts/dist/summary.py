@@ -20,7 +20,7 @@ def main() -> int:
     node = json.loads((work / "node-needs.json").read_text())
     c = json.loads((work / "c-needs.json").read_text())
     rows = []
-    for f in sorted(dist.iterdir()):
+    for f in sorted(p for p in dist.rglob("*") if p.is_file()):
         name = f.name
         if name == "SHA256SUMS":
             continue
@@ -37,7 +37,7 @@ def main() -> int:
             needs = f"glibc >= {c['glibc']}, GLIBCXX_{c['glibcxx']}"
         else:
             needs = ""
-        rows.append((name, size(f.stat().st_size), needs))
+        rows.append((str(f.relative_to(dist)), size(f.stat().st_size), needs))
     w = max(len(r[0]) for r in rows)
     print(f"dist/ ({len(rows)} artifacts + SHA256SUMS)")
     for name, sz, needs in rows:

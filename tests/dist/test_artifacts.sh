@@ -15,12 +15,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$root"
 
-check "dist/ holds the wheel, the sdist, two npm packages, the C tarball, SHA256SUMS" bash -c '
-  cd "$1" && ls | sort > "$2/got"
-  ls | grep -Ex "telha_jobs-$3-cp39-abi3-manylinux_[0-9]+_[0-9]+_x86_64\.whl" >/dev/null &&
-  ls | grep -Ex "telha-jobs-$3-x86_64-linux-gnu\.tar\.gz" >/dev/null &&
-  [ "$(ls | grep -Ev "^(telha_jobs-$3-cp39-abi3-manylinux_[0-9_]+x86_64\.whl|telha_jobs-$3\.tar\.gz|telha-jobs-$3\.tgz|telha-jobs-linux-x64-gnu-$3\.tgz|telha-jobs-$3-x86_64-linux-gnu\.tar\.gz|SHA256SUMS)$")" = "" ] &&
-  [ "$(ls | wc -l)" -eq 6 ] || { cat "$2/got"; exit 1; }' _ "$dist" "$tmp" "$version"
+# dist/ is also pip's index directory: nothing else there may look like a
+# telha-jobs archive to pip (an npm .tgz named telha-jobs-V.tgz does).
+check "dist/: the wheel, the sdist, SHA256SUMS; npm/: two packages; c/: the tarball" bash -c '
+  cd "$1" && find . -type f | sort > "$2/got"
+  printf "%s\n" ./SHA256SUMS "./telha_jobs-$3.tar.gz" "./npm/telha-jobs-$3.tgz" \
+    "./npm/telha-jobs-linux-x64-gnu-$3.tgz" "./c/telha-jobs-$3-$(uname -m)-linux-gnu.tar.gz" > "$2/want"
+  ls | grep -Ex "telha_jobs-$3-cp39-abi3-manylinux_[0-9]+_[0-9]+_x86_64\.whl" | sed "s|^|./|" >> "$2/want"
+  sort -o "$2/want" "$2/want"
+  diff "$2/want" "$2/got"' _ "$dist" "$tmp" "$version"
 check "SHA256SUMS matches every artifact" bash -c 'cd "$1" && sha256sum --strict -c SHA256SUMS' _ "$dist"
 
 check "one version: Cargo.toml's $version in node/, the wheel, the sdist, both npm packages" python3 - "$dist" "$version" <<'EOF'
@@ -50,7 +53,7 @@ if not rp or f"cp{rp.group(1)}{rp.group(2)}-abi3" not in whl.name:
 with tarfile.open(dist / f"telha_jobs-{v}.tar.gz") as t:
     pkginfo = t.extractfile(f"telha_jobs-{v}/PKG-INFO").read().decode()
 want("sdist PKG-INFO", re.search(r"^Version: (.*)$", pkginfo, re.M).group(1))
-for tgz in dist.glob("*.tgz"):
+for tgz in (dist / "npm").glob("*.tgz"):
     with tarfile.open(tgz) as t:
         p = json.load(t.extractfile("package/package.json"))
     want(tgz.name, p["version"])
