@@ -169,6 +169,8 @@ fn lifecycle_us(n: usize, len: usize) -> f64 {
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    // `-- --pairs`: only the pair figures (for profiling the lease path).
+    let pairs_only = std::env::args().any(|a| a == "--pairs");
     let n = if quick { 5_000 } else { 50_000 };
     println!(
         "telha-jobs per-call cost ({}), raw = RocksDB batches of the engine's shape, same run",
@@ -195,6 +197,9 @@ fn main() {
         format!("{pairs:.0}/s"),
         format!("{:.2}× the raw pair rate", pairs / raw_pairs),
     );
+    if pairs_only {
+        return;
+    }
     let small = lifecycle_us(n, 100);
     row(
         "lifecycle, 100-byte payload",
