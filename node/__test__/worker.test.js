@@ -159,8 +159,11 @@ test('run() rejects with CLOSED when the queue is closed under it', async (t) =>
   const w = new Worker(q, async () => {}, { pollMs: 5000 })
   const run = w.run()
   await sleep(50)
+  // Watch `run` before closing: it may reject before close() resolves
+  // (the waiting lease ends first), and an unwatched rejection fails the test.
+  const closed = assert.rejects(run, { code: 'CLOSED' })
   await q.close()
-  await assert.rejects(run, { code: 'CLOSED' })
+  await closed
 })
 
 test('a lease lost under a blocked event loop and leased again by the same Worker completes with the new delivery', async (t) => {
