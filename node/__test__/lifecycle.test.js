@@ -4,7 +4,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const { openTemp, sleep } = require('./helpers.js')
 
-const fast = { backoff: { baseMs: 1, capMs: 1 } }
+const fast = { backoffBaseMs: 1, backoffCapMs: 1 }
 
 test('a poison job is leased exactly maxAttempts times, then dead with its whole event log', async (t) => {
   const q = await openTemp(t, { maxAttempts: 3, ...fast })

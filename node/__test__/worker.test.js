@@ -34,7 +34,7 @@ test("the Worker's heartbeats keep a long job leased past its TTL", async (t) =>
 })
 
 test('a throw fails the job for a retry; a Permanent error fails it for good', async (t) => {
-  const q = await openTemp(t, { backoff: { baseMs: 1, capMs: 1 } })
+  const q = await openTemp(t, { backoffBaseMs: 1, backoffCapMs: 1 })
   const flaky = await q.enqueue('embed', { flaky: true })
   const poison = await q.enqueue('embed', { flaky: false })
   let flakyCalls = 0
@@ -61,7 +61,7 @@ test('a throw fails the job for a retry; a Permanent error fails it for good', a
 })
 
 test("the handler's signal fires when its lease is lost", async (t) => {
-  const q = await openTemp(t, { leaseTtlMs: 200, backoff: { baseMs: 60000 } })
+  const q = await openTemp(t, { leaseTtlMs: 200, backoffBaseMs: 60000 })
   const id = await q.enqueue('embed', 'x')
   let reason = null
   const w = new Worker(q, async (job, { signal }) => {
@@ -174,7 +174,7 @@ test('a lease lost under a blocked event loop and leased again by the same Worke
   // 2's place: delivery 2 is heartbeated through its 1 s and its result is
   // stored. (Tracked by job id alone, the job expired attempt after
   // attempt and ended dead with attempts 5.)
-  const q = await openTemp(t, { leaseTtlMs: 300, reaperIntervalMs: 50, backoff: { baseMs: 10, factor: 1, capMs: 10 } })
+  const q = await openTemp(t, { leaseTtlMs: 300, reaperIntervalMs: 50, backoffBaseMs: 10, backoffFactor: 1, backoffCapMs: 10 })
   const id = await q.enqueue('embed', 'x')
   const calls = []
   const w = new Worker(q, async (job, { signal }) => {
@@ -228,7 +228,7 @@ test('two deliveries of one job finishing in the same turn: the one holding the 
   // the job again; both handlers then return in the same turn, and their
   // completions go out together. The job is named twice in one batch: the
   // live delivery 2 must not be refused with the stale delivery 1.
-  const q = await openTemp(t, { leaseTtlMs: 300, reaperIntervalMs: 50, backoff: { baseMs: 10, factor: 1, capMs: 10 } })
+  const q = await openTemp(t, { leaseTtlMs: 300, reaperIntervalMs: 50, backoffBaseMs: 10, backoffFactor: 1, backoffCapMs: 10 })
   const id = await q.enqueue('embed', 'x')
   let open
   const gate = new Promise((resolve) => { open = resolve })
