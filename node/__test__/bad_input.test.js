@@ -107,3 +107,27 @@ test('the same store opened twice in one process shares the engine; a different 
   await assert.rejects(Queue.open(path, { reaperIntervalMs: 0, maxAttempts: 9 }), { code: 'INVALID_ARGUMENT' })
 })
 
+test('an unknown option name is INVALID_ARGUMENT (an Error, not a TypeError) in every call, naming the known ones', async (t) => {
+  const q = await openTemp(t)
+  const store = tempStore(t)
+  const job = { id: '01a2299c-e422-77dd-bb54-61ab0316bf4b', generation: 1 }
+  await assert.rejects(Queue.open(store, { leaseTtl: 5 }), isUnknownOption('leaseTtl'))
+  await assert.rejects(Queue.open(store, { kinds: { embed: { leaseTtl: 5 } } }), isUnknownOption('leaseTtl'))
+  await assert.rejects(Queue.open(store, { backoff: { base: 5 } }), isUnknownOption('base'))
+  await assert.rejects(Queue.connect('http://127.0.0.1:9', { nope: 1 }), isUnknownOption('nope'))
+  await assert.rejects(q.enqueue('embed', {}, { delay: 5 }), isUnknownOption('delay'))
+  await assert.rejects(q.enqueueResult('embed', {}, { delay: 5 }), isUnknownOption('delay'))
+  await assert.rejects(q.enqueueMany([{ kind: 'embed', delay: 5 }]), isUnknownOption('delay'))
+  await assert.rejects(q.enqueueManyResults([{ kind: 'embed', delay: 5 }]), isUnknownOption('delay'))
+  await assert.rejects(q.leaseNext('w', { wait: 5 }), isUnknownOption('wait'))
+  await assert.rejects(q.leaseMany('w', 1, { wait: 5 }), isUnknownOption('wait'))
+  await assert.rejects(q.list({ states: 'dead' }), isUnknownOption('states'))
+  await assert.rejects(q.fail(job, 'x', { retry: false }), isUnknownOption('retry'))
+  if (!q.remote) await assert.rejects(q.serve({ port: 1 }), isUnknownOption('port'))
+  assert.throws(() => new Worker(q, async () => {}, { concurency: 2 }), isUnknownOption('concurency'))
+  await assert.rejects(new Worker(q, async () => {}).stop({ grace: 1 }), isUnknownOption('grace'))
+  const e = await Queue.open(store, { leaseTtl: 5 }).catch((err) => err)
+  for (const k of require('..').configKeys()) assert.match(e.message, new RegExp(`\\b${k.name}\\b`), 'the message lists every option')
+  // The store was never opened by the refused calls.
+  assert.equal(require('node:fs').existsSync(store), false)
+})
