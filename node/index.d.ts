@@ -422,8 +422,11 @@ export interface Limits {
 export interface ListPage {
   /** The matching jobs, in key order (scope, state, priority, time). */
   jobs: Array<JobInfo>
-  /** Pass as `after` for the next page; null at the end. */
-  next?: string
+  /**
+   * Pass as `after` for the next page; null at the end (a page shorter
+   * than `limit` with a `next` stopped after a million rows read).
+   */
+  next?: string | null
   /** Rows in this page's range that did not decode. */
   corrupt: Array<CorruptRecord>
 }

@@ -218,7 +218,7 @@ test('list fills its page past rows that do not match (the core list_full), and 
   const rare = await q.enqueue('ingest:pdf', null, { priority: 255 })
   const page = await q.list({ state: 'pending', kind: 'ingest:*' })
   assert.deepEqual(page.jobs.map((j) => j.id), [rare])
-  assert.equal(page.next ?? null, null)
+  assert.equal(page.next, null)
   assert.deepEqual(page.corrupt, [])
   const first = await q.list({ state: 'pending', limit: 2 })
   const after = await q.list({ state: 'pending', limit: 1, after: first.jobs[0].cursor })

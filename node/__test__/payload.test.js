@@ -139,7 +139,7 @@ test('rows written before encodings were recorded keep their reading (the commit
   const q = await openCopyOf(t, fixture)
   const { jobs, next } = await q.list()
   assert.equal(jobs.length, 7)
-  assert.equal(next ?? null, null)
+  assert.equal(next, null)
   for (const j of jobs) assert.equal(j.payloadEncoding, 'unknown')
   const by = (key) => jobs.find((j) => j.idempotencyKey === key)
   // Convention bytes read as values, as they always did...

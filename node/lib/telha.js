@@ -342,13 +342,16 @@ class Queue {
 
   async list (opts) {
     const o = options(opts, 'list options', LIST_KEYS)
-    return this.#native.list({
+    const page = await this.#native.list({
       state: optStr(o.state, 'state'),
       scope: optStr(o.scope, 'scope'),
       kind: optStr(o.kind, 'kind'),
       limit: optNum(o.limit, 'limit'),
       after: optStr(o.after, 'after')
     })
+    // `next` is null at the end, as documented (napi leaves a None out).
+    page.next ??= null
+    return page
   }
 
   async reap () { return this.#native.reap() }

@@ -217,7 +217,9 @@ impl CorruptRecord {
 pub struct ListPage {
     /// The matching jobs, in key order (scope, state, priority, time).
     pub jobs: Vec<JobInfo>,
-    /// Pass as `after` for the next page; null at the end.
+    /// Pass as `after` for the next page; null at the end (a page shorter
+    /// than `limit` with a `next` stopped after a million rows read).
+    #[napi(ts_type = "string | null")]
     pub next: Option<String>,
     /// Rows in this page's range that did not decode.
     pub corrupt: Vec<CorruptRecord>,
