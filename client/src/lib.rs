@@ -33,18 +33,16 @@
 
 #![warn(missing_docs)]
 
+mod store;
 mod stream;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use telha_jobs::{
-    Completion, EnqueueOptions, Enqueued, Error, Job, JobId, JobInfo, JobStore, LeaseOptions,
-    LeaseToken, ListPage, ListQuery, NewJob, PurgeReport, ReapReport, Result, State, Stats,
-};
-use telha_jobs_proto::convert::{self as cv, encoding_to_pb};
-use telha_jobs_proto::status::{from_item_error, from_status};
+use telha_jobs::{Error, LeaseOptions, Result};
+use telha_jobs_proto::convert as cv;
+use telha_jobs_proto::status::from_status;
 use telha_jobs_proto::v1 as pb;
 use telha_jobs_proto::v1::jobs_client::JobsClient;
 use tokio::sync::watch;
@@ -61,7 +59,7 @@ pub const REQUEST_TIMEOUT_DEFAULT: Duration = Duration::from_secs(60);
 /// The largest message the client sends or accepts.
 pub const MESSAGE_LIMIT: usize = 1 << 30;
 /// How often a waiting lease checks its `CancelWait`.
-const CANCEL_POLL: Duration = Duration::from_millis(50);
+pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 /// How to connect. `ConnectOptions::default()`: no token, 10 s to connect,
 /// 60 s per call, public web PKI roots for `https://`.
@@ -350,244 +348,4 @@ fn not_in_runtime() -> Result<()> {
         ));
     }
     Ok(())
-}
-
-fn submit(token: &LeaseToken, outcome: pb::submit_request::Outcome) -> pb::SubmitRequest {
-    pb::SubmitRequest {
-        token: Some(cv::token_to_pb(token)),
-        outcome: Some(outcome),
-    }
-}
-
-impl JobStore for RemoteQueue {
-    fn enqueue(&self, kind: &str, payload: &[u8], options: EnqueueOptions) -> Result<Enqueued> {
-        let job = cv::new_job_to_pb(NewJob {
-            kind: kind.to_string(),
-            payload: payload.to_vec(),
-            options,
-        });
-        let r = self
-            .call(|mut c| async move { c.enqueue(pb::EnqueueRequest { job: Some(job) }).await })?;
-        cv::enqueued_from_pb(
-            r.enqueued
-                .as_ref()
-                .ok_or_else(|| Error::Storage("server answered no enqueue".into()))?,
-        )
-    }
-
-    fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
-        let jobs = jobs.into_iter().map(cv::new_job_to_pb).collect();
-        let r = self
-            .call(|mut c| async move { c.enqueue_many(pb::EnqueueManyRequest { jobs }).await })?;
-        r.enqueued.iter().map(cv::enqueued_from_pb).collect()
-    }
-
-    fn lease_many(&self, worker_id: &str, max: usize, options: &LeaseOptions) -> Result<Vec<Job>> {
-        let wait = options.wait.unwrap_or(Duration::ZERO);
-        let req = pb::LeaseRequest {
-            worker_id: worker_id.to_string(),
-            scopes: cv::scopes_to_pb(&options.scopes),
-            kinds: cv::kinds_to_pb(&options.kinds),
-            max: u32::try_from(max).unwrap_or(u32::MAX),
-            wait_ms: wait.as_millis().min(u64::MAX as u128) as u64,
-        };
-        let mut c = self.client()?;
-        let url = self.inner.url.clone();
-        let timeout = self.inner.request_timeout.map(|t| t + wait);
-        let cancel = options.cancel.clone();
-        let r = self.block(async move {
-            let call = async {
-                let fut = c.lease(req);
-                match timeout {
-                    Some(t) => tokio::time::timeout(t, fut).await.unwrap_or_else(|_| {
-                        Err(tonic::Status::unavailable(format!(
-                            "no answer within {t:?}"
-                        )))
-                    }),
-                    None => fut.await,
-                }
-            };
-            // A cancelled wait drops the call: the server's drop guard then
-            // ends its wait and gives back anything it leased meanwhile.
-            let cancelled = async {
-                match &cancel {
-                    Some(cw) => loop {
-                        if cw.is_cancelled() {
-                            break;
-                        }
-                        tokio::time::sleep(CANCEL_POLL).await;
-                    },
-                    None => std::future::pending::<()>().await,
-                }
-            };
-            tokio::select! {
-                r = call => Some(r),
-                _ = cancelled => None,
-            }
-        })?;
-        match r {
-            None => Ok(Vec::new()),
-            Some(Ok(resp)) => resp
-                .into_inner()
-                .jobs
-                .into_iter()
-                .map(cv::job_from_pb)
-                .collect(),
-            Some(Err(s)) => Err(from_status(&s, &url)),
-        }
-    }
-
-    fn extend(&self, tokens: &[LeaseToken], worker_id: &str) -> Result<Vec<Result<u64>>> {
-        let req = pb::HeartbeatRequest {
-            worker_id: worker_id.to_string(),
-            tokens: tokens.iter().map(cv::token_to_pb).collect(),
-        };
-        let r = self.call(|mut c| async move { c.heartbeat(req).await })?;
-        if r.results.len() != tokens.len() {
-            return Err(Error::Storage(format!(
-                "server answered {} heartbeats for {} tokens",
-                r.results.len(),
-                tokens.len()
-            )));
-        }
-        let url = &self.inner.url;
-        Ok(r.results
-            .into_iter()
-            .map(|h| match h.outcome {
-                Some(pb::heartbeat_result::Outcome::DeadlineMs(d)) => Ok(d),
-                Some(pb::heartbeat_result::Outcome::Error(e)) => Err(from_item_error(&e, url)),
-                None => Err(Error::Storage("server answered an empty heartbeat".into())),
-            })
-            .collect())
-    }
-
-    fn complete_with(&self, c: Completion) -> Result<()> {
-        let req = submit(
-            &c.token,
-            pb::submit_request::Outcome::Complete(pb::Complete {
-                result: c.result,
-                result_encoding: encoding_to_pb(c.encoding),
-            }),
-        );
-        self.call(|mut c| async move { c.submit(req).await })?;
-        Ok(())
-    }
-
-    fn complete_many(&self, items: Vec<Completion>) -> Result<Vec<Result<()>>> {
-        let n = items.len();
-        let req = pb::SubmitManyRequest {
-            items: items
-                .into_iter()
-                .map(|c| {
-                    submit(
-                        &c.token,
-                        pb::submit_request::Outcome::Complete(pb::Complete {
-                            result: c.result,
-                            result_encoding: encoding_to_pb(c.encoding),
-                        }),
-                    )
-                })
-                .collect(),
-        };
-        let r = self.call(|mut c| async move { c.submit_many(req).await })?;
-        if r.results.len() != n {
-            return Err(Error::Storage(format!(
-                "server answered {} results for {n} completions",
-                r.results.len()
-            )));
-        }
-        let url = &self.inner.url;
-        Ok(r.results
-            .into_iter()
-            .map(|s| match s.error {
-                None => Ok(()),
-                Some(e) => Err(from_item_error(&e, url)),
-            })
-            .collect())
-    }
-
-    fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {
-        let req = submit(
-            token,
-            pb::submit_request::Outcome::Fail(pb::Fail {
-                reason: reason.to_string(),
-                retryable,
-            }),
-        );
-        self.call(|mut c| async move { c.submit(req).await })?;
-        Ok(())
-    }
-
-    fn release(&self, token: &LeaseToken) -> Result<()> {
-        let req = pb::ReleaseRequest {
-            token: Some(cv::token_to_pb(token)),
-        };
-        self.call(|mut c| async move { c.release(req).await })?;
-        Ok(())
-    }
-
-    fn retry(&self, id: &JobId) -> Result<()> {
-        let req = pb::RetryRequest {
-            id: id.as_bytes().to_vec(),
-        };
-        self.call(|mut c| async move { c.retry(req).await })?;
-        Ok(())
-    }
-
-    fn get(&self, id: &JobId) -> Result<Option<JobInfo>> {
-        let req = pb::GetRequest {
-            id: id.as_bytes().to_vec(),
-        };
-        let r = self.call(|mut c| async move { c.get(req).await })?;
-        r.job.map(cv::job_info_from_pb).transpose()
-    }
-
-    fn list(&self, query: &ListQuery) -> Result<ListPage> {
-        let req = cv::list_query_to_pb(query);
-        let r = self.call(|mut c| async move { c.list(req).await })?;
-        cv::list_page_from_pb(r)
-    }
-
-    fn reap(&self) -> Result<ReapReport> {
-        let r = self.call(|mut c| async move { c.reap(pb::ReapRequest {}).await })?;
-        cv::reap_from_pb(r)
-    }
-
-    fn purge(&self, state: State, cutoff_ms: u64) -> Result<PurgeReport> {
-        let req = pb::PurgeRequest {
-            state: cv::state_to_pb(state) as i32,
-            cutoff_ms,
-        };
-        let r = self.call(|mut c| async move { c.purge(req).await })?;
-        cv::purge_from_pb(r)
-    }
-
-    fn stats(&self) -> Result<Stats> {
-        let r = self.call(|mut c| async move { c.stats(pb::StatsRequest {}).await })?;
-        Ok(cv::stats_from_pb(&r))
-    }
-
-    fn metrics(&self) -> Result<String> {
-        let r = self.call(|mut c| async move { c.metrics(pb::MetricsRequest {}).await })?;
-        Ok(r.text)
-    }
-
-    /// Closes this client (every clone): calls in progress end with
-    /// `Closed`, later calls answer `Closed`. The server and its store are
-    /// untouched.
-    fn close(&self) {
-        self.inner.closed.store(true, Ordering::SeqCst);
-        let _ = self.inner.close_tx.send(true);
-    }
-
-    fn is_closed(&self) -> bool {
-        self.inner.closed.load(Ordering::SeqCst)
-    }
-
-    fn location(&self) -> Result<String> {
-        if self.is_closed() {
-            return Err(Error::Closed);
-        }
-        Ok(self.inner.url.clone())
-    }
 }

@@ -8,11 +8,13 @@
 //! (a lost connection is `Storage`), so code written against `JobStore`
 //! behaves the same in process and over the network.
 
+use crate::control::{CancelFilter, CancelOutcome, CancelReport, Failure, PauseTarget, Paused};
 use crate::job::{
     Completion, EnqueueOptions, Enqueued, Job, JobId, JobInfo, LeaseOptions, LeaseToken, ListPage,
     ListQuery, NewJob, PurgeReport, ReapReport, State, Stats,
 };
 use crate::{Queue, Result};
+use std::time::Duration;
 
 /// The most rows [`JobStore::list_full`] reads for one page.
 pub const LIST_FILL_ROWS: usize = 10 * crate::limits::LIST_SCAN_BUDGET;
@@ -40,9 +42,29 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     /// See [`Queue::complete_many`].
     fn complete_many(&self, items: Vec<Completion>) -> Result<Vec<Result<()>>>;
     /// See [`Queue::fail`].
-    fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()>;
+    fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {
+        let mut f = Failure::new(*token, reason);
+        f.retryable = retryable;
+        self.fail_with(f)
+    }
+    /// See [`Queue::fail_with`].
+    fn fail_with(&self, failure: Failure) -> Result<()>;
     /// See [`Queue::release`].
     fn release(&self, token: &LeaseToken) -> Result<()>;
+    /// See [`Queue::snooze`].
+    fn snooze(&self, token: &LeaseToken, delay: Duration) -> Result<()>;
+    /// See [`Queue::cancel`].
+    fn cancel(&self, id: &JobId, reason: &str) -> Result<CancelOutcome>;
+    /// See [`Queue::cancel_many`].
+    fn cancel_many(&self, filter: &CancelFilter) -> Result<CancelReport>;
+    /// See [`Queue::delete`].
+    fn delete(&self, id: &JobId) -> Result<()>;
+    /// See [`Queue::pause`].
+    fn pause(&self, target: &PauseTarget) -> Result<bool>;
+    /// See [`Queue::resume`].
+    fn resume(&self, target: &PauseTarget) -> Result<bool>;
+    /// See [`Queue::paused`].
+    fn paused(&self) -> Result<Paused>;
     /// See [`Queue::retry`].
     fn retry(&self, id: &JobId) -> Result<()>;
     /// See [`Queue::get`].
@@ -128,8 +150,32 @@ impl JobStore for Queue {
     fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {
         Queue::fail(self, token, reason, retryable)
     }
+    fn fail_with(&self, failure: Failure) -> Result<()> {
+        Queue::fail_with(self, failure)
+    }
     fn release(&self, token: &LeaseToken) -> Result<()> {
         Queue::release(self, token)
+    }
+    fn snooze(&self, token: &LeaseToken, delay: Duration) -> Result<()> {
+        Queue::snooze(self, token, delay)
+    }
+    fn cancel(&self, id: &JobId, reason: &str) -> Result<CancelOutcome> {
+        Queue::cancel(self, id, reason)
+    }
+    fn cancel_many(&self, filter: &CancelFilter) -> Result<CancelReport> {
+        Queue::cancel_many(self, filter)
+    }
+    fn delete(&self, id: &JobId) -> Result<()> {
+        Queue::delete(self, id)
+    }
+    fn pause(&self, target: &PauseTarget) -> Result<bool> {
+        Queue::pause(self, target)
+    }
+    fn resume(&self, target: &PauseTarget) -> Result<bool> {
+        Queue::resume(self, target)
+    }
+    fn paused(&self) -> Result<Paused> {
+        Queue::paused(self)
     }
     fn retry(&self, id: &JobId) -> Result<()> {
         Queue::retry(self, id)

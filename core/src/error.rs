@@ -28,6 +28,15 @@ pub enum ErrorKind {
     /// The store was written in a format this build cannot open (a newer
     /// build's); nothing in it was changed.
     UnsupportedFormat,
+    /// The job was cancelled while this lease held it: stop working on it.
+    /// Answered per token by `extend` (renewed, lost, or cancelled), and by
+    /// the holder's settle, which records the job as cancelled. A lease
+    /// that is cancelled is also lost: bindings make it a subclass (Python)
+    /// or a code beside `ABORTED` (Node's `CANCELLED`).
+    Cancelled,
+    /// The job exists but is in a state the operation does not apply to
+    /// (cancel of a finished job, delete of a leased one); nothing changed.
+    WrongState,
 }
 
 impl ErrorKind {
@@ -42,11 +51,13 @@ impl ErrorKind {
             ErrorKind::Corruption => "CORRUPTION",
             ErrorKind::Closed => "CLOSED",
             ErrorKind::UnsupportedFormat => "UNSUPPORTED_FORMAT",
+            ErrorKind::Cancelled => "CANCELLED",
+            ErrorKind::WrongState => "WRONG_STATE",
         }
     }
 
     /// Every kind, in the order of their stable numbering (C status `index + 1`).
-    pub const ALL: [ErrorKind; 8] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::InvalidArgument,
         ErrorKind::NotFound,
         ErrorKind::Aborted,
@@ -55,6 +66,8 @@ impl ErrorKind {
         ErrorKind::Corruption,
         ErrorKind::Closed,
         ErrorKind::UnsupportedFormat,
+        ErrorKind::Cancelled,
+        ErrorKind::WrongState,
     ];
 }
 
@@ -106,6 +119,16 @@ pub enum Error {
     /// the message names the store, its format and what this build supports.
     #[error("unsupported store format: {0}")]
     UnsupportedFormat(String),
+
+    /// The job was cancelled while this lease held it (see
+    /// [`ErrorKind::Cancelled`]); the message carries the cancel's reason.
+    #[error("cancelled: {0}")]
+    Cancelled(String),
+
+    /// The job is in a state the operation does not apply to; nothing
+    /// changed. The message names the job, its state and what to do.
+    #[error("wrong state: {0}")]
+    WrongState(String),
 }
 
 impl Error {
@@ -120,6 +143,8 @@ impl Error {
             Error::Corruption(_) => ErrorKind::Corruption,
             Error::Closed => ErrorKind::Closed,
             Error::UnsupportedFormat(_) => ErrorKind::UnsupportedFormat,
+            Error::Cancelled(_) => ErrorKind::Cancelled,
+            Error::WrongState(_) => ErrorKind::WrongState,
         }
     }
 

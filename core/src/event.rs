@@ -31,13 +31,28 @@ pub enum Event {
     Retried,
     /// A completed job was deleted past its retention (not logged per job).
     Pruned,
-    /// An operator purged a completed or dead job (not logged per job).
+    /// An operator purged a completed, dead or cancelled job (not logged
+    /// per job).
     Purged,
+    /// A job was cancelled: at once from pending or failed, or from leased
+    /// when its holder settled or its lease expired after a cancel request.
+    Cancelled,
+    /// A cancel was requested for a leased job; its holder learns it at its
+    /// next heartbeat (leased → leased).
+    CancelRequested,
+    /// A job that was not leased was deleted with its indexes.
+    Deleted,
+    /// A leased job was handed back to run later without spending an
+    /// attempt (leased → pending at now + delay).
+    Snoozed,
+    /// A job not leased before its expiry went dead ("expired before
+    /// start").
+    Expired,
 }
 
 impl Event {
     /// Every event, in a fixed order (the metrics' order).
-    pub const ALL: [Event; 11] = [
+    pub const ALL: [Event; 16] = [
         Event::Enqueued,
         Event::Leased,
         Event::Extended,
@@ -49,11 +64,17 @@ impl Event {
         Event::Retried,
         Event::Pruned,
         Event::Purged,
+        Event::Cancelled,
+        Event::CancelRequested,
+        Event::Deleted,
+        Event::Snoozed,
+        Event::Expired,
     ];
 
     /// The stable name: `enqueued`, `leased`, `extended`, `completed`,
     /// `failed`, `dead`, `lease_expired`, `released`, `retried`, `pruned`,
-    /// `purged`.
+    /// `purged`, `cancelled`, `cancel_requested`, `deleted`, `snoozed`,
+    /// `expired`.
     pub fn name(self) -> &'static str {
         match self {
             Event::Enqueued => "enqueued",
@@ -67,6 +88,11 @@ impl Event {
             Event::Retried => "retried",
             Event::Pruned => "pruned",
             Event::Purged => "purged",
+            Event::Cancelled => "cancelled",
+            Event::CancelRequested => "cancel_requested",
+            Event::Deleted => "deleted",
+            Event::Snoozed => "snoozed",
+            Event::Expired => "expired",
         }
     }
 

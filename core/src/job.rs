@@ -37,6 +37,12 @@ pub struct EnqueueOptions {
     /// How the payload was made, so every front end hands it back as it
     /// was given (default [`Encoding::Unknown`]: read by looking).
     pub encoding: Encoding,
+    /// Never leased at or after this time (ms since the epoch): a job still
+    /// waiting then goes dead, "expired before start". Must be in the
+    /// future at enqueue. Wins over `expires_in`.
+    pub expires_at: Option<u64>,
+    /// `expires_at` as now + this, read on the queue's clock (over zero).
+    pub expires_in: Option<Duration>,
 }
 
 impl EnqueueOptions {
@@ -78,6 +84,17 @@ impl EnqueueOptions {
     /// own bytes, [`Encoding::Value`] for [`crate::payload::encode`]d values).
     pub fn encoding(mut self, e: Encoding) -> Self {
         self.encoding = e;
+        self
+    }
+    /// Never start at or after `ms` (ms since the epoch): see
+    /// [`EnqueueOptions::expires_at`].
+    pub fn expires_at(mut self, ms: u64) -> Self {
+        self.expires_at = Some(ms);
+        self
+    }
+    /// Never start once `d` has passed from now.
+    pub fn expires_in(mut self, d: Duration) -> Self {
+        self.expires_in = Some(d);
         self
     }
 }
@@ -223,6 +240,10 @@ pub struct Job {
     pub priority: u8,
     /// The worker the lease was granted to.
     pub worker_id: String,
+    /// The kind's run-time limit in ms (`timeout`), when it has one: a
+    /// Worker aborts a handler that runs longer and fails the job
+    /// retryably.
+    pub timeout_ms: Option<u64>,
 }
 
 impl Job {
@@ -290,6 +311,15 @@ pub struct JobInfo {
     /// This job's place in `list` order: pass it as [`ListQuery::after`]
     /// to list what comes after it.
     pub cursor: String,
+    /// The reason of a cancel requested while the job is leased (its
+    /// holder's next settle, or the lease's expiry, makes it cancelled).
+    pub cancel_requested: Option<String>,
+    /// Snoozes so far.
+    pub snoozes: u32,
+    /// When the job expires if it has not started (ms since the epoch).
+    pub expires_at: Option<u64>,
+    /// Whether its kind or its scope is paused right now.
+    pub paused: bool,
 }
 
 /// One completion for [`crate::Queue::complete_many`].
@@ -380,6 +410,8 @@ pub struct Stats {
     pub by_kind: std::collections::BTreeMap<String, StateCounts>,
     /// Counts over every kind.
     pub total: StateCounts,
+    /// What is paused (kinds and scopes).
+    pub paused: crate::control::Paused,
 }
 
 /// What one reaper pass did.
@@ -389,8 +421,10 @@ pub struct ReapReport {
     pub expired: usize,
     /// Expired leases that had no attempts left and went dead.
     pub dead: usize,
-    /// Completed jobs pruned past their retention.
+    /// Completed, dead and cancelled jobs pruned past their retention.
     pub pruned: usize,
+    /// Jobs that expired before they started (moved to dead).
+    pub expired_unstarted: usize,
     /// Records skipped because they did not decode.
     pub corrupt: Vec<CorruptRecord>,
 }

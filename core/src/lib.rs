@@ -36,6 +36,7 @@ pub mod backoff;
 mod cancel;
 pub mod clock;
 pub mod config;
+pub mod control;
 #[cfg(feature = "rocksdb")]
 mod engine;
 pub mod error;
@@ -60,6 +61,7 @@ pub use api::JobStore;
 pub use cancel::CancelWait;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{Backoff, Config, KindConfig};
+pub use control::{CancelFilter, CancelOutcome, CancelReport, Failure, PauseTarget, Paused};
 pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, LogEntry};
 pub use ids::{JobId, Scope};

@@ -55,6 +55,7 @@ impl Counts {
         Stats {
             by_kind,
             total: StateCounts::from_per_state(&total),
+            paused: Default::default(),
         }
     }
 }
@@ -149,6 +150,28 @@ impl Metrics {
             load(&self.reaper_errors),
         );
         o
+    }
+}
+
+/// `telha_jobs_paused{kind="..."}` / `{scope="..."}` 1 for each paused
+/// kind, family and scope (the family is absent when nothing is paused,
+/// as Prometheus expects of label sets that come and go).
+pub(crate) fn render_paused(o: &mut String, p: &crate::control::Paused) {
+    header(
+        o,
+        "telha_jobs_paused",
+        "gauge",
+        "1 for each paused kind (or family) and scope.",
+    );
+    for k in &p.kinds {
+        let _ = writeln!(
+            o,
+            "telha_jobs_paused{{kind=\"{}\"}} 1",
+            escape(&k.to_string())
+        );
+    }
+    for s in &p.scopes {
+        let _ = writeln!(o, "telha_jobs_paused{{scope=\"{s}\"}} 1");
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
+use crate::control::{CancelFilter, CancelOutcome, CancelReport, Failure, PauseTarget, Paused};
 pub use crate::engine::CheckReport;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -258,7 +259,85 @@ impl Queue {
     /// Errors: `Aborted` for a stale token or a job no longer leased (nothing
     /// changes); `NotFound` when there is no such job; `Storage`; `Closed`.
     pub fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {
-        self.writable()?.fail(token, reason, retryable)
+        let mut f = Failure::new(*token, reason);
+        f.retryable = retryable;
+        self.fail_with(f)
+    }
+
+    /// [`Queue::fail`] taking a [`Failure`], which can also say when to
+    /// retry (`retry_in`, instead of the backoff schedule; still an attempt
+    /// spent). Errors as [`Queue::fail`], and `InvalidArgument` for a
+    /// `retry_in` over 100 years.
+    pub fn fail_with(&self, failure: Failure) -> Result<()> {
+        self.writable()?.fail(failure)
+    }
+
+    /// Hand a leased job back to pending until now + `delay` without
+    /// spending an attempt (event `snoozed`; the job's snooze count goes
+    /// up). Past the kind's `max_snoozes`, a snooze counts as a failed
+    /// attempt retried after `delay`.
+    ///
+    /// Errors: as [`Queue::fail`]; `InvalidArgument` for a delay over 100
+    /// years; `Cancelled` when the job was cancelled while leased (it is
+    /// recorded cancelled, not snoozed).
+    pub fn snooze(&self, token: &LeaseToken, delay: std::time::Duration) -> Result<()> {
+        self.writable()?.snooze(token, delay)
+    }
+
+    /// Cancel a job. A pending, scheduled or failed job is cancelled at
+    /// once ([`CancelOutcome::Cancelled`]); a leased one gets a durable
+    /// cancel request ([`CancelOutcome::Requested`]): its next `extend`
+    /// answers `Cancelled` for its token, and whatever its holder then
+    /// submits, or the lease expiring, records it cancelled, never retried.
+    /// `reason` (cut to 4096 bytes) goes into its event log.
+    ///
+    /// Errors: `NotFound`; `WrongState` for a completed, dead or cancelled
+    /// job (it is untouched); `Storage`; `Closed`.
+    pub fn cancel(&self, id: &JobId, reason: &str) -> Result<CancelOutcome> {
+        self.writable()?.cancel(id, reason)
+    }
+
+    /// Cancel every unfinished job matching `filter` (kind, scope, state),
+    /// in atomic batches of 1,000 rows; an error stops it with the earlier
+    /// batches committed. Leased jobs get cancel requests.
+    ///
+    /// Errors: `InvalidArgument` for a finished state in the filter;
+    /// `Storage`; `Closed`.
+    pub fn cancel_many(&self, filter: &CancelFilter) -> Result<CancelReport> {
+        self.writable()?.cancel_many(filter)
+    }
+
+    /// Delete a job that is not leased (pending, failed, dead, completed,
+    /// cancelled) with all its index entries, in one atomic batch.
+    ///
+    /// Errors: `NotFound`; `WrongState` for a leased job (cancel it first);
+    /// `Storage`; `Closed`.
+    pub fn delete(&self, id: &JobId) -> Result<()> {
+        self.writable()?.delete(id)
+    }
+
+    /// Pause a kind (exact or `family:*`) or a scope: its jobs are not
+    /// leased until [`Queue::resume`]; leases running now carry on. Durable
+    /// (survives a restart). When this returns, no lease of paused work is
+    /// in flight. Returns false when it was paused already.
+    ///
+    /// Errors: `Storage`; `Closed`.
+    pub fn pause(&self, target: &PauseTarget) -> Result<bool> {
+        self.writable()?.pause(target)
+    }
+
+    /// Resume what [`Queue::pause`] paused; waiting pollers wake. Returns
+    /// false when it was not paused (a kind paused through its family is
+    /// resumed by resuming the family).
+    ///
+    /// Errors: `Storage`; `Closed`.
+    pub fn resume(&self, target: &PauseTarget) -> Result<bool> {
+        self.writable()?.resume(target)
+    }
+
+    /// What is paused now. `Closed` after `close`.
+    pub fn paused(&self) -> Result<Paused> {
+        Ok((*self.engine()?.paused()).clone())
     }
 
     /// Hand a leased job back to pending without spending an attempt, at its
@@ -298,14 +377,15 @@ impl Queue {
     }
 
     /// Run one reaper pass now, at the queue clock's time: expired leases go
-    /// back to pending with backoff (or dead), then up to `prune_batch`
-    /// completed jobs past their retention are deleted. Independent of the
+    /// back to pending with backoff (or dead), up to `prune_batch` jobs that
+    /// expired before they started go dead, then up to `prune_batch`
+    /// completed, dead and cancelled jobs past their retention are deleted. Independent of the
     /// background reaper. Errors: `Storage` (the pass stops there); `Closed`.
     pub fn reap(&self) -> Result<ReapReport> {
         crate::reaper::pass(&*self.writable()?)
     }
 
-    /// Operator action: delete `state` jobs (completed or dead only) that got
+    /// Operator action: delete `state` jobs (completed, dead or cancelled) that got
     /// there before `cutoff_ms` (ms since the epoch), with their indexes and
     /// counters. Returns how many were deleted. Runs in batches of 1,000;
     /// an error stops it with the earlier batches committed.
@@ -315,16 +395,23 @@ impl Queue {
         self.writable()?.purge(state, cutoff_ms)
     }
 
-    /// Exact counts per kind and state (no scan). `Closed` after `close`.
+    /// Exact counts per kind and state (no scan), and what is paused.
+    /// `Closed` after `close`.
     pub fn stats(&self) -> Result<Stats> {
-        Ok(self.engine()?.counts.stats())
+        let e = self.engine()?;
+        let mut s = e.counts.stats();
+        s.paused = (*e.paused()).clone();
+        Ok(s)
     }
 
     /// Prometheus text exposition: job counts, leases in flight, transitions
-    /// and corrupt records since open, reaper passes. `Closed` after `close`.
+    /// and corrupt records since open, reaper passes, what is paused.
+    /// `Closed` after `close`.
     pub fn metrics(&self) -> Result<String> {
         let e = self.engine()?;
-        Ok(e.metrics.render(&e.counts.stats(), e.leases.len()))
+        let mut out = e.metrics.render(&e.counts.stats(), e.leases.len());
+        crate::metrics::render_paused(&mut out, &e.paused());
+        Ok(out)
     }
 
     /// Full consistency check (a scan of every row and index): O(store size),

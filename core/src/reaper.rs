@@ -1,6 +1,7 @@
 //! The reaper: a background thread started by `open` that, every
-//! `reaper_interval`, returns expired leases to pending (or dead) and prunes
-//! completed jobs past their retention. `Queue::reap()` runs one pass on demand.
+//! `reaper_interval`, returns expired leases to pending (or dead), moves
+//! jobs that expired before they started to dead, and prunes completed,
+//! dead and cancelled jobs past their retention. `Queue::reap()` runs one pass on demand.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -66,12 +67,14 @@ pub(crate) fn pass(e: &Engine) -> Result<ReapReport> {
     // Unpin whatever DB state idle bands' cached iterators still hold.
     e.bands.clear_iterators();
     let (expired, dead) = e.expire_leases(now)?;
-    let (pruned, corrupt) = e.prune_completed(now, e.cfg.prune_batch)?;
+    let expired_unstarted = e.expire_unstarted(now, e.cfg.prune_batch)?;
+    let (pruned, corrupt) = e.prune_finished(now, e.cfg.prune_batch)?;
     e.metrics.reaper_passes.fetch_add(1, Ordering::Relaxed);
     Ok(ReapReport {
         expired,
         dead,
         pruned,
+        expired_unstarted,
         corrupt,
     })
 }

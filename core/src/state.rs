@@ -57,21 +57,33 @@ pub enum State {
     /// In: `fail(retryable = false)`, a failure or lease expiry on the last
     /// attempt.
     /// Out: an operator `retry` (to pending, attempts reset) or `purge`.
-    /// Stays: until an operator acts.
+    /// Stays: `dead_retention` (default 7 days; or forever), then pruned
+    /// by the reaper, unless an operator acts first.
     Dead,
+    /// Taken back by a caller: it will not run (again).
+    ///
+    /// In: `cancel` of a pending, scheduled or failed job (at once); a
+    /// leased job whose cancel was requested, when its holder settles it
+    /// (whatever it submits) or its lease expires.
+    /// Out: pruned by the reaper once older than `cancelled_retention`
+    /// (deleted), an operator `purge` or `delete`.
+    /// Stays: `cancelled_retention` (default 24 h; or forever).
+    Cancelled,
 }
 
 impl State {
     /// How many states there are: the length of a [`PerState`] array.
-    pub const COUNT: usize = 5;
+    pub const COUNT: usize = 6;
 
-    /// Every state, in the order of their stable bytes (pending 1 … dead 5).
+    /// Every state, in the order of their stable bytes (pending 1 …
+    /// cancelled 6).
     pub const ALL: [State; State::COUNT] = [
         State::Pending,
         State::Leased,
         State::Failed,
         State::Completed,
         State::Dead,
+        State::Cancelled,
     ];
 
     /// The lowercase name (`"pending"`, …), which `str::parse` reads back.
@@ -82,10 +94,11 @@ impl State {
             State::Failed => "failed",
             State::Completed => "completed",
             State::Dead => "dead",
+            State::Cancelled => "cancelled",
         }
     }
 
-    /// The stable byte of this state in row keys (pending 1 … dead 5).
+    /// The stable byte of this state in row keys (pending 1 … cancelled 6).
     pub fn byte(self) -> u8 {
         match self {
             State::Pending => 1,
@@ -93,6 +106,7 @@ impl State {
             State::Failed => 3,
             State::Completed => 4,
             State::Dead => 5,
+            State::Cancelled => 6,
         }
     }
 
@@ -115,7 +129,7 @@ impl State {
     /// Whether the job is finished (nothing moves it but an operator or
     /// retention).
     pub fn is_terminal(self) -> bool {
-        matches!(self, State::Completed | State::Dead)
+        matches!(self, State::Completed | State::Dead | State::Cancelled)
     }
 }
 
@@ -203,6 +217,8 @@ pub struct StateCounts {
     pub completed: u64,
     /// Dead-lettered jobs.
     pub dead: u64,
+    /// Cancelled jobs not yet pruned.
+    pub cancelled: u64,
 }
 
 impl StateCounts {
@@ -214,6 +230,7 @@ impl StateCounts {
             State::Failed => self.failed,
             State::Completed => self.completed,
             State::Dead => self.dead,
+            State::Cancelled => self.cancelled,
         }
     }
 
@@ -224,6 +241,7 @@ impl StateCounts {
             State::Failed => &mut self.failed,
             State::Completed => &mut self.completed,
             State::Dead => &mut self.dead,
+            State::Cancelled => &mut self.cancelled,
         }
     }
 

@@ -280,7 +280,7 @@ proptest! {
     fn positions_counters_and_cursors_decode_exactly(
         b in prop::collection::vec(any::<u8>(), 0..64),
         s in "[0-9a-fA-Fz+ -]{0,48}",
-        c in any::<[i64; 5]>(),
+        c in any::<[i64; telha_jobs::State::COUNT]>(),
     ) {
         let p = keys::decode_pos(&b);
         prop_assert_eq!(p.is_some(), b.len() == 24);

@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use telha_jobs::{
-    CorruptRecord, Encoding, EnqueueOptions, Enqueued, Error, Job, JobId, JobInfo, KindPattern,
-    LeaseToken, ListPage, ListQuery, LogEntry, NewJob, PerState, PurgeReport, ReapReport, Result,
-    Scope, State, StateCounts, Stats,
+    CancelFilter, CancelOutcome, CorruptRecord, Encoding, EnqueueOptions, Enqueued, Error, Job,
+    JobId, JobInfo, KindPattern, LeaseToken, ListPage, ListQuery, LogEntry, NewJob, PauseTarget,
+    Paused, PerState, PurgeReport, ReapReport, Result, Scope, State, StateCounts, Stats,
 };
 
 use crate::v1 as pb;
@@ -77,11 +77,19 @@ pub fn new_job_to_pb(j: NewJob) -> pb::NewJob {
         scope: o.scope.map(|s| s.as_bytes().to_vec()),
         priority: o.priority.map(u32::from),
         run_at_ms: o.run_at,
-        delay_ms: o.delay.map(|d| d.as_millis().min(u64::MAX as u128) as u64),
+        delay_ms: o.delay.map(duration_ms),
         idempotency_key: o.idempotency_key,
         max_attempts: o.max_attempts,
         payload_encoding: encoding_to_pb(o.encoding),
+        expires_at_ms: o.expires_at,
+        expires_in_ms: o.expires_in.map(duration_ms),
     }
+}
+
+/// A duration in whole ms for the wire, saturating (the core bounds every
+/// duration it accepts far below).
+pub fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A job to enqueue from the wire (the core checks kind, sizes and key).
@@ -103,6 +111,8 @@ pub fn new_job_from_pb(j: pb::NewJob) -> Result<NewJob> {
             idempotency_key: j.idempotency_key,
             max_attempts: j.max_attempts,
             encoding: encoding_from_pb(j.payload_encoding),
+            expires_at: j.expires_at_ms,
+            expires_in: j.expires_in_ms.map(Duration::from_millis),
         },
     })
 }
@@ -138,6 +148,7 @@ pub fn job_to_pb(j: Job) -> pb::Job {
         worker_id: j.worker_id,
         lease_ttl_ms: j.lease_ttl_ms,
         payload_encoding: encoding_to_pb(j.payload_encoding),
+        timeout_ms: j.timeout_ms,
     }
 }
 
@@ -156,6 +167,7 @@ pub fn job_from_pb(j: pb::Job) -> Result<Job> {
         payload_encoding: encoding_from_pb(j.payload_encoding),
         priority: u8::try_from(j.priority).unwrap_or(u8::MAX),
         worker_id: j.worker_id,
+        timeout_ms: j.timeout_ms,
     })
 }
 
@@ -198,6 +210,7 @@ pub fn state_to_pb(s: State) -> pb::JobState {
         State::Failed => pb::JobState::Failed,
         State::Completed => pb::JobState::Completed,
         State::Dead => pb::JobState::Dead,
+        State::Cancelled => pb::JobState::Cancelled,
         // A state this protocol version does not know yet.
         _ => pb::JobState::Unspecified,
     }
@@ -211,8 +224,9 @@ pub fn state_from_pb(s: i32) -> Result<State> {
         Ok(pb::JobState::Failed) => Ok(State::Failed),
         Ok(pb::JobState::Completed) => Ok(State::Completed),
         Ok(pb::JobState::Dead) => Ok(State::Dead),
+        Ok(pb::JobState::Cancelled) => Ok(State::Cancelled),
         _ => Err(invalid(format!(
-            "job state {s} is not one of pending (1), leased (2), failed (3), completed (4), dead (5)"
+            "job state {s} is not one of pending (1), leased (2), failed (3), completed (4), dead (5), cancelled (6)"
         ))),
     }
 }
@@ -249,6 +263,10 @@ pub fn job_info_to_pb(j: JobInfo) -> pb::JobInfo {
         payload_encoding: encoding_to_pb(j.payload_encoding),
         result_encoding: encoding_to_pb(j.result_encoding),
         cursor: j.cursor,
+        cancel_requested: j.cancel_requested,
+        snoozes: j.snoozes,
+        expires_at_ms: j.expires_at,
+        paused: j.paused,
     }
 }
 
@@ -284,6 +302,10 @@ pub fn job_info_from_pb(j: pb::JobInfo) -> Result<JobInfo> {
         payload_encoding: encoding_from_pb(j.payload_encoding),
         result_encoding: encoding_from_pb(j.result_encoding),
         cursor: j.cursor,
+        cancel_requested: j.cancel_requested,
+        snoozes: j.snoozes,
+        expires_at: j.expires_at_ms,
+        paused: j.paused,
     })
 }
 
@@ -360,6 +382,7 @@ fn counts_to_pb(c: &StateCounts) -> pb::StateCounts {
         failed: c.failed,
         completed: c.completed,
         dead: c.dead,
+        cancelled: c.cancelled,
     }
 }
 
@@ -371,6 +394,7 @@ fn counts_from_pb(c: &pb::StateCounts) -> StateCounts {
     a[State::Failed] = n(c.failed);
     a[State::Completed] = n(c.completed);
     a[State::Dead] = n(c.dead);
+    a[State::Cancelled] = n(c.cancelled);
     StateCounts::from_per_state(&a)
 }
 
@@ -383,18 +407,94 @@ pub fn stats_to_pb(s: &Stats) -> pb::StatsResponse {
             .map(|(k, c)| (k.clone(), counts_to_pb(c)))
             .collect(),
         total: Some(counts_to_pb(&s.total)),
+        paused_kinds: s.paused.kinds.iter().map(ToString::to_string).collect(),
+        paused_scopes: scopes_to_pb(&s.paused.scopes),
     }
 }
 
 /// The counts from the wire.
-pub fn stats_from_pb(s: &pb::StatsResponse) -> Stats {
-    Stats {
+pub fn stats_from_pb(s: &pb::StatsResponse) -> Result<Stats> {
+    Ok(Stats {
         by_kind: s
             .by_kind
             .iter()
             .map(|(k, c)| (k.clone(), counts_from_pb(c)))
             .collect(),
         total: s.total.as_ref().map(counts_from_pb).unwrap_or_default(),
+        paused: paused_from_pb(&s.paused_kinds, &s.paused_scopes)?,
+    })
+}
+
+/// What is paused, for the wire.
+pub fn paused_to_pb(p: &Paused) -> pb::PausedResponse {
+    pb::PausedResponse {
+        kinds: p.kinds.iter().map(ToString::to_string).collect(),
+        scopes: scopes_to_pb(&p.scopes),
+    }
+}
+
+/// What is paused, from the wire.
+pub fn paused_from_pb(kinds: &[String], scopes: &[Vec<u8>]) -> Result<Paused> {
+    let (scopes, kinds) = filter_from_pb(scopes, kinds)?;
+    Ok(Paused { kinds, scopes })
+}
+
+/// A pause target for the wire.
+pub fn pause_to_pb(t: &PauseTarget) -> pb::PauseRequest {
+    pb::PauseRequest {
+        target: Some(match t {
+            PauseTarget::Kind(k) => pb::pause_request::Target::Kind(k.to_string()),
+            PauseTarget::Scope(s) => pb::pause_request::Target::Scope(s.as_bytes().to_vec()),
+        }),
+    }
+}
+
+/// A pause target from the wire; a missing one is `InvalidArgument`.
+pub fn pause_from_pb(r: &pb::PauseRequest) -> Result<PauseTarget> {
+    match &r.target {
+        Some(pb::pause_request::Target::Kind(k)) => Ok(PauseTarget::Kind(k.parse()?)),
+        Some(pb::pause_request::Target::Scope(s)) => Ok(PauseTarget::Scope(scope_from_pb(s)?)),
+        None => Err(invalid("pause names a kind or a scope".into())),
+    }
+}
+
+/// A cancel filter for the wire.
+pub fn cancel_filter_to_pb(f: &CancelFilter) -> pb::CancelManyRequest {
+    pb::CancelManyRequest {
+        kind: f.kind.as_ref().map(ToString::to_string),
+        scope: f.scope.map(|s| s.as_bytes().to_vec()),
+        state: f.state.map(|s| state_to_pb(s) as i32),
+        reason: f.reason.clone(),
+    }
+}
+
+/// A cancel filter from the wire.
+pub fn cancel_filter_from_pb(r: pb::CancelManyRequest) -> Result<CancelFilter> {
+    Ok(CancelFilter {
+        kind: r.kind.as_deref().map(str::parse).transpose()?,
+        scope: r.scope.as_deref().map(scope_from_pb).transpose()?,
+        state: r.state.map(state_from_pb).transpose()?,
+        reason: r.reason,
+    })
+}
+
+/// A cancel's outcome for the wire.
+pub fn cancel_outcome_to_pb(o: CancelOutcome) -> pb::CancelOutcome {
+    match o {
+        CancelOutcome::Cancelled => pb::CancelOutcome::Cancelled,
+        CancelOutcome::Requested => pb::CancelOutcome::Requested,
+        _ => pb::CancelOutcome::Unspecified,
+    }
+}
+
+/// A cancel's outcome from the wire.
+pub fn cancel_outcome_from_pb(o: i32) -> Result<CancelOutcome> {
+    match pb::CancelOutcome::try_from(o) {
+        Ok(pb::CancelOutcome::Cancelled) => Ok(CancelOutcome::Cancelled),
+        Ok(pb::CancelOutcome::Requested) => Ok(CancelOutcome::Requested),
+        _ => Err(Error::Storage(format!(
+            "the server answered cancel outcome {o}"
+        ))),
     }
 }
 
@@ -405,6 +505,7 @@ pub fn reap_to_pb(r: ReapReport) -> pb::ReapResponse {
         dead: r.dead as u64,
         pruned: r.pruned as u64,
         corrupt: r.corrupt.into_iter().map(corrupt_to_pb).collect(),
+        expired_unstarted: r.expired_unstarted as u64,
     }
 }
 
@@ -414,6 +515,7 @@ pub fn reap_from_pb(r: pb::ReapResponse) -> Result<ReapReport> {
         expired: r.expired as usize,
         dead: r.dead as usize,
         pruned: r.pruned as usize,
+        expired_unstarted: r.expired_unstarted as usize,
         corrupt: r
             .corrupt
             .into_iter()

@@ -9,6 +9,9 @@
 //! | `Storage` | `INTERNAL` |
 //! | `Corruption` | `DATA_LOSS` |
 //! | `Closed` (the store or server is closing) | `UNAVAILABLE` |
+//! | `UnsupportedFormat` | `FAILED_PRECONDITION` |
+//! | `Cancelled` (the lease's job was cancelled) | `ABORTED` |
+//! | `WrongState` | `FAILED_PRECONDITION` |
 //!
 //! Back on the client, a status that carries the [`ERROR_KIND_TRAILER`]
 //! maps to exactly that kind; one that does not came from the transport or
@@ -38,6 +41,8 @@ pub fn code_of(kind: ErrorKind) -> Code {
         ErrorKind::Corruption => Code::DataLoss,
         ErrorKind::Closed => Code::Unavailable,
         ErrorKind::UnsupportedFormat => Code::FailedPrecondition,
+        ErrorKind::Cancelled => Code::Aborted,
+        ErrorKind::WrongState => Code::FailedPrecondition,
         _ => Code::Unknown,
     }
 }
@@ -51,7 +56,9 @@ pub fn message_of(e: &Error) -> String {
         | Error::Aborted(m)
         | Error::Storage(m)
         | Error::Corruption(m)
-        | Error::UnsupportedFormat(m) => m.clone(),
+        | Error::UnsupportedFormat(m)
+        | Error::Cancelled(m)
+        | Error::WrongState(m) => m.clone(),
         other => other.to_string(),
     }
 }
@@ -74,6 +81,8 @@ pub fn error_of(kind: ErrorKind, msg: String, location: &str) -> Error {
         ErrorKind::Corruption => Error::Corruption(msg),
         ErrorKind::Closed => Error::Closed,
         ErrorKind::UnsupportedFormat => Error::UnsupportedFormat(msg),
+        ErrorKind::Cancelled => Error::Cancelled(msg),
+        ErrorKind::WrongState => Error::WrongState(msg),
         _ => Error::Storage(msg),
     }
 }
@@ -127,6 +136,8 @@ pub fn kind_to_pb(kind: ErrorKind) -> v1::ErrorKind {
         ErrorKind::Corruption => v1::ErrorKind::Corruption,
         ErrorKind::Closed => v1::ErrorKind::Closed,
         ErrorKind::UnsupportedFormat => v1::ErrorKind::UnsupportedFormat,
+        ErrorKind::Cancelled => v1::ErrorKind::Cancelled,
+        ErrorKind::WrongState => v1::ErrorKind::WrongState,
         _ => v1::ErrorKind::Unspecified,
     }
 }
@@ -141,6 +152,8 @@ pub fn kind_from_pb(kind: i32) -> ErrorKind {
         Ok(v1::ErrorKind::Corruption) => ErrorKind::Corruption,
         Ok(v1::ErrorKind::Closed) => ErrorKind::Closed,
         Ok(v1::ErrorKind::UnsupportedFormat) => ErrorKind::UnsupportedFormat,
+        Ok(v1::ErrorKind::Cancelled) => ErrorKind::Cancelled,
+        Ok(v1::ErrorKind::WrongState) => ErrorKind::WrongState,
         _ => ErrorKind::Storage,
     }
 }

@@ -33,6 +33,7 @@
 #![warn(missing_docs)]
 
 mod auth;
+mod control;
 mod http_metrics;
 mod service;
 mod stats;

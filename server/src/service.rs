@@ -99,7 +99,7 @@ impl Shared {
     }
 
     /// Run a core call on the blocking pool.
-    async fn run<T, F>(&self, f: F) -> Result<T, Status>
+    pub(crate) async fn run<T, F>(&self, f: F) -> Result<T, Status>
     where
         T: Send + 'static,
         F: FnOnce(&Queue) -> Result<T> + Send + 'static,
@@ -116,7 +116,7 @@ fn invalid(msg: impl Into<String>) -> Status {
     to_status(&Error::InvalidArgument(msg.into()))
 }
 
-fn bad(e: Error) -> Status {
+pub(crate) fn bad(e: Error) -> Status {
     to_status(&e)
 }
 
@@ -186,7 +186,7 @@ fn lease_or_give_back(
 }
 
 pub(crate) struct JobsService {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl JobsService {
@@ -259,7 +259,12 @@ impl JobsService {
                         encoding: cv::encoding_from_pb(c.result_encoding),
                     })
                 }
-                pb::submit_request::Outcome::Fail(f) => q.fail(&token, &f.reason, f.retryable),
+                pb::submit_request::Outcome::Fail(f) => q.fail_with(telha_jobs::Failure {
+                    token,
+                    reason: f.reason,
+                    retryable: f.retryable,
+                    retry_in: f.retry_in_ms.map(std::time::Duration::from_millis),
+                }),
             })
             .await;
         self.after_settle(&token, &res);
@@ -679,8 +684,16 @@ impl Jobs for JobsService {
         req: Request<pb::ReleaseRequest>,
     ) -> Result<Response<pb::ReleaseResponse>, Status> {
         let r = async {
-            let token = cv::token_from_pb(req.into_inner().token.as_ref()).map_err(bad)?;
-            let res = self.shared.run(move |q| q.release(&token)).await;
+            let r = req.into_inner();
+            let token = cv::token_from_pb(r.token.as_ref()).map_err(bad)?;
+            let delay = r.delay_ms.map(std::time::Duration::from_millis);
+            let res = self
+                .shared
+                .run(move |q| match delay {
+                    None => q.release(&token),
+                    Some(d) => q.snooze(&token, d),
+                })
+                .await;
             self.after_settle(&token, &res);
             res.map(|()| pb::ReleaseResponse {})
         }
@@ -770,5 +783,57 @@ impl Jobs for JobsService {
         }
         .await;
         self.done("Purge", r)
+    }
+
+    async fn cancel(
+        &self,
+        req: Request<pb::CancelRequest>,
+    ) -> Result<Response<pb::CancelResponse>, Status> {
+        let r = self.cancel_rpc(req.into_inner()).await;
+        self.done("Cancel", r)
+    }
+
+    async fn cancel_many(
+        &self,
+        req: Request<pb::CancelManyRequest>,
+    ) -> Result<Response<pb::CancelManyResponse>, Status> {
+        let r = self.cancel_many_rpc(req.into_inner()).await;
+        self.done("CancelMany", r)
+    }
+
+    async fn delete(
+        &self,
+        req: Request<pb::DeleteRequest>,
+    ) -> Result<Response<pb::DeleteResponse>, Status> {
+        let r = self.delete_rpc(req.into_inner()).await;
+        self.done("Delete", r)
+    }
+
+    async fn pause(
+        &self,
+        req: Request<pb::PauseRequest>,
+    ) -> Result<Response<pb::PauseResponse>, Status> {
+        let r = self.pause_rpc(req.into_inner(), true).await;
+        self.done("Pause", r)
+    }
+
+    async fn resume(
+        &self,
+        req: Request<pb::PauseRequest>,
+    ) -> Result<Response<pb::PauseResponse>, Status> {
+        let r = self.pause_rpc(req.into_inner(), false).await;
+        self.done("Resume", r)
+    }
+
+    async fn paused(
+        &self,
+        _req: Request<pb::PausedRequest>,
+    ) -> Result<Response<pb::PausedResponse>, Status> {
+        let r = self
+            .shared
+            .run(|q| q.paused())
+            .await
+            .map(|p| cv::paused_to_pb(&p));
+        self.done("Paused", r)
     }
 }

@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use telha_jobs::{
-    Completion, Config, EnqueueOptions, Enqueued, Job, JobId, JobInfo, JobStore, LeaseOptions,
-    LeaseToken, ListPage, ListQuery, NewJob, PurgeReport, Queue, ReapReport, Result, State, Stats,
+    CancelFilter, CancelOutcome, CancelReport, Completion, Config, EnqueueOptions, Enqueued,
+    Failure, Job, JobId, JobInfo, JobStore, LeaseOptions, LeaseToken, ListPage, ListQuery, NewJob,
+    PauseTarget, Paused, PurgeReport, Queue, ReapReport, Result, State, Stats,
 };
 use telha_jobs_client::{ConnectOptions, RemoteQueue};
 use telha_jobs_server::{serve, ServeOptions, ServerHandle};
@@ -78,8 +79,32 @@ impl JobStore for Served {
     fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {
         self.remote.fail(token, reason, retryable)
     }
+    fn fail_with(&self, f: Failure) -> Result<()> {
+        self.remote.fail_with(f)
+    }
     fn release(&self, token: &LeaseToken) -> Result<()> {
         self.remote.release(token)
+    }
+    fn snooze(&self, token: &LeaseToken, delay: Duration) -> Result<()> {
+        self.remote.snooze(token, delay)
+    }
+    fn cancel(&self, id: &JobId, reason: &str) -> Result<CancelOutcome> {
+        self.remote.cancel(id, reason)
+    }
+    fn cancel_many(&self, filter: &CancelFilter) -> Result<CancelReport> {
+        self.remote.cancel_many(filter)
+    }
+    fn delete(&self, id: &JobId) -> Result<()> {
+        self.remote.delete(id)
+    }
+    fn pause(&self, target: &PauseTarget) -> Result<bool> {
+        self.remote.pause(target)
+    }
+    fn resume(&self, target: &PauseTarget) -> Result<bool> {
+        self.remote.resume(target)
+    }
+    fn paused(&self) -> Result<Paused> {
+        self.remote.paused()
     }
     fn retry(&self, id: &JobId) -> Result<()> {
         self.remote.retry(id)

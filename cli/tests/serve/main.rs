@@ -305,6 +305,7 @@ async fn every_rpc<I: tonic::service::Interceptor>(
             code(
                 c.release(pb::ReleaseRequest {
                     token: tok(id.clone()),
+                    delay_ms: None,
                 })
                 .await,
             ),
@@ -440,6 +441,7 @@ fn malformed_requests_are_invalid_argument_and_the_server_stays_up() {
                     outcome: Some(pb::submit_request::Outcome::Fail(pb::Fail {
                         reason: "x".into(),
                         retryable: true,
+                        retry_in_ms: None,
                     })),
                 })
                 .await
@@ -456,9 +458,12 @@ fn malformed_requests_are_invalid_argument_and_the_server_stays_up() {
             ),
             (
                 "release without token",
-                c.release(pb::ReleaseRequest { token: None })
-                    .await
-                    .map(|_| ()),
+                c.release(pb::ReleaseRequest {
+                    token: None,
+                    delay_ms: None,
+                })
+                .await
+                .map(|_| ()),
             ),
             (
                 "heartbeat bad token",

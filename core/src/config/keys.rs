@@ -193,6 +193,59 @@ pub const KEYS: &[Key] = &[
         per_kind: false,
         doc: "How many completed jobs one reaper pass prunes at most.",
     },
+    Key {
+        name: "dead_retention",
+        toml: "dead_retention",
+        env: Some("TELHA_JOBS_DEAD_RETENTION"),
+        ty: KeyType::Retention,
+        unit: "duration",
+        default: "7d",
+        per_kind: false,
+        doc: "How long dead jobs are kept before the reaper prunes them; off keeps them forever.",
+    },
+    Key {
+        name: "cancelled_retention",
+        toml: "cancelled_retention",
+        env: Some("TELHA_JOBS_CANCELLED_RETENTION"),
+        ty: KeyType::Retention,
+        unit: "duration",
+        default: "24h",
+        per_kind: false,
+        doc: "How long cancelled jobs are kept before the reaper prunes them; off keeps them forever.",
+    },
+    Key {
+        name: "timeout",
+        toml: "timeout",
+        env: Some("TELHA_JOBS_TIMEOUT"),
+        ty: KeyType::Retention,
+        unit: "duration",
+        default: "off",
+        per_kind: true,
+        doc: "How long a Worker lets a handler run before it aborts it and fails the job retryably (\"timed out after ...\"); off: no limit.",
+    },
+    Key {
+        name: "max_lease_total",
+        toml: "max_lease_total",
+        env: Some("TELHA_JOBS_MAX_LEASE_TOTAL"),
+        ty: KeyType::Retention,
+        unit: "duration",
+        default: "off",
+        per_kind: true,
+        doc: "The longest one lease may be held, heartbeats included: extend stops renewing it then and the job expires as usual; off: no limit.",
+    },
+    Key {
+        name: "max_snoozes",
+        toml: "max_snoozes",
+        env: Some("TELHA_JOBS_MAX_SNOOZES"),
+        ty: KeyType::Count {
+            min: 0,
+            max: u32::MAX as u64,
+        },
+        unit: "snoozes",
+        default: "4294967295",
+        per_kind: true,
+        doc: "Snoozes that spend no attempt; each one past this counts as a failed attempt (the default, 4294967295, is unlimited).",
+    },
 ];
 
 /// The key named `name`; `InvalidArgument` listing the names otherwise.
@@ -225,7 +278,7 @@ impl Key {
             }
             (KeyType::Retention, Value::Duration(d)) => {
                 if d.is_zero() {
-                    return Err(bad(format!("> 0 ({} keeps them forever), got 0s", "false")));
+                    return Err(bad("> 0 (off: keep forever / no limit), got 0s".to_string()));
                 }
                 limits::check_duration(what, d)?;
             }
@@ -259,7 +312,7 @@ impl Key {
 pub fn type_words(ty: KeyType) -> &'static str {
     match ty {
         KeyType::Duration { .. } => "a duration",
-        KeyType::Retention => "a duration, or off to keep forever",
+        KeyType::Retention => "a duration, or off (keep forever / no limit)",
         KeyType::Count { .. } => "a whole number",
         KeyType::Factor => "a number >= 1.0",
         KeyType::Flag => "true or false",
@@ -318,6 +371,15 @@ impl Config {
             ("sync_writes", Value::Flag(b)) => self.sync_writes = b,
             ("max_payload_bytes", Value::Count(n)) => self.max_payload_bytes = n as usize,
             ("prune_batch", Value::Count(n)) => self.prune_batch = n as usize,
+            ("dead_retention", Value::Duration(d)) => self.dead_retention = Some(d),
+            ("dead_retention", Value::Off) => self.dead_retention = None,
+            ("cancelled_retention", Value::Duration(d)) => self.cancelled_retention = Some(d),
+            ("cancelled_retention", Value::Off) => self.cancelled_retention = None,
+            ("timeout", Value::Duration(d)) => self.timeout = Some(d),
+            ("timeout", Value::Off) => self.timeout = None,
+            ("max_lease_total", Value::Duration(d)) => self.max_lease_total = Some(d),
+            ("max_lease_total", Value::Off) => self.max_lease_total = None,
+            ("max_snoozes", Value::Count(n)) => self.max_snoozes = n as u32,
             _ => return Err(unmapped(name)),
         }
         Ok(())
@@ -337,6 +399,11 @@ impl Config {
             "sync_writes" => Value::Flag(self.sync_writes),
             "max_payload_bytes" => Value::Count(self.max_payload_bytes as u64),
             "prune_batch" => Value::Count(self.prune_batch as u64),
+            "dead_retention" => self.dead_retention.map_or(Value::Off, Value::Duration),
+            "cancelled_retention" => self.cancelled_retention.map_or(Value::Off, Value::Duration),
+            "timeout" => self.timeout.map_or(Value::Off, Value::Duration),
+            "max_lease_total" => self.max_lease_total.map_or(Value::Off, Value::Duration),
+            "max_snoozes" => Value::Count(self.max_snoozes as u64),
             _ => return Err(unmapped(name)),
         })
     }
@@ -384,6 +451,11 @@ impl KindConfig {
             ("backoff_base", Value::Duration(d)) => self.backoff_base = Some(d),
             ("backoff_factor", Value::Float(f)) => self.backoff_factor = Some(f),
             ("backoff_cap", Value::Duration(d)) => self.backoff_cap = Some(d),
+            ("timeout", Value::Duration(d)) => self.timeout = Some(Some(d)),
+            ("timeout", Value::Off) => self.timeout = Some(None),
+            ("max_lease_total", Value::Duration(d)) => self.max_lease_total = Some(Some(d)),
+            ("max_lease_total", Value::Off) => self.max_lease_total = Some(None),
+            ("max_snoozes", Value::Count(n)) => self.max_snoozes = Some(n as u32),
             _ => return Err(unmapped(name)),
         }
         Ok(())
@@ -397,6 +469,11 @@ impl KindConfig {
             "backoff_base" => self.backoff_base.map(Value::Duration),
             "backoff_factor" => self.backoff_factor.map(Value::Float),
             "backoff_cap" => self.backoff_cap.map(Value::Duration),
+            "timeout" => self.timeout.map(|t| t.map_or(Value::Off, Value::Duration)),
+            "max_lease_total" => self
+                .max_lease_total
+                .map(|t| t.map_or(Value::Off, Value::Duration)),
+            "max_snoozes" => self.max_snoozes.map(|n| Value::Count(n as u64)),
             _ => None,
         }
     }

@@ -29,6 +29,11 @@
 //! sync_writes = false
 //! max_payload_bytes = 16777216
 //! prune_batch = 10000
+//! dead_retention = "7d"       # or false to keep dead jobs forever
+//! cancelled_retention = "24h"
+//! timeout = false             # a Worker's run-time limit per handler call
+//! max_lease_total = false     # the longest a lease is renewed
+//! max_snoozes = 4294967295    # snoozes that spend no attempt
 //!
 //! [jobs.backoff]
 //! base = "10s"
@@ -47,6 +52,9 @@
 //! backoff_base = "30s"
 //! backoff_factor = 2.0
 //! backoff_cap = "2h"
+//! timeout = "15m"
+//! max_lease_total = "1h"
+//! max_snoozes = 10
 //! ```
 //!
 //! A duration is a humantime string (`"250ms"`, `"5m"`, `"1h 30m"`) or a
@@ -69,6 +77,11 @@
 //! | `TELHA_JOBS_SYNC_WRITES` | `jobs.sync_writes` | `1`/`0`, `true`/`false`, `yes`/`no`, `on`/`off` |
 //! | `TELHA_JOBS_MAX_PAYLOAD_BYTES` | `jobs.max_payload_bytes` | integer |
 //! | `TELHA_JOBS_PRUNE_BATCH` | `jobs.prune_batch` | integer |
+//! | `TELHA_JOBS_DEAD_RETENTION` | `jobs.dead_retention` | duration, or `false`/`off`/`none` |
+//! | `TELHA_JOBS_CANCELLED_RETENTION` | `jobs.cancelled_retention` | duration, or `false`/`off`/`none` |
+//! | `TELHA_JOBS_TIMEOUT` | `jobs.timeout` | duration, or `false`/`off`/`none` |
+//! | `TELHA_JOBS_MAX_LEASE_TOTAL` | `jobs.max_lease_total` | duration, or `false`/`off`/`none` |
+//! | `TELHA_JOBS_MAX_SNOOZES` | `jobs.max_snoozes` | integer |
 //!
 //! Per-kind settings have no variables: kinds are open-ended and do not map
 //! onto variable names. Other `TELHA_JOBS_*` variables are ignored: the
@@ -109,6 +122,10 @@ pub const BACKOFF_CAP_DEFAULT: Duration = Duration::from_secs(3600);
 pub const COMPLETED_RETENTION_DEFAULT: Duration = Duration::from_secs(24 * 3600);
 /// `jobs.max_payload_bytes`: the largest payload or result accepted.
 pub const MAX_PAYLOAD_BYTES_DEFAULT: usize = 16 * 1024 * 1024;
+/// `jobs.dead_retention`: how long dead jobs are kept.
+pub const DEAD_RETENTION_DEFAULT: Duration = Duration::from_secs(7 * 24 * 3600);
+/// `jobs.cancelled_retention`: how long cancelled jobs are kept.
+pub const CANCELLED_RETENTION_DEFAULT: Duration = Duration::from_secs(24 * 3600);
 /// How many completed jobs one reaper pass prunes at most.
 pub const PRUNE_BATCH_DEFAULT: usize = 10_000;
 /// The default job priority (0 is most urgent, 255 least).
@@ -152,6 +169,12 @@ pub struct KindConfig {
     pub backoff_factor: Option<f64>,
     /// The kind's cap; must not be below the kind's effective base.
     pub backoff_cap: Option<Duration>,
+    /// The kind's run-time limit (`Some(None)`: none, over a global one).
+    pub timeout: Option<Option<Duration>>,
+    /// The kind's longest lease (`Some(None)`: none, over a global one).
+    pub max_lease_total: Option<Option<Duration>>,
+    /// The kind's snoozes that spend no attempt.
+    pub max_snoozes: Option<u32>,
 }
 
 /// The engine's configuration. Build it with `Config::default()` and field
@@ -178,6 +201,18 @@ pub struct Config {
     /// Bounds one pruning pass, so pruning never stalls the reaper's lease
     /// rescue behind a huge backlog of deletes.
     pub prune_batch: usize,
+    /// `None` keeps dead jobs forever (default 7 days).
+    pub dead_retention: Option<Duration>,
+    /// `None` keeps cancelled jobs forever (default 24 hours).
+    pub cancelled_retention: Option<Duration>,
+    /// How long a Worker lets a handler run (`None`: no limit). The engine
+    /// hands it to workers with each lease ([`crate::Job::timeout_ms`]).
+    pub timeout: Option<Duration>,
+    /// The longest one lease may be held, heartbeats included (`None`: no
+    /// limit): `extend` stops renewing past it.
+    pub max_lease_total: Option<Duration>,
+    /// Snoozes that spend no attempt; later ones count as failed attempts.
+    pub max_snoozes: u32,
     /// Per-kind overrides, keyed by exact kind.
     pub kinds: BTreeMap<String, KindConfig>,
     /// An internal map (`jobs.backoff_base_secs_by_kind`): a per-kind
@@ -198,6 +233,11 @@ impl Default for Config {
             sync_writes: false,
             max_payload_bytes: MAX_PAYLOAD_BYTES_DEFAULT,
             prune_batch: PRUNE_BATCH_DEFAULT,
+            dead_retention: Some(DEAD_RETENTION_DEFAULT),
+            cancelled_retention: Some(CANCELLED_RETENTION_DEFAULT),
+            timeout: None,
+            max_lease_total: None,
+            max_snoozes: u32::MAX,
             kinds: BTreeMap::new(),
             backoff_base_secs_by_kind: BTreeMap::new(),
         }
@@ -211,6 +251,30 @@ impl Config {
             .get(kind)
             .and_then(|k| k.lease_ttl)
             .unwrap_or(self.lease_ttl)
+    }
+
+    /// The run-time limit for `kind` (`None`: none).
+    pub fn timeout_for(&self, kind: &str) -> Option<Duration> {
+        match self.kinds.get(kind).and_then(|k| k.timeout) {
+            Some(t) => t,
+            None => self.timeout,
+        }
+    }
+
+    /// The longest lease for `kind` (`None`: none).
+    pub fn max_lease_total_for(&self, kind: &str) -> Option<Duration> {
+        match self.kinds.get(kind).and_then(|k| k.max_lease_total) {
+            Some(t) => t,
+            None => self.max_lease_total,
+        }
+    }
+
+    /// The snoozes that spend no attempt for `kind`.
+    pub fn max_snoozes_for(&self, kind: &str) -> u32 {
+        self.kinds
+            .get(kind)
+            .and_then(|k| k.max_snoozes)
+            .unwrap_or(self.max_snoozes)
     }
 
     /// max_attempts for a job: per job > per kind > global.

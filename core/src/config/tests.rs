@@ -38,6 +38,11 @@ const FULL: &str = r#"
     sync_writes = true
     max_payload_bytes = 1024
     prune_batch = 50
+    dead_retention = "3d"
+    cancelled_retention = false
+    timeout = "10m"
+    max_lease_total = "2h"
+    max_snoozes = 20
     [jobs.backoff]
     base = "5s"
     factor = 3.0
@@ -50,6 +55,9 @@ const FULL: &str = r#"
     backoff_base = "30s"
     backoff_factor = 2.0
     backoff_cap = "2h"
+    timeout = false
+    max_lease_total = "30m"
+    max_snoozes = 2
 "#;
 
 #[test]
@@ -92,6 +100,11 @@ fn a_full_file_sets_every_key() {
         sync_writes: true,
         max_payload_bytes: 1024,
         prune_batch: 50,
+        dead_retention: Some(72 * HOUR),
+        cancelled_retention: None,
+        timeout: Some(secs(600)),
+        max_lease_total: Some(2 * HOUR),
+        max_snoozes: 20,
         kinds: BTreeMap::from([(
             "ingest:pdf".to_string(),
             KindConfig {
@@ -100,6 +113,9 @@ fn a_full_file_sets_every_key() {
                 backoff_base: Some(secs(30)),
                 backoff_factor: Some(2.0),
                 backoff_cap: Some(2 * HOUR),
+                timeout: Some(None),
+                max_lease_total: Some(Some(secs(1800))),
+                max_snoozes: Some(2),
             },
         )]),
         backoff_base_secs_by_kind: BTreeMap::from([("clarify:temporal".to_string(), 900)]),
@@ -263,6 +279,11 @@ fn env_overrides_the_file() {
         ("TELHA_JOBS_SYNC_WRITES", "no"),
         ("TELHA_JOBS_MAX_PAYLOAD_BYTES", "4096"),
         ("TELHA_JOBS_PRUNE_BATCH", "7"),
+        ("TELHA_JOBS_DEAD_RETENTION", "off"),
+        ("TELHA_JOBS_CANCELLED_RETENTION", "1h"),
+        ("TELHA_JOBS_TIMEOUT", "none"),
+        ("TELHA_JOBS_MAX_LEASE_TOTAL", "90s"),
+        ("TELHA_JOBS_MAX_SNOOZES", "0"),
     ]))
     .unwrap();
     let file = parse(FULL);
@@ -281,6 +302,11 @@ fn env_overrides_the_file() {
             sync_writes: false,
             max_payload_bytes: 4096,
             prune_batch: 7,
+            dead_retention: None,
+            cancelled_retention: Some(HOUR),
+            timeout: None,
+            max_lease_total: Some(secs(90)),
+            max_snoozes: 0,
             // Per-kind settings come only from the file or code.
             kinds: file.kinds.clone(),
             backoff_base_secs_by_kind: file.backoff_base_secs_by_kind.clone(),

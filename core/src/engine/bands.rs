@@ -190,6 +190,9 @@ struct BandsInner {
     order: Vec<Scope>,
     map: HashMap<Scope, (usize, Arc<ScopeBands>)>,
     active: BTreeSet<usize>,
+    /// Paused scopes: never active while paused, so pollers without a
+    /// scope filter do not even look at them.
+    paused: HashSet<Scope>,
 }
 
 impl Bands {
@@ -226,6 +229,9 @@ impl Bands {
         sb.epoch.fetch_add(1, Ordering::SeqCst);
         let at = {
             let r = self.read();
+            if r.paused.contains(&s) {
+                return;
+            }
             match r.map.get(&s) {
                 Some((at, _)) if r.active.contains(at) => return,
                 Some((at, _)) => *at,
@@ -261,6 +267,31 @@ impl Bands {
                 (at, s, r.map[&s].1.clone())
             })
             .collect()
+    }
+
+    /// Pause `s`: it leaves the active set until [`Bands::resume`].
+    pub fn pause(&self, s: Scope) {
+        let sb = self.scope(s);
+        let mut w = self.write();
+        w.paused.insert(s);
+        if let Some((at, _)) = w.map.get(&s).map(|(at, b)| (*at, b.clone())) {
+            w.active.remove(&at);
+        }
+        drop(w);
+        // A poller that read the epoch before the pause must not
+        // reactivate it by mistake: deactivation compares epochs.
+        sb.epoch.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Resume `s`: active again (a poller deactivates it if it is empty).
+    pub fn resume(&self, s: Scope) {
+        self.write().paused.remove(&s);
+        self.activate(s);
+    }
+
+    /// Whether `s` is paused.
+    pub fn is_paused(&self, s: &Scope) -> bool {
+        self.read().paused.contains(s)
     }
 
     pub fn scopes(&self) -> Vec<Scope> {

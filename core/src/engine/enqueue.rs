@@ -56,11 +56,38 @@ impl Engine {
         }
     }
 
+    /// When a new job expires unstarted: its expires-at, else now + its
+    /// expires-in. `InvalidArgument` when that is not after now, is not
+    /// after the job becomes ready (it could never run), or passes the
+    /// latest supported time.
+    fn expires_at(j: &NewJob, now: u64, ready_at: u64) -> Result<Option<u64>> {
+        let at = match (j.options.expires_at, j.options.expires_in) {
+            (Some(t), _) => limits::check_instant("expires_at", t)?,
+            (None, Some(d)) if d.is_zero() => {
+                return Err(Error::invalid("expires_in must be over zero, got 0"))
+            }
+            (None, Some(d)) => limits::instant_after("expires_in", now, d)?,
+            (None, None) => return Ok(None),
+        };
+        if at <= now {
+            return Err(Error::invalid(format!(
+                "expires_at {at} is not in the future (now is {now}); a job that expired cannot be enqueued"
+            )));
+        }
+        if at <= ready_at {
+            return Err(Error::invalid(format!(
+                "expires_at {at} is not after the job's run-at {ready_at}: it could never start"
+            )));
+        }
+        Ok(Some(at))
+    }
+
     pub fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
         let now = self.now();
         for j in &jobs {
             self.validate_new(j)?;
-            Self::ready_at(j, now)?;
+            let ready = Self::ready_at(j, now)?;
+            Self::expires_at(j, now, ready)?;
         }
 
         // Idempotent enqueues of one (scope, key) serialise on a stripe lock
@@ -98,6 +125,7 @@ impl Engine {
             }
             let id = JobId::new_v7();
             let ready_at = Self::ready_at(&j, now)?;
+            let expires_at = Self::expires_at(&j, now, ready_at)?;
             let key = JobKey {
                 scope,
                 state: State::Pending,
@@ -121,6 +149,7 @@ impl Engine {
                 ext: Ext {
                     payload_encoding: j.options.encoding,
                     payload_len: outside.as_ref().map(|p| p.len() as u64),
+                    expires_at,
                     ..Ext::default()
                 },
                 ..JobRecord::default()

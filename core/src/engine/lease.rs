@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use rocksdb::ReadOptions;
 
+use crate::control::Paused;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::job::{validate_worker_id, Job, JobId, LeaseOptions, Scope, State};
@@ -101,6 +102,7 @@ impl Engine {
         } else {
             opts.scopes
                 .iter()
+                .filter(|s| !self.bands.is_paused(s))
                 .filter_map(|s| self.bands.get(s).map(|b| (None, *s, b)))
                 .collect()
         }
@@ -109,15 +111,16 @@ impl Engine {
     /// The earliest known due time among the bands `opts` polls.
     fn next_due(&self, opts: &LeaseOptions) -> Option<u64> {
         let mut best: Option<u64> = None;
+        let paused = self.paused();
         for (_, _, sb) in self.scopes_for(opts) {
             for (_, g) in sb.groups() {
                 let g = bands::lock(&g);
-                let t = if opts.kinds.is_empty() {
+                let t = if opts.kinds.is_empty() && paused.kinds.is_empty() {
                     g.next_ts()
                 } else {
                     g.kinds
                         .iter()
-                        .filter(|(k, _)| opts.kinds.iter().any(|p| p.matches(k)))
+                        .filter(|(k, _)| wanted(opts, &paused, k))
                         .map(|(_, c)| c.next_ts)
                         .min()
                         .unwrap_or(u64::MAX)
@@ -131,6 +134,8 @@ impl Engine {
     }
 
     fn try_lease(&self, worker: &str, opts: &LeaseOptions, max: usize) -> Result<Vec<Job>> {
+        // Shared with other pollers; a pause waits for claims in flight.
+        let _gate = self.pause_gate.read().unwrap_or_else(|e| e.into_inner());
         let mut jobs = Vec::new();
         // A claimed row that turns out corrupt is skipped (its cursor has
         // moved past it): go back for a replacement rather than answer short.
@@ -153,6 +158,7 @@ impl Engine {
     /// Claim up to `max` ready jobs, most urgent first within each scope.
     fn claim(&self, opts: &LeaseOptions, max: usize) -> Result<Vec<Claim>> {
         let mut claims: Vec<Claim> = Vec::new();
+        let paused = self.paused();
         'scopes: for (at, scope, sb) in self.scopes_for(opts) {
             let before = claims.len();
             let epoch = sb.epoch.load(std::sync::atomic::Ordering::SeqCst);
@@ -163,7 +169,7 @@ impl Engine {
                 // before we locked read the clock before us, so its job is due.
                 let now = self.now();
                 while claims.len() < max {
-                    match self.claim_in_group(&mut g, scope, prio, opts, now) {
+                    match self.claim_in_group(&mut g, scope, prio, opts, &paused, now) {
                         Ok(Some((key, value, kind))) => claims.push(Claim {
                             group: group.clone(),
                             key,
@@ -206,6 +212,7 @@ impl Engine {
         scope: Scope,
         prio: u8,
         opts: &LeaseOptions,
+        paused: &Paused,
         now: u64,
     ) -> Result<Option<Found>> {
         let BandGroup {
@@ -217,7 +224,7 @@ impl Engine {
             failed_it,
             kind_its,
         } = g;
-        if opts.kinds.is_empty() {
+        if opts.kinds.is_empty() && paused.kinds.is_empty() {
             let jobs_cf = self.cf(st::CF_JOBS)?;
             let mut best: Option<(State, Pos, Vec<u8>)> = None;
             for (state, cursor, slot) in [
@@ -253,7 +260,7 @@ impl Engine {
             loop {
                 let mut best: Option<(String, Pos, Vec<u8>)> = None;
                 for (kind, cursor) in kinds.iter_mut() {
-                    if !cursor.maybe_ready(now) || !opts.kinds.iter().any(|p| p.matches(kind)) {
+                    if !cursor.maybe_ready(now) || !wanted(opts, paused, kind) {
                         continue;
                     }
                     let prefix = keys::kind_band_prefix(&scope, kind, prio);
@@ -457,11 +464,20 @@ impl Engine {
                 }
             };
             kinds_of.insert(c.key.id, rec.kind.clone());
+            if rec.generation == 0 && rec.ext.expires_at.is_some_and(|t| t <= now) {
+                // Never leased and past its expiry: it goes dead instead.
+                if let Err(e) = self.stage_expired(&mut tx, &c.key, &mut rec, now) {
+                    self.unclaim(&claims, &kinds_of);
+                    return Err(e);
+                }
+                continue;
+            }
             let ttl = limits::ms(self.cfg.lease_ttl_for(&rec.kind));
             let deadline = now.saturating_add(ttl).min(limits::MAX_INSTANT_MS);
             rec.generation += 1;
             rec.worker_id = Some(worker.to_string());
             rec.lease_deadline = Some(deadline);
+            rec.ext.leased_at = Some(now);
             let detail = if c.key.state == State::Failed {
                 format!("{worker} (attempt {}, after failure)", rec.attempts + 1)
             } else {
@@ -501,6 +517,7 @@ impl Engine {
                 payload_encoding: rec.ext.payload_encoding,
                 priority: key.priority,
                 worker_id: worker.to_string(),
+                timeout_ms: self.cfg.timeout_for(&rec.kind).map(limits::ms),
             });
             self.leases.insert(key, rec);
         }
@@ -511,6 +528,13 @@ impl Engine {
         }
         Ok(jobs)
     }
+}
+
+/// Whether a poller with `opts` takes jobs of `kind` now: it asked for
+/// them (or for every kind) and they are not paused.
+fn wanted(opts: &LeaseOptions, paused: &Paused, kind: &str) -> bool {
+    (opts.kinds.is_empty() || opts.kinds.iter().any(|p| p.matches(kind)))
+        && !paused.kinds.iter().any(|p| p.matches(kind))
 }
 
 struct Unregister<'a>(&'a Engine);

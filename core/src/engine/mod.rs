@@ -2,9 +2,13 @@
 
 mod admin;
 mod bands;
+mod check;
+mod control;
 mod enqueue;
 mod lease;
 mod leases;
+mod pause;
+mod prune;
 mod purge;
 mod recover;
 mod settle;
@@ -15,7 +19,7 @@ use std::hash::{Hash, Hasher};
 use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use rocksdb::{ColumnFamily, WriteBatch, WriteOptions, DB};
@@ -96,6 +100,10 @@ impl Notifier {
 ///    a settle holds its entry across its write
 /// 5. a band group (`bands`), held only to seek and claim, never across a
 ///    write; then the `Bands` scope-set lock
+///
+/// `pause_gate` sits outside all of these: a lease holds it shared for its
+/// claim and commit, `pause`/`resume` exclusively for their write (they
+/// take no other lock but the scope-set's and a leaf under it).
 /// 6. leaf locks: a lease shard, `counts`, `corrupt_seen`,
 ///    `prune_cursors`, the notifier's epoch, the `reaper` slot
 ///
@@ -142,8 +150,13 @@ pub(crate) struct Engine {
     handles: AtomicUsize,
     /// Recently seen corrupt records (bounded), for reports.
     pub corrupt_seen: Mutex<Vec<CorruptRecord>>,
-    /// Where each (scope, priority) pruning pass resumes.
-    pub prune_cursors: Mutex<HashMap<(crate::job::Scope, u8), keys::Pos>>,
+    /// Where each (scope, state, priority) pruning pass resumes.
+    pub prune_cursors: Mutex<HashMap<(crate::job::Scope, State, u8), keys::Pos>>,
+    /// What is paused (see `pause.rs`).
+    pub paused: RwLock<Arc<crate::control::Paused>>,
+    /// Held shared by each claim-and-commit of a lease, exclusively by
+    /// `pause` and `resume`.
+    pub pause_gate: RwLock<()>,
     /// Opened with [`Engine::open_read_only`]: never written, never registered.
     pub read_only: bool,
     /// The store's format, read from its marker after the open.
@@ -273,6 +286,8 @@ impl Engine {
             handles: AtomicUsize::new(1),
             corrupt_seen: Mutex::new(Vec::new()),
             prune_cursors: Mutex::new(HashMap::new()),
+            paused: RwLock::new(Arc::default()),
+            pause_gate: RwLock::new(()),
             read_only,
             format: crate::store::format::check(path).ok().flatten(),
             maintenance: Mutex::new(()),

@@ -1,4 +1,4 @@
-//! Operator purge: delete completed or dead jobs that got there before a
+//! Operator purge: delete completed, dead or cancelled jobs that got there before a
 //! cutoff, with their id, idempotency and counter entries.
 
 use rocksdb::ReadOptions;
@@ -18,9 +18,9 @@ const PURGE_BATCH: usize = 1000;
 
 impl Engine {
     pub fn purge(&self, state: State, cutoff: u64) -> Result<PurgeReport> {
-        if !matches!(state, State::Completed | State::Dead) {
+        if !state.is_terminal() {
             return Err(Error::invalid(format!(
-                "purge takes completed or dead jobs, not {state}"
+                "purge takes completed, dead or cancelled jobs, not {state}"
             )));
         }
         // Completed rows are also deleted by the pruning pass; dead rows are

@@ -14,6 +14,8 @@ use super::Engine;
 impl Engine {
     pub(super) fn recover(&self) -> Result<()> {
         self.load_counters()?;
+        // Before the scan activates scopes: paused ones stay inactive.
+        self.load_pauses()?;
         self.scan_jobs()?;
         self.scan_kind_index()?;
         Ok(())
@@ -79,7 +81,7 @@ impl Engine {
                         g.failed = c;
                     }
                 }
-                State::Completed | State::Dead => {}
+                State::Completed | State::Dead | State::Cancelled => {}
             }
             // Jump to the next (scope, state, priority) band.
             match keys::prefix_end(&keys::job_band_prefix(&key.scope, key.state, key.priority)) {

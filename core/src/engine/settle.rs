@@ -19,13 +19,24 @@ use super::Engine;
 /// Where a settled lease goes.
 enum Outcome {
     Completed(Option<Vec<u8>>, Encoding),
-    /// Failed by the worker (`retryable`) or expired (reaper).
+    /// Failed by the worker (`retryable`, with its own retry delay in ms
+    /// or the backoff schedule's) or expired (reaper).
     Failed {
         reason: String,
         retryable: bool,
         expired: bool,
+        retry_in: Option<u64>,
     },
     Released,
+    /// Released until now + this many ms without spending an attempt
+    /// (while the kind's `max_snoozes` allows).
+    Snoozed(u64),
+}
+
+/// The answer to a settle whose job had a cancel request: the move was
+/// made (the job is cancelled), and the holder learns why.
+fn cancelled_answer(reason: &str, id: &JobId) -> Error {
+    Error::Cancelled(format!("job {id} was cancelled while leased: {reason}"))
 }
 
 impl Engine {
@@ -135,18 +146,23 @@ impl Engine {
             let Some(i) = winner else { continue };
             let result = items[i].result.take();
             let outcome = Outcome::Completed(result, items[i].encoding);
+            let cancel = g.record.ext.cancel_requested.clone();
             self.stage_settle(&mut tx, g, outcome, now)?;
-            moved.push((gi, i));
+            moved.push((gi, i, cancel));
         }
         tx.commit()?;
-        for (gi, _) in &moved {
+        for (gi, _, _) in &moved {
             guards[*gi].0.live = false;
         }
         drop(guards);
-        for (gi, i) in moved {
+        for (gi, i, cancel) in moved {
             let (entry, _) = &held[gi];
-            self.leases.remove(&items[i].token.id, entry);
-            answers[i] = Some(Ok(()));
+            let id = items[i].token.id;
+            self.leases.remove(&id, entry);
+            answers[i] = Some(match cancel {
+                Some(reason) => Err(cancelled_answer(&reason, &id)),
+                None => Ok(()),
+            });
         }
         Ok(answers
             .into_iter()
@@ -154,13 +170,18 @@ impl Engine {
             .collect())
     }
 
-    pub fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {
+    pub fn fail(&self, f: crate::control::Failure) -> Result<()> {
+        let retry_in = match f.retry_in {
+            Some(d) => Some(limits::ms(limits::check_duration("retry_in", d)?)),
+            None => None,
+        };
         self.settle(
-            token,
+            &f.token,
             Outcome::Failed {
-                reason: reason.to_string(),
-                retryable,
+                reason: f.reason,
+                retryable: f.retryable,
                 expired: false,
+                retry_in,
             },
         )
     }
@@ -169,18 +190,30 @@ impl Engine {
         self.settle(token, Outcome::Released)
     }
 
+    /// Hand a leased job back until now + `delay` without spending an
+    /// attempt (past the kind's `max_snoozes`, the snooze counts as a
+    /// failed attempt with that delay).
+    pub fn snooze(&self, token: &LeaseToken, delay: std::time::Duration) -> Result<()> {
+        let ms = limits::ms(limits::check_duration("snooze delay", delay)?);
+        self.settle(token, Outcome::Snoozed(ms))
+    }
+
     fn settle(&self, token: &LeaseToken, outcome: Outcome) -> Result<()> {
         let entry = self.entry_for(token)?;
         let mut e = leases::lock(&entry);
         Self::check_token(&e, token)?;
         let now = self.now();
         let mut tx = Tx::new(self);
+        let cancel = e.record.ext.cancel_requested.clone();
         self.stage_settle(&mut tx, &e, outcome, now)?;
         tx.commit()?;
         e.live = false;
         drop(e);
         self.leases.remove(&token.id, &entry);
-        Ok(())
+        match cancel {
+            Some(reason) => Err(cancelled_answer(&reason, &token.id)),
+            None => Ok(()),
+        }
     }
 
     /// Stage the move of a leased job into its next state. Returns that
@@ -195,6 +228,61 @@ impl Engine {
         let mut rec = e.record.clone();
         let worker = rec.worker_id.clone().unwrap_or_default();
         rec.lease_deadline = None;
+        if let Some(reason) = rec.ext.cancel_requested.take() {
+            // Whatever the holder submits, or the lease expiring, records
+            // the cancel; a completion's result is kept with it.
+            let what = match outcome {
+                Outcome::Completed(result, encoding) => {
+                    rec.result = result;
+                    rec.ext.result_encoding = encoding;
+                    "it completed"
+                }
+                Outcome::Failed { expired: true, .. } => "its lease expired",
+                Outcome::Failed { .. } => "it failed",
+                Outcome::Released => "it was released",
+                Outcome::Snoozed(_) => "it was snoozed",
+            };
+            rec.log(
+                now,
+                Event::Cancelled,
+                format!("{reason} ({worker}: {what})"),
+            );
+            let new = JobKey {
+                state: State::Cancelled,
+                ts: now,
+                ..e.key
+            };
+            tx.stage(Event::Cancelled, Some(&e.key), Some(&new), &rec)?;
+            return Ok(State::Cancelled);
+        }
+        let outcome = match outcome {
+            Outcome::Snoozed(ms) => {
+                rec.ext.snoozes = rec.ext.snoozes.saturating_add(1);
+                if rec.ext.snoozes > self.cfg.max_snoozes_for(&rec.kind) {
+                    Outcome::Failed {
+                        reason: format!(
+                            "snoozed more than max_snoozes ({}) times",
+                            self.cfg.max_snoozes_for(&rec.kind)
+                        ),
+                        retryable: true,
+                        expired: false,
+                        retry_in: Some(ms),
+                    }
+                } else {
+                    let at = now.saturating_add(ms).min(limits::MAX_INSTANT_MS);
+                    rec.ready_at = at;
+                    rec.log(now, Event::Snoozed, format!("{worker}: for {ms} ms"));
+                    let new = JobKey {
+                        state: State::Pending,
+                        ts: at,
+                        ..e.key
+                    };
+                    tx.stage(Event::Snoozed, Some(&e.key), Some(&new), &rec)?;
+                    return Ok(State::Pending);
+                }
+            }
+            o => o,
+        };
         let (event, state, ts) = match outcome {
             Outcome::Completed(result, encoding) => {
                 rec.result = result;
@@ -207,10 +295,16 @@ impl Engine {
                 // Back to its place in line: a graceful hand-back is not a retry.
                 (Event::Released, State::Pending, rec.ready_at.min(now))
             }
+            Outcome::Snoozed(_) => {
+                return Err(Error::Storage(
+                    "internal error: a snooze reached the failure arm".into(),
+                ))
+            }
             Outcome::Failed {
                 reason,
                 retryable,
                 expired,
+                retry_in,
             } => {
                 rec.attempts = rec.attempts.saturating_add(1);
                 let max = self.cfg.max_attempts_for(&rec.kind, rec.max_attempts);
@@ -237,7 +331,9 @@ impl Engine {
                     }
                     (Event::Dead, State::Dead, now)
                 } else {
-                    let wait = limits::ms(self.cfg.backoff_delay(&rec.kind, rec.attempts));
+                    let wait = retry_in.unwrap_or_else(|| {
+                        limits::ms(self.cfg.backoff_delay(&rec.kind, rec.attempts))
+                    });
                     let at = now.saturating_add(wait).min(limits::MAX_INSTANT_MS);
                     rec.ready_at = at;
                     if expired {
@@ -303,11 +399,35 @@ impl Engine {
             if renew.is_empty() {
                 continue;
             }
+            if let Some(reason) = &g.record.ext.cancel_requested {
+                // Not renewed: the holder stops, and a holder that does
+                // not loses the job at its deadline all the same.
+                for i in renew {
+                    answers[i] = Some(Err(cancelled_answer(reason, &tokens[i].id)));
+                }
+                continue;
+            }
             let ttl = limits::ms(self.cfg.lease_ttl_for(&g.record.kind));
-            let deadline = now
-                .saturating_add(ttl)
-                .min(limits::MAX_INSTANT_MS)
-                .max(g.key.ts);
+            let mut deadline = now.saturating_add(ttl).min(limits::MAX_INSTANT_MS);
+            if let (Some(max), Some(at)) = (
+                self.cfg.max_lease_total_for(&g.record.kind),
+                g.record.ext.leased_at,
+            ) {
+                let end = at.saturating_add(limits::ms(max));
+                if now >= end {
+                    for i in renew {
+                        answers[i] = Some(Err(Error::Aborted(format!(
+                            "job {} has been leased for {} ms, past max_lease_total ({} ms): not renewed",
+                            tokens[i].id,
+                            now - at,
+                            limits::ms(max)
+                        ))));
+                    }
+                    continue;
+                }
+                deadline = deadline.min(end);
+            }
+            let deadline = deadline.max(g.key.ts);
             if deadline == g.key.ts {
                 for i in renew {
                     answers[i] = Some(Ok(deadline));
@@ -357,6 +477,7 @@ impl Engine {
                 reason: "lease expired".to_string(),
                 retryable: true,
                 expired: true,
+                retry_in: None,
             };
             let mut tx = Tx::new(self);
             let state = self.stage_settle(&mut tx, &e, outcome, now)?;
@@ -366,6 +487,8 @@ impl Engine {
             self.leases.remove(&id, &entry);
             if state == State::Dead {
                 dead += 1;
+            } else if state == State::Cancelled {
+                // Counted by its `cancelled` event; not an expiry.
             } else {
                 expired += 1;
             }

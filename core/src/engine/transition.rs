@@ -12,6 +12,7 @@
 //! | `ids`         | delete, if no to-row| put id → the to-row's key           |
 //! | `kinds`       | delete, if ready    | put, if ready (pending or failed)   |
 //! | `idem`        | delete, if it names this job (deletes only) | put (new jobs with a key) |
+//! | `expiry`      | delete, if it was indexed | put, if pending, never leased and it has an expiry |
 //! | `counters`    | one merge operand per kind per batch: −1 from-state, +1 to-state |
 //!
 //! [`Tx::commit`] writes the batch once; only then does memory learn: the
@@ -40,20 +41,40 @@ use super::Engine;
 pub(crate) fn rule(event: Event) -> (&'static [Option<State>], &'static [Option<State>]) {
     use State::*;
     const LEASED: &[Option<State>] = &[Some(Leased)];
+    const READY: &[Option<State>] = &[Some(Pending), Some(Failed)];
+    const FINISHED: &[Option<State>] = &[Some(Completed), Some(Dead), Some(Cancelled)];
+    const GONE: &[Option<State>] = &[None];
     match event {
-        Event::Enqueued => (&[None], &[Some(Pending)]),
-        Event::Leased => (&[Some(Pending), Some(Failed)], LEASED),
+        Event::Enqueued => (GONE, &[Some(Pending)]),
+        Event::Leased => (READY, LEASED),
         Event::Extended => (LEASED, LEASED),
         Event::Completed => (LEASED, &[Some(Completed)]),
         Event::Failed => (LEASED, &[Some(Failed)]),
         // Out of attempts or not retryable, from a worker's failure or (on
-        // the last attempt) from the reaper's expiry.
+        // the last attempt) from the reaper's expiry or a snooze past its cap.
         Event::Dead => (LEASED, &[Some(Dead)]),
         Event::LeaseExpired => (LEASED, &[Some(Pending)]),
         Event::Released => (LEASED, &[Some(Pending)]),
         Event::Retried => (&[Some(Dead), Some(Failed)], &[Some(Pending)]),
-        Event::Pruned => (&[Some(Completed)], &[None]),
-        Event::Purged => (&[Some(Completed), Some(Dead)], &[None]),
+        Event::Pruned => (FINISHED, GONE),
+        Event::Purged => (FINISHED, GONE),
+        Event::Cancelled => (
+            &[Some(Pending), Some(Failed), Some(Leased)],
+            &[Some(Cancelled)],
+        ),
+        Event::CancelRequested => (LEASED, LEASED),
+        Event::Deleted => (
+            &[
+                Some(Pending),
+                Some(Failed),
+                Some(Completed),
+                Some(Dead),
+                Some(Cancelled),
+            ],
+            GONE,
+        ),
+        Event::Snoozed => (LEASED, &[Some(Pending)]),
+        Event::Expired => (&[Some(Pending)], &[Some(Dead)]),
     }
 }
 
@@ -167,6 +188,26 @@ impl<'e> Tx<'e> {
                 }
             }
         }
+        if let Some(at) = rec.ext.expires_at {
+            // Indexed while the job is pending and was never leased (only
+            // a lease bumps the generation, so the from-row's is one less).
+            let from_gen = if event == Event::Leased {
+                rec.generation.saturating_sub(1)
+            } else {
+                rec.generation
+            };
+            let had = fs == Some(State::Pending) && from_gen == 0;
+            let has = ts == Some(State::Pending) && rec.generation == 0;
+            if had != has {
+                let id = from.or(to).map(|k| k.id);
+                let k = keys::expiry_key(at, &id.unwrap_or(crate::job::JobId::from_bytes([0; 16])));
+                if has {
+                    self.batch.put_cf(e.cf(st::CF_EXPIRY)?, k, []);
+                } else {
+                    self.batch.delete_cf(e.cf(st::CF_EXPIRY)?, k);
+                }
+            }
+        }
         if fs != ts {
             let d = PerState::delta(fs, ts);
             match self.counters.iter_mut().find(|(k, _)| *k == rec.kind) {
@@ -238,7 +279,7 @@ mod tests {
         for ev in Event::ALL {
             let (from, to) = rule(ev);
             assert!(!from.is_empty() && !to.is_empty(), "{ev}");
-            let deletes = matches!(ev, Event::Pruned | Event::Purged);
+            let deletes = matches!(ev, Event::Pruned | Event::Purged | Event::Deleted);
             assert_eq!(to.contains(&None), deletes, "{ev}");
             assert_eq!(from.contains(&None), ev == Event::Enqueued, "{ev}");
         }

@@ -61,6 +61,14 @@ mod tag {
     /// The payload's length when it lives in the payloads column family
     /// (the record's own payload is then empty).
     pub const PAYLOAD_LEN: u64 = 4;
+    /// A cancel requested while the job was leased: its reason.
+    pub const CANCEL_REQUESTED: u64 = 5;
+    /// Snoozes so far (releases with a delay that spent no attempt).
+    pub const SNOOZES: u64 = 6;
+    /// When a job never leased expires (ms since the epoch).
+    pub const EXPIRES_AT: u64 = 7;
+    /// When the current lease was granted (ms since the epoch).
+    pub const LEASED_AT: u64 = 8;
 }
 
 /// A job's stored record (the jobs row value after the format byte).
@@ -119,6 +127,19 @@ pub struct Ext {
     /// which is why it arrived with format 2 (the marker keeps format-1
     /// builds out).
     pub payload_len: Option<u64>,
+    /// `Some(reason)` once a cancel was requested for the leased job: its
+    /// holder's next settle, or the lease's expiry, makes it cancelled.
+    /// Format 2 (a format-1 build would retry the job).
+    pub cancel_requested: Option<String>,
+    /// Snoozes so far (each one a release with a delay that spent no
+    /// attempt, up to the kind's `max_snoozes`).
+    pub snoozes: u32,
+    /// A job that is still pending and was never leased at this instant is
+    /// never leased: it goes dead ("expired before start"). Indexed in the
+    /// `expiry` column family while it applies (format 2).
+    pub expires_at: Option<u64>,
+    /// When the current (or last) lease was granted, for `max_lease_total`.
+    pub leased_at: Option<u64>,
     /// Extension tags this build does not know: tag and the exact bytes of
     /// its value.
     pub unknown: Vec<(u64, Vec<u8>)>,
@@ -132,6 +153,10 @@ impl Ext {
             + usize::from(self.result_encoding != Encoding::Unknown)
             + usize::from(self.ceiling.is_some())
             + usize::from(self.payload_len.is_some())
+            + usize::from(self.cancel_requested.is_some())
+            + usize::from(self.snoozes != 0)
+            + usize::from(self.expires_at.is_some())
+            + usize::from(self.leased_at.is_some())
             + self.unknown.len()
     }
 
@@ -268,6 +293,22 @@ pub fn encode_into(r: &JobRecord, out: &mut Vec<u8>) {
             w.uint(tag::PAYLOAD_LEN);
             w.uint(n);
         }
+        if let Some(r) = &x.cancel_requested {
+            w.uint(tag::CANCEL_REQUESTED);
+            w.str(r);
+        }
+        if x.snoozes != 0 {
+            w.uint(tag::SNOOZES);
+            w.uint(x.snoozes as u64);
+        }
+        if let Some(t) = x.expires_at {
+            w.uint(tag::EXPIRES_AT);
+            w.uint(t);
+        }
+        if let Some(t) = x.leased_at {
+            w.uint(tag::LEASED_AT);
+            w.uint(t);
+        }
         for (t, v) in &x.unknown {
             w.uint(*t);
             w.raw(v);
@@ -367,6 +408,10 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
             tag::RESULT_ENCODING => x.result_encoding = Encoding::from_code(r.uint()?),
             tag::CEILING => x.ceiling = Some(r.u32()?),
             tag::PAYLOAD_LEN => x.payload_len = Some(r.uint()?),
+            tag::CANCEL_REQUESTED => x.cancel_requested = Some(r.str()?),
+            tag::SNOOZES => x.snoozes = r.u32()?,
+            tag::EXPIRES_AT => x.expires_at = Some(r.uint()?),
+            tag::LEASED_AT => x.leased_at = Some(r.uint()?),
             _ => {
                 let v = r.skip()?.to_vec();
                 x.unknown.push((t, v));

@@ -22,8 +22,12 @@ pub const CF_META: &str = "meta";
 /// and later): written once at enqueue, deleted with the job, so a large
 /// payload is not rewritten by every transition.
 pub const CF_PAYLOADS: &str = "payloads";
+/// Expiry instant (8 bytes, big-endian) + job id → empty: the pending jobs
+/// that were never leased and carry an expiry (format 2), so the reaper
+/// finds the due ones with one seek and nothing else costs anything.
+pub const CF_EXPIRY: &str = "expiry";
 /// Every column family; a raw RocksDB open of the store must name them all.
-pub const ALL_CFS: [&str; 7] = [
+pub const ALL_CFS: [&str; 8] = [
     CF_JOBS,
     CF_IDS,
     CF_KINDS,
@@ -31,6 +35,7 @@ pub const ALL_CFS: [&str; 7] = [
     CF_COUNTERS,
     CF_META,
     CF_PAYLOADS,
+    CF_EXPIRY,
 ];
 
 /// Payloads up to this many bytes live inside the job record (rewritten

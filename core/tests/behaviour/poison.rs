@@ -40,8 +40,9 @@ fn assert_dead_with_full_log(s: &TestStore, id: JobId, attempts: u32) {
     assert_eq!(info.events.first().unwrap().transition, "enqueued");
     assert_eq!(info.events.last().unwrap().transition, "dead");
     assert_eq!(info.last_error.as_deref(), Some("cannot parse"));
-    // Dead is terminal: however long we wait, nobody leases it again.
-    s.advance(Duration::from_secs(30 * 24 * 3600));
+    // Dead is terminal: nobody leases it again, and it is kept until
+    // dead_retention (7 days by default) has passed.
+    s.advance(Duration::from_secs(6 * 24 * 3600));
     s.q.reap().unwrap();
     assert!(s.lease("w").is_none());
     assert_eq!(s.q.stats().unwrap().total.dead, 1);

@@ -57,7 +57,7 @@ fn retry_refuses_pending_leased_and_completed_jobs_and_unknown_ids() {
 // ------------------------------------------------------------- retention
 
 #[test]
-fn reap_prunes_completed_jobs_past_retention_and_keeps_newer_and_dead_ones() {
+fn reap_prunes_completed_jobs_past_retention_and_dead_ones_past_theirs() {
     let s = TestStore::new();
     let old = s.enqueue("embed");
     s.q.complete(&s.must_lease("w").token(), None).unwrap();
@@ -78,11 +78,17 @@ fn reap_prunes_completed_jobs_past_retention_and_keeps_newer_and_dead_ones() {
     assert_eq!((stats.total.completed, stats.total.dead), (1, 1));
     assert_eq!(stats.by_kind["embed"].completed, 1);
 
-    // Much later the newer one goes too; the dead one never does.
-    s.advance(30 * 24 * HOUR);
+    // Later the newer one goes too; the dead one stays for dead_retention
+    // (7 days by default)...
+    s.advance(5 * 24 * HOUR);
     assert_eq!(s.q.reap().unwrap().pruned, 1);
     assert!(s.q.get(&newer).unwrap().is_none());
     assert_eq!(s.get(&dead).state, State::Dead);
     assert_eq!(s.q.stats().unwrap().total.total(), 1);
+    // ...and then goes as well.
+    s.advance(2 * 24 * HOUR);
+    assert_eq!(s.q.reap().unwrap().pruned, 1);
+    assert!(s.q.get(&dead).unwrap().is_none());
+    assert_eq!(s.q.stats().unwrap().total.total(), 0);
     assert_consistent(&s.q);
 }

@@ -12,17 +12,21 @@
 //! "other process" of the `hold_elsewhere` step: it opens the store, prints
 //! [`HOLDER_READY`] and keeps the store until its stdin closes.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod args;
+mod control;
+
+use args::{bytes_arg, check, config_of, ms, new_job_args, put_bytes, strs, uint};
 use serde_json::{json, Map, Value as Json};
 use telha_jobs::{
-    Config, EnqueueOptions, Error, Job, JobId, JobInfo, JobStore, KindConfig, LeaseOptions,
-    LeaseToken, ListQuery, NewJob, Queue, Scope,
+    Config, Error, Job, JobId, JobInfo, JobStore, LeaseOptions, LeaseToken, ListQuery, NewJob,
+    Queue, Scope,
 };
 
 const HOLDER_ENV: &str = "TELHA_SCENARIO_HOLD";
@@ -106,7 +110,7 @@ fn hold(path: &Path) {
     }
 }
 
-type R<T> = std::result::Result<T, String>;
+pub(crate) type R<T> = std::result::Result<T, String>;
 
 fn run_file(path: &Path) -> R<()> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
@@ -138,51 +142,6 @@ fn run_file(path: &Path) -> R<()> {
     out
 }
 
-/// The case's `config` over the defaults; the background reaper is always
-/// off (cases reap explicitly).
-fn config_of(c: Option<&Json>) -> R<Config> {
-    let mut cfg = Config {
-        reaper_interval: Duration::ZERO,
-        ..Config::default()
-    };
-    let Some(c) = c else { return Ok(cfg) };
-    for (k, v) in c.as_object().ok_or("config must be an object")? {
-        match k.as_str() {
-            "lease_ttl_ms" => cfg.lease_ttl = ms(v)?,
-            "max_attempts" => cfg.max_attempts = uint(v)? as u32,
-            "backoff_base_ms" => cfg.backoff.base = ms(v)?,
-            "backoff_factor" => cfg.backoff.factor = v.as_f64().ok_or("factor")?,
-            "backoff_cap_ms" => cfg.backoff.cap = ms(v)?,
-            "max_payload_bytes" => cfg.max_payload_bytes = uint(v)? as usize,
-            "kinds" => {
-                for (kind, o) in v.as_object().ok_or("kinds must be an object")? {
-                    let mut kc = KindConfig::default();
-                    for (k, v) in o.as_object().ok_or("a kind's config must be an object")? {
-                        match k.as_str() {
-                            "lease_ttl_ms" => kc.lease_ttl = Some(ms(v)?),
-                            "max_attempts" => kc.max_attempts = Some(uint(v)? as u32),
-                            "backoff_base_ms" => kc.backoff_base = Some(ms(v)?),
-                            other => return Err(format!("unknown kind config key {other:?}")),
-                        }
-                    }
-                    cfg.kinds.insert(kind.clone(), kc);
-                }
-            }
-            other => return Err(format!("unknown config key {other:?}")),
-        }
-    }
-    Ok(cfg)
-}
-
-fn uint(v: &Json) -> R<u64> {
-    v.as_u64()
-        .ok_or_else(|| format!("expected a whole number, got {v}"))
-}
-
-fn ms(v: &Json) -> R<Duration> {
-    uint(v).map(Duration::from_millis)
-}
-
 struct Run {
     path: PathBuf,
     config: Config,
@@ -197,7 +156,7 @@ struct Run {
 }
 
 impl Run {
-    fn q(&self) -> R<&Arc<dyn JobStore>> {
+    pub(crate) fn q(&self) -> R<&Arc<dyn JobStore>> {
         self.store
             .as_ref()
             .ok_or_else(|| "no open store (a reopen failed)".to_string())
@@ -218,12 +177,14 @@ impl Run {
                     .complete(&t, result.as_deref())
                     .map(|()| Json::Null)
             }
-            "fail" => {
-                let t = self.token(s.get("lease"))?;
-                let reason = s.get("reason").and_then(Json::as_str).unwrap_or("");
-                let retryable = s.get("retryable").and_then(Json::as_bool).unwrap_or(true);
-                self.q()?.fail(&t, reason, retryable).map(|()| Json::Null)
-            }
+            "fail" => self.fail(s),
+            "snooze" => self.snooze(s),
+            "cancel" => self.cancel(s),
+            "cancel_many" => self.cancel_many(s),
+            "delete" => self.delete(s),
+            "pause" => self.pause(s, true),
+            "resume" => self.pause(s, false),
+            "paused" => self.paused(),
             "release" => {
                 let t = self.token(s.get("lease"))?;
                 self.q()?.release(&t).map(|()| Json::Null)
@@ -240,14 +201,14 @@ impl Run {
                 Err(e) => Err(e),
             },
             "list" => self.list(s),
-            "reap" => self
-                .q()?
-                .reap()
-                .map(|r| json!({"expired": r.expired, "dead": r.dead, "pruned": r.pruned})),
+            "reap" => self.q()?.reap().map(|r| {
+                json!({"expired": r.expired, "dead": r.dead, "pruned": r.pruned,
+                                "expired_unstarted": r.expired_unstarted})
+            }),
             "stats" => self.q()?.stats().map(|st| {
                 let counts = |c: &telha_jobs::StateCounts| {
                     json!({"pending": c.pending, "leased": c.leased, "failed": c.failed,
-                           "completed": c.completed, "dead": c.dead})
+                           "completed": c.completed, "dead": c.dead, "cancelled": c.cancelled})
                 };
                 let mut o = counts(&st.total);
                 let by: Map<String, Json> = st
@@ -380,16 +341,19 @@ impl Run {
             .collect::<Result<Vec<_>, Error>>()?;
         let worker = s.get("worker").and_then(Json::as_str).unwrap_or("w1");
         let res = self.q().map_err(Error::Storage)?.extend(&tokens, worker)?;
-        // Per token: renewed, or lost (Aborted, NotFound); anything else fails.
-        let renewed = res
+        // Per token: renewed, lost (Aborted, NotFound) or cancelled (a lost
+        // lease too); anything else fails.
+        let answers = res
             .into_iter()
             .map(|r| match r {
-                Ok(_) => Ok(true),
-                Err(e) if matches!(e.kind().code(), "ABORTED" | "NOT_FOUND") => Ok(false),
+                Ok(_) => Ok("renewed"),
+                Err(e) if matches!(e.kind().code(), "ABORTED" | "NOT_FOUND") => Ok("lost"),
+                Err(e) if e.kind().code() == "CANCELLED" => Ok("cancelled"),
                 Err(e) => Err(e),
             })
-            .collect::<Result<Vec<bool>, Error>>()?;
-        Ok(json!({ "renewed": renewed }))
+            .collect::<Result<Vec<&str>, Error>>()?;
+        let renewed: Vec<bool> = answers.iter().map(|a| *a == "renewed").collect();
+        Ok(json!({ "renewed": renewed, "answers": answers }))
     }
 
     fn list(&self, s: &Json) -> Result<Json, Error> {
@@ -439,7 +403,7 @@ impl Run {
     }
 
     /// `job` (a case name) or `job_id` (literal text, parsed as the API does).
-    fn job_id(&self, s: &Json) -> Result<JobId, Error> {
+    pub(crate) fn job_id(&self, s: &Json) -> Result<JobId, Error> {
         if let Some(name) = s.get("job").and_then(Json::as_str) {
             return self
                 .ids
@@ -452,7 +416,7 @@ impl Run {
     }
 
     /// A lease: a name bound by `lease … as`, or `{job | job_id, generation}`.
-    fn token(&self, l: Option<&Json>) -> R<LeaseToken> {
+    pub(crate) fn token(&self, l: Option<&Json>) -> R<LeaseToken> {
         match l {
             Some(Json::String(name)) => self
                 .leases
@@ -472,6 +436,7 @@ impl Run {
             "job": self.name_of(&j.id), "kind": j.kind, "scope": j.scope.to_string(),
             "attempts": j.attempts, "max_attempts": j.max_attempts,
             "generation": j.generation, "priority": j.priority, "worker_id": j.worker_id,
+            "timeout_ms": j.timeout_ms,
         });
         put_bytes(&mut o, "payload", Some(&j.payload));
         o
@@ -485,6 +450,8 @@ impl Run {
             "worker_id": i.worker_id, "last_error": i.last_error,
             "idempotency_key": i.idempotency_key,
             "events": i.events.iter().map(|e| e.transition.clone()).collect::<Vec<_>>(),
+            "cancel_requested": i.cancel_requested, "snoozes": i.snoozes,
+            "paused": i.paused, "expires": i.expires_at.is_some(),
         });
         put_bytes(&mut o, "payload", Some(&i.payload));
         put_bytes(&mut o, "result", i.result.as_deref());
@@ -520,117 +487,4 @@ impl Run {
             let _ = child.wait();
         }
     }
-}
-
-fn strs(v: Option<&Json>) -> Vec<String> {
-    v.and_then(Json::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// A step's bytes: `name` as UTF-8 text, or `size_key` bytes of `x`.
-fn bytes_arg(s: &Json, name: &str, size_key: &str) -> R<Option<Vec<u8>>> {
-    if let Some(v) = s.get(name) {
-        return Ok(Some(v.as_str().ok_or("text expected")?.as_bytes().to_vec()));
-    }
-    s.get(size_key)
-        .map(|n| uint(n).map(|n| vec![b'x'; n as usize]))
-        .transpose()
-}
-
-fn new_job_args(s: &Json) -> Result<(String, Vec<u8>, EnqueueOptions), Error> {
-    let kind = s
-        .get("kind")
-        .and_then(Json::as_str)
-        .unwrap_or("")
-        .to_string();
-    let payload = bytes_arg(s, "payload", "payload_size")
-        .map_err(Error::Storage)?
-        .unwrap_or_default();
-    let mut o = EnqueueOptions::default();
-    if let Some(sc) = s.get("scope").and_then(Json::as_str) {
-        o = o.scope(sc.parse()?);
-    }
-    let num = |k: &str| s.get(k).and_then(Json::as_u64);
-    if let Some(p) = num("priority") {
-        o = o.priority(p as u8);
-    }
-    if let Some(d) = num("delay_ms") {
-        o = o.delay(Duration::from_millis(d));
-    }
-    if let Some(at) = num("run_at_ms") {
-        o = o.run_at(at);
-    }
-    if let Some(d) = num("run_at_in_ms") {
-        o = o.run_at(now_ms() + d);
-    }
-    if let Some(k) = s.get("idempotency_key").and_then(Json::as_str) {
-        o = o.idempotency_key(k);
-    }
-    if let Some(n) = num("max_attempts") {
-        o = o.max_attempts(n as u32);
-    }
-    Ok((kind, payload, o))
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-/// `payload` / `result` as text (they are ASCII in the cases) and their size.
-fn put_bytes(o: &mut Json, name: &str, b: Option<&[u8]>) {
-    o[name] = b.map_or(Json::Null, |b| json!(String::from_utf8_lossy(b)));
-    o[format!("{name}_size")] = b.map_or(Json::Null, |b| json!(b.len()));
-}
-
-/// Compare a step's answer with its `expect`: `{"error": CODE}` wants that
-/// error kind; `{"none": true}` wants no job; any other object must be a
-/// subset of the answer. No `expect` wants success.
-fn check(expect: Option<&Json>, observed: Result<Json, Error>) -> R<()> {
-    let want_err = expect.and_then(|e| e.get("error")).and_then(Json::as_str);
-    match (want_err, observed) {
-        (Some(code), Err(e)) if e.kind().code() == code => Ok(()),
-        (Some(code), Err(e)) => Err(format!("wanted {code}, got {}: {e}", e.kind().code())),
-        (Some(code), Ok(v)) => Err(format!("wanted {code}, got success: {v}")),
-        (None, Err(e)) => Err(format!("unexpected {}: {e}", e.kind().code())),
-        (None, Ok(v)) => match expect {
-            None => Ok(()),
-            Some(e) if e.get("none") == Some(&Json::Bool(true)) => match v {
-                Json::Null => Ok(()),
-                other => Err(format!("wanted none, got {other}")),
-            },
-            Some(e) => subset(e, &v, ""),
-        },
-    }
-}
-
-fn subset(want: &Json, got: &Json, at: &str) -> R<()> {
-    match (want, got) {
-        (Json::Object(w), Json::Object(g)) => w.iter().try_for_each(|(k, wv)| {
-            let path = format!("{at}.{k}");
-            match g.get(k) {
-                Some(gv) => subset(wv, gv, &path),
-                None if at == ".by_kind" => subset(wv, &zero_counts(), &path),
-                None => Err(format!("{path}: the runner has no such field")),
-            }
-        }),
-        (Json::Object(_), other) => Err(format!("{at}: wanted an object, got {other}")),
-        (w, g) if w == g => Ok(()),
-        (w, g) => Err(format!("{at}: wanted {w}, got {g}")),
-    }
-}
-
-fn zero_counts() -> Json {
-    let m: BTreeMap<&str, u64> = ["pending", "leased", "failed", "completed", "dead"]
-        .into_iter()
-        .map(|s| (s, 0))
-        .collect();
-    json!(m)
 }

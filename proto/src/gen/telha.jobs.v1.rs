@@ -34,6 +34,11 @@ pub struct NewJob {
     pub max_attempts: ::core::option::Option<u32>,
     #[prost(enumeration = "Encoding", tag = "9")]
     pub payload_encoding: i32,
+    /// Never leased at or after this time; expires_at_ms wins.
+    #[prost(uint64, optional, tag = "10")]
+    pub expires_at_ms: ::core::option::Option<u64>,
+    #[prost(uint64, optional, tag = "11")]
+    pub expires_in_ms: ::core::option::Option<u64>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Enqueued {
@@ -88,6 +93,9 @@ pub struct Job {
     pub lease_ttl_ms: u64,
     #[prost(enumeration = "Encoding", tag = "12")]
     pub payload_encoding: i32,
+    /// The kind's run-time limit (`timeout`), when it has one.
+    #[prost(uint64, optional, tag = "13")]
+    pub timeout_ms: ::core::option::Option<u64>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LeaseRequest {
@@ -145,7 +153,8 @@ pub mod heartbeat_result {
         /// The new lease deadline.
         #[prost(uint64, tag = "1")]
         DeadlineMs(u64),
-        /// ABORTED: the lease is lost; NOT_FOUND: no such job.
+        /// ABORTED: the lease is lost; CANCELLED: the job was cancelled (stop);
+        /// NOT_FOUND: no such job.
         #[prost(message, tag = "2")]
         Error(super::ItemError),
     }
@@ -168,6 +177,9 @@ pub struct Fail {
     pub reason: ::prost::alloc::string::String,
     #[prost(bool, tag = "2")]
     pub retryable: bool,
+    /// Retry after this instead of the backoff schedule's delay.
+    #[prost(uint64, optional, tag = "3")]
+    pub retry_in_ms: ::core::option::Option<u64>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct SubmitRequest {
@@ -207,6 +219,9 @@ pub struct SubmitManyResponse {
 pub struct ReleaseRequest {
     #[prost(message, optional, tag = "1")]
     pub token: ::core::option::Option<LeaseToken>,
+    /// Present: a snooze until now + delay_ms.
+    #[prost(uint64, optional, tag = "2")]
+    pub delay_ms: ::core::option::Option<u64>,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ReleaseResponse {}
@@ -270,6 +285,14 @@ pub struct JobInfo {
     pub result_encoding: i32,
     #[prost(string, tag = "21")]
     pub cursor: ::prost::alloc::string::String,
+    #[prost(string, optional, tag = "22")]
+    pub cancel_requested: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(uint32, tag = "23")]
+    pub snoozes: u32,
+    #[prost(uint64, optional, tag = "24")]
+    pub expires_at_ms: ::core::option::Option<u64>,
+    #[prost(bool, tag = "25")]
+    pub paused: bool,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GetRequest {
@@ -324,6 +347,8 @@ pub struct StateCounts {
     pub completed: u64,
     #[prost(uint64, tag = "5")]
     pub dead: u64,
+    #[prost(uint64, tag = "6")]
+    pub cancelled: u64,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct StatsRequest {}
@@ -336,6 +361,10 @@ pub struct StatsResponse {
     >,
     #[prost(message, optional, tag = "2")]
     pub total: ::core::option::Option<StateCounts>,
+    #[prost(string, repeated, tag = "3")]
+    pub paused_kinds: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(bytes = "vec", repeated, tag = "4")]
+    pub paused_scopes: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct MetricsRequest {}
@@ -356,6 +385,8 @@ pub struct ReapResponse {
     pub pruned: u64,
     #[prost(message, repeated, tag = "4")]
     pub corrupt: ::prost::alloc::vec::Vec<CorruptRecord>,
+    #[prost(uint64, tag = "5")]
+    pub expired_unstarted: u64,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct PurgeRequest {
@@ -371,6 +402,75 @@ pub struct PurgeResponse {
     #[prost(message, repeated, tag = "2")]
     pub corrupt: ::prost::alloc::vec::Vec<CorruptRecord>,
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CancelRequest {
+    #[prost(bytes = "vec", tag = "1")]
+    pub id: ::prost::alloc::vec::Vec<u8>,
+    #[prost(string, tag = "2")]
+    pub reason: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CancelResponse {
+    #[prost(enumeration = "CancelOutcome", tag = "1")]
+    pub outcome: i32,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CancelManyRequest {
+    #[prost(string, optional, tag = "1")]
+    pub kind: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(bytes = "vec", optional, tag = "2")]
+    pub scope: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    #[prost(enumeration = "JobState", optional, tag = "3")]
+    pub state: ::core::option::Option<i32>,
+    #[prost(string, tag = "4")]
+    pub reason: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CancelManyResponse {
+    #[prost(uint64, tag = "1")]
+    pub cancelled: u64,
+    #[prost(uint64, tag = "2")]
+    pub requested: u64,
+    #[prost(uint64, tag = "3")]
+    pub corrupt: u64,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteRequest {
+    #[prost(bytes = "vec", tag = "1")]
+    pub id: ::prost::alloc::vec::Vec<u8>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteResponse {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PauseRequest {
+    #[prost(oneof = "pause_request::Target", tags = "1, 2")]
+    pub target: ::core::option::Option<pause_request::Target>,
+}
+/// Nested message and enum types in `PauseRequest`.
+pub mod pause_request {
+    #[derive(Clone, PartialEq, Eq, Hash, ::prost::Oneof)]
+    pub enum Target {
+        /// An exact kind or a family (`ingest:*`).
+        #[prost(string, tag = "1")]
+        Kind(::prost::alloc::string::String),
+        #[prost(bytes, tag = "2")]
+        Scope(::prost::alloc::vec::Vec<u8>),
+    }
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PauseResponse {
+    #[prost(bool, tag = "1")]
+    pub changed: bool,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PausedRequest {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PausedResponse {
+    #[prost(string, repeated, tag = "1")]
+    pub kinds: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(bytes = "vec", repeated, tag = "2")]
+    pub scopes: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
+}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum JobState {
@@ -380,6 +480,7 @@ pub enum JobState {
     Failed = 3,
     Completed = 4,
     Dead = 5,
+    Cancelled = 6,
 }
 impl JobState {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -394,6 +495,7 @@ impl JobState {
             Self::Failed => "JOB_STATE_FAILED",
             Self::Completed => "JOB_STATE_COMPLETED",
             Self::Dead => "JOB_STATE_DEAD",
+            Self::Cancelled => "JOB_STATE_CANCELLED",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -405,6 +507,7 @@ impl JobState {
             "JOB_STATE_FAILED" => Some(Self::Failed),
             "JOB_STATE_COMPLETED" => Some(Self::Completed),
             "JOB_STATE_DEAD" => Some(Self::Dead),
+            "JOB_STATE_CANCELLED" => Some(Self::Cancelled),
             _ => None,
         }
     }
@@ -422,6 +525,8 @@ pub enum ErrorKind {
     Corruption = 6,
     Closed = 7,
     UnsupportedFormat = 8,
+    Cancelled = 9,
+    WrongState = 10,
 }
 impl ErrorKind {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -439,6 +544,8 @@ impl ErrorKind {
             Self::Corruption => "ERROR_KIND_CORRUPTION",
             Self::Closed => "ERROR_KIND_CLOSED",
             Self::UnsupportedFormat => "ERROR_KIND_UNSUPPORTED_FORMAT",
+            Self::Cancelled => "ERROR_KIND_CANCELLED",
+            Self::WrongState => "ERROR_KIND_WRONG_STATE",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -453,6 +560,8 @@ impl ErrorKind {
             "ERROR_KIND_CORRUPTION" => Some(Self::Corruption),
             "ERROR_KIND_CLOSED" => Some(Self::Closed),
             "ERROR_KIND_UNSUPPORTED_FORMAT" => Some(Self::UnsupportedFormat),
+            "ERROR_KIND_CANCELLED" => Some(Self::Cancelled),
+            "ERROR_KIND_WRONG_STATE" => Some(Self::WrongState),
             _ => None,
         }
     }
@@ -485,6 +594,35 @@ impl Encoding {
             "ENCODING_UNKNOWN" => Some(Self::Unknown),
             "ENCODING_BYTES" => Some(Self::Bytes),
             "ENCODING_VALUE" => Some(Self::Value),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum CancelOutcome {
+    Unspecified = 0,
+    Cancelled = 1,
+    Requested = 2,
+}
+impl CancelOutcome {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "CANCEL_OUTCOME_UNSPECIFIED",
+            Self::Cancelled => "CANCEL_OUTCOME_CANCELLED",
+            Self::Requested => "CANCEL_OUTCOME_REQUESTED",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "CANCEL_OUTCOME_UNSPECIFIED" => Some(Self::Unspecified),
+            "CANCEL_OUTCOME_CANCELLED" => Some(Self::Cancelled),
+            "CANCEL_OUTCOME_REQUESTED" => Some(Self::Requested),
             _ => None,
         }
     }
@@ -746,7 +884,8 @@ pub mod jobs_client {
                 .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "SubmitMany"));
             self.inner.unary(req, path, codec).await
         }
-        /// Give a leased job back (pending again, no attempt spent).
+        /// Give a leased job back (pending again, no attempt spent); with a
+        /// delay, a snooze (pending at now + delay, counted against max_snoozes).
         pub async fn release(
             &mut self,
             request: impl tonic::IntoRequest<super::ReleaseRequest>,
@@ -907,6 +1046,134 @@ pub mod jobs_client {
             req.extensions_mut().insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Purge"));
             self.inner.unary(req, path, codec).await
         }
+        /// Cancel one job: at once when pending or failed, by a durable request
+        /// when leased. WRONG_STATE (FAILED_PRECONDITION) when it is finished.
+        pub async fn cancel(
+            &mut self,
+            request: impl tonic::IntoRequest<super::CancelRequest>,
+        ) -> std::result::Result<tonic::Response<super::CancelResponse>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/Cancel",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut().insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Cancel"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Cancel every unfinished job matching a filter, in atomic batches.
+        pub async fn cancel_many(
+            &mut self,
+            request: impl tonic::IntoRequest<super::CancelManyRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::CancelManyResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/CancelMany",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "CancelMany"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Delete a job that is not leased, with its indexes.
+        pub async fn delete(
+            &mut self,
+            request: impl tonic::IntoRequest<super::DeleteRequest>,
+        ) -> std::result::Result<tonic::Response<super::DeleteResponse>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/Delete",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut().insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Delete"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Pause or resume a kind (exact or family) or a scope; durable.
+        pub async fn pause(
+            &mut self,
+            request: impl tonic::IntoRequest<super::PauseRequest>,
+        ) -> std::result::Result<tonic::Response<super::PauseResponse>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static("/telha.jobs.v1.Jobs/Pause");
+            let mut req = request.into_request();
+            req.extensions_mut().insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Pause"));
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn resume(
+            &mut self,
+            request: impl tonic::IntoRequest<super::PauseRequest>,
+        ) -> std::result::Result<tonic::Response<super::PauseResponse>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/Resume",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut().insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Resume"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// What is paused.
+        pub async fn paused(
+            &mut self,
+            request: impl tonic::IntoRequest<super::PausedRequest>,
+        ) -> std::result::Result<tonic::Response<super::PausedResponse>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/Paused",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut().insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Paused"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -973,7 +1240,8 @@ pub mod jobs_server {
             tonic::Response<super::SubmitManyResponse>,
             tonic::Status,
         >;
-        /// Give a leased job back (pending again, no attempt spent).
+        /// Give a leased job back (pending again, no attempt spent); with a
+        /// delay, a snooze (pending at now + delay, counted against max_snoozes).
         async fn release(
             &self,
             request: tonic::Request<super::ReleaseRequest>,
@@ -1010,6 +1278,39 @@ pub mod jobs_server {
             &self,
             request: tonic::Request<super::PurgeRequest>,
         ) -> std::result::Result<tonic::Response<super::PurgeResponse>, tonic::Status>;
+        /// Cancel one job: at once when pending or failed, by a durable request
+        /// when leased. WRONG_STATE (FAILED_PRECONDITION) when it is finished.
+        async fn cancel(
+            &self,
+            request: tonic::Request<super::CancelRequest>,
+        ) -> std::result::Result<tonic::Response<super::CancelResponse>, tonic::Status>;
+        /// Cancel every unfinished job matching a filter, in atomic batches.
+        async fn cancel_many(
+            &self,
+            request: tonic::Request<super::CancelManyRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::CancelManyResponse>,
+            tonic::Status,
+        >;
+        /// Delete a job that is not leased, with its indexes.
+        async fn delete(
+            &self,
+            request: tonic::Request<super::DeleteRequest>,
+        ) -> std::result::Result<tonic::Response<super::DeleteResponse>, tonic::Status>;
+        /// Pause or resume a kind (exact or family) or a scope; durable.
+        async fn pause(
+            &self,
+            request: tonic::Request<super::PauseRequest>,
+        ) -> std::result::Result<tonic::Response<super::PauseResponse>, tonic::Status>;
+        async fn resume(
+            &self,
+            request: tonic::Request<super::PauseRequest>,
+        ) -> std::result::Result<tonic::Response<super::PauseResponse>, tonic::Status>;
+        /// What is paused.
+        async fn paused(
+            &self,
+            request: tonic::Request<super::PausedRequest>,
+        ) -> std::result::Result<tonic::Response<super::PausedResponse>, tonic::Status>;
     }
     #[derive(Debug)]
     pub struct JobsServer<T> {
@@ -1720,6 +2021,264 @@ pub mod jobs_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = PurgeSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/Cancel" => {
+                    #[allow(non_camel_case_types)]
+                    struct CancelSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::CancelRequest>
+                    for CancelSvc<T> {
+                        type Response = super::CancelResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::CancelRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::cancel(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = CancelSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/CancelMany" => {
+                    #[allow(non_camel_case_types)]
+                    struct CancelManySvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::CancelManyRequest>
+                    for CancelManySvc<T> {
+                        type Response = super::CancelManyResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::CancelManyRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::cancel_many(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = CancelManySvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/Delete" => {
+                    #[allow(non_camel_case_types)]
+                    struct DeleteSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::DeleteRequest>
+                    for DeleteSvc<T> {
+                        type Response = super::DeleteResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::DeleteRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::delete(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = DeleteSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/Pause" => {
+                    #[allow(non_camel_case_types)]
+                    struct PauseSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::PauseRequest>
+                    for PauseSvc<T> {
+                        type Response = super::PauseResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::PauseRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::pause(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = PauseSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/Resume" => {
+                    #[allow(non_camel_case_types)]
+                    struct ResumeSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::PauseRequest>
+                    for ResumeSvc<T> {
+                        type Response = super::PauseResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::PauseRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::resume(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ResumeSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/Paused" => {
+                    #[allow(non_camel_case_types)]
+                    struct PausedSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::PausedRequest>
+                    for PausedSvc<T> {
+                        type Response = super::PausedResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::PausedRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::paused(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = PausedSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

@@ -1,0 +1,79 @@
+//! The job-control steps: fail with `retry_in_ms`, snooze, cancel,
+//! cancel_many, delete, pause, resume, paused.
+
+use std::time::Duration;
+
+use serde_json::{json, Value as Json};
+use telha_jobs::{CancelFilter, Error, Failure, PauseTarget};
+
+use super::args::uint;
+use super::Run;
+
+impl Run {
+    pub(crate) fn fail(&self, s: &Json) -> Result<Json, Error> {
+        let t = self.token(s.get("lease")).map_err(Error::Storage)?;
+        let mut f = Failure::new(t, s.get("reason").and_then(Json::as_str).unwrap_or(""));
+        f.retryable = s.get("retryable").and_then(Json::as_bool).unwrap_or(true);
+        if let Some(v) = s.get("retry_in_ms") {
+            f.retry_in = Some(Duration::from_millis(uint(v).map_err(Error::Storage)?));
+        }
+        self.q().map_err(Error::Storage)?.fail_with(f)?;
+        Ok(Json::Null)
+    }
+
+    pub(crate) fn snooze(&self, s: &Json) -> Result<Json, Error> {
+        let t = self.token(s.get("lease")).map_err(Error::Storage)?;
+        let ms = uint(s.get("delay_ms").unwrap_or(&Json::Null)).map_err(Error::Storage)?;
+        self.q()
+            .map_err(Error::Storage)?
+            .snooze(&t, Duration::from_millis(ms))?;
+        Ok(Json::Null)
+    }
+
+    pub(crate) fn cancel(&self, s: &Json) -> Result<Json, Error> {
+        let id = self.job_id(s)?;
+        let reason = s.get("reason").and_then(Json::as_str).unwrap_or("");
+        let outcome = self.q().map_err(Error::Storage)?.cancel(&id, reason)?;
+        Ok(json!({ "outcome": outcome.name() }))
+    }
+
+    pub(crate) fn cancel_many(&self, s: &Json) -> Result<Json, Error> {
+        let text = |k: &str| s.get(k).and_then(Json::as_str);
+        let f = CancelFilter {
+            kind: text("kind").map(str::parse).transpose()?,
+            scope: text("scope").map(str::parse).transpose()?,
+            state: text("state").map(str::parse).transpose()?,
+            reason: text("reason").unwrap_or("").to_string(),
+        };
+        let r = self.q().map_err(Error::Storage)?.cancel_many(&f)?;
+        Ok(json!({"cancelled": r.cancelled, "requested": r.requested}))
+    }
+
+    pub(crate) fn delete(&self, s: &Json) -> Result<Json, Error> {
+        let id = self.job_id(s)?;
+        self.q().map_err(Error::Storage)?.delete(&id)?;
+        Ok(Json::Null)
+    }
+
+    /// `kind` or `scope` names what to pause or resume.
+    pub(crate) fn pause(&self, s: &Json, on: bool) -> Result<Json, Error> {
+        let t = match (
+            s.get("kind").and_then(Json::as_str),
+            s.get("scope").and_then(Json::as_str),
+        ) {
+            (Some(k), None) => PauseTarget::Kind(k.parse()?),
+            (None, Some(sc)) => PauseTarget::Scope(sc.parse()?),
+            _ => return Err(Error::Storage("pause names a kind or a scope".into())),
+        };
+        let q = self.q().map_err(Error::Storage)?;
+        let changed = if on { q.pause(&t)? } else { q.resume(&t)? };
+        Ok(json!({ "changed": changed }))
+    }
+
+    pub(crate) fn paused(&self) -> Result<Json, Error> {
+        let p = self.q().map_err(Error::Storage)?.paused()?;
+        let kinds: Vec<String> = p.kinds.iter().map(|k| k.to_string()).collect();
+        let scopes: Vec<String> = p.scopes.iter().map(|s| s.to_string()).collect();
+        Ok(json!({ "kinds": kinds, "scopes": scopes }))
+    }
+}

@@ -1,0 +1,57 @@
+//! The job-control RPCs: cancel, cancel_many, delete, pause and resume,
+//! each one core call on the blocking pool.
+
+use telha_jobs_proto::convert as cv;
+use telha_jobs_proto::v1 as pb;
+use tonic::Status;
+
+use crate::service::{bad, JobsService};
+
+impl JobsService {
+    pub(crate) async fn cancel_rpc(
+        &self,
+        r: pb::CancelRequest,
+    ) -> Result<pb::CancelResponse, Status> {
+        let id = cv::id_from_pb(&r.id).map_err(bad)?;
+        let reason = r.reason;
+        let outcome = self.shared.run(move |q| q.cancel(&id, &reason)).await?;
+        Ok(pb::CancelResponse {
+            outcome: cv::cancel_outcome_to_pb(outcome) as i32,
+        })
+    }
+
+    pub(crate) async fn cancel_many_rpc(
+        &self,
+        r: pb::CancelManyRequest,
+    ) -> Result<pb::CancelManyResponse, Status> {
+        let f = cv::cancel_filter_from_pb(r).map_err(bad)?;
+        let rep = self.shared.run(move |q| q.cancel_many(&f)).await?;
+        Ok(pb::CancelManyResponse {
+            cancelled: rep.cancelled,
+            requested: rep.requested,
+            corrupt: rep.corrupt,
+        })
+    }
+
+    pub(crate) async fn delete_rpc(
+        &self,
+        r: pb::DeleteRequest,
+    ) -> Result<pb::DeleteResponse, Status> {
+        let id = cv::id_from_pb(&r.id).map_err(bad)?;
+        self.shared.run(move |q| q.delete(&id)).await?;
+        Ok(pb::DeleteResponse {})
+    }
+
+    pub(crate) async fn pause_rpc(
+        &self,
+        r: pb::PauseRequest,
+        on: bool,
+    ) -> Result<pb::PauseResponse, Status> {
+        let t = cv::pause_from_pb(&r).map_err(bad)?;
+        let changed = self
+            .shared
+            .run(move |q| if on { q.pause(&t) } else { q.resume(&t) })
+            .await?;
+        Ok(pb::PauseResponse { changed })
+    }
+}
