@@ -42,7 +42,7 @@ fn eight_pollers_and_a_canceller_end_every_job_exactly_once() {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            if x % 10 == 0 {
+            if x.is_multiple_of(10) {
                 pick.push(*id);
             }
         }
@@ -112,9 +112,17 @@ fn eight_pollers_and_a_canceller_end_every_job_exactly_once() {
 
     let ok: HashSet<JobId> = completed_ok.lock().unwrap().iter().copied().collect();
     let told: HashSet<JobId> = told_cancelled.lock().unwrap().iter().copied().collect();
-    assert_eq!(ok.len(), completed_ok.lock().unwrap().len(), "a job completed twice");
+    assert_eq!(
+        ok.len(),
+        completed_ok.lock().unwrap().len(),
+        "a job completed twice"
+    );
     assert!(ok.is_disjoint(&told), "a job both completed and cancelled");
-    assert_eq!(told.len() as u64, requested, "each request answered its holder once");
+    assert_eq!(
+        told.len() as u64,
+        requested,
+        "each request answered its holder once"
+    );
     let (mut completed, mut cancelled) = (0u64, 0u64);
     for id in &ids {
         let info = q.get(id).unwrap().expect("no job is lost");
@@ -135,7 +143,10 @@ fn eight_pollers_and_a_canceller_end_every_job_exactly_once() {
     assert_eq!(completed, ok.len() as u64);
     assert!(now + requested + too_late > 0);
     let st = q.stats().unwrap();
-    assert_eq!((st.total.completed, st.total.cancelled), (completed, cancelled));
+    assert_eq!(
+        (st.total.completed, st.total.cancelled),
+        (completed, cancelled)
+    );
     let report = q.check().unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     println!(

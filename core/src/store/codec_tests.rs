@@ -66,6 +66,34 @@ fn records_round_trip() {
 }
 
 #[test]
+fn the_job_control_fields_round_trip_one_by_one_and_together() {
+    let base = rec();
+    let mut all = rec();
+    for set in [
+        (|r: &mut JobRecord| r.ext.cancel_requested = Some("stop: ünïcode".into()))
+            as fn(&mut JobRecord),
+        |r| r.ext.snoozes = u32::MAX,
+        |r| r.ext.expires_at = Some(253_402_300_799_999),
+        |r| r.ext.leased_at = Some(1),
+    ] {
+        let mut r = base.clone();
+        set(&mut r);
+        set(&mut all);
+        let bytes = encode(&r).unwrap();
+        assert_ne!(bytes, encode(&base).unwrap(), "the field is written");
+        assert_eq!(decode(&bytes).unwrap(), r);
+    }
+    assert_eq!(decode(&encode(&all).unwrap()).unwrap(), all);
+    // Back at their defaults they leave no trace: format-1 bytes again.
+    let mut cleared = all.clone();
+    cleared.ext.cancel_requested = None;
+    cleared.ext.snoozes = 0;
+    cleared.ext.expires_at = None;
+    cleared.ext.leased_at = None;
+    assert_eq!(encode(&cleared).unwrap(), encode(&base).unwrap());
+}
+
+#[test]
 fn rows_of_the_serde_encoder_decode_the_same() {
     let mut r = rec();
     r.attempts = 2;

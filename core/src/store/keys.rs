@@ -263,6 +263,21 @@ pub fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// The `expiry` row of job `id` expiring at `at`.
+pub fn expiry_key(at: u64, id: &JobId) -> [u8; 24] {
+    let mut k = [0u8; 24];
+    k[..8].copy_from_slice(&at.to_be_bytes());
+    k[8..].copy_from_slice(id.as_bytes());
+    k
+}
+
+/// Read an `expiry` row key back; `None` when it is not 24 bytes.
+pub fn decode_expiry_key(k: &[u8]) -> Option<(u64, JobId)> {
+    let at = u64::from_be_bytes(k.get(..8)?.try_into().ok()?);
+    let id: [u8; 16] = k.get(8..)?.try_into().ok()?;
+    Some((at, JobId::from_bytes(id)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,17 +356,3 @@ mod tests {
     }
 }
 
-/// The `expiry` row of job `id` expiring at `at`.
-pub fn expiry_key(at: u64, id: &JobId) -> [u8; 24] {
-    let mut k = [0u8; 24];
-    k[..8].copy_from_slice(&at.to_be_bytes());
-    k[8..].copy_from_slice(id.as_bytes());
-    k
-}
-
-/// Read an `expiry` row key back; `None` when it is not 24 bytes.
-pub fn decode_expiry_key(k: &[u8]) -> Option<(u64, JobId)> {
-    let at = u64::from_be_bytes(k.get(..8)?.try_into().ok()?);
-    let id: [u8; 16] = k.get(8..)?.try_into().ok()?;
-    Some((at, JobId::from_bytes(id)))
-}
