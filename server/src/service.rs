@@ -272,7 +272,8 @@ impl JobsService {
     }
 
     /// A lease stops counting against its stream once settled, or when the
-    /// core says it is gone (ABORTED / NOT_FOUND).
+    /// core says it is gone (ABORTED — CANCELLED travels as ABORTED: the
+    /// cancelled settle took effect — or NOT_FOUND).
     fn after_settle<T>(&self, token: &LeaseToken, res: &Result<T, Status>) {
         let gone = match res {
             Ok(_) => true,
@@ -357,7 +358,11 @@ impl JobsService {
         for (t, r) in tokens.iter().zip(&results) {
             let gone = match r {
                 Ok(()) => true,
-                Err(e) => matches!(e.kind(), ErrorKind::Aborted | ErrorKind::NotFound),
+                // A cancelled lease's settle took effect (the job is cancelled).
+                Err(e) => matches!(
+                    e.kind(),
+                    ErrorKind::Aborted | ErrorKind::NotFound | ErrorKind::Cancelled
+                ),
             };
             if gone {
                 self.shared.settled(t);
