@@ -185,7 +185,7 @@ pub fn text(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     let s = obj
         .cast::<PyString>()
         .map_err(|_| type_error(format!("{what} must be a str, got {}", type_name(obj))))?;
-    Ok(s.to_str()?.to_owned())
+    Ok(s.to_cow()?.into_owned())
 }
 
 /// `s` parsed by the core's own rules (ids, scopes, kinds, states, tokens).
@@ -199,10 +199,10 @@ where
 /// `str(uuid)` for a `uuid.UUID`, the string itself for a `str`.
 fn uuid_text(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(s.to_str()?.to_owned());
+        return Ok(s.to_cow()?.into_owned());
     }
     if is_uuid(obj) {
-        return Ok(obj.str()?.to_str()?.to_owned());
+        return Ok(obj.str()?.to_cow()?.into_owned());
     }
     Err(type_error(format!(
         "{what} must be a UUID string or uuid.UUID, got {}",
@@ -226,7 +226,7 @@ pub fn state(obj: &Bound<'_, PyAny>) -> PyResult<State> {
     let s = obj
         .cast::<PyString>()
         .map_err(|_| type_error(format!("state must be a str, got {}", type_name(obj))))?;
-    parse(obj.py(), s.to_str()?)
+    parse(obj.py(), &s.to_cow()?)
 }
 
 /// One string or a list / tuple of them.
@@ -252,7 +252,7 @@ pub fn kinds(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<KindPattern>> {
             let s = k
                 .cast::<PyString>()
                 .map_err(|_| type_error(format!("kinds must hold str, got {}", type_name(k))))?;
-            parse::<KindPattern>(obj.py(), s.to_str()?)
+            parse::<KindPattern>(obj.py(), &s.to_cow()?)
         })
         .collect()
 }
@@ -269,7 +269,7 @@ pub fn token(obj: &Bound<'_, PyAny>) -> PyResult<LeaseToken> {
         return Ok(j.get().inner.token());
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return parse(obj.py(), s.to_str()?);
+        return parse(obj.py(), &s.to_cow()?);
     }
     Err(type_error(format!(
         "expected a Job from lease_next / lease_many (or its token string), got {}",

@@ -61,7 +61,7 @@ pub fn options(
                         type_name(v)
                     ))
                 })?;
-                o.idempotency_key = Some(k.to_str()?.to_owned());
+                o.idempotency_key = Some(k.to_cow()?.into_owned());
             }
             "max_attempts" => {
                 o.max_attempts = Some(args::int_in(v, "max_attempts", 1, u32::MAX.into())? as u32)

@@ -56,7 +56,7 @@ fn cursor(py: Python<'_>, store: &dyn JobStore, after: &Bound<'_, PyAny>) -> PyR
     let text = if args::is_uuid(after) {
         after.str()?.to_string()
     } else if let Ok(s) = after.cast::<PyString>() {
-        s.to_str()?.to_owned()
+        s.to_cow()?.into_owned()
     } else {
         return Err(type_error(format!(
             "after must be a JobInfo, its cursor or a job id, got {}",
