@@ -249,9 +249,11 @@ impl ConfigKey {
 /// Every key `Queue(...)` accepts, from the core's table, in its order.
 #[pyfunction]
 pub fn config_keys(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
-    let keys = KEYS
-        .iter()
-        .map(|k| ConfigKey::new(py, k))
-        .collect::<PyResult<Vec<_>>>()?;
-    PyList::new(py, keys)
+    task::guard(py, "config_keys", || {
+        let keys = KEYS
+            .iter()
+            .map(|k| ConfigKey::new(py, k))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, keys)
+    })
 }

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyBytes;
 
-use crate::payload;
+use crate::{payload, task};
 
 pub fn secs(ms: u64) -> f64 {
     ms as f64 / 1000.0
@@ -52,11 +52,13 @@ impl Job {
     /// its bytes follow the convention, else as bytes. Decoded once.
     #[getter]
     fn payload(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let (b, e) = (&self.inner.payload, self.inner.payload_encoding);
-        let v = self
-            .payload
-            .get_or_try_init(py, || payload::from_bytes(py, b, e))?;
-        Ok(v.clone_ref(py))
+        task::guard(py, "payload", || {
+            let (b, e) = (&self.inner.payload, self.inner.payload_encoding);
+            let v = self
+                .payload
+                .get_or_try_init(py, || payload::from_bytes(py, b, e))?;
+            Ok(v.clone_ref(py))
+        })
     }
     /// How the payload was written: `"bytes"`, `"value"`, or `"unknown"`
     /// (not recorded: read by looking at the bytes).
@@ -166,11 +168,13 @@ impl JobInfo {
     /// The payload as it was given, as for `Job.payload`.
     #[getter]
     fn payload(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let (b, e) = (&self.inner.payload, self.inner.payload_encoding);
-        let v = self
-            .payload
-            .get_or_try_init(py, || payload::from_bytes(py, b, e))?;
-        Ok(v.clone_ref(py))
+        task::guard(py, "payload", || {
+            let (b, e) = (&self.inner.payload, self.inner.payload_encoding);
+            let v = self
+                .payload
+                .get_or_try_init(py, || payload::from_bytes(py, b, e))?;
+            Ok(v.clone_ref(py))
+        })
     }
     /// How the payload was written: `"bytes"`, `"value"` or `"unknown"`.
     #[getter]
@@ -186,12 +190,14 @@ impl JobInfo {
     /// value as the value; like the payload), or None.
     #[getter]
     fn result(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        let e = self.inner.result_encoding;
-        self.inner
-            .result
-            .as_deref()
-            .map(|r| payload::from_bytes(py, r, e))
-            .transpose()
+        task::guard(py, "result", || {
+            let e = self.inner.result_encoding;
+            self.inner
+                .result
+                .as_deref()
+                .map(|r| payload::from_bytes(py, r, e))
+                .transpose()
+        })
     }
     /// How the result was written: `"bytes"`, `"value"` or `"unknown"`
     /// (also when there is no result).

@@ -33,16 +33,21 @@ fn default_store_path() -> String {
 /// 0x01, then msgpack); what `enqueue` stores for a non-bytes payload.
 #[pyfunction]
 fn encode_payload<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-    let v = payload::to_value(value, "value", 0)?;
-    let b = task::pure(value.py(), || telha_jobs::payload::encode(&v))?;
-    Ok(PyBytes::new(value.py(), &b))
+    let py = value.py();
+    task::guard(py, "encode_payload", || {
+        let v = payload::to_value(value, "value", 0)?;
+        let b = task::pure(py, || telha_jobs::payload::encode(&v))?;
+        Ok(PyBytes::new(py, &b))
+    })
 }
 
 /// Decode stored bytes by looking at them (as for a row that recorded no
 /// encoding): the value when they follow the convention, else the bytes.
 #[pyfunction]
 fn decode_payload(py: Python<'_>, data: &[u8]) -> PyResult<Py<PyAny>> {
-    payload::from_bytes(py, data, telha_jobs::Encoding::Unknown)
+    task::guard(py, "decode_payload", || {
+        payload::from_bytes(py, data, telha_jobs::Encoding::Unknown)
+    })
 }
 
 /// The core's limits, as `telha_jobs.limits` re-exports them (times in
@@ -75,7 +80,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(default_store_path, m)?)?;
     m.add_function(wrap_pyfunction!(encode_payload, m)?)?;
     m.add_function(wrap_pyfunction!(decode_payload, m)?)?;
-    m.add_function(wrap_pyfunction!(task::panic_in_core_call_for_tests, m)?)?;
+    m.add_function(wrap_pyfunction!(task::panic_for_tests, m)?)?;
     add_limits(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

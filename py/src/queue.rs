@@ -143,10 +143,12 @@ impl Queue {
         kinds: Option<&Bound<'_, PyAny>>,
         settings: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        let path = path.unwrap_or_else(telha_jobs::default_store_path);
-        let c = config::build(py, config_file, kinds, settings)?;
-        let q = task::run(py, || telha_jobs::Queue::open(&path, c))?;
-        Ok(Queue::from_store(Arc::new(q)))
+        task::guard(py, "Queue", || {
+            let path = path.unwrap_or_else(telha_jobs::default_store_path);
+            let c = config::build(py, config_file, kinds, settings)?;
+            let q = task::run(py, || telha_jobs::Queue::open(&path, c))?;
+            Ok(Queue::from_store(Arc::new(q)))
+        })
     }
 
     /// The settings in force, by key name (as `config_keys()` names them;
@@ -155,26 +157,28 @@ impl Queue {
     /// The dict is valid input: `Queue(path, **q.settings())`. Embedded
     /// queues only (a server's settings are the server's).
     fn settings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let q = self.local(py, "settings()")?;
-        let c = task::run(py, || q.config())?;
-        config::settings(py, &c)
+        task::guard(py, "settings", || {
+            let q = self.local(py, "settings()")?;
+            let c = task::run(py, || q.config())?;
+            config::settings(py, &c)
+        })
     }
 
     /// The store directory (absolute) of an embedded queue; None for a
     /// remote one (see `location`).
     #[getter]
     fn path(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        match self.store.as_local() {
+        task::guard(py, "path", || match self.store.as_local() {
             Some(q) => Ok(Some(task::run(py, || q.path())?.display().to_string())),
             None => Ok(None),
-        }
+        })
     }
 
     /// Where the jobs live: the store directory of an embedded queue, the
     /// server URL of a remote one.
     #[getter]
     fn location(&self, py: Python<'_>) -> PyResult<String> {
-        task::pure(py, || self.store.location())
+        task::guard(py, "location", || task::pure(py, || self.store.location()))
     }
 
     /// Whether this queue is a client of a server (`telha_jobs.connect`).
@@ -193,10 +197,12 @@ impl Queue {
     /// end. The store is released when no handle in the process holds it
     /// (a remote queue closes its connection; the server's store stays).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let q = &*self.store;
-        task::run(py, || {
-            q.close();
-            Ok(())
+        task::guard(py, "close", || {
+            let q = &*self.store;
+            task::run(py, || {
+                q.close();
+                Ok(())
+            })
         })
     }
 
@@ -206,8 +212,10 @@ impl Queue {
 
     #[pyo3(signature = (*_exc))]
     fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
+        task::guard(py, "__exit__", || {
+            self.close(py)?;
+            Ok(false)
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -235,27 +243,31 @@ impl Queue {
         payload: Option<&Bound<'_, PyAny>>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let kind = args::text(kind, "kind")?;
-        let opts = enqueue::options(options, "", &[])?;
-        let job = enqueue::job(kind, payload, opts, py)?;
-        let q = &*self.store;
-        let e = task::run(py, || {
-            q.enqueue(&job.kind, &job.payload, job.options.clone())
-        })?;
-        enqueue::answer(py, &e)
+        task::guard(py, "enqueue", || {
+            let kind = args::text(kind, "kind")?;
+            let opts = enqueue::options(options, "", &[])?;
+            let job = enqueue::job(kind, payload, opts, py)?;
+            let q = &*self.store;
+            let e = task::run(py, || {
+                q.enqueue(&job.kind, &job.payload, job.options.clone())
+            })?;
+            enqueue::answer(py, &e)
+        })
     }
 
     /// Enqueue many jobs in one atomic batch (all or none); returns one
     /// `Enqueued` per item, in order. Each item is `(kind, payload)` or a
     /// dict with `kind`, `payload` and any `enqueue` option.
     fn enqueue_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
-        let jobs = enqueue::items(items)?;
-        if jobs.is_empty() {
-            return Ok(vec![]);
-        }
-        let q = &*self.store;
-        let done = task::run(py, || q.enqueue_many(jobs))?;
-        done.iter().map(|e| enqueue::answer(py, e)).collect()
+        task::guard(py, "enqueue_many", || {
+            let jobs = enqueue::items(items)?;
+            if jobs.is_empty() {
+                return Ok(vec![]);
+            }
+            let q = &*self.store;
+            let done = task::run(py, || q.enqueue_many(jobs))?;
+            done.iter().map(|e| enqueue::answer(py, e)).collect()
+        })
     }
 
     /// Lease the most urgent ready job, waiting up to `wait` seconds for one;
@@ -275,9 +287,11 @@ impl Queue {
         wait: Option<&Bound<'_, PyAny>>,
         cancel: Option<&Bound<'_, CancelWait>>,
     ) -> PyResult<Option<Job>> {
-        Ok(self
-            .lease(py, worker_id, 1, kinds, scope, wait, cancel)?
-            .pop())
+        task::guard(py, "lease_next", || {
+            Ok(self
+                .lease(py, worker_id, 1, kinds, scope, wait, cancel)?
+                .pop())
+        })
     }
 
     /// Lease up to `max` (1 to `limits.MAX_BATCH`, 10,000) ready jobs in one
@@ -296,8 +310,10 @@ impl Queue {
         wait: Option<&Bound<'_, PyAny>>,
         cancel: Option<&Bound<'_, CancelWait>>,
     ) -> PyResult<Vec<Job>> {
-        let max = args::int_in(max, "max", 1, MAX_BATCH as u64)? as usize;
-        self.lease(py, worker_id, max, kinds, scope, wait, cancel)
+        task::guard(py, "lease_many", || {
+            let max = args::int_in(max, "max", 1, MAX_BATCH as u64)? as usize;
+            self.lease(py, worker_id, max, kinds, scope, wait, cancel)
+        })
     }
 
     /// Renew leases (a heartbeat), each for its lease TTL again: one bool
@@ -308,16 +324,20 @@ impl Queue {
         jobs: &Bound<'_, PyAny>,
         worker_id: &str,
     ) -> PyResult<Vec<bool>> {
-        let tokens = args::tokens(jobs, "extend")?;
-        let q = &*self.store;
-        let res = task::run(py, || q.extend(&tokens, worker_id))?;
-        res.into_iter()
-            .map(|r| match r {
-                Ok(_) => Ok(true),
-                Err(e) if matches!(e.kind(), ErrorKind::Aborted | ErrorKind::NotFound) => Ok(false),
-                Err(e) => Err(to_py(py, e)),
-            })
-            .collect()
+        task::guard(py, "extend", || {
+            let tokens = args::tokens(jobs, "extend")?;
+            let q = &*self.store;
+            let res = task::run(py, || q.extend(&tokens, worker_id))?;
+            res.into_iter()
+                .map(|r| match r {
+                    Ok(_) => Ok(true),
+                    Err(e) if matches!(e.kind(), ErrorKind::Aborted | ErrorKind::NotFound) => {
+                        Ok(false)
+                    }
+                    Err(e) => Err(to_py(py, e)),
+                })
+                .collect()
+        })
     }
 
     /// Complete a leased job, with an optional result (`bytes` kept as
@@ -330,9 +350,11 @@ impl Queue {
         job: &Bound<'_, PyAny>,
         result: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let c = completion(args::token(job)?, result, "result")?;
-        let q = &*self.store;
-        task::run(py, || q.complete_with(c))
+        task::guard(py, "complete", || {
+            let c = completion(args::token(job)?, result, "result")?;
+            let q = &*self.store;
+            task::run(py, || q.complete_with(c))
+        })
     }
 
     /// Complete many leased jobs in one call and one atomic write (over a
@@ -348,40 +370,42 @@ impl Queue {
         jobs: &Bound<'_, PyAny>,
         results: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Option<Py<PyAny>>>> {
-        let tokens = args::tokens(jobs, "complete_many")?;
-        let items: Vec<Completion> = match results {
-            None => tokens
-                .into_iter()
-                .map(|t| Completion::new(t, None))
-                .collect(),
-            Some(r) => {
-                let r = r
-                    .try_iter()
-                    .map_err(|_| type_error("results must be a list, one result per job"))?
-                    .collect::<PyResult<Vec<_>>>()?;
-                if r.len() != tokens.len() {
-                    return Err(invalid(
-                        py,
-                        format!("results has {} entries for {} jobs", r.len(), tokens.len()),
-                    ));
-                }
-                tokens
+        task::guard(py, "complete_many", || {
+            let tokens = args::tokens(jobs, "complete_many")?;
+            let items: Vec<Completion> = match results {
+                None => tokens
                     .into_iter()
-                    .zip(&r)
-                    .enumerate()
-                    .map(|(i, (t, v))| completion(t, Some(v), &format!("results[{i}]")))
-                    .collect::<PyResult<_>>()?
+                    .map(|t| Completion::new(t, None))
+                    .collect(),
+                Some(r) => {
+                    let r = r
+                        .try_iter()
+                        .map_err(|_| type_error("results must be a list, one result per job"))?
+                        .collect::<PyResult<Vec<_>>>()?;
+                    if r.len() != tokens.len() {
+                        return Err(invalid(
+                            py,
+                            format!("results has {} entries for {} jobs", r.len(), tokens.len()),
+                        ));
+                    }
+                    tokens
+                        .into_iter()
+                        .zip(&r)
+                        .enumerate()
+                        .map(|(i, (t, v))| completion(t, Some(v), &format!("results[{i}]")))
+                        .collect::<PyResult<_>>()?
+                }
+            };
+            if items.is_empty() {
+                return Ok(vec![]);
             }
-        };
-        if items.is_empty() {
-            return Ok(vec![]);
-        }
-        let q = &*self.store;
-        let answers = task::run(py, || q.complete_many(items))?;
-        Ok(answers
-            .into_iter()
-            .map(|a| a.err().map(|e| to_py(py, e).into_value(py).into_any()))
-            .collect())
+            let q = &*self.store;
+            let answers = task::run(py, || q.complete_many(items))?;
+            Ok(answers
+                .into_iter()
+                .map(|a| a.err().map(|e| to_py(py, e).into_value(py).into_any()))
+                .collect())
+        })
     }
 
     /// Fail a leased job: retried after backoff, or dead when not
@@ -394,30 +418,38 @@ impl Queue {
         reason: &str,
         retryable: bool,
     ) -> PyResult<()> {
-        let t = args::token(job)?;
-        let q = &*self.store;
-        task::run(py, || q.fail(&t, reason, retryable))
+        task::guard(py, "fail", || {
+            let t = args::token(job)?;
+            let q = &*self.store;
+            task::run(py, || q.fail(&t, reason, retryable))
+        })
     }
 
     /// Hand a leased job back to pending without spending an attempt.
     fn release(&self, py: Python<'_>, job: &Bound<'_, PyAny>) -> PyResult<()> {
-        let t = args::token(job)?;
-        let q = &*self.store;
-        task::run(py, || q.release(&t))
+        task::guard(py, "release", || {
+            let t = args::token(job)?;
+            let q = &*self.store;
+            task::run(py, || q.release(&t))
+        })
     }
 
     /// Operator action: a dead or failed job back to pending, attempts reset.
     fn retry(&self, py: Python<'_>, job_id: &Bound<'_, PyAny>) -> PyResult<()> {
-        let id = args::job_id(job_id)?;
-        let q = &*self.store;
-        task::run(py, || q.retry(&id))
+        task::guard(py, "retry", || {
+            let id = args::job_id(job_id)?;
+            let q = &*self.store;
+            task::run(py, || q.retry(&id))
+        })
     }
 
     /// A job with its event log, or None when there is no such job.
     fn get(&self, py: Python<'_>, job_id: &Bound<'_, PyAny>) -> PyResult<Option<JobInfo>> {
-        let id = args::job_id(job_id)?;
-        let q = &*self.store;
-        Ok(task::run(py, || q.get(&id))?.map(JobInfo::new))
+        task::guard(py, "get", || {
+            let id = args::job_id(job_id)?;
+            let q = &*self.store;
+            Ok(task::run(py, || q.get(&id))?.map(JobInfo::new))
+        })
     }
 
     /// Up to `limit` jobs (1 to `limits.MAX_LIST_LIMIT`, 10,000; default
@@ -438,23 +470,27 @@ impl Queue {
         limit: Option<&Bound<'_, PyAny>>,
         after: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let q = &*self.store;
-        let query = list::query(py, q, state, scope, kind, limit, after)?;
-        let page = task::run(py, || q.list_full(&query))?;
-        list::answer(py, page)
+        task::guard(py, "list", || {
+            let q = &*self.store;
+            let query = list::query(py, q, state, scope, kind, limit, after)?;
+            let page = task::run(py, || q.list_full(&query))?;
+            list::answer(py, page)
+        })
     }
 
     /// Run one reaper pass now: expired leases back to pending (or dead),
     /// old completed jobs pruned. Returns the counts.
     fn reap<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let q = &*self.store;
-        let r = task::run(py, || q.reap())?;
-        let d = PyDict::new(py);
-        d.set_item("expired", r.expired)?;
-        d.set_item("dead", r.dead)?;
-        d.set_item("pruned", r.pruned)?;
-        d.set_item("corrupt", r.corrupt.len())?;
-        Ok(d)
+        task::guard(py, "reap", || {
+            let q = &*self.store;
+            let r = task::run(py, || q.reap())?;
+            let d = PyDict::new(py);
+            d.set_item("expired", r.expired)?;
+            d.set_item("dead", r.dead)?;
+            d.set_item("pruned", r.pruned)?;
+            d.set_item("corrupt", r.corrupt.len())?;
+            Ok(d)
+        })
     }
 
     /// Operator action: delete `state` ("completed" or "dead") jobs that got
@@ -466,24 +502,28 @@ impl Queue {
         state: &Bound<'_, PyAny>,
         before: &Bound<'_, PyAny>,
     ) -> PyResult<usize> {
-        let st = args::state(state)?;
-        let cutoff = args::instant_ms(before, "before")?;
-        let q = &*self.store;
-        Ok(task::run(py, || q.purge(st, cutoff))?.purged)
+        task::guard(py, "purge", || {
+            let st = args::state(state)?;
+            let cutoff = args::instant_ms(before, "before")?;
+            let q = &*self.store;
+            Ok(task::run(py, || q.purge(st, cutoff))?.purged)
+        })
     }
 
     /// Exact counts: `{"total": {state: n}, "by_kind": {kind: {state: n}}}`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let q = &*self.store;
-        let s = task::run(py, || q.stats())?;
-        let by_kind = PyDict::new(py);
-        for (k, c) in &s.by_kind {
-            by_kind.set_item(k, counts_dict(py, c)?)?;
-        }
-        let d = PyDict::new(py);
-        d.set_item("total", counts_dict(py, &s.total)?)?;
-        d.set_item("by_kind", by_kind)?;
-        Ok(d)
+        task::guard(py, "stats", || {
+            let q = &*self.store;
+            let s = task::run(py, || q.stats())?;
+            let by_kind = PyDict::new(py);
+            for (k, c) in &s.by_kind {
+                by_kind.set_item(k, counts_dict(py, c)?)?;
+            }
+            let d = PyDict::new(py);
+            d.set_item("total", counts_dict(py, &s.total)?)?;
+            d.set_item("by_kind", by_kind)?;
+            Ok(d)
+        })
     }
 
     /// Serve this (embedded) queue to other processes over gRPC, from this
@@ -503,15 +543,19 @@ impl Queue {
         tls_key: Option<PathBuf>,
         metrics_listen: Option<String>,
     ) -> PyResult<crate::remote::Server> {
-        let q = self.local(py, "serve")?;
-        let tls = crate::remote::tls(py, tls_cert, tls_key)?;
-        crate::remote::serve(py, q.clone(), listen, token, tls, metrics_listen)
+        task::guard(py, "serve", || {
+            let q = self.local(py, "serve")?;
+            let tls = crate::remote::tls(py, tls_cert, tls_key)?;
+            crate::remote::serve(py, q.clone(), listen, token, tls, metrics_listen)
+        })
     }
 
     /// Prometheus text exposition of the queue's metrics.
     fn metrics(&self, py: Python<'_>) -> PyResult<String> {
-        let q = &*self.store;
-        task::run(py, || q.metrics())
+        task::guard(py, "metrics", || {
+            let q = &*self.store;
+            task::run(py, || q.metrics())
+        })
     }
 }
 

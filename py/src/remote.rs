@@ -39,17 +39,19 @@ pub fn connect(
     timeout: Option<&Bound<'_, PyAny>>,
     ca_cert: Option<PathBuf>,
 ) -> PyResult<Queue> {
-    let mut o = ConnectOptions::default();
-    o.token = token.or_else(|| std::env::var("TELHA_TOKEN").ok().filter(|t| !t.is_empty()));
-    if let Some(t) = timeout {
-        o.connect_timeout = args::duration(t, "timeout")?;
-    }
-    if let Some(path) = ca_cert {
-        o.ca_cert_pem = Some(read_pem(py, &path, "ca_cert")?);
-    }
-    let url = url.to_owned();
-    let q = task::run(py, move || RemoteQueue::connect(&url, o))?;
-    Ok(Queue::from_store(Arc::new(q)))
+    task::guard(py, "connect", || {
+        let mut o = ConnectOptions::default();
+        o.token = token.or_else(|| std::env::var("TELHA_TOKEN").ok().filter(|t| !t.is_empty()));
+        if let Some(t) = timeout {
+            o.connect_timeout = args::duration(t, "timeout")?;
+        }
+        if let Some(path) = ca_cert {
+            o.ca_cert_pem = Some(read_pem(py, &path, "ca_cert")?);
+        }
+        let url = url.to_owned();
+        let q = task::run(py, move || RemoteQueue::connect(&url, o))?;
+        Ok(Queue::from_store(Arc::new(q)))
+    })
 }
 
 fn read_pem(py: Python<'_>, path: &Path, what: &str) -> PyResult<Vec<u8>> {
@@ -168,15 +170,17 @@ impl Server {
     /// `limits.MAX_DURATION`). Idempotent.
     #[pyo3(signature = (grace=None), text_signature = "($self, grace=5.0)")]
     fn stop(&self, py: Python<'_>, grace: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        let grace = match grace {
-            Some(g) => args::duration(g, "grace")?,
-            None => STOP_GRACE_DEFAULT,
-        };
-        let handle = self.handle.lock().ok().and_then(|mut h| h.take());
-        match handle {
-            Some(h) => shutdown(py, h, grace),
-            None => Ok(()),
-        }
+        task::guard(py, "stop", || {
+            let grace = match grace {
+                Some(g) => args::duration(g, "grace")?,
+                None => STOP_GRACE_DEFAULT,
+            };
+            let handle = self.handle.lock().ok().and_then(|mut h| h.take());
+            match handle {
+                Some(h) => shutdown(py, h, grace),
+                None => Ok(()),
+            }
+        })
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

@@ -6,7 +6,8 @@
 //! Without this a panic would surface as PyO3's `PanicException`, a
 //! `BaseException` that `except Exception` and `except TelhaError` miss and
 //! that kills a Worker thread. Every call into the core goes through [`run`]
-//! or [`pure`].
+//! or [`pure`], and the whole body of every binding call (reading its
+//! arguments, converting its answer) through [`guard`].
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -35,6 +36,23 @@ pub fn pure<T>(py: Python<'_>, f: impl FnOnce() -> telha_jobs::Result<T>) -> PyR
         .py_err(py)
 }
 
+/// Run the body of the binding call `call` (its arguments read, its core
+/// calls, its answer converted): a panic anywhere in it that [`run`] /
+/// [`pure`] did not already catch comes back as `StorageError` too.
+pub fn guard<T>(py: Python<'_>, call: &str, body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|p| {
+        let e = panicked(&*p);
+        Err(crate::errors::to_py(py, in_call(call, e)))
+    })
+}
+
+fn in_call(call: &str, e: telha_jobs::Error) -> telha_jobs::Error {
+    match e {
+        telha_jobs::Error::Storage(m) => telha_jobs::Error::Storage(format!("{call}: {m}")),
+        e => e,
+    }
+}
+
 /// The storage error a caught panic becomes, with the panic's message.
 fn panicked(payload: &(dyn Any + Send)) -> telha_jobs::Error {
     let msg = payload
@@ -47,12 +65,22 @@ fn panicked(payload: &(dyn Any + Send)) -> telha_jobs::Error {
     ))
 }
 
-/// For the test suite only: a core call that panics, run through [`run`]
-/// like every other, so the tests can see what a caller gets.
+/// For the test suite only: a panic in a binding call, run through the
+/// same boundaries as every other: `stage="core"` panics inside a core call
+/// ([`run`]), `"call"` in the binding's own code around it (where reading
+/// arguments and converting answers run: inside [`guard`] only), so the
+/// tests can see what a caller gets in each case.
 #[pyfunction]
-#[pyo3(name = "_panic_in_core_call_for_tests")]
-pub fn panic_in_core_call_for_tests(py: Python<'_>, message: String) -> PyResult<()> {
-    run(py, move || -> telha_jobs::Result<()> {
-        panic!("{message}")
+#[pyo3(name = "_panic_for_tests", signature = (stage, message))]
+pub fn panic_for_tests(py: Python<'_>, stage: &str, message: String) -> PyResult<()> {
+    guard(py, "_panic_for_tests", || match stage {
+        "core" => run(py, move || -> telha_jobs::Result<()> {
+            panic!("{message}")
+        }),
+        "call" => panic!("{message}"),
+        _ => Err(crate::errors::invalid(
+            py,
+            format!("stage must be \"core\" or \"call\", got {stage:?}"),
+        )),
     })
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -221,11 +222,16 @@ def test_a_huge_lease_wait_waits_instead_of_panicking(queue: telha_jobs.Queue) -
     assert 0.25 <= time.monotonic() - t0 < 10.0
 
 
-def test_a_panic_in_a_core_call_is_a_storage_error(local_queue: telha_jobs.Queue) -> None:
+@pytest.mark.parametrize("stage", ["core", "call"])
+def test_a_panic_in_a_binding_call_is_a_storage_error(local_queue: telha_jobs.Queue, stage: str) -> None:
+    # "core": inside a core call; "call": in the binding's own code around
+    # it (where arguments are read and answers converted).
     with pytest.raises(telha_jobs.StorageError, match="boom: injected") as exc:
-        _native._panic_in_core_call_for_tests("boom: injected")
+        _native._panic_for_tests(stage, "boom: injected")  # type: ignore[arg-type]
     assert isinstance(exc.value, Exception) and exc.value.code == "STORAGE"
     assert "panic" in str(exc.value)
+    if stage == "call":  # the guard names the binding call it caught it in
+        assert "_panic_for_tests" in str(exc.value)
     # The process and the queue carry on.
     assert local_queue.enqueue("embed")
 
@@ -237,6 +243,21 @@ def test_every_core_call_runs_through_the_panic_boundary() -> None:
     for path in src.glob("*.rs"):
         if path.name != "task.rs":
             assert ".detach(" not in path.read_text(), path.name
+
+
+def test_every_queue_method_body_runs_inside_the_panic_guard() -> None:
+    # A panic while reading arguments or converting an answer is caught by
+    # task::guard around the whole body; a method added without it fails here.
+    text = (Path(__file__).resolve().parents[1] / "src" / "queue.rs").read_text()
+    block = text[text.index("#[pymethods]\nimpl Queue {"):]
+    methods = re.split(r"\n    fn ", block)[1:]
+    assert len(methods) > 20
+    # Those that return a plain value run no conversion that could panic.
+    trivial = {"remote", "closed", "__enter__", "__exit__", "__repr__"}
+    for m in methods:
+        name = m.split("(", 1)[0].split("<", 1)[0]
+        if name not in trivial:
+            assert f'task::guard(py, "' in m.split("\n    }\n", 1)[0], name
 
 
 # -- the property, over random values besides the edges -----------------------

@@ -28,7 +28,7 @@ __all__ = [
     "Queue",
     "Server",
     "__version__",
-    "_panic_in_core_call_for_tests",
+    "_panic_for_tests",
     "config_keys",
     "connect",
     "decode_payload",
@@ -119,9 +119,10 @@ def connect(
     trust). ``token`` defaults to ``$TELHA_TOKEN``; an unreachable server
     raises :class:`StorageError` after ``timeout`` seconds (default 10)."""
 
-def _panic_in_core_call_for_tests(message: str) -> None:
-    """For the test suite: a core call that panics, through the same
-    boundary as every other (it raises StorageError)."""
+def _panic_for_tests(stage: Literal["core", "call"], message: str) -> None:
+    """For the test suite: a panic inside a core call (``"core"``) or in the
+    binding's code around it (``"call"``), through the same boundaries as
+    every other call (it raises StorageError)."""
 
 def default_store_path() -> str:
     """``$TELHA_DB`` when set, else ``./telha-data``."""
