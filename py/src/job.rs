@@ -3,7 +3,8 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyType};
+use telha_jobs::Enqueued;
 
 use crate::{payload, task};
 
@@ -289,4 +290,14 @@ impl JobInfo {
             self.inner.id, self.inner.kind, self.inner.state, self.inner.attempts
         )
     }
+}
+
+static ENQUEUED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `enqueue`'s answer as `telha_jobs.Enqueued(id, created)`: a `str`, the
+/// job id, with `.created` False when an idempotency key matched an
+/// existing job.
+pub fn enqueued(py: Python<'_>, e: &Enqueued) -> PyResult<Py<PyAny>> {
+    let cls = ENQUEUED.import(py, "telha_jobs._types", "Enqueued")?;
+    Ok(cls.call1((e.id.to_string(), e.created))?.unbind())
 }

@@ -1,19 +1,20 @@
 //! `telha_jobs._native`: the PyO3 module under the `telha_jobs` package.
 //!
-//! Files by concern, mirroring node/src: config.rs (open settings through
-//! the core's key table), args.rs (argument conversion and range checks),
-//! queue.rs (the `Queue` class), enqueue.rs and list.rs (those calls'
-//! options and answers), job.rs (`Job`, `JobInfo`), payload.rs (the payload
-//! convention and encodings), errors.rs (error kinds → exception classes),
-//! remote.rs (`connect`, `Server`), task.rs (running a core call: the GIL
-//! released, panics caught). The Worker and asyncio layers are pure Python.
+//! Files by concern, named as node/src's: config.rs (open settings through
+//! the core's key table), args.rs (argument conversion and range checks,
+//! enqueue options and items), queue.rs (the `Queue` class), admin.rs (the
+//! operator calls' queries and answers: list, stats, reap), job.rs (`Job`,
+//! `JobInfo`, the `Enqueued` answer), payload.rs (the payload convention
+//! and encodings), errors.rs (error kinds → exception classes), remote.rs
+//! (`connect`, `Server`), task.rs (running a call: the GIL released around
+//! the core, panics caught). node/src/batch.rs (batched napi values) has no
+//! Python counterpart. The Worker and asyncio layers are pure Python.
 
+mod admin;
 mod args;
 mod config;
-mod enqueue;
 mod errors;
 mod job;
-mod list;
 mod payload;
 mod queue;
 mod remote;

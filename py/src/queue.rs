@@ -1,8 +1,8 @@
 //! `Queue`: the Python handle over a `telha_jobs::JobStore` (an embedded
 //! queue, or a client of a server). Each method converts its arguments to
-//! owned Rust values (args.rs, config.rs, enqueue.rs, list.rs), runs the
-//! core call with the GIL released and panics caught (task.rs), and
-//! converts the answer (job.rs, payload.rs, enqueue.rs, list.rs).
+//! owned Rust values (args.rs, config.rs, admin.rs), runs the core call
+//! with the GIL released and panics caught (task.rs), and converts the
+//! answer (job.rs, payload.rs, admin.rs). The same files as node/src.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use telha_jobs::limits::MAX_BATCH;
-use telha_jobs::{Completion, ErrorKind, JobStore, LeaseOptions, State};
+use telha_jobs::{Completion, ErrorKind, JobStore, LeaseOptions};
 
 use crate::errors::{invalid, to_py, type_error};
 use crate::job::{Job, JobInfo};
 use crate::payload;
-use crate::{args, config, enqueue, list, task};
+use crate::{admin, args, config, job, task};
 
 /// How long one blocking slice of a lease wait lasts: between slices the
 /// GIL is taken back to run signal handlers, so Ctrl-C ends a long wait.
@@ -53,14 +53,6 @@ impl CancelWait {
 #[pyclass(frozen, module = "telha_jobs", name = "Queue")]
 pub struct Queue {
     store: Arc<dyn JobStore>,
-}
-
-fn counts_dict<'py>(py: Python<'py>, c: &telha_jobs::StateCounts) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    for s in State::ALL {
-        d.set_item(s.as_str(), c.get(s))?;
-    }
-    Ok(d)
 }
 
 impl Queue {
@@ -245,13 +237,13 @@ impl Queue {
     ) -> PyResult<Py<PyAny>> {
         task::guard(py, "enqueue", || {
             let kind = args::text(kind, "kind")?;
-            let opts = enqueue::options(options, "", &[])?;
-            let job = enqueue::job(kind, payload, opts, py)?;
+            let opts = args::enqueue_options(options, "", &[])?;
+            let job = args::new_job(kind, payload, opts, py)?;
             let q = &*self.store;
             let e = task::run(py, || {
                 q.enqueue(&job.kind, &job.payload, job.options.clone())
             })?;
-            enqueue::answer(py, &e)
+            job::enqueued(py, &e)
         })
     }
 
@@ -260,13 +252,13 @@ impl Queue {
     /// dict with `kind`, `payload` and any `enqueue` option.
     fn enqueue_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
         task::guard(py, "enqueue_many", || {
-            let jobs = enqueue::items(items)?;
+            let jobs = args::enqueue_items(items)?;
             if jobs.is_empty() {
                 return Ok(vec![]);
             }
             let q = &*self.store;
             let done = task::run(py, || q.enqueue_many(jobs))?;
-            done.iter().map(|e| enqueue::answer(py, e)).collect()
+            done.iter().map(|e| job::enqueued(py, e)).collect()
         })
     }
 
@@ -472,9 +464,9 @@ impl Queue {
     ) -> PyResult<Py<PyAny>> {
         task::guard(py, "list", || {
             let q = &*self.store;
-            let query = list::query(py, q, state, scope, kind, limit, after)?;
+            let query = admin::list_query(py, q, state, scope, kind, limit, after)?;
             let page = task::run(py, || q.list_full(&query))?;
-            list::answer(py, page)
+            admin::list_answer(py, page)
         })
     }
 
@@ -484,12 +476,7 @@ impl Queue {
         task::guard(py, "reap", || {
             let q = &*self.store;
             let r = task::run(py, || q.reap())?;
-            let d = PyDict::new(py);
-            d.set_item("expired", r.expired)?;
-            d.set_item("dead", r.dead)?;
-            d.set_item("pruned", r.pruned)?;
-            d.set_item("corrupt", r.corrupt.len())?;
-            Ok(d)
+            admin::reap_answer(py, &r)
         })
     }
 
@@ -515,14 +502,7 @@ impl Queue {
         task::guard(py, "stats", || {
             let q = &*self.store;
             let s = task::run(py, || q.stats())?;
-            let by_kind = PyDict::new(py);
-            for (k, c) in &s.by_kind {
-                by_kind.set_item(k, counts_dict(py, c)?)?;
-            }
-            let d = PyDict::new(py);
-            d.set_item("total", counts_dict(py, &s.total)?)?;
-            d.set_item("by_kind", by_kind)?;
-            Ok(d)
+            admin::stats_answer(py, &s)
         })
     }
 

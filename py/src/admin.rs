@@ -1,14 +1,16 @@
-//! `Queue.list`: the query from Python, the page through the core's one
-//! paging rule (`JobStore::list_full`: a full page across short core pages,
-//! bounded reads, every call's corrupt rows collected), and the answer as
+//! The operator's calls (as node/src/admin.rs): `Queue.list`'s query from
+//! Python, its page through the core's one paging rule
+//! (`JobStore::list_full`: a full page across short core pages, bounded
+//! reads, every call's corrupt rows collected) answered as
 //! `telha_jobs.JobList`: a `list` of `JobInfo` with `.next` (the cursor to
-//! pass as `after` for the next page, or None at the end) and `.corrupt`.
+//! pass as `after` for the next page, or None at the end) and `.corrupt`;
+//! and the answers of `stats` and `reap` as dicts.
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyString, PyType};
+use pyo3::types::{PyDict, PyList, PyString, PyType};
 use telha_jobs::limits::MAX_LIST_LIMIT;
-use telha_jobs::{JobStore, ListPage, ListQuery};
+use telha_jobs::{JobStore, ListPage, ListQuery, ReapReport, State, StateCounts, Stats};
 
 use crate::args;
 use crate::errors::type_error;
@@ -23,7 +25,7 @@ pub const LIMIT_DEFAULT: usize = 100;
 /// `JobInfo` (its cursor), a cursor string (`JobInfo.cursor`,
 /// `JobList.next`) or a job id (str or UUID: the cursor of that job, looked
 /// up; `NotFoundError` when there is none).
-pub fn query(
+pub fn list_query(
     py: Python<'_>,
     store: &dyn JobStore,
     state: Option<&Bound<'_, PyAny>>,
@@ -79,7 +81,7 @@ static JOB_LIST: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static CORRUPT_RECORD: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// The page as `telha_jobs.JobList(jobs, next, corrupt)`.
-pub fn answer(py: Python<'_>, page: ListPage) -> PyResult<Py<PyAny>> {
+pub fn list_answer(py: Python<'_>, page: ListPage) -> PyResult<Py<PyAny>> {
     let record = CORRUPT_RECORD.import(py, "telha_jobs._types", "CorruptRecord")?;
     let corrupt = page
         .corrupt
@@ -94,4 +96,34 @@ pub fn answer(py: Python<'_>, page: ListPage) -> PyResult<Py<PyAny>> {
     let cls = JOB_LIST.import(py, "telha_jobs._types", "JobList")?;
     let out = cls.call1((PyList::new(py, jobs)?, page.next, PyList::new(py, corrupt)?))?;
     Ok(out.unbind())
+}
+
+fn counts_dict<'py>(py: Python<'py>, c: &StateCounts) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for s in State::ALL {
+        d.set_item(s.as_str(), c.get(s))?;
+    }
+    Ok(d)
+}
+
+/// `stats()`: `{"total": {state: n}, "by_kind": {kind: {state: n}}}`.
+pub fn stats_answer<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
+    let by_kind = PyDict::new(py);
+    for (k, c) in &s.by_kind {
+        by_kind.set_item(k, counts_dict(py, c)?)?;
+    }
+    let d = PyDict::new(py);
+    d.set_item("total", counts_dict(py, &s.total)?)?;
+    d.set_item("by_kind", by_kind)?;
+    Ok(d)
+}
+
+/// `reap()`: the counts of one reaper pass.
+pub fn reap_answer<'py>(py: Python<'py>, r: &ReapReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("expired", r.expired)?;
+    d.set_item("dead", r.dead)?;
+    d.set_item("pruned", r.pruned)?;
+    d.set_item("corrupt", r.corrupt.len())?;
+    Ok(d)
 }
