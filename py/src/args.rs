@@ -78,15 +78,25 @@ pub fn duration(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Duration> {
     }
 }
 
-/// An enqueue `delay`: finite and >= 0. Past what a `Duration` holds it
-/// saturates; the core then refuses any delay whose sum with now passes
-/// the latest supported time (`InvalidArgumentError` naming `delay`).
+/// An enqueue `delay`: finite and >= 0. The core refuses a delay whose sum
+/// with now passes the latest supported time (`InvalidArgumentError` naming
+/// `delay`); one too large even for a `Duration` (over 2^64 seconds) is
+/// refused here by the same rule, with the seconds as given.
 pub fn delay(obj: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    let py = obj.py();
     let s = seconds(obj, "delay")?;
     if !(s.is_finite() && s >= 0.0) {
-        return Err(not_a_duration(obj.py(), "delay", s));
+        return Err(not_a_duration(py, "delay", s));
     }
-    Ok(Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX))
+    Duration::try_from_secs_f64(s).map_err(|_| {
+        invalid(
+            py,
+            format!(
+                "delay of {s:?} seconds puts the time after 9999-12-31T23:59:59.999Z \
+                 (limits.MAX_INSTANT)"
+            ),
+        )
+    })
 }
 
 /// A lease wait: >= 0 (NaN and negatives are invalid). `math.inf`, and any

@@ -206,6 +206,9 @@ def test_a_delay_past_the_latest_time_is_refused_not_wrapped(queue: telha_jobs.Q
     # 18446744073709552 s is 2^64 ms: a truncating cast made it 0.38 s.
     with pytest.raises(telha_jobs.InvalidArgumentError, match="delay"):
         queue.enqueue("embed", delay=18446744073709552.0)
+    # Past what a Duration holds: refused by the same rule, naming the value.
+    with pytest.raises(telha_jobs.InvalidArgumentError, match="delay of 1e300 seconds"):
+        queue.enqueue("embed", delay=1e300)
     assert queue.stats()["total"]["pending"] == 0
     assert queue.lease_next("w", wait=0.5) is None
 
