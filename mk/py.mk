@@ -6,7 +6,10 @@ PYTHON3 ?= python3
 PY_VENV := $(CARGO_TARGET_DIR)/py-venv
 PY := $(PY_VENV)/bin/python
 PY_WHEELS := $(CARGO_TARGET_DIR)/py-wheels
-PY_TOOLS := "maturin>=1.16,<2" "pytest>=8" "mypy>=1.10"
+PY_TOOLS := "maturin>=1.16,<2" "pytest>=8" "mypy>=1.10" "hypothesis>=6.100"
+# One stamp per tool list: a virtualenv made before a tool was added gets it
+# on the next run instead of lacking it forever.
+PY_TOOLS_STAMP := $(PY_VENV)/.tools-$(shell printf '%s' '$(PY_TOOLS)' | cksum | cut -d' ' -f1)
 
 TEST_TARGETS += test-py
 BENCH_TARGETS += bench-py
@@ -14,8 +17,19 @@ DEMO_TARGET := demo-py
 
 .PHONY: py-venv py-wheel test-py bench-py demo-py
 
-## The virtualenv with maturin, pytest and mypy (created once).
-py-venv: $(PY_VENV)/.ready
+## The virtualenv with maturin, pytest, mypy and hypothesis (created once,
+## topped up when PY_TOOLS changes), and faketime for the test of a server
+## whose clock differs from its client's.
+py-venv: $(PY_TOOLS_STAMP)
+
+$(PY_TOOLS_STAMP): $(PY_VENV)/.ready
+	$(PY) -m pip install -q --disable-pip-version-check $(PY_TOOLS)
+	@if ! command -v faketime >/dev/null 2>&1; then \
+	  echo "py.mk: installing faketime"; \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq faketime >/dev/null; \
+	fi
+	touch $@
 
 $(PY_VENV)/.ready:
 	@if ! $(PYTHON3) -c 'import ensurepip, venv' >/dev/null 2>&1; then \

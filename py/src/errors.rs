@@ -11,8 +11,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 use telha_jobs::{Error, ErrorKind};
 
-/// The Python class name for each kind, in `ErrorKind::ALL` order.
-const CLASS_NAMES: [(ErrorKind, &str); 7] = [
+/// The Python class name for each kind, in `ErrorKind::ALL` order (sized
+/// by it, so a new kind does not build until it has a class here).
+const CLASS_NAMES: [(ErrorKind, &str); ErrorKind::ALL.len()] = [
     (ErrorKind::InvalidArgument, "InvalidArgumentError"),
     (ErrorKind::NotFound, "NotFoundError"),
     (ErrorKind::Aborted, "LeaseLostError"),
@@ -20,6 +21,7 @@ const CLASS_NAMES: [(ErrorKind, &str); 7] = [
     (ErrorKind::Storage, "StorageError"),
     (ErrorKind::Corruption, "CorruptionError"),
     (ErrorKind::Closed, "QueueClosedError"),
+    (ErrorKind::UnsupportedFormat, "UnsupportedFormatError"),
 ];
 
 struct Classes {

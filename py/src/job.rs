@@ -3,10 +3,10 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyBytes;
-use telha_jobs::store::keys::{hex, JobKey};
+use pyo3::types::{PyBytes, PyType};
+use telha_jobs::Enqueued;
 
-use crate::payload;
+use crate::{payload, task};
 
 pub fn secs(ms: u64) -> f64 {
     ms as f64 / 1000.0
@@ -46,15 +46,26 @@ impl Job {
     fn scope(&self) -> String {
         self.inner.scope.to_string()
     }
-    /// The payload: the decoded value when it follows the msgpack
-    /// convention (what a dict or list enqueued from Python, Node or C
-    /// becomes), else the stored bytes. Decoded once, on first access.
+    /// The payload as it was given: `bytes` for bytes (a Node `Buffer`
+    /// too), the value for a value (a dict enqueued from Python, Node or C
+    /// by the msgpack convention). A job written without a record of its
+    /// encoding (an older store, C or Rust callers) reads as a value when
+    /// its bytes follow the convention, else as bytes. Decoded once.
     #[getter]
     fn payload(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let v = self
-            .payload
-            .get_or_try_init(py, || payload::from_bytes(py, &self.inner.payload))?;
-        Ok(v.clone_ref(py))
+        task::guard(py, "payload", || {
+            let (b, e) = (&self.inner.payload, self.inner.payload_encoding);
+            let v = self
+                .payload
+                .get_or_try_init(py, || payload::from_bytes(py, b, e))?;
+            Ok(v.clone_ref(py))
+        })
+    }
+    /// How the payload was written: `"bytes"`, `"value"`, or `"unknown"`
+    /// (not recorded: read by looking at the bytes).
+    #[getter]
+    fn payload_encoding(&self) -> &'static str {
+        self.inner.payload_encoding.as_str()
     }
     /// The payload bytes exactly as stored.
     #[getter]
@@ -76,11 +87,18 @@ impl Job {
     fn generation(&self) -> u64 {
         self.inner.generation
     }
-    /// The lease deadline, seconds since the epoch, as granted (`extend`
-    /// moves the real one).
+    /// The lease deadline, seconds since the epoch by the clock of the
+    /// store that granted it (a server's, over `connect`), as granted
+    /// (`extend` moves the real one). Schedule heartbeats from `lease_ttl`.
     #[getter]
     fn deadline(&self) -> f64 {
         secs(self.inner.deadline)
+    }
+    /// The TTL the lease was granted with, in seconds: it lasts this long
+    /// from the grant, and each `extend` renews it for as long again.
+    #[getter]
+    fn lease_ttl(&self) -> f64 {
+        secs(self.inner.lease_ttl_ms)
     }
     /// 0 most urgent … 255 least.
     #[getter]
@@ -121,16 +139,8 @@ impl JobInfo {
     }
 
     /// The `list` cursor that resumes strictly after this job's row.
-    pub fn cursor(&self) -> String {
-        let i = &self.inner;
-        let key = JobKey {
-            scope: i.scope,
-            state: i.state,
-            priority: i.priority,
-            ts: i.state_ts,
-            id: i.id,
-        };
-        hex(&key.encode())
+    pub fn cursor(&self) -> &str {
+        &self.inner.cursor
     }
 }
 
@@ -156,27 +166,51 @@ impl JobInfo {
     fn state(&self) -> &'static str {
         self.inner.state.as_str()
     }
-    /// The payload, decoded as for `Job.payload`.
+    /// The payload as it was given, as for `Job.payload`.
     #[getter]
     fn payload(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let v = self
-            .payload
-            .get_or_try_init(py, || payload::from_bytes(py, &self.inner.payload))?;
-        Ok(v.clone_ref(py))
+        task::guard(py, "payload", || {
+            let (b, e) = (&self.inner.payload, self.inner.payload_encoding);
+            let v = self
+                .payload
+                .get_or_try_init(py, || payload::from_bytes(py, b, e))?;
+            Ok(v.clone_ref(py))
+        })
+    }
+    /// How the payload was written: `"bytes"`, `"value"` or `"unknown"`.
+    #[getter]
+    fn payload_encoding(&self) -> &'static str {
+        self.inner.payload_encoding.as_str()
     }
     /// The payload bytes exactly as stored.
     #[getter]
     fn raw_payload<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.inner.payload)
     }
-    /// What `complete` was given (decoded like the payload), or None.
+    /// What `complete` was given, as it was given (`bytes` as bytes, a
+    /// value as the value; like the payload), or None.
     #[getter]
     fn result(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        self.inner
-            .result
-            .as_deref()
-            .map(|r| payload::from_bytes(py, r))
-            .transpose()
+        task::guard(py, "result", || {
+            let e = self.inner.result_encoding;
+            self.inner
+                .result
+                .as_deref()
+                .map(|r| payload::from_bytes(py, r, e))
+                .transpose()
+        })
+    }
+    /// How the result was written: `"bytes"`, `"value"` or `"unknown"`
+    /// (also when there is no result).
+    #[getter]
+    fn result_encoding(&self) -> &'static str {
+        self.inner.result_encoding.as_str()
+    }
+    /// Pass as `list(after=...)` to list the jobs after this one (the
+    /// JobInfo itself works too).
+    #[getter(cursor)]
+    fn py_cursor(&self) -> &str {
+        self.cursor()
     }
     /// The result bytes exactly as stored, or None.
     #[getter]
@@ -234,7 +268,9 @@ impl JobInfo {
     fn state_at(&self) -> f64 {
         secs(self.inner.state_ts)
     }
-    /// The event log, oldest first: `(timestamp, transition, detail)`.
+    /// The event log, oldest first: `(timestamp, transition, detail)`. A
+    /// long log folds its middle attempts into `"attempt"` entries, so every
+    /// attempt is accounted for.
     #[getter]
     fn events(&self) -> Vec<(f64, String, String)> {
         self.inner
@@ -254,4 +290,14 @@ impl JobInfo {
             self.inner.id, self.inner.kind, self.inner.state, self.inner.attempts
         )
     }
+}
+
+static ENQUEUED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `enqueue`'s answer as `telha_jobs.Enqueued(id, created)`: a `str`, the
+/// job id, with `.created` False when an idempotency key matched an
+/// existing job.
+pub fn enqueued(py: Python<'_>, e: &Enqueued) -> PyResult<Py<PyAny>> {
+    let cls = ENQUEUED.import(py, "telha_jobs._types", "Enqueued")?;
+    Ok(cls.call1((e.id.to_string(), e.created))?.unbind())
 }

@@ -1,16 +1,28 @@
 //! `telha_jobs._native`: the PyO3 module under the `telha_jobs` package.
-//! Mirrors node/src: queue.rs, job.rs, errors.rs, payload.rs (+ args.rs for
-//! argument conversion). The Worker and asyncio layers are pure Python.
+//!
+//! Files by concern, named as node/src's: config.rs (open settings through
+//! the core's key table), args.rs (argument conversion and range checks,
+//! enqueue options and items), queue.rs (the `Queue` class), admin.rs (the
+//! operator calls' queries and answers: list, stats, reap), job.rs (`Job`,
+//! `JobInfo`, the `Enqueued` answer), payload.rs (the payload convention
+//! and encodings), errors.rs (error kinds → exception classes), remote.rs
+//! (`connect`, `Server`), task.rs (running a call: the GIL released around
+//! the core, panics caught). node/src/batch.rs (batched napi values) has no
+//! Python counterpart. The Worker and asyncio layers are pure Python.
 
+mod admin;
 mod args;
+mod config;
 mod errors;
 mod job;
 mod payload;
 mod queue;
 mod remote;
+mod task;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use telha_jobs::limits;
 
 /// The embedded default store: `$TELHA_DB` when set, else `./telha-data`.
 #[pyfunction]
@@ -22,16 +34,38 @@ fn default_store_path() -> String {
 /// 0x01, then msgpack); what `enqueue` stores for a non-bytes payload.
 #[pyfunction]
 fn encode_payload<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-    let v = payload::to_value(value, "value", 0)?;
-    let b = telha_jobs::payload::encode(&v).map_err(|e| errors::to_py(value.py(), e))?;
-    Ok(PyBytes::new(value.py(), &b))
+    let py = value.py();
+    task::guard(py, "encode_payload", || {
+        let v = payload::to_value(value, "value", 0)?;
+        let b = task::pure(py, || telha_jobs::payload::encode(&v))?;
+        Ok(PyBytes::new(py, &b))
+    })
 }
 
-/// Decode stored bytes as a reader sees them: the value when they follow
-/// the convention, else the bytes unchanged.
+/// Decode stored bytes by looking at them (as for a row that recorded no
+/// encoding): the value when they follow the convention, else the bytes.
 #[pyfunction]
 fn decode_payload(py: Python<'_>, data: &[u8]) -> PyResult<Py<PyAny>> {
-    payload::from_bytes(py, data)
+    task::guard(py, "decode_payload", || {
+        payload::from_bytes(py, data, telha_jobs::Encoding::Unknown)
+    })
+}
+
+/// The core's limits, as `telha_jobs.limits` re-exports them (times in
+/// seconds as well as the core's milliseconds).
+fn add_limits(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("MAX_KIND_LEN", limits::MAX_KIND_LEN)?;
+    m.add("MAX_IDEMPOTENCY_KEY_LEN", limits::MAX_IDEMPOTENCY_KEY_LEN)?;
+    m.add("MAX_WORKER_ID_LEN", limits::MAX_WORKER_ID_LEN)?;
+    m.add("MAX_BATCH", limits::MAX_BATCH)?;
+    m.add("MAX_LIST_LIMIT", limits::MAX_LIST_LIMIT)?;
+    m.add("LIST_SCAN_BUDGET", limits::LIST_SCAN_BUDGET)?;
+    m.add("MAX_PAYLOAD_BYTES_LIMIT", limits::MAX_PAYLOAD_BYTES_LIMIT)?;
+    m.add("MAX_INSTANT_MS", limits::MAX_INSTANT_MS)?;
+    m.add("MAX_INSTANT", limits::MAX_INSTANT_MS as f64 / 1000.0)?;
+    m.add("MAX_DURATION", limits::MAX_DURATION.as_secs_f64())?;
+    m.add("PRIORITY_DEFAULT", telha_jobs::config::PRIORITY_DEFAULT)?;
+    Ok(())
 }
 
 #[pymodule]
@@ -40,11 +74,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<queue::CancelWait>()?;
     m.add_class::<job::Job>()?;
     m.add_class::<job::JobInfo>()?;
+    m.add_class::<config::ConfigKey>()?;
     m.add_class::<remote::Server>()?;
     m.add_function(wrap_pyfunction!(remote::connect, m)?)?;
+    m.add_function(wrap_pyfunction!(config::config_keys, m)?)?;
     m.add_function(wrap_pyfunction!(default_store_path, m)?)?;
     m.add_function(wrap_pyfunction!(encode_payload, m)?)?;
     m.add_function(wrap_pyfunction!(decode_payload, m)?)?;
+    m.add_function(wrap_pyfunction!(task::panic_for_tests, m)?)?;
+    add_limits(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,40 +1,44 @@
 //! Python values <-> `telha_jobs::payload::Value`, the cross-language
 //! payload convention (version byte + msgpack). The encoding itself is the
-//! core's (`payload::encode` / `payload::decode`); this file only maps types.
+//! core's (`payload::encode` / `payload::read`); this file only maps types
+//! and records how each payload or result was written, so it reads back as
+//! it was given: `bytes` as `bytes` (even when they happen to look like the
+//! convention), values as values.
 
 use pyo3::prelude::*;
 use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMemoryView, PyString, PyTuple,
 };
-use telha_jobs::payload::{self, Value, MAX_DEPTH};
+use telha_jobs::payload::{self, Encoding, Value, MAX_DEPTH};
 
-use crate::errors::{invalid, type_error, IntoPyResult};
+use crate::errors::{invalid, type_error};
 
-/// The bytes to store for a payload or result argument: `bytes`,
-/// `bytearray` and `memoryview` as they are; any other supported value
-/// encoded by the convention.
-pub fn to_bytes(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
+/// The bytes to store for a payload or result argument, and how they were
+/// made: `bytes`, `bytearray` and `memoryview` as they are
+/// ([`Encoding::Bytes`]); any other supported value encoded by the
+/// convention ([`Encoding::Value`]).
+pub fn to_bytes(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<(Vec<u8>, Encoding)> {
     if let Ok(b) = obj.cast::<PyBytes>() {
-        return Ok(b.as_bytes().to_vec());
+        return Ok((b.as_bytes().to_vec(), Encoding::Bytes));
     }
     if let Ok(b) = obj.cast::<PyByteArray>() {
-        return Ok(b.to_vec());
+        return Ok((b.to_vec(), Encoding::Bytes));
     }
     if obj.is_instance_of::<PyMemoryView>() {
-        return Ok(obj
-            .call_method0("tobytes")?
-            .cast::<PyBytes>()?
-            .as_bytes()
-            .to_vec());
+        let b = obj.call_method0("tobytes")?;
+        return Ok((b.cast::<PyBytes>()?.as_bytes().to_vec(), Encoding::Bytes));
     }
     let v = to_value(obj, what, 0)?;
-    payload::encode(&v).py_err(obj.py())
+    let bytes = crate::task::pure(obj.py(), || payload::encode(&v))?;
+    Ok((bytes, Encoding::Value))
 }
 
-/// What a reader sees for stored bytes: the decoded value when they follow
-/// the convention, else the bytes themselves.
-pub fn from_bytes(py: Python<'_>, bytes: &[u8]) -> PyResult<Py<PyAny>> {
-    match payload::decode(bytes) {
+/// What a reader sees for stored bytes written with `encoding`: the
+/// decoded value for a value, the bytes for bytes; a row that recorded no
+/// encoding (written before encodings were, or by C / Rust) is read by
+/// looking: a value when the bytes follow the convention, else the bytes.
+pub fn from_bytes(py: Python<'_>, bytes: &[u8], encoding: Encoding) -> PyResult<Py<PyAny>> {
+    match payload::read(bytes, encoding) {
         Some(v) => from_value(py, &v),
         None => Ok(PyBytes::new(py, bytes).into_any().unbind()),
     }

@@ -14,9 +14,9 @@ use pyo3::types::PyTuple;
 use telha_jobs_client::{ConnectOptions, RemoteQueue};
 use telha_jobs_server::{ServeOptions, ServerHandle, TlsPem};
 
-use crate::args;
-use crate::errors::{invalid, IntoPyResult};
+use crate::errors::invalid;
 use crate::queue::Queue;
+use crate::{args, task};
 
 /// How long `Server.stop()` lets in-flight calls finish by default.
 const STOP_GRACE_DEFAULT: Duration = Duration::from_secs(5);
@@ -24,8 +24,9 @@ const STOP_GRACE_DEFAULT: Duration = Duration::from_secs(5);
 /// Connect to a `telha serve` server (`url`: `http://host:port`, or
 /// `https://` for TLS). Returns a `Queue` with the same methods, types and
 /// errors as an embedded one. `token`: the server's bearer token (default:
-/// `$TELHA_TOKEN`). `timeout`: how long to try to reach the server (seconds)
-/// before raising `StorageError`. `ca_cert`: for `https://`, a PEM file of
+/// `$TELHA_TOKEN`). `timeout`: how long to try to reach the server (seconds
+/// or a timedelta, at most `limits.MAX_DURATION`) before raising
+/// `StorageError`. `ca_cert`: for `https://`, a PEM file of
 /// the CA to trust instead of the public web roots (a self-signed server).
 #[pyfunction]
 #[pyo3(signature = (url, token=None, *, timeout=None, ca_cert=None))]
@@ -38,19 +39,19 @@ pub fn connect(
     timeout: Option<&Bound<'_, PyAny>>,
     ca_cert: Option<PathBuf>,
 ) -> PyResult<Queue> {
-    let mut o = ConnectOptions::default();
-    o.token = token.or_else(|| std::env::var("TELHA_TOKEN").ok().filter(|t| !t.is_empty()));
-    if let Some(t) = timeout {
-        o.connect_timeout = args::duration(t, "timeout")?;
-    }
-    if let Some(path) = ca_cert {
-        o.ca_cert_pem = Some(read_pem(py, &path, "ca_cert")?);
-    }
-    let url = url.to_owned();
-    let q = py
-        .detach(move || RemoteQueue::connect(&url, o))
-        .py_err(py)?;
-    Ok(Queue::from_store(Arc::new(q)))
+    task::guard(py, "connect", || {
+        let mut o = ConnectOptions::default();
+        o.token = token.or_else(|| std::env::var("TELHA_TOKEN").ok().filter(|t| !t.is_empty()));
+        if let Some(t) = timeout {
+            o.connect_timeout = args::duration(t, "timeout")?;
+        }
+        if let Some(path) = ca_cert {
+            o.ca_cert_pem = Some(read_pem(py, &path, "ca_cert")?);
+        }
+        let url = url.to_owned();
+        let q = task::run(py, move || RemoteQueue::connect(&url, o))?;
+        Ok(Queue::from_store(Arc::new(q)))
+    })
 }
 
 fn read_pem(py: Python<'_>, path: &Path, what: &str) -> PyResult<Vec<u8>> {
@@ -73,6 +74,25 @@ pub struct Server {
     scheme: &'static str,
 }
 
+/// `Queue.serve`'s TLS files: both PEM files, or neither.
+pub fn tls(
+    py: Python<'_>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+) -> PyResult<Option<TlsPem>> {
+    match (tls_cert, tls_key) {
+        (None, None) => Ok(None),
+        (Some(cert), Some(key)) => Ok(Some(TlsPem {
+            cert_pem: read_pem(py, &cert, "tls_cert")?,
+            key_pem: read_pem(py, &key, "tls_key")?,
+        })),
+        _ => Err(invalid(
+            py,
+            "tls_cert and tls_key go together: give both PEM files, or neither",
+        )),
+    }
+}
+
 /// `Queue.serve`'s body: start serving `queue` in this process.
 // Field by field: `ServeOptions` may grow fields.
 #[allow(clippy::field_reassign_with_default)]
@@ -81,37 +101,29 @@ pub fn serve(
     queue: telha_jobs::Queue,
     listen: &str,
     token: Option<String>,
-    tls_cert: Option<PathBuf>,
-    tls_key: Option<PathBuf>,
+    tls: Option<TlsPem>,
     metrics_listen: Option<String>,
 ) -> PyResult<Server> {
-    let tls = match (tls_cert, tls_key) {
-        (None, None) => None,
-        (Some(cert), Some(key)) => Some(TlsPem {
-            cert_pem: read_pem(py, &cert, "tls_cert")?,
-            key_pem: read_pem(py, &key, "tls_key")?,
-        }),
-        _ => {
-            return Err(invalid(
-                py,
-                "tls_cert and tls_key go together: give both PEM files, or neither",
-            ))
-        }
-    };
     let scheme = if tls.is_some() { "https" } else { "http" };
     let mut options = ServeOptions::default();
     options.listen = listen.to_owned();
     options.token = token;
     options.tls = tls;
     options.metrics_listen = metrics_listen;
-    let handle = py
-        .detach(move || telha_jobs_server::serve(queue, options))
-        .py_err(py)?;
+    let handle = task::run(py, move || telha_jobs_server::serve(queue, options))?;
     Ok(Server {
         address: handle.local_addr().to_string(),
         metrics_address: handle.metrics_addr().map(|a| a.to_string()),
         handle: Mutex::new(Some(handle)),
         scheme,
+    })
+}
+
+/// Stop a server without holding the GIL (calls in flight may need it).
+fn shutdown(py: Python<'_>, h: ServerHandle, grace: Duration) -> PyResult<()> {
+    task::run(py, move || {
+        h.shutdown(grace);
+        Ok(())
     })
 }
 
@@ -121,7 +133,7 @@ impl Drop for Server {
     fn drop(&mut self) {
         let handle = self.handle.get_mut().ok().and_then(|h| h.take());
         if let Some(h) = handle {
-            Python::attach(|py| py.detach(move || h.shutdown(STOP_GRACE_DEFAULT)));
+            Python::attach(|py| shutdown(py, h, STOP_GRACE_DEFAULT)).ok();
         }
     }
 }
@@ -154,18 +166,21 @@ impl Server {
     }
 
     /// Stop serving: refuse new calls, end lease streams, let calls in
-    /// flight finish for up to `grace` seconds. Idempotent.
+    /// flight finish for up to `grace` seconds (at most
+    /// `limits.MAX_DURATION`). Idempotent.
     #[pyo3(signature = (grace=None), text_signature = "($self, grace=5.0)")]
     fn stop(&self, py: Python<'_>, grace: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        let grace = match grace {
-            Some(g) => args::duration(g, "grace")?,
-            None => STOP_GRACE_DEFAULT,
-        };
-        let handle = self.handle.lock().ok().and_then(|mut h| h.take());
-        if let Some(h) = handle {
-            py.detach(move || h.shutdown(grace));
-        }
-        Ok(())
+        task::guard(py, "stop", || {
+            let grace = match grace {
+                Some(g) => args::duration(g, "grace")?,
+                None => STOP_GRACE_DEFAULT,
+            };
+            let handle = self.handle.lock().ok().and_then(|mut h| h.take());
+            match handle {
+                Some(h) => shutdown(py, h, grace),
+                None => Ok(()),
+            }
+        })
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

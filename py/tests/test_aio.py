@@ -12,6 +12,7 @@ import pytest
 import telha_jobs
 from telha_jobs.aio import AsyncQueue, AsyncWorker
 
+from .conftest import Target
 from .test_worker import RELAPSE_SETTINGS, check_the_job_completed_by_its_last_delivery, hold_the_gil_past
 
 
@@ -19,9 +20,25 @@ def run(coro: object) -> object:
     return asyncio.run(coro)  # type: ignore[arg-type]
 
 
-def test_the_queue_api_as_coroutines(store: Path) -> None:
+async def aopen(target: Target, **settings: Any) -> AsyncQueue:
+    """An AsyncQueue over the target's queue (embedded, or remote)."""
+    return AsyncQueue(target.open(**settings))
+
+
+def test_async_queue_open_opens_an_embedded_store(store: Path) -> None:
     async def main() -> None:
-        async with await AsyncQueue.open(store, reaper_interval=0) as q:
+        async with await AsyncQueue.open(store, reaper_interval=0, max_attempts=2) as q:
+            assert q.path is not None and q.settings()["max_attempts"] == 2
+            job_id = await q.enqueue("embed")
+            assert (await q.get(job_id)) is not None
+        assert q.queue.closed
+
+    run(main())
+
+
+def test_the_queue_api_as_coroutines(target: Target) -> None:
+    async def main() -> None:
+        async with await aopen(target, reaper_interval=0) as q:
             job_id = await q.enqueue("embed", {"n": 1}, priority=3)
             ids = await q.enqueue_many([("embed", 2), ("embed", 3)])
             job = await q.lease_next("w")
@@ -43,9 +60,9 @@ def test_the_queue_api_as_coroutines(store: Path) -> None:
     run(main())
 
 
-def test_a_waiting_lease_does_not_block_the_event_loop(store: Path) -> None:
+def test_a_waiting_lease_does_not_block_the_event_loop(target: Target) -> None:
     async def main() -> None:
-        async with await AsyncQueue.open(store, reaper_interval=0) as q:
+        async with await aopen(target, reaper_interval=0) as q:
             ticks = 0
 
             async def ticker() -> None:
@@ -66,9 +83,9 @@ def test_a_waiting_lease_does_not_block_the_event_loop(store: Path) -> None:
     run(main())
 
 
-def test_cancelling_a_waiting_lease_ends_it_promptly(store: Path) -> None:
+def test_cancelling_a_waiting_lease_ends_it_promptly(target: Target) -> None:
     async def main() -> None:
-        async with await AsyncQueue.open(store, reaper_interval=0) as q:
+        async with await aopen(target, reaper_interval=0) as q:
             waiter = asyncio.create_task(q.lease_next("w", wait=120.0))
             await asyncio.sleep(0.1)
             t0 = time.monotonic()
@@ -83,9 +100,9 @@ def test_cancelling_a_waiting_lease_ends_it_promptly(store: Path) -> None:
     run(main())
 
 
-def test_the_async_worker_processes_jobs_and_stops(store: Path) -> None:
+def test_the_async_worker_processes_jobs_and_stops(target: Target) -> None:
     async def main() -> None:
-        async with await AsyncQueue.open(store, reaper_interval=0, backoff_base=0.001, max_attempts=1) as q:
+        async with await aopen(target, reaper_interval=0, backoff_base=0.001, max_attempts=1) as q:
             await q.enqueue_many([("embed", i) for i in range(100)])
             await q.enqueue("embed", -1)
 
@@ -109,9 +126,9 @@ def test_the_async_worker_processes_jobs_and_stops(store: Path) -> None:
     run(main())
 
 
-def test_async_stop_releases_handlers_past_the_timeout(store: Path) -> None:
+def test_async_stop_releases_handlers_past_the_timeout(target: Target) -> None:
     async def main() -> None:
-        async with await AsyncQueue.open(store, reaper_interval=0) as q:
+        async with await aopen(target, reaper_interval=0) as q:
             job_id = await q.enqueue("embed")
             started = asyncio.Event()
 
@@ -131,9 +148,9 @@ def test_async_stop_releases_handlers_past_the_timeout(store: Path) -> None:
     run(main())
 
 
-def test_the_async_worker_heartbeats_a_long_handler_past_its_ttl(store: Path) -> None:
+def test_the_async_worker_heartbeats_a_long_handler_past_its_ttl(target: Target) -> None:
     async def main() -> None:
-        async with await AsyncQueue.open(store, lease_ttl=1.0, reaper_interval=0.05) as q:
+        async with await aopen(target, lease_ttl=1.0, reaper_interval=0.05) as q:
             job_id = await q.enqueue("embed")
             flags: list[bool] = []
 
@@ -159,15 +176,15 @@ def test_the_async_worker_heartbeats_a_long_handler_past_its_ttl(store: Path) ->
     run(main())
 
 
-def test_the_async_worker_heartbeats_a_lease_taken_while_idle_in_time(store: Path) -> None:
+def test_the_async_worker_heartbeats_a_lease_taken_while_idle_in_time(target: Target) -> None:
     # With no lease held, the heartbeat task sleeps up to 0.5 s; a lease
     # taken meanwhile must wake it (as Worker's heartbeat thread is woken),
     # or a TTL under that expires before its first heartbeat. The job is
     # ready before the worker starts: it is leased just after the heartbeat
     # task first finds nothing to do.
     async def main() -> None:
-        async with await AsyncQueue.open(
-            store, lease_ttl=0.3, reaper_interval=0.05, backoff_base=0.01, backoff_cap=0.01
+        async with await aopen(
+            target, lease_ttl=0.3, reaper_interval=0.05, backoff_base=0.01, backoff_cap=0.01
         ) as q:
             job_id = await q.enqueue("embed")
             flags: list[bool] = []
@@ -242,6 +259,6 @@ def check_an_async_relapsed_lease_completes(q: telha_jobs.Queue, local: telha_jo
     check_the_job_completed_by_its_last_delivery(local, job_id, calls, lost_at_return, counts)
 
 
-def test_a_lease_lost_under_an_async_handler_and_leased_again_completes(store: Path) -> None:
-    with telha_jobs.Queue(store, **RELAPSE_SETTINGS) as q:
-        check_an_async_relapsed_lease_completes(q, q)
+def test_a_lease_lost_under_an_async_handler_and_leased_again_completes(target: Target) -> None:
+    with target.open(**RELAPSE_SETTINGS) as q:
+        check_an_async_relapsed_lease_completes(q, target.local())

@@ -11,6 +11,8 @@ import pytest
 
 import telha_jobs
 
+from .conftest import Target
+
 
 def test_the_exception_hierarchy_maps_every_core_kind() -> None:
     pairs = {
@@ -21,6 +23,7 @@ def test_the_exception_hierarchy_maps_every_core_kind() -> None:
         telha_jobs.StorageError: "STORAGE",
         telha_jobs.CorruptionError: "CORRUPTION",
         telha_jobs.QueueClosedError: "CLOSED",
+        telha_jobs.UnsupportedFormatError: "UNSUPPORTED_FORMAT",
     }
     for cls, code in pairs.items():
         assert issubclass(cls, telha_jobs.TelhaError) and cls.code == code
@@ -46,6 +49,7 @@ def test_every_exception_class_name_ends_in_error() -> None:
         "StorageError",
         "CorruptionError",
         "QueueClosedError",
+        "UnsupportedFormatError",
         "PermanentError",
     }
 
@@ -135,7 +139,8 @@ BAD_VALUES: list[tuple[str, Callable[[telha_jobs.Queue], Any], str]] = [
     ("empty idempotency key", lambda q: q.enqueue("embed", idempotency_key=""), "idempotency"),
     ("max_attempts 0", lambda q: q.enqueue("embed", max_attempts=0), "max_attempts must be 1"),
     ("oversized payload", lambda q: q.enqueue("embed", b"x" * 2048), "payload"),
-    ("unknown item key", lambda q: q.enqueue_many([{"kind": "embed", "prio": 1}]), "unknown key"),
+    ("unknown item key", lambda q: q.enqueue_many([{"kind": "embed", "prio": 1}]), "unknown option \"prio\""),
+    ("unknown enqueue option", lambda q: q.enqueue("embed", prio=1), "unknown option \"prio\"; one of scope, priority"),
     ("item without kind", lambda q: q.enqueue_many([{"payload": 1}]), "has no \"kind\""),
     ("bad kind pattern", lambda q: q.lease_next("w", kinds="ingest:pdf:*"), "kind pattern"),
     ("empty worker id", lambda q: q.lease_next(""), "worker id"),
@@ -159,9 +164,9 @@ def _nested(depth: int) -> list[Any]:
 
 @pytest.mark.parametrize("name,call,message", BAD_VALUES, ids=[b[0] for b in BAD_VALUES])
 def test_wrong_values_raise_invalid_argument(
-    store: Path, name: str, call: Callable[[telha_jobs.Queue], Any], message: str
+    target: Target, name: str, call: Callable[[telha_jobs.Queue], Any], message: str
 ) -> None:
-    with telha_jobs.Queue(store, reaper_interval=0, max_payload_bytes=1024) as q:
+    with target.open(reaper_interval=0, max_payload_bytes=1024) as q:
         with pytest.raises(telha_jobs.InvalidArgumentError) as exc:
             call(q)
         assert isinstance(exc.value, ValueError)
@@ -178,7 +183,7 @@ def test_wrong_values_raise_invalid_argument(
     [
         ({"lease_ttl": 0}, "lease_ttl"),
         ({"max_attempts": 0}, "max_attempts"),
-        ({"backoff_factor": 0.5}, "backoff.factor"),
+        ({"backoff_factor": 0.5}, "backoff_factor"),
         ({"backoff_base": 10, "backoff_cap": 5}, "backoff.cap"),
         ({"kinds": {"embed": {"bogus": 1}}}, "unknown per-kind setting"),
         ({"kinds": {"Bad Kind": {"max_attempts": 1}}}, "jobs.kinds key"),
@@ -220,3 +225,18 @@ def test_a_handler_error_type_never_escapes_as_a_crash(queue: telha_jobs.Queue) 
         telha_jobs.Job()  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         telha_jobs.JobInfo()  # type: ignore[call-arg]
+
+
+def test_a_store_of_a_newer_format_is_refused_untouched(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    with telha_jobs.Queue(store, reaper_interval=0) as q:
+        q.enqueue("embed", {"n": 1})
+    (store / "telha.format").write_text("format = 9\ncompatible_from = 9\n")
+    before = {p.name: p.read_bytes() for p in sorted(store.iterdir()) if p.is_file()}
+    with pytest.raises(telha_jobs.UnsupportedFormatError) as exc:
+        telha_jobs.Queue(store, reaper_interval=0)
+    assert exc.value.code == "UNSUPPORTED_FORMAT" and isinstance(exc.value, telha_jobs.TelhaError)
+    assert not isinstance(exc.value, telha_jobs.StorageError), "not a Corruption / Storage error"
+    assert "9" in str(exc.value)
+    after = {p.name: p.read_bytes() for p in sorted(store.iterdir()) if p.is_file()}
+    assert after == before, "the store was changed"

@@ -1,7 +1,8 @@
-"""A remote queue (``telha_jobs.connect`` to a ``Queue.serve`` in this
-process) behaves like a local one: the same API cases run against it, errors
-map to the same classes, the Worker heartbeats and stops the same way, and a
-client killed mid-job loses its lease to another client."""
+"""What only a remote queue has: serving and connecting, tokens, TLS, a
+server that goes away, a client killed mid-job, a server whose clock differs
+from the client's. (The suites for the queue itself, the payloads, the
+errors and both Workers run against a remote queue too: conftest's
+``target`` / ``queue`` fixtures are parametrised over local and remote.)"""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
-import threading
+import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -25,40 +26,7 @@ from telha_jobs.aio import AsyncQueue, AsyncWorker
 
 from .conftest import spawn
 
-# The core API cases, run again here against a remote queue: this module's
-# `queue` fixture (below) overrides conftest's, so each imported test gets a
-# client of a server instead of an embedded store.
-from .test_errors import (  # noqa: F401
-    test_a_handler_error_type_never_escapes_as_a_crash,
-    test_settling_an_unknown_job_is_not_found,
-)
-from .test_payload import (  # noqa: F401
-    test_a_payload_written_by_another_language_reads_as_a_dict,
-    test_bytes_pass_through_untouched,
-    test_tuples_encode_as_lists,
-    test_values_round_trip_through_a_job,
-)
-from .test_parallel import test_a_waiting_lease_releases_the_gil  # noqa: F401
-from .test_semantics import (  # noqa: F401
-    test_a_delayed_job_is_leased_only_once_due,
-    test_complete_many_completes_a_batch_and_reports_each_lost_lease,
-    test_a_repeated_idempotency_key_returns_the_existing_job,
-    test_lease_many_takes_a_batch,
-    test_list_pages_with_after,
-    test_metrics_and_stats_count_the_jobs,
-    test_priority_kinds_and_scopes_select_what_is_leased,
-    test_release_returns_a_job_without_spending_an_attempt,
-    test_retry_brings_a_dead_job_back_with_attempts_reset,
-    test_run_at_takes_epoch_seconds_or_a_datetime,
-)
-from .test_aio import check_an_async_relapsed_lease_completes
-from .test_worker import (  # noqa: F401
-    RELAPSE_SETTINGS,
-    check_a_relapsed_lease_completes,
-    test_cancel_wait_ends_a_lease_wait_from_another_thread,
-    test_worker_rejects_bad_arguments,
-    wait_for,
-)
+from .test_worker import wait_for
 
 Served = tuple[telha_jobs.Queue, telha_jobs.Server]
 
@@ -80,14 +48,6 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
     for local, server in opened:
         server.stop(grace=1.0)
         local.close()
-
-
-@pytest.fixture
-def queue(serve: Callable[..., Served]) -> Iterator[telha_jobs.Queue]:
-    _, server = serve()
-    q = telha_jobs.connect(server.url, timeout=10.0)
-    yield q
-    q.close()
 
 
 # -- the remote queue itself ---------------------------------------------------
@@ -141,54 +101,6 @@ def test_a_server_dropped_without_stop_stops(serve: Callable[..., Served]) -> No
     assert not local.closed
 
 
-def test_a_stale_remote_complete_is_lease_lost_and_changes_nothing(
-    serve: Callable[..., Served],
-) -> None:
-    local, server = serve(lease_ttl=0.05, backoff_base=0.001)
-    slow = telha_jobs.connect(server.url)
-    fast = telha_jobs.connect(server.url)
-    job_id = slow.enqueue("embed", "x")
-    stale = slow.lease_next("slow")
-    assert stale is not None
-    time.sleep(0.1)  # past the 50 ms lease
-    assert local.reap()["expired"] == 1
-    fresh = fast.lease_next("fast", wait=5.0)
-    assert fresh is not None and fresh.id == job_id and fresh.generation == stale.generation + 1
-    for settle in (
-        lambda: slow.complete(stale, "late result"),
-        lambda: slow.fail(stale, "late failure"),
-        lambda: slow.release(stale),
-    ):
-        with pytest.raises(telha_jobs.LeaseLostError) as exc:
-            settle()
-        assert exc.value.code == "ABORTED"
-    assert slow.extend([stale], "slow") == [False]
-    info = fast.get(job_id)
-    assert info is not None and info.state == "leased" and info.worker_id == "fast"
-    fast.complete(fresh, "ok")
-    assert local.get(job_id).result == "ok"  # type: ignore[union-attr]
-    slow.close()
-    fast.close()
-
-
-def test_remote_errors_map_to_the_same_classes(queue: telha_jobs.Queue) -> None:
-    with pytest.raises(telha_jobs.InvalidArgumentError):
-        queue.enqueue("Not A Kind")
-    with pytest.raises(telha_jobs.InvalidArgumentError):
-        queue.enqueue("embed", b"x" * (17 * 1024 * 1024))
-    with pytest.raises(telha_jobs.NotFoundError):
-        queue.retry("01890a5d-ac96-774b-bcce-b302099a8057")
-    assert queue.get("01890a5d-ac96-774b-bcce-b302099a8057") is None
-    with pytest.raises(telha_jobs.InvalidArgumentError):
-        queue.get("not-a-uuid")
-    # The server is still up and serving.
-    assert queue.enqueue("embed")
-    queue.close()
-    assert queue.closed
-    with pytest.raises(telha_jobs.QueueClosedError):
-        queue.stats()
-
-
 def test_a_wrong_or_missing_token_is_refused_clearly(serve: Callable[..., Served]) -> None:
     _, server = serve(token="s3cret-token")
     for token in ("wrong", None):
@@ -221,62 +133,6 @@ def test_serve_refuses_bad_addresses(serve: Callable[..., Served], tmp_path: Pat
 # -- Workers over a remote queue -------------------------------------------------
 
 
-def test_a_worker_over_a_remote_queue_heartbeats_past_the_ttl(
-    serve: Callable[..., Served],
-) -> None:
-    local, server = serve(lease_ttl=1.0, reaper_interval=0.05)
-    q = telha_jobs.connect(server.url)
-    done = q.enqueue("embed", {"n": 2})
-    long = q.enqueue("embed", {"hold": 2.5})
-    bad = q.enqueue("embed", {"n": -1}, max_attempts=1)
-    seen: list[bool] = []
-
-    def handler(job: telha_jobs.Job) -> Any:
-        if "hold" in job.payload:
-            lease = telha_jobs.current_lease()
-            assert lease is not None
-            end = time.monotonic() + job.payload["hold"]
-            while time.monotonic() < end:
-                seen.append(lease.lost)
-                time.sleep(0.05)
-            return "survived"
-        if job.payload["n"] < 0:
-            raise ValueError("negative")
-        return job.payload["n"] * 2
-
-    with telha_jobs.Worker(q, handler, concurrency=2, poll_wait=0.1):
-        wait_for(lambda: local.stats()["total"]["pending"] + local.stats()["total"]["leased"] == 0)
-    assert local.get(done).result == 4  # type: ignore[union-attr]
-    info = local.get(long)
-    assert info is not None and info.result == "survived" and info.attempts == 0
-    assert seen and not any(seen)
-    bad_info = local.get(bad)
-    assert bad_info is not None and bad_info.state == "dead" and "negative" in (bad_info.last_error or "")
-    q.close()
-
-
-def test_a_lost_remote_lease_sets_the_handlers_flag(serve: Callable[..., Served]) -> None:
-    local, server = serve(lease_ttl=0.3)
-    q = telha_jobs.connect(server.url)
-    q.enqueue("embed")
-    held: list[telha_jobs.Lease] = []
-
-    def handler(job: telha_jobs.Job) -> None:
-        lease = telha_jobs.current_lease()
-        assert lease is not None
-        held.append(lease)
-        assert lease.wait_lost(20.0)
-
-    w = telha_jobs.Worker(q, handler, concurrency=1, poll_wait=0.05)
-    w.start()
-    wait_for(lambda: bool(held))
-    local.release(held[0].job)  # taken away behind the worker's back
-    wait_for(lambda: held[0].lost)
-    wait_for(lambda: w.counts["lost"] == 1)
-    w.stop(5.0)
-    q.close()
-
-
 def test_a_worker_cut_off_from_its_server_flags_its_lease_lost(
     serve: Callable[..., Served],
 ) -> None:
@@ -304,47 +160,6 @@ def test_a_worker_cut_off_from_its_server_flags_its_lease_lost(
     assert local.reap()["expired"] == 1  # the server side agrees: nobody renewed it
     info = local.get(job_id)
     assert info is not None and info.state == "pending" and info.attempts == 1
-    q.close()
-
-
-def test_a_remote_lease_lost_under_its_handler_and_leased_again_completes(
-    serve: Callable[..., Served],
-) -> None:
-    local, server = serve(**RELAPSE_SETTINGS)
-    with telha_jobs.connect(server.url, timeout=10.0) as q:
-        check_a_relapsed_lease_completes(q, local)
-
-
-def test_a_remote_lease_lost_under_an_async_handler_and_leased_again_completes(
-    serve: Callable[..., Served],
-) -> None:
-    local, server = serve(**RELAPSE_SETTINGS)
-    with telha_jobs.connect(server.url, timeout=10.0) as q:
-        check_an_async_relapsed_lease_completes(q, local)
-
-
-def test_stopping_a_remote_worker_releases_its_jobs(serve: Callable[..., Served]) -> None:
-    local, server = serve()
-    q = telha_jobs.connect(server.url)
-    ids = q.enqueue_many([("embed", i) for i in range(2)])
-    gate = threading.Event()
-    started: list[str] = []
-
-    def handler(job: telha_jobs.Job) -> None:
-        started.append(job.id)
-        gate.wait(30.0)
-
-    w = telha_jobs.Worker(q, handler, concurrency=2, poll_wait=0.05)
-    w.start()
-    wait_for(lambda: len(started) == 2)
-    t0 = time.monotonic()
-    w.stop(timeout=0.2)
-    assert time.monotonic() - t0 < 10.0 and not w.running
-    for i in ids:
-        info = local.get(i)
-        assert info is not None and info.state == "pending" and info.attempts == 0
-        assert info.events[-1][1] == "released"
-    gate.set()
     q.close()
 
 
@@ -413,6 +228,93 @@ def test_a_client_killed_mid_job_loses_its_lease_to_another_client(
     assert info is not None and info.state == "completed" and info.result == "rescued"
     assert info.attempts == 1 and "expired" in (info.last_error or "")
     rescuer.close()
+
+
+# -- a server whose clock is an hour ahead -------------------------------------
+
+SKEWED_SERVER = """
+import sys, telha_jobs
+q = telha_jobs.Queue(sys.argv[1], lease_ttl=1.0, reaper_interval=0.05, backoff_base=60.0)
+server = q.serve("127.0.0.1:0")
+print(server.url, flush=True)
+sys.stdin.read()
+server.stop(grace=1.0)
+q.close()
+"""
+
+
+@pytest.mark.parametrize("flavour", ["Worker", "AsyncWorker"])
+def test_workers_heartbeat_from_the_ttl_when_the_servers_clock_is_ahead(tmp_path: Path, flavour: str) -> None:
+    # The deadlines this client sees are an hour past its own clock; a
+    # Worker that took `deadline - now` for the TTL would heartbeat in 20
+    # minutes and lose the 1 s lease under its handler.
+    faketime = shutil.which("faketime")
+    if faketime is None:
+        pytest.skip("faketime is needed (make py-venv installs it)")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", FAKETIME_DONT_FAKE_MONOTONIC="1")
+    child = subprocess.Popen(
+        [faketime, "-f", "+1h", sys.executable, "-c", SKEWED_SERVER, str(tmp_path / "store")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        assert child.stdout is not None
+        url = child.stdout.readline().strip()
+        assert url.startswith("http://"), url
+        with telha_jobs.connect(url, timeout=10.0) as q:
+            job_id = q.enqueue("embed")
+            seen: list[tuple[float, bool]] = []
+
+            def hold(job: telha_jobs.Job) -> list[bool]:
+                lease = telha_jobs.current_lease()
+                assert lease is not None
+                seen.append((job.deadline - time.time(), lease.lost))
+                return [lease.lost]
+
+            if flavour == "Worker":
+                def handler(job: telha_jobs.Job) -> str:
+                    for _ in range(30):  # 3 s: three TTLs
+                        hold(job)
+                        time.sleep(0.1)
+                    return "held"
+
+                with telha_jobs.Worker(q, handler, concurrency=1, poll_wait=0.05):
+                    wait_for(lambda: q.get(job_id).state != "leased" and bool(seen), timeout=30.0)  # type: ignore[union-attr]
+            else:
+                async def ahandler(job: telha_jobs.Job) -> str:
+                    for _ in range(30):
+                        hold(job)
+                        await asyncio.sleep(0.1)
+                    return "held"
+
+                async def main() -> None:
+                    aq = AsyncQueue(q)
+                    w = AsyncWorker(aq, ahandler, concurrency=1, poll_wait=0.05)
+                    runner = asyncio.create_task(w.run())
+                    end = time.monotonic() + 30.0
+                    while time.monotonic() < end:
+                        info = await aq.get(job_id)
+                        if seen and info is not None and info.state != "leased":
+                            break
+                        await asyncio.sleep(0.05)
+                    await w.stop(5.0)
+                    await asyncio.wait_for(runner, 10.0)
+                    aq._pool.shutdown(wait=False)
+
+                asyncio.run(main())
+            assert seen and seen[0][0] > 3000, "the server's clock is not ahead"
+            info = q.get(job_id)
+            assert info is not None
+            assert info.state == "completed" and info.result == "held", (info.state, info.last_error)
+            assert info.attempts == 0 and [e[1] for e in info.events] == ["enqueued", "leased", "completed"]
+            assert not any(lost for _, lost in seen)
+    finally:
+        if child.stdin is not None:
+            child.stdin.close()
+        try:
+            child.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
 
 
 # -- TLS ---------------------------------------------------------------------------

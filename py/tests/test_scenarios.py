@@ -39,40 +39,31 @@ q.close()
 """
 
 
+KEY_TYPES = {k.name: k.type for k in telha_jobs.config_keys()}
+
+
+def setting(name: str, value: Any) -> tuple[str, Any]:
+    """A case's config entry as a Queue keyword, through the key table:
+    ``<duration key>_ms`` in milliseconds becomes seconds, factors floats."""
+    base = name.removesuffix("_ms")
+    if name.endswith("_ms") and KEY_TYPES.get(base) in ("duration", "retention"):
+        return base, value / 1000
+    if KEY_TYPES.get(name) == "factor":
+        return name, float(value)
+    if name in KEY_TYPES:
+        return name, value
+    raise AssertionError(f"unknown config key {name!r}")
+
+
 def open_store(path: Path, config: dict[str, Any]) -> telha_jobs.Queue:
     """The one place this runner opens a store (the background reaper off:
     the cases reap explicitly)."""
     kw: dict[str, Any] = {"reaper_interval": 0}
     for k, v in config.items():
-        if k == "lease_ttl_ms":
-            kw["lease_ttl"] = v / 1000
-        elif k == "max_attempts":
-            kw["max_attempts"] = v
-        elif k == "backoff_base_ms":
-            kw["backoff_base"] = v / 1000
-        elif k == "backoff_factor":
-            kw["backoff_factor"] = float(v)
-        elif k == "backoff_cap_ms":
-            kw["backoff_cap"] = v / 1000
-        elif k == "max_payload_bytes":
-            kw["max_payload_bytes"] = v
-        elif k == "kinds":
-            kinds: dict[str, dict[str, float | int]] = {}
-            for kind, o in v.items():
-                kc: dict[str, float | int] = {}
-                for kk, vv in o.items():
-                    if kk == "lease_ttl_ms":
-                        kc["lease_ttl"] = vv / 1000
-                    elif kk == "max_attempts":
-                        kc["max_attempts"] = vv
-                    elif kk == "backoff_base_ms":
-                        kc["backoff_base"] = vv / 1000
-                    else:
-                        raise AssertionError(f"unknown kind config key {kk!r}")
-                kinds[kind] = kc
-            kw["kinds"] = kinds
+        if k == "kinds":
+            kw["kinds"] = {kind: dict(setting(kk, vv) for kk, vv in o.items()) for kind, o in v.items()}
         else:
-            raise AssertionError(f"unknown config key {k!r}")
+            kw.update([setting(k, v)])
     return telha_jobs.Queue(str(path), **kw)
 
 

@@ -11,11 +11,13 @@ import pytest
 
 import telha_jobs
 
+from .conftest import Target
+
 FAST_RETRY = {"backoff_base": 0.001, "backoff_cap": 0.001}
 
 
-def test_a_poison_job_is_dead_after_exactly_max_attempts_with_its_event_log(store: Path) -> None:
-    with telha_jobs.Queue(store, reaper_interval=0, max_attempts=3, **FAST_RETRY) as q:
+def test_a_poison_job_is_dead_after_exactly_max_attempts_with_its_event_log(target: Target) -> None:
+    with target.open(reaper_interval=0, max_attempts=3, **FAST_RETRY) as q:
         job_id = q.enqueue("ingest:pdf", {"doc": "poison.pdf"})
         leases = 0
         while (job := q.lease_next("w", wait=1.0)) is not None:
@@ -32,9 +34,9 @@ def test_a_poison_job_is_dead_after_exactly_max_attempts_with_its_event_log(stor
         assert q.stats()["total"]["dead"] == 1
 
 
-def test_per_job_and_per_kind_max_attempts_win_over_the_global(store: Path) -> None:
-    with telha_jobs.Queue(
-        store, reaper_interval=0, max_attempts=5, kinds={"embed": {"max_attempts": 2}}, **FAST_RETRY
+def test_per_job_and_per_kind_max_attempts_win_over_the_global(target: Target) -> None:
+    with target.open(
+        reaper_interval=0, max_attempts=5, kinds={"embed": {"max_attempts": 2}}, **FAST_RETRY
     ) as q:
         a = q.enqueue("embed")
         b = q.enqueue("embed", max_attempts=1)
@@ -42,8 +44,8 @@ def test_per_job_and_per_kind_max_attempts_win_over_the_global(store: Path) -> N
         assert [q.get(i).max_attempts for i in (a, b, c)] == [2, 1, 5]  # type: ignore[union-attr]
 
 
-def test_a_stale_worker_gets_lease_lost_and_changes_nothing(store: Path) -> None:
-    with telha_jobs.Queue(store, reaper_interval=0, lease_ttl=0.05, backoff_base=0.001) as q:
+def test_a_stale_worker_gets_lease_lost_and_changes_nothing(target: Target) -> None:
+    with target.open(reaper_interval=0, lease_ttl=0.05, backoff_base=0.001) as q:
         job_id = q.enqueue("embed", "x")
         stale = q.lease_next("slow")
         assert stale is not None
@@ -178,8 +180,8 @@ def test_release_returns_a_job_without_spending_an_attempt(queue: telha_jobs.Que
     assert info.events[-1][1] == "released"
 
 
-def test_the_queue_is_a_context_manager_and_close_is_final(store: Path) -> None:
-    with telha_jobs.Queue(store, reaper_interval=0) as q:
+def test_the_queue_is_a_context_manager_and_close_is_final(target: Target) -> None:
+    with target.open(reaper_interval=0) as q:
         q.enqueue("embed")
         assert not q.closed
     assert q.closed
@@ -205,10 +207,10 @@ def test_default_store_path_follows_telha_db(monkeypatch: pytest.MonkeyPatch) ->
     assert telha_jobs.default_store_path() == "telha-data"
 
 
-def test_a_toml_config_file_and_keywords_combine(tmp_path: Path) -> None:
+def test_a_toml_config_file_and_keywords_combine(target: Target, tmp_path: Path) -> None:
     cfg = tmp_path / "jobs.toml"
     cfg.write_text('[jobs]\nmax_attempts = 7\nreaper_interval = 0\n[jobs.kinds."ingest:pdf"]\nmax_attempts = 2\n')
-    with telha_jobs.Queue(tmp_path / "s", config_file=cfg, lease_ttl=12.5) as q:
+    with target.open(config_file=cfg, lease_ttl=12.5) as q:
         a = q.enqueue("embed")
         b = q.enqueue("ingest:pdf")
         assert q.get(a).max_attempts == 7  # type: ignore[union-attr]
@@ -217,9 +219,9 @@ def test_a_toml_config_file_and_keywords_combine(tmp_path: Path) -> None:
         assert job is not None and 12.0 < job.deadline - time.time() <= 12.5
 
 
-def test_completed_retention_prunes_old_completed_jobs_unless_infinite(tmp_path: Path) -> None:
-    for retention, left in ((0.05, 0), (float("inf"), 1)):
-        with telha_jobs.Queue(tmp_path / str(left), reaper_interval=0, completed_retention=retention) as q:
+def test_completed_retention_prunes_old_completed_jobs_unless_kept_forever(target: Target) -> None:
+    for retention, left in ((0.05, 0), (float("inf"), 1), (False, 1)):
+        with target.open(reaper_interval=0, completed_retention=retention) as q:
             job_id = q.enqueue("embed")
             job = q.lease_next("w")
             assert job is not None

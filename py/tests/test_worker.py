@@ -14,7 +14,7 @@ import pytest
 
 import telha_jobs
 
-from .conftest import spawn
+from .conftest import Target, spawn
 
 
 def wait_for(cond: Any, timeout: float = 20.0) -> None:
@@ -25,8 +25,8 @@ def wait_for(cond: Any, timeout: float = 20.0) -> None:
         time.sleep(0.01)
 
 
-def test_results_failures_and_permanent_failures(store: Path) -> None:
-    with telha_jobs.Queue(store, reaper_interval=0, max_attempts=2, backoff_base=0.001) as q:
+def test_results_failures_and_permanent_failures(target: Target) -> None:
+    with target.open(reaper_interval=0, max_attempts=2, backoff_base=0.001) as q:
         ok = q.enqueue("embed", {"n": 2})
         flaky = q.enqueue("embed", {"n": -1})
         bad = q.enqueue("embed", {"n": -2})
@@ -53,11 +53,11 @@ def test_results_failures_and_permanent_failures(store: Path) -> None:
         assert w.counts == {"completed": 1, "failed": 3, "lost": 0, "released": 0}
 
 
-def test_auto_heartbeat_keeps_a_job_leased_well_past_its_ttl(store: Path) -> None:
+def test_auto_heartbeat_keeps_a_job_leased_well_past_its_ttl(target: Target) -> None:
     # TTL 1 s with a reaper every 50 ms: an un-heartbeated lease would be
     # expired within ~1.05 s (the next test shows it). The handler holds it
     # for 3.5 s, heartbeats come every ~0.33 s.
-    with telha_jobs.Queue(store, lease_ttl=1.0, reaper_interval=0.05) as q:
+    with target.open(lease_ttl=1.0, reaper_interval=0.05) as q:
         job_id = q.enqueue("embed")
         seen: list[bool] = []
 
@@ -78,9 +78,9 @@ def test_auto_heartbeat_keeps_a_job_leased_well_past_its_ttl(store: Path) -> Non
         assert seen and not any(seen)
 
 
-def test_without_a_heartbeat_the_same_lease_is_lost(store: Path) -> None:
+def test_without_a_heartbeat_the_same_lease_is_lost(target: Target) -> None:
     # The control for the test above: same TTL and reaper, no Worker.
-    with telha_jobs.Queue(store, lease_ttl=1.0, reaper_interval=0.05, backoff_base=0.001) as q:
+    with target.open(lease_ttl=1.0, reaper_interval=0.05, backoff_base=0.001) as q:
         job_id = q.enqueue("embed")
         job = q.lease_next("w")
         assert job is not None
@@ -89,8 +89,8 @@ def test_without_a_heartbeat_the_same_lease_is_lost(store: Path) -> None:
             q.complete(job)
 
 
-def test_a_lease_lost_under_a_handler_sets_its_flag(store: Path) -> None:
-    with telha_jobs.Queue(store, lease_ttl=0.3, reaper_interval=0) as q:
+def test_a_lease_lost_under_a_handler_sets_its_flag(target: Target) -> None:
+    with target.open(lease_ttl=0.3, reaper_interval=0) as q:
         job_id = q.enqueue("embed")
         held: list[telha_jobs.Lease] = []
 
@@ -114,8 +114,8 @@ def test_a_lease_lost_under_a_handler_sets_its_flag(store: Path) -> None:
         assert q.get(job_id).state in ("pending", "leased")  # type: ignore[union-attr]
 
 
-def test_graceful_stop_releases_running_jobs_without_spending_attempts(store: Path) -> None:
-    with telha_jobs.Queue(store, reaper_interval=0) as q:
+def test_graceful_stop_releases_running_jobs_without_spending_attempts(target: Target) -> None:
+    with target.open(reaper_interval=0) as q:
         ids = q.enqueue_many([("embed", i) for i in range(2)])
         gate = threading.Event()
         started: list[str] = []
@@ -141,8 +141,8 @@ def test_graceful_stop_releases_running_jobs_without_spending_attempts(store: Pa
         assert q.stats()["total"]["pending"] == 2
 
 
-def test_stop_waits_for_handlers_that_finish_in_time(store: Path) -> None:
-    with telha_jobs.Queue(store, reaper_interval=0) as q:
+def test_stop_waits_for_handlers_that_finish_in_time(target: Target) -> None:
+    with target.open(reaper_interval=0) as q:
         job_id = q.enqueue("embed")
         started = threading.Event()
 
@@ -242,8 +242,8 @@ def test_worker_rejects_bad_arguments(queue: telha_jobs.Queue) -> None:
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-def test_a_handler_raising_system_exit_hands_its_job_back(store: Path) -> None:
-    with telha_jobs.Queue(store, reaper_interval=0) as q:
+def test_a_handler_raising_system_exit_hands_its_job_back(target: Target) -> None:
+    with target.open(reaper_interval=0) as q:
         job_id = q.enqueue("embed")
 
         def handler(job: telha_jobs.Job) -> None:
@@ -345,6 +345,42 @@ def check_a_relapsed_lease_completes(q: telha_jobs.Queue, local: telha_jobs.Queu
     check_the_job_completed_by_its_last_delivery(local, job_id, calls, lost_at_return, w.counts)
 
 
-def test_a_lease_lost_under_its_handler_and_leased_again_completes(store: Path) -> None:
-    with telha_jobs.Queue(store, **RELAPSE_SETTINGS) as q:
-        check_a_relapsed_lease_completes(q, q)
+def test_a_lease_lost_under_its_handler_and_leased_again_completes(target: Target) -> None:
+    with target.open(**RELAPSE_SETTINGS) as q:
+        check_a_relapsed_lease_completes(q, target.local())
+
+
+# -- heartbeats follow the granted TTL, not the deadline (issue 13) ---------------
+
+
+class SkewedJob:
+    """Stands in for a Job leased from a server whose clock is an hour
+    ahead: its deadline is an hour past this process's clock, its TTL 0.3 s."""
+
+    id = "0190a000-0000-7000-8000-000000000001"
+    generation = 1
+    lease_ttl = 0.3
+
+    def __init__(self, skew: float) -> None:
+        self.deadline = time.time() + skew + self.lease_ttl
+
+
+@pytest.mark.parametrize("skew", [3600.0, -3600.0])
+def test_a_lease_schedules_heartbeats_from_its_ttl_not_its_deadline(skew: float) -> None:
+    from telha_jobs._lease import Lease
+
+    t0 = time.time()
+    lease = Lease(SkewedJob(skew))  # type: ignore[arg-type]
+    t1 = time.time()
+    assert lease.ttl == 0.3
+    assert t0 + 0.1 <= lease.next_beat <= t1 + 0.1
+    # When it runs out unless renewed, by this process's clock.
+    assert t0 + 0.3 <= lease.expires <= t1 + 0.3
+
+
+def test_a_leased_job_carries_the_ttl_it_was_granted(target: Target) -> None:
+    with target.open(reaper_interval=0, lease_ttl=7.5, kinds={"slow": {"lease_ttl": 90.0}}) as q:
+        q.enqueue("embed")
+        q.enqueue("slow")
+        jobs = {j.kind: j for j in q.lease_many("w", 2)}
+        assert jobs["embed"].lease_ttl == 7.5 and jobs["slow"].lease_ttl == 90.0

@@ -3,13 +3,35 @@ the stubs stop describing how the package is used. Not run by pytest."""
 
 from __future__ import annotations
 
+import datetime
+import math
+from collections.abc import Sequence
+
 import telha_jobs
+from telha_jobs import limits
 from telha_jobs.aio import AsyncQueue, AsyncWorker
 
 
-def use(q: telha_jobs.Queue) -> list[str]:
+def open_queue() -> telha_jobs.Queue:
+    q = telha_jobs.Queue(
+        "/tmp/x",
+        lease_ttl=datetime.timedelta(minutes=5),
+        completed_retention=False,
+        prune_batch=500,
+        kinds={"ingest:pdf": {"lease_ttl": 1800.0, "max_attempts": 3}},
+    )
+    settings: dict[str, object] = q.settings()
+    keys: list[str] = [k.name for k in telha_jobs.config_keys() if k.per_kind]
+    print(settings, keys, limits.MAX_BATCH, limits.MAX_INSTANT)
+    return telha_jobs.Queue("/tmp/y", completed_retention=math.inf)
+
+
+def use(q: telha_jobs.Queue) -> Sequence[str]:
     job_id: str = q.enqueue("ingest:pdf", {"doc": "a.pdf"}, priority=10, delay=1.5)
-    ids: list[str] = q.enqueue_many([("embed", b"raw"), {"kind": "embed", "payload": 1}])
+    again = q.enqueue("ingest:pdf", {"doc": "a.pdf"}, idempotency_key="a")
+    created: bool = again.created
+    ids: list[telha_jobs.Enqueued] = q.enqueue_many([("embed", b"raw"), {"kind": "embed", "payload": 1}])
+    print(created, [e.created for e in ids])
     job: telha_jobs.Job | None = q.lease_next("w", kinds="ingest:*", wait=5.0)
     if job is not None:
         alive: list[bool] = q.extend([job], "w")
@@ -22,6 +44,11 @@ def use(q: telha_jobs.Queue) -> list[str]:
         q.retry(info.id)
     for ts, transition, detail in info.events if info else []:
         print(f"{ts:.3f} {transition} {detail}")
+    page: telha_jobs.JobList = q.list(limit=limits.MAX_LIST_LIMIT)
+    while page.next is not None:
+        page = q.list(after=page.next)
+    first: telha_jobs.JobInfo | None = page[0] if page else None
+    print(first.cursor if first else None, first.payload_encoding if first else None, page.corrupt)
     counts: int = q.stats()["total"]["pending"]
     print(counts, q.metrics().splitlines()[0])
     return ids
@@ -49,7 +76,12 @@ async def async_use() -> None:
         await aq.enqueue("embed", 1)
         job = await aq.lease_next("w", wait=1.0)
         if job is not None:
+            ttl: float = job.lease_ttl
+            print(ttl)
             await aq.complete(job)
+        e: telha_jobs.Enqueued = await aq.enqueue("embed", 2)
+        page: telha_jobs.JobList = await aq.list(limit=5)
+        print(e.created, page.next, aq.settings())
         await AsyncWorker(aq, handle_async).stop()
 
 

@@ -17,7 +17,9 @@ server: ``server = q.serve("127.0.0.1:7450")`` in the process that owns the
 store (or ``telha serve --db PATH``), then ``telha_jobs.connect(url)`` gives
 a :class:`Queue` with the same methods, types and errors.
 
-Times are float seconds (durations) or seconds since the epoch (instants).
+Times are float seconds (durations) or seconds since the epoch (instants),
+range-checked against :mod:`telha_jobs.limits` (the core's own limits).
+``Queue(...)`` takes every key of :func:`config_keys` by name.
 
 Every exception class name ends in ``Error`` (``LeaseLostError``,
 ``NotFoundError``, ...). The old names ``InvalidArgument``, ``NotFound``,
@@ -39,28 +41,37 @@ from ._errors import (
     StoreLocked,
     StoreLockedError,
     TelhaError,
+    UnsupportedFormatError,
 )
 from ._lease import Lease, Permanent, PermanentError, current_lease
+from . import limits
 from ._native import (
     CancelWait,
+    ConfigKey,
     Job,
     JobInfo,
     Queue,
     Server,
     __version__,
+    config_keys,
     connect,
     decode_payload,
     default_store_path,
     encode_payload,
 )
+from ._types import CorruptRecord, Enqueued, JobList
 from .worker import Worker
 
 __all__ = [
     "CancelWait",
+    "ConfigKey",
+    "CorruptRecord",
     "CorruptionError",
+    "Enqueued",
     "InvalidArgumentError",
     "Job",
     "JobInfo",
+    "JobList",
     "Lease",
     "LeaseLostError",
     "NotFoundError",
@@ -71,13 +82,16 @@ __all__ = [
     "StorageError",
     "StoreLockedError",
     "TelhaError",
+    "UnsupportedFormatError",
     "Worker",
     "__version__",
+    "config_keys",
     "connect",
     "current_lease",
     "decode_payload",
     "default_store_path",
     "encode_payload",
+    "limits",
     # Deprecated aliases of the ...Error classes above (removed in the next release).
     "InvalidArgument",
     "LeaseLost",

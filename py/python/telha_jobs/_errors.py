@@ -18,6 +18,7 @@ __all__ = [
     "StorageError",
     "CorruptionError",
     "QueueClosedError",
+    "UnsupportedFormatError",
     # Deprecated aliases (removed in the next release).
     "InvalidArgument",
     "NotFound",
@@ -94,6 +95,15 @@ class QueueClosedError(TelhaError):
     code = "CLOSED"
 
 
+class UnsupportedFormatError(TelhaError):
+    """The store was written by a newer, incompatible version of
+    telha-jobs (its ``telha.format`` marker names a format this build cannot
+    read). The store was left untouched: open it with that version or a
+    later one."""
+
+    code = "UNSUPPORTED_FORMAT"
+
+
 # Deprecated aliases, kept for one release: the same class objects.
 InvalidArgument = InvalidArgumentError
 NotFound = NotFoundError
@@ -102,6 +112,6 @@ StoreLocked = StoreLockedError
 QueueClosed = QueueClosedError
 
 for _cls in (TelhaError, InvalidArgumentError, NotFoundError, LeaseLostError, StoreLockedError,
-             StorageError, CorruptionError, QueueClosedError):
+             StorageError, CorruptionError, QueueClosedError, UnsupportedFormatError):
     _cls.__module__ = "telha_jobs"
 del _cls

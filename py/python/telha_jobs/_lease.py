@@ -40,13 +40,18 @@ class Lease:
     def __init__(self, job: Job) -> None:
         self.job = job
         now = time.time()
-        # The TTL the queue granted: the deadline is now + the kind's lease_ttl.
-        self.ttl = max(job.deadline - now, 0.001)
+        # The TTL the lease was granted with. Never `deadline - now`: over
+        # `connect()` the deadline is on the server's clock, and a server
+        # clock ahead of ours would space heartbeats past the real expiry
+        # (one behind would send them in a tight loop).
+        self.ttl = max(job.lease_ttl, 0.001)
         self.next_beat = now + self.ttl / 3
-        # When the lease runs out unless a heartbeat renews it: if no
-        # heartbeat gets through by then (a remote queue's network is down),
-        # the lease is lost as surely as if the queue had said so.
-        self.expires = job.deadline
+        # When the lease runs out, by this process's clock, unless a
+        # heartbeat renews it: if no heartbeat gets through by then (a remote
+        # queue's network is down), the lease is lost as surely as if the
+        # queue had said so. (Counted from when the lease reached us: a
+        # little after the grant, by the call's latency.)
+        self.expires = now + self.ttl
         self._lost = False
         # Created only when someone waits: most handlers never do, and an
         # Event per job is a measurable cost at thousands of jobs a second.

@@ -4,17 +4,32 @@ import datetime
 import os
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, final
+from typing import Any, Literal, TypedDict, final
 
 from ._errors import TelhaError
+from ._types import Enqueued, JobList
 
 __all__ = [
     "CancelWait",
+    "ConfigKey",
     "Job",
     "JobInfo",
+    "LIST_SCAN_BUDGET",
+    "MAX_BATCH",
+    "MAX_DURATION",
+    "MAX_IDEMPOTENCY_KEY_LEN",
+    "MAX_INSTANT",
+    "MAX_INSTANT_MS",
+    "MAX_KIND_LEN",
+    "MAX_LIST_LIMIT",
+    "MAX_PAYLOAD_BYTES_LIMIT",
+    "MAX_WORKER_ID_LEN",
+    "PRIORITY_DEFAULT",
     "Queue",
     "Server",
     "__version__",
+    "_panic_for_tests",
+    "config_keys",
     "connect",
     "decode_payload",
     "default_store_path",
@@ -23,11 +38,74 @@ __all__ = [
 
 __version__: str
 
+# The core's limits (re-exported by ``telha_jobs.limits``, documented there).
+MAX_KIND_LEN: int
+MAX_IDEMPOTENCY_KEY_LEN: int
+MAX_WORKER_ID_LEN: int
+MAX_BATCH: int
+MAX_LIST_LIMIT: int
+LIST_SCAN_BUDGET: int
+MAX_PAYLOAD_BYTES_LIMIT: int
+MAX_INSTANT_MS: int
+MAX_INSTANT: float
+MAX_DURATION: float
+PRIORITY_DEFAULT: int
+
 _State = Literal["pending", "leased", "completed", "failed", "dead"]
+_Encoding = Literal["unknown", "bytes", "value"]
+_KeyType = Literal["duration", "retention", "count", "factor", "flag"]
 _Seconds = float | int | datetime.timedelta
+# A retention: seconds or a timedelta, or False / math.inf to keep forever.
+_Retention = float | int | datetime.timedelta | Literal[False]
 _Instant = float | int | datetime.datetime
 _ScopeArg = str | uuid.UUID
 _IdArg = str | uuid.UUID
+
+class _KindSettings(TypedDict, total=False):
+    """The per-kind keys of ``config_keys()`` (``kinds={kind: {...}}``).
+    Kept equal to the table by the test suite."""
+
+    lease_ttl: _Seconds
+    max_attempts: int
+    backoff_base: _Seconds
+    backoff_factor: float
+    backoff_cap: _Seconds
+
+@final
+class ConfigKey:
+    """One settable key of the core's table: ``Queue(...)`` takes it as a
+    keyword of the same ``name`` (and per kind when ``per_kind``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def type(self) -> _KeyType:
+        """duration: seconds or a timedelta; retention: also False /
+        math.inf (forever); count: int; factor: float; flag: bool."""
+    @property
+    def unit(self) -> str: ...
+    @property
+    def default(self) -> str:
+        """The default in the config file's syntax (``"300s"``, ``"5"``)."""
+    @property
+    def per_kind(self) -> bool: ...
+    @property
+    def doc(self) -> str: ...
+    @property
+    def toml(self) -> str:
+        """Its path under ``[jobs]`` in the TOML file."""
+    @property
+    def env(self) -> str | None:
+        """The ``TELHA_JOBS_*`` variable that overrides it."""
+    @property
+    def min(self) -> float | int | None:
+        """The smallest value allowed (seconds for durations)."""
+    @property
+    def max(self) -> float | int | None:
+        """The largest value allowed (seconds for durations)."""
+
+def config_keys() -> list[ConfigKey]:
+    """Every key ``Queue(...)`` accepts, from the core's table."""
 
 def connect(
     url: str,
@@ -41,6 +119,11 @@ def connect(
     trust). ``token`` defaults to ``$TELHA_TOKEN``; an unreachable server
     raises :class:`StorageError` after ``timeout`` seconds (default 10)."""
 
+def _panic_for_tests(stage: Literal["core", "call"], message: str) -> None:
+    """For the test suite: a panic inside a core call (``"core"``) or in the
+    binding's code around it (``"call"``), through the same boundaries as
+    every other call (it raises StorageError)."""
+
 def default_store_path() -> str:
     """``$TELHA_DB`` when set, else ``./telha-data``."""
 
@@ -48,7 +131,8 @@ def encode_payload(value: Any) -> bytes:
     """Encode by the cross-language payload convention (0x01 + msgpack)."""
 
 def decode_payload(data: bytes) -> Any:
-    """The value when ``data`` follows the convention, else ``data``."""
+    """The value when ``data`` follows the convention, else ``data``
+    (how a row that recorded no encoding is read)."""
 
 @final
 class CancelWait:
@@ -70,9 +154,12 @@ class Job:
     @property
     def scope(self) -> str: ...
     @property
-    def payload(self) -> Any: ...
+    def payload(self) -> Any:
+        """As given: bytes for bytes, the value for a value."""
     @property
     def raw_payload(self) -> bytes: ...
+    @property
+    def payload_encoding(self) -> _Encoding: ...
     @property
     def attempts(self) -> int: ...
     @property
@@ -80,7 +167,12 @@ class Job:
     @property
     def generation(self) -> int: ...
     @property
-    def deadline(self) -> float: ...
+    def deadline(self) -> float:
+        """By the granting store's clock (a server's, over ``connect``)."""
+    @property
+    def lease_ttl(self) -> float:
+        """The TTL the lease was granted with, in seconds: schedule
+        heartbeats from this, not from the deadline."""
     @property
     def priority(self) -> int: ...
     @property
@@ -105,9 +197,16 @@ class JobInfo:
     @property
     def raw_payload(self) -> bytes: ...
     @property
+    def payload_encoding(self) -> _Encoding: ...
+    @property
     def result(self) -> Any: ...
     @property
     def raw_result(self) -> bytes | None: ...
+    @property
+    def result_encoding(self) -> _Encoding: ...
+    @property
+    def cursor(self) -> str:
+        """Pass as ``list(after=...)`` to list the jobs after this one."""
     @property
     def attempts(self) -> int: ...
     @property
@@ -143,18 +242,26 @@ class Queue:
         cls,
         path: str | os.PathLike[str] | None = None,
         *,
+        config_file: str | os.PathLike[str] | None = None,
+        kinds: Mapping[str, _KindSettings] | None = None,
+        # One keyword per key of config_keys(), by name and type (the test
+        # suite keeps this list equal to the core's table).
         lease_ttl: _Seconds | None = None,
         reaper_interval: _Seconds | None = None,
         max_attempts: int | None = None,
         backoff_base: _Seconds | None = None,
         backoff_factor: float | None = None,
         backoff_cap: _Seconds | None = None,
-        completed_retention: _Seconds | None = None,
+        completed_retention: _Retention | None = None,
         sync_writes: bool | None = None,
-        kinds: Mapping[str, Mapping[str, float | int]] | None = None,
-        config_file: str | os.PathLike[str] | None = None,
         max_payload_bytes: int | None = None,
-    ) -> Queue: ...
+        prune_batch: int | None = None,
+    ) -> Queue:
+        """Open (or create) an embedded store; an unknown setting is
+        InvalidArgumentError listing the valid ones."""
+    def settings(self) -> dict[str, Any]:
+        """The settings in force by key name, and ``"kinds"``; valid input
+        for ``Queue(path, **settings)``. Embedded queues only."""
     @property
     def path(self) -> str | None:
         """The store directory; None for a remote queue."""
@@ -180,8 +287,10 @@ class Queue:
         run_at: _Instant | None = None,
         idempotency_key: str | None = None,
         max_attempts: int | None = None,
-    ) -> str: ...
-    def enqueue_many(self, items: Iterable[tuple[str, Any] | Mapping[str, Any]]) -> list[str]: ...
+    ) -> Enqueued:
+        """The job id (``.created`` False on an idempotency hit). An unknown
+        option is InvalidArgumentError listing the valid ones."""
+    def enqueue_many(self, items: Iterable[tuple[str, Any] | Mapping[str, Any]]) -> list[Enqueued]: ...
     def lease_next(
         self,
         worker_id: str,
@@ -190,7 +299,8 @@ class Queue:
         scope: _ScopeArg | Sequence[_ScopeArg] | None = None,
         wait: _Seconds = 0.0,
         cancel: CancelWait | None = None,
-    ) -> Job | None: ...
+    ) -> Job | None:
+        """``wait=math.inf`` waits until a job comes, ``cancel`` or ``close``."""
     def lease_many(
         self,
         worker_id: str,
@@ -200,7 +310,8 @@ class Queue:
         scope: _ScopeArg | Sequence[_ScopeArg] | None = None,
         wait: _Seconds = 0.0,
         cancel: CancelWait | None = None,
-    ) -> list[Job]: ...
+    ) -> list[Job]:
+        """``max``: 1 to ``limits.MAX_BATCH`` (10,000)."""
     def extend(self, jobs: Iterable[Job | str], worker_id: str) -> list[bool]: ...
     def complete(self, job: Job | str, result: Any = None) -> None: ...
     def complete_many(
@@ -220,7 +331,10 @@ class Queue:
         kind: str | None = None,
         limit: int = 100,
         after: JobInfo | _IdArg | None = None,
-    ) -> list[JobInfo]: ...
+    ) -> JobList:
+        """Up to ``limit`` jobs, 1 to ``limits.MAX_LIST_LIMIT`` (10,000);
+        ``.next`` is the cursor for ``after`` (None at the end), ``.corrupt``
+        the rows skipped. ``after``: a JobInfo, a cursor or a job id."""
     def reap(self) -> dict[str, int]: ...
     def serve(
         self,

@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 from ._errors import LeaseLostError, QueueClosedError, TelhaError
 from ._lease import Lease, PermanentError, _current
 from ._native import CancelWait, Job, JobInfo, Queue, connect
-from .worker import after_heartbeat, default_worker_id, delivery, failure_reason
+from ._types import Enqueued, JobList
+from .worker import after_heartbeat, default_worker_id, delivery, failure_reason, seconds
 
 __all__ = ["AsyncQueue", "AsyncWorker"]
 
@@ -85,11 +86,15 @@ class AsyncQueue:
         """The store directory, or the server URL of a remote queue."""
         return self.queue.location
 
-    async def enqueue(self, kind: str, payload: Any = None, **options: Any) -> str:
+    def settings(self) -> dict[str, Any]:
+        """As :meth:`Queue.settings` (no store call: the settings in force)."""
+        return self.queue.settings()
+
+    async def enqueue(self, kind: str, payload: Any = None, **options: Any) -> Enqueued:
         """As :meth:`Queue.enqueue`."""
         return await self._call(self.queue.enqueue, kind, payload, **options)
 
-    async def enqueue_many(self, items: Iterable[Any]) -> list[str]:
+    async def enqueue_many(self, items: Iterable[Any]) -> list[Enqueued]:
         """As :meth:`Queue.enqueue_many` (atomic)."""
         return await self._call(self.queue.enqueue_many, list(items))
 
@@ -161,7 +166,7 @@ class AsyncQueue:
     async def get(self, job_id: str) -> JobInfo | None:
         return await self._call(self.queue.get, job_id)
 
-    async def list(self, **query: Any) -> list[JobInfo]:
+    async def list(self, **query: Any) -> JobList:
         """As :meth:`Queue.list` (keywords state, scope, kind, limit, after)."""
         return await self._call(self.queue.list, **query)
 
@@ -178,7 +183,8 @@ class AsyncQueue:
 class AsyncWorker:
     """The :class:`~telha_jobs.Worker` for coroutine handlers: ``concurrency``
     tasks each lease a job and ``await handler(job)``; a heartbeat task
-    extends held leases at a third of their TTL. ``await run()`` until
+    extends held leases at a third of the TTL each was granted with
+    (``job.lease_ttl``, as :class:`~telha_jobs.Worker` does). ``await run()`` until
     ``await stop()`` (or SIGINT / SIGTERM when on the main thread)."""
 
     def __init__(
@@ -207,8 +213,8 @@ class AsyncWorker:
         self.kinds = kinds
         self.scope = scope
         self.concurrency = concurrency
-        self.poll_wait = poll_wait
-        self.stop_timeout = stop_timeout
+        self.poll_wait = seconds(poll_wait, "poll_wait")
+        self.stop_timeout = seconds(stop_timeout, "stop_timeout")
         # Running deliveries by (job id, generation), as in Worker.
         self._leases: dict[tuple[str, int], Lease] = {}
         self._handlers: set[asyncio.Task[Any]] = set()
@@ -254,9 +260,9 @@ class AsyncWorker:
             await self._done.wait()
             return
         self._stopping.set()
-        timeout = self.stop_timeout if timeout is None else timeout
+        timeout = self.stop_timeout if timeout is None else seconds(timeout, "timeout")
         if self._handlers:
-            await asyncio.wait(set(self._handlers), timeout=timeout)
+            await asyncio.wait(set(self._handlers), timeout=None if timeout == float("inf") else timeout)
         left = list(self._leases.values())
         self._leases.clear()
         for t in list(self._handlers):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 import signal
@@ -11,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._errors import LeaseLostError, QueueClosedError, TelhaError
+from ._errors import InvalidArgumentError, LeaseLostError, QueueClosedError, TelhaError
 from ._lease import Lease, PermanentError, _current
 from ._native import CancelWait, Job, Queue
 
@@ -39,6 +40,28 @@ def delivery(job: Job) -> tuple[str, int]:
     alone, the old delivery's settle would remove the new one's lease (no
     more heartbeats, its result dropped)."""
     return (job.id, job.generation)
+
+
+def seconds(value: object, what: str) -> float:
+    """A worker's ``poll_wait`` / ``stop_timeout``: an int, a float or a
+    ``timedelta``, >= 0 (``math.inf``: no limit); a wrong type is TypeError,
+    NaN or a negative InvalidArgumentError."""
+    if isinstance(value, datetime.timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds, got {type(value).__name__}")
+    try:
+        s = float(value)
+    except OverflowError:  # an int too large for a float: past every limit
+        s = float("inf") if value > 0 else float("-inf")
+    if not s >= 0.0:  # NaN fails this too
+        raise InvalidArgumentError(f"{what} must be a number of seconds >= 0, got {value!r}")
+    return s
+
+
+def join_timeout(seconds: float) -> float:
+    """A timeout ``threading`` accepts (it refuses more than TIMEOUT_MAX)."""
+    return min(max(seconds, 0.0), threading.TIMEOUT_MAX)
 
 
 def failure_reason(e: BaseException) -> str:
@@ -77,8 +100,10 @@ class Worker:
       (bytes as they are, other values by the payload convention).
     - An exception fails it (retried with backoff until ``max_attempts``);
       :class:`PermanentError` fails it for good.
-    - Every lease is heartbeated (``extend``) at a third of its TTL. A lost
-      lease sets ``current_lease().lost`` so the handler can stop.
+    - Every lease is heartbeated (``extend``) at a third of the TTL it was
+      granted with (``job.lease_ttl``; never from the deadline, which over
+      ``connect()`` is on the server's clock). A lost lease sets
+      ``current_lease().lost`` so the handler can stop.
     - :meth:`stop` stops leasing, lets running handlers finish within the
       timeout, then releases what is left without spending attempts.
       SIGINT / SIGTERM do the same while :meth:`run` blocks on the main thread.
@@ -106,8 +131,6 @@ class Worker:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int):
             raise TypeError("concurrency must be an int")
         if concurrency < 1:
-            from ._errors import InvalidArgumentError
-
             raise InvalidArgumentError(f"concurrency must be >= 1, got {concurrency}")
         self.queue = queue
         self.handler = handler
@@ -115,8 +138,8 @@ class Worker:
         self.kinds = list(kinds) if isinstance(kinds, (list, tuple)) else kinds
         self.scope = list(scope) if isinstance(scope, (list, tuple)) else scope
         self.concurrency = concurrency
-        self.poll_wait = poll_wait
-        self.stop_timeout = stop_timeout
+        self.poll_wait = seconds(poll_wait, "poll_wait")
+        self.stop_timeout = seconds(stop_timeout, "stop_timeout")
         self._cancel = CancelWait()
         self._stopping = threading.Event()
         self._stopped = threading.Event()
@@ -178,14 +201,13 @@ class Worker:
         """Stop leasing; wait up to ``timeout`` seconds (default
         ``stop_timeout``) for running handlers; release the jobs still held
         (no attempt spent). Idempotent; callable from any thread."""
-        if timeout is None:
-            timeout = self.stop_timeout
+        timeout = self.stop_timeout if timeout is None else seconds(timeout, "timeout")
         self._stopping.set()
         self._cancel.cancel()
-        end = time.monotonic() + max(timeout, 0.0)
+        end = time.monotonic() + timeout
         for t in self._threads:
             if t is not threading.current_thread():
-                t.join(max(end - time.monotonic(), 0.0))
+                t.join(join_timeout(end - time.monotonic()))
         with self._cond:
             left = list(self._leases.values())
             self._leases.clear()
@@ -203,6 +225,8 @@ class Worker:
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait until the worker has stopped; True when it has."""
+        if timeout is not None:
+            timeout = join_timeout(seconds(timeout, "timeout"))
         return self._stopped.wait(timeout)
 
     def __enter__(self) -> Worker:

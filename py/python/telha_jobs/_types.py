@@ -1,0 +1,65 @@
+"""Answer types built by the native module: :class:`Enqueued` (what
+``enqueue`` returns), :class:`JobList` (what ``list`` returns) and
+:class:`CorruptRecord`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._native import JobInfo
+
+__all__ = ["CorruptRecord", "Enqueued", "JobList"]
+
+
+class Enqueued(str):
+    """The id of an enqueued job: a ``str`` (so code that keeps the id as a
+    string works unchanged) with :attr:`created`, False when the enqueue's
+    ``idempotency_key`` matched a job already in the same scope (this is
+    that job's id, and nothing new was enqueued)."""
+
+    created: bool
+
+    def __new__(cls, job_id: str, created: bool) -> Enqueued:
+        self = super().__new__(cls, job_id)
+        self.created = created
+        return self
+
+    def __getnewargs__(self) -> tuple[str, bool]:  # type: ignore[override]
+        return (str(self), self.created)
+
+
+@dataclass(frozen=True)
+class CorruptRecord:
+    """A row ``list`` skipped because it does not decode: its store ``key``
+    (hex), the job ``id`` when the key names one, and the decode ``error``."""
+
+    key: str
+    id: str | None
+    error: str
+
+
+class JobList(list["JobInfo"]):
+    """A page of ``Queue.list``: a ``list`` of :class:`JobInfo`, with
+    :attr:`next`, the cursor to pass as ``list(after=...)`` for the next page
+    (None when this page reached the end), and :attr:`corrupt`, the rows
+    skipped because they do not decode."""
+
+    next: str | None
+    corrupt: list[CorruptRecord]
+
+    def __init__(
+        self, jobs: list[JobInfo] = [], next: str | None = None, corrupt: list[CorruptRecord] = []
+    ) -> None:
+        super().__init__(jobs)
+        self.next = next
+        self.corrupt = list(corrupt)
+
+    def __repr__(self) -> str:
+        return f"JobList({list.__repr__(self)}, next={self.next!r}, corrupt={self.corrupt!r})"
+
+
+for _cls in (Enqueued, CorruptRecord, JobList):
+    _cls.__module__ = "telha_jobs"
+del _cls
