@@ -1,14 +1,22 @@
-//! The cross-language payload convention decoder (`payload::decode`) on
-//! arbitrary bytes: `Some(value)` or `None`, never a panic or a stack
-//! overflow; a decoded value re-encodes to bytes that decode to the same
+//! The cross-language payload convention decoder (`payload::decode`, and
+//! `payload::read` for each recorded encoding) on arbitrary bytes:
+//! `Some(value)` or `None`, never a panic, a stack overflow or a huge
+//! allocation; a decoded value re-encodes to bytes that decode to the same
 //! encoding (compared as bytes: NaN is not equal to itself).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use telha_jobs::payload;
+use telha_jobs::payload::{self, Encoding};
 
 fuzz_target!(|data: &[u8]| {
-    if let Some(v) = payload::decode(data) {
+    assert_eq!(payload::read(data, Encoding::Bytes), None);
+    let v = payload::decode(data);
+    assert_eq!(
+        payload::read(data, Encoding::Value).is_some(),
+        v.is_some(),
+        "read(Value) and decode disagree"
+    );
+    if let Some(v) = v {
         let once = payload::encode(&v).expect("a decoded value encodes");
         let back = payload::decode(&once).expect("an encoded value decodes");
         assert_eq!(payload::encode(&back).expect("re-encode"), once);
