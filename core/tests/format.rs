@@ -276,3 +276,21 @@ fn a_dead_job_shows_the_ceiling_that_decided_it_to_a_reader_with_other_defaults(
         (State::Dead, 2, 2)
     );
 }
+
+#[test]
+fn a_column_family_added_by_a_newer_compatible_build_is_opened_too() {
+    let s = TestStore::new();
+    s.q.enqueue("embed", b"x", EnqueueOptions::default())
+        .unwrap();
+    s.q.close();
+    {
+        let mut db = raw_db(s.path());
+        db.create_cf("from_the_future", &rocksdb::Options::default())
+            .unwrap();
+    }
+    let q = Queue::open(s.path(), test_config()).unwrap();
+    assert_eq!(q.stats().unwrap().total.pending, 1);
+    q.close();
+    let ro = Queue::open_read_only(s.path()).unwrap();
+    assert_eq!(ro.stats().unwrap().total.pending, 1);
+}

@@ -41,26 +41,26 @@ fn db_options() -> Options {
     o
 }
 
-/// The column families to open: ours, and any a newer (compatible) build
-/// added, which RocksDB insists on being named too.
-fn descriptors(path: &Path) -> Vec<ColumnFamilyDescriptor> {
-    let mut names: Vec<String> = ALL_CFS.iter().map(|s| s.to_string()).collect();
-    if path.join("CURRENT").exists() {
-        if let Ok(existing) = DB::list_cf(&Options::default(), path) {
-            for n in existing {
-                if n != "default" && !names.contains(&n) {
-                    names.push(n);
-                }
-            }
-        }
-    }
-    names
+fn descriptor(n: &str) -> ColumnFamilyDescriptor {
+    ColumnFamilyDescriptor::new(n, cf_options(n))
+}
+
+/// Whether RocksDB refused an open because the families named are not the
+/// ones the store has (a newer build added one; a format-1 store has no
+/// `meta` yet, for a read-only open).
+fn is_family_mismatch(e: &rocksdb::Error) -> bool {
+    let s = e.to_string();
+    s.contains("Column families not opened") || s.contains("Column family not found")
+}
+
+/// The families the store has, by RocksDB's own listing. Only asked after a
+/// mismatch: the listing of a directory RocksDB cannot read leaks a byte in
+/// RocksDB's C API, so the common path never calls it.
+fn listed(path: &Path) -> Result<Vec<String>> {
+    Ok(DB::list_cf(&Options::default(), path)?
         .into_iter()
-        .map(|n| {
-            let o = cf_options(&n);
-            ColumnFamilyDescriptor::new(n, o)
-        })
-        .collect()
+        .filter(|n| n != "default")
+        .collect())
 }
 
 /// Open the store read-write. A store held by another process answers
@@ -76,7 +76,21 @@ pub fn open(path: &Path) -> Result<DB> {
         ))
     })?;
     let found = format::check(path)?;
-    match DB::open_cf_descriptors(&db_options(), path, descriptors(path)) {
+    let opened = match DB::open_cf_descriptors(&db_options(), path, ALL_CFS.map(descriptor)) {
+        // A newer, compatible build added a family: RocksDB wants every one
+        // named. Ours, then theirs.
+        Err(e) if is_family_mismatch(&e) => {
+            let mut names: Vec<String> = ALL_CFS.iter().map(|s| s.to_string()).collect();
+            for n in listed(path)? {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+            DB::open_cf_descriptors(&db_options(), path, names.iter().map(|n| descriptor(n)))
+        }
+        r => r,
+    };
+    match opened {
         Ok(db) => {
             if found.is_none_or(|f| f.format < format::FORMAT) {
                 format::write_current(path)?;
@@ -102,12 +116,17 @@ pub fn open_read_only(path: &Path) -> Result<DB> {
         return Err(Error::NotFound(format!("no store at {}", path.display())));
     }
     format::check(path)?;
-    let existing = DB::list_cf(&Options::default(), path).map_err(Error::from)?;
-    let cfs = existing.into_iter().filter(|n| n != "default").map(|n| {
-        let o = cf_options(&n);
-        ColumnFamilyDescriptor::new(n, o)
-    });
-    DB::open_cf_descriptors_read_only(&Options::default(), path, cfs, false).map_err(Error::from)
+    let o = Options::default();
+    match DB::open_cf_descriptors_read_only(&o, path, ALL_CFS.map(descriptor), false) {
+        // Not the families we name: a format-1 store (no `meta`), or a newer
+        // build's. Open what it has.
+        Err(e) if is_family_mismatch(&e) => {
+            let names = listed(path)?;
+            DB::open_cf_descriptors_read_only(&o, path, names.iter().map(|n| descriptor(n)), false)
+                .map_err(Error::from)
+        }
+        r => r.map_err(Error::from),
+    }
 }
 
 fn is_lock_error(e: &rocksdb::Error) -> bool {
