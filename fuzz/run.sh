@@ -10,6 +10,9 @@
 #   FUZZ_SECONDS      seconds per target (default 300)
 #   FUZZ_TARGETS      which targets (default: all of them)
 #   FUZZ_LOG_DIR      where each run's libFuzzer log goes
+#
+# Each target runs on corpus/<target> (grown here, ignored by git) and the
+# committed regressions/<target> (which make test replays; README.md).
 set -uo pipefail
 cd "$(dirname "$0")"
 
@@ -47,7 +50,11 @@ for t in $FUZZ_TARGETS; do
     before=$(ls "artifacts/$t" | wc -l)
     echo "== $t: ${FUZZ_SECONDS}s, max_len $(max_len "$t"), log $log"
     start=$(date +%s)
-    "$CARGO_FUZZ" fuzz run --target-dir "$FUZZ_TARGET_DIR" "$t" "corpus/$t" -- \
+    # New inputs go to corpus/$t (the first directory); the committed
+    # regressions/$t seed the run too.
+    seeds=()
+    [ -d "regressions/$t" ] && seeds=("regressions/$t")
+    "$CARGO_FUZZ" fuzz run --target-dir "$FUZZ_TARGET_DIR" "$t" "corpus/$t" "${seeds[@]}" -- \
         -max_total_time="$FUZZ_SECONDS" -max_len="$(max_len "$t")" -timeout=10 \
         -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1 >"$log" 2>&1
     rc=$?

@@ -13,6 +13,9 @@
 //! `check` report the bad rows, and the store stays usable.
 
 mod common;
+// The committed cargo-fuzz inputs through the targets' own checks.
+#[path = "decoders/regressions.rs"]
+mod regressions;
 
 use common::*;
 use proptest::prelude::*;

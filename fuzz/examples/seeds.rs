@@ -80,6 +80,12 @@ fn records(root: &Path) {
     ext.ext.result_encoding = Encoding::Bytes;
     ext.ext.ceiling = Some(3);
     out.add("ext-known", codec::encode(&ext).unwrap());
+    // A payload in the payloads column family (format 2): the record's own
+    // payload is empty and says the length.
+    let mut outside = full.clone();
+    outside.payload.clear();
+    outside.ext.payload_len = Some(64 << 10);
+    out.add("payload-outside", codec::encode(&outside).unwrap());
     // What a newer build may write: unknown tags, elements past the map.
     ext.ext.unknown = vec![
         (9, vec![0xc3]),
