@@ -27,6 +27,8 @@ bench-crash: crash-build
 	$(CRASH_BIN) run --kills 100 --sync both $(CRASH_ARGS)
 
 ## Random and mutated bytes into the record, key and payload decoders
-## (proptest; the cargo-fuzz targets in fuzz/ need nightly, see fuzz/README.md).
+## (proptest), and the committed fuzz inputs (fuzz/regressions/) through the
+## cargo-fuzz targets' own checks; the targets themselves run in `make fuzz`
+## (mk/fuzz.mk), never here.
 test-decoders:
 	$(CARGO) test $(PROFILE) -p telha-jobs --test decoders

@@ -1,6 +1,8 @@
 //! The decoders of bytes that come from disk or from another language, fed
-//! random and mutated bytes (the proptest fallback of the cargo-fuzz targets
-//! in `fuzz/`, which need a nightly toolchain; see `fuzz/README.md`).
+//! random and mutated bytes: the part of the decoder checks that runs in
+//! `make test` (the cargo-fuzz targets in `fuzz/` run in `make fuzz`, out
+//! of `make test`; see `fuzz/README.md`), and the regression cases of what
+//! `make fuzz` found.
 //!
 //! The record decoder (`store::codec::decode`), the key decoders
 //! (`store::keys::{JobKey, KindKey}`, `decode_pos`, `unhex`,
@@ -11,6 +13,9 @@
 //! `check` report the bad rows, and the store stays usable.
 
 mod common;
+// The committed cargo-fuzz inputs through the targets' own checks.
+#[path = "decoders/regressions.rs"]
+mod regressions;
 
 use common::*;
 use proptest::prelude::*;

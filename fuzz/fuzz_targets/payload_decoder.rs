@@ -1,16 +1,9 @@
-//! The cross-language payload convention decoder (`payload::decode`) on
-//! arbitrary bytes: `Some(value)` or `None`, never a panic or a stack
-//! overflow; a decoded value re-encodes to bytes that decode to the same
-//! encoding (compared as bytes: NaN is not equal to itself).
+//! cargo-fuzz entry of the `payload_decoder` check: `fuzz/checks/payload_decoder.rs`
+//! says what it checks; `core/tests/decoders.rs` runs the same check over
+//! the committed inputs in `fuzz/regressions/payload_decoder/` in `make test`.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use telha_jobs::payload;
+#[path = "../checks/payload_decoder.rs"]
+mod check;
 
-fuzz_target!(|data: &[u8]| {
-    if let Some(v) = payload::decode(data) {
-        let once = payload::encode(&v).expect("a decoded value encodes");
-        let back = payload::decode(&once).expect("an encoded value decodes");
-        assert_eq!(payload::encode(&back).expect("re-encode"), once);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check::check(data));

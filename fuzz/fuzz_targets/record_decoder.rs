@@ -1,19 +1,9 @@
-//! The jobs-row value decoder (`store::codec::decode`) on arbitrary bytes:
-//! it must answer a record or `Corruption`, never panic, and a record it
-//! accepts must survive an encode/decode round trip unchanged.
+//! cargo-fuzz entry of the `record_decoder` check: `fuzz/checks/record_decoder.rs`
+//! says what it checks; `core/tests/decoders.rs` runs the same check over
+//! the committed inputs in `fuzz/regressions/record_decoder/` in `make test`.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use telha_jobs::store::codec;
-use telha_jobs::ErrorKind;
+#[path = "../checks/record_decoder.rs"]
+mod check;
 
-fuzz_target!(|data: &[u8]| {
-    match codec::decode(data) {
-        Ok(r) => {
-            let again = codec::decode(&codec::encode(&r).expect("a decoded record encodes"))
-                .expect("an encoded record decodes");
-            assert_eq!(again, r);
-        }
-        Err(e) => assert_eq!(e.kind(), ErrorKind::Corruption),
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check::check(data));

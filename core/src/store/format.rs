@@ -92,6 +92,13 @@ pub fn read(path: &Path) -> Result<Option<StoreFormat>> {
     })
 }
 
+/// Parse the bytes of a marker file (what [`read`] does after reading it):
+/// `Corruption` naming what is wrong when they do not parse. Public for the
+/// fuzz targets and tools that read a marker from elsewhere.
+pub fn parse_marker(b: &[u8]) -> Result<StoreFormat> {
+    parse(b).map_err(|why| Error::Corruption(format!("store format marker does not parse: {why}")))
+}
+
 fn parse(b: &[u8]) -> std::result::Result<StoreFormat, String> {
     let text = std::str::from_utf8(b).map_err(|_| "not UTF-8".to_string())?;
     let (mut format, mut compat) = (None, None);
