@@ -63,6 +63,26 @@ fn check_encoding(r: &JobRecord, enc: &[u8]) {
             r.ext.payload_len,
             "the payload length tag"
         );
+        assert_eq!(
+            tag(5).and_then(|(_, v)| v.as_str()),
+            r.ext.cancel_requested.as_deref(),
+            "the cancel request tag"
+        );
+        assert_eq!(
+            tag(6).and_then(|(_, v)| v.as_u64()).unwrap_or(0),
+            r.ext.snoozes as u64,
+            "the snoozes tag"
+        );
+        assert_eq!(
+            tag(7).and_then(|(_, v)| v.as_u64()),
+            r.ext.expires_at,
+            "the expiry tag"
+        );
+        assert_eq!(
+            tag(8).and_then(|(_, v)| v.as_u64()),
+            r.ext.leased_at,
+            "the lease start tag"
+        );
         for (tag, v) in &r.ext.unknown {
             let want = bytes_of(&one_value(v).expect("a kept value is one value"));
             assert!(

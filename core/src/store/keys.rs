@@ -355,4 +355,3 @@ mod tests {
         assert_eq!(Pos::MAX.successor(), Pos::MAX);
     }
 }
-
