@@ -62,6 +62,7 @@ bench: deps bench-core $(BENCH_TARGETS)
 
 bench-core:
 	$(CARGO) bench -p telha-jobs --bench queue
+	$(CARGO) bench -p telha-jobs --bench cost
 
 ## The reference figures (Rust core + raw RocksDB, JSON) that each binding's
 ## benchmark prints itself beside, measured in the same run.

@@ -10,7 +10,7 @@
 NODE_GEN := $(CARGO_TARGET_DIR)/node-gen
 NODE_STAMP := node/node_modules/.package-lock.json
 
-.PHONY: node-build test-node bench-node install-node
+.PHONY: node-build node-generated test-node bench-node install-node
 
 $(NODE_STAMP): node/package.json node/package-lock.json
 	@command -v npm >/dev/null || { echo "npm is missing: installing Debian's npm"; \
@@ -21,6 +21,11 @@ node-build: $(NODE_STAMP)
 	cd node && CARGO="$(CURDIR)/node/scripts/cargo-host.sh" TELHA_REAL_CARGO="$(CARGO)" \
 		npx napi build --platform $(PROFILE) --output-dir "$(NODE_GEN)"
 	cp "$(NODE_GEN)"/*.node node/
+
+## Regenerate the committed node/index.js and node/index.d.ts from the Rust
+## sources (what __test__/generated.test.js compares them with).
+node-generated: node-build
+	cp "$(NODE_GEN)/index.js" "$(NODE_GEN)/index.d.ts" node/
 
 ## node --test over node/__test__ (ends with its pass/fail summary).
 test-node: node-build

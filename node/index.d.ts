@@ -32,8 +32,33 @@ export declare class CancelToken {
  * `close()`.
  */
 export declare class NativeQueue {
-  /** Open (or create) the store at `path`. */
-  static open(path: string, options?: OpenOptions | undefined | null): Promise<NativeQueue>
+  /** Operator action: a dead or failed job back to pending, attempts reset. */
+  retry(id: string): Promise<void>
+  /** A job with its event log, or null. */
+  get(id: string): Promise<JobInfo | null>
+  /**
+   * A full page of jobs in key order (the core's `list_full`: short
+   * only at the end of the range, or after reading 1,000,000 rows, with
+   * `next` set).
+   */
+  list(options?: NativeListOptions | undefined | null): Promise<ListPage>
+  /** One reaper pass now. */
+  reap(): Promise<ReapReport>
+  /** Exact counts per kind and state. */
+  stats(): Promise<Stats>
+  /** Prometheus text exposition. */
+  metrics(): Promise<string>
+  /**
+   * The settings in force, named as `open` takes them (every key of the
+   * table, and `kinds`); null for a remote queue (its server's config
+   * is not visible to clients).
+   */
+  settings(): Record<string, unknown> | null
+  /**
+   * Open (or create) the store at `path`. `options` are read through the
+   * core's key table (see `configKeys()`).
+   */
+  static open(path: string, options?: Record<string, unknown> | undefined | null): Promise<NativeQueue>
   /** Close this handle; waits in progress end with `CLOSED`. */
   close(): Promise<void>
   /** Whether `close()` was called. */
@@ -44,19 +69,23 @@ export declare class NativeQueue {
   get location(): string
   /** Whether this is a client of a server. */
   get remote(): boolean
-  /** Enqueue one job. */
+  /**
+   * Enqueue one job: its id, and whether it was created (false when an
+   * idempotency key matched an existing job).
+   */
   enqueue(kind: string, payload: unknown, options?: NativeEnqueueOptions | undefined | null): Promise<Enqueued>
   /**
    * Enqueue many jobs in one atomic batch: `kinds[i]` (or one kind for
    * all), `payloads[i]`, `options[i]` (optional). Resolves with their ids,
-   * in order, joined with `,`.
+   * in order, joined with `,`, and per job whether it was created.
    */
-  enqueueMany(kinds: string | string[], payloads: unknown[], options?: Array<NativeEnqueueOptions | undefined | null>): Promise<string>
+  enqueueMany(kinds: string | string[], payloads: unknown[], options?: Array<NativeEnqueueOptions | undefined | null>): Promise<EnqueuedBatch>
   /** Lease up to `max` ready jobs without waiting. */
   leaseMany(workerId: string, max: number, kinds?: Array<string> | undefined | null, scopes?: Array<string> | undefined | null): Promise<LeasedBatch>
   /**
-   * Lease up to `max` jobs, waiting up to `waitMs` for the first, on a
-   * thread of its own; `cancel` ends the wait early.
+   * Lease up to `max` jobs, waiting up to `waitMs` for the first (more
+   * than 100 years, or `Infinity`, waits for good), on a thread of its
+   * own; `cancel` ends the wait early.
    */
   leaseWait(workerId: string, max: number, kinds: Array<string> | undefined | null, scopes: Array<string> | undefined | null, waitMs: number, cancel?: CancelToken | undefined | null): Promise<LeasedBatch>
   /**
@@ -64,7 +93,7 @@ export declare class NativeQueue {
    * false when it is lost.
    */
   extend(ids: string, generations: Float64Array, workerId: string): Promise<boolean[]>
-  /** Complete a leased job with an optional result. */
+  /** Complete a leased job with an optional result (`undefined`: none). */
   complete(id: string, generation: number, result: unknown): Promise<void>
   /**
    * Complete many leased jobs in one call and one atomic write (`ids`
@@ -86,18 +115,6 @@ export declare class NativeQueue {
   fail(id: string, generation: number, reason: string, retryable: boolean): Promise<void>
   /** Hand a leased job back without spending an attempt. */
   release(id: string, generation: number): Promise<void>
-  /** Operator action: a dead or failed job back to pending, attempts reset. */
-  retry(id: string): Promise<void>
-  /** A job with its event log, or null. */
-  get(id: string): Promise<JobInfo | null>
-  /** A page of jobs in key order. */
-  list(options?: NativeListOptions | undefined | null): Promise<ListPage>
-  /** One reaper pass now. */
-  reap(): Promise<ReapReport>
-  /** Exact counts per kind and state. */
-  stats(): Promise<Stats>
-  /** Prometheus text exposition. */
-  metrics(): Promise<string>
   /** Connect to a `telha serve` server at `url`. */
   static connect(url: string, options?: NativeConnectOptions | undefined | null): Promise<NativeQueue>
   /** Serve this embedded queue over gRPC from this process. */
@@ -121,15 +138,53 @@ export declare class NativeServer {
   close(graceMs: number): Promise<void>
 }
 
-/** Exponential backoff: attempt `k` waits `min(capMs, baseMs * factor^(k-1))`. */
-export interface BackoffOptions {
-  /** The first delay (default 10,000). */
-  baseMs?: number
-  /** Growth per further attempt, ≥ 1 (default 4). */
-  factor?: number
-  /** The longest delay (default 3,600,000). */
-  capMs?: number
+/**
+ * A test hook, not API: panic inside one of the boundaries of a native
+ * call (`call`: reading arguments; `task`: the core's work on the pool;
+ * `convert`: turning an answer into JS values), to prove each turns the
+ * panic into the typed `STORAGE` error. Anything else resolves.
+ */
+export declare function __panicForTest(at: string): Promise<void>
+
+/**
+ * A test hook, not API: a lease-wait thread that panics (see
+ * `__panicForTest`).
+ */
+export declare function __panicOnThreadForTest(): Promise<void>
+
+/** One key of the core's table, as `configKeys()` lists it. */
+export interface ConfigKey {
+  /** The `Queue.open` option (`leaseTtlMs`). */
+  name: string
+  /**
+   * The table's name (`lease_ttl`): the Python keyword, the C key, the
+   * per-kind key in the TOML file.
+   */
+  key: string
+  /** Where it lives in the TOML file, under `[jobs]` (`backoff.base`). */
+  toml: string
+  /** The environment variable that overrides it. */
+  env?: string
+  /**
+   * What it holds: milliseconds (`duration`; `retention` also takes
+   * `false`), a whole number (`count`), a number ≥ 1 (`factor`) or a
+   * boolean (`flag`).
+   */
+  type: 'duration' | 'retention' | 'count' | 'factor' | 'flag'
+  /** The unit, for docs (`duration`, `attempts`, `bytes`, …). */
+  unit: string
+  /** The default, in the file's syntax (`300s`). */
+  default: string
+  /** The default as `Queue.open` takes it (`300000`). */
+  defaultValue: number | boolean
+  /** Settable per kind (`kinds: { [kind]: { … } }`). */
+  perKind: boolean
+  /** What it does. */
+  doc: string
 }
+
+/** The core's table of settable keys, each with its `Queue.open` option name. */
+export declare function configKeys(): Array<ConfigKey>
 
 /** A record that did not decode (skipped by `list` and `reap`). */
 export interface CorruptRecord {
@@ -142,8 +197,8 @@ export interface CorruptRecord {
 }
 
 /**
- * Decode payload bytes: the value when they follow the convention, else
- * the same bytes as a `Buffer`.
+ * Decode payload bytes by looking at them: the value when they follow
+ * the convention, else the same bytes as a `Buffer`.
  */
 export declare function decodePayload(bytes: Buffer): unknown
 
@@ -162,8 +217,18 @@ export interface Enqueued {
 }
 
 /**
+ * The ids of an `enqueueMany` joined with `,`, and per job whether it was
+ * created (1) or an idempotency key matched an existing job (0).
+ */
+export interface EnqueuedBatch {
+  ids: string
+  created: Uint8Array
+}
+
+/**
  * The stable error codes, in the core's order: `INVALID_ARGUMENT`,
- * `NOT_FOUND`, `ABORTED`, `STORE_LOCKED`, `STORAGE`, `CORRUPTION`, `CLOSED`.
+ * `NOT_FOUND`, `ABORTED`, `STORE_LOCKED`, `STORAGE`, `CORRUPTION`,
+ * `CLOSED`, `UNSUPPORTED_FORMAT`.
  */
 export declare function errorCodes(): Array<string>
 
@@ -182,8 +247,11 @@ export interface Job {
   /** The tenant scope (a UUID string; the nil UUID is the system scope). */
   scope: string
   /**
-   * The payload: the decoded value when it was enqueued as a plain value
-   * (the msgpack convention), else the stored bytes as a `Buffer`.
+   * The payload as it was enqueued: a `Buffer` for bytes, the value for
+   * a plain value (the msgpack convention); for a job enqueued without
+   * its encoding recorded (`payloadEncoding` `'unknown'`: C, Rust, or
+   * before the encoding was kept) the decoded value when the bytes
+   * follow the convention, else the bytes.
    */
   payload: unknown
   /** The stored payload bytes, always. */
@@ -195,10 +263,23 @@ export interface Job {
    * failure or expiry makes the job dead.
    */
   maxAttempts: number
+  /**
+   * How the payload was enqueued: `'bytes'` (a Buffer), `'value'` (a
+   * plain value) or `'unknown'` (not recorded).
+   */
+  payloadEncoding: 'unknown' | 'bytes' | 'value'
   /** The lease generation: every lease bumps it, fencing out older holders. */
   generation: number
-  /** The lease deadline, ms since the epoch. */
+  /**
+   * The lease deadline, ms since the epoch, on the clock of the store's
+   * owner (for a remote queue, the server's).
+   */
   deadline: number
+  /**
+   * The TTL this lease was granted with, in ms: heartbeat well within
+   * it (the Worker sends one every third of it).
+   */
+  leaseTtlMs: number
   /** 0 most urgent … 255 least. */
   priority: number
   /** The worker the lease was granted to. */
@@ -211,7 +292,8 @@ export interface JobEvent {
   ts: number
   /**
    * `enqueued`, `leased`, `completed`, `failed`, `dead`, `lease_expired`,
-   * `released` or `retried`.
+   * `released` or `retried`; `attempt` for an older attempt folded into
+   * one entry (its detail sums it up).
    */
   transition: string
   /** The worker, the attempt, the failure reason, … */
@@ -245,48 +327,55 @@ export interface JobInfo {
   workerId?: string
   /** The lease deadline while leased. */
   leaseDeadline?: number
-  /** The payload, decoded as in `Job.payload`. */
+  /** The payload, read as in `Job.payload`. */
   payload: unknown
   /** The stored payload bytes. */
   payloadBytes: Buffer
-  /** What `complete` was given (decoded like the payload), or null. */
+  /** How the payload was enqueued (`'bytes'`, `'value'`, `'unknown'`). */
+  payloadEncoding: 'unknown' | 'bytes' | 'value'
+  /**
+   * What `complete` was given (read like the payload: a `Buffer` stays a
+   * `Buffer`), or null.
+   */
   result?: unknown
   /** The stored result bytes, or null. */
   resultBytes?: Buffer
+  /**
+   * How the result was given (`'unknown'` when there is none or it was
+   * not recorded).
+   */
+  resultEncoding: 'unknown' | 'bytes' | 'value'
   /** The reason of the latest failure or lease expiry. */
   lastError?: string
   /** The idempotency key it was enqueued with. */
   idempotencyKey?: string
   /** When it was enqueued, ms since the epoch. */
   createdAt: number
-  /** The event log, oldest first (the newest 64 events). */
-  events: Array<JobEvent>
-  /** How many older events were dropped to keep the log bounded. */
-  droppedEvents: number
-}
-
-/** Per-kind overrides (`kinds: { "ingest:pdf": { … } }`). */
-export interface KindOptions {
-  /** This kind's lease TTL. */
-  leaseTtlMs?: number
-  /** This kind's attempt ceiling. */
-  maxAttempts?: number
   /**
-   * This kind's backoff; a `baseMs` here is this kind's base `b` and
-   * raises the kind's cap to at least itself (`cap' = max(cap, b)`).
+   * The event log, oldest first: one folded `attempt` entry per older
+   * attempt whose own entries no longer fit, then the newest entries in
+   * full.
    */
-  backoff?: BackoffOptions
+  events: Array<JobEvent>
+  /** How many entries were dropped (not folded) to keep the log bounded. */
+  droppedEvents: number
+  /**
+   * This job's place in `list` order: pass it as `after` to list what
+   * comes after it.
+   */
+  cursor: string
 }
 
 /**
  * Leased jobs on their way to JS in a few values instead of a dozen napi
  * calls per job, all built off the JS thread: the ids joined with `,`;
  * the numeric fields in one `Float64Array`, [`LeasedBatch::FIELDS`] per job
- * (attempts, maxAttempts, generation, deadline, priority, payload length);
- * the text fields (kind, scope, workerId) as indices into `strings`, the
- * batch's distinct values (usually three); every payload in one `Buffer`;
- * and the decoded payloads by index (holes where a payload is not the
- * convention). lib/telha.js assembles the `Job` objects.
+ * (attempts, maxAttempts, generation, deadline, priority, payload length,
+ * leaseTtlMs); the text fields (kind, scope, workerId, payloadEncoding) as
+ * indices into `strings`, [`LeasedBatch::REFS`] per job, the batch's
+ * distinct values (usually four); every payload in one `Buffer`; and the
+ * payloads read as values by index (holes where a payload reads as its
+ * bytes). lib/telha.js assembles the `Job` objects.
  */
 export interface LeasedBatch {
   ids: string
@@ -297,12 +386,47 @@ export interface LeasedBatch {
   decoded: unknown[]
 }
 
+/** The core's limits. */
+export declare function limits(): Limits
+
+/** The limits the core enforces (`telha_jobs::limits`). */
+export interface Limits {
+  /** The largest kind, in bytes. */
+  maxKindLen: number
+  /** The largest idempotency key, in bytes. */
+  maxIdempotencyKeyLen: number
+  /** The largest worker id, in bytes. */
+  maxWorkerIdLen: number
+  /**
+   * The most jobs one `leaseMany` takes (and any batch call sends over
+   * the network at once).
+   */
+  maxBatch: number
+  /** The largest `list` page. */
+  maxListLimit: number
+  /** The hard ceiling of `maxPayloadBytes`. */
+  maxPayloadBytesLimit: number
+  /**
+   * The latest time a job may be scheduled for, and any time the store
+   * holds: 9999-12-31T23:59:59.999Z, in ms since the epoch.
+   */
+  maxInstantMs: number
+  /**
+   * The longest duration a setting (or any duration option) may hold:
+   * 100 years, in ms.
+   */
+  maxDurationMs: number
+}
+
 /** One page of `list`. */
 export interface ListPage {
   /** The matching jobs, in key order (scope, state, priority, time). */
   jobs: Array<JobInfo>
-  /** Pass as `after` for the next page; null at the end. */
-  next?: string
+  /**
+   * Pass as `after` for the next page; null at the end (a page shorter
+   * than `limit` with a `next` stopped after a million rows read).
+   */
+  next?: string | null
   /** Rows in this page's range that did not decode. */
   corrupt: Array<CorruptRecord>
 }
@@ -314,7 +438,7 @@ export interface NativeConnectOptions {
   caCert?: string
 }
 
-/** Options of one enqueue (see `Queue.enqueue` in lib/telha.d.ts). */
+/** Options of one enqueue, as lib/telha.js passes them (types checked there). */
 export interface NativeEnqueueOptions {
   scope?: string
   priority?: number
@@ -340,34 +464,6 @@ export interface NativeServeOptions {
   tlsCert?: string
   tlsKey?: string
   metricsListen?: string
-}
-
-/**
- * Options of `Queue.open`. Unset fields come from the config file, the
- * environment, then the defaults.
- */
-export interface OpenOptions {
-  /** How long a silent worker keeps a job (default 300,000). */
-  leaseTtlMs?: number
-  /** Background reaper period; 0 runs none (default 30,000). */
-  reaperIntervalMs?: number
-  /** Failed attempts before a job is dead (default 5). */
-  maxAttempts?: number
-  /** The retry schedule. */
-  backoff?: BackoffOptions
-  /**
-   * How long completed jobs are kept; `false` keeps them forever
-   * (default 86,400,000).
-   */
-  completedRetentionMs?: number | boolean
-  /** fsync every commit (default false). */
-  syncWrites?: boolean
-  /** The largest payload or result accepted, in bytes (default 16 MiB). */
-  maxPayloadBytes?: number
-  /** Per-kind overrides. */
-  kinds?: Record<string, KindOptions>
-  /** A TOML config file (as read by the Rust core and the CLI). */
-  configFile?: string
 }
 
 /** What one reaper pass did. */

@@ -47,7 +47,7 @@ test('a child killed with SIGKILL while holding a lease: the job is re-leased af
   assert.equal(signal, 'SIGKILL')
 
   // Reopen: a short TTL is already past; the reaper returns the lease to pending.
-  const q = await Queue.open(store, { leaseTtlMs: 1000, reaperIntervalMs: 100, backoff: { baseMs: 50 } })
+  const q = await Queue.open(store, { leaseTtlMs: 1000, reaperIntervalMs: 100, backoffBaseMs: 50 })
   t.after(() => q.close())
   const before = await q.get(report.leased)
   assert.equal(before.state, 'leased')

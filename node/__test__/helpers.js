@@ -34,6 +34,29 @@ async function openTemp (t, options = {}) {
   return q
 }
 
+/**
+ * Open a copy of the store directory `src` (a committed fixture), as
+ * `openTemp` does: served and reached with `Queue.connect` under
+ * `TELHA_TEST_REMOTE=1`.
+ */
+async function openCopyOf (t, src, options = {}) {
+  const dir = tempStore(t)
+  fs.cpSync(src, dir, { recursive: true })
+  const local = await Queue.open(dir, { reaperIntervalMs: 0, ...options })
+  if (process.env.TELHA_TEST_REMOTE !== '1') {
+    t.after(() => local.close())
+    return local
+  }
+  const server = await local.serve({ listen: '127.0.0.1:0' })
+  const q = await Queue.connect(server.url, { timeoutMs: 10000 })
+  t.after(async () => {
+    await q.close()
+    await server.close({ graceMs: 1000 })
+    await local.close()
+  })
+  return q
+}
+
 /** An embedded queue served on a free loopback port: `{ local, server }`, stopped after the test. */
 async function serveTemp (t, options = {}, serveOptions = {}) {
   const local = await Queue.open(tempStore(t), { reaperIntervalMs: 0, ...options })
@@ -47,4 +70,4 @@ async function serveTemp (t, options = {}, serveOptions = {}) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-module.exports = { tempStore, openTemp, serveTemp, sleep }
+module.exports = { tempStore, openTemp, openCopyOf, serveTemp, sleep }

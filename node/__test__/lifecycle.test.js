@@ -4,7 +4,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const { openTemp, sleep } = require('./helpers.js')
 
-const fast = { backoff: { baseMs: 1, capMs: 1 } }
+const fast = { backoffBaseMs: 1, backoffCapMs: 1 }
 
 test('a poison job is leased exactly maxAttempts times, then dead with its whole event log', async (t) => {
   const q = await openTemp(t, { maxAttempts: 3, ...fast })
@@ -177,4 +177,50 @@ test('a closed queue answers CLOSED', async (t) => {
   assert.equal(q.closed, true)
   await assert.rejects(q.enqueue('embed', 1), { code: 'CLOSED' })
   await assert.rejects(q.stats(), { code: 'CLOSED' })
+})
+
+test('enqueueResult and enqueueManyResults tell a new job from an idempotency hit; enqueue still resolves with the id', async (t) => {
+  const q = await openTemp(t)
+  const first = await q.enqueueResult('embed', 'a', { idempotencyKey: 'doc-1' })
+  assert.equal(typeof first.id, 'string')
+  assert.equal(first.created, true)
+  assert.deepEqual(await q.enqueueResult('embed', 'b', { idempotencyKey: 'doc-1' }), { id: first.id, created: false })
+  assert.equal(await q.enqueue('embed', 'c', { idempotencyKey: 'doc-1' }), first.id)
+  const many = await q.enqueueManyResults([
+    { kind: 'embed', payload: 1, idempotencyKey: 'doc-1' },
+    ['embed', 2],
+    { kind: 'embed', payload: 3, idempotencyKey: 'doc-2' }
+  ])
+  assert.equal(many.length, 3)
+  assert.deepEqual(many.map((r) => r.created), [false, true, true])
+  assert.equal(many[0].id, first.id)
+  const ids = await q.enqueueMany([{ kind: 'embed', idempotencyKey: 'doc-2' }, ['embed', 4]])
+  assert.equal(ids[0], many[2].id)
+  assert.deepEqual(await q.enqueueManyResults([]), [])
+  assert.equal((await q.stats()).total.pending, 4)
+})
+
+test('a lease carries the TTL it was granted with (global and per kind)', async (t) => {
+  const q = await openTemp(t, { leaseTtlMs: 4321, kinds: { 'ingest:pdf': { leaseTtlMs: 98765 } } })
+  await q.enqueueMany([['embed', 1], ['ingest:pdf', 2]])
+  const jobs = await q.leaseMany('w', 2)
+  const ttl = Object.fromEntries(jobs.map((j) => [j.kind, j.leaseTtlMs]))
+  assert.deepEqual(ttl, { embed: 4321, 'ingest:pdf': 98765 })
+  for (const j of jobs) assert.equal(j.payloadEncoding, 'value')
+})
+
+test('list fills its page past rows that do not match (the core list_full), and a cursor lists after its job', async (t) => {
+  // One core list call reads at most 100,000 rows: a rare kind behind more
+  // non-matching rows than that gave an empty first page with a `next`.
+  const q = await openTemp(t)
+  const filler = Array.from({ length: 10000 }, () => ['embed', null])
+  for (let i = 0; i < 11; i++) await q.enqueueMany(filler)
+  const rare = await q.enqueue('ingest:pdf', null, { priority: 255 })
+  const page = await q.list({ state: 'pending', kind: 'ingest:*' })
+  assert.deepEqual(page.jobs.map((j) => j.id), [rare])
+  assert.equal(page.next, null)
+  assert.deepEqual(page.corrupt, [])
+  const first = await q.list({ state: 'pending', limit: 2 })
+  const after = await q.list({ state: 'pending', limit: 1, after: first.jobs[0].cursor })
+  assert.equal(after.jobs[0].id, first.jobs[1].id)
 })

@@ -2,8 +2,10 @@
 // The cross-language payload convention: a version byte, then msgpack.
 const test = require('node:test')
 const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
 const { encodePayload, decodePayload } = require('..')
-const { openTemp } = require('./helpers.js')
+const { openTemp, openCopyOf } = require('./helpers.js')
 
 test('plain values are stored as the convention: 0x01 then msgpack, the bytes Python writes', () => {
   // msgpack of {"doc": "a.pdf", "pages": 12, "ok": true, "tags": ["x", null]}
@@ -61,12 +63,93 @@ test('Buffer and Uint8Array payloads pass through untouched and read back as a B
   assert.ok(Buffer.isBuffer(job.payload))
   assert.deepEqual(job.payload, raw)
   assert.deepEqual(job.payloadBytes, raw)
-  // Bytes that happen to follow the convention decode as a value.
+  // Bytes that happen to follow the convention stay bytes.
   await q.enqueue('embed', new Uint8Array([0x01, 0xa1, 0x61]))
-  assert.equal((await q.leaseNext('w')).payload, 'a')
+  assert.deepEqual((await q.leaseNext('w')).payload, Buffer.from([0x01, 0xa1, 0x61]))
   // Results too.
   await q.complete(job, Buffer.from([0xde, 0xad]))
   const info = await q.get(id)
   assert.deepEqual(info.result, Buffer.from([0xde, 0xad]))
   assert.deepEqual(info.resultBytes, Buffer.from([0xde, 0xad]))
+})
+
+/** Bytes that look like the convention: 0x01 then one msgpack value. */
+const LOOKALIKES = [Buffer.from([1, 2]), Buffer.from([0x01, 0xc0]), Buffer.from([0x01, 0x91, 0x01])]
+
+test('a Buffer always comes back as a Buffer, even when it looks like the convention (enqueue, enqueueMany, get)', async (t) => {
+  const q = await openTemp(t)
+  for (const b of LOOKALIKES) {
+    const id = await q.enqueue('embed', b)
+    const job = await q.leaseNext('w')
+    assert.ok(Buffer.isBuffer(job.payload), `${b.toString('hex')} read back as ${JSON.stringify(job.payload)}`)
+    assert.deepEqual(job.payload, b)
+    assert.equal(job.payloadEncoding, 'bytes')
+    const info = await q.get(id)
+    assert.deepEqual(info.payload, b)
+    assert.equal(info.payloadEncoding, 'bytes')
+    await q.complete(job)
+  }
+  const ids = await q.enqueueMany(LOOKALIKES.map((b) => ['embed', new Uint8Array(b)]))
+  const jobs = await q.leaseMany('w', 10)
+  assert.deepEqual(jobs.map((j) => j.id), ids)
+  assert.deepEqual(jobs.map((j) => j.payload), LOOKALIKES)
+  // Plain values, including the ones those bytes would decode to, stay values.
+  for (const v of [2, null, [1]]) {
+    const id = await q.enqueue('embed', v)
+    assert.deepEqual((await q.leaseNext('w')).payload, v)
+    const info = await q.get(id)
+    assert.deepEqual(info.payload, v)
+    assert.equal(info.payloadEncoding, 'value')
+  }
+})
+
+test('a Buffer result always comes back as a Buffer (complete and completeMany); values as values', async (t) => {
+  const q = await openTemp(t)
+  const ids = await q.enqueueMany(Array.from({ length: 9 }, (_, i) => ['embed', i]))
+  const jobs = await q.leaseMany('w', 9)
+  for (let i = 0; i < 3; i++) await q.complete(jobs[i], LOOKALIKES[i])
+  assert.deepEqual(await q.completeMany(jobs.slice(3, 6), LOOKALIKES), [null, null, null])
+  assert.deepEqual(await q.completeMany(jobs.slice(6, 9), [2, null, [1]]), [null, null, null])
+  for (let i = 0; i < 6; i++) {
+    const info = await q.get(ids[i])
+    assert.ok(Buffer.isBuffer(info.result), `${ids[i]}: ${JSON.stringify(info.result)}`)
+    assert.deepEqual(info.result, LOOKALIKES[i % 3])
+    assert.deepEqual(info.resultBytes, LOOKALIKES[i % 3])
+    assert.equal(info.resultEncoding, 'bytes')
+  }
+  const values = await Promise.all(ids.slice(6).map((id) => q.get(id)))
+  assert.deepEqual(values.map((v) => v.result), [2, null, [1]])
+  assert.deepEqual(values.map((v) => v.resultEncoding), ['value', 'value', 'value'])
+  // No result at all: nothing recorded.
+  const id = await q.enqueue('embed', 1)
+  await q.complete(await q.leaseNext('w'))
+  const none = await q.get(id)
+  assert.equal(none.result, undefined)
+  assert.equal(none.resultEncoding, 'unknown')
+  // A null result of the batch form's fast path (one byte per job) is a value.
+  const id2 = await q.enqueue('embed', 1)
+  await q.completeMany([await q.leaseNext('w')], [null])
+  assert.equal((await q.get(id2)).result, null)
+  assert.equal((await q.get(id2)).resultEncoding, 'value')
+})
+
+test('rows written before encodings were recorded keep their reading (the committed format-1 fixture store)', async (t) => {
+  const fixture = path.resolve(__dirname, '../../core/tests/fixtures/store-format-1')
+  assert.ok(fs.existsSync(fixture), fixture)
+  const q = await openCopyOf(t, fixture)
+  const { jobs, next } = await q.list()
+  assert.equal(jobs.length, 7)
+  assert.equal(next, null)
+  for (const j of jobs) assert.equal(j.payloadEncoding, 'unknown')
+  const by = (key) => jobs.find((j) => j.idempotencyKey === key)
+  // Convention bytes read as values, as they always did...
+  const done = by('fixture-done')
+  assert.equal(done.payload, 'done')
+  assert.equal(done.result, 'ok')
+  assert.equal(done.resultEncoding, 'unknown')
+  assert.deepEqual(by('fixture-ready').payload, { k: 'v' })
+  // ...and anything else as bytes.
+  const dead = jobs.find((j) => j.state === 'dead')
+  assert.deepEqual(dead.payload, Buffer.from('raw bytes'))
+  assert.equal(dead.lastError, 'poison document')
 })

@@ -34,7 +34,7 @@ test("the Worker's heartbeats keep a long job leased past its TTL", async (t) =>
 })
 
 test('a throw fails the job for a retry; a Permanent error fails it for good', async (t) => {
-  const q = await openTemp(t, { backoff: { baseMs: 1, capMs: 1 } })
+  const q = await openTemp(t, { backoffBaseMs: 1, backoffCapMs: 1 })
   const flaky = await q.enqueue('embed', { flaky: true })
   const poison = await q.enqueue('embed', { flaky: false })
   let flakyCalls = 0
@@ -61,7 +61,7 @@ test('a throw fails the job for a retry; a Permanent error fails it for good', a
 })
 
 test("the handler's signal fires when its lease is lost", async (t) => {
-  const q = await openTemp(t, { leaseTtlMs: 200, backoff: { baseMs: 60000 } })
+  const q = await openTemp(t, { leaseTtlMs: 200, backoffBaseMs: 60000 })
   const id = await q.enqueue('embed', 'x')
   let reason = null
   const w = new Worker(q, async (job, { signal }) => {
@@ -159,8 +159,11 @@ test('run() rejects with CLOSED when the queue is closed under it', async (t) =>
   const w = new Worker(q, async () => {}, { pollMs: 5000 })
   const run = w.run()
   await sleep(50)
+  // Watch `run` before closing: it may reject before close() resolves
+  // (the waiting lease ends first), and an unwatched rejection fails the test.
+  const closed = assert.rejects(run, { code: 'CLOSED' })
   await q.close()
-  await assert.rejects(run, { code: 'CLOSED' })
+  await closed
 })
 
 test('a lease lost under a blocked event loop and leased again by the same Worker completes with the new delivery', async (t) => {
@@ -171,7 +174,7 @@ test('a lease lost under a blocked event loop and leased again by the same Worke
   // 2's place: delivery 2 is heartbeated through its 1 s and its result is
   // stored. (Tracked by job id alone, the job expired attempt after
   // attempt and ended dead with attempts 5.)
-  const q = await openTemp(t, { leaseTtlMs: 300, reaperIntervalMs: 50, backoff: { baseMs: 10, factor: 1, capMs: 10 } })
+  const q = await openTemp(t, { leaseTtlMs: 300, reaperIntervalMs: 50, backoffBaseMs: 10, backoffFactor: 1, backoffCapMs: 10 })
   const id = await q.enqueue('embed', 'x')
   const calls = []
   const w = new Worker(q, async (job, { signal }) => {
@@ -225,7 +228,7 @@ test('two deliveries of one job finishing in the same turn: the one holding the 
   // the job again; both handlers then return in the same turn, and their
   // completions go out together. The job is named twice in one batch: the
   // live delivery 2 must not be refused with the stale delivery 1.
-  const q = await openTemp(t, { leaseTtlMs: 300, reaperIntervalMs: 50, backoff: { baseMs: 10, factor: 1, capMs: 10 } })
+  const q = await openTemp(t, { leaseTtlMs: 300, reaperIntervalMs: 50, backoffBaseMs: 10, backoffFactor: 1, backoffCapMs: 10 })
   const id = await q.enqueue('embed', 'x')
   let open
   const gate = new Promise((resolve) => { open = resolve })
@@ -255,4 +258,92 @@ test('two deliveries of one job finishing in the same turn: the one holding the 
   assert.equal(info.attempts, 1)
   assert.deepEqual(lost, [1])
   assert.equal(w.activeJobs, 0)
+})
+
+/**
+ * A stand-in for a Queue whose store owner's clock is `skewMs` off this
+ * process's (a remote queue's server): it hands out one job leased for
+ * `ttlMs`, with the deadline on that clock, and records every heartbeat.
+ */
+function skewedQueue (skewMs, ttlMs) {
+  const extends_ = []
+  let given = false
+  const job = {
+    id: '01a2299c-e422-77dd-bb54-61ab0316bf4b',
+    kind: 'embed',
+    scope: '00000000-0000-0000-0000-000000000000',
+    payload: null,
+    payloadBytes: Buffer.from([1, 0xc0]),
+    payloadEncoding: 'value',
+    attempts: 0,
+    maxAttempts: 5,
+    generation: 1,
+    deadline: Date.now() + skewMs + ttlMs,
+    leaseTtlMs: ttlMs,
+    priority: 128,
+    workerId: 'w'
+  }
+  return {
+    extends: extends_,
+    async leaseMany (workerId, max, opts) {
+      if (!given) {
+        given = true
+        return [job]
+      }
+      if (!opts || !opts.waitMs) return []
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, opts.waitMs)
+        opts.signal?.addEventListener('abort', () => { clearTimeout(timer); resolve() }, { once: true })
+      })
+      return []
+    },
+    async extend (jobs) {
+      extends_.push(Date.now())
+      return jobs.map(() => true)
+    },
+    async completeMany (jobs) { return jobs.map(() => null) },
+    async complete () {},
+    async fail () {},
+    async release () {}
+  }
+}
+
+async function runOneJob (q, ms) {
+  let aborted = null
+  const w = new Worker(q, async (job, { signal }) => {
+    await sleep(ms)
+    aborted = signal.aborted
+  }, { pollMs: 50, workerId: 'w' })
+  const done = new Promise((resolve) => w.once('completed', resolve))
+  const run = w.run()
+  await done
+  await w.stop()
+  await run
+  return aborted
+}
+
+test("heartbeats follow the lease's TTL, not deadline - now: a server clock an hour ahead", async () => {
+  // TTL 300 ms: a beat every 100 ms. From `deadline - now` (an hour) the
+  // first beat would come after 20 minutes, and the lease would be lost.
+  const q = skewedQueue(3600_000, 300)
+  const aborted = await runOneJob(q, 900)
+  assert.ok(q.extends.length >= 3, `${q.extends.length} heartbeats in 900 ms for a 300 ms lease`)
+  assert.equal(aborted, false)
+})
+
+test("heartbeats follow the lease's TTL, not deadline - now: a server clock an hour behind", async () => {
+  // TTL 3 s: the first beat after 1 s. From `deadline - now` (negative)
+  // the Worker beat every 10 ms, and thought the lease long expired.
+  const q = skewedQueue(-3600_000, 3000)
+  const aborted = await runOneJob(q, 900)
+  assert.ok(q.extends.length <= 1, `${q.extends.length} heartbeats in 900 ms for a 3 s lease`)
+  assert.equal(aborted, false)
+})
+
+test('a lease whose heartbeat period passes what one timer keeps (~24.8 days) is heartbeated without a storm', async () => {
+  // A third of 100 days is past 2^31 - 1 ms, where setTimeout fires at
+  // once: the Worker must not beat in a loop.
+  const q = skewedQueue(0, 100 * 24 * 3600 * 1000)
+  await runOneJob(q, 300)
+  assert.ok(q.extends.length <= 1, `${q.extends.length} heartbeats in 300 ms for a 100-day lease`)
 })

@@ -12,10 +12,12 @@ import type {
   Stats,
   StateCounts,
   CorruptRecord,
-  Enqueued
+  Enqueued,
+  ConfigKey,
+  Limits
 } from '../index'
 
-export type { Job, JobInfo, JobEvent, ListPage, ReapReport, Stats, StateCounts, CorruptRecord, Enqueued }
+export type { Job, JobInfo, JobEvent, ListPage, ReapReport, Stats, StateCounts, CorruptRecord, Enqueued, ConfigKey, Limits }
 
 /**
  * The stable `code` of every error the store raises, mapped one-to-one from
@@ -30,29 +32,41 @@ export type ErrorCodeName =
   | 'STORAGE'
   | 'CORRUPTION'
   | 'CLOSED'
+  | 'UNSUPPORTED_FORMAT'
 
 /** `ErrorCode.ABORTED === 'ABORTED'`, … (frozen). */
 export declare const ErrorCode: Readonly<{ [K in ErrorCodeName]: K }>
 
 /**
- * What every rejection of this package looks like: an `Error` (a
- * `TypeError` for an argument of the wrong type, a `RangeError` for a number
- * out of range) with a stable `code`.
+ * What every rejection of this package looks like: an `Error` with a
+ * stable `code`. For `INVALID_ARGUMENT` the class tells which rule: a
+ * `TypeError` for an argument of the wrong type, a `RangeError` for a
+ * number outside its range (a duration, a time, a count, a priority, a
+ * limit; the message names the argument and its range), a plain `Error`
+ * for every other refused value, an unknown option name included (in
+ * every call). Test `code`, not the class.
  *
  * - `INVALID_ARGUMENT`: bad input (kind syntax, sizes, ids, options, config).
  * - `NOT_FOUND`: no job with that id.
  * - `ABORTED`: the lease is lost (reaped, released or settled since):
  *   stop working on the job; nothing was changed.
  * - `STORE_LOCKED`: another process owns the store (the message names it).
- * - `STORAGE`: RocksDB or the filesystem failed.
+ * - `STORAGE`: RocksDB or the filesystem failed; also a bug caught at the
+ *   native boundary (a panic), with a message saying so.
  * - `CORRUPTION`: bytes on disk do not decode.
  * - `CLOSED`: the queue was closed.
+ * - `UNSUPPORTED_FORMAT`: the store was written by a newer, incompatible
+ *   format; it is left untouched.
  */
 export interface TelhaError extends Error {
   code: ErrorCodeName
 }
 
-/** A payload or result: plain values are encoded with the msgpack convention; bytes pass through. */
+/**
+ * A payload or result: plain values are encoded with the msgpack
+ * convention and read back as values; bytes (`Buffer`, `Uint8Array`) pass
+ * through and read back as a `Buffer`, whatever they hold.
+ */
 export type PayloadValue =
   | null
   | undefined
@@ -64,53 +78,88 @@ export type PayloadValue =
   | PayloadValue[]
   | { [key: string]: PayloadValue }
 
-/** Exponential backoff: attempt `k` waits `min(capMs, baseMs * factor^(k-1))`. */
+/**
+ * The deprecated nested spelling of `backoffBaseMs`, `backoffFactor` and
+ * `backoffCapMs` (kept for one release). Attempt `k` waits
+ * `min(capMs, baseMs * factor^(k-1))`.
+ * @deprecated Use `backoffBaseMs`, `backoffFactor`, `backoffCapMs`.
+ */
 export interface BackoffOptions {
-  /** The first delay (default 10,000 ms). */
   baseMs?: number
-  /** Growth per further attempt, ≥ 1 (default 4). */
   factor?: number
-  /** The longest delay (default 3,600,000 ms). */
   capMs?: number
 }
 
-/** Per-kind overrides of the open options. */
+/**
+ * Per-kind overrides of the open options: exactly the per-kind keys of
+ * the core's table (`configKeys().filter((k) => k.perKind)`), under the
+ * same names as {@link OpenOptions}; unset ones inherit the global value.
+ */
 export interface KindOptions {
-  /** This kind's lease TTL (its handlers run longer or shorter than most). */
+  /** This kind's lease TTL, ms (its handlers run longer or shorter than most). */
   leaseTtlMs?: number
-  /** This kind's attempt ceiling. */
+  /** This kind's attempt ceiling (1 to 2^32 - 1). */
   maxAttempts?: number
   /**
-   * This kind's backoff. A `baseMs` here is this kind's base `b` and raises
-   * the kind's cap to at least itself (`cap' = max(cap, b)`).
+   * This kind's first retry delay, ms (> 0). It also raises the kind's cap
+   * to at least itself (`cap' = max(cap, base)`).
    */
+  backoffBaseMs?: number
+  /** This kind's growth of the delay per further attempt (≥ 1). */
+  backoffFactor?: number
+  /** This kind's longest retry delay, ms. */
+  backoffCapMs?: number
+  /** @deprecated Use `backoffBaseMs`, `backoffFactor`, `backoffCapMs`. */
   backoff?: BackoffOptions
 }
 
 /**
- * Options of {@link Queue.open}, all in milliseconds. Unset options come
- * from `configFile` (else `$TELHA_JOBS_CONFIG`), then `TELHA_JOBS_*`
- * environment variables, then the defaults; options given here win.
+ * Options of {@link Queue.open}: one per key of the core's table
+ * (`configKeys()`), named in camelCase with `Ms` after a duration;
+ * durations are milliseconds, from 0 to `limits.maxDurationMs` (100
+ * years). A number outside a key's range is a `RangeError`, a value of
+ * the wrong type a `TypeError`, an unknown name an `Error`, all with code
+ * `INVALID_ARGUMENT`. Unset options come from `configFile` (else
+ * `$TELHA_JOBS_CONFIG`), then `TELHA_JOBS_*` environment variables, then
+ * the defaults; options given here win.
  */
 export interface OpenOptions {
-  /** How long a silent worker keeps a job before it is handed to another (default 300,000). */
+  /** How long a silent worker keeps a job before it is handed to another (default 300,000; at least 1). */
   leaseTtlMs?: number
   /** How often the background reaper expires leases and prunes; 0 runs none (default 30,000). */
   reaperIntervalMs?: number
-  /** Failed attempts before a job is dead (default 5). */
+  /** Failed attempts before a job is dead (default 5; 1 to 2^32 - 1). */
   maxAttempts?: number
-  /** The retry schedule (default 10 s, ×4, capped at 1 h). */
-  backoff?: BackoffOptions
-  /** How long completed jobs are kept; `false` or `null` keeps them forever (default 24 h). */
+  /** The delay after the first failed attempt (default 10,000; > 0). */
+  backoffBaseMs?: number
+  /** Growth of the delay per further attempt (default 4; ≥ 1). */
+  backoffFactor?: number
+  /** The longest retry delay, at least the base (default 3,600,000). */
+  backoffCapMs?: number
+  /** How long completed jobs are kept (> 0); `false` or `null` keeps them forever (default 86,400,000). */
   completedRetentionMs?: number | false | null
   /** fsync every commit, so an acknowledged call survives power loss (default false). */
   syncWrites?: boolean
-  /** The largest payload or result, in bytes (default 16 MiB). */
+  /** The largest payload or result, in bytes (default 16 MiB; at most `limits.maxPayloadBytesLimit`). */
   maxPayloadBytes?: number
+  /** How many completed jobs one reaper pass prunes at most (default 10,000). */
+  pruneBatch?: number
   /** Per-kind overrides, keyed by exact kind. */
   kinds?: Record<string, KindOptions>
   /** A TOML config file, as read by the Rust core and the `telha` CLI. */
   configFile?: string
+  /** @deprecated Use `backoffBaseMs`, `backoffFactor`, `backoffCapMs`. */
+  backoff?: BackoffOptions
+}
+
+/**
+ * The settings in force ({@link Queue.settings}): every key of the table,
+ * named as {@link OpenOptions} names them (a retention kept forever reads
+ * `false`), and per kind what that kind sets.
+ */
+export type Settings = Required<Omit<OpenOptions, 'kinds' | 'configFile' | 'backoff' | 'completedRetentionMs'>> & {
+  completedRetentionMs: number | false
+  kinds: Record<string, Omit<KindOptions, 'backoff'>>
 }
 
 /** Options of one enqueue. */
@@ -119,13 +168,17 @@ export interface EnqueueOptions {
   scope?: string
   /** 0 most urgent … 255 least (default 128); FIFO within a priority. */
   priority?: number
-  /** Not leasable before now + `delayMs`. */
+  /** Not leasable before now + `delayMs` (≥ 0; now + delay at most `limits.maxInstantMs`). */
   delayMs?: number
-  /** Not leasable before this time (ms since the epoch, or a Date); wins over `delayMs`. */
+  /**
+   * Not leasable before this time (ms since the epoch, or a Date), from 0
+   * to `limits.maxInstantMs` (9999-12-31T23:59:59.999Z): later is a
+   * `RangeError`. Wins over `delayMs`.
+   */
   runAt?: number | Date
   /** A repeated key in the same scope returns the existing job's id while that job exists. */
   idempotencyKey?: string
-  /** This job's attempt ceiling (over the per-kind and global ones). */
+  /** This job's attempt ceiling (over the per-kind and global ones; 1 to 2^32 - 1). */
   maxAttempts?: number
 }
 
@@ -140,7 +193,11 @@ export interface LeaseOptions {
   kinds?: string | string[]
   /** Scopes to take from; default every scope, round-robin. */
   scope?: string | string[]
-  /** Wait up to this long for work (woken by enqueue, not by polling); default 0. `Infinity` waits for good. */
+  /**
+   * Wait up to this long for work (woken by enqueue, not by polling);
+   * default 0. `Infinity`, or anything over `limits.maxDurationMs`, waits
+   * for good (saturates; not an error).
+   */
   waitMs?: number
   /**
    * Ends the wait early: the call then resolves with what it has (usually
@@ -156,7 +213,7 @@ export interface ListOptions {
   scope?: string
   /** An exact kind or a family (`ingest:*`). */
   kind?: string
-  /** Jobs per page, 1 to 10,000 (default 100). */
+  /** Jobs per page, 1 to `limits.maxListLimit` (10,000; default 100). */
   limit?: number
   /** The previous page's `next`. */
   after?: string
@@ -166,7 +223,7 @@ export interface ListOptions {
 export interface ConnectOptions {
   /** The server's bearer token (default: `$TELHA_TOKEN`). A wrong one: every call rejects. */
   token?: string
-  /** How long to try to reach the server before rejecting with `STORAGE` (ms; default 10000). */
+  /** How long to try to reach the server before rejecting with `STORAGE` (ms, up to `limits.maxDurationMs`; default 10000). */
   timeoutMs?: number
   /** For `https://`: a PEM file of the CA to trust instead of the public web roots (a self-signed server). */
   caCert?: string
@@ -257,16 +314,31 @@ export declare class Queue {
   /** Close this handle: later calls reject with `CLOSED`, waits in progress end with `CLOSED`. */
   close(): Promise<void>
   /**
+   * The settings in force (after the file, the environment and the open
+   * options), named as {@link OpenOptions} names them; `null` for a
+   * remote queue (its server's config is not visible to clients).
+   */
+  settings(): Settings | null
+  /**
    * Enqueue one job; resolves with its id (the existing job's id when the
-   * idempotency key matched one). `INVALID_ARGUMENT` for a malformed kind,
-   * a `system:*` kind outside the system scope, an oversized payload, …
+   * idempotency key matched one: {@link Queue.enqueueResult} tells which).
+   * `INVALID_ARGUMENT` for a malformed kind, a `system:*` kind outside the
+   * system scope, an oversized payload, …
    */
   enqueue(kind: string, payload?: PayloadValue, options?: EnqueueOptions): Promise<string>
+  /**
+   * {@link Queue.enqueue}, resolving with `{ id, created }`: `created` is
+   * false when the idempotency key matched an existing job (nothing was
+   * enqueued; `id` is that job's).
+   */
+  enqueueResult(kind: string, payload?: PayloadValue, options?: EnqueueOptions): Promise<Enqueued>
   /** Enqueue many jobs in one atomic batch (all or none); resolves with their ids, in order. */
   enqueueMany(items: EnqueueItem[]): Promise<string[]>
+  /** {@link Queue.enqueueMany}, resolving with `{ id, created }` per job, in order. */
+  enqueueManyResults(items: EnqueueItem[]): Promise<Enqueued[]>
   /** Lease the most urgent ready job, or `null` (after waiting up to `waitMs`). */
   leaseNext(workerId: string, options?: LeaseOptions): Promise<Job | null>
-  /** Lease up to `max` (1 to 10,000) ready jobs in one call, waiting up to `waitMs` for the first. */
+  /** Lease up to `max` (1 to `limits.maxBatch`, 10,000) ready jobs in one call, waiting up to `waitMs` for the first. */
   leaseMany(workerId: string, max: number, options?: LeaseOptions): Promise<Job[]>
   /**
    * Heartbeat: renew each lease. Per job, `true` when renewed, `false` when
@@ -296,7 +368,12 @@ export declare class Queue {
   retry(id: string): Promise<void>
   /** A job with its event log, or `null` when there is no such job. */
   get(id: string): Promise<JobInfo | null>
-  /** A page of jobs in key order (scope, state, priority, time). */
+  /**
+   * A page of jobs in key order (scope, state, priority, time): `limit`
+   * jobs unless the range ends (then `next` is null) or a million rows
+   * were read for it (a rare kind; then `next` is set). Pass `next` as
+   * `after` for the following page, or any job's `cursor` to list after it.
+   */
   list(options?: ListOptions): Promise<ListPage>
   /** Run one reaper pass now: expire leases, prune completed jobs past their retention. */
   reap(): Promise<ReapReport>
@@ -331,11 +408,15 @@ export interface WorkerOptions {
   kinds?: string | string[]
   /** Scopes to take from. */
   scope?: string | string[]
-  /** Handlers run at once (default 1). */
+  /** Handlers run at once (default 1; at most `limits.maxBatch`). */
   concurrency?: number
   /** How long one idle lease call waits for work (default 1,000 ms). */
   pollMs?: number
-  /** Heartbeat period (default: a third of the shortest lease TTL among running jobs). */
+  /**
+   * Heartbeat period (default: a third of the shortest `leaseTtlMs` among
+   * running jobs, the TTL their leases were granted with, so it is right
+   * over `Queue.connect` whatever the server's clock says).
+   */
   heartbeatMs?: number
 }
 
@@ -377,7 +458,12 @@ export declare class Permanent extends Error {
   constructor(message?: string, options?: { cause?: unknown })
 }
 
+/** The core's table of settable keys, each with its {@link OpenOptions} name (`name`). */
+export declare function configKeys(): ConfigKey[]
+/** The limits the core enforces, which the checks here use (frozen). */
+export declare const limits: Readonly<Limits>
+
 /** The bytes `enqueue` stores for a plain value: a version byte `0x01`, then msgpack. */
 export declare function encodePayload(value: PayloadValue): Buffer
-/** Decode payload bytes: the value when they follow the convention, else the same bytes as a Buffer. */
+/** Decode payload bytes by looking at them: the value when they follow the convention, else the same bytes as a Buffer. */
 export declare function decodePayload(bytes: Uint8Array): unknown

@@ -1,84 +1,43 @@
 'use strict'
 // telha-jobs for Node: the public API. The native layer (index.js, generated
-// by napi-rs) does the work off the event loop; this file checks argument
-// types (a TypeError with code INVALID_ARGUMENT, as a rejected Promise),
-// turns an AbortSignal into a native CancelToken, and shapes options.
-// Types and docs: telha.d.ts.
+// by napi-rs) does the work off the event loop and checks every number's
+// range against the core's limits; this file checks option names and
+// argument types (check.js has the rule), turns an AbortSignal into a
+// native CancelToken, and shapes options. Types and docs: telha.d.ts.
 
 const native = require('../index.js')
 const { Worker, Permanent } = require('./worker.js')
-const { typeError, invalid, str, optStr, optInt, optMs, optBool, strList, token } = require('./check.js')
+const {
+  LIMITS, typeError, invalidArgument, options, str, optStr, optNum, optBool, strList, token
+} = require('./check.js')
 
 /** The stable error codes, in the core's order. */
 const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c, c])))
 
-const OPEN_KEYS = new Set([
-  'leaseTtlMs', 'reaperIntervalMs', 'maxAttempts', 'backoff', 'completedRetentionMs',
-  'syncWrites', 'maxPayloadBytes', 'kinds', 'configFile'
-])
 const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts'])
 const ITEM_KEYS = new Set(['kind', 'payload', ...ENQUEUE_KEYS])
 const LEASE_KEYS = new Set(['kinds', 'scope', 'waitMs', 'signal'])
 const LIST_KEYS = new Set(['state', 'scope', 'kind', 'limit', 'after'])
 
-/** Longest wait passed to the core (`Infinity` means this: about 31 years). */
-const WAIT_FOREVER_MS = 1e12
+let warnedBackoff = false
 
-function options (o, name, keys) {
-  if (o === undefined || o === null) return {}
-  if (typeof o !== 'object' || Array.isArray(o)) throw typeError(`${name} must be an object`)
-  for (const k of Object.keys(o)) {
-    if (!keys.has(k)) throw typeError(`${name}: unknown option ${JSON.stringify(k)} (known: ${[...keys].join(', ')})`)
+/**
+ * `Queue.open` options cross as they are: the native layer reads them
+ * through the core's key table (names, types, ranges), so a key added to
+ * the table needs nothing here. Only the deprecated nested `backoff` is
+ * noticed, to say so once.
+ */
+function openOptions (o) {
+  if (o === undefined || o === null) return undefined
+  if (typeof o !== 'object' || Array.isArray(o)) throw typeError('Queue.open options must be an object')
+  const nested = o.backoff != null ||
+    (o.kinds !== null && typeof o.kinds === 'object' && Object.values(o.kinds).some((k) => k !== null && typeof k === 'object' && k.backoff != null))
+  if (nested && !warnedBackoff) {
+    warnedBackoff = true
+    process.emitWarning('Queue.open: the nested `backoff: { baseMs, factor, capMs }` is deprecated; use backoffBaseMs, backoffFactor and backoffCapMs (also per kind)',
+      { type: 'DeprecationWarning', code: 'TELHA_NESTED_BACKOFF' })
   }
   return o
-}
-
-function backoffOptions (b, name) {
-  if (b === undefined || b === null) return undefined
-  options(b, name, new Set(['baseMs', 'factor', 'capMs']))
-  return {
-    baseMs: optMs(b.baseMs, `${name}.baseMs`),
-    factor: optNum(b.factor, `${name}.factor`),
-    capMs: optMs(b.capMs, `${name}.capMs`)
-  }
-}
-
-function optNum (v, name) {
-  if (v === undefined || v === null) return undefined
-  if (typeof v !== 'number' || Number.isNaN(v)) throw typeError(`${name} must be a number`)
-  return v
-}
-
-function openOptions (o) {
-  o = options(o, 'Queue.open options', OPEN_KEYS)
-  let kinds
-  if (o.kinds !== undefined && o.kinds !== null) {
-    if (typeof o.kinds !== 'object' || Array.isArray(o.kinds)) throw typeError('kinds must map a kind to its overrides')
-    kinds = {}
-    for (const [kind, k] of Object.entries(o.kinds)) {
-      const at = `kinds[${JSON.stringify(kind)}]`
-      options(k, at, new Set(['leaseTtlMs', 'maxAttempts', 'backoff']))
-      kinds[kind] = {
-        leaseTtlMs: optMs(k.leaseTtlMs, `${at}.leaseTtlMs`),
-        maxAttempts: optInt(k.maxAttempts, `${at}.maxAttempts`, 0, 2 ** 32 - 1),
-        backoff: backoffOptions(k.backoff, `${at}.backoff`)
-      }
-    }
-  }
-  let retention = o.completedRetentionMs
-  if (retention === null || retention === false) retention = false
-  else if (retention !== undefined) retention = optMs(retention, 'completedRetentionMs')
-  return {
-    leaseTtlMs: optMs(o.leaseTtlMs, 'leaseTtlMs'),
-    reaperIntervalMs: optMs(o.reaperIntervalMs, 'reaperIntervalMs'),
-    maxAttempts: optInt(o.maxAttempts, 'maxAttempts', 0, 2 ** 32 - 1),
-    backoff: backoffOptions(o.backoff, 'backoff'),
-    completedRetentionMs: retention,
-    syncWrites: optBool(o.syncWrites, 'syncWrites'),
-    maxPayloadBytes: optInt(o.maxPayloadBytes, 'maxPayloadBytes', 0, Number.MAX_SAFE_INTEGER),
-    kinds,
-    configFile: optStr(o.configFile, 'configFile')
-  }
 }
 
 function enqueueOptions (o, name) {
@@ -87,11 +46,11 @@ function enqueueOptions (o, name) {
   if (runAt instanceof Date) runAt = runAt.getTime()
   return {
     scope: optStr(o.scope, `${name}.scope`),
-    priority: optInt(o.priority, `${name}.priority`, 0, 255),
-    delayMs: optMs(o.delayMs, `${name}.delayMs`),
-    runAt: optMs(runAt, `${name}.runAt`),
+    priority: optNum(o.priority, `${name}.priority`),
+    delayMs: optNum(o.delayMs, `${name}.delayMs`),
+    runAt: optNum(runAt, `${name}.runAt`),
     idempotencyKey: optStr(o.idempotencyKey, `${name}.idempotencyKey`),
-    maxAttempts: optInt(o.maxAttempts, `${name}.maxAttempts`, 0, 2 ** 32 - 1)
+    maxAttempts: optNum(o.maxAttempts, `${name}.maxAttempts`)
   }
 }
 
@@ -115,13 +74,16 @@ function tokens (jobs, name) {
   return { ids: ids.join(','), gens, count: jobs.length }
 }
 
-/** Numbers per job in a native `LeasedBatch`'s `nums` (job.rs: `LeasedBatch::FIELDS`). */
-const FIELDS = 6
+/** Numbers per job in a native `LeasedBatch`'s `nums` (batch.rs: `LeasedBatch::FIELDS`). */
+const FIELDS = 7
+/** Indices into `strings` per job in `refs` (batch.rs: `LeasedBatch::REFS`). */
+const REFS = 4
 
 /**
  * The `Job` objects of a native `LeasedBatch`: ids joined with ',', the
- * numbers in one Float64Array, kind / scope / workerId as indices into a
- * table of the batch's distinct strings, one payload Buffer, decoded values.
+ * numbers in one Float64Array, kind / scope / workerId / payloadEncoding as
+ * indices into a table of the batch's distinct strings, one payload
+ * Buffer, and the payloads that read as values.
  */
 function jobsFrom (batch) {
   const { ids: joined, nums, refs, strings, payloads, decoded } = batch
@@ -131,7 +93,7 @@ function jobsFrom (batch) {
   let off = 0
   for (let i = 0; i < ids.length; i++) {
     const k = i * FIELDS
-    const r = i * 3
+    const r = i * REFS
     const end = off + nums[k + 5]
     const bytes = payloads.subarray(off, end)
     off = end
@@ -142,10 +104,12 @@ function jobsFrom (batch) {
       scope: strings[refs[r + 1]],
       payload: value === undefined ? bytes : value,
       payloadBytes: bytes,
+      payloadEncoding: strings[refs[r + 3]],
       attempts: nums[k],
       maxAttempts: nums[k + 1],
       generation: nums[k + 2],
       deadline: nums[k + 3],
+      leaseTtlMs: nums[k + 6],
       priority: nums[k + 4],
       workerId: strings[refs[r + 2]]
     }
@@ -179,7 +143,7 @@ class Server {
 
   async close (opts) {
     const o = options(opts, 'close options', new Set(['graceMs']))
-    await this.#native.close(optMs(o.graceMs, 'graceMs') ?? CLOSE_GRACE_MS)
+    await this.#native.close(optNum(o.graceMs, 'graceMs') ?? CLOSE_GRACE_MS)
   }
 }
 
@@ -206,7 +170,7 @@ class Queue {
     const o = options(opts, 'Queue.connect options', CONNECT_KEYS)
     return new Queue(await native.NativeQueue.connect(url, {
       token: optStr(o.token, 'token'),
-      timeoutMs: optMs(o.timeoutMs, 'timeoutMs'),
+      timeoutMs: optNum(o.timeoutMs, 'timeoutMs'),
       caCert: optStr(o.caCert, 'caCert')
     }))
   }
@@ -230,14 +194,31 @@ class Queue {
 
   async close () { await this.#native.close() }
 
+  /** The settings in force (see telha.d.ts); null for a remote queue. */
+  settings () { return this.#native.settings() }
+
   async enqueue (kind, payload, opts) {
+    return (await this.enqueueResult(kind, payload, opts)).id
+  }
+
+  async enqueueResult (kind, payload, opts) {
     str(kind, 'kind')
     const o = options(opts, 'enqueue options', ENQUEUE_KEYS)
-    const e = await this.#native.enqueue(kind, payload, enqueueOptions(o, 'options'))
-    return e.id
+    return this.#native.enqueue(kind, payload, enqueueOptions(o, 'options'))
   }
 
   async enqueueMany (items) {
+    const { ids } = await this.#enqueueMany(items)
+    return ids.length ? ids.split(',') : []
+  }
+
+  async enqueueManyResults (items) {
+    const { ids, created } = await this.#enqueueMany(items)
+    if (!ids.length) return []
+    return ids.split(',').map((id, i) => ({ id, created: created[i] === 1 }))
+  }
+
+  async #enqueueMany (items) {
     if (!Array.isArray(items)) throw typeError('enqueueMany takes an array of [kind, payload] pairs or { kind, payload, ...options } objects')
     const kinds = new Array(items.length)
     const payloads = new Array(items.length)
@@ -263,8 +244,7 @@ class Queue {
     }
     // One kind for the whole batch (the common case) crosses as one string.
     const one = kinds.length > 0 && kinds.every((k) => k === kinds[0])
-    const ids = await this.#native.enqueueMany(one ? kinds[0] : kinds, payloads, opts)
-    return ids.length ? ids.split(',') : []
+    return this.#native.enqueueMany(one ? kinds[0] : kinds, payloads, opts)
   }
 
   async leaseNext (workerId, opts) {
@@ -273,8 +253,7 @@ class Queue {
   }
 
   async leaseMany (workerId, max, opts) {
-    optInt(max, 'max', 1, 10000)
-    if (max === undefined || max === null) throw typeError('max must be an integer from 1 to 10000')
+    if (typeof max !== 'number') throw typeError(`max must be a number of jobs from 1 to ${LIMITS.maxBatch}`)
     return this.#lease(workerId, max, opts)
   }
 
@@ -282,12 +261,12 @@ class Queue {
     str(workerId, 'workerId')
     const o = options(opts, 'lease options', LEASE_KEYS)
     const { kinds, scopes } = leaseFilters(o)
-    let waitMs = o.waitMs === Infinity ? WAIT_FOREVER_MS : optMs(o.waitMs, 'waitMs') ?? 0
-    if (waitMs > WAIT_FOREVER_MS) waitMs = WAIT_FOREVER_MS
+    // Infinity (or more than the core's longest duration) waits for good.
+    const waitMs = optNum(o.waitMs, 'waitMs') ?? 0
     const signal = o.signal
     if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) throw typeError('signal must be an AbortSignal')
     if (!signal) {
-      return jobsFrom(await (waitMs > 0
+      return jobsFrom(await (waitMs !== 0
         ? this.#native.leaseWait(workerId, max, kinds, scopes, waitMs, null)
         : this.#native.leaseMany(workerId, max, kinds, scopes)))
     }
@@ -319,7 +298,7 @@ class Queue {
     const { ids, gens, count } = tokens(jobs, 'jobs')
     if (results !== undefined && results !== null) {
       if (!Array.isArray(results)) throw typeError('results must be an array (one result per job) or undefined')
-      if (results.length !== count) throw invalid(`results has ${results.length} entries for ${count} jobs`)
+      if (results.length !== count) throw invalidArgument(`results has ${results.length} entries for ${count} jobs`)
     }
     if (count === 0) return []
     // Results that are all null / undefined (the Worker's handlers often
@@ -363,13 +342,16 @@ class Queue {
 
   async list (opts) {
     const o = options(opts, 'list options', LIST_KEYS)
-    return this.#native.list({
+    const page = await this.#native.list({
       state: optStr(o.state, 'state'),
       scope: optStr(o.scope, 'scope'),
       kind: optStr(o.kind, 'kind'),
-      limit: optInt(o.limit, 'limit', 1, 10000),
+      limit: optNum(o.limit, 'limit'),
       after: optStr(o.after, 'after')
     })
+    // `next` is null at the end, as documented (napi leaves a None out).
+    page.next ??= null
+    return page
   }
 
   async reap () { return this.#native.reap() }
@@ -383,6 +365,8 @@ module.exports = {
   Worker,
   Permanent,
   ErrorCode,
+  limits: LIMITS,
+  configKeys: () => native.configKeys(),
   encodePayload: (value) => native.encodePayload(value),
   decodePayload: (bytes) => {
     if (!(bytes instanceof Uint8Array)) throw typeError('decodePayload takes a Buffer or Uint8Array')

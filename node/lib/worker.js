@@ -9,7 +9,7 @@
 const { EventEmitter } = require('node:events')
 const os = require('node:os')
 const crypto = require('node:crypto')
-const { typeError, str, optInt, optMs, strList } = require('./check.js')
+const { LIMITS, TIMER_MAX_MS, typeError, rangeError, options, str, optInt, optMs, strList, longTimeout } = require('./check.js')
 
 /** Throw it from a handler to fail the job for good (dead, no retry). */
 class Permanent extends Error {
@@ -20,6 +20,7 @@ class Permanent extends Error {
 }
 
 const WORKER_KEYS = new Set(['workerId', 'kinds', 'scope', 'concurrency', 'pollMs', 'heartbeatMs'])
+const STOP_KEYS = new Set(['graceMs'])
 
 function abortError (message, code) {
   const e = new Error(message)
@@ -66,10 +67,14 @@ class Entry {
     this.key = deliveryKey(job)
     this.ctl = null // created when the handler reads its signal
     this.abortReason = null
-    this.ttl = Math.max(1, job.deadline - Date.now())
-    // When the lease runs out unless a heartbeat renews it: when none gets
-    // through by then (a remote queue's server unreachable), it is lost.
-    this.expires = job.deadline
+    // The TTL the lease was granted with. Never `deadline - now`: the
+    // deadline is on the store owner's clock (a remote queue's server),
+    // which this process's clock need not agree with.
+    this.ttl = job.leaseTtlMs
+    // When the lease runs out, on this process's clock, unless a heartbeat
+    // renews it: when none gets through by then (a remote queue's server
+    // unreachable), it is lost.
+    this.expires = Date.now() + this.ttl
     this.lost = false
     this.released = false
     this.releasing = null
@@ -132,11 +137,7 @@ class Worker extends EventEmitter {
       throw typeError('Worker needs a Queue (from Queue.open) as its first argument')
     }
     if (typeof handler !== 'function') throw typeError('Worker needs a handler function: async (job, { signal }) => result')
-    if (opts !== undefined && opts !== null && (typeof opts !== 'object' || Array.isArray(opts))) throw typeError('Worker options must be an object')
-    const o = opts ?? {}
-    for (const k of Object.keys(o)) {
-      if (!WORKER_KEYS.has(k)) throw typeError(`Worker: unknown option ${JSON.stringify(k)} (known: ${[...WORKER_KEYS].join(', ')})`)
-    }
+    const o = options(opts, 'Worker options', WORKER_KEYS)
     this.#queue = queue
     this.#handler = handler
     this.#workerId = o.workerId === undefined
@@ -144,11 +145,12 @@ class Worker extends EventEmitter {
       : str(o.workerId, 'workerId')
     this.#kinds = o.kinds === undefined || o.kinds === null ? undefined : strList(o.kinds, 'kinds')
     this.#scope = o.scope === undefined || o.scope === null ? undefined : strList(o.scope, 'scope')
-    this.#concurrency = optInt(o.concurrency, 'concurrency', 1, 10000) ?? 1
+    // Each lease call takes at most the free slots: at most a batch.
+    this.#concurrency = optInt(o.concurrency, 'concurrency', 1, LIMITS.maxBatch) ?? 1
     this.#refillAt = Math.ceil(this.#concurrency / 4)
     this.#pollMs = optMs(o.pollMs, 'pollMs') ?? 1000
     this.#heartbeatMs = optMs(o.heartbeatMs, 'heartbeatMs')
-    if (this.#heartbeatMs === 0) throw typeError('heartbeatMs must be > 0')
+    if (this.#heartbeatMs === 0) throw rangeError('heartbeatMs must be > 0')
   }
 
   get workerId () { return this.#workerId }
@@ -164,19 +166,17 @@ class Worker extends EventEmitter {
   }
 
   async stop (opts) {
-    if (opts !== undefined && opts !== null && typeof opts !== 'object') throw typeError('stop options must be an object')
-    const graceMs = opts?.graceMs === Infinity ? Infinity : (optMs(opts?.graceMs, 'graceMs') ?? 30000)
+    const o = options(opts, 'stop options', STOP_KEYS)
+    const graceMs = o.graceMs === Infinity ? Infinity : (optMs(o.graceMs, 'graceMs') ?? 30000)
     this.#stopping = true
     if (this.#poll) this.#poll.abort()
     this.#wakeSlot()
-    let timer = null
-    if (graceMs !== Infinity) {
-      timer = setTimeout(() => this.#releaseAll(), graceMs)
-    }
+    // A grace longer than one timer keeps (~24.8 days) is still waited out.
+    const cancel = graceMs === Infinity ? null : longTimeout(() => this.#releaseAll(), graceMs)
     try {
       if (this.#running) await this.#running.catch(() => {})
     } finally {
-      if (timer) clearTimeout(timer)
+      if (cancel) cancel()
     }
   }
 
@@ -388,12 +388,15 @@ class Worker extends EventEmitter {
     if (this.#beatTimer || this.#active.size === 0) return
     let interval = this.#heartbeatMs
     if (interval === undefined) {
+      // A third of the shortest TTL the running leases were granted with.
       let ttl = Infinity
       for (const e of this.#active.values()) ttl = Math.min(ttl, e.ttl)
       interval = Math.max(10, ttl / 3)
     }
     if (retryMs !== undefined) interval = Math.min(interval, retryMs)
-    this.#beatTimer = setTimeout(() => { this.#beat() }, interval)
+    // Past what one timer keeps, setTimeout fires at once: beat then instead
+    // (early is safe; a lease that long needs no exact period).
+    this.#beatTimer = setTimeout(() => { this.#beat() }, Math.min(interval, TIMER_MAX_MS))
   }
 
   async #beat () {

@@ -1,12 +1,16 @@
 //! JS values <-> the cross-language payload convention
 //! (`telha_jobs::payload`: a version byte, then one msgpack value).
 //!
-//! In: a `Buffer` / `Uint8Array` is stored untouched; any other plain value
-//! (object, array, string, number, bigint, boolean, null) becomes an
-//! `rmpv::Value` and is encoded by the core. Out: bytes that follow the
-//! convention decode back to a JS value; any other bytes come back as a
-//! `Buffer`. Conversions read and build JS values, so they run on the JS
-//! thread; the msgpack work itself is done by the core.
+//! In: a `Buffer` / `Uint8Array` is stored untouched and recorded as
+//! [`Encoding::Bytes`]; any other plain value (object, array, string,
+//! number, bigint, boolean, null) becomes an `rmpv::Value`, is encoded by
+//! the core and recorded as [`Encoding::Value`]. Out: `payload::read`
+//! decides: bytes come back as a `Buffer` (even when they happen to look
+//! like the convention), values as values, and rows written before
+//! encodings were recorded ([`Encoding::Unknown`]) as before: a value when
+//! the bytes follow the convention, else a `Buffer`. Conversions read and
+//! build JS values, so they run on the JS thread; the msgpack work itself
+//! is done by the core.
 
 use std::ffi::c_char;
 use std::ptr;
@@ -14,14 +18,15 @@ use std::ptr;
 use napi::bindgen_prelude::{ToNapiValue, TypeName};
 use napi::{sys, ValueType};
 use telha_jobs::payload::{self, Value, MAX_DEPTH};
+use telha_jobs::Encoding;
 
 use crate::errors::Failure;
 
-/// Largest integer a JS number holds exactly (`Number.MAX_SAFE_INTEGER`).
-const MAX_SAFE: i64 = (1 << 53) - 1;
+use crate::args::MAX_SAFE;
 
-/// The bytes to store for a JS payload or result. `undefined` and `null`
-/// are the convention's nil; bytes pass through untouched.
+/// The bytes to store for a JS payload or result, and how they were made.
+/// `undefined` and `null` are the convention's nil; bytes pass through
+/// untouched.
 ///
 /// # Safety
 /// `env` and `v` must be live handles of the current JS thread.
@@ -30,13 +35,14 @@ pub unsafe fn bytes_from_js(
     env: sys::napi_env,
     v: sys::napi_value,
     what: impl FnOnce() -> String,
-) -> Result<Vec<u8>, Failure> {
+) -> Result<(Vec<u8>, Encoding), Failure> {
     if let Some(b) = unsafe { byte_view(env, v) } {
-        return Ok(b.to_vec());
+        return Ok((b.to_vec(), Encoding::Bytes));
     }
     let protos = Protos::new();
     let value = unsafe { value_from_js(env, v, 0, &what(), &protos) }?;
-    payload::encode(&value).map_err(Failure::Core)
+    let bytes = payload::encode(&value).map_err(Failure::Core)?;
+    Ok((bytes, Encoding::Value))
 }
 
 /// The stored bytes of a `null` (or `undefined`) result: the convention's nil.
@@ -291,20 +297,39 @@ unsafe fn object_from_js(
     Ok(Value::Map(out))
 }
 
-/// A stored payload or result on its way to JS: the convention's value when
-/// the bytes follow it (decoded off the JS thread), else the bytes as a `Buffer`.
+/// A stored payload or result on its way to JS: what `payload::read` says
+/// for its bytes and encoding, a value (decoded off the JS thread) or the
+/// bytes as a `Buffer`.
 pub struct Payload {
     value: Option<Value>,
     bytes: Vec<u8>,
 }
 
 impl Payload {
-    /// Decode `bytes` now (call it off the JS thread).
-    pub fn new(bytes: Vec<u8>) -> Self {
+    /// Read `bytes` written with `encoding` now (call it off the JS thread).
+    pub fn new(bytes: Vec<u8>, encoding: Encoding) -> Self {
         Payload {
-            value: payload::decode(&bytes),
+            value: payload::read(&bytes, encoding),
             bytes,
         }
+    }
+}
+
+/// A plain value on its way to JS (settings, defaults).
+pub struct Plain(pub Value);
+
+impl TypeName for Plain {
+    fn type_name() -> &'static str {
+        "unknown"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+
+impl ToNapiValue for Plain {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        unsafe { value_to_js(env, val.0) }
     }
 }
 
@@ -340,7 +365,8 @@ pub(crate) unsafe fn value_to_js(env: sys::napi_env, v: Value) -> napi::Result<s
         Value::Nil => check!(unsafe { sys::napi_get_null(env, &mut out) }),
         Value::Boolean(b) => return unsafe { bool::to_napi_value(env, b) },
         Value::Integer(i) => {
-            if let Some(n) = i.as_i64().filter(|n| n.abs() <= MAX_SAFE) {
+            // `unsigned_abs`: `abs` of i64::MIN overflows (a panic here).
+            if let Some(n) = i.as_i64().filter(|n| n.unsigned_abs() <= MAX_SAFE) {
                 return unsafe { f64::to_napi_value(env, n as f64) };
             } else if let Some(n) = i.as_i64() {
                 check!(unsafe { sys::napi_create_bigint_int64(env, n, &mut out) });

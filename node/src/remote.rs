@@ -12,8 +12,10 @@ use napi_derive::napi;
 use telha_jobs_client::{ConnectOptions, RemoteQueue};
 use telha_jobs_server::{ServeOptions, ServerHandle, TlsPem};
 
-use crate::errors::{to_js, Failure};
-use crate::queue::{NativeQueue, Op};
+use crate::args::setting_ms;
+use crate::errors::Failure;
+use crate::queue::NativeQueue;
+use crate::task::{guard, Op};
 
 /// Options of `NativeQueue.connect`.
 #[napi(object)]
@@ -35,15 +37,6 @@ pub struct NativeServeOptions {
 
 /// How long a collected server lets calls in flight finish.
 const CLOSE_GRACE_DEFAULT: Duration = Duration::from_secs(5);
-
-fn ms(v: f64, what: &str) -> Result<Duration, Failure> {
-    if !(v.is_finite() && v >= 0.0) {
-        return Err(Failure::Invalid(format!(
-            "{what} must be a finite number of ms ≥ 0, got {v}"
-        )));
-    }
-    Ok(Duration::from_micros((v * 1000.0) as u64))
-}
 
 fn read_pem(path: &str, what: &str) -> Result<Vec<u8>, Failure> {
     std::fs::read(path)
@@ -84,23 +77,26 @@ impl NativeQueue {
         url: String,
         options: Option<NativeConnectOptions>,
     ) -> napi::Result<AsyncTask<Op<RemoteQueue, NativeQueue>>> {
-        let mut o = ConnectOptions::default();
-        if let Some(opts) = options {
-            o.token = opts.token;
-            if let Some(t) = opts.timeout_ms {
-                o.connect_timeout = ms(t, "timeoutMs").map_err(|f| to_js(&env, f))?;
+        guard(&env, "connect", || {
+            let mut o = ConnectOptions::default();
+            if let Some(opts) = options {
+                o.token = opts.token;
+                if let Some(t) = opts.timeout_ms {
+                    o.connect_timeout = setting_ms(t, "timeoutMs")?;
+                }
+                if let Some(ca) = opts.ca_cert {
+                    o.ca_cert_pem = Some(read_pem(&ca, "caCert")?);
+                }
             }
-            if let Some(ca) = opts.ca_cert {
-                o.ca_cert_pem = Some(read_pem(&ca, "caCert").map_err(|f| to_js(&env, f))?);
+            if o.token.is_none() {
+                o.token = std::env::var("TELHA_TOKEN").ok().filter(|t| !t.is_empty());
             }
-        }
-        if o.token.is_none() {
-            o.token = std::env::var("TELHA_TOKEN").ok().filter(|t| !t.is_empty());
-        }
-        Ok(Op::task(
-            move || Ok(RemoteQueue::connect(&url, o)?),
-            |q| NativeQueue::from_store(Arc::new(q)),
-        ))
+            Ok(Op::task(
+                "connect",
+                move || Ok(RemoteQueue::connect(&url, o)?),
+                |q| NativeQueue::from_store(Arc::new(q)),
+            ))
+        })
     }
 
     /// Serve this embedded queue over gRPC from this process.
@@ -110,29 +106,28 @@ impl NativeQueue {
         env: Env,
         options: Option<NativeServeOptions>,
     ) -> napi::Result<AsyncTask<Op<(ServerHandle, bool), NativeServer>>> {
-        let store = self.store();
-        let Some(q) = store.as_local().cloned() else {
-            let at = store.location().unwrap_or_default();
-            return Err(to_js(
-                &env,
-                Failure::Invalid(format!(
+        guard(&env, "serve", || {
+            let store = self.store();
+            let Some(q) = store.as_local().cloned() else {
+                let at = store.location().unwrap_or_default();
+                return Err(Failure::Invalid(format!(
                     "serve needs an embedded queue; this one is a client of {at}"
-                )),
-            ));
-        };
-        let options = serve_options(options.unwrap_or(NativeServeOptions {
-            listen: None,
-            token: None,
-            tls_cert: None,
-            tls_key: None,
-            metrics_listen: None,
-        }))
-        .map_err(|f| to_js(&env, f))?;
-        let tls = options.tls.is_some();
-        Ok(Op::task(
-            move || Ok((telha_jobs_server::serve(q, options)?, tls)),
-            NativeServer::new,
-        ))
+                )));
+            };
+            let options = serve_options(options.unwrap_or(NativeServeOptions {
+                listen: None,
+                token: None,
+                tls_cert: None,
+                tls_key: None,
+                metrics_listen: None,
+            }))?;
+            let tls = options.tls.is_some();
+            Ok(Op::task(
+                "serve",
+                move || Ok((telha_jobs_server::serve(q, options)?, tls)),
+                NativeServer::new,
+            ))
+        })
     }
 }
 
@@ -200,17 +195,20 @@ impl NativeServer {
     /// Stop serving; calls in flight get `graceMs` to finish.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close(&self, env: Env, grace_ms: f64) -> napi::Result<AsyncTask<Op<(), Undefined>>> {
-        let grace = ms(grace_ms, "graceMs").map_err(|f| to_js(&env, f))?;
-        let handle = self.handle.clone();
-        Ok(Op::task(
-            move || {
-                let h = handle.lock().ok().and_then(|mut h| h.take());
-                if let Some(h) = h {
-                    h.shutdown(grace);
-                }
-                Ok(())
-            },
-            |_| (),
-        ))
+        guard(&env, "Server.close", || {
+            let grace = setting_ms(grace_ms, "graceMs")?;
+            let handle = self.handle.clone();
+            Ok(Op::task(
+                "Server.close",
+                move || {
+                    let h = handle.lock().ok().and_then(|mut h| h.take());
+                    if let Some(h) = h {
+                        h.shutdown(grace);
+                    }
+                    Ok(())
+                },
+                |_| (),
+            ))
+        })
     }
 }

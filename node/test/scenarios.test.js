@@ -12,7 +12,9 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { spawn } = require('node:child_process')
-const { Queue } = require('..')
+const { Queue, configKeys } = require('..')
+
+const KEYS = configKeys()
 
 const CASES_DIR = path.resolve(__dirname, '../../tests/scenarios')
 const CASE_FILES = fs.readdirSync(CASES_DIR).filter((f) => f.endsWith('.json')).sort()
@@ -31,32 +33,32 @@ Queue.open(process.argv[1], { reaperIntervalMs: 0 }).then((q) => {
 }, (e) => { console.log('holder could not open: ' + e.message); process.exit(1) })
 `
 
+/**
+ * A case's config key (`lease_ttl_ms`, `max_attempts`) as a `Queue.open`
+ * option, through the core's key table: `<name>_ms` is the duration key
+ * `<name>`, in milliseconds as the options take it.
+ */
+function optionName (caseKey, perKind) {
+  const name = caseKey.endsWith('_ms') ? caseKey.slice(0, -3) : caseKey
+  const k = KEYS.find((x) => x.key === name && (!perKind || x.perKind))
+  const isDuration = k && (k.type === 'duration' || k.type === 'retention')
+  if (!k || isDuration !== caseKey.endsWith('_ms')) throw new StepFailed(`unknown ${perKind ? 'kind ' : ''}config key ${caseKey}`)
+  return k.name
+}
+
 /** The one place this runner opens a store (no background reaper: the cases reap explicitly). */
 function openStore (dir, config) {
   const o = { reaperIntervalMs: 0 }
-  const backoff = {}
   for (const [k, v] of Object.entries(config)) {
-    if (k === 'lease_ttl_ms') o.leaseTtlMs = v
-    else if (k === 'max_attempts') o.maxAttempts = v
-    else if (k === 'backoff_base_ms') backoff.baseMs = v
-    else if (k === 'backoff_factor') backoff.factor = v
-    else if (k === 'backoff_cap_ms') backoff.capMs = v
-    else if (k === 'max_payload_bytes') o.maxPayloadBytes = v
-    else if (k === 'kinds') {
-      o.kinds = {}
-      for (const [kind, kc] of Object.entries(v)) {
-        const x = {}
-        for (const [kk, vv] of Object.entries(kc)) {
-          if (kk === 'lease_ttl_ms') x.leaseTtlMs = vv
-          else if (kk === 'max_attempts') x.maxAttempts = vv
-          else if (kk === 'backoff_base_ms') x.backoff = { baseMs: vv }
-          else throw new StepFailed(`unknown kind config key ${kk}`)
-        }
-        o.kinds[kind] = x
-      }
-    } else throw new StepFailed(`unknown config key ${k}`)
+    if (k !== 'kinds') {
+      o[optionName(k, false)] = v
+      continue
+    }
+    o.kinds = {}
+    for (const [kind, kc] of Object.entries(v)) {
+      o.kinds[kind] = Object.fromEntries(Object.entries(kc).map(([kk, vv]) => [optionName(kk, true), vv]))
+    }
   }
-  if (Object.keys(backoff).length) o.backoff = backoff
   return Queue.open(dir, o)
 }
 

@@ -86,10 +86,10 @@ pub fn int_in(obj: &Bound<'_, PyAny>, what: &str, lo: i64, hi: i64) -> PyResult<
 /// `str(uuid)` for a `uuid.UUID`, the string itself for a `str`.
 fn uuid_text(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(s.to_str()?.to_owned());
+        return Ok(s.to_cow()?.into_owned());
     }
     if type_name(obj) == "UUID" && obj.hasattr("hex")? {
-        return Ok(obj.str()?.to_str()?.to_owned());
+        return Ok(obj.str()?.to_cow()?.into_owned());
     }
     Err(type_error(format!(
         "{what} must be a UUID string or uuid.UUID, got {}",
@@ -128,7 +128,7 @@ pub fn kinds(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<KindPattern>> {
             let s = k
                 .cast::<PyString>()
                 .map_err(|_| type_error(format!("kinds must hold str, got {}", type_name(k))))?;
-            s.to_str()?.parse::<KindPattern>().py_err(obj.py())
+            s.to_cow()?.parse::<KindPattern>().py_err(obj.py())
         })
         .collect()
 }
@@ -145,7 +145,7 @@ pub fn token(obj: &Bound<'_, PyAny>) -> PyResult<LeaseToken> {
         return Ok(j.get().inner.token());
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return s.to_str()?.parse().py_err(obj.py());
+        return s.to_cow()?.parse().py_err(obj.py());
     }
     Err(type_error(format!(
         "expected a Job from lease_next / lease_many (or its token string), got {}",

@@ -73,7 +73,7 @@ pub fn to_value(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Va
         return Ok(Value::F64(f.value()));
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::from(s.to_str()?));
+        return Ok(Value::from(s.to_cow()?.as_ref()));
     }
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(Value::Binary(b.as_bytes().to_vec()));
@@ -90,7 +90,10 @@ pub fn to_value(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Va
                     type_name(&k)
                 )));
             };
-            m.push((Value::from(ks.to_str()?), to_value(&v, what, depth + 1)?));
+            m.push((
+                Value::from(ks.to_cow()?.as_ref()),
+                to_value(&v, what, depth + 1)?,
+            ));
         }
         return Ok(Value::Map(m));
     }

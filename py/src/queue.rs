@@ -111,7 +111,7 @@ fn state_arg(obj: &Bound<'_, PyAny>) -> PyResult<State> {
     let s = obj
         .cast::<PyString>()
         .map_err(|_| type_error(format!("state must be a str, got {}", type_name(obj))))?;
-    s.to_str()?.parse().py_err(obj.py())
+    s.to_cow()?.parse().py_err(obj.py())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -143,7 +143,7 @@ fn enqueue_options(
                 type_name(k)
             ))
         })?;
-        o.idempotency_key = Some(s.to_str()?.to_owned());
+        o.idempotency_key = Some(s.to_cow()?.into_owned());
     }
     if let Some(m) = max_attempts {
         o.max_attempts = Some(args::int_in(m, "max_attempts", 1, u32::MAX as i64)? as u32);
@@ -701,7 +701,7 @@ impl Queue {
                 let s = k
                     .cast::<PyString>()
                     .map_err(|_| type_error(format!("kind must be a str, got {}", type_name(k))))?;
-                Some(s.to_str()?.parse().py_err(py)?)
+                Some(s.to_cow()?.parse().py_err(py)?)
             }
             None => None,
         };

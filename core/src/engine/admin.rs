@@ -32,7 +32,12 @@ pub struct CheckReport {
 }
 
 impl Engine {
-    pub fn info(&self, key: &JobKey, rec: JobRecord) -> JobInfo {
+    /// Everything about the job at `key`; `Corruption` when its payload,
+    /// kept outside the record, cannot be read.
+    pub fn info(&self, key: &JobKey, mut rec: JobRecord) -> Result<JobInfo> {
+        if rec.ext.payload_len.is_some() {
+            rec.payload = self.payload_of(&key.id, &rec)?;
+        }
         // The job's own ceiling, else the one that decided its latest
         // failure (as the owner's config said), else this handle's config.
         let max_attempts = match (rec.max_attempts, rec.ext.ceiling) {
@@ -40,7 +45,7 @@ impl Engine {
             (None, None) => self.cfg.max_attempts_for(&rec.kind, None),
         };
         let events = rec.events();
-        JobInfo {
+        Ok(JobInfo {
             id: key.id,
             scope: key.scope,
             kind: rec.kind,
@@ -62,7 +67,7 @@ impl Engine {
             payload_encoding: rec.ext.payload_encoding,
             result_encoding: rec.ext.result_encoding,
             cursor: keys::hex(&key.encode()),
-        }
+        })
     }
 
     pub fn get(&self, id: &JobId) -> Result<Option<JobInfo>> {
@@ -75,7 +80,7 @@ impl Engine {
                 return Ok(None);
             };
             if let Some(rec) = self.record_at(&k)? {
-                return Ok(Some(self.info(&k, rec)));
+                return self.info(&k, rec).map(Some);
             }
             key = self.key_of(id)?;
             if key == Some(k) {
@@ -156,7 +161,10 @@ impl Engine {
             }
             match it.value().map(codec::decode) {
                 Some(Ok(rec)) if q.kind.as_ref().is_none_or(|p| p.matches(&rec.kind)) => {
-                    page.jobs.push(self.info(&key, rec));
+                    match self.info(&key, rec) {
+                        Ok(info) => page.jobs.push(info),
+                        Err(e) => page.corrupt.push(self.report_corrupt(k, Some(key.id), &e)),
+                    }
                 }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => page.corrupt.push(self.report_corrupt(k, Some(key.id), &e)),
@@ -361,6 +369,7 @@ impl Engine {
         let snap = self.db().snapshot();
         let mut seen: HashMap<JobId, JobKey> = HashMap::new();
         let mut records: HashMap<JobId, (String, Option<String>)> = HashMap::new();
+        let mut external: HashSet<JobId> = HashSet::new();
         let leased_mem: HashMap<JobId, (JobKey, u64)> = self
             .leases
             .snapshot()
@@ -423,10 +432,52 @@ impl Engine {
                     )),
                 }
             }
+            if let Some(len) = rec.ext.payload_len {
+                let found = match self.cf(st::CF_PAYLOADS) {
+                    Ok(cf) => snap.get_pinned_cf(cf, key.id.as_bytes())?,
+                    Err(_) => None, // a format-1 store opened read-only
+                };
+                match found {
+                    Some(p) if p.len() as u64 == len => {}
+                    Some(p) => r.problems.push(format!(
+                        "payload of job {} is {} bytes, its record says {len}",
+                        key.id,
+                        p.len()
+                    )),
+                    None => r
+                        .problems
+                        .push(format!("payload of job {} is missing", key.id)),
+                }
+                external.insert(key.id);
+            }
             records.insert(key.id, (rec.kind, rec.idempotency_key));
             it.next();
         }
         it.status()?;
+
+        // A format-1 store opened read-only has no payloads family.
+        let payloads = self.cf(st::CF_PAYLOADS).ok();
+        let mut it = payloads.map(|cf| snap.raw_iterator_cf(cf));
+        if let Some(it) = it.as_mut() {
+            it.seek_to_first();
+        }
+        while let Some(k) = it.as_ref().and_then(|it| it.key()) {
+            let ok = <[u8; 16]>::try_from(k)
+                .ok()
+                .is_some_and(|b| external.contains(&JobId::from_bytes(b)));
+            if !ok {
+                r.problems.push(format!(
+                    "payload entry {} names no job keeping its payload there",
+                    keys::hex(k)
+                ));
+            }
+            if let Some(it) = it.as_mut() {
+                it.next();
+            }
+        }
+        if let Some(it) = it.as_ref() {
+            it.status()?;
+        }
 
         for (id, (k, _)) in &leased_mem {
             if seen.get(id) != Some(k) {

@@ -105,15 +105,22 @@ impl Engine {
                 ts: ready_at,
                 id,
             };
+            let external = j.payload.len() > st::INLINE_PAYLOAD_MAX;
+            let (payload, outside) = if external {
+                (Vec::new(), Some(j.payload))
+            } else {
+                (j.payload, None)
+            };
             let mut rec = JobRecord {
                 kind: j.kind,
-                payload: j.payload,
+                payload,
                 max_attempts: j.options.max_attempts,
                 idempotency_key: j.options.idempotency_key,
                 created_at: now,
                 ready_at,
                 ext: Ext {
                     payload_encoding: j.options.encoding,
+                    payload_len: outside.as_ref().map(|p| p.len() as u64),
                     ..Ext::default()
                 },
                 ..JobRecord::default()
@@ -125,6 +132,9 @@ impl Engine {
             };
             rec.log(now, Event::Enqueued, detail);
             tx.stage(Event::Enqueued, None, Some(&key), &rec)?;
+            if let Some(p) = &outside {
+                tx.put_payload(&id, p)?;
+            }
             if let Some(k) = rec.idempotency_key {
                 in_batch.insert((scope, k), id);
             }

@@ -435,9 +435,15 @@ impl Engine {
                     }
                 },
             };
-            let mut rec = match rec {
-                Ok(r) if c.kind.as_ref().is_none_or(|k| *k == r.kind) => r,
-                Ok(r) => {
+            let rec = rec.and_then(|r| {
+                // A payload kept outside the record is read now: the
+                // worker needs it, the lease entry does not.
+                let payload = self.payload_of(&c.key.id, &r)?;
+                Ok((r, payload))
+            });
+            let (mut rec, payload) = match rec {
+                Ok((r, p)) if c.kind.as_ref().is_none_or(|k| *k == r.kind) => (r, p),
+                Ok((r, _)) => {
                     let e = Error::Corruption(format!(
                         "kind index says {:?}, record says {:?}",
                         c.kind, r.kind
@@ -471,7 +477,7 @@ impl Engine {
                 self.unclaim(&claims, &kinds_of);
                 return Err(e);
             }
-            leased.push((new, rec, ttl));
+            leased.push((new, rec, ttl, payload));
         }
         if let Err(e) = tx.commit() {
             self.unclaim(&claims, &kinds_of);
@@ -480,13 +486,13 @@ impl Engine {
         // Committed: publish the leases, then drop the claims (a poller that
         // no longer sees a claim must no longer see the row).
         let mut jobs = Vec::with_capacity(leased.len());
-        for (key, rec, ttl) in leased {
+        for (key, rec, ttl, payload) in leased {
             let max_attempts = self.cfg.max_attempts_for(&rec.kind, rec.max_attempts);
             jobs.push(Job {
                 id: key.id,
                 kind: rec.kind.clone(),
                 scope: key.scope,
-                payload: rec.payload.clone(),
+                payload,
                 attempts: rec.attempts,
                 max_attempts,
                 generation: rec.generation,

@@ -338,6 +338,29 @@ impl Engine {
         }
     }
 
+    /// The payload of job `id` whose record is `rec`: its own bytes, or,
+    /// for one over `store::INLINE_PAYLOAD_MAX`, the payloads column
+    /// family's. `Corruption` when that entry is missing or has another
+    /// length than the record says.
+    pub fn payload_of(&self, id: &JobId, rec: &JobRecord) -> Result<Vec<u8>> {
+        let Some(len) = rec.ext.payload_len else {
+            return Ok(rec.payload.clone());
+        };
+        match self
+            .db
+            .get_pinned_cf(self.cf(st::CF_PAYLOADS)?, id.as_bytes())?
+        {
+            Some(p) if p.len() as u64 == len => Ok(p.to_vec()),
+            Some(p) => Err(Error::Corruption(format!(
+                "payload of job {id} is {} bytes, its record says {len}",
+                p.len()
+            ))),
+            None => Err(Error::Corruption(format!(
+                "payload of job {id} ({len} bytes) is missing"
+            ))),
+        }
+    }
+
     /// Remember a corrupt record for reports and count it.
     pub fn report_corrupt(&self, key: &[u8], id: Option<JobId>, err: &Error) -> CorruptRecord {
         let c = CorruptRecord {

@@ -23,8 +23,6 @@
 //!
 //! A new state is one arm in [`rule`] per event that reaches or leaves it.
 
-use rustc_hash::FxHashMap as HashMap;
-
 use rocksdb::WriteBatch;
 
 use crate::error::{Error, Result};
@@ -67,8 +65,8 @@ pub(crate) struct Tx<'e> {
     counters: Vec<(String, PerState<i64>)>,
     /// Rows that became ready, to note after the commit.
     ready: Vec<(JobKey, String)>,
-    /// Events to count after the commit.
-    counted: HashMap<Event, u64>,
+    /// Events to count after the commit, by `Event::index`.
+    counted: [u64; Event::ALL.len()],
     moves: usize,
     /// Reused buffer for record encoding.
     buf: Vec<u8>,
@@ -81,7 +79,7 @@ impl<'e> Tx<'e> {
             batch: WriteBatch::default(),
             counters: Vec::new(),
             ready: Vec::new(),
-            counted: HashMap::default(),
+            counted: [0; Event::ALL.len()],
             moves: 0,
             buf: Vec::new(),
         }
@@ -151,6 +149,10 @@ impl<'e> Tx<'e> {
             None => {
                 let f = from.ok_or_else(|| Error::Storage("internal error: no row".into()))?;
                 self.batch.delete_cf(e.cf(st::CF_IDS)?, f.id.as_bytes());
+                if rec.ext.payload_len.is_some() {
+                    self.batch
+                        .delete_cf(e.cf(st::CF_PAYLOADS)?, f.id.as_bytes());
+                }
                 if let Some(ik) = &rec.idempotency_key {
                     // Only when it still names this job: a later job may
                     // have taken the key after this one's retention.
@@ -172,8 +174,16 @@ impl<'e> Tx<'e> {
                 None => self.counters.push((rec.kind.clone(), d)),
             }
         }
-        *self.counted.entry(event).or_default() += 1;
+        self.counted[event.index()] += 1;
         self.moves += 1;
+        Ok(())
+    }
+
+    /// Stage the payload of a new job whose record says it lives in the
+    /// payloads column family (written once; deleted with the job).
+    pub fn put_payload(&mut self, id: &crate::job::JobId, payload: &[u8]) -> Result<()> {
+        self.batch
+            .put_cf(self.e.cf(st::CF_PAYLOADS)?, id.as_bytes(), payload);
         Ok(())
     }
 
@@ -181,7 +191,7 @@ impl<'e> Tx<'e> {
     /// (a lease that expires on its last attempt counts `lease_expired`
     /// beside its `dead`).
     pub fn also_count(&mut self, event: Event) {
-        *self.counted.entry(event).or_default() += 1;
+        self.counted[event.index()] += 1;
     }
 
     /// Write every staged move in one atomic batch, then tell memory.
@@ -209,7 +219,7 @@ impl<'e> Tx<'e> {
         for (kind, d) in &counters {
             e.counts.add(kind, d);
         }
-        for (ev, n) in counted {
+        for (ev, n) in Event::ALL.into_iter().zip(counted) {
             e.metrics.count(ev, n);
         }
         if !ready.is_empty() {

@@ -58,6 +58,9 @@ mod tag {
     pub const RESULT_ENCODING: u64 = 2;
     /// The attempt ceiling that decided the latest failure or expiry.
     pub const CEILING: u64 = 3;
+    /// The payload's length when it lives in the payloads column family
+    /// (the record's own payload is then empty).
+    pub const PAYLOAD_LEN: u64 = 4;
 }
 
 /// A job's stored record (the jobs row value after the format byte).
@@ -110,6 +113,12 @@ pub struct Ext {
     /// latest failure or expiry was decided: the ceiling that decided a
     /// dead job's fate.
     pub ceiling: Option<u32>,
+    /// `Some(length)` when the payload lives in the payloads column family
+    /// under the job's id (payloads over `store::INLINE_PAYLOAD_MAX`); the
+    /// record's `payload` is then empty. An older build must not ignore it,
+    /// which is why it arrived with format 2 (the marker keeps format-1
+    /// builds out).
+    pub payload_len: Option<u64>,
     /// Extension tags this build does not know: tag and the exact bytes of
     /// its value.
     pub unknown: Vec<(u64, Vec<u8>)>,
@@ -122,6 +131,7 @@ impl Ext {
         usize::from(self.payload_encoding != Encoding::Unknown)
             + usize::from(self.result_encoding != Encoding::Unknown)
             + usize::from(self.ceiling.is_some())
+            + usize::from(self.payload_len.is_some())
             + self.unknown.len()
     }
 
@@ -254,6 +264,10 @@ pub fn encode_into(r: &JobRecord, out: &mut Vec<u8>) {
             w.uint(tag::CEILING);
             w.uint(c as u64);
         }
+        if let Some(n) = x.payload_len {
+            w.uint(tag::PAYLOAD_LEN);
+            w.uint(n);
+        }
         for (t, v) in &x.unknown {
             w.uint(*t);
             w.raw(v);
@@ -352,6 +366,7 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
             tag::PAYLOAD_ENCODING => x.payload_encoding = Encoding::from_code(r.uint()?),
             tag::RESULT_ENCODING => x.result_encoding = Encoding::from_code(r.uint()?),
             tag::CEILING => x.ceiling = Some(r.u32()?),
+            tag::PAYLOAD_LEN => x.payload_len = Some(r.uint()?),
             _ => {
                 let v = r.skip()?.to_vec();
                 x.unknown.push((t, v));

@@ -20,7 +20,9 @@
 //!
 //! Formats: 1 — the original layout, with no marker file (a store with
 //! RocksDB's `CURRENT` but no marker is format 1); 2 — records may carry
-//! the extension map, and the `meta` column family exists.
+//! the extension map, payloads over 1 KiB live in the `payloads` column
+//! family (a record says so with an extension tag that a format-1 build
+//! would not know to follow), and the `meta` column family exists.
 
 use std::io::Write;
 use std::path::Path;

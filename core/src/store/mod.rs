@@ -18,8 +18,27 @@ pub const CF_IDEM: &str = "idem";
 pub const CF_COUNTERS: &str = "counters";
 /// Durable settings of the store (format 2 and later).
 pub const CF_META: &str = "meta";
+/// Job id → the payload, for payloads over [`INLINE_PAYLOAD_MAX`] (format 2
+/// and later): written once at enqueue, deleted with the job, so a large
+/// payload is not rewritten by every transition.
+pub const CF_PAYLOADS: &str = "payloads";
 /// Every column family; a raw RocksDB open of the store must name them all.
-pub const ALL_CFS: [&str; 6] = [CF_JOBS, CF_IDS, CF_KINDS, CF_IDEM, CF_COUNTERS, CF_META];
+pub const ALL_CFS: [&str; 7] = [
+    CF_JOBS,
+    CF_IDS,
+    CF_KINDS,
+    CF_IDEM,
+    CF_COUNTERS,
+    CF_META,
+    CF_PAYLOADS,
+];
+
+/// Payloads up to this many bytes live inside the job record (rewritten
+/// by each transition, read with it); longer ones in [`CF_PAYLOADS`]
+/// (written once, one more point read per lease). Chosen where an extra
+/// write plus read costs about what rewriting the bytes twice does
+/// (`make bench`, "cost").
+pub const INLINE_PAYLOAD_MAX: usize = 1024;
 
 /// The file in the store directory naming the owning process.
 pub const PID_FILE: &str = "telha.pid";

@@ -37,6 +37,7 @@ mod backoff;
 mod bad_input;
 mod filters;
 mod order;
+mod payloads;
 mod poison;
 mod retry;
 mod settle;

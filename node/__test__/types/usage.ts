@@ -1,25 +1,51 @@
 // Compiled by types.test.js with `tsc --noEmit --strict`: the package's types
 // must describe this program, and reject the misuses marked @ts-expect-error.
-import { Queue, Server, Worker, Permanent, ErrorCode, encodePayload, type Job, type JobInfo, type TelhaError } from 'telha-jobs'
+import {
+  Queue, Server, Worker, Permanent, ErrorCode, encodePayload, configKeys, limits,
+  type Job, type JobInfo, type TelhaError, type ErrorCodeName, type Settings, type ConfigKey, type Enqueued
+} from 'telha-jobs'
 
 async function main (): Promise<void> {
   const q: Queue = await Queue.open('./telha-data', {
     leaseTtlMs: 60_000,
-    backoff: { baseMs: 1000 },
-    kinds: { 'ingest:pdf': { leaseTtlMs: 600_000, backoff: { baseMs: 7_200_000 } } },
+    backoffBaseMs: 1000,
+    backoffFactor: 2,
+    backoffCapMs: 60_000,
+    maxPayloadBytes: 1 << 20,
+    pruneBatch: 500,
+    syncWrites: true,
+    kinds: { 'ingest:pdf': { leaseTtlMs: 600_000, backoffBaseMs: 7_200_000, maxAttempts: 3 } },
     completedRetentionMs: false
   })
+  // The deprecated nested form still type-checks.
+  await Queue.open('./telha-data', { backoff: { baseMs: 1000 }, kinds: { embed: { backoff: { capMs: 5 } } } })
+  const settings: Settings | null = q.settings()
+  const ttl: number | undefined = settings?.leaseTtlMs
+  const retention: number | false | undefined = settings?.completedRetentionMs
+  const keys: ConfigKey[] = configKeys()
+  const perKind: string[] = keys.filter((k) => k.perKind).map((k) => k.name)
+  const latest: number = limits.maxInstantMs + limits.maxBatch
+  const unsupported: ErrorCodeName = 'UNSUPPORTED_FORMAT'
+  const made: Enqueued = await q.enqueueResult('embed', Buffer.from([1, 2]), { idempotencyKey: 'k' })
+  const mades: Enqueued[] = await q.enqueueManyResults([['embed', 1]])
+  console.log(ttl, retention, perKind, latest, unsupported, made.created, mades.length)
   const id: string = await q.enqueue('ingest:pdf', { doc: 's3://b/a.pdf', pages: [1, 2] }, { priority: 10, runAt: new Date() })
   const ids: string[] = await q.enqueueMany([['embed', Buffer.from('x')], { kind: 'embed', payload: null, delayMs: 5 }])
   const ac = new AbortController()
   const job: Job | null = await q.leaseNext('w', { kinds: 'ingest:*', waitMs: 5000, signal: ac.signal })
   if (job) {
+    const leaseTtl: number = job.leaseTtlMs
+    const encoding: 'unknown' | 'bytes' | 'value' = job.payloadEncoding
+    console.log(leaseTtl, encoding)
     const renewed: boolean[] = await q.extend([job], 'w')
     if (renewed[0]) await q.complete(job, { ok: true })
     else await q.fail(job, new Error('lost'), { retryable: false })
   }
   const jobs: Job[] = await q.leaseMany('w', 10)
   const info: JobInfo | null = await q.get(id)
+  const cursor: string | undefined = info?.cursor
+  const resultEncoding: 'unknown' | 'bytes' | 'value' | undefined = info?.resultEncoding
+  console.log(cursor, resultEncoding)
   const state: 'pending' | 'leased' | 'failed' | 'completed' | 'dead' | undefined = info?.state
   const page = await q.list({ state: 'dead', limit: 10 })
   const n: number = page.jobs.length + (await q.stats()).total.pending + jobs.length + ids.length
@@ -45,6 +71,12 @@ async function main (): Promise<void> {
   await q.enqueue(5, {})
   // @ts-expect-error unknown option
   await q.enqueue('embed', {}, { delay: 5 })
+  // @ts-expect-error unknown open option
+  await Queue.open('./telha-data', { leaseTtl: 5 })
+  // @ts-expect-error a per-kind option that is not per kind
+  await Queue.open('./telha-data', { kinds: { embed: { syncWrites: true } } })
+  // @ts-expect-error a duration is a number of milliseconds
+  await Queue.open('./telha-data', { leaseTtlMs: '5m' })
   // @ts-expect-error extend takes leased jobs
   await q.extend(['id'], 'w')
   // @ts-expect-error no public constructor

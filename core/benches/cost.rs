@@ -1,0 +1,218 @@
+//! What one call costs against what its writes cost: the core's
+//! lease + complete pair beside two raw RocksDB batches of the same shape,
+//! and the lifecycle with large payloads beside the lifecycle with a small
+//! one plus one raw put of the payload. Measured in the same run.
+//!
+//! `cargo bench -p telha-jobs --bench cost` (part of `make bench`);
+//! `-- --quick` for a smoke run.
+
+use std::time::{Duration, Instant};
+
+use rocksdb::{ColumnFamilyDescriptor, Options, WriteBatch, DB};
+use telha_jobs::store::{counters_merge, COUNTERS_MERGE_NAME};
+use telha_jobs::{Config, EnqueueOptions, LeaseOptions, NewJob, Queue};
+
+fn dir(name: &str) -> tempfile::TempDir {
+    let base = std::env::var_os("TELHA_BENCH_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&base).unwrap();
+    tempfile::Builder::new()
+        .prefix(name)
+        .tempdir_in(base)
+        .unwrap()
+}
+
+fn queue(name: &str) -> (tempfile::TempDir, Queue) {
+    let d = dir(name);
+    let cfg = Config {
+        reaper_interval: Duration::ZERO,
+        completed_retention: None,
+        ..Config::default()
+    };
+    let q = Queue::open(d.path(), cfg).unwrap();
+    (d, q)
+}
+
+/// A raw store with the engine's hot column families.
+fn raw_db(d: &std::path::Path) -> DB {
+    let mut o = Options::default();
+    o.create_if_missing(true);
+    o.create_missing_column_families(true);
+    let cfs = ["jobs", "ids", "kinds", "counters"].map(|n| {
+        let mut c = Options::default();
+        if n == "counters" {
+            c.set_merge_operator_associative(COUNTERS_MERGE_NAME, counters_merge);
+        }
+        ColumnFamilyDescriptor::new(n, c)
+    });
+    DB::open_cf_descriptors(&o, d, cfs).unwrap()
+}
+
+fn key(state: u8, ts: u64, id: u64) -> [u8; 42] {
+    let mut k = [0u8; 42];
+    k[16] = state;
+    k[17] = 128;
+    k[18..26].copy_from_slice(&ts.to_be_bytes());
+    k[34..42].copy_from_slice(&id.to_be_bytes());
+    k
+}
+
+/// Raw batches shaped like an enqueue, a lease and a completion (the keys,
+/// column families and value sizes the engine writes). Returns the rate of
+/// (lease-shaped + completion-shaped) pairs, and of whole lifecycles.
+fn raw_shapes(n: usize, value_len: usize) -> (f64, f64) {
+    let d = dir("raw-shapes");
+    let db = raw_db(d.path());
+    let (jobs, ids, kinds, counters) = (
+        db.cf_handle("jobs").unwrap(),
+        db.cf_handle("ids").unwrap(),
+        db.cf_handle("kinds").unwrap(),
+        db.cf_handle("counters").unwrap(),
+    );
+    let value = vec![7u8; value_len];
+    let delta = [0u8; 40];
+    let enqueue = |i: u64| {
+        let mut b = WriteBatch::default();
+        let k = key(1, i, i);
+        b.put_cf(jobs, k, &value);
+        b.put_cf(ids, i.to_be_bytes(), k);
+        b.put_cf(kinds, &k[16..], [1]);
+        b.merge_cf(counters, "embed", delta);
+        db.write(b).unwrap();
+    };
+    let lease_and_complete = |i: u64| {
+        let mut b = WriteBatch::default();
+        let (p, l) = (key(1, i, i), key(2, i + 300_000, i));
+        b.delete_cf(jobs, p);
+        b.put_cf(jobs, l, &value);
+        b.put_cf(ids, i.to_be_bytes(), l);
+        b.delete_cf(kinds, &p[16..]);
+        b.merge_cf(counters, "embed", delta);
+        db.write(b).unwrap();
+        let mut b = WriteBatch::default();
+        let c = key(4, i + 1, i);
+        b.delete_cf(jobs, l);
+        b.put_cf(jobs, c, &value);
+        b.put_cf(ids, i.to_be_bytes(), c);
+        b.merge_cf(counters, "embed", delta);
+        db.write(b).unwrap();
+    };
+    for i in 0..n as u64 {
+        enqueue(i);
+    }
+    let t0 = Instant::now();
+    for i in 0..n as u64 {
+        lease_and_complete(i);
+    }
+    let pairs = n as f64 / t0.elapsed().as_secs_f64();
+    let t0 = Instant::now();
+    for i in n as u64..2 * n as u64 {
+        enqueue(i);
+        lease_and_complete(i);
+    }
+    (pairs, n as f64 / t0.elapsed().as_secs_f64())
+}
+
+/// µs per raw single put of `len` bytes.
+fn raw_put_us(n: usize, len: usize) -> f64 {
+    let d = dir("raw-put");
+    let db = raw_db(d.path());
+    let cf = db.cf_handle("jobs").unwrap();
+    let v = vec![3u8; len];
+    let t0 = Instant::now();
+    for i in 0..n as u64 {
+        let mut b = WriteBatch::default();
+        b.put_cf(cf, i.to_be_bytes(), &v);
+        db.write(b).unwrap();
+    }
+    t0.elapsed().as_secs_f64() * 1e6 / n as f64
+}
+
+/// Lease + complete pairs over a backlog of `n`, per second.
+fn core_pairs(n: usize) -> f64 {
+    let (_d, q) = queue("pairs");
+    let payload = vec![5u8; 56];
+    for _ in 0..n / 1000 {
+        let batch = (0..1000)
+            .map(|_| NewJob::new("embed", payload.clone()))
+            .collect();
+        q.enqueue_many(batch).unwrap();
+    }
+    let t0 = Instant::now();
+    for _ in 0..n / 1000 * 1000 {
+        let j = q
+            .lease_next("w", &LeaseOptions::default())
+            .unwrap()
+            .unwrap();
+        q.complete(&j.token(), None).unwrap();
+    }
+    (n / 1000 * 1000) as f64 / t0.elapsed().as_secs_f64()
+}
+
+/// µs per lifecycle (enqueue, lease, complete) with a payload of `len` bytes.
+fn lifecycle_us(n: usize, len: usize) -> f64 {
+    let (_d, q) = queue("lifecycle");
+    let payload = vec![9u8; len];
+    let t0 = Instant::now();
+    for _ in 0..n {
+        q.enqueue("embed", &payload, EnqueueOptions::default())
+            .unwrap();
+        let j = q
+            .lease_next("w", &LeaseOptions::default())
+            .unwrap()
+            .unwrap();
+        q.complete(&j.token(), None).unwrap();
+    }
+    t0.elapsed().as_secs_f64() * 1e6 / n as f64
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    // `-- --pairs`: only the pair figures (for profiling the lease path).
+    let pairs_only = std::env::args().any(|a| a == "--pairs");
+    let n = if quick { 5_000 } else { 50_000 };
+    println!(
+        "telha-jobs per-call cost ({}), raw = RocksDB batches of the engine's shape, same run",
+        if quick { "quick" } else { "full" }
+    );
+    let row = |what: &str, value: String, ratio: String| {
+        println!("{what:<66} {value:>14} {ratio:>26}");
+    };
+    // A 56-byte payload makes a ~150-byte record with its log.
+    let (raw_pairs, raw_life) = raw_shapes(n, 150);
+    row(
+        "raw lease-shaped + completion-shaped batches",
+        format!("{raw_pairs:.0}/s"),
+        String::new(),
+    );
+    row(
+        "raw enqueue + lease + completion-shaped batches",
+        format!("{raw_life:.0}/s"),
+        String::new(),
+    );
+    let pairs = core_pairs(n);
+    row(
+        "lease_next + complete, 1 thread",
+        format!("{pairs:.0}/s"),
+        format!("{:.2}× the raw pair rate", pairs / raw_pairs),
+    );
+    if pairs_only {
+        return;
+    }
+    let small = lifecycle_us(n, 100);
+    row(
+        "lifecycle, 100-byte payload",
+        format!("{small:.1} µs"),
+        format!("{:.2}× the raw lifecycle rate", (1e6 / small) / raw_life),
+    );
+    for (len, label, count) in [(64 << 10, "64 KiB", n / 10), (1 << 20, "1 MiB", n / 100)] {
+        let put = raw_put_us(count.max(50), len);
+        let big = lifecycle_us(count.max(50), len);
+        row(
+            &format!("lifecycle, {label} payload (raw put of it: {put:.1} µs)"),
+            format!("{big:.1} µs"),
+            format!("{:.2}× (100-byte lifecycle + put)", big / (small + put)),
+        );
+    }
+}

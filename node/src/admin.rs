@@ -1,0 +1,159 @@
+//! The operator's calls on a `NativeQueue`: get, list, retry, reap,
+//! stats, metrics, and the effective settings.
+
+use napi::bindgen_prelude::{AsyncTask, Env, Undefined};
+use napi_derive::napi;
+
+use telha_jobs::{JobId, KindPattern, ListQuery, Scope, State};
+
+use crate::args::list_limit;
+use crate::config;
+use crate::errors::Failure;
+use crate::job::{CorruptRecord, JobInfo, ListPage, ReapReport, Stats};
+use crate::payload::Plain;
+use crate::queue::NativeQueue;
+use crate::task::{guard, Guarded, Op};
+
+/// Filters of `list`.
+#[napi(object)]
+pub struct NativeListOptions {
+    pub state: Option<String>,
+    pub scope: Option<String>,
+    pub kind: Option<String>,
+    pub limit: Option<f64>,
+    pub after: Option<String>,
+}
+
+fn list_query(o: Option<NativeListOptions>) -> Result<ListQuery, Failure> {
+    let mut q = ListQuery::default();
+    if let Some(o) = o {
+        q.state = o.state.map(|s| s.parse::<State>()).transpose()?;
+        q.scope = o.scope.map(|s| s.parse::<Scope>()).transpose()?;
+        q.kind = o.kind.map(|s| s.parse::<KindPattern>()).transpose()?;
+        if let Some(l) = o.limit {
+            q.limit = list_limit(l, "limit")?;
+        }
+        q.after = o.after;
+    }
+    Ok(q)
+}
+
+#[napi]
+impl NativeQueue {
+    /// Operator action: a dead or failed job back to pending, attempts reset.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn retry(&self, env: Env, id: String) -> napi::Result<AsyncTask<Op<(), Undefined>>> {
+        guard(&env, "retry", || {
+            let id = id.parse::<JobId>()?;
+            let q = self.store().clone();
+            Ok(Op::task("retry", move || Ok(q.retry(&id)?), |_| ()))
+        })
+    }
+
+    /// A job with its event log, or null.
+    #[napi(ts_return_type = "Promise<JobInfo | null>")]
+    pub fn get(
+        &self,
+        env: Env,
+        id: String,
+    ) -> napi::Result<AsyncTask<Op<Option<JobInfo>, Option<JobInfo>>>> {
+        guard(&env, "get", || {
+            let id = id.parse::<JobId>()?;
+            let q = self.store().clone();
+            Ok(Op::task(
+                "get",
+                move || Ok(q.get(&id)?.map(JobInfo::from_core)),
+                |v| v,
+            ))
+        })
+    }
+
+    /// A full page of jobs in key order (the core's `list_full`: short
+    /// only at the end of the range, or after reading 1,000,000 rows, with
+    /// `next` set).
+    #[napi(ts_return_type = "Promise<ListPage>")]
+    pub fn list(
+        &self,
+        env: Env,
+        options: Option<NativeListOptions>,
+    ) -> napi::Result<AsyncTask<Op<ListPage, ListPage>>> {
+        guard(&env, "list", || {
+            let query = list_query(options)?;
+            let q = self.store().clone();
+            Ok(Op::task(
+                "list",
+                move || {
+                    let p = q.list_full(&query)?;
+                    Ok(ListPage {
+                        jobs: p.jobs.into_iter().map(JobInfo::from_core).collect(),
+                        next: p.next,
+                        corrupt: p
+                            .corrupt
+                            .into_iter()
+                            .map(CorruptRecord::from_core)
+                            .collect(),
+                    })
+                },
+                |v| v,
+            ))
+        })
+    }
+
+    /// One reaper pass now.
+    #[napi(ts_return_type = "Promise<ReapReport>")]
+    pub fn reap(&self) -> AsyncTask<Op<ReapReport, ReapReport>> {
+        let q = self.store().clone();
+        Op::task(
+            "reap",
+            move || {
+                let r = q.reap()?;
+                Ok(ReapReport {
+                    expired: r.expired as u32,
+                    dead: r.dead as u32,
+                    pruned: r.pruned as u32,
+                    corrupt: r
+                        .corrupt
+                        .into_iter()
+                        .map(CorruptRecord::from_core)
+                        .collect(),
+                })
+            },
+            |v| v,
+        )
+    }
+
+    /// Exact counts per kind and state.
+    #[napi(ts_return_type = "Promise<Stats>")]
+    pub fn stats(&self) -> AsyncTask<Op<Stats, Stats>> {
+        let q = self.store().clone();
+        Op::task(
+            "stats",
+            move || {
+                let s = q.stats()?;
+                Ok(Stats {
+                    total: s.total.into(),
+                    by_kind: s.by_kind.into_iter().map(|(k, c)| (k, c.into())).collect(),
+                })
+            },
+            |v| v,
+        )
+    }
+
+    /// Prometheus text exposition.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn metrics(&self) -> AsyncTask<Op<String, String>> {
+        let q = self.store().clone();
+        Op::task("metrics", move || Ok(q.metrics()?), |v| v)
+    }
+
+    /// The settings in force, named as `open` takes them (every key of the
+    /// table, and `kinds`); null for a remote queue (its server's config
+    /// is not visible to clients).
+    #[napi(ts_return_type = "Record<string, unknown> | null")]
+    pub fn settings(&self, env: Env) -> napi::Result<Option<Guarded<Plain>>> {
+        guard(&env, "settings", || match self.store().as_local() {
+            Some(q) => Ok(Some(Guarded("settings", config::settings(&q.config()?)?))),
+            None => Ok(None),
+        })
+    }
+}
