@@ -331,6 +331,12 @@ fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
     if a.max_attempts == Some(0) {
         return Err(Failure::usage("--max-attempts must be at least 1"));
     }
+    if let Some(d) = a.delay {
+        telha_jobs::limits::instant_after("--delay", now_ms(), d)?;
+    }
+    if let Some(k) = &a.idempotency_key {
+        telha_jobs::limits::validate_idempotency_key(k)?;
+    }
     let payload = match &a.payload_json {
         None => Vec::new(),
         Some(text) => {
