@@ -1334,7 +1334,8 @@ void tj_options_free(struct tj_options *options);
  * out of the key's range (a duration over 100 years, `TJ_MAX_DURATION_MS`;
  * the message names the key). A refused value leaves the options' value as
  * it was, and `tj_queue_open` refuses these options until `key` is set
- * again successfully.
+ * again successfully (an unknown key sets nothing and is not remembered:
+ * test for a key with `tj_config_key_at` or by this status).
  *
  * # Safety
  * `options` is NULL or a live `tj_options`; `key` and `value` are NULL or
