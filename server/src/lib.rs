@@ -34,6 +34,7 @@
 
 mod auth;
 mod http_metrics;
+mod poll;
 mod service;
 mod stats;
 
