@@ -9,7 +9,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/telha-jobs/target
 CARGO ?= cargo
 PROFILE := --release
 
-.PHONY: all deps build test test-core lint fmt doc demo demo-rust bench bench-core bench-quick install clean-store
+.PHONY: all deps build test test-core lint fmt doc demo demo-rust bench bench-core bench-quick install clean-store generated
 
 # Each front end (C, Python, Node, CLI) keeps its rules in mk/<name>.mk and
 # adds its targets to these lists; `make test` runs them after the core.
@@ -74,6 +74,15 @@ bench-quick:
 ## Installs what the front ends' mk/ files contribute (library, header,
 ## pkg-config file, CLI) under $$(PREFIX).
 install: $(INSTALL_TARGETS)
+
+## Every committed generated file, rewritten from its source, in one go:
+## include/telha_jobs.h (cbindgen over ffi-c/src: c-header, mk/c.mk), the
+## gRPC code proto/src/gen/ (protox + tonic-prost-build: proto-gen,
+## mk/server.mk), node/index.js and node/index.d.ts (napi build:
+## node-generated, mk/node.mk). The drift checks in `make test` name this
+## target: ffi-c/tests/header.rs (test-core), the proto crate's hash test
+## (test-core) and node/__test__/generated.test.js (test-node).
+generated: c-header proto-gen node-generated
 
 clean-store:
 	rm -rf telha-data

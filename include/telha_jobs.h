@@ -45,6 +45,54 @@
 #define TJ_ID_STRLEN 37
 
 /**
+ * The largest kind, in bytes.
+ */
+#define TJ_MAX_KIND_LEN 64
+
+/**
+ * The largest idempotency key, in bytes.
+ */
+#define TJ_MAX_IDEMPOTENCY_KEY_LEN 512
+
+/**
+ * The largest worker id, in bytes.
+ */
+#define TJ_MAX_WORKER_ID_LEN 256
+
+/**
+ * The most jobs one `tj_queue_lease_many` takes.
+ */
+#define TJ_MAX_BATCH 10000
+
+/**
+ * The largest `tj_queue_list` page (`tj_list_options_set_limit`).
+ */
+#define TJ_MAX_LIST_LIMIT 10000
+
+/**
+ * The most rows one `tj_queue_list` reads before it returns a page
+ * (possibly short) with a cursor.
+ */
+#define TJ_LIST_SCAN_BUDGET 100000
+
+/**
+ * The hard ceiling of `max_payload_bytes` (1 GiB).
+ */
+#define TJ_MAX_PAYLOAD_BYTES_LIMIT 1073741824
+
+/**
+ * The latest time a job may be scheduled for, and any time the library
+ * stores or returns: 9999-12-31T23:59:59.999Z in ms since the epoch (below
+ * 2^53, so exact in a `double`).
+ */
+#define TJ_MAX_INSTANT_MS 253402300799999
+
+/**
+ * The longest duration a setting may hold: 100 years (of 365 days), in ms.
+ */
+#define TJ_MAX_DURATION_MS 3153600000000
+
+/**
  * What a call did. `TJ_STATUS_OK` is 0; every other value is an error whose
  * message, when the caller passed a `tj_error **`, is in the `tj_error`.
  *
@@ -160,6 +208,40 @@ typedef uint32_t tj_state;
 #endif // __cplusplus
 
 /**
+ * How the bytes of a payload or result were made. The numbers equal the
+ * core's stored codes and never change.
+ */
+enum tj_encoding
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Not recorded (C's default, and rows written before encodings were):
+   * the bindings read by looking, so bytes that follow the convention
+   * decode as a value.
+   */
+  TJ_ENCODING_UNKNOWN = 0,
+  /**
+   * The caller's own bytes: the bindings always hand them back as bytes
+   * (a Python `bytes`, a Node `Buffer`).
+   */
+  TJ_ENCODING_BYTES = 1,
+  /**
+   * One value of the cross-language convention (`0x01` + msgpack): the
+   * bindings decode it.
+   */
+  TJ_ENCODING_VALUE = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tj_encoding tj_encoding;
+#else
+typedef uint32_t tj_encoding;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A list of jobs to enqueue in one atomic batch. Owned by the caller
  * (`tj_batch_new` / `tj_batch_free`); `tj_batch_add` copies its arguments.
  * Not thread-safe while being filled.
@@ -255,6 +337,56 @@ typedef struct tj_queue tj_queue;
  * then. Immutable: readable from many threads.
  */
 typedef struct tj_stats tj_stats;
+
+/**
+ * One settable key. Every string is static (never free it, valid for the
+ * life of the process); `env` is NULL for a key without a variable.
+ */
+typedef struct tj_config_key {
+  /**
+   * The name `tj_options_set` takes, snake_case (`"lease_ttl"`).
+   */
+  const char *name;
+  /**
+   * Where the value lives in the TOML file, under `[jobs]` (`"backoff.base"`).
+   */
+  const char *toml;
+  /**
+   * The `TELHA_JOBS_*` variable that overrides it, or NULL.
+   */
+  const char *env;
+  /**
+   * What it holds: `"duration"` (text such as `"250ms"`, `"5m"`, or
+   * seconds), `"retention"` (a duration, or `"off"` to keep forever),
+   * `"count"` (a whole number in `count_min..=count_max`), `"factor"` (a
+   * number >= 1.0) or `"flag"` (`"true"`/`"false"`).
+   */
+  const char *value_type;
+  /**
+   * The unit, for people: `"duration"`, `"attempts"`, `"bytes"`, ...
+   */
+  const char *unit;
+  /**
+   * The default, in the text syntax `tj_options_set` takes.
+   */
+  const char *default_value;
+  /**
+   * Also settable per kind (`tj_options_set_kind`).
+   */
+  bool per_kind;
+  /**
+   * For a `"count"`: the smallest value allowed (else 0).
+   */
+  uint64_t count_min;
+  /**
+   * For a `"count"`: the largest value allowed (else 0).
+   */
+  uint64_t count_max;
+  /**
+   * One line saying what it does.
+   */
+  const char *doc;
+} tj_config_key;
 
 /**
  * A job id: the 16 bytes of a UUIDv7 (time-ordered). A plain value: copy it,
@@ -368,7 +500,8 @@ void tj_batch_free(struct tj_batch *batch);
  *
  * Errors: `TJ_STATUS_NULL_ARGUMENT` (batch, kind, payload with a non-zero
  * length), `TJ_STATUS_INVALID_UTF8` (kind), `TJ_STATUS_INVALID_ARGUMENT`
- * for a length over 1 GiB (the hard payload ceiling; the memory is not read).
+ * for a length over `TJ_MAX_PAYLOAD_BYTES_LIMIT` (1 GiB, the hard payload
+ * ceiling; the memory is not read).
  *
  * # Safety
  * `batch` is NULL or live; `kind` is NULL or NUL-terminated; `payload` is
@@ -430,6 +563,33 @@ bool tj_cancel_is_cancelled(const struct tj_cancel *cancel);
 void tj_cancel_free(struct tj_cancel *cancel);
 
 /**
+ * How many settable keys there are (`tj_config_key_at` takes 0 up to this,
+ * exclusive). Thread-safe; never fails.
+ */
+size_t tj_config_key_count(void);
+
+/**
+ * Key `index` of the table (0 up to `tj_config_key_count()`), written to
+ * `*key_out`. The strings in it are static.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (key_out), `TJ_STATUS_INVALID_ARGUMENT`
+ * when `index >= tj_config_key_count()`. Thread-safe; never blocks.
+ *
+ * # Safety
+ * `key_out` is NULL or writable; `err` is NULL or writable.
+ */
+tj_status tj_config_key_at(size_t index,
+                           struct tj_config_key *key_out,
+                           struct tj_error **err);
+
+/**
+ * The lowercase name of `encoding` (`"unknown"`, `"bytes"`, `"value"`), or
+ * `"unknown"` for a number that is not a `tj_encoding`. Static storage:
+ * never free it. Thread-safe; never fails.
+ */
+const char *tj_encoding_name(uint32_t encoding);
+
+/**
  * New enqueue options: system (nil) scope, priority 128, ready now, no
  * idempotency key, the kind's or global attempt ceiling. Never NULL.
  */
@@ -467,7 +627,9 @@ tj_status tj_enqueue_options_set_priority(struct tj_enqueue_options *options,
                                           uint8_t priority);
 
 /**
- * Not leasable before `run_at_ms` (ms since the Unix epoch). Wins over a delay.
+ * Not leasable before `run_at_ms` (ms since the Unix epoch). Wins over a
+ * delay. Checked at enqueue: after `TJ_MAX_INSTANT_MS` (the end of year
+ * 9999) the enqueue is `TJ_STATUS_INVALID_ARGUMENT` naming `run_at`.
  *
  * # Safety
  * `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
@@ -476,7 +638,9 @@ tj_status tj_enqueue_options_set_run_at_ms(struct tj_enqueue_options *options,
                                            uint64_t run_at_ms);
 
 /**
- * Not leasable before now + `delay_ms` (read at enqueue).
+ * Not leasable before now + `delay_ms` (read at enqueue). Checked at
+ * enqueue: a delay that puts the time after `TJ_MAX_INSTANT_MS` is
+ * `TJ_STATUS_INVALID_ARGUMENT` naming `delay` (never a wrap).
  *
  * # Safety
  * `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
@@ -485,7 +649,7 @@ tj_status tj_enqueue_options_set_delay_ms(struct tj_enqueue_options *options,
                                           uint64_t delay_ms);
 
 /**
- * Deduplicate on `key` (1 to 512 bytes, checked at enqueue) within the
+ * Deduplicate on `key` (1 to `TJ_MAX_IDEMPOTENCY_KEY_LEN` bytes, checked at enqueue) within the
  * scope: while a job enqueued with `key` exists, a repeat enqueues nothing
  * and answers that job's id with `created` false. The key is copied.
  *
@@ -507,6 +671,24 @@ tj_status tj_enqueue_options_set_idempotency_key(struct tj_enqueue_options *opti
  */
 tj_status tj_enqueue_options_set_max_attempts(struct tj_enqueue_options *options,
                                               uint32_t max_attempts);
+
+/**
+ * Record how the payload was made: `encoding` is a `tj_encoding` (default
+ * `TJ_ENCODING_UNKNOWN`). `TJ_ENCODING_BYTES` makes the Python and Node
+ * bindings hand the payload back as bytes / a `Buffer` even when it happens
+ * to look like the cross-language convention; `TJ_ENCODING_VALUE` says it
+ * is one convention value (`0x01` + msgpack) that they decode. C reads the
+ * raw bytes back either way.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options), `TJ_STATUS_INVALID_ARGUMENT`
+ * for a number that is not a `tj_encoding` (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_enqueue_options_set_encoding(struct tj_enqueue_options *options,
+                                          uint32_t encoding,
+                                          struct tj_error **err);
 
 /**
  * The status of `err`; `TJ_STATUS_NULL_ARGUMENT` when `err` is NULL.
@@ -661,7 +843,9 @@ uint64_t tj_job_generation(const struct tj_job *job);
 
 /**
  * The lease deadline, in ms since the Unix epoch, as granted (a later
- * `tj_queue_extend` returns the new one; this value does not change).
+ * `tj_queue_extend` returns the new one; this value does not change). It
+ * is on the store owner's clock: schedule heartbeats from
+ * `tj_job_lease_ttl_ms`, not from `deadline - now`.
  *
  * # Safety
  * `job` is NULL or a live `tj_job`.
@@ -675,6 +859,24 @@ uint64_t tj_job_deadline_ms(const struct tj_job *job);
  * `job` is NULL or a live `tj_job`.
  */
 uint8_t tj_job_priority(const struct tj_job *job);
+
+/**
+ * The lease TTL this lease was granted with, in ms (the kind's or the
+ * global `lease_ttl`): heartbeat well within it, e.g. every third of it.
+ *
+ * # Safety
+ * `job` is NULL or a live `tj_job`.
+ */
+uint64_t tj_job_lease_ttl_ms(const struct tj_job *job);
+
+/**
+ * How the payload was made (a `tj_encoding`; `TJ_ENCODING_UNKNOWN` for
+ * NULL). `tj_job_payload` is the raw bytes whatever it says.
+ *
+ * # Safety
+ * `job` is NULL or a live `tj_job`.
+ */
+uint32_t tj_job_payload_encoding(const struct tj_job *job);
 
 /**
  * Free a job info from `tj_queue_get`. NULL does nothing. Never free one
@@ -827,7 +1029,9 @@ const char *tj_job_info_idempotency_key(const struct tj_job_info *info);
 uint64_t tj_job_info_created_at_ms(const struct tj_job_info *info);
 
 /**
- * How many events the log holds (the newest 64 at most), oldest first.
+ * How many entries the log holds, oldest first: one folded `attempt`
+ * entry per attempt whose own entries no longer fit (at most 1,000), then
+ * the newest entries in full (at most 64).
  *
  * # Safety
  * `info` is NULL or live.
@@ -835,7 +1039,7 @@ uint64_t tj_job_info_created_at_ms(const struct tj_job_info *info);
 size_t tj_job_info_event_count(const struct tj_job_info *info);
 
 /**
- * How many older events were dropped to keep the log bounded.
+ * How many older entries were dropped (not folded) to keep the log bounded.
  *
  * # Safety
  * `info` is NULL or live.
@@ -845,7 +1049,9 @@ uint32_t tj_job_info_dropped_events(const struct tj_job_info *info);
 /**
  * Event `index` of the log (0 is the oldest): its time (ms since the epoch),
  * its transition (`enqueued`, `leased`, `completed`, `failed`, `dead`,
- * `lease_expired`, `released`, `retried`) and its detail text. The strings
+ * `lease_expired`, `released`, `retried`, or `attempt`: one earlier
+ * attempt folded into a summary, its detail saying what happened in it)
+ * and its detail text. The strings
  * are borrowed from `info`. Each out-pointer may be NULL when not wanted;
  * they are written only on success.
  *
@@ -861,6 +1067,33 @@ tj_status tj_job_info_event(const struct tj_job_info *info,
                             const char **transition_out,
                             const char **detail_out,
                             struct tj_error **err);
+
+/**
+ * This job's place in `tj_queue_list` order (borrowed): pass it to
+ * `tj_list_options_set_after` to list the jobs after it.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_job_info_cursor(const struct tj_job_info *info);
+
+/**
+ * How the payload was made (a `tj_encoding`; 0 for NULL).
+ * `tj_job_info_payload` is the raw bytes whatever it says.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint32_t tj_job_info_payload_encoding(const struct tj_job_info *info);
+
+/**
+ * How the result was made (a `tj_encoding`; 0 when there is none or for
+ * NULL). `tj_job_info_result` is the raw bytes whatever it says.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint32_t tj_job_info_result_encoding(const struct tj_job_info *info);
 
 /**
  * New lease options: every scope (round-robin), every kind, no wait. Never NULL.
@@ -908,7 +1141,9 @@ tj_status tj_lease_options_add_kind(struct tj_lease_options *options,
  * Block up to `wait_ms` milliseconds (real time) when no job is ready; the
  * call returns as soon as a job arrives (woken by an enqueue, not by
  * polling), when the queue is closed (`TJ_STATUS_CLOSED`) or when the
- * options' cancel token is cancelled. 0 does not wait.
+ * options' cancel token is cancelled. 0 does not wait. A wait too long
+ * to represent (e.g. `UINT64_MAX`) has no end: it lasts until one of those
+ * happens.
  *
  * # Safety
  * `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
@@ -983,7 +1218,8 @@ tj_status tj_list_options_set_kind(struct tj_list_options *options,
                                    struct tj_error **err);
 
 /**
- * The most jobs per page: 1 to 10000 (checked by `tj_queue_list`; default 100).
+ * The most jobs per page: 1 to `TJ_MAX_LIST_LIMIT` (checked by
+ * `tj_queue_list`; default 100).
  *
  * # Safety
  * `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
@@ -1050,10 +1286,11 @@ const char *tj_list_page_next(const struct tj_list_page *page);
 size_t tj_list_page_corrupt_count(const struct tj_list_page *page);
 
 /**
- * New options holding the defaults (lease TTL 300 s, reaper every 30 s,
- * 5 attempts, backoff 10 s x4 up to 1 h, completed jobs kept 24 h, no
- * fsync, 16 MiB payloads, prune batch 10000). Never NULL (aborts only when
- * memory is exhausted). Free with `tj_options_free`.
+ * New options holding the defaults (each key's `default_value` in
+ * `tj_config_key_at`: lease TTL 300 s, reaper every 30 s, 5 attempts,
+ * backoff 10 s x4 up to 1 h, completed jobs kept 24 h, no fsync, 16 MiB
+ * payloads, prune batch 10000). Never NULL (aborts only when memory is
+ * exhausted). Free with `tj_options_free`.
  */
 struct tj_options *tj_options_new(void);
 
@@ -1085,10 +1322,101 @@ tj_status tj_options_load(const char *path,
 void tj_options_free(struct tj_options *options);
 
 /**
- * `jobs.lease_ttl`: how long a lease lasts without a heartbeat, in ms (>= 1).
+ * Set the key `key` (a name from `tj_config_key_at`, e.g. `"lease_ttl"`)
+ * to `value`, in the TOML file's text syntax: durations as `"250ms"`,
+ * `"5m"`, `"1h 30m"` or seconds (`"300"`, `"1.5"`); a retention may be
+ * `"off"` (keep forever); counts and factors as numbers (`"5"`, `"2.0"`);
+ * flags as `"true"`/`"false"` (also `1`/`0`, `yes`/`no`, `on`/`off`).
  *
- * Returns `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL, else
- * `TJ_STATUS_OK`; the value is checked by `tj_queue_open`.
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options, key, value),
+ * `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_INVALID_ARGUMENT` for an unknown key
+ * (the message lists the valid ones), text that does not parse, or a value
+ * out of the key's range (a duration over 100 years, `TJ_MAX_DURATION_MS`;
+ * the message names the key). A refused value leaves the options' value as
+ * it was, and `tj_queue_open` refuses these options until `key` is set
+ * again successfully (an unknown key sets nothing and is not remembered:
+ * test for a key with `tj_config_key_at` or by this status).
+ *
+ * # Safety
+ * `options` is NULL or a live `tj_options`; `key` and `value` are NULL or
+ * NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_options_set(struct tj_options *options,
+                         const char *key,
+                         const char *value,
+                         struct tj_error **err);
+
+/**
+ * Set the per-kind key `key` for the jobs of `kind` (an exact kind) to
+ * `value`, in the syntax of `tj_options_set`. The per-kind keys are those
+ * with `per_kind` in `tj_config_key_at` (`lease_ttl`, `max_attempts`,
+ * `backoff_base`, `backoff_factor`, `backoff_cap`); unset ones inherit the
+ * global values. A per-kind `backoff_base` `b` sets the kind's base to `b`
+ * and raises its cap to at least `b`.
+ *
+ * Errors: as `tj_options_set` (also NULL `kind`), and
+ * `TJ_STATUS_INVALID_ARGUMENT` for a key that is not per kind. The kind's
+ * syntax is checked by `tj_queue_open`.
+ *
+ * # Safety
+ * As `tj_options_set`; `kind` is NULL or NUL-terminated.
+ */
+tj_status tj_options_set_kind(struct tj_options *options,
+                              const char *kind,
+                              const char *key,
+                              const char *value,
+                              struct tj_error **err);
+
+/**
+ * The value of the key `key` in these options, as text in the syntax
+ * `tj_options_set` takes (`"300000ms"`, `"off"`, `"5"`, `"4"`, `"false"`),
+ * so it reads back exactly what was set. Writes the text and a NUL into
+ * `buf` (`buf_len` bytes) and, when `len_out` is not NULL, its length
+ * without the NUL to `*len_out`. With `buf` NULL and `buf_len` 0 only the
+ * length is reported (allocate `len + 1`).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options, key, buf with a non-zero
+ * `buf_len`), `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_INVALID_ARGUMENT` for an
+ * unknown key or a `buf_len` too small (nothing is written).
+ *
+ * # Safety
+ * `options` is NULL or live; `key` is NULL or NUL-terminated; `buf` is NULL
+ * or holds `buf_len` writable bytes; `len_out` and `err` are NULL or writable.
+ */
+tj_status tj_options_get(const struct tj_options *options,
+                         const char *key,
+                         char *buf,
+                         size_t buf_len,
+                         size_t *len_out,
+                         struct tj_error **err);
+
+/**
+ * The value `kind` sets for the per-kind key `key`, as `tj_options_get`
+ * writes it; the empty string when the kind does not set it (its jobs use
+ * the global value).
+ *
+ * Errors: as `tj_options_get` (also NULL `kind`), and
+ * `TJ_STATUS_INVALID_ARGUMENT` for a key that is not per kind.
+ *
+ * # Safety
+ * As `tj_options_get`; `kind` is NULL or NUL-terminated.
+ */
+tj_status tj_options_get_kind(const struct tj_options *options,
+                              const char *kind,
+                              const char *key,
+                              char *buf,
+                              size_t buf_len,
+                              size_t *len_out,
+                              struct tj_error **err);
+
+/**
+ * `jobs.lease_ttl`: how long a lease lasts without a heartbeat, in ms.
+ *
+ * As `tj_options_set(options, "lease_ttl", ...)`. Returns
+ * `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL,
+ * `TJ_STATUS_INVALID_ARGUMENT` for a value out of the key's range (1 ms to `TJ_MAX_DURATION_MS`;
+ * the options then refuse to open a queue until the key is set again), else
+ * `TJ_STATUS_OK`.
  *
  * # Safety
  * `options` is NULL or a live `tj_options`.
@@ -1100,8 +1428,11 @@ tj_status tj_options_set_lease_ttl_ms(struct tj_options *options,
  * `jobs.reaper_interval` in ms; 0 starts no background reaper
  * (`tj_queue_reap` still works).
  *
- * Returns `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL, else
- * `TJ_STATUS_OK`; the value is checked by `tj_queue_open`.
+ * As `tj_options_set(options, "reaper_interval", ...)`. Returns
+ * `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL,
+ * `TJ_STATUS_INVALID_ARGUMENT` for a value out of the key's range (at most `TJ_MAX_DURATION_MS`;
+ * the options then refuse to open a queue until the key is set again), else
+ * `TJ_STATUS_OK`.
  *
  * # Safety
  * `options` is NULL or a live `tj_options`.
@@ -1110,10 +1441,13 @@ tj_status tj_options_set_reaper_interval_ms(struct tj_options *options,
                                             uint64_t v);
 
 /**
- * `jobs.max_attempts`: leases before a job is dead-lettered (>= 1).
+ * `jobs.max_attempts`: failed attempts before a job is dead.
  *
- * Returns `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL, else
- * `TJ_STATUS_OK`; the value is checked by `tj_queue_open`.
+ * As `tj_options_set(options, "max_attempts", ...)`. Returns
+ * `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL,
+ * `TJ_STATUS_INVALID_ARGUMENT` for a value out of the key's range (at least 1;
+ * the options then refuse to open a queue until the key is set again), else
+ * `TJ_STATUS_OK`.
  *
  * # Safety
  * `options` is NULL or a live `tj_options`.
@@ -1122,10 +1456,13 @@ tj_status tj_options_set_max_attempts(struct tj_options *options,
                                       uint32_t v);
 
 /**
- * `jobs.backoff.base` in ms: the delay after the first failed attempt (> 0).
+ * `jobs.backoff.base` in ms: the delay after the first failed attempt.
  *
- * Returns `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL, else
- * `TJ_STATUS_OK`; the value is checked by `tj_queue_open`.
+ * As `tj_options_set(options, "backoff_base", ...)`. Returns
+ * `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL,
+ * `TJ_STATUS_INVALID_ARGUMENT` for a value out of the key's range (1 ms to `TJ_MAX_DURATION_MS`;
+ * the options then refuse to open a queue until the key is set again), else
+ * `TJ_STATUS_OK`.
  *
  * # Safety
  * `options` is NULL or a live `tj_options`.
@@ -1134,10 +1471,13 @@ tj_status tj_options_set_backoff_base_ms(struct tj_options *options,
                                          uint64_t v);
 
 /**
- * `jobs.backoff.factor`: growth of the delay per further attempt (finite, >= 1.0).
+ * `jobs.backoff.factor`: growth of the delay per further attempt.
  *
- * Returns `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL, else
- * `TJ_STATUS_OK`; the value is checked by `tj_queue_open`.
+ * As `tj_options_set(options, "backoff_factor", ...)`. Returns
+ * `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL,
+ * `TJ_STATUS_INVALID_ARGUMENT` for a value out of the key's range (finite and >= 1.0;
+ * the options then refuse to open a queue until the key is set again), else
+ * `TJ_STATUS_OK`.
  *
  * # Safety
  * `options` is NULL or a live `tj_options`.
@@ -1146,10 +1486,14 @@ tj_status tj_options_set_backoff_factor(struct tj_options *options,
                                         double v);
 
 /**
- * `jobs.backoff.cap` in ms: the longest delay (>= the base).
+ * `jobs.backoff.cap` in ms: the longest delay (at least the base,
+ * checked by `tj_queue_open`).
  *
- * Returns `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL, else
- * `TJ_STATUS_OK`; the value is checked by `tj_queue_open`.
+ * As `tj_options_set(options, "backoff_cap", ...)`. Returns
+ * `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL,
+ * `TJ_STATUS_INVALID_ARGUMENT` for a value out of the key's range (at most `TJ_MAX_DURATION_MS`;
+ * the options then refuse to open a queue until the key is set again), else
+ * `TJ_STATUS_OK`.
  *
  * # Safety
  * `options` is NULL or a live `tj_options`.
@@ -1159,10 +1503,13 @@ tj_status tj_options_set_backoff_cap_ms(struct tj_options *options,
 
 /**
  * `jobs.completed_retention` in ms: completed jobs older than this are
- * pruned by the reaper. 0 keeps completed jobs forever.
+ * pruned by the reaper. 0 keeps completed jobs forever (`"off"`).
  *
- * Returns `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL, else
- * `TJ_STATUS_OK`; the value is checked by `tj_queue_open`.
+ * As `tj_options_set(options, "completed_retention", ...)`. Returns
+ * `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL,
+ * `TJ_STATUS_INVALID_ARGUMENT` for a value out of the key's range (at most `TJ_MAX_DURATION_MS`;
+ * the options then refuse to open a queue until the key is set again), else
+ * `TJ_STATUS_OK`.
  *
  * # Safety
  * `options` is NULL or a live `tj_options`.
@@ -1175,8 +1522,9 @@ tj_status tj_options_set_completed_retention_ms(struct tj_options *options,
  * acknowledged operation survives power loss (concurrent callers share
  * one fsync). Off by default: then it survives the process being killed.
  *
- * Returns `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL, else
- * `TJ_STATUS_OK`; the value is checked by `tj_queue_open`.
+ * As `tj_options_set(options, "sync_writes", ...)`. Returns
+ * `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL, else
+ * `TJ_STATUS_OK`.
  *
  * # Safety
  * `options` is NULL or a live `tj_options`.
@@ -1186,10 +1534,13 @@ tj_status tj_options_set_sync_writes(struct tj_options *options,
 
 /**
  * `jobs.max_payload_bytes`: the largest payload or result accepted
- * (1 to 1 GiB; default 16 MiB).
+ * (default 16 MiB).
  *
- * Returns `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL, else
- * `TJ_STATUS_OK`; the value is checked by `tj_queue_open`.
+ * As `tj_options_set(options, "max_payload_bytes", ...)`. Returns
+ * `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL,
+ * `TJ_STATUS_INVALID_ARGUMENT` for a value out of the key's range (1 to `TJ_MAX_PAYLOAD_BYTES_LIMIT`;
+ * the options then refuse to open a queue until the key is set again), else
+ * `TJ_STATUS_OK`.
  *
  * # Safety
  * `options` is NULL or a live `tj_options`.
@@ -1198,10 +1549,13 @@ tj_status tj_options_set_max_payload_bytes(struct tj_options *options,
                                            size_t v);
 
 /**
- * `jobs.prune_batch`: the most completed jobs one reaper pass prunes (>= 1).
+ * `jobs.prune_batch`: the most completed jobs one reaper pass prunes.
  *
- * Returns `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL, else
- * `TJ_STATUS_OK`; the value is checked by `tj_queue_open`.
+ * As `tj_options_set(options, "prune_batch", ...)`. Returns
+ * `TJ_STATUS_NULL_ARGUMENT` when `options` is NULL,
+ * `TJ_STATUS_INVALID_ARGUMENT` for a value out of the key's range (at least 1;
+ * the options then refuse to open a queue until the key is set again), else
+ * `TJ_STATUS_OK`.
  *
  * # Safety
  * `options` is NULL or a live `tj_options`.
@@ -1212,9 +1566,11 @@ tj_status tj_options_set_prune_batch(struct tj_options *options,
 /**
  * `[jobs.kinds."<kind>"] lease_ttl` in ms: this kind's lease TTL.
  *
- * Unset per-kind values inherit the global ones. Errors:
- * `TJ_STATUS_NULL_ARGUMENT` (options, kind), `TJ_STATUS_INVALID_UTF8`
- * (kind); the kind's syntax and the value are checked by `tj_queue_open`.
+ * As `tj_options_set_kind(options, kind, "lease_ttl", ...)`. Unset per-kind
+ * values inherit the global ones. Errors: `TJ_STATUS_NULL_ARGUMENT`
+ * (options, kind), `TJ_STATUS_INVALID_UTF8` (kind),
+ * `TJ_STATUS_INVALID_ARGUMENT` for a value out of range (1 ms to `TJ_MAX_DURATION_MS`); the
+ * kind's syntax is checked by `tj_queue_open`.
  *
  * # Safety
  * `options` is NULL or a live `tj_options`; `kind` is NULL or
@@ -1229,9 +1585,11 @@ tj_status tj_options_set_kind_lease_ttl_ms(struct tj_options *options,
  * `[jobs.kinds."<kind>"] max_attempts`: this kind's attempt ceiling
  * (a job's own `max_attempts` still wins).
  *
- * Unset per-kind values inherit the global ones. Errors:
- * `TJ_STATUS_NULL_ARGUMENT` (options, kind), `TJ_STATUS_INVALID_UTF8`
- * (kind); the kind's syntax and the value are checked by `tj_queue_open`.
+ * As `tj_options_set_kind(options, kind, "max_attempts", ...)`. Unset per-kind
+ * values inherit the global ones. Errors: `TJ_STATUS_NULL_ARGUMENT`
+ * (options, kind), `TJ_STATUS_INVALID_UTF8` (kind),
+ * `TJ_STATUS_INVALID_ARGUMENT` for a value out of range (at least 1); the
+ * kind's syntax is checked by `tj_queue_open`.
  *
  * # Safety
  * `options` is NULL or a live `tj_options`; `kind` is NULL or
@@ -1246,9 +1604,11 @@ tj_status tj_options_set_kind_max_attempts(struct tj_options *options,
  * `[jobs.kinds."<kind>"] backoff_base` in ms. A per-kind base `b` sets the
  * kind's base to `b` and raises its cap to at least `b`: `cap' = max(cap, b)`.
  *
- * Unset per-kind values inherit the global ones. Errors:
- * `TJ_STATUS_NULL_ARGUMENT` (options, kind), `TJ_STATUS_INVALID_UTF8`
- * (kind); the kind's syntax and the value are checked by `tj_queue_open`.
+ * As `tj_options_set_kind(options, kind, "backoff_base", ...)`. Unset per-kind
+ * values inherit the global ones. Errors: `TJ_STATUS_NULL_ARGUMENT`
+ * (options, kind), `TJ_STATUS_INVALID_UTF8` (kind),
+ * `TJ_STATUS_INVALID_ARGUMENT` for a value out of range (1 ms to `TJ_MAX_DURATION_MS`); the
+ * kind's syntax is checked by `tj_queue_open`.
  *
  * # Safety
  * `options` is NULL or a live `tj_options`; `kind` is NULL or
@@ -1262,9 +1622,11 @@ tj_status tj_options_set_kind_backoff_base_ms(struct tj_options *options,
 /**
  * `[jobs.kinds."<kind>"] backoff_factor`.
  *
- * Unset per-kind values inherit the global ones. Errors:
- * `TJ_STATUS_NULL_ARGUMENT` (options, kind), `TJ_STATUS_INVALID_UTF8`
- * (kind); the kind's syntax and the value are checked by `tj_queue_open`.
+ * As `tj_options_set_kind(options, kind, "backoff_factor", ...)`. Unset per-kind
+ * values inherit the global ones. Errors: `TJ_STATUS_NULL_ARGUMENT`
+ * (options, kind), `TJ_STATUS_INVALID_UTF8` (kind),
+ * `TJ_STATUS_INVALID_ARGUMENT` for a value out of range (finite and >= 1.0); the
+ * kind's syntax is checked by `tj_queue_open`.
  *
  * # Safety
  * `options` is NULL or a live `tj_options`; `kind` is NULL or
@@ -1276,11 +1638,14 @@ tj_status tj_options_set_kind_backoff_factor(struct tj_options *options,
                                              struct tj_error **err);
 
 /**
- * `[jobs.kinds."<kind>"] backoff_cap` in ms.
+ * `[jobs.kinds."<kind>"] backoff_cap` in ms (at least the kind's base,
+ * checked by `tj_queue_open`).
  *
- * Unset per-kind values inherit the global ones. Errors:
- * `TJ_STATUS_NULL_ARGUMENT` (options, kind), `TJ_STATUS_INVALID_UTF8`
- * (kind); the kind's syntax and the value are checked by `tj_queue_open`.
+ * As `tj_options_set_kind(options, kind, "backoff_cap", ...)`. Unset per-kind
+ * values inherit the global ones. Errors: `TJ_STATUS_NULL_ARGUMENT`
+ * (options, kind), `TJ_STATUS_INVALID_UTF8` (kind),
+ * `TJ_STATUS_INVALID_ARGUMENT` for a value out of range (at most `TJ_MAX_DURATION_MS`); the
+ * kind's syntax is checked by `tj_queue_open`.
  *
  * # Safety
  * `options` is NULL or a live `tj_options`; `kind` is NULL or
@@ -1293,8 +1658,10 @@ tj_status tj_options_set_kind_backoff_cap_ms(struct tj_options *options,
 
 /**
  * `[jobs.backoff_base_secs_by_kind]`: a per-kind backoff base in whole
- * seconds, with the same rule (`cap' = max(cap, base)`). A
- * `tj_options_set_kind_backoff_base_ms` for the same kind wins.
+ * seconds, with the same rule (`cap' = max(cap, base)`). Not a key of the
+ * table (an internal map of the file); a per-kind `backoff_base` for the
+ * same kind wins. The value (1 s to 100 years) and the kind are checked by
+ * `tj_queue_open`.
  *
  * Errors: `TJ_STATUS_NULL_ARGUMENT` (options, kind), `TJ_STATUS_INVALID_UTF8`.
  *
@@ -1318,7 +1685,11 @@ tj_status tj_options_set_backoff_base_secs_by_kind(struct tj_options *options,
  * `TJ_STATUS_INVALID_ARGUMENT` for options out of range (the message names
  * the setting) or a store already open in this process with other options,
  * `TJ_STATUS_STORE_LOCKED` when another process owns the store (the message
- * names the path and the owner's pid), `TJ_STATUS_STORAGE`, `TJ_STATUS_CORRUPTION`.
+ * names the path and the owner's pid), `TJ_STATUS_UNSUPPORTED_FORMAT` when
+ * the store was written in a newer format (its `telha.format` marker; the
+ * store is left untouched), `TJ_STATUS_STORAGE`, `TJ_STATUS_CORRUPTION`.
+ * Options holding a value a setter refused are `TJ_STATUS_INVALID_ARGUMENT`
+ * with that setter's message.
  *
  * # Safety
  * `path` is NULL or NUL-terminated; `options` is NULL or live; `queue_out`
@@ -1336,7 +1707,8 @@ tj_status tj_queue_open(const char *path,
  * `TJ_STATUS_INVALID_ARGUMENT`.
  *
  * Errors: `TJ_STATUS_NULL_ARGUMENT`, `TJ_STATUS_INVALID_UTF8`,
- * `TJ_STATUS_NOT_FOUND` when there is no store at `path`, `TJ_STATUS_STORAGE`,
+ * `TJ_STATUS_NOT_FOUND` when there is no store at `path`,
+ * `TJ_STATUS_UNSUPPORTED_FORMAT` (a newer format), `TJ_STATUS_STORAGE`,
  * `TJ_STATUS_CORRUPTION`.
  *
  * # Safety
@@ -1381,7 +1753,8 @@ void tj_queue_free(struct tj_queue *queue);
  * length), `TJ_STATUS_INVALID_UTF8` (kind), `TJ_STATUS_INVALID_ARGUMENT`
  * (malformed kind, `system:*` outside the system scope, payload over
  * `max_payload_bytes` (the memory is not read), bad idempotency key,
- * max_attempts 0), `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ * max_attempts 0, a run-at or delay past `TJ_MAX_INSTANT_MS`, naming it),
+ * `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
  *
  * # Safety
  * `queue` is NULL or live; `kind` is NULL or NUL-terminated; `payload` is
@@ -1419,7 +1792,8 @@ tj_status tj_queue_enqueue_many(const struct tj_queue *queue,
                                 struct tj_error **err);
 
 /**
- * Lease the most urgent ready job for `worker_id` (1 to 256 bytes),
+ * Lease the most urgent ready job for `worker_id` (1 to
+ * `TJ_MAX_WORKER_ID_LEN` bytes),
  * filtered and waiting as `options` says (NULL: any job, no wait). On
  * success `*job_out` is a new `tj_job` the caller frees, or NULL when no job
  * was ready (after the wait): that is `TJ_STATUS_OK`, not an error. The
@@ -1445,7 +1819,7 @@ tj_status tj_queue_lease_next(const struct tj_queue *queue,
                               struct tj_error **err);
 
 /**
- * Lease up to `max` (1 to 10000) ready jobs in one write, waiting as
+ * Lease up to `max` (1 to `TJ_MAX_BATCH`) ready jobs in one write, waiting as
  * `options` says for the first (it returns as soon as it has any). On
  * success `jobs_out[0 .. *count_out]` are new `tj_job`s the caller frees
  * one by one; `*count_out` is 0 when none was ready.
@@ -1454,7 +1828,7 @@ tj_status tj_queue_lease_next(const struct tj_queue *queue,
  *
  * Errors: as `tj_queue_lease_next` (`TJ_STATUS_NULL_ARGUMENT` also for
  * jobs_out and count_out), and `TJ_STATUS_INVALID_ARGUMENT` when `max` is
- * 0 or over 10000.
+ * 0 or over `TJ_MAX_BATCH`.
  *
  * # Safety
  * As `tj_queue_lease_next`; `jobs_out` is NULL or holds `max` writable
@@ -1467,95 +1841,6 @@ tj_status tj_queue_lease_many(const struct tj_queue *queue,
                               struct tj_job **jobs_out,
                               size_t *count_out,
                               struct tj_error **err);
-
-/**
- * Renew leases (a heartbeat) held by `worker_id`: `n` tokens at `tokens`.
- * For each token `i`, `statuses_out[i]` is `TJ_STATUS_OK` with the new
- * deadline (ms since the epoch) in `deadlines_out[i]` (when
- * `deadlines_out` is not NULL), or `TJ_STATUS_ABORTED` when that lease is
- * lost (stop working on that job: it expired and may be another worker's),
- * or `TJ_STATUS_NOT_FOUND` when there is no such job (`deadlines_out[i]` is
- * then 0). The return value is for the call as a whole.
- *
- * Blocks for one RocksDB write per renewed lease.
- *
- * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, worker_id, tokens or
- * statuses_out with `n` > 0), `TJ_STATUS_INVALID_UTF8`,
- * `TJ_STATUS_INVALID_ARGUMENT` (worker id), `TJ_STATUS_STORAGE`,
- * `TJ_STATUS_CLOSED`. The arrays are written only on success.
- *
- * # Safety
- * `queue` is NULL or live; `worker_id` is NULL or NUL-terminated; `tokens`
- * is NULL or holds `n` readable tokens; `statuses_out` is NULL or holds `n`
- * writable elements, and so is `deadlines_out`; `err` is NULL or writable.
- */
-tj_status tj_queue_extend(const struct tj_queue *queue,
-                          const char *worker_id,
-                          const struct tj_token *tokens,
-                          size_t n,
-                          tj_status *statuses_out,
-                          uint64_t *deadlines_out,
-                          struct tj_error **err);
-
-/**
- * Complete the leased job of `*token`, with an optional result:
- * `result_len` bytes at `result` (copied). A NULL `result` with length 0
- * stores no result; a non-NULL one with length 0 stores an empty result.
- * Only the token is checked, not the worker.
- *
- * Blocks for one RocksDB write.
- *
- * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, result with a non-zero
- * length), `TJ_STATUS_ABORTED` for a stale token or a job no longer leased
- * (nothing changes), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_INVALID_ARGUMENT` for
- * a result over `max_payload_bytes`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
- *
- * # Safety
- * `queue` and `token` are NULL or live; `result` is NULL or holds
- * `result_len` readable bytes; `err` is NULL or writable.
- */
-tj_status tj_queue_complete(const struct tj_queue *queue,
-                            const struct tj_token *token,
-                            const uint8_t *result,
-                            size_t result_len,
-                            struct tj_error **err);
-
-/**
- * Fail the leased job of `*token`: it spends an attempt and retries after
- * backoff, or goes dead when `retryable` is false or it is out of attempts.
- * `reason` (copied, cut to 4096 bytes) becomes its last error.
- *
- * Blocks for one RocksDB write.
- *
- * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, reason),
- * `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_ABORTED` (stale token, nothing
- * changes), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
- *
- * # Safety
- * `queue` and `token` are NULL or live; `reason` is NULL or NUL-terminated;
- * `err` is NULL or writable.
- */
-tj_status tj_queue_fail(const struct tj_queue *queue,
-                        const struct tj_token *token,
-                        const char *reason,
-                        bool retryable,
-                        struct tj_error **err);
-
-/**
- * Hand the leased job of `*token` back to pending at its old place in
- * line, without spending an attempt (a worker shutting down gracefully).
- *
- * Blocks for one RocksDB write.
- *
- * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token), `TJ_STATUS_ABORTED`
- * (stale token), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
- *
- * # Safety
- * `queue` and `token` are NULL or live; `err` is NULL or writable.
- */
-tj_status tj_queue_release(const struct tj_queue *queue,
-                           const struct tj_token *token,
-                           struct tj_error **err);
 
 /**
  * Operator action: a dead or failed job back to pending, attempts reset,
@@ -1598,10 +1883,10 @@ tj_status tj_queue_get(const struct tj_queue *queue,
  * success `*page_out` is a new `tj_list_page` the caller frees. Pass
  * `tj_list_page_next(page)` to `tj_list_options_set_after` for the next page.
  *
- * Blocks while it reads up to 100000 rows.
+ * Blocks while it reads up to `TJ_LIST_SCAN_BUDGET` rows.
  *
  * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, page_out),
- * `TJ_STATUS_INVALID_ARGUMENT` for a limit of 0 or over 10000 or a
+ * `TJ_STATUS_INVALID_ARGUMENT` for a limit of 0 or over `TJ_MAX_LIST_LIMIT` or a
  * malformed cursor, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
  *
  * # Safety
@@ -1657,6 +1942,117 @@ tj_status tj_queue_stats(const struct tj_queue *queue,
  */
 tj_status tj_queue_metrics(const struct tj_queue *queue,
                            char **text_out,
+                           struct tj_error **err);
+
+/**
+ * Renew leases (a heartbeat) held by `worker_id`: `n` tokens at `tokens`.
+ * For each token `i`, `statuses_out[i]` is `TJ_STATUS_OK` with the new
+ * deadline (ms since the epoch) in `deadlines_out[i]` (when
+ * `deadlines_out` is not NULL), or `TJ_STATUS_ABORTED` when that lease is
+ * lost (stop working on that job: it expired and may be another worker's),
+ * or `TJ_STATUS_NOT_FOUND` when there is no such job (`deadlines_out[i]` is
+ * then 0). The return value is for the call as a whole.
+ *
+ * Blocks for one RocksDB write per renewed lease.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, worker_id, tokens or
+ * statuses_out with `n` > 0), `TJ_STATUS_INVALID_UTF8`,
+ * `TJ_STATUS_INVALID_ARGUMENT` (worker id), `TJ_STATUS_STORAGE`,
+ * `TJ_STATUS_CLOSED`. The arrays are written only on success.
+ *
+ * # Safety
+ * `queue` is NULL or live; `worker_id` is NULL or NUL-terminated; `tokens`
+ * is NULL or holds `n` readable tokens; `statuses_out` is NULL or holds `n`
+ * writable elements, and so is `deadlines_out`; `err` is NULL or writable.
+ */
+tj_status tj_queue_extend(const struct tj_queue *queue,
+                          const char *worker_id,
+                          const struct tj_token *tokens,
+                          size_t n,
+                          tj_status *statuses_out,
+                          uint64_t *deadlines_out,
+                          struct tj_error **err);
+
+/**
+ * Complete the leased job of `*token`, with an optional result:
+ * `result_len` bytes at `result` (copied). A NULL `result` with length 0
+ * stores no result; a non-NULL one with length 0 stores an empty result.
+ * Only the token is checked, not the worker. The result's encoding is
+ * recorded as `TJ_ENCODING_UNKNOWN` (see `tj_queue_complete_with_encoding`).
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, result with a non-zero
+ * length), `TJ_STATUS_ABORTED` for a stale token or a job no longer leased
+ * (nothing changes), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_INVALID_ARGUMENT` for
+ * a result over `max_payload_bytes`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` and `token` are NULL or live; `result` is NULL or holds
+ * `result_len` readable bytes; `err` is NULL or writable.
+ */
+tj_status tj_queue_complete(const struct tj_queue *queue,
+                            const struct tj_token *token,
+                            const uint8_t *result,
+                            size_t result_len,
+                            struct tj_error **err);
+
+/**
+ * `tj_queue_complete`, recording how the result was made: `encoding` is a
+ * `tj_encoding`. `TJ_ENCODING_BYTES` makes the Python and Node bindings
+ * hand the result back as bytes / a `Buffer` even when it happens to look
+ * like the cross-language convention; `TJ_ENCODING_VALUE` says it is one
+ * convention value (`0x01` + msgpack) that they decode. C always reads the
+ * raw bytes back, whatever the encoding.
+ *
+ * Errors: as `tj_queue_complete`, and `TJ_STATUS_INVALID_ARGUMENT` for a
+ * number that is not a `tj_encoding` (nothing changes).
+ *
+ * # Safety
+ * As `tj_queue_complete`.
+ */
+tj_status tj_queue_complete_with_encoding(const struct tj_queue *queue,
+                                          const struct tj_token *token,
+                                          const uint8_t *result,
+                                          size_t result_len,
+                                          uint32_t encoding,
+                                          struct tj_error **err);
+
+/**
+ * Fail the leased job of `*token`: it spends an attempt and retries after
+ * backoff, or goes dead when `retryable` is false or it is out of attempts.
+ * `reason` (copied, cut to 4096 bytes) becomes its last error.
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, reason),
+ * `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_ABORTED` (stale token, nothing
+ * changes), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` and `token` are NULL or live; `reason` is NULL or NUL-terminated;
+ * `err` is NULL or writable.
+ */
+tj_status tj_queue_fail(const struct tj_queue *queue,
+                        const struct tj_token *token,
+                        const char *reason,
+                        bool retryable,
+                        struct tj_error **err);
+
+/**
+ * Hand the leased job of `*token` back to pending at its old place in
+ * line, without spending an attempt (a worker shutting down gracefully).
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token), `TJ_STATUS_ABORTED`
+ * (stale token), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` and `token` are NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_queue_release(const struct tj_queue *queue,
+                           const struct tj_token *token,
                            struct tj_error **err);
 
 /**

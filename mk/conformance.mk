@@ -35,9 +35,11 @@ test-scenarios-py: py-wheel
 test-scenarios-node: node-build
 	cd node && node --test --test-reporter=spec test/scenarios.test.js
 
-$(CONF_OUT)/scenarios: tests/c/scenarios.c tests/c/mini_json.h include/telha_jobs.h c-lib
+C_SCENARIO_SRC := tests/c/scenarios.c tests/c/scenario_ops.c
+
+$(CONF_OUT)/scenarios: $(C_SCENARIO_SRC) tests/c/scenario.h tests/c/mini_json.h include/telha_jobs.h c-lib
 	@mkdir -p $(@D)
-	$(CC) $(C_STD) $(C_SAN) $(C_INC) -o $@ $< $(C_LINK) -lm
+	$(CC) $(C_STD) $(C_SAN) $(C_INC) -o $@ $(C_SCENARIO_SRC) $(C_LINK) -lm
 
 ## The C runner under ASan/UBSan (leaks included); its own "N passed, N failed" line.
 test-scenarios-c: $(CONF_OUT)/scenarios

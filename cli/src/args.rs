@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use telha_jobs::limits::MAX_LIST_LIMIT;
 use telha_jobs::{JobId, KindPattern, Scope, State};
 
 /// Operate a telha-jobs store: list, inspect and repair jobs, read counts
 /// and metrics, enqueue.
 ///
-/// Read commands (ls, show, stats, metrics) open the store read-only: they
+/// Read commands (ls, show, stats, metrics, check) open the store read-only: they
 /// work while a worker process owns it and never create a store. Write
 /// commands (retry, purge, enqueue) need the store to themselves: while a
 /// worker holds it they exit 3 ("store locked by pid N").
@@ -22,7 +23,8 @@ use telha_jobs::{JobId, KindPattern, Scope, State};
 /// Exit codes: 0 ok, 1 not found (job or store), 2 usage (bad arguments, or
 /// a change the job's state does not allow; a missing or wrong token), 3
 /// store locked by another process, 4 storage error or corruption (or the
-/// server cannot be reached).
+/// server cannot be reached, or check found a problem), 5 a store written
+/// by a newer version (its format marker; nothing changed).
 #[derive(Debug, Parser)]
 #[command(name = "telha", version, propagate_version = true)]
 pub struct Cli {
@@ -99,6 +101,10 @@ pub enum Jobs {
     Stats,
     /// The Prometheus text exposition (with the dead-letter gauge).
     Metrics,
+    /// The store's format, and a full scan cross-checking every row, index
+    /// and counter (exit 4 when it finds a problem). Reads the store
+    /// read-only, beside a worker that owns it; not through --server.
+    Check,
     /// Enqueue one job (for operators and scripts); creates the store if
     /// there is none.
     Enqueue(EnqueueArgs),
@@ -115,9 +121,9 @@ pub struct LsArgs {
     /// Only jobs of this kind: exact (`embed`) or a family (`ingest:*`).
     #[arg(long, value_parser = parse_kind)]
     pub kind: Option<KindPattern>,
-    /// At most this many jobs (1 to 10000).
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u16).range(1..=10_000))]
-    pub limit: u16,
+    /// At most this many jobs (1 to 10000, the core's list limit).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=MAX_LIST_LIMIT as u64))]
+    pub limit: u64,
     /// Start after this cursor (the `next` of the previous page).
     #[arg(long, value_name = "CURSOR")]
     pub after: Option<String>,
@@ -222,5 +228,26 @@ mod tests {
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_limit_is_the_cores_list_limit_and_its_help_says_so() {
+        let max = MAX_LIST_LIMIT.to_string();
+        let over = (MAX_LIST_LIMIT + 1).to_string();
+        assert!(Cli::try_parse_from(["telha", "jobs", "ls", "--limit", &max]).is_ok());
+        assert!(Cli::try_parse_from(["telha", "jobs", "ls", "--limit", &over]).is_err());
+        assert!(Cli::try_parse_from(["telha", "jobs", "ls", "--limit", "0"]).is_err());
+        let mut cmd = Cli::command();
+        let ls = cmd
+            .find_subcommand_mut("jobs")
+            .and_then(|j| j.find_subcommand_mut("ls"))
+            .expect("jobs ls");
+        let help = ls
+            .get_arguments()
+            .find(|a| a.get_id() == "limit")
+            .and_then(|a| a.get_help())
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        assert!(help.contains(&format!("1 to {max}")), "{help}");
     }
 }

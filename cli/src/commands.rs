@@ -15,12 +15,15 @@ use telha_jobs::{
 
 use crate::args::{EnqueueArgs, Jobs, LsArgs, PurgeArgs, RetryArgs};
 use crate::render;
-use crate::store::{self, Failure, Target};
+use crate::store::{self, Exit, Failure, Target};
 
-/// What a successful command prints on stdout.
+/// What a command that ran prints on stdout.
 pub enum Output {
     Text(String),
     Json(Json),
+    /// Printed like the inner output, then the process exits with this code
+    /// (`check` finding problems).
+    Exit(Box<Output>, Exit),
 }
 
 pub fn run(cmd: Jobs, db: &Target, json: bool) -> Result<Output, Failure> {
@@ -37,6 +40,7 @@ pub fn run(cmd: Jobs, db: &Target, json: bool) -> Result<Output, Failure> {
         Jobs::Purge(a) => purge(db, a, json),
         Jobs::Stats => stats(db, json),
         Jobs::Metrics => metrics(db, json),
+        Jobs::Check => check(db, json),
         Jobs::Enqueue(a) => enqueue(db, a, json),
     }
 }
@@ -44,7 +48,7 @@ pub fn run(cmd: Jobs, db: &Target, json: bool) -> Result<Output, Failure> {
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn warn_corrupt(corrupt: &[CorruptRecord]) {
@@ -67,44 +71,22 @@ fn corrupt_json(corrupt: &[CorruptRecord]) -> Json {
     )
 }
 
-/// Pages of `list` until `limit` jobs or the end: the core may return a
-/// short page with a cursor (it reads at most 100,000 rows per call), which
-/// a person asking for 50 jobs of a rare kind should not have to follow.
-fn list_up_to(q: &dyn JobStore, mut query: ListQuery, limit: usize) -> Result<ListPage, Failure> {
-    let mut all = ListPage {
-        jobs: Vec::new(),
-        next: None,
-        corrupt: Vec::new(),
-    };
-    loop {
-        query.limit = limit - all.jobs.len();
-        let page = q.list(&query)?;
-        all.jobs.extend(page.jobs);
-        all.corrupt.extend(page.corrupt);
-        match page.next {
-            Some(next) if all.jobs.len() < limit => query.after = Some(next),
-            next => {
-                all.next = next;
-                return Ok(all);
-            }
-        }
-    }
-}
-
 fn ls(db: &Target, a: LsArgs, json: bool) -> Result<Output, Failure> {
     let q = store::open_read(db)?;
     let query = ListQuery {
         state: a.state,
         scope: a.scope,
         kind: a.kind,
-        limit: a.limit.into(),
+        limit: usize::try_from(a.limit).unwrap_or(usize::MAX),
         after: a.after,
     };
+    // The core's paging rule: a person asking for 50 jobs of a rare kind
+    // gets 50 (or the end), not one short page per 100,000 rows read.
     let ListPage {
         jobs,
         next,
         corrupt,
-    } = list_up_to(q.as_ref(), query, a.limit.into())?;
+    } = q.list_full(&query)?;
     if json {
         return Ok(Output::Json(json!({
             "jobs": jobs.iter().map(|j| render::job_json(j, false)).collect::<Vec<_>>(),
@@ -279,7 +261,8 @@ fn purge(db: &Target, a: PurgeArgs, json: bool) -> Result<Output, Failure> {
         )));
     }
     let q = store::open_write(db, true)?;
-    let cutoff = now_ms().saturating_sub(a.older_than.as_millis() as u64);
+    let older = u64::try_from(a.older_than.as_millis()).unwrap_or(u64::MAX);
+    let cutoff = now_ms().saturating_sub(older);
     let r = q.purge(a.state, cutoff)?;
     let older = humantime::format_duration(a.older_than);
     if json {
@@ -322,12 +305,37 @@ fn metrics(db: &Target, json: bool) -> Result<Output, Failure> {
     })
 }
 
+fn check(db: &Target, json: bool) -> Result<Output, Failure> {
+    let Target::Local(path) = db else {
+        return Err(Failure::usage(
+            "check scans the store itself: run it where the store is, with --db, not through --server",
+        ));
+    };
+    let r = store::open_read_local(path)?.check()?;
+    let out = if json {
+        Output::Json(render::check_json(path, &r))
+    } else {
+        Output::Text(render::check_text(path, &r))
+    };
+    Ok(if r.problems.is_empty() {
+        out
+    } else {
+        Output::Exit(Box::new(out), Exit::Storage)
+    })
+}
+
 fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
     // Check what can be checked before the store is opened (and, when it
     // does not exist yet, created).
     telha_jobs::job::validate_kind(&a.kind).map_err(|e| Failure::usage(e.to_string()))?;
     if a.max_attempts == Some(0) {
         return Err(Failure::usage("--max-attempts must be at least 1"));
+    }
+    if let Some(d) = a.delay {
+        telha_jobs::limits::instant_after("--delay", now_ms(), d)?;
+    }
+    if let Some(k) = &a.idempotency_key {
+        telha_jobs::limits::validate_idempotency_key(k)?;
     }
     let payload = match &a.payload_json {
         None => Vec::new(),

@@ -1,10 +1,10 @@
 //! `telha`: the operator command line of telha-jobs.
 //!
-//! `telha jobs ls | show | retry | purge | stats | metrics | enqueue` (on a
+//! `telha jobs ls | show | retry | purge | stats | metrics | check | enqueue` (on a
 //! store, or through a server with `--server`) and `telha serve`; see
 //! `telha --help` and `docs/operators.md`. Exit codes: 0 ok,
 //! 1 not found, 2 usage, 3 store locked by another process, 4 storage or
-//! corruption.
+//! corruption, 5 a store of a newer format.
 
 mod args;
 mod commands;
@@ -59,18 +59,15 @@ fn main() -> ExitCode {
     // before the process exits.
     match commands::run(cmd, &target, cli.json) {
         Ok(out) => {
-            let text = match out {
-                Output::Text(t) => t,
-                Output::Json(j) => format!("{j:#}\n"),
-            };
+            let (text, exit) = printed(out);
             let mut stdout = std::io::stdout().lock();
             match stdout
                 .write_all(text.as_bytes())
                 .and_then(|()| stdout.flush())
             {
                 // `telha jobs ls | head` closing the pipe is not an error.
-                Ok(()) => Exit::Ok.into(),
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Ok.into(),
+                Ok(()) => exit.into(),
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit.into(),
                 Err(e) => {
                     eprintln!("telha: cannot write output: {e}");
                     Exit::Storage.into()
@@ -81,5 +78,14 @@ fn main() -> ExitCode {
             eprintln!("telha: {}", f.message);
             f.exit.into()
         }
+    }
+}
+
+/// What to print for a command's output, and the exit code after it.
+fn printed(out: Output) -> (String, Exit) {
+    match out {
+        Output::Text(t) => (t, Exit::Ok),
+        Output::Json(j) => (format!("{j:#}\n"), Exit::Ok),
+        Output::Exit(inner, exit) => (printed(*inner).0, exit),
     }
 }

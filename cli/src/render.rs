@@ -2,14 +2,21 @@
 //! core; humans get RFC 3339 UTC, JSON gets both the ms and the text.
 
 use std::fmt::Write;
+use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value as Json};
-use telha_jobs::payload::{self, Value as Mp};
-use telha_jobs::{JobInfo, LogEntry, StateCounts, Stats};
+use telha_jobs::limits::MAX_INSTANT_MS;
+use telha_jobs::payload::{self, Encoding, Value as Mp};
+use telha_jobs::{CheckReport, JobInfo, LogEntry, State, StateCounts, Stats};
 
-/// `2026-11-29T23:40:01.123Z`.
+/// `2026-11-29T23:40:01.123Z`; any u64 renders: a time after the latest the
+/// core accepts (9999-12-31T23:59:59.999Z, which RFC 3339 cannot go past;
+/// only a store written before that limit holds one) shows as its number.
 pub fn time(ms: u64) -> String {
+    if ms > MAX_INSTANT_MS {
+        return format!("{ms} ms since the epoch (after year 9999)");
+    }
     humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
 }
 
@@ -42,10 +49,11 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// A payload or result for JSON: the decoded value when it follows the
-/// cross-language convention, else UTF-8 text, else hex.
-pub fn bytes_json(b: &[u8]) -> Json {
-    if let Some(v) = payload::decode(b) {
+/// A payload or result for JSON: the decoded value when it was written as
+/// a convention value (or, not recorded, follows the convention), else
+/// UTF-8 text, else hex.
+pub fn bytes_json(b: &[u8], encoding: Encoding) -> Json {
+    if let Some(v) = payload::read(b, encoding) {
         json!({"encoding": "msgpack", "value": mp_to_json(&v)})
     } else if let Ok(s) = std::str::from_utf8(b) {
         json!({"encoding": "utf8", "value": s})
@@ -54,12 +62,12 @@ pub fn bytes_json(b: &[u8]) -> Json {
     }
 }
 
-/// A payload or result for a human: JSON text of the decoded value, the
-/// UTF-8 text, or hex, cut to `max` characters.
-pub fn bytes_text(b: &[u8], max: usize) -> String {
+/// A payload or result for a human: JSON text of the decoded value (as
+/// [`bytes_json`] decides), the UTF-8 text, or hex, cut to `max` characters.
+pub fn bytes_text(b: &[u8], encoding: Encoding, max: usize) -> String {
     let s = if b.is_empty() {
         "(empty)".to_string()
-    } else if let Some(v) = payload::decode(b) {
+    } else if let Some(v) = payload::read(b, encoding) {
         mp_to_json(&v).to_string()
     } else if let Ok(s) = std::str::from_utf8(b) {
         format!("{s:?}")
@@ -149,7 +157,13 @@ pub fn json_to_mp(v: &Json) -> Mp {
 }
 
 fn event_json(e: &LogEntry) -> Json {
-    json!({"ts_ms": e.ts, "at": time(e.ts), "transition": e.transition, "detail": e.detail})
+    let mut o =
+        json!({"ts_ms": e.ts, "at": time(e.ts), "transition": e.transition, "detail": e.detail});
+    if e.transition == LogEntry::ATTEMPT {
+        // One earlier attempt folded into a summary (ts: when it was leased).
+        o["folded"] = json!(true);
+    }
+    o
 }
 
 /// A job as JSON. `full` adds the payload, the result and the event log.
@@ -171,10 +185,16 @@ pub fn job_json(j: &JobInfo, full: bool) -> Json {
         "idempotency_key": j.idempotency_key,
         "created_at_ms": j.created_at,
         "created_at": time(j.created_at),
+        "cursor": j.cursor,
     });
     if full {
-        o["payload"] = bytes_json(&j.payload);
-        o["result"] = j.result.as_deref().map_or(Json::Null, bytes_json);
+        o["payload"] = bytes_json(&j.payload, j.payload_encoding);
+        o["payload_encoding"] = json!(j.payload_encoding.as_str());
+        o["result"] = j
+            .result
+            .as_deref()
+            .map_or(Json::Null, |r| bytes_json(r, j.result_encoding));
+        o["result_encoding"] = json!(j.result.as_ref().map(|_| j.result_encoding.as_str()));
         o["events"] = Json::Array(j.events.iter().map(event_json).collect());
         o["dropped_events"] = json!(j.dropped_events);
     }
@@ -216,16 +236,30 @@ pub fn job_text(j: &JobInfo) -> String {
     if let Some(e) = &j.last_error {
         field("last error", e.clone());
     }
-    field("payload", bytes_text(&j.payload, 200));
+    field("payload", bytes_text(&j.payload, j.payload_encoding, 200));
     if let Some(r) = &j.result {
-        field("result", bytes_text(r, 200));
+        field("result", bytes_text(r, j.result_encoding, 200));
     }
     let _ = writeln!(o, "\nevents ({}):", j.events.len());
     if j.dropped_events > 0 {
         let _ = writeln!(o, "  ({} older events dropped)", j.dropped_events);
     }
     let start = j.events.first().map_or(0, |e| e.ts);
-    for e in &j.events {
+    let folded = j
+        .events
+        .iter()
+        .take_while(|e| e.transition == LogEntry::ATTEMPT)
+        .count();
+    for (i, e) in j.events.iter().enumerate() {
+        if folded > 0 && i == 0 {
+            let _ = writeln!(
+                o,
+                "  earlier attempts, one line each (the time each was leased):"
+            );
+        }
+        if folded > 0 && i == folded {
+            let _ = writeln!(o, "  then in full:");
+        }
         let off = e.ts.saturating_sub(start) as f64 / 1000.0;
         let line = format!(
             "  {}  +{off:>9.3}s  {:<14} {}",
@@ -236,6 +270,72 @@ pub fn job_text(j: &JobInfo) -> String {
         let _ = writeln!(o, "{}", line.trim_end());
     }
     o
+}
+
+/// The store's format, in words.
+fn format_words(r: &CheckReport) -> String {
+    match r.format {
+        Some(f) => format!("{} (compatible from {})", f.format, f.compatible_from),
+        None => "1 (no telha.format marker: written before the format was recorded)".into(),
+    }
+}
+
+/// `check`: the format, the rows scanned per state, every problem found.
+pub fn check_text(path: &Path, r: &CheckReport) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "store     {}", path.display());
+    let _ = writeln!(o, "format    {}", format_words(r));
+    let _ = writeln!(o, "jobs      {}", r.jobs);
+    let rows: Vec<Vec<String>> = r
+        .scanned
+        .iter()
+        .map(|(k, c)| {
+            let mut row = vec![k.clone()];
+            row.extend(State::ALL.iter().map(|s| c[*s].to_string()));
+            row
+        })
+        .collect();
+    if !rows.is_empty() {
+        let mut header = vec!["KIND"];
+        header.extend(State::ALL.iter().map(|s| s.as_str()));
+        let header: Vec<String> = header.iter().map(|h| h.to_ascii_uppercase()).collect();
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        o.push('\n');
+        o.push_str(&table(&header, &rows));
+    }
+    if r.problems.is_empty() {
+        let _ = writeln!(o, "\nno problems: rows, indexes and counters agree");
+    } else {
+        let _ = writeln!(o, "\n{} problem(s):", r.problems.len());
+        for p in &r.problems {
+            let _ = writeln!(o, "  {p}");
+        }
+    }
+    o
+}
+
+pub fn check_json(path: &Path, r: &CheckReport) -> Json {
+    let scanned: Map<String, Json> = r
+        .scanned
+        .iter()
+        .map(|(k, c)| {
+            let by: Map<String, Json> = State::ALL
+                .iter()
+                .map(|s| (s.as_str().to_string(), json!(c[*s])))
+                .collect();
+            (k.clone(), Json::Object(by))
+        })
+        .collect();
+    json!({
+        "path": path.display().to_string(),
+        "format": r.format.map_or(1, |f| f.format),
+        "compatible_from": r.format.map_or(1, |f| f.compatible_from),
+        "format_marker": r.format.is_some(),
+        "jobs": r.jobs,
+        "scanned": scanned,
+        "problems": r.problems,
+        "ok": r.problems.is_empty(),
+    })
 }
 
 fn counts_json(c: &StateCounts) -> Json {
@@ -303,16 +403,42 @@ mod tests {
 
     #[test]
     fn bytes_outside_the_convention_show_as_text_or_hex() {
+        let u = Encoding::Unknown;
         assert_eq!(
-            bytes_json(b"s3://x"),
+            bytes_json(b"s3://x", u),
             json!({"encoding": "utf8", "value": "s3://x"})
         );
         assert_eq!(
-            bytes_json(&[0xff, 0x00]),
+            bytes_json(&[0xff, 0x00], u),
             json!({"encoding": "hex", "value": "ff00"})
         );
-        assert_eq!(bytes_text(&[0xff, 0x00], 80), "0xff00 (2 bytes)");
-        assert_eq!(bytes_text(b"", 80), "(empty)");
+        assert_eq!(bytes_text(&[0xff, 0x00], u, 80), "0xff00 (2 bytes)");
+        assert_eq!(bytes_text(b"", u, 80), "(empty)");
+    }
+
+    #[test]
+    fn bytes_recorded_as_bytes_never_decode_as_a_value() {
+        let looks = [0x01u8, 0x91, 0x01]; // the convention's [1]
+        assert_eq!(
+            bytes_json(&looks, Encoding::Unknown),
+            json!({"encoding": "msgpack", "value": [1]})
+        );
+        assert_eq!(
+            bytes_json(&looks, Encoding::Bytes),
+            json!({"encoding": "hex", "value": "019101"})
+        );
+        assert_eq!(bytes_text(&looks, Encoding::Value, 80), "[1]");
+    }
+
+    #[test]
+    fn every_u64_renders_as_a_time() {
+        assert_eq!(time(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(time(MAX_INSTANT_MS), "9999-12-31T23:59:59.999Z");
+        for ms in [MAX_INSTANT_MS + 1, 1 << 53, 1 << 63, u64::MAX] {
+            let t = time(ms);
+            assert!(t.starts_with(&ms.to_string()), "{t}");
+            assert!(t.contains("after year 9999"), "{t}");
+        }
     }
 
     #[test]

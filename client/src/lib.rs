@@ -259,7 +259,7 @@ impl RemoteQueue {
     /// waits until dropped.
     ///
     /// Errors: `InvalidArgument` for a bad worker id, filter or capacity
-    /// (1 to 10,000); `Closed`; `Storage`.
+    /// (1 to [`telha_jobs::limits::MAX_BATCH`]); `Closed`; `Storage`.
     pub fn poll_jobs(
         &self,
         worker_id: &str,

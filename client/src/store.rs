@@ -56,7 +56,9 @@ impl JobStore for RemoteQueue {
         };
         let mut c = self.client()?;
         let url = self.inner.url.clone();
-        let timeout = self.inner.request_timeout.map(|t| t + wait);
+        // The call's deadline is the request timeout plus the wait; a wait
+        // too long to add to it ("forever") has no deadline.
+        let timeout = self.inner.request_timeout.and_then(|t| t.checked_add(wait));
         let cancel = options.cancel.clone();
         let r = self.block(async move {
             let call = async {

@@ -30,6 +30,7 @@ struct heart {
     pthread_mutex_t mu;
     bool has_job;  /* a lease is being worked on */
     tj_token token;
+    atomic_long every_ms; /* a third of the lease's TTL */
     atomic_bool lease_lost;
     atomic_bool stop;
     atomic_long beats;
@@ -38,7 +39,9 @@ struct heart {
 static void *heartbeat(void *arg) {
     struct heart *h = arg;
     while (!atomic_load(&h->stop)) {
-        sleep_ms(100); /* a third of the lease TTL */
+        /* From the TTL the lease was granted with, never from the deadline:
+         * that is on the store owner's clock. */
+        sleep_ms(atomic_load(&h->every_ms));
         pthread_mutex_lock(&h->mu);
         if (h->has_job) {
             tj_status answer = TJ_STATUS_OK;
@@ -70,10 +73,13 @@ int main(int argc, char **argv) {
 
     tj_error *err = NULL;
     tj_options *opts = tj_options_new();
-    tj_options_set_lease_ttl_ms(opts, 300);
-    tj_options_set_reaper_interval_ms(opts, 50);
+    /* Any key of the table, in the config file's syntax (tj_config_key_at). */
+    tj_status s = tj_options_set(opts, "lease_ttl", "300ms", &err);
+    if (s == TJ_STATUS_OK)
+        s = tj_options_set(opts, "reaper_interval", "50ms", &err);
     tj_queue *q = NULL;
-    tj_status s = tj_queue_open(path, opts, &q, &err);
+    if (s == TJ_STATUS_OK)
+        s = tj_queue_open(path, opts, &q, &err);
     tj_options_free(opts);
     if (s != TJ_STATUS_OK)
         return fail_with("open", err);
@@ -86,7 +92,7 @@ int main(int argc, char **argv) {
             return fail_with("enqueue", err);
     }
 
-    struct heart h = {.q = q};
+    struct heart h = {.q = q, .every_ms = 100};
     pthread_mutex_init(&h.mu, NULL);
     pthread_t beat;
     pthread_create(&beat, NULL, heartbeat, &h);
@@ -104,6 +110,7 @@ int main(int argc, char **argv) {
         pthread_mutex_lock(&h.mu);
         h.token = tj_job_token(job);
         h.has_job = true;
+        atomic_store(&h.every_ms, (long)(tj_job_lease_ttl_ms(job) / 3));
         atomic_store(&h.lease_lost, false);
         pthread_mutex_unlock(&h.mu);
 

@@ -2,7 +2,7 @@
 
 use std::ffi::c_char;
 
-use telha_jobs_core::config::MAX_PAYLOAD_BYTES_LIMIT;
+use telha_jobs_core::limits::MAX_PAYLOAD_BYTES_LIMIT;
 use telha_jobs_core::{EnqueueOptions, NewJob};
 
 use crate::boundary::{self, bytes, handle_mut, string};
@@ -40,7 +40,8 @@ pub unsafe extern "C" fn tj_batch_free(batch: *mut tj_batch) {
 ///
 /// Errors: `TJ_STATUS_NULL_ARGUMENT` (batch, kind, payload with a non-zero
 /// length), `TJ_STATUS_INVALID_UTF8` (kind), `TJ_STATUS_INVALID_ARGUMENT`
-/// for a length over 1 GiB (the hard payload ceiling; the memory is not read).
+/// for a length over `TJ_MAX_PAYLOAD_BYTES_LIMIT` (1 GiB, the hard payload
+/// ceiling; the memory is not read).
 ///
 /// # Safety
 /// `batch` is NULL or live; `kind` is NULL or NUL-terminated; `payload` is

@@ -7,6 +7,7 @@ use std::time::Duration;
 use telha_jobs_core::{EnqueueOptions, Scope};
 
 use crate::boundary::{self, handle_mut, string};
+use crate::encoding::encoding_from_u32;
 use crate::error::{tj_error, Failure};
 use crate::status::tj_status;
 
@@ -90,7 +91,9 @@ pub unsafe extern "C" fn tj_enqueue_options_set_priority(
     )
 }
 
-/// Not leasable before `run_at_ms` (ms since the Unix epoch). Wins over a delay.
+/// Not leasable before `run_at_ms` (ms since the Unix epoch). Wins over a
+/// delay. Checked at enqueue: after `TJ_MAX_INSTANT_MS` (the end of year
+/// 9999) the enqueue is `TJ_STATUS_INVALID_ARGUMENT` naming `run_at`.
 ///
 /// # Safety
 /// `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
@@ -110,7 +113,9 @@ pub unsafe extern "C" fn tj_enqueue_options_set_run_at_ms(
     )
 }
 
-/// Not leasable before now + `delay_ms` (read at enqueue).
+/// Not leasable before now + `delay_ms` (read at enqueue). Checked at
+/// enqueue: a delay that puts the time after `TJ_MAX_INSTANT_MS` is
+/// `TJ_STATUS_INVALID_ARGUMENT` naming `delay` (never a wrap).
 ///
 /// # Safety
 /// `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
@@ -130,7 +135,7 @@ pub unsafe extern "C" fn tj_enqueue_options_set_delay_ms(
     )
 }
 
-/// Deduplicate on `key` (1 to 512 bytes, checked at enqueue) within the
+/// Deduplicate on `key` (1 to `TJ_MAX_IDEMPOTENCY_KEY_LEN` bytes, checked at enqueue) within the
 /// scope: while a job enqueued with `key` exists, a repeat enqueues nothing
 /// and answers that job's id with `created` false. The key is copied.
 ///
@@ -170,4 +175,29 @@ pub unsafe extern "C" fn tj_enqueue_options_set_max_attempts(
             Ok(())
         },
     )
+}
+
+/// Record how the payload was made: `encoding` is a `tj_encoding` (default
+/// `TJ_ENCODING_UNKNOWN`). `TJ_ENCODING_BYTES` makes the Python and Node
+/// bindings hand the payload back as bytes / a `Buffer` even when it happens
+/// to look like the cross-language convention; `TJ_ENCODING_VALUE` says it
+/// is one convention value (`0x01` + msgpack) that they decode. C reads the
+/// raw bytes back either way.
+///
+/// Errors: `TJ_STATUS_NULL_ARGUMENT` (options), `TJ_STATUS_INVALID_ARGUMENT`
+/// for a number that is not a `tj_encoding` (options unchanged).
+///
+/// # Safety
+/// `options` is NULL or live; `err` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_enqueue_options_set_encoding(
+    options: *mut tj_enqueue_options,
+    encoding: u32,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_enqueue_options_set_encoding";
+    set(F, options, err, |o| {
+        o.encoding = encoding_from_u32(F, encoding)?;
+        Ok(())
+    })
 }

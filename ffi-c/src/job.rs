@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 use telha_jobs_core::Job;
 
 use crate::boundary::{self, cstring, write_opt};
+use crate::encoding::tj_encoding;
 use crate::id::{tj_id, tj_token};
 
 /// A leased job (from `tj_queue_lease_next` / `tj_queue_lease_many`). Owned by
@@ -170,7 +171,9 @@ pub unsafe extern "C" fn tj_job_generation(job: *const tj_job) -> u64 {
 }
 
 /// The lease deadline, in ms since the Unix epoch, as granted (a later
-/// `tj_queue_extend` returns the new one; this value does not change).
+/// `tj_queue_extend` returns the new one; this value does not change). It
+/// is on the store owner's clock: schedule heartbeats from
+/// `tj_job_lease_ttl_ms`, not from `deadline - now`.
 ///
 /// # Safety
 /// `job` is NULL or a live `tj_job`.
@@ -186,4 +189,24 @@ pub unsafe extern "C" fn tj_job_deadline_ms(job: *const tj_job) -> u64 {
 #[no_mangle]
 pub unsafe extern "C" fn tj_job_priority(job: *const tj_job) -> u8 {
     get(job, 0, |j| j.job.priority)
+}
+
+/// The lease TTL this lease was granted with, in ms (the kind's or the
+/// global `lease_ttl`): heartbeat well within it, e.g. every third of it.
+///
+/// # Safety
+/// `job` is NULL or a live `tj_job`.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_lease_ttl_ms(job: *const tj_job) -> u64 {
+    get(job, 0, |j| j.job.lease_ttl_ms)
+}
+
+/// How the payload was made (a `tj_encoding`; `TJ_ENCODING_UNKNOWN` for
+/// NULL). `tj_job_payload` is the raw bytes whatever it says.
+///
+/// # Safety
+/// `job` is NULL or a live `tj_job`.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_payload_encoding(job: *const tj_job) -> u32 {
+    get(job, 0, |j| tj_encoding::from(j.job.payload_encoding) as u32)
 }

@@ -5,6 +5,7 @@ use std::ffi::{c_char, CString};
 use telha_jobs_core::JobInfo;
 
 use crate::boundary::{self, cstring, write_opt};
+use crate::encoding::tj_encoding;
 use crate::error::{tj_error, Failure};
 use crate::id::tj_id;
 use crate::status::{tj_state, tj_status};
@@ -22,6 +23,7 @@ pub struct tj_job_info {
     worker_id: Option<CString>,
     last_error: Option<CString>,
     idempotency_key: Option<CString>,
+    cursor: CString,
     events: Vec<(CString, CString)>,
 }
 
@@ -34,6 +36,7 @@ impl tj_job_info {
             worker_id: info.worker_id.as_deref().map(cstring),
             last_error: info.last_error.as_deref().map(cstring),
             idempotency_key: info.idempotency_key.as_deref().map(cstring),
+            cursor: cstring(&info.cursor),
             events: info
                 .events
                 .iter()
@@ -236,7 +239,9 @@ pub unsafe extern "C" fn tj_job_info_created_at_ms(info: *const tj_job_info) -> 
     get(info, 0, |i| i.info.created_at)
 }
 
-/// How many events the log holds (the newest 64 at most), oldest first.
+/// How many entries the log holds, oldest first: one folded `attempt`
+/// entry per attempt whose own entries no longer fit (at most 1,000), then
+/// the newest entries in full (at most 64).
 ///
 /// # Safety
 /// `info` is NULL or live.
@@ -245,7 +250,7 @@ pub unsafe extern "C" fn tj_job_info_event_count(info: *const tj_job_info) -> us
     get(info, 0, |i| i.info.events.len())
 }
 
-/// How many older events were dropped to keep the log bounded.
+/// How many older entries were dropped (not folded) to keep the log bounded.
 ///
 /// # Safety
 /// `info` is NULL or live.
@@ -256,7 +261,9 @@ pub unsafe extern "C" fn tj_job_info_dropped_events(info: *const tj_job_info) ->
 
 /// Event `index` of the log (0 is the oldest): its time (ms since the epoch),
 /// its transition (`enqueued`, `leased`, `completed`, `failed`, `dead`,
-/// `lease_expired`, `released`, `retried`) and its detail text. The strings
+/// `lease_expired`, `released`, `retried`, or `attempt`: one earlier
+/// attempt folded into a summary, its detail saying what happened in it)
+/// and its detail text. The strings
 /// are borrowed from `info`. Each out-pointer may be NULL when not wanted;
 /// they are written only on success.
 ///
@@ -287,5 +294,39 @@ pub unsafe extern "C" fn tj_job_info_event(
         write_opt(transition_out, t.as_ptr());
         write_opt(detail_out, d.as_ptr());
         Ok(())
+    })
+}
+
+/// This job's place in `tj_queue_list` order (borrowed): pass it to
+/// `tj_list_options_set_after` to list the jobs after it.
+///
+/// # Safety
+/// `info` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_info_cursor(info: *const tj_job_info) -> *const c_char {
+    get(info, std::ptr::null(), |i| i.cursor.as_ptr())
+}
+
+/// How the payload was made (a `tj_encoding`; 0 for NULL).
+/// `tj_job_info_payload` is the raw bytes whatever it says.
+///
+/// # Safety
+/// `info` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_info_payload_encoding(info: *const tj_job_info) -> u32 {
+    get(info, 0, |i| {
+        tj_encoding::from(i.info.payload_encoding) as u32
+    })
+}
+
+/// How the result was made (a `tj_encoding`; 0 when there is none or for
+/// NULL). `tj_job_info_result` is the raw bytes whatever it says.
+///
+/// # Safety
+/// `info` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_info_result_encoding(info: *const tj_job_info) -> u32 {
+    get(info, 0, |i| {
+        tj_encoding::from(i.info.result_encoding) as u32
     })
 }

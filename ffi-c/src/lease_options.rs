@@ -86,7 +86,9 @@ pub unsafe extern "C" fn tj_lease_options_add_kind(
 /// Block up to `wait_ms` milliseconds (real time) when no job is ready; the
 /// call returns as soon as a job arrives (woken by an enqueue, not by
 /// polling), when the queue is closed (`TJ_STATUS_CLOSED`) or when the
-/// options' cancel token is cancelled. 0 does not wait.
+/// options' cancel token is cancelled. 0 does not wait. A wait too long
+/// to represent (e.g. `UINT64_MAX`) has no end: it lasts until one of those
+/// happens.
 ///
 /// # Safety
 /// `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.

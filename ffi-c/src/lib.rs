@@ -17,15 +17,21 @@
 mod batch;
 mod boundary;
 mod cancel;
+mod config_keys;
+mod encoding;
 mod enqueue_options;
 mod error;
 mod id;
 mod job;
 mod job_info;
 mod lease_options;
+// Public so the header constants count as used (C reads them, Rust does not).
+pub mod limits;
 mod list;
 mod options;
+mod options_typed;
 mod queue;
+mod settle;
 mod stats;
 mod status;
 

@@ -123,7 +123,8 @@ pub unsafe extern "C" fn tj_list_options_set_kind(
     })
 }
 
-/// The most jobs per page: 1 to 10000 (checked by `tj_queue_list`; default 100).
+/// The most jobs per page: 1 to `TJ_MAX_LIST_LIMIT` (checked by
+/// `tj_queue_list`; default 100).
 ///
 /// # Safety
 /// `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.

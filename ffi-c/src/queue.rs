@@ -1,14 +1,15 @@
-//! `tj_queue`: an open store, and every operation on it.
+//! `tj_queue`: an open store, and every operation on it but the settling of
+//! leases (`settle.rs`).
 
 use std::ffi::c_char;
 
-use telha_jobs_core::{Config, EnqueueOptions, JobId, LeaseOptions, LeaseToken, Queue};
+use telha_jobs_core::{Config, EnqueueOptions, JobId, LeaseOptions, Queue};
 
 use crate::batch::tj_batch;
-use crate::boundary::{self, bytes, handle, out, slice, string, write, write_opt, Res};
+use crate::boundary::{self, bytes, handle, out, string, write, write_opt, Res};
 use crate::enqueue_options::tj_enqueue_options;
 use crate::error::{tj_error, Failure};
-use crate::id::{tj_id, tj_token};
+use crate::id::tj_id;
 use crate::job::tj_job;
 use crate::job_info::tj_job_info;
 use crate::lease_options::tj_lease_options;
@@ -26,17 +27,13 @@ use crate::status::tj_status;
 /// store is released to other processes when the last one is closed.
 #[allow(non_camel_case_types)]
 pub struct tj_queue {
-    queue: Queue,
+    pub(crate) queue: Queue,
     /// Checked before a payload is read, so a huge length never touches memory.
-    max_payload: usize,
+    pub(crate) max_payload: usize,
 }
 
-fn q<'a>(func: &str, queue: *const tj_queue) -> Res<&'a tj_queue> {
+pub(crate) fn q<'a>(func: &str, queue: *const tj_queue) -> Res<&'a tj_queue> {
     handle(func, "queue", queue)
-}
-
-fn token_of(func: &str, token: *const tj_token) -> Res<LeaseToken> {
-    Ok((*handle(func, "token", token)?).into())
 }
 
 /// Open (or create) the store directory `path` with `options` (NULL: the
@@ -50,7 +47,11 @@ fn token_of(func: &str, token: *const tj_token) -> Res<LeaseToken> {
 /// `TJ_STATUS_INVALID_ARGUMENT` for options out of range (the message names
 /// the setting) or a store already open in this process with other options,
 /// `TJ_STATUS_STORE_LOCKED` when another process owns the store (the message
-/// names the path and the owner's pid), `TJ_STATUS_STORAGE`, `TJ_STATUS_CORRUPTION`.
+/// names the path and the owner's pid), `TJ_STATUS_UNSUPPORTED_FORMAT` when
+/// the store was written in a newer format (its `telha.format` marker; the
+/// store is left untouched), `TJ_STATUS_STORAGE`, `TJ_STATUS_CORRUPTION`.
+/// Options holding a value a setter refused are `TJ_STATUS_INVALID_ARGUMENT`
+/// with that setter's message.
 ///
 /// # Safety
 /// `path` is NULL or NUL-terminated; `options` is NULL or live; `queue_out`
@@ -66,9 +67,10 @@ pub unsafe extern "C" fn tj_queue_open(
     boundary::run(F, err, || {
         let path = string(F, "path", path)?;
         let queue_out = out(F, "queue_out", queue_out)?;
-        let config = unsafe { options.as_ref() }
-            .map(|o| o.config.clone())
-            .unwrap_or_else(Config::default);
+        let config = match unsafe { options.as_ref() } {
+            Some(o) => o.config_for_open(F)?,
+            None => Config::default(),
+        };
         let max_payload = config.max_payload_bytes;
         let queue = Queue::open(path, config)?;
         write(
@@ -85,7 +87,8 @@ pub unsafe extern "C" fn tj_queue_open(
 /// `TJ_STATUS_INVALID_ARGUMENT`.
 ///
 /// Errors: `TJ_STATUS_NULL_ARGUMENT`, `TJ_STATUS_INVALID_UTF8`,
-/// `TJ_STATUS_NOT_FOUND` when there is no store at `path`, `TJ_STATUS_STORAGE`,
+/// `TJ_STATUS_NOT_FOUND` when there is no store at `path`,
+/// `TJ_STATUS_UNSUPPORTED_FORMAT` (a newer format), `TJ_STATUS_STORAGE`,
 /// `TJ_STATUS_CORRUPTION`.
 ///
 /// # Safety
@@ -151,7 +154,8 @@ pub unsafe extern "C" fn tj_queue_free(queue: *mut tj_queue) {
 /// length), `TJ_STATUS_INVALID_UTF8` (kind), `TJ_STATUS_INVALID_ARGUMENT`
 /// (malformed kind, `system:*` outside the system scope, payload over
 /// `max_payload_bytes` (the memory is not read), bad idempotency key,
-/// max_attempts 0), `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+/// max_attempts 0, a run-at or delay past `TJ_MAX_INSTANT_MS`, naming it),
+/// `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
 ///
 /// # Safety
 /// `queue` is NULL or live; `kind` is NULL or NUL-terminated; `payload` is
@@ -231,7 +235,8 @@ fn lease_options<'a>(
     Ok(Some(&handle(func, "options", options)?.options))
 }
 
-/// Lease the most urgent ready job for `worker_id` (1 to 256 bytes),
+/// Lease the most urgent ready job for `worker_id` (1 to
+/// `TJ_MAX_WORKER_ID_LEN` bytes),
 /// filtered and waiting as `options` says (NULL: any job, no wait). On
 /// success `*job_out` is a new `tj_job` the caller frees, or NULL when no job
 /// was ready (after the wait): that is `TJ_STATUS_OK`, not an error. The
@@ -273,7 +278,7 @@ pub unsafe extern "C" fn tj_queue_lease_next(
     })
 }
 
-/// Lease up to `max` (1 to 10000) ready jobs in one write, waiting as
+/// Lease up to `max` (1 to `TJ_MAX_BATCH`) ready jobs in one write, waiting as
 /// `options` says for the first (it returns as soon as it has any). On
 /// success `jobs_out[0 .. *count_out]` are new `tj_job`s the caller frees
 /// one by one; `*count_out` is 0 when none was ready.
@@ -282,7 +287,7 @@ pub unsafe extern "C" fn tj_queue_lease_next(
 ///
 /// Errors: as `tj_queue_lease_next` (`TJ_STATUS_NULL_ARGUMENT` also for
 /// jobs_out and count_out), and `TJ_STATUS_INVALID_ARGUMENT` when `max` is
-/// 0 or over 10000.
+/// 0 or over `TJ_MAX_BATCH`.
 ///
 /// # Safety
 /// As `tj_queue_lease_next`; `jobs_out` is NULL or holds `max` writable
@@ -325,152 +330,6 @@ pub unsafe extern "C" fn tj_queue_lease_many(
             };
         }
         write(count_out, n);
-        Ok(())
-    })
-}
-
-/// Renew leases (a heartbeat) held by `worker_id`: `n` tokens at `tokens`.
-/// For each token `i`, `statuses_out[i]` is `TJ_STATUS_OK` with the new
-/// deadline (ms since the epoch) in `deadlines_out[i]` (when
-/// `deadlines_out` is not NULL), or `TJ_STATUS_ABORTED` when that lease is
-/// lost (stop working on that job: it expired and may be another worker's),
-/// or `TJ_STATUS_NOT_FOUND` when there is no such job (`deadlines_out[i]` is
-/// then 0). The return value is for the call as a whole.
-///
-/// Blocks for one RocksDB write per renewed lease.
-///
-/// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, worker_id, tokens or
-/// statuses_out with `n` > 0), `TJ_STATUS_INVALID_UTF8`,
-/// `TJ_STATUS_INVALID_ARGUMENT` (worker id), `TJ_STATUS_STORAGE`,
-/// `TJ_STATUS_CLOSED`. The arrays are written only on success.
-///
-/// # Safety
-/// `queue` is NULL or live; `worker_id` is NULL or NUL-terminated; `tokens`
-/// is NULL or holds `n` readable tokens; `statuses_out` is NULL or holds `n`
-/// writable elements, and so is `deadlines_out`; `err` is NULL or writable.
-#[no_mangle]
-pub unsafe extern "C" fn tj_queue_extend(
-    queue: *const tj_queue,
-    worker_id: *const c_char,
-    tokens: *const tj_token,
-    n: usize,
-    statuses_out: *mut tj_status,
-    deadlines_out: *mut u64,
-    err: *mut *mut tj_error,
-) -> tj_status {
-    const F: &str = "tj_queue_extend";
-    boundary::run(F, err, || {
-        let q = q(F, queue)?;
-        let worker = string(F, "worker_id", worker_id)?;
-        let tokens = slice(F, "tokens", tokens, n)?;
-        if n > 0 {
-            out(F, "statuses_out", statuses_out)?;
-        }
-        let tokens: Vec<LeaseToken> = tokens.iter().map(|t| (*t).into()).collect();
-        let answers = q.queue.extend(&tokens, worker)?;
-        for (i, a) in answers.into_iter().enumerate().take(n) {
-            let (status, deadline) = match a {
-                Ok(d) => (tj_status::TJ_STATUS_OK, d),
-                Err(e) => (tj_status::from_kind(e.kind()), 0),
-            };
-            unsafe { statuses_out.add(i).write(status) };
-            if !deadlines_out.is_null() {
-                unsafe { deadlines_out.add(i).write(deadline) };
-            }
-        }
-        Ok(())
-    })
-}
-
-/// Complete the leased job of `*token`, with an optional result:
-/// `result_len` bytes at `result` (copied). A NULL `result` with length 0
-/// stores no result; a non-NULL one with length 0 stores an empty result.
-/// Only the token is checked, not the worker.
-///
-/// Blocks for one RocksDB write.
-///
-/// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, result with a non-zero
-/// length), `TJ_STATUS_ABORTED` for a stale token or a job no longer leased
-/// (nothing changes), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_INVALID_ARGUMENT` for
-/// a result over `max_payload_bytes`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
-///
-/// # Safety
-/// `queue` and `token` are NULL or live; `result` is NULL or holds
-/// `result_len` readable bytes; `err` is NULL or writable.
-#[no_mangle]
-pub unsafe extern "C" fn tj_queue_complete(
-    queue: *const tj_queue,
-    token: *const tj_token,
-    result: *const u8,
-    result_len: usize,
-    err: *mut *mut tj_error,
-) -> tj_status {
-    const F: &str = "tj_queue_complete";
-    boundary::run(F, err, || {
-        let q = q(F, queue)?;
-        let token = token_of(F, token)?;
-        let result = if result.is_null() && result_len == 0 {
-            None
-        } else {
-            Some(bytes(F, "result", result, result_len, q.max_payload)?)
-        };
-        q.queue.complete(&token, result)?;
-        Ok(())
-    })
-}
-
-/// Fail the leased job of `*token`: it spends an attempt and retries after
-/// backoff, or goes dead when `retryable` is false or it is out of attempts.
-/// `reason` (copied, cut to 4096 bytes) becomes its last error.
-///
-/// Blocks for one RocksDB write.
-///
-/// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, reason),
-/// `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_ABORTED` (stale token, nothing
-/// changes), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
-///
-/// # Safety
-/// `queue` and `token` are NULL or live; `reason` is NULL or NUL-terminated;
-/// `err` is NULL or writable.
-#[no_mangle]
-pub unsafe extern "C" fn tj_queue_fail(
-    queue: *const tj_queue,
-    token: *const tj_token,
-    reason: *const c_char,
-    retryable: bool,
-    err: *mut *mut tj_error,
-) -> tj_status {
-    const F: &str = "tj_queue_fail";
-    boundary::run(F, err, || {
-        let q = q(F, queue)?;
-        let token = token_of(F, token)?;
-        let reason = string(F, "reason", reason)?;
-        q.queue.fail(&token, reason, retryable)?;
-        Ok(())
-    })
-}
-
-/// Hand the leased job of `*token` back to pending at its old place in
-/// line, without spending an attempt (a worker shutting down gracefully).
-///
-/// Blocks for one RocksDB write.
-///
-/// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token), `TJ_STATUS_ABORTED`
-/// (stale token), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
-///
-/// # Safety
-/// `queue` and `token` are NULL or live; `err` is NULL or writable.
-#[no_mangle]
-pub unsafe extern "C" fn tj_queue_release(
-    queue: *const tj_queue,
-    token: *const tj_token,
-    err: *mut *mut tj_error,
-) -> tj_status {
-    const F: &str = "tj_queue_release";
-    boundary::run(F, err, || {
-        let q = q(F, queue)?;
-        let token = token_of(F, token)?;
-        q.queue.release(&token)?;
         Ok(())
     })
 }
@@ -538,10 +397,10 @@ pub unsafe extern "C" fn tj_queue_get(
 /// success `*page_out` is a new `tj_list_page` the caller frees. Pass
 /// `tj_list_page_next(page)` to `tj_list_options_set_after` for the next page.
 ///
-/// Blocks while it reads up to 100000 rows.
+/// Blocks while it reads up to `TJ_LIST_SCAN_BUDGET` rows.
 ///
 /// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, page_out),
-/// `TJ_STATUS_INVALID_ARGUMENT` for a limit of 0 or over 10000 or a
+/// `TJ_STATUS_INVALID_ARGUMENT` for a limit of 0 or over `TJ_MAX_LIST_LIMIT` or a
 /// malformed cursor, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
 ///
 /// # Safety

@@ -1,6 +1,7 @@
 //! The committed `include/telha_jobs.h` must be exactly what cbindgen
 //! generates from `ffi-c/src` now. Set `TJ_BLESS_HEADER=1` to rewrite it
-//! (`make c-header` does).
+//! (`make c-header` does; `make generated` rewrites it with every other
+//! generated file).
 
 use std::path::PathBuf;
 
@@ -35,7 +36,7 @@ fn committed_header_matches_what_cbindgen_generates() {
             .map_or_else(|| "the end".to_string(), |i| format!("line {}", i + 1));
         panic!(
             "include/telha_jobs.h is stale (first difference at {line}); \
-             run `make c-header` and commit it"
+             run `make generated` (or `make c-header`) and commit it"
         );
     }
 }

@@ -16,6 +16,6 @@ for (const file of ['index.js', 'index.d.ts']) {
     assert.ok(fs.existsSync(fresh), `${fresh} is missing: run \`make test-node\` (it builds with napi into ${generated})`)
     const committed = fs.readFileSync(path.join(__dirname, '..', file), 'utf8')
     assert.equal(committed, fs.readFileSync(fresh, 'utf8'),
-      `node/${file} drifted from the generated ${fresh}: run \`make node-generated\` and commit it`)
+      `node/${file} drifted from the generated ${fresh}: run \`make generated\` (or \`make node-generated\`) and commit it`)
   })
 }

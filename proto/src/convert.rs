@@ -567,12 +567,21 @@ mod tests {
                 .priority(7)
                 .delay(Duration::from_millis(1500))
                 .idempotency_key("k")
-                .max_attempts(2),
+                .max_attempts(2)
+                .encoding(Encoding::Bytes),
         );
         assert_eq!(new_job_from_pb(new_job_to_pb(j.clone())).unwrap(), j);
         let mut bad = new_job_to_pb(j);
         bad.priority = Some(256);
         assert!(new_job_from_pb(bad).is_err());
+    }
+
+    #[test]
+    fn encodings_round_trip_and_unknown_numbers_read_as_unknown() {
+        for e in [Encoding::Unknown, Encoding::Bytes, Encoding::Value] {
+            assert_eq!(encoding_from_pb(encoding_to_pb(e)), e);
+        }
+        assert_eq!(encoding_from_pb(99), Encoding::Unknown);
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub use telha_jobs::limits::MAX_BATCH;
 mod drift {
     /// The committed generated code (src/gen/) must come from the .proto as it
     /// is now: the generator records the .proto's hash beside its output.
-    /// Regenerate with `make proto-gen` when this fails.
+    /// Regenerate with `make generated` (or `make proto-gen`) when this fails.
     #[test]
     fn generated_code_matches_the_proto() {
         let proto = include_bytes!("../telha/jobs/v1/jobs.proto");
@@ -39,7 +39,7 @@ mod drift {
         assert_eq!(
             format!("{h:016x}"),
             recorded,
-            "proto/src/gen/ is stale: run `make proto-gen`"
+            "proto/src/gen/ is stale: run `make generated` (or `make proto-gen`) and commit it"
         );
     }
 }

@@ -9,7 +9,7 @@
 //! | `Storage` | `INTERNAL` |
 //! | `Corruption` | `DATA_LOSS` |
 //! | `Closed` (the store or server is closing) | `UNAVAILABLE` |
-//! | `UnsupportedFormat` | `FAILED_PRECONDITION` |
+//! | `UnsupportedFormat` (a store of a newer format) | `FAILED_PRECONDITION` |
 //! | `Cancelled` (the lease's job was cancelled) | `ABORTED` |
 //! | `WrongState` | `FAILED_PRECONDITION` |
 //!
@@ -187,6 +187,29 @@ mod tests {
             let item = from_item_error(&item_error(&e), "http://h:1");
             assert_eq!(item.kind(), kind);
         }
+    }
+
+    #[test]
+    fn an_unsupported_format_travels_as_failed_precondition_and_comes_back_as_itself() {
+        let e = Error::UnsupportedFormat("store format 9 (compatible from 9)".into());
+        let s = to_status(&e);
+        assert_eq!(s.code(), Code::FailedPrecondition);
+        assert_eq!(
+            s.metadata().get(ERROR_KIND_TRAILER).unwrap(),
+            "UNSUPPORTED_FORMAT"
+        );
+        let back = from_status(&s, "http://h:1");
+        assert_eq!(back.kind(), ErrorKind::UnsupportedFormat);
+        assert_eq!(message_of(&back), "store format 9 (compatible from 9)");
+        // Not a locked store, although both are FAILED_PRECONDITION: the
+        // kind travels in the metadata, and in a per-item answer.
+        assert_ne!(back.kind(), ErrorKind::StoreLocked);
+        let item = item_error(&e);
+        assert_eq!(item.kind, v1::ErrorKind::UnsupportedFormat as i32);
+        assert_eq!(
+            from_item_error(&item, "u").kind(),
+            ErrorKind::UnsupportedFormat
+        );
     }
 
     #[test]

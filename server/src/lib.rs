@@ -35,6 +35,7 @@
 mod auth;
 mod control;
 mod http_metrics;
+mod poll;
 mod service;
 mod stats;
 

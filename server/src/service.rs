@@ -1,46 +1,36 @@
-//! The `Jobs` service: each RPC checks its bounds, runs its core call on the
-//! blocking pool and maps the answer (see the ARCHITECTURE "gRPC server and
-//! client" section for the RPC ↔ core table).
+//! The `Jobs` service: each RPC checks what the wire cannot say (the core's
+//! bounds, from `telha_jobs::limits`), runs its core call on the blocking
+//! pool and maps the answer (see the ARCHITECTURE "gRPC server and client"
+//! section for the RPC ↔ core table). `PollJobs` is in `poll.rs`.
 
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use telha_jobs::job::MAX_WORKER_ID_LEN;
-use telha_jobs::{CancelWait, Error, ErrorKind, Job, LeaseOptions, LeaseToken, Queue, Result};
+use telha_jobs::{
+    limits, CancelWait, Error, ErrorKind, Job, LeaseOptions, LeaseToken, Queue, Result,
+};
 use telha_jobs_proto::convert as cv;
 use telha_jobs_proto::status::{item_error, to_status};
 use telha_jobs_proto::v1 as pb;
 use telha_jobs_proto::v1::jobs_server::Jobs;
-use telha_jobs_proto::MAX_BATCH;
-use tokio::sync::{mpsc, watch, Notify};
-use tokio_stream::wrappers::ReceiverStream;
+use tokio::sync::watch;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
+use crate::poll::Slot;
 use crate::stats::ServerStats;
-
-/// How long one PollJobs lease wait lasts before the loop looks around
-/// (shutdown, capacity) and waits again.
-const POLL_WAIT: Duration = Duration::from_secs(30);
 
 /// What every handler shares.
 pub(crate) struct Shared {
     pub(crate) queue: Queue,
     pub(crate) stats: Arc<ServerStats>,
-    closing: watch::Receiver<bool>,
+    pub(crate) closing: watch::Receiver<bool>,
     max_wait: Duration,
     /// Leases delivered by a PollJobs stream and not yet settled through
     /// the server, by token: the stream whose capacity they count against.
-    streamed: Mutex<HashMap<LeaseToken, Weak<Slot>>>,
-}
-
-/// One PollJobs stream's unsettled leases (token → lease deadline).
-#[derive(Default)]
-struct Slot {
-    held: Mutex<HashMap<LeaseToken, u64>>,
-    freed: Notify,
+    pub(crate) streamed: Mutex<HashMap<LeaseToken, Weak<Slot>>>,
 }
 
 impl Shared {
@@ -59,12 +49,12 @@ impl Shared {
         }
     }
 
-    fn is_closing(&self) -> bool {
+    pub(crate) fn is_closing(&self) -> bool {
         *self.closing.borrow()
     }
 
     /// A lease is no longer held by its stream (settled, released or lost).
-    fn settled(&self, t: &LeaseToken) {
+    pub(crate) fn settled(&self, t: &LeaseToken) {
         let slot = self
             .streamed
             .lock()
@@ -120,20 +110,18 @@ pub(crate) fn bad(e: Error) -> Status {
     to_status(&e)
 }
 
+/// The core's worker-id rule, answered before any work is queued.
 fn check_worker(w: &str) -> Result<(), Status> {
-    if w.is_empty() || w.len() > MAX_WORKER_ID_LEN {
-        return Err(invalid(format!(
-            "worker id must be 1 to {MAX_WORKER_ID_LEN} bytes, got {}",
-            w.len()
-        )));
-    }
-    Ok(())
+    limits::validate_worker_id(w).map_err(bad)
 }
 
+/// A batch request (enqueue, submit, heartbeat) holds at most the core's
+/// [`limits::MAX_BATCH`] items.
 fn check_batch(what: &str, n: usize) -> Result<(), Status> {
-    if n > MAX_BATCH {
+    if n > limits::MAX_BATCH {
         return Err(invalid(format!(
-            "{what}: at most {MAX_BATCH} per call, got {n}"
+            "{what}: at most {} per call, got {n}",
+            limits::MAX_BATCH
         )));
     }
     Ok(())
@@ -143,16 +131,15 @@ fn closing_status() -> Status {
     to_status(&Error::Closed)
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Resolves once the server starts closing (the watch guard never crosses
 /// an await, so the futures stay `Send`).
-async fn until_closing(rx: &mut watch::Receiver<bool>) {
+pub(crate) async fn until_closing(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|c| *c).await;
 }
 
@@ -168,7 +155,7 @@ impl Drop for CancelOnDrop {
 
 /// Lease, and give back at once whatever was leased after the wait was
 /// cancelled (its caller is gone or the server is closing).
-fn lease_or_give_back(
+pub(crate) fn lease_or_give_back(
     q: &Queue,
     worker: &str,
     max: usize,
@@ -209,12 +196,8 @@ impl JobsService {
         }
         check_worker(&r.worker_id)?;
         let (scopes, kinds) = cv::filter_from_pb(&r.scopes, &r.kinds).map_err(bad)?;
-        if r.max == 0 || r.max as usize > MAX_BATCH {
-            return Err(invalid(format!(
-                "max must be 1 to {MAX_BATCH}, got {}",
-                r.max
-            )));
-        }
+        // `max` is the core's to check (1 to limits::MAX_BATCH), with the
+        // same message as an embedded queue.
         let cancel = CancelWait::new();
         let guard = CancelOnDrop(cancel.clone());
         let wait = Duration::from_millis(r.wait_ms).min(self.shared.max_wait);
@@ -411,183 +394,6 @@ impl JobsService {
         }
         Ok(pb::HeartbeatResponse { results: out })
     }
-
-    fn poll(
-        &self,
-        r: pb::PollJobsRequest,
-    ) -> Result<ReceiverStream<Result<pb::PollJobsResponse, Status>>, Status> {
-        if self.shared.is_closing() {
-            return Err(closing_status());
-        }
-        check_worker(&r.worker_id)?;
-        if r.capacity == 0 || r.capacity as usize > MAX_BATCH {
-            return Err(invalid(format!(
-                "capacity must be 1 to {MAX_BATCH}, got {}",
-                r.capacity
-            )));
-        }
-        let (scopes, kinds) = cv::filter_from_pb(&r.scopes, &r.kinds).map_err(bad)?;
-        let (tx, rx) = mpsc::channel(2);
-        let shared = self.shared.clone();
-        shared.stats.stream_opened();
-        tokio::spawn(poll_loop(
-            shared,
-            tx,
-            r.worker_id,
-            scopes,
-            kinds,
-            r.capacity as usize,
-        ));
-        Ok(ReceiverStream::new(rx))
-    }
-}
-
-/// One PollJobs stream: lease as capacity frees, push, repeat; end when the
-/// client goes away (the receiver is dropped: `tx.closed()`, which cancels
-/// the wait in progress) or the server closes.
-async fn poll_loop(
-    shared: Arc<Shared>,
-    tx: mpsc::Sender<Result<pb::PollJobsResponse, Status>>,
-    worker: String,
-    scopes: Vec<telha_jobs::Scope>,
-    kinds: Vec<telha_jobs::KindPattern>,
-    capacity: usize,
-) {
-    let slot = Arc::new(Slot::default());
-    let mut closing = shared.closing.clone();
-    loop {
-        if *closing.borrow() {
-            break;
-        }
-        // Leases past their deadline are lost: they no longer count.
-        let now = now_ms();
-        let (free, next_expiry) = {
-            let mut held = slot.held.lock().unwrap_or_else(|p| p.into_inner());
-            let lost: Vec<LeaseToken> = held
-                .iter()
-                .filter(|(_, d)| **d <= now)
-                .map(|(t, _)| *t)
-                .collect();
-            for t in &lost {
-                held.remove(t);
-            }
-            let mut streamed = shared.streamed.lock().unwrap_or_else(|p| p.into_inner());
-            for t in &lost {
-                streamed.remove(t);
-            }
-            (
-                capacity.saturating_sub(held.len()),
-                held.values().min().copied(),
-            )
-        };
-        if free == 0 {
-            let nap = next_expiry
-                .map(|d| Duration::from_millis(d.saturating_sub(now) + 1))
-                .unwrap_or(POLL_WAIT);
-            tokio::select! {
-                _ = slot.freed.notified() => {}
-                _ = tokio::time::sleep(nap) => {}
-                _ = until_closing(&mut closing) => break,
-                _ = tx.closed() => break,
-            }
-            continue;
-        }
-        let cancel = CancelWait::new();
-        let options = LeaseOptions {
-            scopes: scopes.clone(),
-            kinds: kinds.clone(),
-            wait: Some(POLL_WAIT),
-            cancel: Some(cancel.clone()),
-        };
-        let (q, w, c2) = (shared.queue.clone(), worker.clone(), cancel.clone());
-        let mut task =
-            tokio::task::spawn_blocking(move || lease_or_give_back(&q, &w, free, &options, &c2));
-        let (res, stop) = tokio::select! {
-            r = &mut task => (r, false),
-            _ = until_closing(&mut closing) => { cancel.cancel(); (task.await, true) }
-            _ = tx.closed() => { cancel.cancel(); (task.await, true) }
-        };
-        let jobs = match res {
-            Ok(Ok(jobs)) => jobs,
-            Ok(Err(e)) => {
-                let _ = tx.send(Err(to_status(&e))).await;
-                break;
-            }
-            Err(e) => {
-                let _ = tx
-                    .send(Err(Status::internal(format!("server task failed: {e}"))))
-                    .await;
-                break;
-            }
-        };
-        if stop {
-            // Leased just before the cancel landed: nobody will get them.
-            give_back(&shared, &jobs).await;
-            break;
-        }
-        if jobs.is_empty() {
-            continue;
-        }
-        {
-            let mut held = slot.held.lock().unwrap_or_else(|p| p.into_inner());
-            let mut streamed = shared.streamed.lock().unwrap_or_else(|p| p.into_inner());
-            for j in &jobs {
-                held.insert(j.token(), j.deadline);
-                streamed.insert(j.token(), Arc::downgrade(&slot));
-            }
-        }
-        let tokens: Vec<LeaseToken> = jobs.iter().map(Job::token).collect();
-        let msg = pb::PollJobsResponse {
-            jobs: jobs.into_iter().map(cv::job_to_pb).collect(),
-        };
-        if tx.send(Ok(msg)).await.is_err() {
-            // Not delivered: give the jobs back now rather than after the TTL.
-            let q = shared.queue.clone();
-            let t2 = tokens.clone();
-            let _ = tokio::task::spawn_blocking(move || {
-                for t in &t2 {
-                    let _ = q.release(t);
-                }
-            })
-            .await;
-            for t in &tokens {
-                shared.settled(t);
-            }
-            break;
-        }
-    }
-    // Forget this stream's leases (they stay leased in the store until
-    // settled by the worker through any connection, or reaped).
-    let held: Vec<LeaseToken> = slot
-        .held
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .keys()
-        .copied()
-        .collect();
-    {
-        let mut streamed = shared.streamed.lock().unwrap_or_else(|p| p.into_inner());
-        for t in &held {
-            streamed.remove(t);
-        }
-    }
-    shared.stats.stream_closed();
-}
-
-/// Release jobs leased for a stream that will not deliver them (best
-/// effort: one that cannot be released is reaped after its TTL).
-async fn give_back(shared: &Shared, jobs: &[Job]) {
-    if jobs.is_empty() {
-        return;
-    }
-    let q = shared.queue.clone();
-    let tokens: Vec<LeaseToken> = jobs.iter().map(Job::token).collect();
-    let _ = tokio::task::spawn_blocking(move || {
-        for t in &tokens {
-            let _ = q.release(t);
-        }
-    })
-    .await;
 }
 
 type PollStream = Pin<Box<dyn Stream<Item = Result<pb::PollJobsResponse, Status>> + Send>>;

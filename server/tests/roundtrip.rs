@@ -6,8 +6,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use telha_jobs::{
-    CancelWait, EnqueueOptions, ErrorKind, JobStore, LeaseOptions, ListQuery, NewJob, Scope, State,
+    payload, CancelWait, Completion, Encoding, EnqueueOptions, ErrorKind, JobStore, KindConfig,
+    LeaseOptions, ListQuery, NewJob, Scope, State,
 };
+use telha_jobs_server::ServeOptions;
 
 #[test]
 fn every_rpc_round_trips_through_remote_queue() {
@@ -194,6 +196,24 @@ fn error_kinds_map_back_exactly_with_the_servers_message() {
     let ghost = "0190a5a0-0000-7000-8000-000000000000".parse().unwrap();
     assert_eq!(c.retry(&ghost).unwrap_err().kind(), ErrorKind::NotFound);
     assert_eq!(c.get(&ghost).unwrap(), None);
+    // Bounds are the core's, with the core's words: the same as embedded.
+    let remote = c.lease_many("w", 0, &LeaseOptions::default()).unwrap_err();
+    let local = s
+        .queue
+        .lease_many("w", 0, &LeaseOptions::default())
+        .unwrap_err();
+    assert_eq!(remote.to_string(), local.to_string());
+    let long = "w".repeat(telha_jobs::limits::MAX_WORKER_ID_LEN + 1);
+    let remote = c.lease_next(&long, &LeaseOptions::default()).unwrap_err();
+    let local = s
+        .queue
+        .lease_next(&long, &LeaseOptions::default())
+        .unwrap_err();
+    assert_eq!(remote.to_string(), local.to_string());
+    let far = EnqueueOptions::default().run_at(telha_jobs::limits::MAX_INSTANT_MS + 1);
+    let e = c.enqueue("embed", b"", far).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("run_at"), "{e}");
     // Aborted: above. Closed: the store closed under the server.
     s.queue.close();
     let e = c.stats().unwrap_err();
@@ -413,4 +433,109 @@ fn serve_refuses_a_non_loopback_listener_without_a_token_and_bad_tls() {
     q.close();
     let e = serve(q, ServeOptions::default()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Closed);
+}
+
+#[test]
+fn encodings_lease_ttls_and_cursors_survive_the_round_trip() {
+    let mut config = common::config();
+    config.lease_ttl = Duration::from_secs(45);
+    config.kinds.insert(
+        "ingest:pdf".into(),
+        KindConfig {
+            lease_ttl: Some(Duration::from_secs(90)),
+            ..KindConfig::default()
+        },
+    );
+    let s = common::served_with(config, ServeOptions::default());
+    let c = s.client();
+    // Bytes that look like the convention, recorded as bytes; a value.
+    let looks = [0x01u8, 0x91, 0x01];
+    let a = c
+        .enqueue(
+            "embed",
+            &looks,
+            EnqueueOptions::default().encoding(Encoding::Bytes),
+        )
+        .unwrap();
+    let v = payload::encode(&payload::Value::from("doc")).unwrap();
+    let many = c
+        .enqueue_many(vec![NewJob::new("ingest:pdf", v.clone())
+            .with(EnqueueOptions::default().encoding(Encoding::Value))])
+        .unwrap();
+    let b = many[0];
+
+    // Lease (unary): the granted TTL and the payload's encoding.
+    let embed = LeaseOptions::default().kind("embed").unwrap();
+    let ja = c.lease_next("w1", &embed).unwrap().unwrap();
+    assert_eq!(ja.id, a.id);
+    assert_eq!(ja.lease_ttl_ms, 45_000);
+    assert_eq!(ja.payload_encoding, Encoding::Bytes);
+    assert_eq!(ja.payload, looks);
+    // PollJobs: the kind's TTL.
+    let pdf = LeaseOptions::default().kind("ingest:pdf").unwrap();
+    let mut stream = c.poll_jobs("w2", &pdf, 1).unwrap();
+    let jb = stream
+        .next_batch(Some(Duration::from_secs(10)))
+        .unwrap()
+        .unwrap()
+        .pop()
+        .expect("a lease pushed within 10 s");
+    assert_eq!(jb.id, b.id);
+    assert_eq!(jb.lease_ttl_ms, 90_000);
+    assert_eq!(jb.payload_encoding, Encoding::Value);
+    drop(stream);
+
+    // Submit and SubmitMany carry the result's encoding.
+    c.complete_with(Completion {
+        token: ja.token(),
+        result: Some(v.clone()),
+        encoding: Encoding::Bytes,
+    })
+    .unwrap();
+    let answers = c
+        .complete_many(vec![Completion {
+            token: jb.token(),
+            result: Some(v.clone()),
+            encoding: Encoding::Value,
+        }])
+        .unwrap();
+    assert!(answers[0].is_ok(), "{answers:?}");
+
+    // Get: every field as the embedded queue has it.
+    let ia = c.get(&a.id).unwrap().unwrap();
+    assert_eq!(ia, s.queue.get(&a.id).unwrap().unwrap());
+    assert_eq!(ia.payload_encoding, Encoding::Bytes);
+    assert_eq!(ia.result_encoding, Encoding::Bytes);
+    let ib = c.get(&b.id).unwrap().unwrap();
+    assert_eq!(ib.payload_encoding, Encoding::Value);
+    assert_eq!(ib.result_encoding, Encoding::Value);
+
+    // A job's cursor lists what comes after it, remote as embedded.
+    let all = c.list(&ListQuery::default()).unwrap();
+    assert_eq!(all.jobs.len(), 2);
+    assert!(!all.jobs[0].cursor.is_empty());
+    let after = ListQuery {
+        after: Some(all.jobs[0].cursor.clone()),
+        ..ListQuery::default()
+    };
+    let rest = c.list(&after).unwrap();
+    assert_eq!(rest, s.queue.list(&after).unwrap());
+    assert_eq!(rest.jobs.len(), 1);
+    assert_eq!(rest.jobs[0].id, all.jobs[1].id);
+}
+
+#[test]
+fn a_lease_wait_too_long_to_represent_is_no_panic() {
+    let s = common::served();
+    let c = s.client();
+    c.enqueue("embed", b"", EnqueueOptions::default()).unwrap();
+    // The client adds the wait to its call deadline: Duration::MAX must
+    // not overflow it (the server caps the wait anyway).
+    let forever = LeaseOptions::default().wait(Duration::MAX);
+    let j = c.lease_next("w", &forever).unwrap().expect("the ready job");
+    c.complete(&j.token(), None).unwrap();
+    let cancel = CancelWait::new();
+    cancel.cancel();
+    let none = c.lease_next("w", &forever.cancel(cancel)).unwrap();
+    assert!(none.is_none());
 }

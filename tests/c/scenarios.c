@@ -6,9 +6,9 @@
  *
  * Prints one line per case, then "c scenarios: ran N of M case files" and
  * "N passed, N failed"; exits 1 when a case failed or fewer ran than there
- * are files. The cases are read with the small reader in mini_json.h. To
- * run them against another store implementation, change open_store() and
- * nothing else. */
+ * are files. The cases are read with the small reader in mini_json.h; the
+ * steps are API calls in scenario_ops.c. To run them against another store
+ * implementation, change open_store() and nothing else. */
 #define _XOPEN_SOURCE 700
 #include <dirent.h>
 #include <errno.h>
@@ -19,49 +19,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mini_json.h"
-#include "telha_jobs.h"
+#include "scenario.h"
 
 #define MIN_CASES 30
-#define MAX_NAMES 128
 #define HOLDER_READY "telha-scenario-holder ready"
-/* A step the runner itself could not carry out (a malformed case, an
- * unknown op or field): never one of the API's statuses. */
-#define RUNNER_ERROR 9999u
 
-struct named_id { char *name; tj_id id; };
-struct named_token { char *name; tj_token token; };
-
-struct run {
-    char dir[256];
-    char store[300];
-    const jval *config;
-    tj_queue *q;
-    struct named_id ids[MAX_NAMES];
-    size_t nids;
-    struct named_token leases[MAX_NAMES];
-    size_t nleases;
-    pid_t holder;
-    int holder_stdin;
-    /* A store file as it was before write_store_file. */
-    char saved_name[64];
-    char *saved;
-    size_t saved_len;
-    char msg[4096]; /* why the last step failed */
-};
-
-static tj_status runner_error(struct run *r, const char *fmt, ...) {
+tj_status runner_error(struct run *r, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(r->msg, sizeof r->msg, fmt, ap);
     va_end(ap);
     return RUNNER_ERROR;
-}
-
-static uint64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 static void sleep_ms(uint64_t ms) {
@@ -70,357 +38,42 @@ static void sleep_ms(uint64_t ms) {
     }
 }
 
+/* One config key of the case through the library's key table: `<key>_ms`
+ * is the duration `<key>` in ms, any other key a number. */
+static tj_status set_key(struct run *r, tj_options *o, const char *kind, const char *k,
+                         const jval *v, tj_error **err) {
+    char name[64], text[64];
+    size_t n = strlen(k);
+    if (v->t != J_NUM || n >= sizeof name) return runner_error(r, "config %s must be a number", k);
+    if (n > 3 && strcmp(k + n - 3, "_ms") == 0) {
+        snprintf(name, sizeof name, "%.*s", (int)(n - 3), k);
+        snprintf(text, sizeof text, "%.0fms", v->num);
+    } else {
+        snprintf(name, sizeof name, "%s", k);
+        snprintf(text, sizeof text, "%.17g", v->num);
+    }
+    return kind ? tj_options_set_kind(o, kind, name, text, err) : tj_options_set(o, name, text, err);
+}
+
 /* The one place this runner opens a store: the case's config over the
- * defaults, the background reaper off (the cases reap explicitly). */
+ * defaults (`kinds` holds per-kind keys), the background reaper off (the
+ * cases reap explicitly). */
 static tj_status open_store(struct run *r, tj_queue **q, tj_error **err) {
     tj_options *o = tj_options_new();
-    tj_status st = tj_options_set_reaper_interval_ms(o, 0);
+    tj_status st = tj_options_set(o, "reaper_interval", "0", err);
     const jval *c = r->config;
     for (size_t i = 0; c && c->t == J_OBJ && i < c->len && st == TJ_STATUS_OK; i++) {
-        const char *k = c->keys[i];
         const jval *v = c->items[i];
-        if (strcmp(k, "kinds") == 0) {
-            for (size_t j = 0; j < v->len && st == TJ_STATUS_OK; j++) {
-                const char *kind = v->keys[j];
-                const jval *kc = v->items[j];
-                for (size_t m = 0; m < kc->len && st == TJ_STATUS_OK; m++) {
-                    const char *kk = kc->keys[m];
-                    uint64_t n = (uint64_t)kc->items[m]->num;
-                    if (strcmp(kk, "lease_ttl_ms") == 0) st = tj_options_set_kind_lease_ttl_ms(o, kind, n, err);
-                    else if (strcmp(kk, "max_attempts") == 0) st = tj_options_set_kind_max_attempts(o, kind, (uint32_t)n, err);
-                    else if (strcmp(kk, "backoff_base_ms") == 0) st = tj_options_set_kind_backoff_base_ms(o, kind, n, err);
-                    else st = runner_error(r, "unknown kind config key %s", kk);
-                }
-            }
+        if (strcmp(c->keys[i], "kinds") != 0) {
+            st = set_key(r, o, NULL, c->keys[i], v, err);
             continue;
         }
-        if (v->t != J_NUM) { st = runner_error(r, "config %s must be a number", k); break; }
-        if (strcmp(k, "lease_ttl_ms") == 0) st = tj_options_set_lease_ttl_ms(o, (uint64_t)v->num);
-        else if (strcmp(k, "max_attempts") == 0) st = tj_options_set_max_attempts(o, (uint32_t)v->num);
-        else if (strcmp(k, "backoff_base_ms") == 0) st = tj_options_set_backoff_base_ms(o, (uint64_t)v->num);
-        else if (strcmp(k, "backoff_factor") == 0) st = tj_options_set_backoff_factor(o, v->num);
-        else if (strcmp(k, "backoff_cap_ms") == 0) st = tj_options_set_backoff_cap_ms(o, (uint64_t)v->num);
-        else if (strcmp(k, "max_payload_bytes") == 0) st = tj_options_set_max_payload_bytes(o, (size_t)v->num);
-        else st = runner_error(r, "unknown config key %s", k);
+        for (size_t j = 0; v->t == J_OBJ && j < v->len && st == TJ_STATUS_OK; j++)
+            for (size_t m = 0; v->items[j]->t == J_OBJ && m < v->items[j]->len && st == TJ_STATUS_OK; m++)
+                st = set_key(r, o, v->keys[j], v->items[j]->keys[m], v->items[j]->items[m], err);
     }
     if (st == TJ_STATUS_OK) st = tj_queue_open(r->store, o, q, err);
     tj_options_free(o);
-    return st;
-}
-
-/* ------------------------------------------------------------ names */
-
-static void bind_id(struct run *r, const jval *s, tj_id id) {
-    const char *name = jget_str(s, "as", NULL);
-    if (!name) return;
-    for (size_t i = 0; i < r->nids; i++)
-        if (strcmp(r->ids[i].name, name) == 0) { r->ids[i].id = id; return; }
-    if (r->nids == MAX_NAMES) return;
-    r->ids[r->nids].name = strdup(name);
-    r->ids[r->nids++].id = id;
-}
-
-static void bind_token(struct run *r, const char *name, tj_token t) {
-    if (!name) return;
-    for (size_t i = 0; i < r->nleases; i++)
-        if (strcmp(r->leases[i].name, name) == 0) { r->leases[i].token = t; return; }
-    if (r->nleases == MAX_NAMES) return;
-    r->leases[r->nleases].name = strdup(name);
-    r->leases[r->nleases++].token = t;
-}
-
-/* A job's case name, else its id text. */
-static jval *name_of(const struct run *r, tj_id id) {
-    for (size_t i = 0; i < r->nids; i++)
-        if (memcmp(r->ids[i].id.bytes, id.bytes, 16) == 0) return jnew_str(r->ids[i].name);
-    char buf[TJ_ID_STRLEN];
-    tj_id_format(&id, buf, sizeof buf, NULL);
-    return jnew_str(buf);
-}
-
-/* `job` (a case name) or `job_id` (text, parsed by the API). */
-static tj_status job_id(struct run *r, const jval *s, tj_id *out, tj_error **err) {
-    const char *name = jget_str(s, "job", NULL);
-    if (name) {
-        for (size_t i = 0; i < r->nids; i++)
-            if (strcmp(r->ids[i].name, name) == 0) { *out = r->ids[i].id; return TJ_STATUS_OK; }
-        return runner_error(r, "the case names no job %s", name);
-    }
-    return tj_id_parse(jget_str(s, "job_id", ""), out, err);
-}
-
-/* A lease: a name bound by `lease ... as`, or {job | job_id, generation}. */
-static tj_status token_of(struct run *r, const jval *ref, tj_token *out, tj_error **err) {
-    if (ref && ref->t == J_STR) {
-        for (size_t i = 0; i < r->nleases; i++)
-            if (strcmp(r->leases[i].name, ref->str) == 0) { *out = r->leases[i].token; return TJ_STATUS_OK; }
-        return runner_error(r, "the case names no lease %s", ref->str);
-    }
-    double g;
-    if (!ref || ref->t != J_OBJ || !jget_num(ref, "generation", &g)) return runner_error(r, "bad lease reference");
-    out->generation = (uint64_t)g;
-    return job_id(r, ref, &out->id, err);
-}
-
-/* ------------------------------------------------------------ observed answers */
-
-static void put_bytes(jval *o, const char *name, const uint8_t *b, size_t len, bool present) {
-    char size_key[64];
-    snprintf(size_key, sizeof size_key, "%s_size", name);
-    jobj_put(o, name, present ? jnew_strn((const char *)b, len) : jnew_null());
-    jobj_put(o, size_key, present ? jnew_num((double)len) : jnew_null());
-}
-
-static jval *job_json(const struct run *r, const tj_job *j) {
-    jval *o = jnew_obj();
-    jobj_put(o, "job", name_of(r, tj_job_id(j)));
-    jobj_put(o, "kind", jnew_str(tj_job_kind(j)));
-    jobj_put(o, "scope", jnew_str(tj_job_scope(j)));
-    jobj_put(o, "attempts", jnew_num(tj_job_attempts(j)));
-    jobj_put(o, "max_attempts", jnew_num(tj_job_max_attempts(j)));
-    jobj_put(o, "generation", jnew_num((double)tj_job_generation(j)));
-    jobj_put(o, "priority", jnew_num(tj_job_priority(j)));
-    jobj_put(o, "worker_id", jnew_str(tj_job_worker_id(j)));
-    size_t len = 0;
-    const uint8_t *p = tj_job_payload(j, &len);
-    put_bytes(o, "payload", p, len, true);
-    return o;
-}
-
-static jval *info_json(const struct run *r, const tj_job_info *i) {
-    jval *o = jnew_obj();
-    jobj_put(o, "job", name_of(r, tj_job_info_id(i)));
-    jobj_put(o, "kind", jnew_str(tj_job_info_kind(i)));
-    jobj_put(o, "scope", jnew_str(tj_job_info_scope(i)));
-    jobj_put(o, "state", jnew_str(tj_state_name(tj_job_info_state(i))));
-    jobj_put(o, "priority", jnew_num(tj_job_info_priority(i)));
-    jobj_put(o, "attempts", jnew_num(tj_job_info_attempts(i)));
-    jobj_put(o, "max_attempts", jnew_num(tj_job_info_max_attempts(i)));
-    jobj_put(o, "generation", jnew_num((double)tj_job_info_generation(i)));
-    jobj_put(o, "worker_id", jnew_str(tj_job_info_worker_id(i)));
-    jobj_put(o, "last_error", jnew_str(tj_job_info_last_error(i)));
-    jobj_put(o, "idempotency_key", jnew_str(tj_job_info_idempotency_key(i)));
-    jval *ev = jnew_arr();
-    for (size_t k = 0; k < tj_job_info_event_count(i); k++) {
-        const char *t = NULL;
-        if (tj_job_info_event(i, k, NULL, &t, NULL, NULL) == TJ_STATUS_OK) jarr_push(ev, jnew_str(t));
-    }
-    jobj_put(o, "events", ev);
-    size_t len = 0;
-    const uint8_t *p = tj_job_info_payload(i, &len);
-    put_bytes(o, "payload", p, len, true);
-    p = tj_job_info_result(i, &len);
-    put_bytes(o, "result", p, len, p != NULL);
-    return o;
-}
-
-static jval *counts_json(tj_state_counts c) {
-    jval *o = jnew_obj();
-    jobj_put(o, "pending", jnew_num((double)c.pending));
-    jobj_put(o, "leased", jnew_num((double)c.leased));
-    jobj_put(o, "failed", jnew_num((double)c.failed));
-    jobj_put(o, "completed", jnew_num((double)c.completed));
-    jobj_put(o, "dead", jnew_num((double)c.dead));
-    return o;
-}
-
-/* ------------------------------------------------------------ steps */
-
-/* A step's bytes: `name` as text, or `<name>_size` bytes of 'x'. *buf is
- * malloc'd (free it); *present is false when the step gives neither. */
-static void bytes_arg(const jval *s, const char *name, uint8_t **buf, size_t *len, bool *present) {
-    char size_key[64];
-    snprintf(size_key, sizeof size_key, "%s_size", name);
-    const jval *v = jget(s, name);
-    double n;
-    *buf = NULL; *len = 0; *present = true;
-    if (v && v->t == J_STR) {
-        *buf = jx_alloc(v->len + 1);
-        memcpy(*buf, v->str, v->len);
-        *len = v->len;
-    } else if (jget_num(s, size_key, &n)) {
-        *len = (size_t)n;
-        *buf = jx_alloc(*len + 1);
-        memset(*buf, 'x', *len);
-    } else {
-        *present = false;
-    }
-}
-
-/* Enqueue options from a step (or an enqueue_many item). */
-static tj_status enqueue_options(const jval *s, tj_enqueue_options **out, tj_error **err) {
-    tj_enqueue_options *o = tj_enqueue_options_new();
-    tj_status st = TJ_STATUS_OK;
-    double n;
-    const char *scope = jget_str(s, "scope", NULL), *key = jget_str(s, "idempotency_key", NULL);
-    if (scope) st = tj_enqueue_options_set_scope(o, scope, err);
-    if (st == TJ_STATUS_OK && jget_num(s, "priority", &n)) st = tj_enqueue_options_set_priority(o, (uint8_t)n);
-    if (st == TJ_STATUS_OK && jget_num(s, "delay_ms", &n)) st = tj_enqueue_options_set_delay_ms(o, (uint64_t)n);
-    if (st == TJ_STATUS_OK && jget_num(s, "run_at_ms", &n)) st = tj_enqueue_options_set_run_at_ms(o, (uint64_t)n);
-    if (st == TJ_STATUS_OK && jget_num(s, "run_at_in_ms", &n))
-        st = tj_enqueue_options_set_run_at_ms(o, now_ms() + (uint64_t)n);
-    if (st == TJ_STATUS_OK && key) st = tj_enqueue_options_set_idempotency_key(o, key, err);
-    if (st == TJ_STATUS_OK && jget_num(s, "max_attempts", &n)) st = tj_enqueue_options_set_max_attempts(o, (uint32_t)n);
-    if (st != TJ_STATUS_OK) { tj_enqueue_options_free(o); return st; }
-    *out = o;
-    return st;
-}
-
-static tj_status op_enqueue(struct run *r, const jval *s, jval **obs, tj_error **err) {
-    tj_enqueue_options *o = NULL;
-    tj_status st = enqueue_options(s, &o, err);
-    if (st != TJ_STATUS_OK) return st;
-    uint8_t *p; size_t len; bool present;
-    bytes_arg(s, "payload", &p, &len, &present);
-    tj_id id;
-    st = tj_queue_enqueue(r->q, jget_str(s, "kind", ""), p, len, o, &id, NULL, err);
-    free(p);
-    tj_enqueue_options_free(o);
-    if (st != TJ_STATUS_OK) return st;
-    bind_id(r, s, id);
-    *obs = jnew_obj();
-    jobj_put(*obs, "same_as", name_of(r, id));
-    return st;
-}
-
-static tj_status op_enqueue_many(struct run *r, const jval *s, tj_error **err) {
-    const jval *jobs = jget(s, "jobs");
-    if (!jobs || jobs->t != J_ARR) return runner_error(r, "enqueue_many needs jobs");
-    tj_batch *b = tj_batch_new();
-    tj_status st = TJ_STATUS_OK;
-    for (size_t i = 0; i < jobs->len && st == TJ_STATUS_OK; i++) {
-        tj_enqueue_options *o = NULL;
-        st = enqueue_options(jobs->items[i], &o, err);
-        if (st != TJ_STATUS_OK) break;
-        uint8_t *p; size_t len; bool present;
-        bytes_arg(jobs->items[i], "payload", &p, &len, &present);
-        st = tj_batch_add(b, jget_str(jobs->items[i], "kind", ""), p, len, o, err);
-        free(p);
-        tj_enqueue_options_free(o);
-    }
-    tj_id *ids = jx_alloc((jobs->len + 1) * sizeof *ids);
-    if (st == TJ_STATUS_OK) st = tj_queue_enqueue_many(r->q, b, ids, NULL, err);
-    if (st == TJ_STATUS_OK)
-        for (size_t i = 0; i < jobs->len; i++) bind_id(r, jobs->items[i], ids[i]);
-    free(ids);
-    tj_batch_free(b);
-    return st;
-}
-
-static tj_status op_lease(struct run *r, const jval *s, jval **obs, tj_error **err) {
-    tj_lease_options *o = tj_lease_options_new();
-    tj_status st = TJ_STATUS_OK;
-    const jval *kinds = jget(s, "kinds"), *scopes = jget(s, "scopes");
-    for (size_t i = 0; kinds && i < kinds->len && st == TJ_STATUS_OK; i++)
-        st = tj_lease_options_add_kind(o, kinds->items[i]->str, err);
-    for (size_t i = 0; scopes && i < scopes->len && st == TJ_STATUS_OK; i++)
-        st = tj_lease_options_add_scope(o, scopes->items[i]->str, err);
-    tj_job *job = NULL;
-    if (st == TJ_STATUS_OK) st = tj_queue_lease_next(r->q, jget_str(s, "worker", "w1"), o, &job, err);
-    tj_lease_options_free(o);
-    if (st != TJ_STATUS_OK) return st;
-    if (!job) { *obs = jnew_null(); return st; }
-    bind_token(r, jget_str(s, "as", NULL), tj_job_token(job));
-    *obs = job_json(r, job);
-    tj_job_free(job);
-    return st;
-}
-
-static tj_status op_extend(struct run *r, const jval *s, jval **obs, tj_error **err) {
-    const jval *refs = jget(s, "leases");
-    size_t n = refs && refs->t == J_ARR ? refs->len : 0;
-    tj_token *tokens = jx_alloc((n + 1) * sizeof *tokens);
-    tj_status *sts = jx_alloc((n + 1) * sizeof *sts);
-    tj_status st = TJ_STATUS_OK;
-    for (size_t i = 0; i < n && st == TJ_STATUS_OK; i++) st = token_of(r, refs->items[i], &tokens[i], err);
-    if (st == TJ_STATUS_OK) st = tj_queue_extend(r->q, jget_str(s, "worker", "w1"), tokens, n, sts, NULL, err);
-    if (st == TJ_STATUS_OK) {
-        /* Per token: renewed, or lost (ABORTED, NOT_FOUND); anything else fails. */
-        jval *renewed = jnew_arr();
-        for (size_t i = 0; i < n; i++) {
-            if (sts[i] != TJ_STATUS_OK && sts[i] != TJ_STATUS_ABORTED && sts[i] != TJ_STATUS_NOT_FOUND)
-                st = runner_error(r, "extend: token %zu answered %s", i, tj_status_name(sts[i]));
-            jarr_push(renewed, jnew_bool(sts[i] == TJ_STATUS_OK));
-        }
-        *obs = jnew_obj();
-        jobj_put(*obs, "renewed", renewed);
-    }
-    free(tokens);
-    free(sts);
-    return st;
-}
-
-static tj_status op_settle(struct run *r, const char *op, const jval *s, tj_error **err) {
-    tj_token t;
-    tj_status st = token_of(r, jget(s, "lease"), &t, err);
-    if (st != TJ_STATUS_OK) return st;
-    if (strcmp(op, "complete") == 0) {
-        uint8_t *p; size_t len; bool present;
-        bytes_arg(s, "result", &p, &len, &present);
-        st = tj_queue_complete(r->q, &t, present ? p : NULL, len, err);
-        free(p);
-        return st;
-    }
-    if (strcmp(op, "fail") == 0) {
-        const jval *rt = jget(s, "retryable");
-        bool retryable = !(rt && rt->t == J_BOOL && !rt->b);
-        return tj_queue_fail(r->q, &t, jget_str(s, "reason", ""), retryable, err);
-    }
-    return tj_queue_release(r->q, &t, err);
-}
-
-static tj_status op_get(struct run *r, const jval *s, jval **obs, tj_error **err) {
-    tj_id id;
-    tj_status st = job_id(r, s, &id, err);
-    if (st != TJ_STATUS_OK) return st;
-    tj_job_info *info = NULL;
-    st = tj_queue_get(r->q, &id, &info, err);
-    if (st != TJ_STATUS_OK) return st;
-    *obs = info ? info_json(r, info) : jnew_null();
-    tj_job_info_free(info);
-    return st;
-}
-
-static uint32_t state_number(const char *name) {
-    for (uint32_t i = 1; i <= 5; i++)
-        if (strcmp(tj_state_name(i), name) == 0) return i;
-    return 0; /* refused by tj_list_options_set_state */
-}
-
-static tj_status op_list(struct run *r, const jval *s, jval **obs, tj_error **err) {
-    tj_list_options *o = tj_list_options_new();
-    tj_status st = TJ_STATUS_OK;
-    const char *state = jget_str(s, "state", NULL), *scope = jget_str(s, "scope", NULL),
-               *kind = jget_str(s, "kind", NULL);
-    if (state) st = tj_list_options_set_state(o, state_number(state), err);
-    if (st == TJ_STATUS_OK && scope) st = tj_list_options_set_scope(o, scope, err);
-    if (st == TJ_STATUS_OK && kind) st = tj_list_options_set_kind(o, kind, err);
-    tj_list_page *page = NULL;
-    if (st == TJ_STATUS_OK) st = tj_queue_list(r->q, o, &page, err);
-    tj_list_options_free(o);
-    if (st != TJ_STATUS_OK) return st;
-    jval *jobs = jnew_arr();
-    for (size_t i = 0; i < tj_list_page_len(page); i++)
-        jarr_push(jobs, name_of(r, tj_job_info_id(tj_list_page_get(page, i))));
-    tj_list_page_free(page);
-    *obs = jnew_obj();
-    jobj_put(*obs, "jobs", jobs);
-    return st;
-}
-
-static tj_status op_stats(struct run *r, jval **obs, tj_error **err) {
-    tj_stats *stats = NULL;
-    tj_status st = tj_queue_stats(r->q, &stats, err);
-    if (st != TJ_STATUS_OK) return st;
-    *obs = counts_json(tj_stats_total(stats));
-    jval *by = jnew_obj();
-    for (size_t i = 0; i < tj_stats_kind_count(stats); i++) {
-        const char *kind = NULL;
-        tj_state_counts c;
-        if (tj_stats_kind(stats, i, &kind, &c, NULL) == TJ_STATUS_OK) jobj_put(by, kind, counts_json(c));
-    }
-    jobj_put(*obs, "by_kind", by);
-    tj_stats_free(stats);
     return st;
 }
 
@@ -524,7 +177,7 @@ static void stop_holder(struct run *r) {
 
 static int hold(const char *path) {
     tj_options *o = tj_options_new();
-    tj_options_set_reaper_interval_ms(o, 0);
+    tj_options_set(o, "reaper_interval", "0", NULL);
     tj_queue *q = NULL;
     tj_error *err = NULL;
     tj_status st = tj_queue_open(path, o, &q, &err);
@@ -551,24 +204,10 @@ static tj_status do_step(struct run *r, const char *op, const jval *s, jval **ob
     if (strcmp(op, "extend") == 0) return op_extend(r, s, obs, err);
     if (strcmp(op, "complete") == 0 || strcmp(op, "fail") == 0 || strcmp(op, "release") == 0)
         return op_settle(r, op, s, err);
-    if (strcmp(op, "retry") == 0) {
-        tj_id id;
-        tj_status st = job_id(r, s, &id, err);
-        return st == TJ_STATUS_OK ? tj_queue_retry(r->q, &id, err) : st;
-    }
+    if (strcmp(op, "retry") == 0) return op_retry(r, s, err);
     if (strcmp(op, "get") == 0) return op_get(r, s, obs, err);
     if (strcmp(op, "list") == 0) return op_list(r, s, obs, err);
-    if (strcmp(op, "reap") == 0) {
-        tj_reap_report rep;
-        tj_status st = tj_queue_reap(r->q, &rep, err);
-        if (st == TJ_STATUS_OK) {
-            *obs = jnew_obj();
-            jobj_put(*obs, "expired", jnew_num((double)rep.expired));
-            jobj_put(*obs, "dead", jnew_num((double)rep.dead));
-            jobj_put(*obs, "pruned", jnew_num((double)rep.pruned));
-        }
-        return st;
-    }
+    if (strcmp(op, "reap") == 0) return op_reap(r, obs, err);
     if (strcmp(op, "stats") == 0) return op_stats(r, obs, err);
     if (strcmp(op, "sleep_ms") == 0) {
         if (!jget_num(s, "ms", &n)) return runner_error(r, "sleep_ms needs ms");

@@ -440,11 +440,19 @@ static void every_option_setter_reaches_the_config(void) {
     tj_queue_free(q);
     tj_options_free(o);
 
-    /* Out-of-range values are refused at open, naming the setting. */
+    /* An out-of-range value is refused by its setter, and the options then
+     * refuse to open until it is set again; rules across keys at open. */
     o = tj_options_new();
-    CHECK_OK(tj_options_set_backoff_factor(o, 0.5));
+    CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT, tj_options_set_backoff_factor(o, 0.5));
     CHECK(tj_queue_open(dir, o, &q, &err) == TJ_STATUS_INVALID_ARGUMENT);
-    CHECK(err && strstr(tj_error_message(err), "jobs.backoff.factor") != NULL);
+    CHECK(err && strstr(tj_error_message(err), "backoff_factor") != NULL);
+    tj_error_free(err);
+    err = NULL;
+    CHECK_OK(tj_options_set_backoff_base_ms(o, 5000));
+    CHECK_OK(tj_options_set_backoff_cap_ms(o, 1000));
+    CHECK_OK(tj_options_set_backoff_factor(o, 1.5));
+    CHECK(tj_queue_open(dir, o, &q, &err) == TJ_STATUS_INVALID_ARGUMENT);
+    CHECK(err && strstr(tj_error_message(err), "jobs.backoff.cap") != NULL);
     tj_error_free(err);
     err = NULL;
     tj_options_free(o);

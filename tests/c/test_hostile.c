@@ -94,6 +94,21 @@ static void null_for_every_pointer_argument_is_refused_by_name(void) {
     CHECK_NULL_ARG("kind", tj_options_set_kind_backoff_cap_ms(o, NULL, 1, &err));
     CHECK_NULL_ARG("options", tj_options_set_backoff_base_secs_by_kind(NULL, "embed", 1, &err));
     CHECK_NULL_ARG("kind", tj_options_set_backoff_base_secs_by_kind(o, NULL, 1, &err));
+    CHECK_NULL_ARG("options", tj_options_set(NULL, "lease_ttl", "5s", &err));
+    CHECK_NULL_ARG("key", tj_options_set(o, NULL, "5s", &err));
+    CHECK_NULL_ARG("value", tj_options_set(o, "lease_ttl", NULL, &err));
+    CHECK_NULL_ARG("options", tj_options_set_kind(NULL, "embed", "lease_ttl", "5s", &err));
+    CHECK_NULL_ARG("kind", tj_options_set_kind(o, NULL, "lease_ttl", "5s", &err));
+    CHECK_NULL_ARG("key", tj_options_set_kind(o, "embed", NULL, "5s", &err));
+    CHECK_NULL_ARG("value", tj_options_set_kind(o, "embed", "lease_ttl", NULL, &err));
+    char vbuf[64];
+    CHECK_NULL_ARG("options", tj_options_get(NULL, "lease_ttl", vbuf, sizeof vbuf, NULL, &err));
+    CHECK_NULL_ARG("key", tj_options_get(o, NULL, vbuf, sizeof vbuf, NULL, &err));
+    CHECK_NULL_ARG("buf", tj_options_get(o, "lease_ttl", NULL, 8, NULL, &err));
+    CHECK_NULL_ARG("options", tj_options_get_kind(NULL, "embed", "lease_ttl", vbuf, sizeof vbuf, NULL, &err));
+    CHECK_NULL_ARG("kind", tj_options_get_kind(o, NULL, "lease_ttl", vbuf, sizeof vbuf, NULL, &err));
+    CHECK_NULL_ARG("key", tj_options_get_kind(o, "embed", NULL, vbuf, sizeof vbuf, NULL, &err));
+    CHECK_NULL_ARG("key_out", tj_config_key_at(0, NULL, &err));
     /* enqueue options, batch */
     CHECK_NULL_ARG("options", tj_enqueue_options_set_scope(NULL, "00000000-0000-0000-0000-000000000000", &err));
     CHECK_NULL_ARG("scope", tj_enqueue_options_set_scope(eo, NULL, &err));
@@ -103,6 +118,7 @@ static void null_for_every_pointer_argument_is_refused_by_name(void) {
     CHECK_NULL_ARG("options", tj_enqueue_options_set_idempotency_key(NULL, "k", &err));
     CHECK_NULL_ARG("key", tj_enqueue_options_set_idempotency_key(eo, NULL, &err));
     CHECK_NULL_ARG("options", tj_enqueue_options_set_max_attempts(NULL, 1));
+    CHECK_NULL_ARG("options", tj_enqueue_options_set_encoding(NULL, TJ_ENCODING_BYTES, &err));
     CHECK_NULL_ARG("batch", tj_batch_add(NULL, "embed", NULL, 0, NULL, &err));
     CHECK_NULL_ARG("kind", tj_batch_add(b, NULL, NULL, 0, NULL, &err));
     CHECK_NULL_ARG("payload", tj_batch_add(b, "embed", NULL, 3, NULL, &err));
@@ -141,6 +157,9 @@ static void null_for_every_pointer_argument_is_refused_by_name(void) {
     CHECK_NULL_ARG("queue", tj_queue_complete(NULL, &tok, NULL, 0, &err));
     CHECK_NULL_ARG("token", tj_queue_complete(q, NULL, NULL, 0, &err));
     CHECK_NULL_ARG("result", tj_queue_complete(q, &tok, NULL, 5, &err));
+    CHECK_NULL_ARG("queue", tj_queue_complete_with_encoding(NULL, &tok, NULL, 0, 1, &err));
+    CHECK_NULL_ARG("token", tj_queue_complete_with_encoding(q, NULL, NULL, 0, 1, &err));
+    CHECK_NULL_ARG("result", tj_queue_complete_with_encoding(q, &tok, NULL, 5, 1, &err));
     CHECK_NULL_ARG("queue", tj_queue_fail(NULL, &tok, "r", true, &err));
     CHECK_NULL_ARG("token", tj_queue_fail(q, NULL, "r", true, &err));
     CHECK_NULL_ARG("reason", tj_queue_fail(q, &tok, NULL, true, &err));
@@ -201,6 +220,13 @@ static void getters_given_null_answer_zero_or_null(void) {
     CHECK(tj_job_attempts(NULL) == 0 && tj_job_max_attempts(NULL) == 0);
     CHECK(tj_job_generation(NULL) == 0 && tj_job_deadline_ms(NULL) == 0);
     CHECK(tj_job_priority(NULL) == 0);
+    CHECK(tj_job_lease_ttl_ms(NULL) == 0);
+    CHECK(tj_job_payload_encoding(NULL) == TJ_ENCODING_UNKNOWN);
+    CHECK(tj_job_info_cursor(NULL) == NULL);
+    CHECK(tj_job_info_payload_encoding(NULL) == TJ_ENCODING_UNKNOWN);
+    CHECK(tj_job_info_result_encoding(NULL) == TJ_ENCODING_UNKNOWN);
+    CHECK(strcmp(tj_encoding_name(TJ_ENCODING_BYTES), "bytes") == 0);
+    CHECK(strcmp(tj_encoding_name(99), "unknown") == 0);
     tj_token t = tj_job_token(NULL);
     tj_id zero;
     memset(&zero, 0, sizeof zero);
@@ -256,6 +282,10 @@ static void invalid_utf8_is_its_own_status(void) {
     CHECK_STATUS(TJ_STATUS_INVALID_UTF8, tj_lease_options_add_kind(lo, BAD_UTF8, &err));
     CHECK_STATUS(TJ_STATUS_INVALID_UTF8,
                  tj_options_set_kind_lease_ttl_ms(o, BAD_UTF8, 1, &err));
+    CHECK_STATUS(TJ_STATUS_INVALID_UTF8, tj_options_set(o, BAD_UTF8, "1s", &err));
+    CHECK_STATUS(TJ_STATUS_INVALID_UTF8, tj_options_set(o, "lease_ttl", BAD_UTF8, &err));
+    CHECK_STATUS(TJ_STATUS_INVALID_UTF8,
+                 tj_options_set_kind(o, BAD_UTF8, "lease_ttl", "1s", &err));
     CHECK_STATUS(TJ_STATUS_INVALID_UTF8,
                  tj_enqueue_options_set_idempotency_key(eo, BAD_UTF8, &err));
     CHECK_STATUS(TJ_STATUS_INVALID_UTF8, tj_queue_lease_next(q, BAD_UTF8, NULL, &jo, &err));
@@ -385,6 +415,8 @@ static void every_call_on_a_closed_queue_answers_closed(void) {
     CHECK_STATUS(TJ_STATUS_CLOSED, tj_queue_lease_many(q, "w", NULL, 2, jobs, &n, &err));
     CHECK_STATUS(TJ_STATUS_CLOSED, tj_queue_extend(q, "w", &t, 1, st, NULL, &err));
     CHECK_STATUS(TJ_STATUS_CLOSED, tj_queue_complete(q, &t, NULL, 0, &err));
+    CHECK_STATUS(TJ_STATUS_CLOSED,
+                 tj_queue_complete_with_encoding(q, &t, NULL, 0, TJ_ENCODING_BYTES, &err));
     CHECK_STATUS(TJ_STATUS_CLOSED, tj_queue_fail(q, &t, "x", true, &err));
     CHECK_STATUS(TJ_STATUS_CLOSED, tj_queue_release(q, &t, &err));
     CHECK_STATUS(TJ_STATUS_CLOSED, tj_queue_retry(q, &id, &err));

@@ -75,6 +75,37 @@ fn a_missing_store_is_not_found_and_no_command_but_enqueue_creates_one() {
     .fails(2, "not valid JSON");
     telha(&db, &["jobs", "enqueue", "embed", "--max-attempts", "0"]).fails(2, "at least 1");
     telha(&db, &["jobs", "enqueue", "embed", "--priority", "256"]).fails(2, "256");
+    telha(&db, &["jobs", "enqueue", "embed", "--priority", "-1"]).fails(2, "-1");
+    telha(
+        &db,
+        &["jobs", "enqueue", "embed", "--max-attempts", "4294967296"],
+    )
+    .fails(2, "4294967296");
+    // A delay past the latest time the core keeps (9999-12-31), and one too
+    // large for a duration at all.
+    telha(&db, &["jobs", "enqueue", "embed", "--delay", "8000y"]).fails(
+        2,
+        "--delay of 8000years puts the time after 9999-12-31T23:59:59.999Z",
+    );
+    telha(
+        &db,
+        &[
+            "jobs",
+            "enqueue",
+            "embed",
+            "--delay",
+            "99999999999999999999s",
+        ],
+    )
+    .fails(2, "is not a duration");
+    let long_key = "k".repeat(513);
+    telha(
+        &db,
+        &["jobs", "enqueue", "embed", "--idempotency-key", &long_key],
+    )
+    .fails(2, "idempotency key must be 1 to 512 bytes, got 513");
+    telha(&db, &["jobs", "enqueue", "embed", "--idempotency-key", ""])
+        .fails(2, "idempotency key must be 1 to 512 bytes, got 0");
     assert!(!db.exists());
 }
 

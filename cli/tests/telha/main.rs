@@ -4,7 +4,10 @@
 //! One test binary (its modules below) so RocksDB is linked once.
 
 mod bad_input;
+mod check;
 mod commands;
+mod far_future;
 mod locked;
 mod metrics;
+mod poison_log;
 mod support;

@@ -1,0 +1,47 @@
+//! The core's limits as header constants (`telha_jobs::limits`): C needs
+//! literals, so each is written out here and a test holds it equal to the
+//! core's value.
+
+/// The largest kind, in bytes.
+pub const TJ_MAX_KIND_LEN: usize = 64;
+/// The largest idempotency key, in bytes.
+pub const TJ_MAX_IDEMPOTENCY_KEY_LEN: usize = 512;
+/// The largest worker id, in bytes.
+pub const TJ_MAX_WORKER_ID_LEN: usize = 256;
+/// The most jobs one `tj_queue_lease_many` takes.
+pub const TJ_MAX_BATCH: usize = 10000;
+/// The largest `tj_queue_list` page (`tj_list_options_set_limit`).
+pub const TJ_MAX_LIST_LIMIT: usize = 10000;
+/// The most rows one `tj_queue_list` reads before it returns a page
+/// (possibly short) with a cursor.
+pub const TJ_LIST_SCAN_BUDGET: usize = 100000;
+/// The hard ceiling of `max_payload_bytes` (1 GiB).
+pub const TJ_MAX_PAYLOAD_BYTES_LIMIT: usize = 1073741824;
+/// The latest time a job may be scheduled for, and any time the library
+/// stores or returns: 9999-12-31T23:59:59.999Z in ms since the epoch (below
+/// 2^53, so exact in a `double`).
+pub const TJ_MAX_INSTANT_MS: u64 = 253402300799999;
+/// The longest duration a setting may hold: 100 years (of 365 days), in ms.
+pub const TJ_MAX_DURATION_MS: u64 = 3153600000000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use telha_jobs_core::limits;
+
+    #[test]
+    fn every_header_limit_equals_the_cores() {
+        assert_eq!(TJ_MAX_KIND_LEN, limits::MAX_KIND_LEN);
+        assert_eq!(TJ_MAX_IDEMPOTENCY_KEY_LEN, limits::MAX_IDEMPOTENCY_KEY_LEN);
+        assert_eq!(TJ_MAX_WORKER_ID_LEN, limits::MAX_WORKER_ID_LEN);
+        assert_eq!(TJ_MAX_BATCH, limits::MAX_BATCH);
+        assert_eq!(TJ_MAX_LIST_LIMIT, limits::MAX_LIST_LIMIT);
+        assert_eq!(TJ_LIST_SCAN_BUDGET, limits::LIST_SCAN_BUDGET);
+        assert_eq!(TJ_MAX_PAYLOAD_BYTES_LIMIT, limits::MAX_PAYLOAD_BYTES_LIMIT);
+        assert_eq!(TJ_MAX_INSTANT_MS, limits::MAX_INSTANT_MS);
+        assert_eq!(
+            u128::from(TJ_MAX_DURATION_MS),
+            limits::MAX_DURATION.as_millis()
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! Settling leases: `tj_queue_extend` (heartbeats), `_complete`,
+//! `_complete_with_encoding`, `_fail` and `_release`.
+
+use std::ffi::c_char;
+
+use telha_jobs_core::{Completion, LeaseToken};
+
+use crate::boundary::{self, bytes, handle, out, slice, string, Res};
+use crate::encoding::encoding_from_u32;
+use crate::error::tj_error;
+use crate::id::tj_token;
+use crate::queue::{q, tj_queue};
+use crate::status::tj_status;
+
+fn token_of(func: &str, token: *const tj_token) -> Res<LeaseToken> {
+    Ok((*handle(func, "token", token)?).into())
+}
+
+/// Renew leases (a heartbeat) held by `worker_id`: `n` tokens at `tokens`.
+/// For each token `i`, `statuses_out[i]` is `TJ_STATUS_OK` with the new
+/// deadline (ms since the epoch) in `deadlines_out[i]` (when
+/// `deadlines_out` is not NULL), or `TJ_STATUS_ABORTED` when that lease is
+/// lost (stop working on that job: it expired and may be another worker's),
+/// or `TJ_STATUS_NOT_FOUND` when there is no such job (`deadlines_out[i]` is
+/// then 0). The return value is for the call as a whole.
+///
+/// Blocks for one RocksDB write per renewed lease.
+///
+/// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, worker_id, tokens or
+/// statuses_out with `n` > 0), `TJ_STATUS_INVALID_UTF8`,
+/// `TJ_STATUS_INVALID_ARGUMENT` (worker id), `TJ_STATUS_STORAGE`,
+/// `TJ_STATUS_CLOSED`. The arrays are written only on success.
+///
+/// # Safety
+/// `queue` is NULL or live; `worker_id` is NULL or NUL-terminated; `tokens`
+/// is NULL or holds `n` readable tokens; `statuses_out` is NULL or holds `n`
+/// writable elements, and so is `deadlines_out`; `err` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_queue_extend(
+    queue: *const tj_queue,
+    worker_id: *const c_char,
+    tokens: *const tj_token,
+    n: usize,
+    statuses_out: *mut tj_status,
+    deadlines_out: *mut u64,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_queue_extend";
+    boundary::run(F, err, || {
+        let q = q(F, queue)?;
+        let worker = string(F, "worker_id", worker_id)?;
+        let tokens = slice(F, "tokens", tokens, n)?;
+        if n > 0 {
+            out(F, "statuses_out", statuses_out)?;
+        }
+        let tokens: Vec<LeaseToken> = tokens.iter().map(|t| (*t).into()).collect();
+        let answers = q.queue.extend(&tokens, worker)?;
+        for (i, a) in answers.into_iter().enumerate().take(n) {
+            let (status, deadline) = match a {
+                Ok(d) => (tj_status::TJ_STATUS_OK, d),
+                Err(e) => (tj_status::from_kind(e.kind()), 0),
+            };
+            unsafe { statuses_out.add(i).write(status) };
+            if !deadlines_out.is_null() {
+                unsafe { deadlines_out.add(i).write(deadline) };
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Complete the leased job of `*token`, with an optional result:
+/// `result_len` bytes at `result` (copied). A NULL `result` with length 0
+/// stores no result; a non-NULL one with length 0 stores an empty result.
+/// Only the token is checked, not the worker. The result's encoding is
+/// recorded as `TJ_ENCODING_UNKNOWN` (see `tj_queue_complete_with_encoding`).
+///
+/// Blocks for one RocksDB write.
+///
+/// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, result with a non-zero
+/// length), `TJ_STATUS_ABORTED` for a stale token or a job no longer leased
+/// (nothing changes), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_INVALID_ARGUMENT` for
+/// a result over `max_payload_bytes`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+///
+/// # Safety
+/// `queue` and `token` are NULL or live; `result` is NULL or holds
+/// `result_len` readable bytes; `err` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_queue_complete(
+    queue: *const tj_queue,
+    token: *const tj_token,
+    result: *const u8,
+    result_len: usize,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    complete(
+        "tj_queue_complete",
+        queue,
+        token,
+        result,
+        result_len,
+        0,
+        err,
+    )
+}
+
+/// `tj_queue_complete`, recording how the result was made: `encoding` is a
+/// `tj_encoding`. `TJ_ENCODING_BYTES` makes the Python and Node bindings
+/// hand the result back as bytes / a `Buffer` even when it happens to look
+/// like the cross-language convention; `TJ_ENCODING_VALUE` says it is one
+/// convention value (`0x01` + msgpack) that they decode. C always reads the
+/// raw bytes back, whatever the encoding.
+///
+/// Errors: as `tj_queue_complete`, and `TJ_STATUS_INVALID_ARGUMENT` for a
+/// number that is not a `tj_encoding` (nothing changes).
+///
+/// # Safety
+/// As `tj_queue_complete`.
+#[no_mangle]
+pub unsafe extern "C" fn tj_queue_complete_with_encoding(
+    queue: *const tj_queue,
+    token: *const tj_token,
+    result: *const u8,
+    result_len: usize,
+    encoding: u32,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_queue_complete_with_encoding";
+    complete(F, queue, token, result, result_len, encoding, err)
+}
+
+fn complete(
+    func: &'static str,
+    queue: *const tj_queue,
+    token: *const tj_token,
+    result: *const u8,
+    result_len: usize,
+    encoding: u32,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    boundary::run(func, err, || {
+        let q = q(func, queue)?;
+        let token = token_of(func, token)?;
+        let encoding = encoding_from_u32(func, encoding)?;
+        let result = if result.is_null() && result_len == 0 {
+            None
+        } else {
+            Some(bytes(func, "result", result, result_len, q.max_payload)?.to_vec())
+        };
+        q.queue.complete_with(Completion {
+            token,
+            result,
+            encoding,
+        })?;
+        Ok(())
+    })
+}
+
+/// Fail the leased job of `*token`: it spends an attempt and retries after
+/// backoff, or goes dead when `retryable` is false or it is out of attempts.
+/// `reason` (copied, cut to 4096 bytes) becomes its last error.
+///
+/// Blocks for one RocksDB write.
+///
+/// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, reason),
+/// `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_ABORTED` (stale token, nothing
+/// changes), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+///
+/// # Safety
+/// `queue` and `token` are NULL or live; `reason` is NULL or NUL-terminated;
+/// `err` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_queue_fail(
+    queue: *const tj_queue,
+    token: *const tj_token,
+    reason: *const c_char,
+    retryable: bool,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_queue_fail";
+    boundary::run(F, err, || {
+        let q = q(F, queue)?;
+        let token = token_of(F, token)?;
+        let reason = string(F, "reason", reason)?;
+        q.queue.fail(&token, reason, retryable)?;
+        Ok(())
+    })
+}
+
+/// Hand the leased job of `*token` back to pending at its old place in
+/// line, without spending an attempt (a worker shutting down gracefully).
+///
+/// Blocks for one RocksDB write.
+///
+/// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token), `TJ_STATUS_ABORTED`
+/// (stale token), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+///
+/// # Safety
+/// `queue` and `token` are NULL or live; `err` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_queue_release(
+    queue: *const tj_queue,
+    token: *const tj_token,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_queue_release";
+    boundary::run(F, err, || {
+        let q = q(F, queue)?;
+        let token = token_of(F, token)?;
+        q.queue.release(&token)?;
+        Ok(())
+    })
+}

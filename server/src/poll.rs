@@ -1,0 +1,210 @@
+//! `PollJobs`: one server-streaming call per worker that pushes leases as
+//! they become ready, never more than its `capacity` unsettled at once. A
+//! lease stops counting when it is settled through this server (any
+//! connection), lost (past its deadline, or the core says so) or released.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use telha_jobs::{limits, CancelWait, Error, Job, LeaseOptions, LeaseToken};
+use telha_jobs_proto::convert as cv;
+use telha_jobs_proto::status::to_status;
+use telha_jobs_proto::v1 as pb;
+use tokio::sync::{mpsc, Notify};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::Status;
+
+use crate::service::{lease_or_give_back, now_ms, until_closing, JobsService, Shared};
+
+/// How long one PollJobs lease wait lasts before the loop looks around
+/// (shutdown, capacity) and waits again.
+const POLL_WAIT: Duration = Duration::from_secs(30);
+
+/// One PollJobs stream's unsettled leases (token → lease deadline).
+#[derive(Default)]
+pub(crate) struct Slot {
+    pub(crate) held: Mutex<HashMap<LeaseToken, u64>>,
+    pub(crate) freed: Notify,
+}
+
+impl JobsService {
+    pub(crate) fn poll(
+        &self,
+        r: pb::PollJobsRequest,
+    ) -> Result<ReceiverStream<Result<pb::PollJobsResponse, Status>>, Status> {
+        if self.shared.is_closing() {
+            return Err(to_status(&Error::Closed));
+        }
+        limits::validate_worker_id(&r.worker_id).map_err(|e| to_status(&e))?;
+        // The stream leases up to `capacity` jobs at once: the core's batch bound.
+        if r.capacity == 0 || r.capacity as usize > limits::MAX_BATCH {
+            return Err(to_status(&Error::InvalidArgument(format!(
+                "capacity must be 1 to {}, got {}",
+                limits::MAX_BATCH,
+                r.capacity
+            ))));
+        }
+        let (scopes, kinds) = cv::filter_from_pb(&r.scopes, &r.kinds).map_err(|e| to_status(&e))?;
+        let (tx, rx) = mpsc::channel(2);
+        let shared = self.shared.clone();
+        shared.stats.stream_opened();
+        tokio::spawn(poll_loop(
+            shared,
+            tx,
+            r.worker_id,
+            scopes,
+            kinds,
+            r.capacity as usize,
+        ));
+        Ok(ReceiverStream::new(rx))
+    }
+}
+
+/// One PollJobs stream: lease as capacity frees, push, repeat; end when the
+/// client goes away (the receiver is dropped: `tx.closed()`, which cancels
+/// the wait in progress) or the server closes.
+async fn poll_loop(
+    shared: Arc<Shared>,
+    tx: mpsc::Sender<Result<pb::PollJobsResponse, Status>>,
+    worker: String,
+    scopes: Vec<telha_jobs::Scope>,
+    kinds: Vec<telha_jobs::KindPattern>,
+    capacity: usize,
+) {
+    let slot = Arc::new(Slot::default());
+    let mut closing = shared.closing.clone();
+    loop {
+        if *closing.borrow() {
+            break;
+        }
+        // Leases past their deadline are lost: they no longer count.
+        let now = now_ms();
+        let (free, next_expiry) = {
+            let mut held = slot.held.lock().unwrap_or_else(|p| p.into_inner());
+            let lost: Vec<LeaseToken> = held
+                .iter()
+                .filter(|(_, d)| **d <= now)
+                .map(|(t, _)| *t)
+                .collect();
+            for t in &lost {
+                held.remove(t);
+            }
+            let mut streamed = shared.streamed.lock().unwrap_or_else(|p| p.into_inner());
+            for t in &lost {
+                streamed.remove(t);
+            }
+            (
+                capacity.saturating_sub(held.len()),
+                held.values().min().copied(),
+            )
+        };
+        if free == 0 {
+            let nap = next_expiry
+                .map(|d| Duration::from_millis(d.saturating_sub(now) + 1))
+                .unwrap_or(POLL_WAIT);
+            tokio::select! {
+                _ = slot.freed.notified() => {}
+                _ = tokio::time::sleep(nap) => {}
+                _ = until_closing(&mut closing) => break,
+                _ = tx.closed() => break,
+            }
+            continue;
+        }
+        let cancel = CancelWait::new();
+        let options = LeaseOptions {
+            scopes: scopes.clone(),
+            kinds: kinds.clone(),
+            wait: Some(POLL_WAIT),
+            cancel: Some(cancel.clone()),
+        };
+        let (q, w, c2) = (shared.queue.clone(), worker.clone(), cancel.clone());
+        let mut task =
+            tokio::task::spawn_blocking(move || lease_or_give_back(&q, &w, free, &options, &c2));
+        let (res, stop) = tokio::select! {
+            r = &mut task => (r, false),
+            _ = until_closing(&mut closing) => { cancel.cancel(); (task.await, true) }
+            _ = tx.closed() => { cancel.cancel(); (task.await, true) }
+        };
+        let jobs = match res {
+            Ok(Ok(jobs)) => jobs,
+            Ok(Err(e)) => {
+                let _ = tx.send(Err(to_status(&e))).await;
+                break;
+            }
+            Err(e) => {
+                let _ = tx
+                    .send(Err(Status::internal(format!("server task failed: {e}"))))
+                    .await;
+                break;
+            }
+        };
+        if stop {
+            // Leased just before the cancel landed: nobody will get them.
+            give_back(&shared, &jobs).await;
+            break;
+        }
+        if jobs.is_empty() {
+            continue;
+        }
+        {
+            let mut held = slot.held.lock().unwrap_or_else(|p| p.into_inner());
+            let mut streamed = shared.streamed.lock().unwrap_or_else(|p| p.into_inner());
+            for j in &jobs {
+                held.insert(j.token(), j.deadline);
+                streamed.insert(j.token(), Arc::downgrade(&slot));
+            }
+        }
+        let tokens: Vec<LeaseToken> = jobs.iter().map(Job::token).collect();
+        let msg = pb::PollJobsResponse {
+            jobs: jobs.into_iter().map(cv::job_to_pb).collect(),
+        };
+        if tx.send(Ok(msg)).await.is_err() {
+            // Not delivered: give the jobs back now rather than after the TTL.
+            let q = shared.queue.clone();
+            let t2 = tokens.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                for t in &t2 {
+                    let _ = q.release(t);
+                }
+            })
+            .await;
+            for t in &tokens {
+                shared.settled(t);
+            }
+            break;
+        }
+    }
+    // Forget this stream's leases (they stay leased in the store until
+    // settled by the worker through any connection, or reaped).
+    let held: Vec<LeaseToken> = slot
+        .held
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .keys()
+        .copied()
+        .collect();
+    {
+        let mut streamed = shared.streamed.lock().unwrap_or_else(|p| p.into_inner());
+        for t in &held {
+            streamed.remove(t);
+        }
+    }
+    shared.stats.stream_closed();
+}
+
+/// Release jobs leased for a stream that will not deliver them (best
+/// effort: one that cannot be released is reaped after its TTL).
+async fn give_back(shared: &Shared, jobs: &[Job]) {
+    if jobs.is_empty() {
+        return;
+    }
+    let q = shared.queue.clone();
+    let tokens: Vec<LeaseToken> = jobs.iter().map(Job::token).collect();
+    let _ = tokio::task::spawn_blocking(move || {
+        for t in &tokens {
+            let _ = q.release(t);
+        }
+    })
+    .await;
+}

@@ -1,0 +1,54 @@
+/* The C conformance runner's shared state: scenarios.c (cases, comparison,
+ * the store, other processes) and scenario_ops.c (the steps as API calls). */
+#ifndef TJ_SCENARIO_H
+#define TJ_SCENARIO_H
+
+#include <sys/types.h>
+
+#include "mini_json.h"
+#include "telha_jobs.h"
+
+#define MAX_NAMES 128
+/* A step the runner itself could not carry out (a malformed case, an
+ * unknown op or field): never one of the API's statuses. */
+#define RUNNER_ERROR 9999u
+
+struct named_id { char *name; tj_id id; };
+struct named_token { char *name; tj_token token; };
+
+struct run {
+    char dir[256];
+    char store[300];
+    const jval *config;
+    tj_queue *q;
+    struct named_id ids[MAX_NAMES];
+    size_t nids;
+    struct named_token leases[MAX_NAMES];
+    size_t nleases;
+    pid_t holder;
+    int holder_stdin;
+    /* A store file as it was before write_store_file. */
+    char saved_name[64];
+    char *saved;
+    size_t saved_len;
+    char msg[4096]; /* why the last step failed */
+};
+
+/* scenarios.c */
+tj_status runner_error(struct run *r, const char *fmt, ...);
+
+/* scenario_ops.c: one function per op; `obs` receives the answer. */
+uint64_t now_ms(void);
+tj_status job_id(struct run *r, const jval *s, tj_id *out, tj_error **err);
+tj_status op_enqueue(struct run *r, const jval *s, jval **obs, tj_error **err);
+tj_status op_enqueue_many(struct run *r, const jval *s, tj_error **err);
+tj_status op_lease(struct run *r, const jval *s, jval **obs, tj_error **err);
+tj_status op_extend(struct run *r, const jval *s, jval **obs, tj_error **err);
+tj_status op_settle(struct run *r, const char *op, const jval *s, tj_error **err);
+tj_status op_retry(struct run *r, const jval *s, tj_error **err);
+tj_status op_get(struct run *r, const jval *s, jval **obs, tj_error **err);
+tj_status op_list(struct run *r, const jval *s, jval **obs, tj_error **err);
+tj_status op_reap(struct run *r, jval **obs, tj_error **err);
+tj_status op_stats(struct run *r, jval **obs, tj_error **err);
+
+#endif
