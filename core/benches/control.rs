@@ -197,11 +197,20 @@ fn row(what: &str, value: String, ratio: String) {
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    // `-- --only paused|expiry|cancel`: one part alone (for profiling).
+    let args: Vec<String> = std::env::args().collect();
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1).cloned());
+    let part = |name: &str| only.as_deref().is_none_or(|o| o == name);
+    let any = LeaseOptions::default();
     let (paused_backlog, expiring, cancel_n, chunk, chunks) = if quick {
         (20_000, 5_000, 5_000, 200, 4)
     } else {
         (1_000_000, 100_000, 100_000, 2_000, 6)
     };
+    let n = chunk * chunks;
     println!(
         "telha-jobs job control cost ({}), raw = RocksDB batches of the engine's shape, same run",
         if quick { "quick" } else { "full" }
@@ -218,89 +227,118 @@ fn main() {
         String::new(),
     );
 
-    // (a) One kind leased while another with a large backlog is paused.
-    let (_d, q) = queue("paused");
-    fill(&q, "bulk", paused_backlog, &EnqueueOptions::default());
-    fill(&q, "embed", 3 * chunk * chunks, &EnqueueOptions::default());
-    let bulk = PauseTarget::Kind("bulk".parse::<KindPattern>().unwrap());
-    let embed = LeaseOptions::default().kind("embed").unwrap();
-    let any = LeaseOptions::default();
-    let (mut base, mut paused_f, mut paused_any) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
-    for _ in 0..chunks {
-        q.resume(&bulk).unwrap();
-        base += leases(&q, &embed, chunk);
-        q.pause(&bulk).unwrap();
-        paused_f += leases(&q, &embed, chunk);
-        paused_any += leases(&q, &any, chunk);
+    if part("paused") {
+        // (a) One kind leased while another with a large backlog is paused.
+        let (_d, q) = queue("paused");
+        fill(&q, "bulk", paused_backlog, &EnqueueOptions::default());
+        fill(
+            &q,
+            "embed",
+            3 * chunk * (chunks + 1),
+            &EnqueueOptions::default(),
+        );
+        let bulk = PauseTarget::Kind("bulk".parse::<KindPattern>().unwrap());
+        let embed = LeaseOptions::default().kind("embed").unwrap();
+        let (mut base, mut paused_f, mut paused_any) =
+            (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        // A warm-up chunk of each (not counted), then the chunks in turn, the
+        // order reversed every other round so neither side always goes first.
+        for round in 0..=chunks {
+            let mut run = |which: u8| {
+                if which == 0 {
+                    q.resume(&bulk).unwrap();
+                } else {
+                    q.pause(&bulk).unwrap();
+                }
+                let d = leases(&q, if which == 2 { &any } else { &embed }, chunk);
+                if round > 0 {
+                    *[&mut base, &mut paused_f, &mut paused_any][which as usize] += d;
+                }
+            };
+            let order: [u8; 3] = if round % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
+            for w in order {
+                run(w);
+            }
+        }
+        let (b, pf, pa) = (us(base, n), us(paused_f, n), us(paused_any, n));
+        let label = format!("{}k", paused_backlog / 1000);
+        row(
+            &format!("lease_next(kind embed), {label} bulk pending, nothing paused"),
+            format!("{b:.2} µs"),
+            format!("{:.2}× raw lease batch", b / raw_lease),
+        );
+        row(
+            &format!("lease_next(kind embed), {label} bulk pending, bulk paused"),
+            format!("{pf:.2} µs"),
+            format!("{:.2}× unpaused (target ≤ 1.1×)", pf / b),
+        );
+        row(
+            &format!("lease_next(any kind), {label} bulk pending, bulk paused"),
+            format!("{pa:.2} µs"),
+            format!("{:.2}× unpaused (target ≤ 1.1×)", pa / b),
+        );
+        drop(q);
     }
-    let n = chunk * chunks;
-    let (b, pf, pa) = (us(base, n), us(paused_f, n), us(paused_any, n));
-    let label = format!("{}k", paused_backlog / 1000);
-    row(
-        &format!("lease_next(kind embed), {label} bulk pending, nothing paused"),
-        format!("{b:.2} µs"),
-        format!("{:.2}× raw lease batch", b / raw_lease),
-    );
-    row(
-        &format!("lease_next(kind embed), {label} bulk pending, bulk paused"),
-        format!("{pf:.2} µs"),
-        format!("{:.2}× unpaused (target ≤ 1.1×)", pf / b),
-    );
-    row(
-        &format!("lease_next(any kind), {label} bulk pending, bulk paused"),
-        format!("{pa:.2} µs"),
-        format!("{:.2}× unpaused (target ≤ 1.1×)", pa / b),
-    );
-    drop(q);
-
-    // (b) Leasing jobs that carry an expiry not yet passed.
-    let (_d1, plain) = queue("plain");
-    let (_d2, expiring_q) = queue("expiring");
-    let far = EnqueueOptions {
-        expires_in: Some(Duration::from_secs(3600)),
-        ..EnqueueOptions::default()
-    };
-    fill(&plain, "embed", expiring, &EnqueueOptions::default());
-    fill(&expiring_q, "embed", expiring, &far);
-    let (mut t_plain, mut t_exp) = (Duration::ZERO, Duration::ZERO);
-    for _ in 0..chunks {
-        t_plain += leases(&plain, &any, chunk);
-        t_exp += leases(&expiring_q, &any, chunk);
+    if part("expiry") {
+        // (b) Leasing jobs that carry an expiry not yet passed.
+        let (_d1, plain) = queue("plain");
+        let (_d2, expiring_q) = queue("expiring");
+        let far = EnqueueOptions {
+            expires_in: Some(Duration::from_secs(3600)),
+            ..EnqueueOptions::default()
+        };
+        fill(&plain, "embed", expiring, &EnqueueOptions::default());
+        fill(&expiring_q, "embed", expiring, &far);
+        let (mut t_plain, mut t_exp) = (Duration::ZERO, Duration::ZERO);
+        for round in 0..=chunks {
+            let (a, b) = if round % 2 == 0 {
+                (&plain, &expiring_q)
+            } else {
+                (&expiring_q, &plain)
+            };
+            let (da, db) = (leases(a, &any, chunk), leases(b, &any, chunk));
+            if round > 0 {
+                let (dp, de) = if round % 2 == 0 { (da, db) } else { (db, da) };
+                t_plain += dp;
+                t_exp += de;
+            }
+        }
+        let (p, e) = (us(t_plain, n), us(t_exp, n));
+        let label = format!("{}k", expiring / 1000);
+        row(
+            &format!("lease_next, {label} pending, no expiry"),
+            format!("{p:.2} µs"),
+            format!("{:.2}× raw lease batch", p / raw_lease),
+        );
+        row(
+            &format!("lease_next, {label} pending, each expiring in 1 h"),
+            format!("{e:.2} µs"),
+            format!("{:.2}× no expiry (target ≤ 1.1×)", e / p),
+        );
+        drop((plain, expiring_q));
     }
-    let (p, e) = (us(t_plain, n), us(t_exp, n));
-    let label = format!("{}k", expiring / 1000);
-    row(
-        &format!("lease_next, {label} pending, no expiry"),
-        format!("{p:.2} µs"),
-        format!("{:.2}× raw lease batch", p / raw_lease),
-    );
-    row(
-        &format!("lease_next, {label} pending, each expiring in 1 h"),
-        format!("{e:.2} µs"),
-        format!("{:.2}× no expiry (target ≤ 1.1×)", e / p),
-    );
-    drop((plain, expiring_q));
-
-    // (c) cancel_many of a pending backlog.
-    let (_d, q) = queue("cancel-many");
-    fill(&q, "embed", cancel_n, &EnqueueOptions::default());
-    let t0 = Instant::now();
-    let r = q
-        .cancel_many(&CancelFilter {
-            kind: Some("embed".parse().unwrap()),
-            scope: None,
-            state: Some(State::Pending),
-            reason: "bench".into(),
-        })
-        .unwrap();
-    let rate = r.cancelled as f64 / t0.elapsed().as_secs_f64();
-    assert_eq!(
-        r.cancelled, cancel_n as u64,
-        "cancel_many cancelled every job"
-    );
-    row(
-        &format!("cancel_many, {}k pending", cancel_n / 1000),
-        format!("{rate:.0}/s"),
-        format!("{:.2}× raw cancel-shaped rate", rate / raw_cancel),
-    );
+    if part("cancel") {
+        // (c) cancel_many of a pending backlog.
+        let (_d, q) = queue("cancel-many");
+        fill(&q, "embed", cancel_n, &EnqueueOptions::default());
+        let t0 = Instant::now();
+        let r = q
+            .cancel_many(&CancelFilter {
+                kind: Some("embed".parse().unwrap()),
+                scope: None,
+                state: Some(State::Pending),
+                reason: "bench".into(),
+            })
+            .unwrap();
+        let rate = r.cancelled as f64 / t0.elapsed().as_secs_f64();
+        assert_eq!(
+            r.cancelled, cancel_n as u64,
+            "cancel_many cancelled every job"
+        );
+        row(
+            &format!("cancel_many, {}k pending", cancel_n / 1000),
+            format!("{rate:.0}/s"),
+            format!("{:.2}× raw cancel-shaped rate", rate / raw_cancel),
+        );
+    }
 }
