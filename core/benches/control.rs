@@ -259,19 +259,25 @@ fn main() {
         fill(
             &solo,
             "embed",
-            chunk * (chunks + 1),
+            2 * chunk * (chunks + 1),
             &EnqueueOptions::default(),
         );
         // Per round: [nothing paused, paused (kind filter), paused (any
-        // kind), the store without the backlog (any kind)].
-        let mut t: Vec<[Duration; 4]> = Vec::new();
+        // kind), the store without the backlog (any kind), that store with
+        // the (absent) bulk kind paused (any kind: the kind-index path)].
+        let mut t: Vec<[Duration; 5]> = Vec::new();
         // A warm-up chunk of each (not counted), then the chunks in turn, the
         // order reversed every other round so neither side always goes first.
         for round in 0..=chunks {
-            let mut this = [Duration::ZERO; 4];
+            let mut this = [Duration::ZERO; 5];
             let mut run = |which: usize| {
-                if which == 3 {
-                    this[3] = leases(&solo, &any, chunk);
+                if which >= 3 {
+                    if which == 3 {
+                        solo.resume(&bulk).unwrap();
+                    } else {
+                        solo.pause(&bulk).unwrap();
+                    }
+                    this[which] = leases(&solo, &any, chunk);
                     return;
                 }
                 if which == 0 {
@@ -282,9 +288,9 @@ fn main() {
                 this[which] = leases(&q, if which == 2 { &any } else { &embed }, chunk);
             };
             let order = if round % 2 == 0 {
-                [0, 1, 2, 3]
+                [0, 1, 2, 3, 4]
             } else {
-                [3, 2, 1, 0]
+                [4, 3, 2, 1, 0]
             };
             for w in order {
                 run(w);
@@ -297,6 +303,7 @@ fn main() {
         let (b, pf, pa) = (total(0), total(1), total(2));
         let (mf, ma) = (median_ratio(&t, 1, 0), median_ratio(&t, 2, 0));
         let (solo_us, ms) = (total(3), median_ratio(&t, 2, 3));
+        let (solo_p, msp) = (total(4), median_ratio(&t, 4, 3));
         let label = format!("{}k", paused_backlog / 1000);
         row(
             &format!("lease_next(kind embed), {label} bulk pending, nothing paused"),
@@ -322,6 +329,11 @@ fn main() {
             &format!("  the any-kind poller with {label} bulk paused, beside it"),
             String::new(),
             format!("{ms:.2}× (total {:.2}×)", pa / solo_us),
+        );
+        row(
+            "lease_next(any kind), embed alone, the absent bulk kind paused",
+            format!("{solo_p:.2} µs"),
+            format!("{msp:.2}× unpaused (total {:.2}×)", solo_p / solo_us),
         );
         drop((q, solo));
     }
