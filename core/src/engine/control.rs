@@ -25,6 +25,18 @@ const BATCH: usize = 1000;
 /// it (a poller leasing it, a settle) before it gives up.
 const ATTEMPTS: usize = 1000;
 
+/// Between two tries of a cancel or delete whose row moved or was claimed:
+/// a yield at first, then 1 ms, so the tries outlast a poller's claim held
+/// across a synced commit (several ms with `sync_writes`), which 1,000 bare
+/// yields did not (the crash harness saw `Storage: kept moving`).
+fn back_off(attempt: usize) {
+    if attempt < 50 {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// Why a claimed-row operation did not apply.
 enum Missed {
     /// A poller holds the row's claim right now, or the row moved since it
@@ -73,7 +85,7 @@ impl Engine {
     pub fn cancel(&self, id: &JobId, reason: &str) -> Result<CancelOutcome> {
         let mut reason = reason.to_string();
         codec::truncate_utf8(&mut reason, MAX_DETAIL_LEN);
-        for _ in 0..ATTEMPTS {
+        for attempt in 0..ATTEMPTS {
             let key = self
                 .key_of(id)?
                 .ok_or_else(|| Error::NotFound(format!("no job {id}")))?;
@@ -99,7 +111,7 @@ impl Engine {
                     )))
                 }
             }
-            std::thread::yield_now();
+            back_off(attempt);
         }
         Err(Error::Storage(format!(
             "job {id} kept moving while it was being cancelled; try again"
@@ -320,7 +332,7 @@ impl Engine {
     /// Delete job `id` and its index entries. `WrongState` when it is
     /// leased (cancel it first).
     pub fn delete(&self, id: &JobId) -> Result<()> {
-        for _ in 0..ATTEMPTS {
+        for attempt in 0..ATTEMPTS {
             let key = self
                 .key_of(id)?
                 .ok_or_else(|| Error::NotFound(format!("no job {id}")))?;
@@ -355,7 +367,7 @@ impl Engine {
                     }
                 }
             }
-            std::thread::yield_now();
+            back_off(attempt);
         }
         Err(Error::Storage(format!(
             "job {id} kept moving while it was being deleted; try again"

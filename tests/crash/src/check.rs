@@ -5,6 +5,16 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use telha_jobs::{JobId, ListQuery, Queue, State, StateCounts};
 
+/// An acknowledged cancel: what the job may be in after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cancel {
+    /// `cancel` answered cancelled: the job is cancelled.
+    Done,
+    /// `cancel` answered requested, or `extend` answered cancelled: the job
+    /// is cancelled, or still leased with the request on it.
+    Requested,
+}
+
 use crate::log::Record;
 
 /// One lease as acknowledged.
@@ -13,6 +23,8 @@ struct Lease {
     ack_us: u64,
     deadline_ms: u64,
     round: u32,
+    /// Failed attempts before this lease (what a snooze must keep).
+    attempts: u32,
 }
 
 /// Everything acknowledged so far, per job.
@@ -28,6 +40,18 @@ pub struct History {
     settles: Vec<(JobId, u64, char, u64)>,
     completed: HashMap<JobId, u64>,
     dead: HashMap<JobId, u64>,
+    /// Jobs a cancel or a delete was begun on (acknowledged or not).
+    cancel_begun: HashSet<JobId>,
+    delete_begun: HashSet<JobId>,
+    /// Acknowledged cancels, and settles answered cancelled (generation).
+    cancels: HashMap<JobId, Cancel>,
+    cancelled_at: HashMap<JobId, u64>,
+    deleted: HashSet<JobId>,
+    /// Acknowledged snoozes: id → generations.
+    snoozes: Vec<(JobId, u64)>,
+    /// Pause target → paused after its last operation (`None`: that
+    /// operation was begun and not acknowledged, so either).
+    pauses: BTreeMap<String, Option<bool>>,
     pub acks: BTreeMap<char, u64>,
     pub torn: usize,
     bad: Vec<String>,
@@ -52,6 +76,20 @@ impl History {
                 *self.acks.entry('P').or_default() += 1;
                 continue;
             }
+            // Pause and resume name a target, not a job.
+            let pause_op = matches!(r.extra.as_str(), "pause" | "resume");
+            if matches!(r.tag, 'H' | 'U') || (r.tag == 'I' && pause_op) {
+                let now = match r.tag {
+                    'H' => Some(true),
+                    'U' => Some(false),
+                    _ => None,
+                };
+                self.pauses.insert(r.id.clone(), now);
+                if r.tag != 'I' {
+                    *self.acks.entry(r.tag).or_default() += 1;
+                }
+                continue;
+            }
             let id = match r.id.parse::<JobId>() {
                 Ok(id) => id,
                 Err(_) => {
@@ -59,7 +97,7 @@ impl History {
                     continue;
                 }
             };
-            if !matches!(r.tag, 'S' | 'A') {
+            if !matches!(r.tag, 'S' | 'A' | 'I') {
                 *self.acks.entry(r.tag).or_default() += 1;
             }
             let g = r.generation;
@@ -68,16 +106,14 @@ impl History {
                     self.enqueued.insert(id);
                 }
                 'L' => {
-                    let deadline_ms = r
-                        .extra
-                        .split(' ')
-                        .next()
-                        .and_then(|d| d.parse().ok())
-                        .unwrap_or(0);
+                    let mut extra = r.extra.split(' ');
+                    let deadline_ms = extra.next().and_then(|d| d.parse().ok()).unwrap_or(0);
+                    let attempts = extra.nth(1).and_then(|a| a.parse().ok()).unwrap_or(0);
                     let lease = Lease {
                         ack_us: r.t_us,
                         deadline_ms,
                         round,
+                        attempts,
                     };
                     if let Some(prev) = self.leases.entry(id).or_default().insert(g, lease) {
                         self.double_acks.push(format!(
@@ -86,7 +122,33 @@ impl History {
                         ));
                     }
                 }
-                'C' | 'F' | 'D' | 'R' => {
+                'I' if r.extra == "cancel" => {
+                    self.cancel_begun.insert(id);
+                }
+                'I' if r.extra == "delete" => {
+                    self.delete_begun.insert(id);
+                }
+                'K' => {
+                    let c = if r.extra == "requested" {
+                        Cancel::Requested
+                    } else {
+                        Cancel::Done
+                    };
+                    let e = self.cancels.entry(id).or_insert(c);
+                    if c == Cancel::Done {
+                        *e = c;
+                    }
+                }
+                'Y' => {
+                    self.cancels.entry(id).or_insert(Cancel::Requested);
+                }
+                'N' => {
+                    self.cancelled_at.insert(id, g);
+                }
+                'W' => {
+                    self.deleted.insert(id);
+                }
+                'C' | 'F' | 'D' | 'R' | 'Z' => {
                     let intent = self.intents.get(&(id, g)).copied().unwrap_or(r.t_us);
                     self.settles.push((id, g, r.tag, intent));
                     if r.tag == 'C' {
@@ -94,6 +156,9 @@ impl History {
                     }
                     if r.tag == 'D' {
                         self.dead.insert(id, g);
+                    }
+                    if r.tag == 'Z' {
+                        self.snoozes.push((id, g));
                     }
                 }
                 _ => {}
@@ -114,6 +179,9 @@ impl History {
 struct Row {
     state: State,
     generation: u64,
+    attempts: u32,
+    snoozes: u32,
+    cancel_requested: bool,
 }
 
 /// One named check and its failures (empty: passed).
@@ -145,7 +213,7 @@ pub fn run(q: &Queue, h: &History) -> Vec<Outcome> {
     //    state, and the per-state counts equal `stats()`.
     let mut rows: HashMap<JobId, Row> = HashMap::new();
     let mut scan_fail = Vec::new();
-    let mut counts: BTreeMap<String, [u64; 5]> = BTreeMap::new();
+    let mut counts: BTreeMap<String, [u64; State::COUNT]> = BTreeMap::new();
     let mut query = ListQuery {
         limit: 10_000,
         ..ListQuery::default()
@@ -169,6 +237,9 @@ pub fn run(q: &Queue, h: &History) -> Vec<Outcome> {
                 Row {
                     state: j.state,
                     generation: j.generation,
+                    attempts: j.attempts,
+                    snoozes: j.snoozes,
+                    cancel_requested: j.cancel_requested.is_some(),
                 },
             ) {
                 scan_fail.push(format!(
@@ -184,7 +255,7 @@ pub fn run(q: &Queue, h: &History) -> Vec<Outcome> {
     }
     match q.stats() {
         Ok(s) => {
-            let mut total = [0u64; 5];
+            let mut total = [0u64; State::COUNT];
             for (kind, c) in &counts {
                 for (t, x) in total.iter_mut().zip(c) {
                     *t += x;
@@ -214,7 +285,7 @@ pub fn run(q: &Queue, h: &History) -> Vec<Outcome> {
     let missing: Vec<String> = h
         .enqueued
         .iter()
-        .filter(|id| !rows.contains_key(id))
+        .filter(|id| !rows.contains_key(id) && !h.delete_begun.contains(id))
         .map(|id| format!("acknowledged enqueue of {id} is missing"))
         .collect();
     push("no acknowledged enqueue lost", missing);
@@ -226,6 +297,7 @@ pub fn run(q: &Queue, h: &History) -> Vec<Outcome> {
         for (id, g) in map {
             match rows.get(id) {
                 Some(r) if r.state == want && r.generation == *g => {}
+                None if h.delete_begun.contains(id) => {}
                 Some(r) => undone.push(format!(
                     "job {id}: acknowledged {want} at generation {g}, now {} at generation {}",
                     r.state, r.generation
@@ -295,110 +367,127 @@ pub fn run(q: &Queue, h: &History) -> Vec<Outcome> {
         double,
     );
 
+    // 7. An acknowledged cancel holds: the job is cancelled (or, for a
+    //    request, still leased with the request on it); a settle or extend
+    //    answered cancelled left it cancelled. Unless a delete was begun.
+    let mut cancels = Vec::new();
+    for (id, c) in &h.cancels {
+        match (rows.get(id), c) {
+            (Some(r), _) if r.state == State::Cancelled => {}
+            (Some(r), Cancel::Requested) if r.state == State::Leased && r.cancel_requested => {}
+            (None, _) if h.delete_begun.contains(id) => {}
+            (Some(r), _) => cancels.push(format!(
+                "job {id}: cancel acknowledged ({c:?}), now {} at generation {} (request on it: {})",
+                r.state, r.generation, r.cancel_requested
+            )),
+            (None, _) => cancels.push(format!("job {id}: cancel acknowledged ({c:?}), now missing")),
+        }
+    }
+    for (id, g) in &h.cancelled_at {
+        match rows.get(id) {
+            Some(r) if r.state == State::Cancelled && r.generation == *g => {}
+            None if h.delete_begun.contains(id) => {}
+            Some(r) => cancels.push(format!(
+                "job {id}: settle at generation {g} answered cancelled, now {} at generation {}",
+                r.state, r.generation
+            )),
+            None => cancels.push(format!("job {id}: settle answered cancelled, now missing")),
+        }
+    }
+    push(
+        "an acknowledged cancel holds (cancelled, or leased with the request)",
+        cancels,
+    );
+
+    // 8. An acknowledged delete's job is gone.
+    let back: Vec<String> = h
+        .deleted
+        .iter()
+        .filter_map(|id| {
+            rows.get(id)
+                .map(|r| format!("job {id}: delete acknowledged, but it is {}", r.state))
+        })
+        .collect();
+    push("an acknowledged delete's job is gone", back);
+
+    // 9. A snoozed job no later lease was acknowledged for is pending under
+    //    the snoozing generation with its attempts unchanged (or leased
+    //    again, unacknowledged: a higher generation; or cancelled/deleted
+    //    when that was begun).
+    let mut snoozed = Vec::new();
+    for (id, g) in &h.snoozes {
+        let leases = h.leases.get(id);
+        if leases.is_some_and(|ls| ls.range(g + 1..).next().is_some()) {
+            continue;
+        }
+        let attempts = leases.and_then(|ls| ls.get(g)).map(|l| l.attempts);
+        match rows.get(id) {
+            None if h.delete_begun.contains(id) => {}
+            None => snoozed.push(format!("job {id}: snoozed at generation {g}, now missing")),
+            Some(r) if r.generation > *g => {}
+            Some(r) if r.state == State::Cancelled && h.cancel_begun.contains(id) => {}
+            Some(r)
+                if r.state == State::Pending
+                    && r.generation == *g
+                    && r.snoozes > 0
+                    && attempts.is_none_or(|a| a == r.attempts) => {}
+            Some(r) => snoozed.push(format!(
+                "job {id}: snoozed at generation {g} (attempts {attempts:?}), now {} at generation {} \
+                 with {} attempts, {} snoozes",
+                r.state, r.generation, r.attempts, r.snoozes
+            )),
+        }
+    }
+    push(
+        "a snoozed job is pending with its attempts unchanged",
+        snoozed,
+    );
+
+    // 10. What the last acknowledged pause or resume of each target left
+    //     is what the reopened store says.
+    let mut pauses = Vec::new();
+    match q.paused() {
+        Ok(p) => {
+            let now: HashSet<String> = p
+                .kinds
+                .iter()
+                .map(|k| format!("kind:{k}"))
+                .chain(p.scopes.iter().map(|s| format!("scope:{s}")))
+                .collect();
+            for (label, want) in &h.pauses {
+                if let Some(want) = want {
+                    if now.contains(label) != *want {
+                        pauses.push(format!(
+                            "{label}: last acknowledged {}, but paused() says {:?}",
+                            if *want { "pause" } else { "resume" },
+                            now
+                        ));
+                    }
+                }
+            }
+        }
+        Err(e) => pauses.push(format!("paused: {e}")),
+    }
+    push("an acknowledged pause or resume survives the kill", pauses);
+
     if !h.bad.is_empty() {
         push("the ack logs parse", h.bad.clone());
     }
     out
 }
 
+/// `s`'s place in [`State::ALL`] (every state, cancelled included).
 fn state_index(s: State) -> usize {
-    match s {
-        State::Pending => 0,
-        State::Leased => 1,
-        State::Failed => 2,
-        State::Completed => 3,
-        _ => 4,
-    }
+    State::ALL
+        .iter()
+        .position(|&x| x == s)
+        .expect("State::ALL holds every state")
 }
 
-fn to_array(c: StateCounts) -> [u64; 5] {
-    [c.pending, c.leased, c.failed, c.completed, c.dead]
+fn to_array(c: StateCounts) -> [u64; State::COUNT] {
+    State::ALL.map(|s| c.get(s))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use telha_jobs::{Config, EnqueueOptions, LeaseOptions};
-
-    fn rec(tag: char, t_us: u64, id: &JobId, generation: u64, extra: &str) -> Record {
-        Record {
-            tag,
-            t_us,
-            id: id.to_string(),
-            generation,
-            extra: extra.to_string(),
-        }
-    }
-
-    fn failed(out: &[Outcome], name_part: &str) -> bool {
-        out.iter()
-            .any(|o| o.name.contains(name_part) && !o.failures.is_empty())
-    }
-
-    #[test]
-    fn a_true_history_passes_and_each_violation_is_caught() {
-        let dir = tempfile::tempdir().unwrap();
-        let q = Queue::open(dir.path(), Config::default()).unwrap();
-        let a = q
-            .enqueue("embed", b"a", EnqueueOptions::default())
-            .unwrap()
-            .id;
-        let job = q
-            .lease_next("w", &LeaseOptions::default())
-            .unwrap()
-            .unwrap();
-        q.complete(&job.token(), None).unwrap();
-
-        let mut h = History::default();
-        let t = crate::log::now_us();
-        let deadline = job.deadline.to_string();
-        h.add(
-            1,
-            vec![
-                rec('E', t, &a, 0, "new"),
-                rec('L', t + 1, &a, 1, &deadline),
-                rec('S', t + 2, &a, 1, "complete"),
-                rec('C', t + 3, &a, 1, ""),
-            ],
-            0,
-        );
-        let out = run(&q, &h);
-        assert!(
-            out.iter().all(|o| o.failures.is_empty()),
-            "{:?}",
-            out.iter()
-                .flat_map(|o| o.failures.clone())
-                .collect::<Vec<_>>()
-        );
-
-        // An enqueue the store never saw.
-        let ghost: JobId = "01900000-0000-7000-8000-000000000001".parse().unwrap();
-        let mut h2 = History::default();
-        h2.add(1, vec![rec('E', t, &ghost, 0, "new")], 0);
-        assert!(failed(&run(&q, &h2), "enqueue lost"));
-
-        // A second lease acknowledged before the first one's deadline, with
-        // no settle of the first begun before it.
-        let mut h3 = History::default();
-        h3.add(
-            1,
-            vec![
-                rec('L', t, &a, 1, &(t / 1000 + 60_000).to_string()),
-                rec('L', t + 5, &a, 2, "0"),
-            ],
-            0,
-        );
-        assert!(failed(&run(&q, &h3), "leased twice"));
-
-        // The same generation acknowledged twice.
-        let mut h4 = History::default();
-        h4.add(1, vec![rec('L', t, &a, 1, "0")], 0);
-        h4.add(2, vec![rec('L', t + 9, &a, 1, "0")], 0);
-        assert!(failed(&run(&q, &h4), "leased twice"));
-
-        // A completion the store does not show (here: under another generation).
-        let mut h5 = History::default();
-        h5.add(1, vec![rec('C', t, &a, 7, "")], 0);
-        assert!(failed(&run(&q, &h5), "completion"));
-    }
-}
+#[path = "check_tests.rs"]
+mod tests;

@@ -13,13 +13,21 @@
 //! | tag | meaning                                              | extra            |
 //! |-----|------------------------------------------------------|------------------|
 //! | `E` | enqueue acknowledged (single or batch; generation 0) | `new` / `dup`    |
-//! | `L` | lease acknowledged                                   | deadline ms      |
+//! | `L` | lease acknowledged                                   | deadline ms, worker, attempts |
 //! | `X` | extend acknowledged                                  | new deadline ms  |
 //! | `S` | about to settle (written before the call)            | complete/fail/.. |
+//! | `I` | about to cancel/delete a job (id) or pause/resume a target (its label) | cancel/delete/pause/resume |
 //! | `C` | complete acknowledged                                |                  |
 //! | `F` | retryable fail acknowledged                          |                  |
 //! | `D` | non-retryable fail acknowledged (the job is dead)    |                  |
 //! | `R` | release acknowledged                                 |                  |
+//! | `Z` | snooze acknowledged (pending again, no attempt spent) |                 |
+//! | `K` | cancel acknowledged (generation 0)                   | cancelled/requested |
+//! | `W` | delete acknowledged (generation 0)                   |                  |
+//! | `H` | pause acknowledged (id = the target's label)         | changed/same     |
+//! | `U` | resume acknowledged (id = the target's label)        | changed/same     |
+//! | `Y` | extend answered CANCELLED (a cancel request)         |                  |
+//! | `N` | a settle answered CANCELLED (recorded cancelled)     | complete/fail/.. |
 //! | `A` | a settle or extend answered ABORTED (lease lost)     |                  |
 //! | `P` | reap acknowledged (id `-`, generation = expired)     |                  |
 

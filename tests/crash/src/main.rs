@@ -256,7 +256,8 @@ fn run_mode(p: &RunParams) -> (u32, u32) {
                 failed += bad;
                 println!(
                     "kill {round:>3}/{} after {delay:>4} ms (pid {pid}): +{:>5} acks, reopen {open_ms} ms, \
-                     {} jobs (pending {}, leased {}, failed {}, completed {}, dead {}): {ok}/{} checks passed",
+                     {} jobs (pending {}, leased {}, failed {}, completed {}, dead {}, cancelled {}): \
+                     {ok}/{} checks passed",
                     p.kills,
                     history.total_acks() - before,
                     history.jobs(),
@@ -265,6 +266,7 @@ fn run_mode(p: &RunParams) -> (u32, u32) {
                     s.failed,
                     s.completed,
                     s.dead,
+                    s.cancelled,
                     ok + bad
                 );
             }
@@ -282,9 +284,10 @@ fn run_mode(p: &RunParams) -> (u32, u32) {
         report_failures(&outcomes);
     }
 
-    // After the last kill: the leases the dead workers held expire, and
-    // every job that is not dead drains to completed.
-    let drain = drain(&store, p.sync_writes, &history);
+    // After the last kill: everything paused is resumed, the leases the
+    // dead workers held expire, and every job that is not dead or
+    // cancelled drains to completed.
+    let drain = drain(&store, p.sync_writes, &mut history, p.kills + 1);
     let (ok, bad) = tally(std::slice::from_ref(&drain));
     report_failures(std::slice::from_ref(&drain));
     passed += ok;
@@ -308,8 +311,8 @@ fn run_mode(p: &RunParams) -> (u32, u32) {
     (passed, failed)
 }
 
-fn drain(store: &Path, sync_writes: bool, h: &check::History) -> check::Outcome {
-    let name = "after the last kill, every job not dead drains to completed";
+fn drain(store: &Path, sync_writes: bool, h: &mut check::History, round: u32) -> check::Outcome {
+    let name = "after the last kill, every job not dead or cancelled drains to completed";
     let mut failures = Vec::new();
     let q = match Queue::open(store, check_config(sync_writes)) {
         Ok(q) => q,
@@ -320,6 +323,21 @@ fn drain(store: &Path, sync_writes: bool, h: &check::History) -> check::Outcome 
             }
         }
     };
+    // Resume what the workers left paused, recorded as they record theirs.
+    let mut resumed = Vec::new();
+    for t in worker::pause_targets() {
+        match q.resume(&t) {
+            Ok(_) => resumed.push(log::Record {
+                tag: 'U',
+                t_us: log::now_us(),
+                id: t.label(),
+                generation: 0,
+                extra: "drain".into(),
+            }),
+            Err(e) => failures.push(format!("drain resume {}: {e}", t.label())),
+        }
+    }
+    h.add(round, resumed, 0);
     let until = Instant::now() + Duration::from_secs(30);
     let opts = LeaseOptions {
         wait: Some(Duration::from_millis(50)),
@@ -404,6 +422,13 @@ fn tag_name(tag: char) -> &'static str {
         'F' => "fail",
         'D' => "fail-dead",
         'R' => "release",
+        'Z' => "snooze",
+        'K' => "cancel",
+        'W' => "delete",
+        'H' => "pause",
+        'U' => "resume",
+        'Y' => "extend-cancelled",
+        'N' => "settle-cancelled",
         'P' => "reap",
         _ => "other",
     }

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use telha_jobs::{
-    Backoff, Config, EnqueueOptions, ErrorKind, Job, LeaseOptions, NewJob, Queue, Scope,
+    Backoff, CancelOutcome, Config, EnqueueOptions, ErrorKind, Job, JobId, KindPattern,
+    LeaseOptions, NewJob, PauseTarget, Queue, Scope,
 };
 
 use crate::log::{now_us, AckLog};
@@ -31,6 +32,10 @@ pub fn config(sync_writes: bool) -> Config {
         // Completed jobs are kept, so every acknowledged completion can be
         // checked after every kill.
         completed_retention: None,
+        // Dead and cancelled jobs too: every acknowledged dead-lettering
+        // and cancel is checked after every kill.
+        dead_retention: None,
+        cancelled_retention: None,
         sync_writes,
         ..Config::default()
     }
@@ -64,7 +69,11 @@ pub fn run(a: WorkerArgs) -> ! {
             let log = a.log_dir.join(format!("r{:04}-t{t}.log", a.round));
             let seed = a.seed ^ ((a.round as u64) << 32) ^ (t as u64).wrapping_mul(0x9E37_79B9);
             let worker = format!("r{}t{t}", a.round);
-            std::thread::spawn(move || thread_loop(&q, &log, seed, &worker, deadline))
+            // Only thread 0 pauses and resumes, so the order of those
+            // operations (and so what must be paused after a kill) is the
+            // order of its log.
+            let pauser = t == 0;
+            std::thread::spawn(move || thread_loop(&q, &log, seed, &worker, pauser, deadline))
         })
         .collect();
     for h in hs {
@@ -82,7 +91,41 @@ fn fatal(what: &str, e: telha_jobs::Error) -> ! {
     std::process::exit(4);
 }
 
-fn thread_loop(q: &Queue, log: &Path, seed: u64, worker: &str, until: Instant) {
+/// What thread 0 pauses and resumes: a family, an exact kind, the tenant.
+pub fn pause_targets() -> [PauseTarget; 3] {
+    let family: KindPattern = "ingest:*".parse().expect("a family pattern");
+    let kind: KindPattern = "embed".parse().expect("a kind");
+    [
+        PauseTarget::Kind(family),
+        PauseTarget::Kind(kind),
+        PauseTarget::Scope(Scope::from_bytes([7; 16])),
+    ]
+}
+
+/// Job ids this thread enqueued lately: what it cancels and deletes.
+struct Recent {
+    ids: Vec<JobId>,
+    next: usize,
+}
+
+impl Recent {
+    const CAP: usize = 64;
+
+    fn add(&mut self, id: JobId) {
+        if self.ids.len() < Self::CAP {
+            self.ids.push(id);
+        } else {
+            self.ids[self.next] = id;
+            self.next = (self.next + 1) % Self::CAP;
+        }
+    }
+
+    fn pick(&self, rng: &mut SmallRng) -> Option<JobId> {
+        (!self.ids.is_empty()).then(|| self.ids[rng.random_range(0..self.ids.len())])
+    }
+}
+
+fn thread_loop(q: &Queue, log: &Path, seed: u64, worker: &str, pauser: bool, until: Instant) {
     let mut log = AckLog::create(log).unwrap_or_else(|e| {
         eprintln!("crash worker: cannot create {}: {e}", log.display());
         std::process::exit(3);
@@ -91,6 +134,11 @@ fn thread_loop(q: &Queue, log: &Path, seed: u64, worker: &str, until: Instant) {
     let tenant = Scope::from_bytes([7; 16]);
     let mut held: Vec<Held> = Vec::new();
     let no_wait = LeaseOptions::default();
+    let mut recent = Recent {
+        ids: Vec::new(),
+        next: 0,
+    };
+    let targets = pause_targets();
     let mut n = 0u64;
     while Instant::now() < until {
         n += 1;
@@ -122,6 +170,7 @@ fn thread_loop(q: &Queue, log: &Path, seed: u64, worker: &str, until: Instant) {
                     Ok(e) => {
                         let extra = if e.created { "new" } else { "dup" };
                         log.write('E', now_us(), &e.id.to_string(), 0, extra);
+                        recent.add(e.id);
                     }
                     Err(e) => fatal("enqueue", e),
                 }
@@ -140,6 +189,7 @@ fn thread_loop(q: &Queue, log: &Path, seed: u64, worker: &str, until: Instant) {
                         let t = now_us();
                         for e in v {
                             log.push('E', t, &e.id.to_string(), 0, "new");
+                            recent.add(e.id);
                         }
                         log.flush();
                     }
@@ -157,7 +207,7 @@ fn thread_loop(q: &Queue, log: &Path, seed: u64, worker: &str, until: Instant) {
                     Ok(jobs) => {
                         let t = now_us();
                         for j in &jobs {
-                            let extra = format!("{} {worker}", j.deadline);
+                            let extra = format!("{} {worker} {}", j.deadline, j.attempts);
                             log.push('L', t, &j.id.to_string(), j.generation, &extra);
                         }
                         log.flush();
@@ -170,7 +220,29 @@ fn thread_loop(q: &Queue, log: &Path, seed: u64, worker: &str, until: Instant) {
                 let i = rng.random_range(0..held.len());
                 settle(q, &mut log, &mut rng, &mut held, i, worker);
             }
-            95..=96 => match q.reap() {
+            95 => {
+                // Cancel: one of this thread's leases (a cancel request) or
+                // a job it enqueued lately (whatever state it is in now).
+                let id = if !held.is_empty() && rng.random_bool(0.4) {
+                    Some(held[rng.random_range(0..held.len())].job.id)
+                } else {
+                    recent.pick(&mut rng)
+                };
+                if let Some(id) = id {
+                    cancel(q, &mut log, &id);
+                }
+            }
+            96 => {
+                if let Some(id) = recent.pick(&mut rng) {
+                    delete(q, &mut log, &id);
+                }
+            }
+            98 if pauser => {
+                let t = &targets[rng.random_range(0..targets.len())];
+                // Resume more often than pause, so work is mostly leasable.
+                pause_or_resume(q, &mut log, t, rng.random_bool(0.35));
+            }
+            99 if rng.random_bool(0.6) => match q.reap() {
                 Ok(r) => log.write('P', now_us(), "-", r.expired as u64, ""),
                 Err(e) => fatal("reap", e),
             },
@@ -181,6 +253,55 @@ fn thread_loop(q: &Queue, log: &Path, seed: u64, worker: &str, until: Instant) {
             }
             _ => {}
         }
+    }
+}
+
+fn cancel(q: &Queue, log: &mut AckLog, id: &JobId) {
+    let ids = id.to_string();
+    log.write('I', now_us(), &ids, 0, "cancel");
+    match q.cancel(id, "crash harness cancel") {
+        Ok(o) => {
+            let extra = match o {
+                CancelOutcome::Requested => "requested",
+                _ => "cancelled",
+            };
+            log.write('K', now_us(), &ids, 0, extra);
+        }
+        // Finished already, or deleted by another thread.
+        Err(e) if matches!(e.kind(), ErrorKind::WrongState | ErrorKind::NotFound) => {}
+        Err(e) => fatal("cancel", e),
+    }
+}
+
+fn delete(q: &Queue, log: &mut AckLog, id: &JobId) {
+    let ids = id.to_string();
+    log.write('I', now_us(), &ids, 0, "delete");
+    match q.delete(id) {
+        Ok(()) => log.write('W', now_us(), &ids, 0, ""),
+        // Leased (cancel it first), or deleted already.
+        Err(e) if matches!(e.kind(), ErrorKind::WrongState | ErrorKind::NotFound) => {}
+        Err(e) => fatal("delete", e),
+    }
+}
+
+fn pause_or_resume(q: &Queue, log: &mut AckLog, t: &PauseTarget, pause: bool) {
+    let label = t.label();
+    let (what, tag) = if pause {
+        ("pause", 'H')
+    } else {
+        ("resume", 'U')
+    };
+    log.write('I', now_us(), &label, 0, what);
+    let r = if pause { q.pause(t) } else { q.resume(t) };
+    match r {
+        Ok(changed) => log.write(
+            tag,
+            now_us(),
+            &label,
+            0,
+            if changed { "changed" } else { "same" },
+        ),
+        Err(e) => fatal(what, e),
     }
 }
 
@@ -205,6 +326,11 @@ fn settle(
                 Some(Err(e)) if e.kind() == ErrorKind::Aborted => {
                     log.write('A', now_us(), &id, tok.generation, "extend");
                     held.swap_remove(i);
+                }
+                Some(Err(e)) if e.kind() == ErrorKind::Cancelled => {
+                    // A cancel request: not renewed; the holder stops and
+                    // settles (the job is recorded cancelled).
+                    log.write('Y', now_us(), &id, tok.generation, "extend");
                 }
                 Some(Err(e)) => fatal("extend (item)", e),
                 None => fatal("extend", telha_jobs::Error::NotFound("no answer".into())),
@@ -244,6 +370,9 @@ fn settle(
                         Err(e) if e.kind() == ErrorKind::Aborted => {
                             log.push('A', t, &id, h.job.generation, "complete_many")
                         }
+                        Err(e) if e.kind() == ErrorKind::Cancelled => {
+                            log.push('N', t, &id, h.job.generation, "complete_many")
+                        }
                         Err(e) => fatal("complete_many (item)", e),
                     }
                 }
@@ -262,13 +391,16 @@ fn settle(
         ("fail", 'F', Some(true))
     } else if action < 90 {
         ("fail-dead", 'D', Some(false))
-    } else {
+    } else if action < 95 {
         ("release", 'R', None)
+    } else {
+        ("snooze", 'Z', None)
     };
     log.write('S', now_us(), &id, tok.generation, what);
     let r = match (tag, result) {
         ('C', _) => q.complete(&tok, Some(b"done")),
         ('R', _) => q.release(&tok),
+        ('Z', _) => q.snooze(&tok, Duration::from_millis(rng.random_range(0..200))),
         (_, Some(retryable)) => q.fail(&tok, "crash harness failure", retryable),
         _ => unreachable!("every action has a call"),
     };
@@ -276,6 +408,10 @@ fn settle(
         Ok(()) => log.write(tag, now_us(), &id, tok.generation, ""),
         Err(e) if e.kind() == ErrorKind::Aborted => {
             log.write('A', now_us(), &id, tok.generation, what)
+        }
+        // A cancel was requested while it was held: recorded cancelled.
+        Err(e) if e.kind() == ErrorKind::Cancelled => {
+            log.write('N', now_us(), &id, tok.generation, what)
         }
         Err(e) => fatal(what, e),
     }
