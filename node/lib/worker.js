@@ -353,7 +353,7 @@ class Worker extends EventEmitter {
 
   /** A settle the store refused: the lease was lost, the job cancelled, or a real error. */
   #settleError (job, e) {
-    if (e && (e.code === 'ABORTED' || e.code === 'NOT_FOUND')) this.emit('lost', job)
+    if (e && e.code === 'ABORTED') this.emit('lost', job)
     else if (e && e.code === 'CANCELLED') this.emit('cancelled', job)
     else this.#report(e)
   }
