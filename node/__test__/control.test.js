@@ -136,6 +136,10 @@ test('pause and resume kinds, families and scopes; paused, stats and get show it
   assert.deepEqual((await q.stats()).paused, { kinds: ['embed', 'ingest:*'], scopes: [SCOPE_A] })
   assert.equal((await q.get(a)).paused, true)
   assert.equal((await q.get(c)).paused, true)
+  const metrics = await q.metrics()
+  for (const line of ['telha_jobs_paused{kind="embed"} 1', 'telha_jobs_paused{kind="ingest:*"} 1', `telha_jobs_paused{scope="${SCOPE_A}"} 1`]) {
+    assert.ok(metrics.includes(line), `metrics lack ${line}`)
+  }
   assert.equal(await q.leaseNext('w1'), null)
   assert.equal(await q.resume({ kind: 'ingest:pdf' }), false)
   assert.equal(await q.resume({ kind: 'ingest:*' }), true)
