@@ -169,3 +169,40 @@ test('throw new Snooze(ms) hands the job back without an attempt; new Retry(err,
   assert.throws(() => new Retry(new Error('x'), { afterMs: Infinity }), RangeError)
   assert.throws(() => new Retry(new Error('x')), RangeError)
 })
+
+test('a hung handler whose Worker keeps heartbeating loses the job after maxLeaseTotalMs; another Worker completes it', async (t) => {
+  const q = await openTemp(t, {
+    reaperIntervalMs: 50, backoffBaseMs: 1, backoffCapMs: 1,
+    kinds: { hang: { leaseTtlMs: 300, maxLeaseTotalMs: 500 } }
+  })
+  const id = await q.enqueue('hang', 'x')
+  let unhang
+  const hung = new Promise((resolve) => { unhang = resolve })
+  let aborted
+  const abort = new Promise((resolve) => { aborted = resolve })
+  const w1 = new Worker(q, async (job, { signal }) => {
+    signal.addEventListener('abort', () => aborted(signal.reason))
+    await hung // ignores its signal until the test lets go
+  }, { workerId: 'hung', pollMs: 50 })
+  const lost = new Promise((resolve) => w1.once('lost', resolve))
+  const run1 = w1.run()
+  const t0 = Date.now()
+  const reason = await abort
+  assert.equal(reason.code, 'ABORTED')
+  assert.ok(Date.now() - t0 >= 450, `lost after ${Date.now() - t0} ms, before maxLeaseTotalMs`)
+  const w2 = new Worker(q, async () => 'rescued', { workerId: 'rescuer', pollMs: 50 })
+  const completed = new Promise((resolve) => w2.once('completed', resolve))
+  const run2 = w2.run()
+  await completed
+  await w2.stop()
+  await run2
+  unhang()
+  await lost // once the handler returns: nothing recorded
+  await w1.stop({ graceMs: 1000 })
+  await run1
+  const info = await q.get(id)
+  assert.equal(info.state, 'completed')
+  assert.equal(info.workerId, 'rescuer')
+  assert.equal(info.attempts, 1, 'the lost lease spent an attempt')
+  assert.ok(info.events.some((e) => e.transition === 'lease_expired'))
+})
