@@ -55,6 +55,34 @@ export declare class NativeQueue {
    */
   settings(): Record<string, unknown> | null
   /**
+   * Cancel a job: `cancelled` when it was pending, scheduled or failed
+   * (now cancelled), `requested` when it is leased (a durable request
+   * its holder learns at its next heartbeat).
+   */
+  cancel(id: string, reason: string): Promise<'cancelled' | 'requested'>
+  /**
+   * Cancel every unfinished job matching all the given filters, in
+   * bounded atomic batches.
+   */
+  cancelMany(filter: NativeCancelFilter): Promise<CancelReport>
+  /** Remove a job that is not leased, with its index entries. */
+  delete(id: string): Promise<void>
+  /**
+   * Hand a leased job back until now + `delayMs` (at most the longest
+   * duration, 100 years) without spending an attempt (past the kind's
+   * `maxSnoozes` it counts as one).
+   */
+  snooze(id: string, generation: number, delay: number): Promise<void>
+  /**
+   * Pause a kind, a family (`ingest:*`) or a scope: its jobs are not
+   * leased until `resume`. True when this changed anything.
+   */
+  pause(kind?: string | undefined | null, scope?: string | undefined | null): Promise<boolean>
+  /** Undo a `pause`. True when this changed anything. */
+  resume(kind?: string | undefined | null, scope?: string | undefined | null): Promise<boolean>
+  /** What is paused. */
+  paused(): Promise<Paused>
+  /**
    * Open (or create) the store at `path`. `options` are read through the
    * core's key table (see `configKeys()`).
    */
@@ -89,10 +117,11 @@ export declare class NativeQueue {
    */
   leaseWait(workerId: string, max: number, kinds: Array<string> | undefined | null, scopes: Array<string> | undefined | null, waitMs: number, cancel?: CancelToken | undefined | null): Promise<LeasedBatch>
   /**
-   * Renew leases (`ids` joined with `,`): per lease, true when renewed,
-   * false when it is lost.
+   * Renew leases (`ids` joined with `,`): per lease, one byte:
+   * [`EXTEND_RENEWED`], [`EXTEND_LOST`] (reaped, or leased again) or
+   * [`EXTEND_CANCELLED`] (a cancel was requested: not renewed, stop).
    */
-  extend(ids: string, generations: Float64Array, workerId: string): Promise<boolean[]>
+  extend(ids: string, generations: Float64Array, workerId: string): Promise<Uint8Array>
   /** Complete a leased job with an optional result (`undefined`: none). */
   complete(id: string, generation: number, result: unknown): Promise<void>
   /**
@@ -109,10 +138,10 @@ export declare class NativeQueue {
    */
   completeMany(ids: string, generations: Float64Array, results?: unknown[] | null, nulls?: Uint8Array | null): Promise<Array<string | null> | null>
   /**
-   * Fail a leased job (retried after backoff unless not `retryable` or
-   * out of attempts).
+   * Fail a leased job (retried after backoff, or after `retryInMs` when
+   * given, unless not `retryable` or out of attempts).
    */
-  fail(id: string, generation: number, reason: string, retryable: boolean): Promise<void>
+  fail(id: string, generation: number, reason: string, retryable: boolean, retryInMs?: number | undefined | null): Promise<void>
   /** Hand a leased job back without spending an attempt. */
   release(id: string, generation: number): Promise<void>
   /** Connect to a `telha serve` server at `url`. */
@@ -151,6 +180,19 @@ export declare function __panicForTest(at: string): Promise<void>
  * `__panicForTest`).
  */
 export declare function __panicOnThreadForTest(): Promise<void>
+
+/** What `cancelMany` did. */
+export interface CancelReport {
+  /** Jobs cancelled at once (pending, scheduled, failed). */
+  cancelled: number
+  /**
+   * Leased jobs that got a cancel request (their holder's next settle,
+   * or the lease's expiry, makes them cancelled).
+   */
+  requested: number
+  /** Rows that matched but did not decode (kept, untouched). */
+  corrupt: number
+}
 
 /** One key of the core's table, as `configKeys()` lists it. */
 export interface ConfigKey {
@@ -228,7 +270,7 @@ export interface EnqueuedBatch {
 /**
  * The stable error codes, in the core's order: `INVALID_ARGUMENT`,
  * `NOT_FOUND`, `ABORTED`, `STORE_LOCKED`, `STORAGE`, `CORRUPTION`,
- * `CLOSED`, `UNSUPPORTED_FORMAT`.
+ * `CLOSED`, `UNSUPPORTED_FORMAT`, `CANCELLED`, `WRONG_STATE`.
  */
 export declare function errorCodes(): Array<string>
 
@@ -284,6 +326,13 @@ export interface Job {
   priority: number
   /** The worker the lease was granted to. */
   workerId: string
+  /**
+   * The kind's run-time limit (`timeoutMs`), or null (lib/telha.js sets
+   * it on every job): the Worker aborts
+   * a handler running longer (its signal's reason has code `TIMEOUT`)
+   * and fails the job retryably.
+   */
+  timeoutMs: number | null
 }
 
 /** One entry of a job's event log. */
@@ -292,7 +341,8 @@ export interface JobEvent {
   ts: number
   /**
    * `enqueued`, `leased`, `completed`, `failed`, `dead`, `lease_expired`,
-   * `released` or `retried`; `attempt` for an older attempt folded into
+   * `released`, `retried`, `cancelled`, `cancel_requested`, `snoozed`
+   * or `expired`; `attempt` for an older attempt folded into
    * one entry (its detail sums it up).
    */
   transition: string
@@ -308,13 +358,14 @@ export interface JobInfo {
   scope: string
   /** The job's kind. */
   kind: string
-  /** `pending`, `leased`, `failed`, `completed` or `dead`. */
-  state: 'pending' | 'leased' | 'failed' | 'completed' | 'dead'
+  /** `pending`, `leased`, `failed`, `completed`, `dead` or `cancelled`. */
+  state: 'pending' | 'leased' | 'failed' | 'completed' | 'dead' | 'cancelled'
   /** 0 most urgent … 255 least. */
   priority: number
   /**
    * The state's time: ready-at (pending), deadline (leased), retry-at
-   * (failed), or when it got there (completed, dead); ms since the epoch.
+   * (failed), or when it got there (completed, dead, cancelled); ms
+   * since the epoch.
    */
   stateTs: number
   /** Failed attempts so far (an operator `retry` resets it). */
@@ -364,6 +415,21 @@ export interface JobInfo {
    * comes after it.
    */
   cursor: string
+  /**
+   * The reason of a cancel requested while the job is leased (its
+   * holder's next settle, or the lease's expiry, makes it cancelled);
+   * absent otherwise.
+   */
+  cancelRequested?: string
+  /** Snoozes so far. */
+  snoozes: number
+  /**
+   * When the job expires if it has not started (ms since the epoch);
+   * absent when it has no expiry.
+   */
+  expiresAt?: number
+  /** Whether its kind or its scope is paused right now. */
+  paused: boolean
 }
 
 /**
@@ -371,8 +437,8 @@ export interface JobInfo {
  * calls per job, all built off the JS thread: the ids joined with `,`;
  * the numeric fields in one `Float64Array`, [`LeasedBatch::FIELDS`] per job
  * (attempts, maxAttempts, generation, deadline, priority, payload length,
- * leaseTtlMs); the text fields (kind, scope, workerId, payloadEncoding) as
- * indices into `strings`, [`LeasedBatch::REFS`] per job, the batch's
+ * leaseTtlMs, timeoutMs or NaN for none); the text fields (kind, scope,
+ * workerId, payloadEncoding) as indices into `strings`, [`LeasedBatch::REFS`] per job, the batch's
  * distinct values (usually four); every payload in one `Buffer`; and the
  * payloads read as values by index (holes where a payload reads as its
  * bytes). lib/telha.js assembles the `Job` objects.
@@ -431,6 +497,14 @@ export interface ListPage {
   corrupt: Array<CorruptRecord>
 }
 
+/** Filters of `cancelMany`, as lib/telha.js passes them. */
+export interface NativeCancelFilter {
+  kind?: string
+  scope?: string
+  state?: string
+  reason?: string
+}
+
 /** Options of `NativeQueue.connect`. */
 export interface NativeConnectOptions {
   token?: string
@@ -446,6 +520,8 @@ export interface NativeEnqueueOptions {
   runAt?: number
   idempotencyKey?: string
   maxAttempts?: number
+  expiresInMs?: number
+  expiresAt?: number
 }
 
 /** Filters of `list`. */
@@ -466,14 +542,24 @@ export interface NativeServeOptions {
   metricsListen?: string
 }
 
+/** What is paused (`paused()`, `stats().paused`). */
+export interface Paused {
+  /** Paused kinds and families (`ingest:*`), sorted. */
+  kinds: Array<string>
+  /** Paused scopes, sorted. */
+  scopes: Array<string>
+}
+
 /** What one reaper pass did. */
 export interface ReapReport {
   /** Expired leases moved back to pending (with backoff). */
   expired: number
   /** Expired leases with no attempts left, now dead. */
   dead: number
-  /** Completed jobs pruned past their retention. */
+  /** Completed, dead and cancelled jobs pruned past their retention. */
   pruned: number
+  /** Jobs that expired before they started (now dead). */
+  expiredUnstarted: number
   /** Records skipped because they did not decode. */
   corrupt: Array<CorruptRecord>
 }
@@ -485,6 +571,7 @@ export interface StateCounts {
   failed: number
   completed: number
   dead: number
+  cancelled: number
 }
 
 /** Exact counts (kept in the same batches as the moves; never a scan). */
@@ -493,4 +580,6 @@ export interface Stats {
   total: StateCounts
   /** Counts per kind; kinds with no jobs left are omitted. */
   byKind: Record<string, StateCounts>
+  /** What is paused (kinds and families, scopes). */
+  paused: Paused
 }

@@ -20,8 +20,10 @@ function sample (k) {
   switch (k.type) {
     case 'duration':
     case 'retention':
-      return k.defaultValue === 0 ? 4321 : k.defaultValue * 2
-    case 'count': return k.defaultValue + 7
+      // An off default (false: no limit) gets a duration.
+      return k.defaultValue === 0 || k.defaultValue === false ? 4321 : k.defaultValue * 2
+    // A default at the top of its range (max_snoozes: u32::MAX, unlimited) goes down.
+    case 'count': return k.defaultValue >= 2 ** 32 - 1 ? k.defaultValue - 7 : k.defaultValue + 7
     case 'factor': return k.defaultValue + 0.75
     case 'flag': return !k.defaultValue
     default: throw new Error(`${k.name}: the test knows no type ${k.type}`)

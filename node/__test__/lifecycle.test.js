@@ -167,7 +167,7 @@ test('list pages through jobs; stats, reap and metrics answer', async (t) => {
   const stats = await q.stats()
   assert.equal(stats.total.pending, 5)
   assert.equal(stats.byKind.embed.pending, 5)
-  assert.deepEqual(await q.reap(), { expired: 0, dead: 0, pruned: 0, corrupt: [] })
+  assert.deepEqual(await q.reap(), { expired: 0, dead: 0, pruned: 0, expiredUnstarted: 0, corrupt: [] })
   assert.match(await q.metrics(), /telha_jobs_/)
 })
 

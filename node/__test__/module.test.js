@@ -11,7 +11,8 @@ test('CommonJS require exposes the API', () => {
   assert.equal(typeof telha.Worker, 'function')
   assert.ok(new telha.Permanent('x') instanceof Error)
   assert.deepEqual(Object.keys(telha.ErrorCode), [
-    'INVALID_ARGUMENT', 'NOT_FOUND', 'ABORTED', 'STORE_LOCKED', 'STORAGE', 'CORRUPTION', 'CLOSED', 'UNSUPPORTED_FORMAT'
+    'INVALID_ARGUMENT', 'NOT_FOUND', 'ABORTED', 'STORE_LOCKED', 'STORAGE', 'CORRUPTION', 'CLOSED', 'UNSUPPORTED_FORMAT',
+    'CANCELLED', 'WRONG_STATE'
   ])
   assert.equal(telha, require('..'))
 })

@@ -247,3 +247,48 @@ test('Worker concurrency, pollMs, heartbeatMs and stop graceMs: taken, or a Rang
     await run
   }
 })
+
+test('job control: snooze delayMs, fail retryInMs, expiresInMs and expiresAt are taken exactly or refused with a RangeError', async (t) => {
+  const q = await openTemp(t)
+  const near = (ts, want) => Number.isSafeInteger(ts) && Math.abs(ts - want) <= 5000
+  for (const [seed, name] of [[11, 'delayMs'], [12, 'retryInMs']]) {
+    for (const v of values(seed, 40)) {
+      const id = await q.enqueue('ctl', null)
+      const job = await q.leaseNext('w', { kinds: 'ctl' })
+      assert.equal(job.id, id)
+      const before = Date.now()
+      const r = await outcome(() => name === 'delayMs' ? q.snooze(job, v) : q.fail(job, 'x', { retryInMs: v }))
+      if (v >= 0 && v <= limits.maxDurationMs) {
+        assert.ok(r.ok, `${name} ${v} was refused: ${r.error && r.error.message}`)
+        const info = await q.get(id)
+        assert.equal(info.state, name === 'delayMs' ? 'pending' : 'failed')
+        assert.ok(near(info.stateTs, before + v), `${name} ${v}: ready at ${info.stateTs}`)
+        await q.delete(id) // a short delay would bring it back to the next lease
+      } else {
+        assertRange(r, v, name)
+        assert.equal((await q.get(id)).state, 'leased', `${name} ${v}: the refused call changed the job`)
+        await q.complete(job)
+      }
+    }
+  }
+  for (const v of values(13, 60)) {
+    const before = Date.now()
+    const r = await outcome(() => q.enqueue('exp', null, { expiresInMs: v }))
+    if (r.ok) {
+      assert.ok(v > 0 && before + v <= limits.maxInstantMs + 10000, `expiresInMs ${v} was taken`)
+      assert.ok(near((await q.get(r.value)).expiresAt, before + v), `expiresInMs ${v}`)
+    } else if (v >= 0 && before + v < limits.maxInstantMs - 10000) {
+      // In range but not after now (0, a fraction of a ms): the core's refusal.
+      assert.equal(r.error.code, 'INVALID_ARGUMENT', `expiresInMs ${v}: ${r.error.message}`)
+      assert.ok(v < 1, `expiresInMs ${v} was refused: ${r.error.message}`)
+    } else {
+      assertRange(r, v, 'expiresInMs')
+    }
+  }
+  for (const v of values(14, 60)) {
+    const r = await outcome(() => q.enqueue('exp', null, { expiresAt: v }))
+    if (!(v >= 0 && v <= limits.maxInstantMs)) assertRange(r, v, 'expiresAt')
+    else if (Math.floor(v) <= Date.now()) assert.equal(r.ok ? 'taken' : r.error.code, 'INVALID_ARGUMENT', `expiresAt ${v} in the past`)
+    else assert.equal((await q.get(r.value)).expiresAt, Math.floor(v), `expiresAt ${v}`)
+  }
+})

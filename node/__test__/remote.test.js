@@ -14,6 +14,8 @@ process.env.TELHA_TEST_REMOTE = '1'
 describe('over a remote queue: the lifecycle suite', () => { require('./lifecycle.test.js') })
 describe('over a remote queue: the payload suite', () => { require('./payload.test.js') })
 describe('over a remote queue: the Worker suite', () => { require('./worker.test.js') })
+describe('over a remote queue: the job-control suite', () => { require('./control.test.js') })
+describe('over a remote queue: the Worker job-control suite', () => { require('./worker_control.test.js') })
 
 test('serve and connect in one process share the queue', async (t) => {
   const { local, server } = await serveTemp(t)

@@ -14,10 +14,12 @@ import type {
   CorruptRecord,
   Enqueued,
   ConfigKey,
-  Limits
+  Limits,
+  CancelReport,
+  Paused
 } from '../index'
 
-export type { Job, JobInfo, JobEvent, ListPage, ReapReport, Stats, StateCounts, CorruptRecord, Enqueued, ConfigKey, Limits }
+export type { Job, JobInfo, JobEvent, ListPage, ReapReport, Stats, StateCounts, CorruptRecord, Enqueued, ConfigKey, Limits, CancelReport, Paused }
 
 /**
  * The stable `code` of every error the store raises, mapped one-to-one from
@@ -33,6 +35,8 @@ export type ErrorCodeName =
   | 'CORRUPTION'
   | 'CLOSED'
   | 'UNSUPPORTED_FORMAT'
+  | 'CANCELLED'
+  | 'WRONG_STATE'
 
 /** `ErrorCode.ABORTED === 'ABORTED'`, … (frozen). */
 export declare const ErrorCode: Readonly<{ [K in ErrorCodeName]: K }>
@@ -57,6 +61,11 @@ export declare const ErrorCode: Readonly<{ [K in ErrorCodeName]: K }>
  * - `CLOSED`: the queue was closed.
  * - `UNSUPPORTED_FORMAT`: the store was written by a newer, incompatible
  *   format; it is left untouched.
+ * - `CANCELLED`: the job was cancelled while this lease held it; the settle
+ *   that got this answer recorded the job `cancelled` (a result is kept).
+ *   Stop working on it (a lost lease, beside `ABORTED`).
+ * - `WRONG_STATE`: the job is in a state the call does not apply to
+ *   (cancel of a finished job, delete of a leased one); nothing changed.
  */
 export interface TelhaError extends Error {
   code: ErrorCodeName
@@ -109,6 +118,20 @@ export interface KindOptions {
   backoffFactor?: number
   /** This kind's longest retry delay, ms. */
   backoffCapMs?: number
+  /**
+   * This kind's run-time limit, ms: a {@link Worker} aborts a handler that
+   * runs longer (signal reason code `TIMEOUT`) and fails the job retryably;
+   * `false` / `null`: no limit (the default).
+   */
+  timeoutMs?: number | false | null
+  /**
+   * The longest one lease of this kind may be renewed for, ms: past it
+   * `extend` answers lost, so a hung worker that keeps heartbeating still
+   * loses the job; `false` / `null`: no limit (the default).
+   */
+  maxLeaseTotalMs?: number | false | null
+  /** Snoozes before a snooze counts as a failed attempt (default 4294967295: unlimited). */
+  maxSnoozes?: number
   /** @deprecated Use `backoffBaseMs`, `backoffFactor`, `backoffCapMs`. */
   backoff?: BackoffOptions
 }
@@ -144,6 +167,16 @@ export interface OpenOptions {
   maxPayloadBytes?: number
   /** How many completed jobs one reaper pass prunes at most (default 10,000). */
   pruneBatch?: number
+  /** How long dead jobs are kept (default 604,800,000: 7 days); `false` or `null` keeps them forever. */
+  deadRetentionMs?: number | false | null
+  /** How long cancelled jobs are kept (default 86,400,000); `false` or `null` keeps them forever. */
+  cancelledRetentionMs?: number | false | null
+  /** The global default of {@link KindOptions.timeoutMs} (default none). */
+  timeoutMs?: number | false | null
+  /** The global default of {@link KindOptions.maxLeaseTotalMs} (default none). */
+  maxLeaseTotalMs?: number | false | null
+  /** The global default of {@link KindOptions.maxSnoozes}. */
+  maxSnoozes?: number
   /** Per-kind overrides, keyed by exact kind. */
   kinds?: Record<string, KindOptions>
   /** A TOML config file, as read by the Rust core and the `telha` CLI. */
@@ -157,8 +190,12 @@ export interface OpenOptions {
  * named as {@link OpenOptions} names them (a retention kept forever reads
  * `false`), and per kind what that kind sets.
  */
-export type Settings = Required<Omit<OpenOptions, 'kinds' | 'configFile' | 'backoff' | 'completedRetentionMs'>> & {
+export type Settings = Required<Omit<OpenOptions, 'kinds' | 'configFile' | 'backoff' | 'completedRetentionMs' | 'deadRetentionMs' | 'cancelledRetentionMs' | 'timeoutMs' | 'maxLeaseTotalMs'>> & {
   completedRetentionMs: number | false
+  deadRetentionMs: number | false
+  cancelledRetentionMs: number | false
+  timeoutMs: number | false
+  maxLeaseTotalMs: number | false
   kinds: Record<string, Omit<KindOptions, 'backoff'>>
 }
 
@@ -180,6 +217,17 @@ export interface EnqueueOptions {
   idempotencyKey?: string
   /** This job's attempt ceiling (over the per-kind and global ones; 1 to 2^32 - 1). */
   maxAttempts?: number
+  /**
+   * Never started once this long (ms, > 0) has passed from now: a job not
+   * leased by then goes `dead`, last error "expired before start".
+   */
+  expiresInMs?: number
+  /**
+   * Never started at or after this time (ms since the epoch, or a Date):
+   * it must be in the future and after the run-at, else `INVALID_ARGUMENT`.
+   * Wins over `expiresInMs`.
+   */
+  expiresAt?: number | Date
 }
 
 /** One job of {@link Queue.enqueueMany}: a `[kind, payload]` pair or an object. */
@@ -208,7 +256,7 @@ export interface LeaseOptions {
 
 /** Filters of {@link Queue.list}. */
 export interface ListOptions {
-  state?: 'pending' | 'leased' | 'failed' | 'completed' | 'dead'
+  state?: 'pending' | 'leased' | 'failed' | 'completed' | 'dead' | 'cancelled'
   /** A scope UUID. */
   scope?: string
   /** An exact kind or a family (`ingest:*`). */
@@ -345,6 +393,13 @@ export declare class Queue {
    * the lease is lost (stop working on that job).
    */
   extend(jobs: LeaseRef[], workerId: string): Promise<boolean[]>
+  /**
+   * {@link Queue.extend} with the reason of each lease not renewed:
+   * `renewed`, `lost` (reaped, or leased again), or `cancelled` (the job
+   * has a cancel request: not renewed; stop and settle it, which records it
+   * `cancelled`).
+   */
+  extendAnswers(jobs: LeaseRef[], workerId: string): Promise<Array<'renewed' | 'lost' | 'cancelled'>>
   /** Complete a leased job, with an optional result. `ABORTED` when the lease is lost. */
   complete(job: LeaseRef, result?: PayloadValue): Promise<void>
   /**
@@ -359,11 +414,52 @@ export declare class Queue {
   completeMany(jobs: LeaseRef[], results?: PayloadValue[]): Promise<Array<ErrorCodeName | null>>
   /**
    * Fail a leased job: retried after backoff, or dead when `retryable` is
-   * false (default true) or it is out of attempts. `ABORTED` when the lease is lost.
+   * false (default true) or it is out of attempts; `retryInMs` retries it
+   * after that delay instead of the backoff schedule's (still an attempt
+   * spent; 0 to `limits.maxDurationMs`). `ABORTED` when the lease is lost,
+   * `CANCELLED` when the job had a cancel request (now recorded cancelled).
    */
-  fail(job: LeaseRef, reason: string | Error, options?: { retryable?: boolean }): Promise<void>
+  fail(job: LeaseRef, reason: string | Error, options?: { retryable?: boolean, retryInMs?: number }): Promise<void>
   /** Hand a leased job back to pending without spending an attempt. `ABORTED` when the lease is lost. */
   release(job: LeaseRef): Promise<void>
+  /**
+   * Hand a leased job back until now + `delayMs` without spending an
+   * attempt (event `snoozed`, `JobInfo.snoozes`); past the kind's
+   * `maxSnoozes` it counts as a failed attempt. A delay past
+   * `limits.maxInstantMs` from now is a `RangeError`.
+   */
+  snooze(job: LeaseRef, delayMs: number): Promise<void>
+  /**
+   * Cancel a job: a pending, scheduled or failed one is `cancelled` at once
+   * (`'cancelled'`); a leased one gets a durable request (`'requested'`):
+   * its holder's next `extend` answers `cancelled`, and whatever it then
+   * submits, or the lease expiring, records it cancelled, never retried.
+   * `WRONG_STATE` for a completed, dead or cancelled job (untouched),
+   * `NOT_FOUND` for an unknown id.
+   */
+  cancel(id: string, options?: { reason?: string }): Promise<'cancelled' | 'requested'>
+  /**
+   * Cancel every unfinished job matching all the filters given (kind exact
+   * or `family:*`, scope, state `pending` / `failed` / `leased`), in bounded
+   * atomic batches. A finished state is `INVALID_ARGUMENT`.
+   */
+  cancelMany(filter?: { kind?: string, scope?: string, state?: 'pending' | 'failed' | 'leased', reason?: string }): Promise<CancelReport>
+  /**
+   * Remove a job that is not leased (pending, failed, completed, dead,
+   * cancelled) with all its index entries; a leased one is `WRONG_STATE`
+   * (cancel it first), an unknown one `NOT_FOUND`.
+   */
+  delete(id: string): Promise<void>
+  /**
+   * Pause a kind (exact or `family:*`) or a scope: its jobs are not leased
+   * until resumed (running leases carry on). Durable. Resolves true when it
+   * changed anything.
+   */
+  pause(target: PauseTarget): Promise<boolean>
+  /** Undo a {@link Queue.pause}; true when it changed anything. */
+  resume(target: PauseTarget): Promise<boolean>
+  /** What is paused. */
+  paused(): Promise<Paused>
   /** Operator action: a dead or failed job back to pending, attempts reset. */
   retry(id: string): Promise<void>
   /** A job with its event log, or `null` when there is no such job. */
@@ -383,12 +479,19 @@ export declare class Queue {
   metrics(): Promise<string>
 }
 
+/** What {@link Queue.pause} and {@link Queue.resume} name: exactly one of a kind (or family) and a scope. */
+export type PauseTarget = { kind: string, scope?: undefined } | { scope: string, kind?: undefined }
+
 /** What a handler gets beside its job. */
 export interface HandlerContext {
   /**
    * Aborted when the job's lease is lost (reason: an `AbortError` with code
-   * `ABORTED`) or the worker stops past its grace period (code `RELEASED`):
-   * stop working; the result will not be recorded.
+   * `ABORTED`), the job was cancelled (seen at a heartbeat; code
+   * `CANCELLED`: return or throw, the job ends `cancelled`), it ran past
+   * its kind's `timeoutMs` (a `TimeoutError` with code `TIMEOUT`: the job
+   * was already failed retryably, "timed out after … ms") or the worker
+   * stops past its grace period (code `RELEASED`): stop working; the
+   * result will not be recorded (a cancelled job keeps it).
    */
   signal: AbortSignal
   /** The worker's id. */
@@ -424,13 +527,17 @@ export interface WorkerOptions {
  * Runs a handler over leased jobs, `concurrency` at a time: heartbeats
  * every lease well inside its TTL (one batched `extend`), completes with the
  * handler's return value, fails on a throw (retried with backoff; a
- * {@link Permanent} error fails for good), aborts the handler's signal when
- * its lease is lost, and on `stop()` releases what is left without
- * spending attempts.
+ * {@link Permanent} error fails for good, {@link Retry} retries after its
+ * delay, {@link Snooze} hands the job back without spending an attempt),
+ * aborts the handler's signal when its lease is lost, its job is cancelled
+ * or it runs past the kind's timeout, and on `stop()` releases what is left
+ * without spending attempts.
  *
- * Events: `completed` (job, result), `failed` (job, error), `lost` (job:
- * its lease was lost, nothing recorded), `error` (an unexpected error while
- * settling or polling; without a listener it becomes a process warning).
+ * Events: `completed` (job, result), `failed` (job, error; a timeout's
+ * error has code `TIMEOUT`), `snoozed` (job, delayMs), `cancelled` (job:
+ * cancelled while it ran, recorded so), `lost` (job: its lease was lost,
+ * nothing recorded), `error` (an unexpected error while settling or
+ * polling; without a listener it becomes a process warning).
  */
 export declare class Worker extends EventEmitter {
   constructor(queue: Queue, handler: Handler, options?: WorkerOptions)
@@ -456,6 +563,26 @@ export declare class Worker extends EventEmitter {
 /** Throw it from a handler to fail the job for good: dead, no retry. */
 export declare class Permanent extends Error {
   constructor(message?: string, options?: { cause?: unknown })
+}
+
+/**
+ * Throw `new Snooze(ms)` from a handler: the job goes back to pending until
+ * now + `ms` without spending an attempt (past the kind's `maxSnoozes` it
+ * counts as one). `ms` outside 0 to `limits.maxDurationMs` is a `RangeError`.
+ */
+export declare class Snooze extends Error {
+  constructor(delayMs: number)
+  readonly delayMs: number
+}
+
+/**
+ * Throw `new Retry(err, { afterMs })` from a handler: the job fails
+ * retryably (an attempt spent; its last error is `err`'s) and is retried
+ * after `afterMs` instead of the backoff schedule's delay.
+ */
+export declare class Retry extends Error {
+  constructor(error: unknown, options: { afterMs: number })
+  readonly afterMs: number
 }
 
 /** The core's table of settable keys, each with its {@link OpenOptions} name (`name`). */

@@ -6,7 +6,7 @@
 // native CancelToken, and shapes options. Types and docs: telha.d.ts.
 
 const native = require('../index.js')
-const { Worker, Permanent } = require('./worker.js')
+const { Worker, Permanent, Snooze, Retry } = require('./worker.js')
 const {
   LIMITS, typeError, invalidArgument, options, str, optStr, optNum, optBool, strList, token
 } = require('./check.js')
@@ -14,10 +14,16 @@ const {
 /** The stable error codes, in the core's order. */
 const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c, c])))
 
-const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts'])
+const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt'])
 const ITEM_KEYS = new Set(['kind', 'payload', ...ENQUEUE_KEYS])
 const LEASE_KEYS = new Set(['kinds', 'scope', 'waitMs', 'signal'])
 const LIST_KEYS = new Set(['state', 'scope', 'kind', 'limit', 'after'])
+const FAIL_KEYS = new Set(['retryable', 'retryInMs'])
+const CANCEL_KEYS = new Set(['reason'])
+const CANCEL_MANY_KEYS = new Set(['kind', 'scope', 'state', 'reason'])
+const PAUSE_KEYS = new Set(['kind', 'scope'])
+/** `extend`'s answers, by the native byte (queue.rs: EXTEND_RENEWED, EXTEND_LOST, EXTEND_CANCELLED). */
+const EXTEND_ANSWERS = ['renewed', 'lost', 'cancelled']
 
 let warnedBackoff = false
 
@@ -44,13 +50,17 @@ function enqueueOptions (o, name) {
   if (o === undefined || o === null) return undefined
   let runAt = o.runAt
   if (runAt instanceof Date) runAt = runAt.getTime()
+  let expiresAt = o.expiresAt
+  if (expiresAt instanceof Date) expiresAt = expiresAt.getTime()
   return {
     scope: optStr(o.scope, `${name}.scope`),
     priority: optNum(o.priority, `${name}.priority`),
     delayMs: optNum(o.delayMs, `${name}.delayMs`),
     runAt: optNum(runAt, `${name}.runAt`),
     idempotencyKey: optStr(o.idempotencyKey, `${name}.idempotencyKey`),
-    maxAttempts: optNum(o.maxAttempts, `${name}.maxAttempts`)
+    maxAttempts: optNum(o.maxAttempts, `${name}.maxAttempts`),
+    expiresInMs: optNum(o.expiresInMs, `${name}.expiresInMs`),
+    expiresAt: optNum(expiresAt, `${name}.expiresAt`)
   }
 }
 
@@ -75,7 +85,7 @@ function tokens (jobs, name) {
 }
 
 /** Numbers per job in a native `LeasedBatch`'s `nums` (batch.rs: `LeasedBatch::FIELDS`). */
-const FIELDS = 7
+const FIELDS = 8
 /** Indices into `strings` per job in `refs` (batch.rs: `LeasedBatch::REFS`). */
 const REFS = 4
 
@@ -110,11 +120,19 @@ function jobsFrom (batch) {
       generation: nums[k + 2],
       deadline: nums[k + 3],
       leaseTtlMs: nums[k + 6],
+      timeoutMs: Number.isNaN(nums[k + 7]) ? null : nums[k + 7],
       priority: nums[k + 4],
       workerId: strings[refs[r + 2]]
     }
   }
   return jobs
+}
+
+/** `{ kind }` or `{ scope }`: what pause and resume name (the native side checks exactly one). */
+function pauseTarget (target, name) {
+  if (target === undefined || target === null) throw typeError(`${name} takes { kind } (an exact kind or family:*) or { scope }`)
+  const o = options(target, `${name} target`, PAUSE_KEYS)
+  return { kind: optStr(o.kind, 'kind'), scope: optStr(o.scope, 'scope') }
 }
 
 const CONNECT_KEYS = new Set(['token', 'timeoutMs', 'caCert'])
@@ -284,6 +302,16 @@ class Queue {
   }
 
   async extend (jobs, workerId) {
+    const answers = await this.#extend(jobs, workerId)
+    return Array.from(answers, (a) => a === 0)
+  }
+
+  async extendAnswers (jobs, workerId) {
+    const answers = await this.#extend(jobs, workerId)
+    return Array.from(answers, (a) => EXTEND_ANSWERS[a])
+  }
+
+  async #extend (jobs, workerId) {
     const { ids, gens } = tokens(jobs, 'jobs')
     str(workerId, 'workerId')
     return this.#native.extend(ids, gens, workerId)
@@ -322,15 +350,53 @@ class Queue {
     const t = token(job, 'job')
     if (reason instanceof Error) reason = reason.message
     str(reason, 'reason')
-    const o = options(opts, 'fail options', new Set(['retryable']))
+    const o = options(opts, 'fail options', FAIL_KEYS)
     const retryable = optBool(o.retryable, 'retryable') ?? true
-    await this.#native.fail(t.id, t.generation, reason, retryable)
+    await this.#native.fail(t.id, t.generation, reason, retryable, optNum(o.retryInMs, 'retryInMs'))
   }
 
   async release (job) {
     const t = token(job, 'job')
     await this.#native.release(t.id, t.generation)
   }
+
+  async snooze (job, delayMs) {
+    const t = token(job, 'job')
+    if (typeof delayMs !== 'number') throw typeError(`delayMs must be a number of milliseconds, got ${typeof delayMs}`)
+    await this.#native.snooze(t.id, t.generation, delayMs)
+  }
+
+  async cancel (id, opts) {
+    str(id, 'id')
+    const o = options(opts, 'cancel options', CANCEL_KEYS)
+    return this.#native.cancel(id, optStr(o.reason, 'reason') ?? '')
+  }
+
+  async cancelMany (filter) {
+    const o = options(filter, 'cancelMany filter', CANCEL_MANY_KEYS)
+    return this.#native.cancelMany({
+      kind: optStr(o.kind, 'kind'),
+      scope: optStr(o.scope, 'scope'),
+      state: optStr(o.state, 'state'),
+      reason: optStr(o.reason, 'reason')
+    })
+  }
+
+  async delete (id) {
+    await this.#native.delete(str(id, 'id'))
+  }
+
+  async pause (target) {
+    const t = pauseTarget(target, 'pause')
+    return this.#native.pause(t.kind, t.scope)
+  }
+
+  async resume (target) {
+    const t = pauseTarget(target, 'resume')
+    return this.#native.resume(t.kind, t.scope)
+  }
+
+  async paused () { return this.#native.paused() }
 
   async retry (id) {
     await this.#native.retry(str(id, 'id'))
@@ -364,6 +430,8 @@ module.exports = {
   Server,
   Worker,
   Permanent,
+  Snooze,
+  Retry,
   ErrorCode,
   limits: LIMITS,
   configKeys: () => native.configKeys(),

@@ -2,29 +2,25 @@
 // The Worker: leases jobs, runs an async handler per job (up to
 // `concurrency` at once), heartbeats every lease well inside its TTL with one
 // batched `extend`, completes with the handler's return value, fails on a
-// throw (a `Permanent` error fails for good), aborts the handler's signal
-// when its lease is lost, and on `stop()` releases what is left without
+// throw (a `Permanent` error fails for good; `Snooze` and `Retry` from
+// outcomes.js say when to run it again), aborts the handler's signal when
+// its lease is lost (code ABORTED), its job is cancelled (CANCELLED, seen at
+// a heartbeat) or it runs past its kind's timeout (TIMEOUT: the job is then
+// failed retryably at once), and on `stop()` releases what is left without
 // spending attempts. Types and docs: telha.d.ts.
 
 const { EventEmitter } = require('node:events')
 const os = require('node:os')
 const crypto = require('node:crypto')
 const { LIMITS, TIMER_MAX_MS, typeError, rangeError, options, str, optInt, optMs, strList, longTimeout } = require('./check.js')
-
-/** Throw it from a handler to fail the job for good (dead, no retry). */
-class Permanent extends Error {
-  constructor (message, options) {
-    super(message, options)
-    this.name = 'Permanent'
-  }
-}
+const { Permanent, Snooze, Retry, reasonOf } = require('./outcomes.js')
 
 const WORKER_KEYS = new Set(['workerId', 'kinds', 'scope', 'concurrency', 'pollMs', 'heartbeatMs'])
 const STOP_KEYS = new Set(['graceMs'])
 
-function abortError (message, code) {
+function abortError (message, code, name = 'AbortError') {
   const e = new Error(message)
-  e.name = 'AbortError'
+  e.name = name
   e.code = code
   return e
 }
@@ -76,6 +72,9 @@ class Entry {
     // unreachable), it is lost.
     this.expires = Date.now() + this.ttl
     this.lost = false
+    this.cancelled = false // a cancel request came back from a heartbeat
+    this.timedOut = false // ran past job.timeoutMs: failed, its slot freed
+    this.timer = null // cancels the timeout
     this.released = false
     this.releasing = null
     this.finished = false
@@ -233,7 +232,31 @@ class Worker extends EventEmitter {
     this.#active.set(entry.key, entry)
     this.#busy++
     this.#scheduleBeat()
+    if (job.timeoutMs !== null && job.timeoutMs !== undefined) {
+      entry.timer = longTimeout(() => this.#timeout(entry), job.timeoutMs)
+    }
     this.#runJob(entry)
+  }
+
+  /**
+   * The handler ran past its kind's timeout: abort its signal (code
+   * TIMEOUT), fail the job retryably now without waiting for the handler
+   * (one that never returns is bounded too), and free its slot.
+   */
+  #timeout (entry) {
+    entry.timer = null
+    if (entry.finished || entry.lost || entry.released || entry.cancelled) return
+    const { job } = entry
+    const ms = job.timeoutMs
+    entry.timedOut = true
+    entry.finished = true
+    this.#busy--
+    this.#wakeSlot()
+    const err = abortError(`timed out after ${ms} ms: job ${job.id} ran past its kind's timeout`, 'TIMEOUT', 'TimeoutError')
+    abortEntry(entry, err)
+    this.#queue.fail(job, `timed out after ${ms} ms`, { retryable: true })
+      .then(() => this.emit('failed', job, err), (e) => this.#settleError(job, e))
+      .finally(() => this.#settled(entry))
   }
 
   async #runJob (entry) {
@@ -247,6 +270,10 @@ class Worker extends EventEmitter {
     } catch (e) {
       error = e
     }
+    if (entry.timer) entry.timer()
+    entry.timer = null
+    // Timed out: failed and its slot freed already; what it did is dropped.
+    if (entry.timedOut) return
     entry.finished = true
     this.#busy--
     this.#wakeSlot()
@@ -302,18 +329,33 @@ class Worker extends EventEmitter {
           this.emit('lost', job)
           return
         }
+        if (code === 'CANCELLED') {
+          this.emit('cancelled', job)
+          return
+        }
         if (code !== 'INVALID_ARGUMENT') throw error
         // The result cannot be stored (not encodable, or too large).
         error = new Permanent(`the handler's result cannot be stored: ${error ? error.message : 'over the size limit'}`, { cause: error })
       }
+      if (error instanceof Snooze) {
+        await this.#queue.snooze(job, error.delayMs)
+        this.emit('snoozed', job, error.delayMs)
+        return
+      }
       const permanent = error instanceof Permanent || (error !== null && typeof error === 'object' && error.permanent === true)
-      const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-      await this.#queue.fail(job, reason, { retryable: !permanent })
+      const retryInMs = error instanceof Retry ? error.afterMs : undefined
+      await this.#queue.fail(job, reasonOf(error), { retryable: !permanent, retryInMs })
       this.emit('failed', job, error)
     } catch (e) {
-      if (e && e.code === 'ABORTED') this.emit('lost', job)
-      else this.#report(e)
+      this.#settleError(job, e)
     }
+  }
+
+  /** A settle the store refused: the lease was lost, the job cancelled, or a real error. */
+  #settleError (job, e) {
+    if (e && e.code === 'ABORTED') this.emit('lost', job)
+    else if (e && e.code === 'CANCELLED') this.emit('cancelled', job)
+    else this.#report(e)
   }
 
   /**
@@ -400,14 +442,19 @@ class Worker extends EventEmitter {
   }
 
   async #beat () {
-    const entries = [...this.#active.values()].filter((e) => !e.lost && !e.released)
+    const entries = [...this.#active.values()].filter((e) => !e.lost && !e.released && !e.cancelled && !e.timedOut)
     let retryMs
     if (entries.length) {
       const sent = Date.now()
       try {
-        const renewed = await this.#queue.extend(entries.map((e) => e.job), this.#workerId)
-        renewed.forEach((ok, i) => {
-          if (ok) entries[i].expires = sent + entries[i].ttl
+        const jobs = entries.map((e) => e.job)
+        // A stand-in queue with only `extend` (booleans) has no cancel answer.
+        const answers = typeof this.#queue.extendAnswers === 'function'
+          ? await this.#queue.extendAnswers(jobs, this.#workerId)
+          : (await this.#queue.extend(jobs, this.#workerId)).map((ok) => ok ? 'renewed' : 'lost')
+        answers.forEach((a, i) => {
+          if (a === 'renewed') entries[i].expires = sent + entries[i].ttl
+          else if (a === 'cancelled') this.#cancel(entries[i])
           else this.#lose(entries[i])
         })
       } catch (e) {
@@ -427,6 +474,18 @@ class Worker extends EventEmitter {
     abortEntry(entry, abortError(`lease lost: job ${entry.job.id} was reaped or leased by another worker; stop working on it`, 'ABORTED'))
   }
 
+  /**
+   * A heartbeat answered cancelled: abort the handler (code CANCELLED). It
+   * still settles (whatever it returns or throws), which records the job
+   * cancelled; the store answers that settle CANCELLED ('cancelled' event).
+   */
+  #cancel (entry) {
+    entry.cancelled = true
+    if (entry.timer) entry.timer()
+    entry.timer = null
+    abortEntry(entry, abortError(`cancelled: job ${entry.job.id} was cancelled; stop working on it`, 'CANCELLED'))
+  }
+
   #releaseOne (job) {
     this.#queue.release(job).catch((e) => {
       if (!e || e.code !== 'ABORTED') this.#report(e)
@@ -440,7 +499,7 @@ class Worker extends EventEmitter {
       entry.released = true
       abortEntry(entry, abortError(`worker ${this.#workerId} is stopping; job ${entry.job.id} was released`, 'RELEASED'))
       entry.releasing = this.#queue.release(entry.job)
-        .catch((e) => { if (!e || e.code !== 'ABORTED') this.#report(e) })
+        .catch((e) => { if (!e || (e.code !== 'ABORTED' && e.code !== 'CANCELLED')) this.#report(e) })
         .finally(() => entry.markSettled())
     }
   }
@@ -474,4 +533,4 @@ class Worker extends EventEmitter {
   }
 }
 
-module.exports = { Worker, Permanent }
+module.exports = { Worker, Permanent, Snooze, Retry }

@@ -111,6 +111,7 @@ impl NativeQueue {
                     expired: r.expired as u32,
                     dead: r.dead as u32,
                     pruned: r.pruned as u32,
+                    expired_unstarted: r.expired_unstarted as u32,
                     corrupt: r
                         .corrupt
                         .into_iter()
@@ -133,6 +134,7 @@ impl NativeQueue {
                 Ok(Stats {
                     total: s.total.into(),
                     by_kind: s.by_kind.into_iter().map(|(k, c)| (k, c.into())).collect(),
+                    paused: crate::control::Paused::from_core(s.paused),
                 })
             },
             |v| v,

@@ -294,6 +294,8 @@ pub struct NativeEnqueueOptions {
     pub run_at: Option<f64>,
     pub idempotency_key: Option<String>,
     pub max_attempts: Option<f64>,
+    pub expires_in_ms: Option<f64>,
+    pub expires_at: Option<f64>,
 }
 
 /// The core's options of one enqueue; `at` names them in messages
@@ -322,6 +324,12 @@ pub fn enqueue_options(
     if let Some(n) = o.max_attempts {
         let what = format!("{at}.maxAttempts");
         e.max_attempts = Some(table_count(n, &what, "max_attempts")? as u32);
+    }
+    if let Some(d) = o.expires_in_ms {
+        e.expires_in = Some(delay_ms(d, &format!("{at}.expiresInMs"))?);
+    }
+    if let Some(t) = o.expires_at {
+        e.expires_at = Some(instant_ms(t, &format!("{at}.expiresAt"))?);
     }
     Ok(e)
 }

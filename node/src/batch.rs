@@ -41,8 +41,8 @@ impl EnqueuedBatch {
 /// calls per job, all built off the JS thread: the ids joined with `,`;
 /// the numeric fields in one `Float64Array`, [`LeasedBatch::FIELDS`] per job
 /// (attempts, maxAttempts, generation, deadline, priority, payload length,
-/// leaseTtlMs); the text fields (kind, scope, workerId, payloadEncoding) as
-/// indices into `strings`, [`LeasedBatch::REFS`] per job, the batch's
+/// leaseTtlMs, timeoutMs or NaN for none); the text fields (kind, scope,
+/// workerId, payloadEncoding) as indices into `strings`, [`LeasedBatch::REFS`] per job, the batch's
 /// distinct values (usually four); every payload in one `Buffer`; and the
 /// payloads read as values by index (holes where a payload reads as its
 /// bytes). lib/telha.js assembles the `Job` objects.
@@ -62,7 +62,7 @@ pub struct LeasedBatch {
 
 impl LeasedBatch {
     /// Numbers per job in `nums`.
-    pub const FIELDS: usize = 7;
+    pub const FIELDS: usize = 8;
     /// Indices into `strings` per job in `refs`.
     pub const REFS: usize = 4;
 
@@ -89,6 +89,7 @@ impl LeasedBatch {
                 j.priority as f64,
                 j.payload.len() as f64,
                 count(j.lease_ttl_ms),
+                j.timeout_ms.map_or(f64::NAN, count),
             ]);
             scope.clear();
             let _ = write!(scope, "{}", j.scope);

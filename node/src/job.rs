@@ -11,6 +11,7 @@ use napi_derive::napi;
 use telha_jobs::limits::MAX_INSTANT_MS;
 
 use crate::args::MAX_SAFE;
+use crate::control::Paused;
 use crate::payload::{Bytes, Payload};
 
 /// A stored time for JS: at most [`MAX_INSTANT_MS`], exact in a double.
@@ -73,6 +74,12 @@ pub struct Job {
     pub priority: u32,
     /// The worker the lease was granted to.
     pub worker_id: String,
+    /// The kind's run-time limit (`timeoutMs`), or null (lib/telha.js sets
+    /// it on every job): the Worker aborts
+    /// a handler running longer (its signal's reason has code `TIMEOUT`)
+    /// and fails the job retryably.
+    #[napi(ts_type = "number | null")]
+    pub timeout_ms: f64,
 }
 
 /// One entry of a job's event log.
@@ -81,7 +88,8 @@ pub struct JobEvent {
     /// When, ms since the epoch.
     pub ts: f64,
     /// `enqueued`, `leased`, `completed`, `failed`, `dead`, `lease_expired`,
-    /// `released` or `retried`; `attempt` for an older attempt folded into
+    /// `released`, `retried`, `cancelled`, `cancel_requested`, `snoozed`
+    /// or `expired`; `attempt` for an older attempt folded into
     /// one entry (its detail sums it up).
     pub transition: String,
     /// The worker, the attempt, the failure reason, …
@@ -97,13 +105,14 @@ pub struct JobInfo {
     pub scope: String,
     /// The job's kind.
     pub kind: String,
-    /// `pending`, `leased`, `failed`, `completed` or `dead`.
-    #[napi(ts_type = "'pending' | 'leased' | 'failed' | 'completed' | 'dead'")]
+    /// `pending`, `leased`, `failed`, `completed`, `dead` or `cancelled`.
+    #[napi(ts_type = "'pending' | 'leased' | 'failed' | 'completed' | 'dead' | 'cancelled'")]
     pub state: String,
     /// 0 most urgent … 255 least.
     pub priority: u32,
     /// The state's time: ready-at (pending), deadline (leased), retry-at
-    /// (failed), or when it got there (completed, dead); ms since the epoch.
+    /// (failed), or when it got there (completed, dead, cancelled); ms
+    /// since the epoch.
     pub state_ts: f64,
     /// Failed attempts so far (an operator `retry` resets it).
     pub attempts: u32,
@@ -150,6 +159,17 @@ pub struct JobInfo {
     /// This job's place in `list` order: pass it as `after` to list what
     /// comes after it.
     pub cursor: String,
+    /// The reason of a cancel requested while the job is leased (its
+    /// holder's next settle, or the lease's expiry, makes it cancelled);
+    /// absent otherwise.
+    pub cancel_requested: Option<String>,
+    /// Snoozes so far.
+    pub snoozes: u32,
+    /// When the job expires if it has not started (ms since the epoch);
+    /// absent when it has no expiry.
+    pub expires_at: Option<f64>,
+    /// Whether its kind or its scope is paused right now.
+    pub paused: bool,
 }
 
 impl JobInfo {
@@ -187,6 +207,10 @@ impl JobInfo {
                 .collect(),
             dropped_events: j.dropped_events,
             cursor: j.cursor,
+            cancel_requested: j.cancel_requested,
+            snoozes: j.snoozes,
+            expires_at: j.expires_at.map(time),
+            paused: j.paused,
         }
     }
 }
@@ -232,8 +256,10 @@ pub struct ReapReport {
     pub expired: u32,
     /// Expired leases with no attempts left, now dead.
     pub dead: u32,
-    /// Completed jobs pruned past their retention.
+    /// Completed, dead and cancelled jobs pruned past their retention.
     pub pruned: u32,
+    /// Jobs that expired before they started (now dead).
+    pub expired_unstarted: u32,
     /// Records skipped because they did not decode.
     pub corrupt: Vec<CorruptRecord>,
 }
@@ -246,6 +272,7 @@ pub struct StateCounts {
     pub failed: f64,
     pub completed: f64,
     pub dead: f64,
+    pub cancelled: f64,
 }
 
 impl From<telha_jobs::StateCounts> for StateCounts {
@@ -256,6 +283,7 @@ impl From<telha_jobs::StateCounts> for StateCounts {
             failed: count(c.failed),
             completed: count(c.completed),
             dead: count(c.dead),
+            cancelled: count(c.cancelled),
         }
     }
 }
@@ -268,6 +296,8 @@ pub struct Stats {
     /// Counts per kind; kinds with no jobs left are omitted.
     #[napi(ts_type = "Record<string, StateCounts>")]
     pub by_kind: HashMap<String, StateCounts>,
+    /// What is paused (kinds and families, scopes).
+    pub paused: Paused,
 }
 
 /// What an enqueue did.

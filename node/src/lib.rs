@@ -5,6 +5,7 @@
 //!
 //! Layout, file for file the concerns of the Python crate (`py/src`):
 //! `queue.rs` (the worker's calls), `admin.rs` (the operator's calls),
+//! `control.rs` (job control: cancel, delete, snooze, pause),
 //! `remote.rs` (connect and serve), `config.rs` (open options through the
 //! core's key table), `args.rs` (JS arguments -> checked core values),
 //! `job.rs` (what comes back), `batch.rs` (batches crossing in a few
@@ -18,6 +19,7 @@ mod admin;
 mod args;
 mod batch;
 mod config;
+mod control;
 mod errors;
 mod job;
 mod payload;
@@ -34,7 +36,7 @@ use crate::task::{guard, on_thread, testing::PanicsWhenConverted, Guarded, Op};
 
 /// The stable error codes, in the core's order: `INVALID_ARGUMENT`,
 /// `NOT_FOUND`, `ABORTED`, `STORE_LOCKED`, `STORAGE`, `CORRUPTION`,
-/// `CLOSED`, `UNSUPPORTED_FORMAT`.
+/// `CLOSED`, `UNSUPPORTED_FORMAT`, `CANCELLED`, `WRONG_STATE`.
 #[napi]
 pub fn error_codes() -> Vec<&'static str> {
     errors::all_codes()

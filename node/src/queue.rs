@@ -17,10 +17,10 @@ use napi::bindgen_prelude::{
 use napi::{sys, JsValue};
 use napi_derive::napi;
 
-use telha_jobs::{CancelWait, Completion, Encoding, JobStore, NewJob, Queue};
+use telha_jobs::{CancelWait, Completion, Encoding, ErrorKind, JobStore, NewJob, Queue};
 
 use crate::args::{self, batch_max, enqueue_options, lease_options, tokens, Arg};
-use crate::batch::{EnqueuedBatch, LeasedBatch};
+use crate::batch::{Copied, EnqueuedBatch, LeasedBatch};
 use crate::config;
 use crate::errors::{code, Failure};
 use crate::job::Enqueued;
@@ -28,6 +28,13 @@ use crate::payload;
 use crate::task::{guard, on_thread, Op};
 
 pub use crate::args::NativeEnqueueOptions;
+
+/// `extend`'s answer for a renewed lease.
+pub const EXTEND_RENEWED: u8 = 0;
+/// `extend`'s answer for a lost lease (reaped, or leased again).
+pub const EXTEND_LOST: u8 = 1;
+/// `extend`'s answer for a lease whose job has a cancel request.
+pub const EXTEND_CANCELLED: u8 = 2;
 
 /// Per job of a batch: `None` when done, else the error code.
 type Outcomes = Vec<Option<String>>;
@@ -292,16 +299,17 @@ impl NativeQueue {
         )
     }
 
-    /// Renew leases (`ids` joined with `,`): per lease, true when renewed,
-    /// false when it is lost.
-    #[napi(ts_return_type = "Promise<boolean[]>")]
+    /// Renew leases (`ids` joined with `,`): per lease, one byte:
+    /// [`EXTEND_RENEWED`], [`EXTEND_LOST`] (reaped, or leased again) or
+    /// [`EXTEND_CANCELLED`] (a cancel was requested: not renewed, stop).
+    #[napi(ts_return_type = "Promise<Uint8Array>")]
     pub fn extend(
         &self,
         env: Env,
         ids: String,
         generations: Float64Array,
         worker_id: String,
-    ) -> napi::Result<AsyncTask<Op<Vec<bool>, Vec<bool>>>> {
+    ) -> napi::Result<AsyncTask<Op<Vec<u8>, Copied<u8>>>> {
         guard(&env, "extend", || {
             let tokens = tokens(&ids, &generations)?;
             let q = self.q.clone();
@@ -309,9 +317,15 @@ impl NativeQueue {
                 "extend",
                 move || {
                     let r = q.extend(&tokens, &worker_id)?;
-                    Ok(r.into_iter().map(|r| r.is_ok()).collect())
+                    Ok(r.into_iter()
+                        .map(|r| match r {
+                            Ok(_) => EXTEND_RENEWED,
+                            Err(e) if e.kind() == ErrorKind::Cancelled => EXTEND_CANCELLED,
+                            Err(_) => EXTEND_LOST,
+                        })
+                        .collect())
                 },
-                |v| v,
+                Copied,
             ))
         })
     }
@@ -425,8 +439,8 @@ impl NativeQueue {
         })
     }
 
-    /// Fail a leased job (retried after backoff unless not `retryable` or
-    /// out of attempts).
+    /// Fail a leased job (retried after backoff, or after `retryInMs` when
+    /// given, unless not `retryable` or out of attempts).
     #[napi(ts_return_type = "Promise<void>")]
     pub fn fail(
         &self,
@@ -435,15 +449,16 @@ impl NativeQueue {
         generation: f64,
         reason: String,
         retryable: bool,
+        retry_in_ms: Option<f64>,
     ) -> napi::Result<AsyncTask<Op<(), Undefined>>> {
         guard(&env, "fail", || {
-            let t = args::token(&id, generation)?;
+            let mut f = telha_jobs::Failure::new(args::token(&id, generation)?, reason);
+            f.retryable = retryable;
+            f.retry_in = retry_in_ms
+                .map(|ms| args::setting_ms(ms, "retryInMs"))
+                .transpose()?;
             let q = self.q.clone();
-            Ok(Op::task(
-                "fail",
-                move || Ok(q.fail(&t, &reason, retryable)?),
-                |_| (),
-            ))
+            Ok(Op::task("fail", move || Ok(q.fail_with(f)?), |_| ()))
         })
     }
 

@@ -36,13 +36,15 @@ Queue.open(process.argv[1], { reaperIntervalMs: 0 }).then((q) => {
 /**
  * A case's config key (`lease_ttl_ms`, `max_attempts`) as a `Queue.open`
  * option, through the core's key table: `<name>_ms` is the duration key
- * `<name>`, in milliseconds as the options take it.
+ * `<name>`, in milliseconds as the options take it; `false` turns a
+ * duration key off under either spelling (`"completed_retention": false`).
  */
-function optionName (caseKey, perKind) {
-  const name = caseKey.endsWith('_ms') ? caseKey.slice(0, -3) : caseKey
+function optionName (caseKey, value, perKind) {
+  const ms = caseKey.endsWith('_ms')
+  const name = ms ? caseKey.slice(0, -3) : caseKey
   const k = KEYS.find((x) => x.key === name && (!perKind || x.perKind))
   const isDuration = k && (k.type === 'duration' || k.type === 'retention')
-  if (!k || isDuration !== caseKey.endsWith('_ms')) throw new StepFailed(`unknown ${perKind ? 'kind ' : ''}config key ${caseKey}`)
+  if (!k || (isDuration !== ms && !(isDuration && value === false))) throw new StepFailed(`unknown ${perKind ? 'kind ' : ''}config key ${caseKey}`)
   return k.name
 }
 
@@ -51,12 +53,12 @@ function openStore (dir, config) {
   const o = { reaperIntervalMs: 0 }
   for (const [k, v] of Object.entries(config)) {
     if (k !== 'kinds') {
-      o[optionName(k, false)] = v
+      o[optionName(k, v, false)] = v
       continue
     }
     o.kinds = {}
     for (const [kind, kc] of Object.entries(v)) {
-      o.kinds[kind] = Object.fromEntries(Object.entries(kc).map(([kk, vv]) => [optionName(kk, true), vv]))
+      o.kinds[kind] = Object.fromEntries(Object.entries(kc).map(([kk, vv]) => [optionName(kk, vv, true), vv]))
     }
   }
   return Queue.open(dir, o)
@@ -77,7 +79,7 @@ function putBytes (o, name, b) {
   o[`${name}_size`] = b == null ? null : b.length
 }
 
-const ZERO_COUNTS = { pending: 0, leased: 0, failed: 0, completed: 0, dead: 0 }
+const ZERO_COUNTS = { pending: 0, leased: 0, failed: 0, completed: 0, dead: 0, cancelled: 0 }
 
 function subset (want, got, at = '') {
   if (want !== null && typeof want === 'object' && !Array.isArray(want)) {
@@ -143,7 +145,7 @@ class Run {
     const o = {
       job: this.nameOf(j.id), kind: j.kind, scope: j.scope, attempts: j.attempts,
       max_attempts: j.maxAttempts, generation: j.generation, priority: j.priority,
-      worker_id: j.workerId
+      worker_id: j.workerId, timeout_ms: j.timeoutMs
     }
     putBytes(o, 'payload', j.payloadBytes)
     return o
@@ -154,7 +156,9 @@ class Run {
       job: this.nameOf(i.id), kind: i.kind, scope: i.scope, state: i.state, priority: i.priority,
       attempts: i.attempts, max_attempts: i.maxAttempts, generation: i.generation,
       worker_id: i.workerId ?? null, last_error: i.lastError ?? null,
-      idempotency_key: i.idempotencyKey ?? null, events: i.events.map((e) => e.transition)
+      idempotency_key: i.idempotencyKey ?? null, events: i.events.map((e) => e.transition),
+      cancel_requested: i.cancelRequested ?? null, snoozes: i.snoozes, paused: i.paused,
+      expires: i.expiresAt !== undefined && i.expiresAt !== null
     }
     putBytes(o, 'payload', i.payloadBytes)
     putBytes(o, 'result', i.resultBytes)
@@ -170,6 +174,8 @@ class Run {
     if ('delay_ms' in s) o.delayMs = s.delay_ms
     if ('run_at_ms' in s) o.runAt = s.run_at_ms
     if ('run_at_in_ms' in s) o.runAt = Date.now() + s.run_at_in_ms
+    if ('expires_in_ms' in s) o.expiresInMs = s.expires_in_ms
+    if ('expires_at_ms' in s) o.expiresAt = s.expires_at_ms
     return o
   }
 
@@ -195,14 +201,38 @@ class Run {
         if ('as' in s) this.leases.set(s.as, { id: job.id, generation: job.generation })
         return this.jobJson(job)
       }
-      case 'extend':
-        return { renewed: await this.queue().extend((s.leases ?? []).map((r) => this.token(r)), s.worker ?? 'w1') }
+      case 'extend': {
+        const answers = await this.queue().extendAnswers((s.leases ?? []).map((r) => this.token(r)), s.worker ?? 'w1')
+        return { renewed: answers.map((a) => a === 'renewed'), answers }
+      }
       case 'complete':
         await this.queue().complete(this.token(s.lease), bytesArg(s, 'result'))
         return null
       case 'fail':
-        await this.queue().fail(this.token(s.lease), s.reason ?? '', { retryable: s.retryable ?? true })
+        await this.queue().fail(this.token(s.lease), s.reason ?? '', { retryable: s.retryable ?? true, retryInMs: s.retry_in_ms })
         return null
+      case 'snooze':
+        await this.queue().snooze(this.token(s.lease), s.delay_ms)
+        return null
+      case 'cancel':
+        return { outcome: await this.queue().cancel(this.jobId(s), { reason: s.reason ?? '' }) }
+      case 'cancel_many': {
+        const f = {}
+        for (const k of ['kind', 'scope', 'state', 'reason']) if (k in s) f[k] = s[k]
+        const r = await this.queue().cancelMany(f)
+        return { cancelled: r.cancelled, requested: r.requested }
+      }
+      case 'delete':
+        await this.queue().delete(this.jobId(s))
+        return null
+      case 'pause':
+      case 'resume': {
+        const t = {}
+        for (const k of ['kind', 'scope']) if (k in s) t[k] = s[k]
+        return { changed: await this.queue()[s.op](t) }
+      }
+      case 'paused':
+        return await this.queue().paused()
       case 'release':
         await this.queue().release(this.token(s.lease))
         return null
@@ -221,7 +251,7 @@ class Run {
       }
       case 'reap': {
         const r = await this.queue().reap()
-        return { expired: r.expired, dead: r.dead, pruned: r.pruned }
+        return { expired: r.expired, dead: r.dead, pruned: r.pruned, expired_unstarted: r.expiredUnstarted }
       }
       case 'stats': {
         const st = await this.queue().stats()

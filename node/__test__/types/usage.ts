@@ -1,8 +1,9 @@
 // Compiled by types.test.js with `tsc --noEmit --strict`: the package's types
 // must describe this program, and reject the misuses marked @ts-expect-error.
 import {
-  Queue, Server, Worker, Permanent, ErrorCode, encodePayload, configKeys, limits,
-  type Job, type JobInfo, type TelhaError, type ErrorCodeName, type Settings, type ConfigKey, type Enqueued
+  Queue, Server, Worker, Permanent, Snooze, Retry, ErrorCode, encodePayload, configKeys, limits,
+  type Job, type JobInfo, type TelhaError, type ErrorCodeName, type Settings, type ConfigKey, type Enqueued,
+  type CancelReport, type Paused
 } from 'telha-jobs'
 
 async function main (): Promise<void> {
@@ -37,6 +38,11 @@ async function main (): Promise<void> {
     const leaseTtl: number = job.leaseTtlMs
     const encoding: 'unknown' | 'bytes' | 'value' = job.payloadEncoding
     console.log(leaseTtl, encoding)
+    const timeout: number | null = job.timeoutMs
+    const answers: Array<'renewed' | 'lost' | 'cancelled'> = await q.extendAnswers([job], 'w')
+    await q.snooze(job, 1000)
+    await q.fail(job, 'rate limited', { retryInMs: 5000 })
+    console.log(timeout, answers)
     const renewed: boolean[] = await q.extend([job], 'w')
     if (renewed[0]) await q.complete(job, { ok: true })
     else await q.fail(job, new Error('lost'), { retryable: false })
@@ -46,12 +52,26 @@ async function main (): Promise<void> {
   const cursor: string | undefined = info?.cursor
   const resultEncoding: 'unknown' | 'bytes' | 'value' | undefined = info?.resultEncoding
   console.log(cursor, resultEncoding)
-  const state: 'pending' | 'leased' | 'failed' | 'completed' | 'dead' | undefined = info?.state
+  const state: 'pending' | 'leased' | 'failed' | 'completed' | 'dead' | 'cancelled' | undefined = info?.state
+  const control: [string | undefined, number | undefined, boolean | undefined, number | undefined] =
+    [info?.cancelRequested, info?.snoozes, info?.paused, info?.expiresAt]
+  const outcome: 'cancelled' | 'requested' = await q.cancel(id, { reason: 'operator' })
+  const report: CancelReport = await q.cancelMany({ kind: 'ingest:*', state: 'pending', reason: 'bad batch' })
+  await q.delete(id)
+  const changed: boolean = await q.pause({ kind: 'embed' }) || await q.resume({ scope: '0190c0de-0000-7000-8000-0000000000a1' })
+  const paused: Paused = await q.paused()
+  const pausedToo: Paused = (await q.stats()).paused
+  const cancelled: number = (await q.stats()).total.cancelled + (await q.reap()).expiredUnstarted
+  await q.enqueue('embed', {}, { expiresInMs: 60_000, expiresAt: new Date(Date.now() + 60_000) })
+  await Queue.open('./telha-data', { deadRetentionMs: false, cancelledRetentionMs: 1000, kinds: { slow: { timeoutMs: 5000, maxLeaseTotalMs: false, maxSnoozes: 3 } } })
+  console.log(control, outcome, report.cancelled + report.requested, changed, paused.kinds, pausedToo.scopes, cancelled)
   const page = await q.list({ state: 'dead', limit: 10 })
   const n: number = page.jobs.length + (await q.stats()).total.pending + jobs.length + ids.length
   const text: string = await q.metrics()
   const w = new Worker(q, async (j, { signal }) => {
     if (signal.aborted) throw new Permanent('stopped')
+    if (j.attempts > 2) throw new Snooze(60_000)
+    if (j.attempts > 1) throw new Retry(new Error('rate limited'), { afterMs: 5000 })
     return { kind: j.kind }
   }, { concurrency: 4, kinds: ['embed'] })
   w.on('failed', (_j: Job, e: unknown) => console.log(e))
@@ -81,6 +101,12 @@ async function main (): Promise<void> {
   await q.extend(['id'], 'w')
   // @ts-expect-error no public constructor
   void new Queue()
+  // @ts-expect-error pause names a kind or a scope, not both
+  await q.pause({ kind: 'embed', scope: 's' })
+  // @ts-expect-error cancelMany takes only unfinished states
+  await q.cancelMany({ state: 'completed' })
+  // @ts-expect-error Retry needs its delay
+  void new Retry(new Error('x'))
 
   const host = await Queue.open('./telha-data')
   const server: Server = await host.serve({ listen: '127.0.0.1:0', token: 't', metricsListen: '127.0.0.1:0' })
