@@ -169,5 +169,4 @@ def test_the_stubs_per_kind_settings_are_the_tables() -> None:
     body = stub_class("_KindSettings").body
     fields = {n.target.id: ast.unparse(n.annotation) for n in body if isinstance(n, ast.AnnAssign)
               and isinstance(n.target, ast.Name)}
-    assert fields == {k.name: STUB_TYPES[k.type].removesuffix(" | None").replace("_Retention", "_Seconds")
-                      for k in PER_KIND}
+    assert fields == {k.name: STUB_TYPES[k.type].removesuffix(" | None") for k in PER_KIND}

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from ._errors import CancelledError, LeaseLostError, QueueClosedError, TelhaError
 from ._lease import Lease, _current
@@ -154,7 +154,9 @@ class AsyncQueue:
     async def extend(self, jobs: Sequence[Job], worker_id: str) -> list[bool]:
         return await self._call(self.queue.extend, list(jobs), worker_id)
 
-    async def extend_answers(self, jobs: Sequence[Job], worker_id: str) -> list[str]:
+    async def extend_answers(
+        self, jobs: Sequence[Job], worker_id: str
+    ) -> list[Literal["renewed", "lost", "cancelled"]]:
         """As :meth:`Queue.extend_answers`: "renewed", "lost" or "cancelled" per job."""
         return await self._call(self.queue.extend_answers, list(jobs), worker_id)
 
@@ -180,7 +182,7 @@ class AsyncQueue:
         """As :meth:`Queue.snooze`."""
         await self._call(self.queue.snooze, job, delay)
 
-    async def cancel(self, job_id: str, reason: str = "") -> str:
+    async def cancel(self, job_id: str, reason: str = "") -> Literal["cancelled", "requested"]:
         """As :meth:`Queue.cancel`: "cancelled" or "requested"."""
         return await self._call(self.queue.cancel, job_id, reason)
 
