@@ -335,6 +335,8 @@ class AsyncWorker:
             try:
                 await self.queue.release(lease.job)
                 self.counts["released"] += 1
+            except CancelledError:  # the release recorded it cancelled
+                self.counts["cancelled"] += 1
             except TelhaError as e:
                 log.warning("worker %s: release of %s failed: %s", self.worker_id, lease.job.id, e)
         self._done.set()

@@ -266,6 +266,8 @@ class Worker:
             try:
                 self.queue.release(lease.job)
                 self._count("released")
+            except CancelledError:  # the release recorded it cancelled
+                self._count("cancelled")
             except TelhaError as e:
                 log.warning("worker %s: release of %s failed: %s", self.worker_id, lease.job.id, e)
         if self._heart is not None and self._heart is not threading.current_thread():
