@@ -172,7 +172,7 @@ def test_expiry_before_start(target: Target) -> None:
         assert info is not None and info.expires_at is not None
         assert info.expires_at == pytest.approx(time.time() + 0.2, abs=5)
         time.sleep(0.3)
-        q.reap()
+        assert q.reap()["expired_unstarted"] == 1
         info = q.get(soon)
         assert info is not None and info.state == "dead" and info.last_error == "expired before start"
         leased = {j.id for j in q.lease_many("w", 10)}

@@ -258,3 +258,36 @@ def test_snooze_and_retry_refuse_bad_delays(bad: Any) -> None:
         Snooze(bad)
     with pytest.raises(err):
         Retry("x", after=bad)
+
+
+def test_a_hung_handler_that_keeps_heartbeating_loses_its_job_after_max_lease_total(target: Target) -> None:
+    hang = threading.Event()
+    told: list[bool] = []
+
+    def hung(job: telha_jobs.Job) -> str:
+        lease = current_lease()
+        assert lease is not None
+        told.append(lease.wait_lost(30))  # the heartbeat thread keeps beating meanwhile
+        hang.wait(60)
+        return "too late"
+
+    with target.open(reaper_interval=0, lease_ttl=0.3, backoff_base=0.001, backoff_cap=0.001,
+                     kinds={"slow": {"max_lease_total": 0.6}}) as q:
+        job_id = q.enqueue("slow")
+        w = telha_jobs.Worker(q, hung, concurrency=1, poll_wait=0.1, stop_timeout=0.1)
+        w.start()
+        try:
+            wait_for(lambda: told == [True])  # extend stopped renewing: lost
+            rescued = None
+            end = time.monotonic() + 20
+            while rescued is None and time.monotonic() < end:
+                q.reap()  # the ordinary expiry path
+                rescued = q.lease_next("rescuer", wait=0.1)
+            assert rescued is not None and rescued.id == job_id and rescued.generation == 2
+            q.complete(rescued, "done")
+        finally:
+            hang.set()
+            wait_for(lambda: w.counts["lost"] == 1)  # its late result was refused
+            w.stop()
+        info = q.get(job_id)
+        assert info is not None and info.state == "completed" and info.result == "done"
