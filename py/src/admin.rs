@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyType};
 use telha_jobs::limits::MAX_LIST_LIMIT;
-use telha_jobs::{JobStore, ListPage, ListQuery, ReapReport, State, StateCounts, Stats};
+use telha_jobs::{JobStore, ListPage, ListQuery, Paused, ReapReport, State, StateCounts, Stats};
 
 use crate::args;
 use crate::errors::type_error;
@@ -106,7 +106,19 @@ fn counts_dict<'py>(py: Python<'py>, c: &StateCounts) -> PyResult<Bound<'py, PyD
     Ok(d)
 }
 
-/// `stats()`: `{"total": {state: n}, "by_kind": {kind: {state: n}}}`.
+/// `paused()` (and `stats()["paused"]`): `{"kinds": [pattern, ...],
+/// "scopes": [uuid, ...]}`, each sorted.
+pub fn paused_answer<'py>(py: Python<'py>, p: &Paused) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let kinds: Vec<String> = p.kinds.iter().map(|k| k.to_string()).collect();
+    let scopes: Vec<String> = p.scopes.iter().map(|s| s.to_string()).collect();
+    d.set_item("kinds", kinds)?;
+    d.set_item("scopes", scopes)?;
+    Ok(d)
+}
+
+/// `stats()`: `{"total": {state: n}, "by_kind": {kind: {state: n}},
+/// "paused": {"kinds": [...], "scopes": [...]}}`.
 pub fn stats_answer<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
     let by_kind = PyDict::new(py);
     for (k, c) in &s.by_kind {
@@ -115,6 +127,7 @@ pub fn stats_answer<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDi
     let d = PyDict::new(py);
     d.set_item("total", counts_dict(py, &s.total)?)?;
     d.set_item("by_kind", by_kind)?;
+    d.set_item("paused", paused_answer(py, &s.paused)?)?;
     Ok(d)
 }
 
@@ -124,6 +137,7 @@ pub fn reap_answer<'py>(py: Python<'py>, r: &ReapReport) -> PyResult<Bound<'py, 
     d.set_item("expired", r.expired)?;
     d.set_item("dead", r.dead)?;
     d.set_item("pruned", r.pruned)?;
+    d.set_item("expired_unstarted", r.expired_unstarted)?;
     d.set_item("corrupt", r.corrupt.len())?;
     Ok(d)
 }

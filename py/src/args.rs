@@ -78,21 +78,23 @@ pub fn duration(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Duration> {
     }
 }
 
-/// An enqueue `delay`: finite and >= 0. The core refuses a delay whose sum
-/// with now passes the latest supported time (`InvalidArgumentError` naming
-/// `delay`); one too large even for a `Duration` (over 2^64 seconds) is
-/// refused here by the same rule, with the seconds as given.
-pub fn delay(obj: &Bound<'_, PyAny>) -> PyResult<Duration> {
+/// An enqueue `delay` (and a snooze's delay, a `retry_in`, an
+/// `expires_in`; `what` names it): finite and >= 0. The core refuses a
+/// delay whose sum with now passes the latest supported time
+/// (`InvalidArgumentError` naming it); one too large even for a `Duration`
+/// (over 2^64 seconds) is refused here by the same rule, with the seconds
+/// as given.
+pub fn delay(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Duration> {
     let py = obj.py();
-    let s = seconds(obj, "delay")?;
+    let s = seconds(obj, what)?;
     if !(s.is_finite() && s >= 0.0) {
-        return Err(not_a_duration(py, "delay", s));
+        return Err(not_a_duration(py, what, s));
     }
     Duration::try_from_secs_f64(s).map_err(|_| {
         invalid(
             py,
             format!(
-                "delay of {s:?} seconds puts the time after 9999-12-31T23:59:59.999Z \
+                "{what} of {s:?} seconds puts the time after 9999-12-31T23:59:59.999Z \
                  (limits.MAX_INSTANT)"
             ),
         )
@@ -312,13 +314,15 @@ pub fn tokens(jobs: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<LeaseToken>> 
 }
 
 /// The keywords of `enqueue` (and keys of an `enqueue_many` dict item).
-pub const ENQUEUE_OPTIONS: [&str; 6] = [
+pub const ENQUEUE_OPTIONS: [&str; 8] = [
     "scope",
     "priority",
     "delay",
     "run_at",
     "idempotency_key",
     "max_attempts",
+    "expires_in",
+    "expires_at",
 ];
 
 /// `options` (a dict of enqueue options; None values are "not given"),
@@ -348,7 +352,9 @@ pub fn enqueue_options(
         match name.as_str() {
             "scope" => o.scope = Some(scope(v)?),
             "priority" => o.priority = Some(int_in(v, "priority", 0, u8::MAX.into())? as u8),
-            "delay" => o.delay = Some(delay(v)?),
+            "delay" => o.delay = Some(delay(v, "delay")?),
+            "expires_in" => o.expires_in = Some(delay(v, "expires_in")?),
+            "expires_at" => o.expires_at = Some(instant_ms(v, "expires_at")?),
             "run_at" => o.run_at = Some(instant_ms(v, "run_at")?),
             "idempotency_key" => {
                 let k = v.cast::<PyString>().map_err(|_| {

@@ -22,6 +22,8 @@ const CLASS_NAMES: [(ErrorKind, &str); ErrorKind::ALL.len()] = [
     (ErrorKind::Corruption, "CorruptionError"),
     (ErrorKind::Closed, "QueueClosedError"),
     (ErrorKind::UnsupportedFormat, "UnsupportedFormatError"),
+    (ErrorKind::Cancelled, "CancelledError"),
+    (ErrorKind::WrongState, "WrongStateError"),
 ];
 
 struct Classes {

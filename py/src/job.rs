@@ -110,6 +110,13 @@ impl Job {
     fn worker_id(&self) -> &str {
         &self.inner.worker_id
     }
+    /// The kind's run-time limit (its `timeout` setting) in seconds, or
+    /// None: a Worker fails a handler still running after this long
+    /// ("timed out after ...", retryably) and tells it the lease is lost.
+    #[getter]
+    fn timeout(&self) -> Option<f64> {
+        self.inner.timeout_ms.map(secs)
+    }
     /// The lease token as text, `"<id>:<generation>"`.
     #[getter]
     fn token(&self) -> String {
@@ -161,7 +168,8 @@ impl JobInfo {
     fn scope(&self) -> String {
         self.inner.scope.to_string()
     }
-    /// `"pending"`, `"leased"`, `"completed"`, `"failed"` or `"dead"`.
+    /// `"pending"`, `"leased"`, `"completed"`, `"failed"`, `"dead"` or
+    /// `"cancelled"`.
     #[getter]
     fn state(&self) -> &'static str {
         self.inner.state.as_str()
@@ -278,6 +286,28 @@ impl JobInfo {
             .iter()
             .map(|e| (secs(e.ts), e.transition.clone(), e.detail.clone()))
             .collect()
+    }
+    /// The reason of a cancel requested while the job is leased (the holder
+    /// is told at its next heartbeat), else None.
+    #[getter]
+    fn cancel_requested(&self) -> Option<&str> {
+        self.inner.cancel_requested.as_deref()
+    }
+    /// How many times a handler snoozed it (`snooze`, `raise Snooze`).
+    #[getter]
+    fn snoozes(&self) -> u32 {
+        self.inner.snoozes
+    }
+    /// When it expires if it has not started (seconds since the epoch:
+    /// `enqueue(expires_at=... | expires_in=...)`), else None.
+    #[getter]
+    fn expires_at(&self) -> Option<f64> {
+        self.inner.expires_at.map(secs)
+    }
+    /// Whether its kind (or family) or its scope is paused.
+    #[getter]
+    fn paused(&self) -> bool {
+        self.inner.paused
     }
     /// How many older events were dropped to keep the log bounded.
     #[getter]

@@ -2,7 +2,9 @@
 //!
 //! Files by concern, named as node/src's: config.rs (open settings through
 //! the core's key table), args.rs (argument conversion and range checks,
-//! enqueue options and items), queue.rs (the `Queue` class), admin.rs (the
+//! enqueue options and items), queue.rs (the `Queue` class), lease.rs
+//! (`CancelWait`, the sliced lease wait), control.rs (job control: cancel,
+//! delete, snooze, retry-in, pause, extend's answers), admin.rs (the
 //! operator calls' queries and answers: list, stats, reap), job.rs (`Job`,
 //! `JobInfo`, the `Enqueued` answer), payload.rs (the payload convention
 //! and encodings), errors.rs (error kinds → exception classes), remote.rs
@@ -13,8 +15,10 @@
 mod admin;
 mod args;
 mod config;
+mod control;
 mod errors;
 mod job;
+mod lease;
 mod payload;
 mod queue;
 mod remote;
@@ -71,7 +75,7 @@ fn add_limits(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<queue::Queue>()?;
-    m.add_class::<queue::CancelWait>()?;
+    m.add_class::<lease::CancelWait>()?;
     m.add_class::<job::Job>()?;
     m.add_class::<job::JobInfo>()?;
     m.add_class::<config::ConfigKey>()?;

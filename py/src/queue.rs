@@ -6,46 +6,17 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use telha_jobs::limits::MAX_BATCH;
-use telha_jobs::{Completion, ErrorKind, JobStore, LeaseOptions};
+use telha_jobs::{Completion, JobStore};
 
 use crate::errors::{invalid, to_py, type_error};
 use crate::job::{Job, JobInfo};
+use crate::lease::{self, CancelWait};
 use crate::payload;
-use crate::{admin, args, config, job, task};
-
-/// How long one blocking slice of a lease wait lasts: between slices the
-/// GIL is taken back to run signal handlers, so Ctrl-C ends a long wait.
-const WAIT_SLICE: Duration = Duration::from_millis(100);
-
-/// Ends the wait of the `lease_next` / `lease_many` calls it is passed to,
-/// from any thread (a worker stopping). Once cancelled it stays cancelled.
-#[pyclass(frozen, module = "telha_jobs", name = "CancelWait")]
-#[derive(Default)]
-pub struct CancelWait {
-    inner: telha_jobs::CancelWait,
-}
-
-#[pymethods]
-impl CancelWait {
-    #[new]
-    fn py_new() -> Self {
-        Self::default()
-    }
-    /// Cancel: waits using this token return promptly with what they have.
-    fn cancel(&self) {
-        self.inner.cancel()
-    }
-    /// Whether `cancel()` was called.
-    #[getter]
-    fn cancelled(&self) -> bool {
-        self.inner.is_cancelled()
-    }
-}
+use crate::{admin, args, config, control, job, task};
 
 /// A durable job queue: an embedded store directory (opened, or created),
 /// or a client of a `telha serve` server (`telha_jobs.connect`). Both are
@@ -69,49 +40,6 @@ impl Queue {
                 format!("{what} needs an embedded queue; this one is a client of {at}"),
             )
         })
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn lease(
-        &self,
-        py: Python<'_>,
-        worker_id: &str,
-        max: usize,
-        kinds: Option<&Bound<'_, PyAny>>,
-        scope: Option<&Bound<'_, PyAny>>,
-        wait: Option<&Bound<'_, PyAny>>,
-        cancel: Option<&Bound<'_, CancelWait>>,
-    ) -> PyResult<Vec<Job>> {
-        let wait = match wait {
-            Some(w) => args::wait(w, "wait")?,
-            None => Some(Duration::ZERO),
-        };
-        let cancel = cancel.map(|c| c.get().inner.clone());
-        let mut opts = LeaseOptions {
-            scopes: args::scopes(scope)?,
-            kinds: args::kinds(kinds)?,
-            wait: None,
-            cancel: cancel.clone(),
-        };
-        // None: no end (waits until a job comes, a cancel or a close).
-        let end = wait.and_then(|w| Instant::now().checked_add(w));
-        loop {
-            let left = end.map_or(Duration::MAX, |e| {
-                e.saturating_duration_since(Instant::now())
-            });
-            let slice = left.min(WAIT_SLICE);
-            opts.wait = (!slice.is_zero()).then_some(slice);
-            let (q, o) = (&*self.store, &opts);
-            let jobs = task::run(py, || q.lease_many(worker_id, max, o))?;
-            let done = !jobs.is_empty()
-                || left <= WAIT_SLICE
-                || cancel.as_ref().is_some_and(|c| c.is_cancelled());
-            if done {
-                return Ok(jobs.into_iter().map(Job::new).collect());
-            }
-            // Runs Python signal handlers (KeyboardInterrupt) on the main thread.
-            py.check_signals()?;
-        }
     }
 }
 
@@ -225,8 +153,10 @@ impl Queue {
     /// convention, read back as values. Options: `scope`, `priority`
     /// (0–255, default 128), `delay` (seconds or a timedelta), `run_at`
     /// (seconds since the epoch or a datetime, at most
-    /// `limits.MAX_INSTANT`), `idempotency_key`, `max_attempts`; an
-    /// unknown option is `InvalidArgumentError` listing them.
+    /// `limits.MAX_INSTANT`), `idempotency_key`, `max_attempts`,
+    /// `expires_in` (seconds or a timedelta, > 0) or `expires_at` (as
+    /// `run_at`; after it): a job not leased by then goes dead ("expired
+    /// before start"); an unknown option is `InvalidArgumentError` listing them.
     #[pyo3(signature = (kind, payload=None, **options))]
     fn enqueue(
         &self,
@@ -280,9 +210,8 @@ impl Queue {
         cancel: Option<&Bound<'_, CancelWait>>,
     ) -> PyResult<Option<Job>> {
         task::guard(py, "lease_next", || {
-            Ok(self
-                .lease(py, worker_id, 1, kinds, scope, wait, cancel)?
-                .pop())
+            let q = &*self.store;
+            Ok(lease::lease(q, py, worker_id, 1, kinds, scope, wait, cancel)?.pop())
         })
     }
 
@@ -304,12 +233,13 @@ impl Queue {
     ) -> PyResult<Vec<Job>> {
         task::guard(py, "lease_many", || {
             let max = args::int_in(max, "max", 1, MAX_BATCH as u64)? as usize;
-            self.lease(py, worker_id, max, kinds, scope, wait, cancel)
+            lease::lease(&*self.store, py, worker_id, max, kinds, scope, wait, cancel)
         })
     }
 
     /// Renew leases (a heartbeat), each for its lease TTL again: one bool
-    /// per job, False when that lease is lost (stop working on it).
+    /// per job, False when that lease is lost or cancelled (stop working on
+    /// it; `extend_answers` tells the two apart).
     fn extend(
         &self,
         py: Python<'_>,
@@ -317,18 +247,23 @@ impl Queue {
         worker_id: &str,
     ) -> PyResult<Vec<bool>> {
         task::guard(py, "extend", || {
-            let tokens = args::tokens(jobs, "extend")?;
-            let q = &*self.store;
-            let res = task::run(py, || q.extend(&tokens, worker_id))?;
-            res.into_iter()
-                .map(|r| match r {
-                    Ok(_) => Ok(true),
-                    Err(e) if matches!(e.kind(), ErrorKind::Aborted | ErrorKind::NotFound) => {
-                        Ok(false)
-                    }
-                    Err(e) => Err(to_py(py, e)),
-                })
-                .collect()
+            let a = control::extend_answers(py, &*self.store, jobs, worker_id, "extend")?;
+            Ok(a.into_iter().map(|a| a == "renewed").collect())
+        })
+    }
+
+    /// `extend` with one answer per job: `"renewed"`, `"lost"` (stale:
+    /// reaped, settled, leased again, or held past the kind's
+    /// `max_lease_total`) or `"cancelled"` (a cancel was requested: stop;
+    /// whatever you then submit records the job cancelled).
+    fn extend_answers(
+        &self,
+        py: Python<'_>,
+        jobs: &Bound<'_, PyAny>,
+        worker_id: &str,
+    ) -> PyResult<Vec<&'static str>> {
+        task::guard(py, "extend_answers", || {
+            control::extend_answers(py, &*self.store, jobs, worker_id, "extend_answers")
         })
     }
 
@@ -400,20 +335,22 @@ impl Queue {
         })
     }
 
-    /// Fail a leased job: retried after backoff, or dead when not
-    /// `retryable` or out of attempts. `LeaseLostError` when the lease is stale.
-    #[pyo3(signature = (job, reason, *, retryable=true))]
+    /// Fail a leased job: retried after backoff (or after `retry_in`
+    /// seconds / a timedelta, the handler's own delay, when given; still an
+    /// attempt spent), or dead when not `retryable` or out of attempts.
+    /// `LeaseLostError` when the lease is stale, `CancelledError` when a
+    /// cancel was requested (the job is then recorded cancelled).
+    #[pyo3(signature = (job, reason, *, retryable=true, retry_in=None))]
     fn fail(
         &self,
         py: Python<'_>,
         job: &Bound<'_, PyAny>,
         reason: &str,
         retryable: bool,
+        retry_in: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         task::guard(py, "fail", || {
-            let t = args::token(job)?;
-            let q = &*self.store;
-            task::run(py, || q.fail(&t, reason, retryable))
+            control::fail(py, &*self.store, job, reason, retryable, retry_in)
         })
     }
 
@@ -424,6 +361,99 @@ impl Queue {
             let q = &*self.store;
             task::run(py, || q.release(&t))
         })
+    }
+
+    /// Snooze a leased job: pending again `delay` seconds (or a timedelta)
+    /// from now, no attempt spent (`JobInfo.snoozes` counts it; past the
+    /// kind's `max_snoozes` it counts as a failed attempt).
+    fn snooze(
+        &self,
+        py: Python<'_>,
+        job: &Bound<'_, PyAny>,
+        delay: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        task::guard(py, "snooze", || {
+            control::snooze(py, &*self.store, job, delay)
+        })
+    }
+
+    /// Cancel a job: `"cancelled"` when it was pending, scheduled or
+    /// failed (terminal now); `"requested"` when it is leased (its holder's
+    /// next heartbeat answers cancelled, and whatever it submits records
+    /// the job cancelled). `WrongStateError` for a completed, dead or
+    /// cancelled job; `NotFoundError` for an unknown one.
+    #[pyo3(signature = (job_id, reason=""))]
+    fn cancel(
+        &self,
+        py: Python<'_>,
+        job_id: &Bound<'_, PyAny>,
+        reason: &str,
+    ) -> PyResult<&'static str> {
+        task::guard(py, "cancel", || {
+            control::cancel(py, &*self.store, job_id, reason)
+        })
+    }
+
+    /// Cancel every job matching `kind` (exact or `"family:*"`), `scope`
+    /// and `state` ("pending", "failed" or "leased"; default all three), in
+    /// bounded atomic batches: `{"cancelled": n, "requested": n,
+    /// "corrupt": n}`.
+    #[pyo3(signature = (*, kind=None, scope=None, state=None, reason=""))]
+    fn cancel_many<'py>(
+        &self,
+        py: Python<'py>,
+        kind: Option<&Bound<'_, PyAny>>,
+        scope: Option<&Bound<'_, PyAny>>,
+        state: Option<&Bound<'_, PyAny>>,
+        reason: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        task::guard(py, "cancel_many", || {
+            control::cancel_many(py, &*self.store, kind, scope, state, reason)
+        })
+    }
+
+    /// Delete a job that is not leased, with its index entries.
+    /// `WrongStateError` for a leased job (cancel it first).
+    fn delete(&self, py: Python<'_>, job_id: &Bound<'_, PyAny>) -> PyResult<()> {
+        task::guard(py, "delete", || control::delete(py, &*self.store, job_id))
+    }
+
+    /// Pause leasing of a kind (exact or `"family:*"`) or a scope, durably:
+    /// `pause(kind="embed")`, `pause(scope=uuid)` or `pause("kind:embed")`.
+    /// Running leases carry on. Returns whether it was not paused already.
+    #[pyo3(signature = (target=None, *, kind=None, scope=None))]
+    fn pause(
+        &self,
+        py: Python<'_>,
+        target: Option<&Bound<'_, PyAny>>,
+        kind: Option<&Bound<'_, PyAny>>,
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        task::guard(py, "pause", || {
+            let t = control::target(py, target, kind, scope)?;
+            control::pause(py, &*self.store, t, true)
+        })
+    }
+
+    /// Undo `pause` (the same arguments); waiting pollers wake. Returns
+    /// whether it was paused.
+    #[pyo3(signature = (target=None, *, kind=None, scope=None))]
+    fn resume(
+        &self,
+        py: Python<'_>,
+        target: Option<&Bound<'_, PyAny>>,
+        kind: Option<&Bound<'_, PyAny>>,
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        task::guard(py, "resume", || {
+            let t = control::target(py, target, kind, scope)?;
+            control::pause(py, &*self.store, t, false)
+        })
+    }
+
+    /// What is paused: `{"kinds": [pattern, ...], "scopes": [uuid, ...]}`.
+    fn paused<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        task::guard(py, "paused", || control::paused(py, &*self.store))
     }
 
     /// Operator action: a dead or failed job back to pending, attempts reset.
@@ -497,7 +527,8 @@ impl Queue {
         })
     }
 
-    /// Exact counts: `{"total": {state: n}, "by_kind": {kind: {state: n}}}`.
+    /// Exact counts: `{"total": {state: n}, "by_kind": {kind: {state: n}},
+    /// "paused": {"kinds": [...], "scopes": [...]}}`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         task::guard(py, "stats", || {
             let q = &*self.store;

@@ -169,5 +169,25 @@ def test_the_stubs_per_kind_settings_are_the_tables() -> None:
     body = stub_class("_KindSettings").body
     fields = {n.target.id: ast.unparse(n.annotation) for n in body if isinstance(n, ast.AnnAssign)
               and isinstance(n.target, ast.Name)}
-    assert fields == {k.name: STUB_TYPES[k.type].removesuffix(" | None").replace("_Retention", "_Seconds")
-                      for k in PER_KIND}
+    assert fields == {k.name: STUB_TYPES[k.type].removesuffix(" | None") for k in PER_KIND}
+
+
+@pytest.mark.parametrize("key", [k for k in KEYS if k.type == "retention"], ids=lambda k: k.name)
+def test_every_retention_key_turns_off_with_false_globally_and_per_kind(
+    tmp_path: Path, key: telha_jobs.ConfigKey
+) -> None:
+    with telha_jobs.Queue(tmp_path / "g", **{key.name: False}) as q:
+        assert q.settings()[key.name] == math.inf
+    if key.per_kind:
+        with telha_jobs.Queue(tmp_path / "k", **{key.name: 60.0}, kinds={"embed": {key.name: False}}) as q:
+            s = q.settings()
+            assert s[key.name] == 60.0 and s["kinds"]["embed"][key.name] == math.inf
+
+
+def test_a_kinds_timeout_off_wins_over_the_global_one(tmp_path: Path) -> None:
+    with telha_jobs.Queue(tmp_path / "s", reaper_interval=0, timeout=90.0,
+                          kinds={"free": {"timeout": False}, "tight": {"timeout": 1.5}}) as q:
+        for kind in ("embed", "free", "tight"):
+            q.enqueue(kind)
+        got = {j.kind: j.timeout for j in q.lease_many("w", 3)}
+        assert got == {"embed": 90.0, "free": None, "tight": 1.5}

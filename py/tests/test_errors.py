@@ -24,12 +24,22 @@ def test_the_exception_hierarchy_maps_every_core_kind() -> None:
         telha_jobs.CorruptionError: "CORRUPTION",
         telha_jobs.QueueClosedError: "CLOSED",
         telha_jobs.UnsupportedFormatError: "UNSUPPORTED_FORMAT",
+        telha_jobs.CancelledError: "CANCELLED",
+        telha_jobs.WrongStateError: "WRONG_STATE",
     }
     for cls, code in pairs.items():
         assert issubclass(cls, telha_jobs.TelhaError) and cls.code == code
     assert issubclass(telha_jobs.InvalidArgumentError, ValueError)
     assert issubclass(telha_jobs.CorruptionError, telha_jobs.StorageError)
     assert not issubclass(telha_jobs.LeaseLostError, ValueError)
+    # A handler that stops on a lost lease stops on a cancel too.
+    assert issubclass(telha_jobs.CancelledError, telha_jobs.LeaseLostError)
+    assert not issubclass(telha_jobs.WrongStateError, telha_jobs.LeaseLostError)
+
+
+# Raised by handlers to ask the Worker for something, not errors: the names
+# issue 16 gives them (as Node's `Snooze` / `Retry`).
+HANDLER_SIGNALS = {"Snooze", "Retry"}
 
 
 def test_every_exception_class_name_ends_in_error() -> None:
@@ -39,6 +49,7 @@ def test_every_exception_class_name_ends_in_error() -> None:
         if isinstance(getattr(telha_jobs, name), type)
         and issubclass(getattr(telha_jobs, name), BaseException)
         and getattr(telha_jobs, name).__name__ == name
+        and name not in HANDLER_SIGNALS
     }
     assert classes == {
         "TelhaError",
@@ -50,6 +61,8 @@ def test_every_exception_class_name_ends_in_error() -> None:
         "CorruptionError",
         "QueueClosedError",
         "UnsupportedFormatError",
+        "CancelledError",
+        "WrongStateError",
         "PermanentError",
     }
 

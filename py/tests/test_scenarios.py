@@ -98,7 +98,8 @@ def subset(want: Any, got: Any, at: str = "") -> None:
             if k in got:
                 subset(wv, got[k], f"{at}.{k}")
             elif at == ".by_kind":
-                subset(wv, dict.fromkeys(("pending", "leased", "failed", "completed", "dead"), 0),
+                subset(wv, dict.fromkeys(("pending", "leased", "failed", "completed", "dead",
+                                          "cancelled"), 0),
                        f"{at}.{k}")
             else:
                 raise StepFailed(f"{at}.{k}: the runner has no such field")
@@ -150,6 +151,7 @@ class Run:
             "job": self.name_of(j.id), "kind": j.kind, "scope": j.scope,
             "attempts": j.attempts, "max_attempts": j.max_attempts,
             "generation": j.generation, "priority": j.priority, "worker_id": j.worker_id,
+            "timeout_ms": None if j.timeout is None else round(j.timeout * 1000),
         }
         put_bytes(o, "payload", j.raw_payload)
         return o
@@ -160,6 +162,8 @@ class Run:
             "priority": i.priority, "attempts": i.attempts, "max_attempts": i.max_attempts,
             "generation": i.generation, "worker_id": i.worker_id, "last_error": i.last_error,
             "idempotency_key": i.idempotency_key, "events": [e[1] for e in i.events],
+            "cancel_requested": i.cancel_requested, "snoozes": i.snoozes, "paused": i.paused,
+            "expires": i.expires_at is not None,
         }
         put_bytes(o, "payload", i.raw_payload)
         put_bytes(o, "result", i.raw_result)
@@ -177,6 +181,10 @@ class Run:
             kw["run_at"] = s["run_at_ms"] / 1000
         if "run_at_in_ms" in s:
             kw["run_at"] = time.time() + s["run_at_in_ms"] / 1000
+        if "expires_in_ms" in s:
+            kw["expires_in"] = s["expires_in_ms"] / 1000
+        if "expires_at_ms" in s:
+            kw["expires_at"] = s["expires_at_ms"] / 1000
         return kw
 
     def do(self, s: dict[str, Any]) -> Any:
@@ -205,14 +213,35 @@ class Run:
             return self.job_json(job)
         if op == "extend":
             tokens = [self.token(r) for r in s.get("leases", [])]
-            return {"renewed": self.queue().extend(tokens, s.get("worker", "w1"))}
+            answers = self.queue().extend_answers(tokens, s.get("worker", "w1"))
+            return {"renewed": [a == "renewed" for a in answers], "answers": answers}
         if op == "complete":
             self.queue().complete(self.token(s["lease"]), as_bytes(s, "result"))
             return None
         if op == "fail":
+            retry_in = s["retry_in_ms"] / 1000 if "retry_in_ms" in s else None
             self.queue().fail(self.token(s["lease"]), s.get("reason", ""),
-                              retryable=s.get("retryable", True))
+                              retryable=s.get("retryable", True), retry_in=retry_in)
             return None
+        if op == "snooze":
+            self.queue().snooze(self.token(s["lease"]), s["delay_ms"] / 1000)
+            return None
+        if op == "cancel":
+            return {"outcome": self.queue().cancel(self.job_id(s), s.get("reason", ""))}
+        if op == "cancel_many":
+            r = self.queue().cancel_many(kind=s.get("kind"), scope=s.get("scope"),
+                                         state=s.get("state"), reason=s.get("reason", ""))
+            return {"cancelled": r["cancelled"], "requested": r["requested"]}
+        if op == "delete":
+            self.queue().delete(self.job_id(s))
+            return None
+        if op in ("pause", "resume"):
+            if ("kind" in s) == ("scope" in s):
+                raise StepFailed("pause names a kind or a scope")
+            fn = self.queue().pause if op == "pause" else self.queue().resume
+            return {"changed": fn(kind=s.get("kind"), scope=s.get("scope"))}
+        if op == "paused":
+            return self.queue().paused()
         if op == "release":
             self.queue().release(self.token(s["lease"]))
             return None

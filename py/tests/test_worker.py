@@ -50,7 +50,8 @@ def test_results_failures_and_permanent_failures(target: Target) -> None:
         b = q.get(bad)
         assert b is not None and b.state == "dead" and b.attempts == 1
         assert b.last_error == "PermanentError: bad document"
-        assert w.counts == {"completed": 1, "failed": 3, "lost": 0, "released": 0}
+        assert w.counts == {"completed": 1, "failed": 3, "lost": 0, "released": 0,
+                            "cancelled": 0, "snoozed": 0, "timed_out": 0}
 
 
 def test_auto_heartbeat_keeps_a_job_leased_well_past_its_ttl(target: Target) -> None:
@@ -304,7 +305,8 @@ def check_the_job_completed_by_its_last_delivery(
     assert [g for g, _ in calls] == list(range(1, info.generation + 1))
     assert all(lease.lost for _, lease in calls[:-1])
     assert lost_at_return[info.generation] is False, "the delivery that completed was flagged lost"
-    assert counts == {"completed": 1, "failed": 0, "lost": info.generation - 1, "released": 0}
+    assert counts == {"completed": 1, "failed": 0, "lost": info.generation - 1, "released": 0,
+                      "cancelled": 0, "snoozed": 0, "timed_out": 0}
 
 
 def check_a_relapsed_lease_completes(q: telha_jobs.Queue, local: telha_jobs.Queue) -> None:
@@ -360,6 +362,7 @@ class SkewedJob:
     id = "0190a000-0000-7000-8000-000000000001"
     generation = 1
     lease_ttl = 0.3
+    timeout = None
 
     def __init__(self, skew: float) -> None:
         self.deadline = time.time() + skew + self.lease_ttl

@@ -54,6 +54,46 @@ def use(q: telha_jobs.Queue) -> Sequence[str]:
     return ids
 
 
+def control(q: telha_jobs.Queue) -> None:
+    job_id = q.enqueue("embed", expires_in=datetime.timedelta(hours=1),
+                       expires_at=datetime.datetime(2100, 1, 1))
+    outcome: str = q.cancel(job_id, "wrong batch")
+    report: dict[str, int] = q.cancel_many(kind="ingest:*", state="pending", reason="x")
+    q.delete(job_id)
+    changed: bool = q.pause(kind="embed") or q.pause("scope:0190c0de-0000-7000-8000-0000000000a1")
+    q.resume(kind="embed")
+    paused: list[str] = q.paused()["kinds"]
+    job = q.lease_next("w")
+    if job is not None:
+        timeout: float | None = job.timeout
+        answers: list[str] = list(q.extend_answers([job], "w"))
+        if answers == ["cancelled"]:
+            q.fail(job, "stop", retry_in=datetime.timedelta(minutes=10))
+        else:
+            q.snooze(job, 60)
+        print(timeout)
+    info = q.get(job_id)
+    if info is not None:
+        print(info.cancel_requested, info.snoozes, info.expires_at, info.paused)
+    print(outcome, report, changed, paused)
+    try:
+        q.cancel(job_id)
+    except telha_jobs.WrongStateError:
+        pass
+    except telha_jobs.CancelledError as e:
+        lost: telha_jobs.LeaseLostError = e
+        print(lost)
+
+
+def snoozing(job: telha_jobs.Job) -> None:
+    lease = telha_jobs.current_lease()
+    if lease is not None and (lease.cancelled or lease.timed_out):
+        return
+    if job.attempts == 0:
+        raise telha_jobs.Snooze(datetime.timedelta(seconds=30))
+    raise telha_jobs.Retry(ValueError("rate limited"), after=10)
+
+
 def handler(job: telha_jobs.Job) -> dict[str, int]:
     lease = telha_jobs.current_lease()
     if lease is not None:

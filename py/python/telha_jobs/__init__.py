@@ -28,6 +28,7 @@ deprecated aliases of the same classes, kept for one release.
 """
 
 from ._errors import (
+    CancelledError,
     CorruptionError,
     InvalidArgument,
     InvalidArgumentError,
@@ -42,8 +43,9 @@ from ._errors import (
     StoreLockedError,
     TelhaError,
     UnsupportedFormatError,
+    WrongStateError,
 )
-from ._lease import Lease, Permanent, PermanentError, current_lease
+from ._lease import Lease, Permanent, PermanentError, Retry, Snooze, current_lease
 from . import limits
 from ._native import (
     CancelWait,
@@ -64,6 +66,7 @@ from .worker import Worker
 
 __all__ = [
     "CancelWait",
+    "CancelledError",
     "ConfigKey",
     "CorruptRecord",
     "CorruptionError",
@@ -78,12 +81,15 @@ __all__ = [
     "PermanentError",
     "Queue",
     "QueueClosedError",
+    "Retry",
     "Server",
+    "Snooze",
     "StorageError",
     "StoreLockedError",
     "TelhaError",
     "UnsupportedFormatError",
     "Worker",
+    "WrongStateError",
     "__version__",
     "config_keys",
     "connect",

@@ -19,6 +19,8 @@ __all__ = [
     "CorruptionError",
     "QueueClosedError",
     "UnsupportedFormatError",
+    "CancelledError",
+    "WrongStateError",
     # Deprecated aliases (removed in the next release).
     "InvalidArgument",
     "NotFound",
@@ -104,6 +106,25 @@ class UnsupportedFormatError(TelhaError):
     code = "UNSUPPORTED_FORMAT"
 
 
+class CancelledError(LeaseLostError):
+    """The job was cancelled while leased (error kind ``CANCELLED``): the
+    lease's heartbeat answered *cancelled*, or a settle (complete, fail,
+    release, snooze) found a cancel request and recorded the job
+    ``cancelled``. A subclass of ``LeaseLostError``, so a handler that stops
+    on a lost lease stops on a cancel too. ``reason`` is not carried here:
+    ``get(id).cancel_requested`` / ``last_error`` hold it."""
+
+    code = "CANCELLED"
+
+
+class WrongStateError(TelhaError):
+    """The job is in a state the operation does not apply to (error kind
+    ``WRONG_STATE``): cancelling a completed, dead or cancelled job, deleting
+    a leased one (cancel it first). Nothing was changed."""
+
+    code = "WRONG_STATE"
+
+
 # Deprecated aliases, kept for one release: the same class objects.
 InvalidArgument = InvalidArgumentError
 NotFound = NotFoundError
@@ -112,6 +133,7 @@ StoreLocked = StoreLockedError
 QueueClosed = QueueClosedError
 
 for _cls in (TelhaError, InvalidArgumentError, NotFoundError, LeaseLostError, StoreLockedError,
-             StorageError, CorruptionError, QueueClosedError, UnsupportedFormatError):
+             StorageError, CorruptionError, QueueClosedError, UnsupportedFormatError,
+             CancelledError, WrongStateError):
     _cls.__module__ = "telha_jobs"
 del _cls

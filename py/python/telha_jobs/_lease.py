@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import contextvars
+import datetime
+import math
 import threading
 import time
 from typing import TYPE_CHECKING
 
-from ._errors import LeaseLostError
+from ._errors import CancelledError, InvalidArgumentError, LeaseLostError
 
 if TYPE_CHECKING:
     from ._native import Job
 
-__all__ = ["Lease", "Permanent", "PermanentError", "current_lease"]
+__all__ = ["Lease", "Permanent", "PermanentError", "Retry", "Snooze", "current_lease"]
 
 
 class PermanentError(Exception):
@@ -26,14 +28,62 @@ class PermanentError(Exception):
 Permanent = PermanentError
 
 
+def _delay(value: object, what: str) -> float:
+    """Seconds (int, float) or a timedelta, finite and >= 0."""
+    if isinstance(value, datetime.timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds or a timedelta, got {type(value).__name__}")
+    try:
+        s = float(value)
+    except OverflowError:
+        s = math.inf
+    if not (math.isfinite(s) and s >= 0.0):
+        raise InvalidArgumentError(f"{what} must be a finite number of seconds >= 0, got {value!r}")
+    return s
+
+
+class Snooze(Exception):
+    """Raise from a handler to snooze its job: pending again ``seconds``
+    (or a timedelta) from now, no attempt spent (``JobInfo.snoozes`` counts
+    it; past the kind's ``max_snoozes`` it counts as a failed attempt)."""
+
+    def __init__(self, seconds: float | datetime.timedelta) -> None:
+        self.seconds = _delay(seconds, "Snooze seconds")
+        super().__init__(f"snoozed for {self.seconds:g}s")
+
+
+class Retry(Exception):
+    """Raise from a handler to fail its job retryably, retried ``after``
+    seconds (or a timedelta) from now instead of after the backoff (still
+    an attempt spent). ``error``: the reason, an exception or a text."""
+
+    def __init__(self, error: BaseException | str | None = None, *,
+                 after: float | datetime.timedelta) -> None:
+        self.after = _delay(after, "Retry after")
+        self.error = error
+        super().__init__(str(error) if error is not None else f"retry in {self.after:g}s")
+
+    @property
+    def reason(self) -> str:
+        """The failure reason recorded on the job."""
+        e = self.error
+        if isinstance(e, BaseException):
+            text = str(e)
+            return f"{type(e).__name__}: {text}" if text else type(e).__name__
+        return e if e is not None else f"Retry: retry in {self.after:g}s"
+
+
 class Lease:
     """A job a worker holds, as its handler sees it through
     :func:`current_lease`. The worker heartbeats it; when a heartbeat finds
-    the lease lost (the job was reaped and may run elsewhere) or the worker
-    released it while stopping, :attr:`lost` turns True: the handler should
-    stop, since its result would be refused (``LeaseLostError``)."""
+    the lease lost (the job was reaped and may run elsewhere), cancelled (a
+    cancel was requested: :attr:`cancelled`), past the kind's ``timeout``
+    (:attr:`timed_out`), or the worker released it while stopping,
+    :attr:`lost` turns True: the handler should stop, since its result
+    would be refused (``LeaseLostError``, ``CancelledError``)."""
 
-    __slots__ = ("job", "ttl", "next_beat", "expires", "_lost", "_event")
+    __slots__ = ("job", "ttl", "next_beat", "expires", "timeout_at", "_lost", "_why", "_event")
 
     _events_lock = threading.Lock()
 
@@ -52,7 +102,11 @@ class Lease:
         # queue had said so. (Counted from when the lease reached us: a
         # little after the grant, by the call's latency.)
         self.expires = now + self.ttl
+        # The kind's run-time limit, by this process's clock (inf: none).
+        t = job.timeout
+        self.timeout_at = now + t if t is not None else math.inf
         self._lost = False
+        self._why = ""  # "cancelled", "timeout" or "" (lost)
         # Created only when someone waits: most handlers never do, and an
         # Event per job is a measurable cost at thousands of jobs a second.
         self._event: threading.Event | None = None
@@ -62,11 +116,28 @@ class Lease:
         """True once the lease is known lost (or released by a stopping worker)."""
         return self._lost
 
+    @property
+    def cancelled(self) -> bool:
+        """True once a heartbeat found a cancel requested for this job."""
+        return self._lost and self._why == "cancelled"
+
+    @property
+    def timed_out(self) -> bool:
+        """True once the handler ran past the kind's ``timeout`` (the worker
+        failed the job, retryably)."""
+        return self._lost and self._why == "timeout"
+
     def check(self) -> None:
-        """Raise :class:`LeaseLostError` if the lease is lost; a long handler
-        calls this between steps."""
+        """Raise if the lease is lost: :class:`CancelledError` (a subclass of
+        :class:`LeaseLostError`) when the job was cancelled, else
+        :class:`LeaseLostError`; a long handler calls this between steps."""
         if self._lost:
-            raise LeaseLostError(f"lease lost: job {self.job.id} is no longer held by this worker")
+            jid = self.job.id
+            if self._why == "cancelled":
+                raise CancelledError(f"job {jid} was cancelled: stop working on it")
+            if self._why == "timeout":
+                raise LeaseLostError(f"lease lost: job {jid} ran past its kind's timeout")
+            raise LeaseLostError(f"lease lost: job {jid} is no longer held by this worker")
 
     def wait_lost(self, timeout: float | None = None) -> bool:
         """Block up to ``timeout`` seconds until the lease is lost; returns :attr:`lost`."""
@@ -78,14 +149,16 @@ class Lease:
             ev = self._event
         return ev.wait(timeout)
 
-    def _mark_lost(self) -> None:
+    def _mark_lost(self, why: str = "") -> None:
         with Lease._events_lock:
+            if not self._lost:
+                self._why = why
             self._lost = True
             if self._event is not None:
                 self._event.set()
 
     def __repr__(self) -> str:
-        return f"Lease(job={self.job!r}, lost={self.lost})"
+        return f"Lease(job={self.job!r}, lost={self.lost}, cancelled={self.cancelled})"
 
 
 _current: contextvars.ContextVar[Lease | None] = contextvars.ContextVar(

@@ -51,7 +51,8 @@ MAX_INSTANT: float
 MAX_DURATION: float
 PRIORITY_DEFAULT: int
 
-_State = Literal["pending", "leased", "completed", "failed", "dead"]
+_State = Literal["pending", "leased", "completed", "failed", "dead", "cancelled"]
+_ExtendAnswer = Literal["renewed", "lost", "cancelled"]
 _Encoding = Literal["unknown", "bytes", "value"]
 _KeyType = Literal["duration", "retention", "count", "factor", "flag"]
 _Seconds = float | int | datetime.timedelta
@@ -70,6 +71,9 @@ class _KindSettings(TypedDict, total=False):
     backoff_base: _Seconds
     backoff_factor: float
     backoff_cap: _Seconds
+    timeout: _Retention
+    max_lease_total: _Retention
+    max_snoozes: int
 
 @final
 class ConfigKey:
@@ -174,6 +178,9 @@ class Job:
         """The TTL the lease was granted with, in seconds: schedule
         heartbeats from this, not from the deadline."""
     @property
+    def timeout(self) -> float | None:
+        """The kind's run-time limit in seconds (its ``timeout`` setting), or None."""
+    @property
     def priority(self) -> int: ...
     @property
     def worker_id(self) -> str: ...
@@ -231,6 +238,17 @@ class JobInfo:
     def events(self) -> list[tuple[float, str, str]]: ...
     @property
     def dropped_events(self) -> int: ...
+    @property
+    def cancel_requested(self) -> str | None:
+        """The reason of a cancel requested while leased, else None."""
+    @property
+    def snoozes(self) -> int: ...
+    @property
+    def expires_at(self) -> float | None:
+        """When it expires if not started (seconds since the epoch), or None."""
+    @property
+    def paused(self) -> bool:
+        """Whether its kind (or family) or its scope is paused."""
 
 
 @final
@@ -256,6 +274,11 @@ class Queue:
         sync_writes: bool | None = None,
         max_payload_bytes: int | None = None,
         prune_batch: int | None = None,
+        dead_retention: _Retention | None = None,
+        cancelled_retention: _Retention | None = None,
+        timeout: _Retention | None = None,
+        max_lease_total: _Retention | None = None,
+        max_snoozes: int | None = None,
     ) -> Queue:
         """Open (or create) an embedded store; an unknown setting is
         InvalidArgumentError listing the valid ones."""
@@ -287,6 +310,8 @@ class Queue:
         run_at: _Instant | None = None,
         idempotency_key: str | None = None,
         max_attempts: int | None = None,
+        expires_in: _Seconds | None = None,
+        expires_at: _Instant | None = None,
     ) -> Enqueued:
         """The job id (``.created`` False on an idempotency hit). An unknown
         option is InvalidArgumentError listing the valid ones."""
@@ -313,14 +338,48 @@ class Queue:
     ) -> list[Job]:
         """``max``: 1 to ``limits.MAX_BATCH`` (10,000)."""
     def extend(self, jobs: Iterable[Job | str], worker_id: str) -> list[bool]: ...
+    def extend_answers(self, jobs: Iterable[Job | str], worker_id: str) -> list[_ExtendAnswer]:
+        """One answer per job: "renewed", "lost" or "cancelled"."""
     def complete(self, job: Job | str, result: Any = None) -> None: ...
     def complete_many(
         self, jobs: Iterable[Job | str], results: Iterable[Any] | None = None
     ) -> list[TelhaError | None]:
         """Complete a batch in one call and one atomic write; per job None
         (completed) or the exception saying why not (``LeaseLostError``, ...)."""
-    def fail(self, job: Job | str, reason: str, *, retryable: bool = True) -> None: ...
+    def fail(
+        self,
+        job: Job | str,
+        reason: str,
+        *,
+        retryable: bool = True,
+        retry_in: _Seconds | None = None,
+    ) -> None: ...
     def release(self, job: Job | str) -> None: ...
+    def snooze(self, job: Job | str, delay: _Seconds) -> None:
+        """Pending again after ``delay``, no attempt spent."""
+    def cancel(self, job_id: _IdArg, reason: str = "") -> Literal["cancelled", "requested"]:
+        """"cancelled" (at once) or "requested" (leased: its holder is told)."""
+    def cancel_many(
+        self,
+        *,
+        kind: str | None = None,
+        scope: _ScopeArg | None = None,
+        state: Literal["pending", "failed", "leased"] | None = None,
+        reason: str = "",
+    ) -> dict[str, int]:
+        """``{"cancelled": n, "requested": n, "corrupt": n}``."""
+    def delete(self, job_id: _IdArg) -> None:
+        """WrongStateError for a leased job (cancel it first)."""
+    def pause(
+        self, target: str | None = None, *, kind: str | None = None, scope: _ScopeArg | None = None
+    ) -> bool:
+        """Pause leasing of a kind, family or scope; whether it changed."""
+    def resume(
+        self, target: str | None = None, *, kind: str | None = None, scope: _ScopeArg | None = None
+    ) -> bool:
+        """Undo ``pause``; whether it changed."""
+    def paused(self) -> dict[str, list[str]]:
+        """``{"kinds": [...], "scopes": [...]}``, sorted."""
     def retry(self, job_id: _IdArg) -> None: ...
     def get(self, job_id: _IdArg) -> JobInfo | None: ...
     def list(

@@ -13,13 +13,22 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-from ._errors import LeaseLostError, QueueClosedError, TelhaError
-from ._lease import Lease, PermanentError, _current
+from ._errors import CancelledError, LeaseLostError, QueueClosedError, TelhaError
+from ._lease import Lease, _current
 from ._native import CancelWait, Job, JobInfo, Queue, connect
 from ._types import Enqueued, JobList
-from .worker import after_heartbeat, default_worker_id, delivery, failure_reason, seconds
+from .worker import (
+    NEW_COUNTS,
+    after_heartbeat,
+    default_worker_id,
+    delivery,
+    outcome,
+    seconds,
+    timed_out,
+    timeout_reason,
+)
 
 __all__ = ["AsyncQueue", "AsyncWorker"]
 
@@ -145,6 +154,12 @@ class AsyncQueue:
     async def extend(self, jobs: Sequence[Job], worker_id: str) -> list[bool]:
         return await self._call(self.queue.extend, list(jobs), worker_id)
 
+    async def extend_answers(
+        self, jobs: Sequence[Job], worker_id: str
+    ) -> list[Literal["renewed", "lost", "cancelled"]]:
+        """As :meth:`Queue.extend_answers`: "renewed", "lost" or "cancelled" per job."""
+        return await self._call(self.queue.extend_answers, list(jobs), worker_id)
+
     async def complete(self, job: Job, result: Any = None) -> None:
         await self._call(self.queue.complete, job, result)
 
@@ -154,11 +169,55 @@ class AsyncQueue:
         """As :meth:`Queue.complete_many`."""
         return await self._call(self.queue.complete_many, jobs, results)
 
-    async def fail(self, job: Job, reason: str, *, retryable: bool = True) -> None:
-        await self._call(self.queue.fail, job, reason, retryable=retryable)
+    async def fail(
+        self, job: Job, reason: str, *, retryable: bool = True, retry_in: Any = None
+    ) -> None:
+        """As :meth:`Queue.fail` (``retry_in``: the handler's retry delay)."""
+        await self._call(self.queue.fail, job, reason, retryable=retryable, retry_in=retry_in)
 
     async def release(self, job: Job) -> None:
         await self._call(self.queue.release, job)
+
+    async def snooze(self, job: Job, delay: Any) -> None:
+        """As :meth:`Queue.snooze`."""
+        await self._call(self.queue.snooze, job, delay)
+
+    async def cancel(self, job_id: str, reason: str = "") -> Literal["cancelled", "requested"]:
+        """As :meth:`Queue.cancel`: "cancelled" or "requested"."""
+        return await self._call(self.queue.cancel, job_id, reason)
+
+    async def cancel_many(
+        self,
+        *,
+        kind: str | None = None,
+        scope: str | None = None,
+        state: str | None = None,
+        reason: str = "",
+    ) -> dict[str, int]:
+        """As :meth:`Queue.cancel_many`."""
+        return await self._call(
+            self.queue.cancel_many, kind=kind, scope=scope, state=state, reason=reason
+        )
+
+    async def delete(self, job_id: str) -> None:
+        """As :meth:`Queue.delete`."""
+        await self._call(self.queue.delete, job_id)
+
+    async def pause(
+        self, target: str | None = None, *, kind: str | None = None, scope: str | None = None
+    ) -> bool:
+        """As :meth:`Queue.pause`."""
+        return await self._call(self.queue.pause, target, kind=kind, scope=scope)
+
+    async def resume(
+        self, target: str | None = None, *, kind: str | None = None, scope: str | None = None
+    ) -> bool:
+        """As :meth:`Queue.resume`."""
+        return await self._call(self.queue.resume, target, kind=kind, scope=scope)
+
+    async def paused(self) -> dict[str, list[str]]:
+        """As :meth:`Queue.paused`."""
+        return await self._call(self.queue.paused)
 
     async def retry(self, job_id: str) -> None:
         await self._call(self.queue.retry, job_id)
@@ -185,7 +244,11 @@ class AsyncWorker:
     tasks each lease a job and ``await handler(job)``; a heartbeat task
     extends held leases at a third of the TTL each was granted with
     (``job.lease_ttl``, as :class:`~telha_jobs.Worker` does). ``await run()`` until
-    ``await stop()`` (or SIGINT / SIGTERM when on the main thread)."""
+    ``await stop()`` (or SIGINT / SIGTERM when on the main thread).
+    Cancel requests, :class:`~telha_jobs.Snooze`, :class:`~telha_jobs.Retry`
+    and the kind's ``timeout`` work as in :class:`~telha_jobs.Worker` (a
+    handler past its timeout is told its lease is lost, not cancelled: its
+    task runs on until it checks)."""
 
     def __init__(
         self,
@@ -224,7 +287,7 @@ class AsyncWorker:
         # the time it sleeps until (`_beat_at`; 0 while it is not sleeping).
         self._wake: asyncio.Event | None = None
         self._beat_at = 0.0
-        self.counts = {"completed": 0, "failed": 0, "lost": 0, "released": 0}
+        self.counts = dict.fromkeys(NEW_COUNTS, 0)
 
     async def run(self) -> None:
         """Lease and handle jobs until stopped."""
@@ -272,6 +335,8 @@ class AsyncWorker:
             try:
                 await self.queue.release(lease.job)
                 self.counts["released"] += 1
+            except CancelledError:  # the release recorded it cancelled
+                self.counts["cancelled"] += 1
             except TelhaError as e:
                 log.warning("worker %s: release of %s failed: %s", self.worker_id, lease.job.id, e)
         self._done.set()
@@ -314,23 +379,31 @@ class AsyncWorker:
             result = await self.handler(job)
         except asyncio.CancelledError:
             raise
-        except PermanentError as e:
-            await self._settle(lease, "fail", failure_reason(e), False)
         except Exception as e:
-            await self._settle(lease, "fail", failure_reason(e), True)
+            await self._settle(lease, *outcome(e))
         else:
             await self._settle(lease, "complete", result, None)
 
-    async def _settle(self, lease: Lease, how: str, arg: Any, retryable: bool | None) -> None:
+    async def _settle(self, lease: Lease, how: str, arg: Any, extra: Any) -> None:
         if self._leases.pop(delivery(lease.job), None) is not lease:
-            return  # released by stop() already
+            return  # released by stop(), or failed for its timeout, already
+        q = self.queue
         try:
             if how == "complete":
-                await self.queue.complete(lease.job, arg)
+                await q.complete(lease.job, arg)
                 self.counts["completed"] += 1
-            else:
-                await self.queue.fail(lease.job, arg, retryable=bool(retryable))
+            elif how == "snooze":
+                await q.snooze(lease.job, arg)
+                self.counts["snoozed"] += 1
+            elif how == "retry":
+                await q.fail(lease.job, arg, retryable=True, retry_in=extra)
                 self.counts["failed"] += 1
+            else:
+                await q.fail(lease.job, arg, retryable=bool(extra))
+                self.counts["failed"] += 1
+        except CancelledError:
+            lease._mark_lost("cancelled")
+            self.counts["cancelled"] += 1
         except LeaseLostError:
             lease._mark_lost()
             self.counts["lost"] += 1
@@ -342,25 +415,55 @@ class AsyncWorker:
             )
         except QueueClosedError:
             pass
+        except TelhaError as e:
+            log.error("worker %s: settling %s failed: %s", self.worker_id, lease.job.id, e)
+            if how != "fail":
+                try:
+                    await q.fail(lease.job, f"could not {how}: {e}", retryable=True)
+                    self.counts["failed"] += 1
+                except TelhaError:
+                    pass
+
+    async def _time_out(self, leases: Sequence[Lease]) -> None:
+        for lease in leases:
+            held = self._leases.pop(delivery(lease.job), None) is lease
+            lease._mark_lost("timeout")
+            if not held:
+                continue
+            log.warning("worker %s: job %s %s", self.worker_id, lease.job.id, timeout_reason(lease))
+            try:
+                await self.queue.fail(lease.job, timeout_reason(lease), retryable=True)
+                self.counts["timed_out"] += 1
+            except CancelledError:
+                self.counts["cancelled"] += 1
+            except LeaseLostError:
+                self.counts["lost"] += 1
+            except TelhaError as e:
+                log.error("worker %s: failing %s for its timeout failed: %s", self.worker_id, lease.job.id, e)
 
     async def _heartbeat(self) -> None:
         while True:
             now = time.time()
+            late = timed_out(list(self._leases.values()), now)
+            if late:
+                await self._time_out(late)
             due = [l for l in self._leases.values() if l.next_beat <= now]
             if due:
                 sent = time.time()
                 failed = False
                 try:
-                    ok = await self.queue.extend([l.job for l in due], self.worker_id)
+                    answers = await self.queue.extend_answers([l.job for l in due], self.worker_id)
                 except QueueClosedError:
                     return
                 except TelhaError as e:
                     log.error("worker %s: heartbeat failed: %s", self.worker_id, e)
                     # Unrenewed past its deadline, a lease is lost (see Worker).
                     failed = True
-                    ok = [time.time() < l.expires for l in due]
-                now = after_heartbeat(self.worker_id, due, ok, failed, sent)
-            nxt = min((l.next_beat for l in self._leases.values()), default=now + 0.5)
+                    answers = ["renewed" if time.time() < l.expires else "lost" for l in due]
+                now = after_heartbeat(self.worker_id, due, answers, failed, sent)
+            nxt = min(
+                (min(l.next_beat, l.timeout_at) for l in self._leases.values()), default=now + 0.5
+            )
             pause = min(max(nxt - now, 0.01), 0.5)
             assert self._wake is not None
             self._wake.clear()

@@ -12,8 +12,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._errors import InvalidArgumentError, LeaseLostError, QueueClosedError, TelhaError
-from ._lease import Lease, PermanentError, _current
+from ._errors import (
+    CancelledError,
+    InvalidArgumentError,
+    LeaseLostError,
+    QueueClosedError,
+    TelhaError,
+)
+from ._lease import Lease, PermanentError, Retry, Snooze, _current
 from ._native import CancelWait, Job, Queue
 
 __all__ = ["Worker", "default_worker_id"]
@@ -70,20 +76,27 @@ def failure_reason(e: BaseException) -> str:
 
 
 def after_heartbeat(
-    worker_id: str, due: Sequence[Lease], ok: Sequence[bool], failed: bool, sent: float
+    worker_id: str, due: Sequence[Lease], answers: Sequence[str], failed: bool, sent: float
 ) -> float:
-    """Book one heartbeat's answers (shared by `Worker` and `AsyncWorker`):
-    a renewed lease beats again a third of its TTL later and now expires a
-    TTL after `sent`; when the call itself `failed`, a lease still inside its
-    deadline is retried soon; a lease not renewed is flagged lost (its
-    handler is told). Returns the time it finished."""
+    """Book one heartbeat's answers (shared by `Worker` and `AsyncWorker`,
+    one per lease: ``extend_answers``' "renewed" / "lost" / "cancelled"): a
+    renewed lease beats again a third of its TTL later and now expires a TTL
+    after `sent`; when the call itself `failed`, a lease still inside its
+    deadline is retried soon; a lease not renewed is flagged lost, or
+    cancelled (its handler is told; the worker still settles it when the
+    handler returns, which records the job cancelled). Returns the time it
+    finished."""
     now = time.time()
-    for lease, alive in zip(due, ok):
-        if alive and failed:
+    for lease, answer in zip(due, answers):
+        if answer == "renewed" and failed:
             lease.next_beat = now + 0.1  # try again soon
-        elif alive:
+        elif answer == "renewed":
             lease.next_beat = now + lease.ttl / 3
             lease.expires = sent + lease.ttl
+        elif answer == "cancelled":
+            lease._mark_lost("cancelled")
+            lease.next_beat = float("inf")
+            log.info("worker %s: job %s was cancelled: its handler is told", worker_id, lease.job.id)
         else:
             lease._mark_lost()
             lease.next_beat = float("inf")
@@ -93,13 +106,48 @@ def after_heartbeat(
     return now
 
 
+def timed_out(leases: Sequence[Lease], now: float) -> list[Lease]:
+    """The leases whose handlers ran past their kind's ``timeout``."""
+    return [l for l in leases if l.timeout_at <= now and not l.lost]
+
+
+def timeout_reason(lease: Lease) -> str:
+    return f"timed out after {lease.job.timeout:g}s (the kind's timeout)"
+
+
+def outcome(e: Exception) -> tuple[str, Any, Any]:
+    """How a handler's exception settles its job: ``(how, arg, extra)``
+    for ``_settle``: Snooze → snooze; Retry → fail retryably after its
+    delay; PermanentError → fail for good; anything else → fail retryably."""
+    if isinstance(e, Snooze):
+        return "snooze", e.seconds, None
+    if isinstance(e, Retry):
+        return "retry", e.reason, e.after
+    if isinstance(e, PermanentError):
+        return "fail", failure_reason(e), False
+    return "fail", failure_reason(e), True
+
+
+NEW_COUNTS = ("completed", "failed", "lost", "released", "cancelled", "snoozed", "timed_out")
+
+
 class Worker:
     """Runs ``handler(job)`` for leased jobs on ``concurrency`` threads.
 
     - A normal return completes the job, the return value as its result
       (bytes as they are, other values by the payload convention).
     - An exception fails it (retried with backoff until ``max_attempts``);
-      :class:`PermanentError` fails it for good.
+      :class:`PermanentError` fails it for good; :class:`Retry` fails it to
+      be retried after its own delay; :class:`Snooze` snoozes it (no
+      attempt spent).
+    - A cancel requested while it runs is seen at the next heartbeat:
+      ``current_lease().cancelled`` / ``.lost`` turn True and
+      ``current_lease().check()`` raises :class:`CancelledError` (a
+      :class:`LeaseLostError`); whatever the handler then does, the job ends
+      ``cancelled``.
+    - A handler running past its kind's ``timeout`` (``job.timeout``) is
+      told its lease is lost (``check()`` raises) and the job is failed
+      retryably with "timed out after ...", at once.
     - Every lease is heartbeated (``extend``) at a third of the TTL it was
       granted with (``job.lease_ttl``; never from the deadline, which over
       ``connect()`` is on the server's clock). A lost lease sets
@@ -148,7 +196,7 @@ class Worker:
         self._leases: dict[tuple[str, int], Lease] = {}
         self._threads: list[threading.Thread] = []
         self._heart: threading.Thread | None = None
-        self._counts = {"completed": 0, "failed": 0, "lost": 0, "released": 0}
+        self._counts = dict.fromkeys(NEW_COUNTS, 0)
         self._beat_at = 0.0  # when the heartbeat thread next wakes by itself
 
     # -- lifecycle ---------------------------------------------------------
@@ -160,7 +208,8 @@ class Worker:
 
     @property
     def counts(self) -> dict[str, int]:
-        """Jobs this worker completed, failed, found lost, and released on stop."""
+        """Jobs this worker completed, failed, found lost, released on stop,
+        saw cancelled, snoozed, and failed for running past their timeout."""
         with self._cond:
             return dict(self._counts)
 
@@ -217,6 +266,8 @@ class Worker:
             try:
                 self.queue.release(lease.job)
                 self._count("released")
+            except CancelledError:  # the release recorded it cancelled
+                self._count("cancelled")
             except TelhaError as e:
                 log.warning("worker %s: release of %s failed: %s", self.worker_id, lease.job.id, e)
         if self._heart is not None and self._heart is not threading.current_thread():
@@ -282,10 +333,8 @@ class Worker:
         try:
             try:
                 result = self.handler(job)
-            except PermanentError as e:
-                self._settle(lease, "fail", failure_reason(e), False)
             except Exception as e:  # the handler's failure is the job's
-                self._settle(lease, "fail", failure_reason(e), True)
+                self._settle(lease, *outcome(e))
             except BaseException:
                 # SystemExit / KeyboardInterrupt raised in the handler is not
                 # the job's fault: hand it back untouched, then let it end the thread.
@@ -303,18 +352,29 @@ class Worker:
         finally:
             _current.reset(token)
 
-    def _settle(self, lease: Lease, how: str, arg: Any, retryable: bool | None) -> None:
+    def _settle(self, lease: Lease, how: str, arg: Any, extra: Any) -> None:
         with self._cond:
             held = self._leases.pop(delivery(lease.job), None) is lease
         if not held:
-            return  # released by stop() already
+            return  # released by stop(), or failed for its timeout, already
+        q = self.queue
         try:
             if how == "complete":
-                self.queue.complete(lease.job, arg)
+                q.complete(lease.job, arg)
                 self._count("completed")
-            else:
-                self.queue.fail(lease.job, arg, retryable=bool(retryable))
+            elif how == "snooze":
+                q.snooze(lease.job, arg)
+                self._count("snoozed")
+            elif how == "retry":
+                q.fail(lease.job, arg, retryable=True, retry_in=extra)
                 self._count("failed")
+            else:
+                q.fail(lease.job, arg, retryable=bool(extra))
+                self._count("failed")
+        except CancelledError:
+            # The settle recorded the job cancelled (what a cancel asks for).
+            lease._mark_lost("cancelled")
+            self._count("cancelled")
         except LeaseLostError:
             lease._mark_lost()
             self._count("lost")
@@ -329,12 +389,32 @@ class Worker:
         except TelhaError as e:
             # A result over the size limit, say: fail the job with the reason.
             log.error("worker %s: settling %s failed: %s", self.worker_id, lease.job.id, e)
-            if how == "complete":
+            if how != "fail":
                 try:
-                    self.queue.fail(lease.job, f"could not store the result: {e}", retryable=True)
+                    q.fail(lease.job, f"could not {how}: {e}", retryable=True)
                     self._count("failed")
                 except TelhaError:
                     pass
+
+    def _time_out(self, leases: Sequence[Lease]) -> None:
+        """Fail the jobs whose handlers ran past their timeout (retryably)
+        and tell the handlers their lease is lost."""
+        for lease in leases:
+            with self._cond:
+                held = self._leases.pop(delivery(lease.job), None) is lease
+            lease._mark_lost("timeout")
+            if not held:
+                continue
+            log.warning("worker %s: job %s %s", self.worker_id, lease.job.id, timeout_reason(lease))
+            try:
+                self.queue.fail(lease.job, timeout_reason(lease), retryable=True)
+                self._count("timed_out")
+            except CancelledError:
+                self._count("cancelled")
+            except LeaseLostError:
+                self._count("lost")
+            except TelhaError as e:
+                log.error("worker %s: failing %s for its timeout failed: %s", self.worker_id, lease.job.id, e)
 
     def _heartbeat(self) -> None:
         q = self.queue
@@ -343,18 +423,26 @@ class Worker:
                 if self._stopped.is_set() or (self._stopping.is_set() and not self._leases):
                     return
                 now = time.time()
-                due = [l for l in self._leases.values() if l.next_beat <= now]
-                if not due:
-                    nxt = min((l.next_beat for l in self._leases.values()), default=now + 0.5)
+                late = timed_out(list(self._leases.values()), now)
+                due = [l for l in self._leases.values() if l.next_beat <= now and l not in late]
+                if not due and not late:
+                    nxt = min(
+                        (min(l.next_beat, l.timeout_at) for l in self._leases.values()),
+                        default=now + 0.5,
+                    )
                     pause = min(max(nxt - now, 0.01), 0.5)
                     self._beat_at = now + pause
                     self._cond.wait(pause)
                     self._beat_at = 0.0
                     continue
+            if late:
+                self._time_out(late)
+            if not due:
+                continue
             sent = time.time()
             failed = False
             try:
-                ok = q.extend([l.job for l in due], self.worker_id)
+                answers = q.extend_answers([l.job for l in due], self.worker_id)
             except QueueClosedError:
                 return
             except TelhaError as e:
@@ -362,5 +450,5 @@ class Worker:
                 # Unrenewed past its deadline (the server unreachable, say),
                 # a lease is lost: the handler is told, as when extend says so.
                 failed = True
-                ok = [time.time() < l.expires for l in due]
-            after_heartbeat(self.worker_id, due, ok, failed, sent)
+                answers = ["renewed" if time.time() < l.expires else "lost" for l in due]
+            after_heartbeat(self.worker_id, due, answers, failed, sent)
