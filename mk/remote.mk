@@ -2,12 +2,16 @@
 # Python's and Node's own remote cases run inside test-py / test-node
 # (py/tests/test_remote.py, node/__test__/remote.test.js); this adds the
 # multi-process one: 4 Python + 2 Node worker processes leasing 20,000 jobs
-# from one server started (and stopped, by pid) by tests/remote/test_fleet.py.
+# from one server started (and stopped, by pid) by tests/remote/test_fleet.py;
+# and test_control.py: cancel, timeout and max_lease_total across processes,
+# through a real `telha serve` process and the `telha` CLI.
 
 TEST_TARGETS += test-remote
 
 .PHONY: test-remote
 
-## The fleet: zero double leases, each job completed once (pytest summary).
-test-remote: py-wheel node-build
-	$(PY) -m pytest -q -s -p no:cacheprovider tests/remote
+## The fleet: zero double leases, each job completed once; and job control
+## across processes: a real `telha serve`, Python and Node Workers, the CLI's
+## cancel through --server (pytest summary).
+test-remote: py-wheel node-build build-cli
+	TELHA_BIN=$(CLI_BIN) $(PY) -m pytest -q -s -p no:cacheprovider tests/remote
