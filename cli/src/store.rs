@@ -59,7 +59,7 @@ impl Failure {
 /// an internal storage-side failure rather than as the user's mistake.
 pub fn exit_for(kind: ErrorKind) -> Exit {
     match kind {
-        ErrorKind::InvalidArgument => Exit::Usage,
+        ErrorKind::InvalidArgument | ErrorKind::WrongState => Exit::Usage,
         ErrorKind::NotFound => Exit::NotFound,
         ErrorKind::StoreLocked => Exit::StoreLocked,
         ErrorKind::UnsupportedFormat => Exit::UnsupportedFormat,

@@ -280,8 +280,8 @@ fn malformed_requests_are_invalid_argument_and_the_server_stays_up() {
                     token: None,
                     delay_ms: None,
                 })
-                    .await
-                    .map(|_| ()),
+                .await
+                .map(|_| ()),
             ),
             (
                 "heartbeat bad token",
