@@ -80,6 +80,8 @@ static void every_key_of_the_table_sets_and_reads_back_globally_and_per_kind(voi
                 }
                 CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT,
                              tj_options_set_kind(o, "ingest:html", k.name, "-1s", &err));
+                /* The refusal holds until the key is set again. */
+                CHECK_OK(tj_options_set_kind(o, "ingest:html", k.name, "off", &err));
             }
         } else {
             CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT,
