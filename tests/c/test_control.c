@@ -348,6 +348,47 @@ static void the_kinds_timeout_reaches_the_job(void) {
     tmpdir_remove(dir);
 }
 
+/* NULL_ARGUMENT with a message naming the argument. */
+#define CHECK_NULL_NAMED(arg, call)                                          \
+    do {                                                                     \
+        CHECK((call) == TJ_STATUS_NULL_ARGUMENT);                            \
+        CHECK(err != NULL && strstr(tj_error_message(err), "`" arg "`") != NULL); \
+        tj_error_free(err);                                                  \
+        err = NULL;                                                          \
+    } while (0)
+
+static void null_arguments_are_refused_by_name_and_the_store_stays_usable(void) {
+    tj_error *err = NULL;
+    char dir[64];
+    tmpdir_make(dir);
+    tj_queue *q = open_store(dir, NULL);
+    REQUIRE(q != NULL);
+    tj_id a = enqueue(q, "embed", NULL);
+    tj_token t = {a, 1};
+    tj_paused *p = NULL;
+    CHECK_NULL_NAMED("queue", tj_queue_cancel(NULL, &a, NULL, NULL, &err));
+    CHECK_NULL_NAMED("id", tj_queue_cancel(q, NULL, NULL, NULL, &err));
+    CHECK_NULL_NAMED("queue", tj_queue_cancel_many(NULL, NULL, NULL, 0, NULL, NULL, &err));
+    CHECK_NULL_NAMED("id", tj_queue_delete(q, NULL, &err));
+    CHECK_NULL_NAMED("token", tj_queue_snooze(q, NULL, 1, &err));
+    CHECK_NULL_NAMED("queue", tj_queue_snooze(NULL, &t, 1, &err));
+    CHECK_NULL_NAMED("token", tj_queue_fail_in(q, NULL, "x", true, 1, &err));
+    CHECK_NULL_NAMED("reason", tj_queue_fail_in(q, &t, NULL, true, 1, &err));
+    CHECK_NULL_NAMED("target", tj_queue_pause(q, NULL, NULL, &err));
+    CHECK_NULL_NAMED("target", tj_queue_resume(q, NULL, NULL, &err));
+    CHECK_NULL_NAMED("paused_out", tj_queue_paused(q, NULL, &err));
+    CHECK_NULL_NAMED("queue", tj_queue_paused(NULL, &p, &err));
+    CHECK_STATUS(TJ_STATUS_INVALID_UTF8, tj_queue_cancel(q, &a, BAD_UTF8, NULL, &err));
+    CHECK(p == NULL);
+    /* Nothing changed: the job is still pending and leases. */
+    CHECK(state_of(q, a) == TJ_STATE_PENDING);
+    tj_job *j = lease(q);
+    CHECK(j != NULL);
+    tj_job_free(j);
+    tj_queue_free(q);
+    tmpdir_remove(dir);
+}
+
 static void job_control_on_a_closed_queue_answers_closed(void) {
     tj_error *err = NULL;
     char dir[64];
@@ -380,6 +421,7 @@ int main(void) {
         TEST(expiry_before_start),
         TEST(pause_and_resume_kinds_families_and_scopes),
         TEST(the_kinds_timeout_reaches_the_job),
+        TEST(null_arguments_are_refused_by_name_and_the_store_stays_usable),
         TEST(job_control_on_a_closed_queue_answers_closed),
     };
     return run_tests("test_control", tests, sizeof tests / sizeof tests[0]);
