@@ -84,7 +84,8 @@ pub unsafe extern "C" fn tj_queue_extend(
 ///
 /// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, result with a non-zero
 /// length), `TJ_STATUS_ABORTED` for a stale token or a job no longer leased
-/// (nothing changes), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_INVALID_ARGUMENT` for
+/// (nothing changes), `TJ_STATUS_CANCELLED` when the job has a cancel
+/// request (it is recorded cancelled, the result kept), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_INVALID_ARGUMENT` for
 /// a result over `max_payload_bytes`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
 ///
 /// # Safety
@@ -169,7 +170,8 @@ fn complete(
 ///
 /// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, reason),
 /// `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_ABORTED` (stale token, nothing
-/// changes), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+/// changes), `TJ_STATUS_CANCELLED` (the job had a cancel request: it is
+/// recorded cancelled, not retried), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
 ///
 /// # Safety
 /// `queue` and `token` are NULL or live; `reason` is NULL or NUL-terminated;
@@ -198,7 +200,8 @@ pub unsafe extern "C" fn tj_queue_fail(
 /// Blocks for one RocksDB write.
 ///
 /// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token), `TJ_STATUS_ABORTED`
-/// (stale token), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+/// (stale token), `TJ_STATUS_CANCELLED` (the job had a cancel request: it
+/// is recorded cancelled), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
 ///
 /// # Safety
 /// `queue` and `token` are NULL or live; `err` is NULL or writable.
