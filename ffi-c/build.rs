@@ -4,7 +4,7 @@
 
 fn main() {
     // Keep in step with TJ_ABI_VERSION in src/lib.rs (a unit test checks it).
-    const ABI: u32 = 1;
+    const ABI: u32 = 2;
     let target = std::env::var("TARGET").unwrap_or_default();
     if target.contains("linux") {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libtelha_jobs.so.{ABI}");

@@ -36,7 +36,7 @@
  * a program should refuse to run when they differ. Bumped on every
  * incompatible change to a signature, a struct layout or a number.
  */
-#define TJ_ABI_VERSION 1
+#define TJ_ABI_VERSION 2
 
 /**
  * The size of a buffer that holds a job id's text form with its NUL:
@@ -144,6 +144,17 @@ enum tj_status
    */
   TJ_STATUS_UNSUPPORTED_FORMAT = 8,
   /**
+   * The job was cancelled: a heartbeat answers it for a lease whose job
+   * has a cancel request (stop working on it), and a settle call answers
+   * it after recording the job `cancelled`.
+   */
+  TJ_STATUS_CANCELLED = 9,
+  /**
+   * The job is in a state the call does not apply to (cancelling a
+   * finished job, deleting a leased one): nothing changed.
+   */
+  TJ_STATUS_WRONG_STATE = 10,
+  /**
    * A required pointer argument was NULL; the message names it.
    */
   TJ_STATUS_NULL_ARGUMENT = 100,
@@ -162,6 +173,33 @@ enum tj_status
 typedef enum tj_status tj_status;
 #else
 typedef uint32_t tj_status;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What `tj_queue_cancel` did.
+ */
+enum tj_cancel_outcome
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The job was pending, scheduled or failed: it is cancelled now.
+   */
+  TJ_CANCEL_CANCELLED = 1,
+  /**
+   * The job is leased: a durable cancel request is on it. Its holder's
+   * next heartbeat answers `TJ_STATUS_CANCELLED`; whatever it then
+   * submits, or the lease expiring, records the job cancelled.
+   */
+  TJ_CANCEL_REQUESTED = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tj_cancel_outcome tj_cancel_outcome;
+#else
+typedef uint32_t tj_cancel_outcome;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -198,6 +236,11 @@ enum tj_state
    * Out of attempts or failed as not retryable; kept until an operator retry.
    */
   TJ_STATE_DEAD = 5,
+  /**
+   * Cancelled by an operator or program; never retried; pruned after the
+   * cancelled retention.
+   */
+  TJ_STATE_CANCELLED = 6,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -321,6 +364,11 @@ typedef struct tj_list_page tj_list_page;
 typedef struct tj_options tj_options;
 
 /**
+ * What is paused, as an owned list of labels (`tj_paused_free`).
+ */
+typedef struct tj_paused tj_paused;
+
+/**
  * An open store. Thread-safe: one `tj_queue*` may be used from many threads
  * at once, and `tj_queue_close` may be called while other threads are in
  * calls on it (they finish, or end with `TJ_STATUS_CLOSED`). Only
@@ -400,6 +448,24 @@ typedef struct tj_id {
 } tj_id;
 
 /**
+ * What `tj_queue_cancel_many` did. A plain value.
+ */
+typedef struct tj_cancel_report {
+  /**
+   * Jobs cancelled at once (pending, scheduled, failed).
+   */
+  uint64_t cancelled;
+  /**
+   * Leased jobs that got a cancel request.
+   */
+  uint64_t requested;
+  /**
+   * Rows that matched but did not decode (kept, untouched).
+   */
+  uint64_t corrupt;
+} tj_cancel_report;
+
+/**
  * The proof of a lease: the job id and the lease generation it was granted
  * under. `extend`, `complete`, `fail` and `release` check the generation: a
  * token from an older lease of the job answers `TJ_STATUS_ABORTED`. A plain
@@ -429,9 +495,13 @@ typedef struct tj_reap_report {
    */
   size_t dead;
   /**
-   * Completed jobs pruned past their retention.
+   * Completed, dead and cancelled jobs pruned past their retention.
    */
   size_t pruned;
+  /**
+   * Jobs never leased before their expiry, moved to dead.
+   */
+  size_t expired_unstarted;
   /**
    * Records skipped because they did not decode.
    */
@@ -462,6 +532,10 @@ typedef struct tj_state_counts {
    * Dead-lettered.
    */
   uint64_t dead;
+  /**
+   * Cancelled, not yet pruned.
+   */
+  uint64_t cancelled;
 } tj_state_counts;
 
 #ifdef __cplusplus
@@ -583,6 +657,143 @@ tj_status tj_config_key_at(size_t index,
                            struct tj_error **err);
 
 /**
+ * Cancel job `*id`, recording `reason` (copied; NULL: empty). On success
+ * `*outcome_out` (when not NULL) says whether it was cancelled at once or,
+ * leased, got a cancel request.
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, id), `TJ_STATUS_INVALID_UTF8`,
+ * `TJ_STATUS_NOT_FOUND` (no such job), `TJ_STATUS_WRONG_STATE` (completed,
+ * dead or cancelled already: untouched), `TJ_STATUS_STORAGE`,
+ * `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` and `id` are NULL or live; `reason` is NULL or NUL-terminated;
+ * `outcome_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_cancel(const struct tj_queue *queue,
+                          const struct tj_id *id,
+                          const char *reason,
+                          tj_cancel_outcome *outcome_out,
+                          struct tj_error **err);
+
+/**
+ * Cancel every unfinished job matching all the given filters, in bounded
+ * batches: `kind` an exact kind or `family:*` (NULL: any), `scope` a
+ * tenant UUID (NULL: any), `state` a `tj_state` of pending, failed or
+ * leased (0: all three), `reason` recorded on each (NULL: empty). Leased
+ * jobs get a cancel request. On success `*report_out` (when not NULL)
+ * holds the counts.
+ *
+ * Blocks for one RocksDB write per batch.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue), `TJ_STATUS_INVALID_UTF8`,
+ * `TJ_STATUS_INVALID_ARGUMENT` (malformed kind or scope, a state that is
+ * not a `tj_state` or is finished), `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `kind`, `scope` and `reason` are NULL or
+ * NUL-terminated; `report_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_cancel_many(const struct tj_queue *queue,
+                               const char *kind,
+                               const char *scope,
+                               uint32_t state,
+                               const char *reason,
+                               struct tj_cancel_report *report_out,
+                               struct tj_error **err);
+
+/**
+ * Delete job `*id` with all its index entries and events. A leased job is
+ * refused: cancel it first.
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, id), `TJ_STATUS_NOT_FOUND`,
+ * `TJ_STATUS_WRONG_STATE` (leased: untouched), `TJ_STATUS_STORAGE`,
+ * `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` and `id` are NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_queue_delete(const struct tj_queue *queue,
+                          const struct tj_id *id,
+                          struct tj_error **err);
+
+/**
+ * Pause `target`: `"kind:<kind or family:*>"` or `"scope:<uuid>"`. Paused
+ * work is never leased (running leases carry on); durable. On success
+ * `*changed_out` (when not NULL) is false when it was paused already.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, target), `TJ_STATUS_INVALID_UTF8`,
+ * `TJ_STATUS_INVALID_ARGUMENT` (malformed target), `TJ_STATUS_STORAGE`,
+ * `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `target` is NULL or NUL-terminated;
+ * `changed_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_pause(const struct tj_queue *queue,
+                         const char *target,
+                         bool *changed_out,
+                         struct tj_error **err);
+
+/**
+ * Resume `target` (as `tj_queue_pause` names it); waiting lease calls wake.
+ * `*changed_out` (when not NULL) is false when it was not paused.
+ *
+ * Errors: as `tj_queue_pause`.
+ *
+ * # Safety
+ * As `tj_queue_pause`.
+ */
+tj_status tj_queue_resume(const struct tj_queue *queue,
+                          const char *target,
+                          bool *changed_out,
+                          struct tj_error **err);
+
+/**
+ * What is paused now. On success `*paused_out` is a new `tj_paused` the
+ * caller frees with `tj_paused_free`.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, paused_out), `TJ_STATUS_STORAGE`,
+ * `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `paused_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_paused(const struct tj_queue *queue,
+                          struct tj_paused **paused_out,
+                          struct tj_error **err);
+
+/**
+ * How many targets are paused; 0 for NULL.
+ *
+ * # Safety
+ * `paused` is NULL or live.
+ */
+size_t tj_paused_count(const struct tj_paused *paused);
+
+/**
+ * Paused target `index` (kinds first, sorted, then scopes) as its label,
+ * borrowed from `paused`; NULL for NULL or an index past the end.
+ *
+ * # Safety
+ * `paused` is NULL or live.
+ */
+const char *tj_paused_label(const struct tj_paused *paused,
+                            size_t index);
+
+/**
+ * Free a `tj_paused`. NULL does nothing.
+ *
+ * # Safety
+ * `paused` is NULL or a `tj_paused` not freed before.
+ */
+void tj_paused_free(struct tj_paused *paused);
+
+/**
  * The lowercase name of `encoding` (`"unknown"`, `"bytes"`, `"value"`), or
  * `"unknown"` for a number that is not a `tj_encoding`. Static storage:
  * never free it. Thread-safe; never fails.
@@ -636,6 +847,29 @@ tj_status tj_enqueue_options_set_priority(struct tj_enqueue_options *options,
  */
 tj_status tj_enqueue_options_set_run_at_ms(struct tj_enqueue_options *options,
                                            uint64_t run_at_ms);
+
+/**
+ * Never leased at or after `expires_at_ms` (ms since the epoch): a job
+ * still waiting then goes dead, "expired before start". Wins over
+ * `tj_enqueue_options_set_expires_in_ms`. Checked at enqueue: not after
+ * the job's run-at (or in the past) is `TJ_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_enqueue_options_set_expires_at_ms(struct tj_enqueue_options *options,
+                                               uint64_t expires_at_ms);
+
+/**
+ * Expire at now + `expires_in_ms` (read at enqueue). Checked at enqueue: 0,
+ * or a time not after the job's run-at, or over `TJ_MAX_INSTANT_MS`, is
+ * `TJ_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_enqueue_options_set_expires_in_ms(struct tj_enqueue_options *options,
+                                               uint64_t expires_in_ms);
 
 /**
  * Not leasable before now + `delay_ms` (read at enqueue). Checked at
@@ -879,6 +1113,16 @@ uint64_t tj_job_lease_ttl_ms(const struct tj_job *job);
 uint32_t tj_job_payload_encoding(const struct tj_job *job);
 
 /**
+ * The kind's run-time limit in ms (its `timeout` setting), or 0 for none:
+ * a worker should stop a handler running longer and fail the job
+ * retryably ("timed out after ...").
+ *
+ * # Safety
+ * `job` is NULL or live.
+ */
+uint64_t tj_job_timeout_ms(const struct tj_job *job);
+
+/**
  * Free a job info from `tj_queue_get`. NULL does nothing. Never free one
  * borrowed from a `tj_list_page`.
  *
@@ -1094,6 +1338,39 @@ uint32_t tj_job_info_payload_encoding(const struct tj_job_info *info);
  * `info` is NULL or live.
  */
 uint32_t tj_job_info_result_encoding(const struct tj_job_info *info);
+
+/**
+ * The reason of the cancel request on this leased job (possibly empty),
+ * or NULL when it has none.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_job_info_cancel_requested(const struct tj_job_info *info);
+
+/**
+ * How many times it was snoozed.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint32_t tj_job_info_snoozes(const struct tj_job_info *info);
+
+/**
+ * When it expires unless leased first, ms since the epoch, or 0 for never.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint64_t tj_job_info_expires_at_ms(const struct tj_job_info *info);
+
+/**
+ * Whether its kind, family or scope is paused (false for NULL).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+bool tj_job_info_paused(const struct tj_job_info *info);
 
 /**
  * New lease options: every scope (round-robin), every kind, no wait. Never NULL.
@@ -1984,7 +2261,8 @@ tj_status tj_queue_extend(const struct tj_queue *queue,
  *
  * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, result with a non-zero
  * length), `TJ_STATUS_ABORTED` for a stale token or a job no longer leased
- * (nothing changes), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_INVALID_ARGUMENT` for
+ * (nothing changes), `TJ_STATUS_CANCELLED` when the job has a cancel
+ * request (it is recorded cancelled, the result kept), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_INVALID_ARGUMENT` for
  * a result over `max_payload_bytes`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
  *
  * # Safety
@@ -2027,7 +2305,8 @@ tj_status tj_queue_complete_with_encoding(const struct tj_queue *queue,
  *
  * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, reason),
  * `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_ABORTED` (stale token, nothing
- * changes), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ * changes), `TJ_STATUS_CANCELLED` (the job had a cancel request: it is
+ * recorded cancelled, not retried), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
  *
  * # Safety
  * `queue` and `token` are NULL or live; `reason` is NULL or NUL-terminated;
@@ -2046,7 +2325,8 @@ tj_status tj_queue_fail(const struct tj_queue *queue,
  * Blocks for one RocksDB write.
  *
  * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token), `TJ_STATUS_ABORTED`
- * (stale token), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ * (stale token), `TJ_STATUS_CANCELLED` (the job had a cancel request: it
+ * is recorded cancelled), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
  *
  * # Safety
  * `queue` and `token` are NULL or live; `err` is NULL or writable.
@@ -2054,6 +2334,44 @@ tj_status tj_queue_fail(const struct tj_queue *queue,
 tj_status tj_queue_release(const struct tj_queue *queue,
                            const struct tj_token *token,
                            struct tj_error **err);
+
+/**
+ * `tj_queue_fail`, retrying after `retry_in_ms` instead of the backoff
+ * schedule's delay (still an attempt spent; a job out of attempts or
+ * failed not retryable goes dead all the same).
+ *
+ * Errors: as `tj_queue_fail`, and `TJ_STATUS_INVALID_ARGUMENT` for a delay
+ * over `TJ_MAX_DURATION_MS` (nothing changes).
+ *
+ * # Safety
+ * As `tj_queue_fail`.
+ */
+tj_status tj_queue_fail_in(const struct tj_queue *queue,
+                           const struct tj_token *token,
+                           const char *reason,
+                           bool retryable,
+                           uint64_t retry_in_ms,
+                           struct tj_error **err);
+
+/**
+ * Snooze the leased job of `*token`: back to pending at now + `delay_ms`
+ * without spending an attempt (its snooze count goes up; past the kind's
+ * `max_snoozes` a snooze counts as a failed attempt).
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token), `TJ_STATUS_INVALID_ARGUMENT`
+ * for a delay over `TJ_MAX_DURATION_MS`, `TJ_STATUS_ABORTED` (stale token),
+ * `TJ_STATUS_CANCELLED`, `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`,
+ * `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` and `token` are NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_queue_snooze(const struct tj_queue *queue,
+                          const struct tj_token *token,
+                          uint64_t delay_ms,
+                          struct tj_error **err);
 
 /**
  * Free stats. NULL does nothing.
@@ -2096,6 +2414,29 @@ tj_status tj_stats_kind(const struct tj_stats *stats,
                         struct tj_error **err);
 
 /**
+ * How many kinds and scopes are paused (see `tj_stats_paused`); 0 for NULL.
+ *
+ * # Safety
+ * `stats` is NULL or live.
+ */
+size_t tj_stats_paused_count(const struct tj_stats *stats);
+
+/**
+ * Paused target `index`: `"kind:<kind or family:*>"` (kinds first, sorted)
+ * or `"scope:<uuid>"`, borrowed from `stats`. Written only on success.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (stats, label_out),
+ * `TJ_STATUS_INVALID_ARGUMENT` when `index >= tj_stats_paused_count(stats)`.
+ *
+ * # Safety
+ * `stats` is NULL or live; `label_out` and `err` are NULL or writable.
+ */
+tj_status tj_stats_paused(const struct tj_stats *stats,
+                          size_t index,
+                          const char **label_out,
+                          struct tj_error **err);
+
+/**
  * Free a string this library handed out (`tj_queue_metrics`). NULL does nothing.
  *
  * # Safety
@@ -2111,7 +2452,7 @@ void tj_string_free(char *s);
 const char *tj_status_name(uint32_t status);
 
 /**
- * The lowercase name of `state` (`"pending"`, ... `"dead"`), or `"unknown"`
+ * The lowercase name of `state` (`"pending"`, ... `"cancelled"`), or `"unknown"`
  * for a number that is not a `tj_state`. Static storage: never free it.
  */
 const char *tj_state_name(uint32_t state);

@@ -16,7 +16,7 @@ C_STD := -std=c11 -Wall -Wextra -Werror
 C_SAN := -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 C_INC := -Iinclude -Itests/c
 C_LINK := -L$(C_LIB_DIR) -Wl,-rpath,$(C_LIB_DIR) -ltelha_jobs -lpthread
-C_TESTS := test_api test_hostile test_guarantees test_config test_bounds
+C_TESTS := test_api test_hostile test_guarantees test_config test_bounds test_control
 C_HEADERS := include/telha_jobs.h tests/c/harness.h
 # What the static library needs besides itself (rustc --print native-static-libs).
 C_STATIC_DEPS := -lstdc++ -lgcc_s -lutil -lrt -lpthread -lm -ldl
@@ -111,12 +111,12 @@ test-c-install: c-deps
 	$(CC) $(C_STD) examples/c/worker.c $$(pkg-config --cflags --libs telha_jobs) -o $$tmp/worker; \
 	readelf -d $$tmp/worker | grep -q 'NEEDED.*\[libtelha_jobs\.so\.$(C_ABI)\]'; \
 	LD_LIBRARY_PATH=$$tmp/prefix/lib $$tmp/worker $$tmp/store-shared 200 | tee $$tmp/out-shared; \
-	grep -q '^worker: 200 completed, 0 lost, [1-9][0-9]* heartbeats$$' $$tmp/out-shared; \
+	grep -q '^worker: 200 completed, 0 lost, [1-9][0-9]* heartbeats, 1 cancelled, 1 timed out$$' $$tmp/out-shared; \
 	echo "cc examples/c/worker.c \$$(pkg-config --cflags telha_jobs) \$$(pkg-config --variable=static_libs telha_jobs)"; \
 	$(CC) $(C_STD) examples/c/worker.c $$(pkg-config --cflags telha_jobs) $$(pkg-config --variable=static_libs telha_jobs) -o $$tmp/worker-static; \
 	if ldd $$tmp/worker-static | grep -q libtelha_jobs; then echo "worker-static links the .so"; exit 1; fi; \
 	$$tmp/worker-static $$tmp/store-static 200 | tee $$tmp/out-static; \
-	grep -q '^worker: 200 completed, 0 lost, [1-9][0-9]* heartbeats$$' $$tmp/out-static; \
+	grep -q '^worker: 200 completed, 0 lost, [1-9][0-9]* heartbeats, 1 cancelled, 1 timed out$$' $$tmp/out-static; \
 	echo "2 passed, 0 failed" $(C_TEE)
 
 C_BENCH_N ?= 20000

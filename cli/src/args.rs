@@ -14,7 +14,7 @@ use telha_jobs::{JobId, KindPattern, Scope, State};
 ///
 /// Read commands (ls, show, stats, metrics, check) open the store read-only: they
 /// work while a worker process owns it and never create a store. Write
-/// commands (retry, purge, enqueue) need the store to themselves: while a
+/// commands (retry, purge, enqueue, cancel, delete, pause, resume) need the store to themselves: while a
 /// worker holds it they exit 3 ("store locked by pid N").
 ///
 /// With --server URL (or TELHA_SERVER) every jobs command goes through
@@ -108,11 +108,62 @@ pub enum Jobs {
     /// Enqueue one job (for operators and scripts); creates the store if
     /// there is none.
     Enqueue(EnqueueArgs),
+    /// Cancel jobs by id, or every unfinished job matching --kind/--state/
+    /// --scope (asks first; --yes to skip). Pending, scheduled and failed
+    /// jobs are cancelled at once; a leased job gets a cancel request its
+    /// worker sees at its next heartbeat.
+    Cancel(CancelArgs),
+    /// Delete jobs (any state but leased: cancel a leased job first) with
+    /// their event logs.
+    Delete {
+        /// The job ids (UUIDs).
+        #[arg(value_parser = parse_id, required = true, num_args = 1..)]
+        ids: Vec<JobId>,
+    },
+    /// Stop leasing a kind (exact or `family:*`) or a scope; running leases
+    /// carry on. Durable until `resume`.
+    Pause(PauseArgs),
+    /// Lease a paused kind or scope again.
+    Resume(PauseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    /// The jobs to cancel. Give ids, or filters (--kind, --state, --scope).
+    #[arg(value_parser = parse_id, conflicts_with_all = ["kind", "state", "scope", "yes"])]
+    pub ids: Vec<JobId>,
+    /// Filter: only jobs of this kind (exact or `family:*`).
+    #[arg(long, value_parser = parse_kind)]
+    pub kind: Option<KindPattern>,
+    /// Filter: only jobs in this state: pending, failed or leased [default: all three].
+    #[arg(long, value_parser = parse_state)]
+    pub state: Option<State>,
+    /// Filter: only jobs of this scope.
+    #[arg(long, value_parser = parse_scope)]
+    pub scope: Option<Scope>,
+    /// Recorded with each job's cancel event.
+    #[arg(long, default_value = "cancelled by an operator")]
+    pub reason: String,
+    /// Filter: cancel without asking. Without it you are asked on a
+    /// terminal; with no terminal nothing changes and the command exits 2.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct PauseArgs {
+    /// A kind: exact (`embed`) or a family (`ingest:*`).
+    #[arg(long, value_parser = parse_kind)]
+    pub kind: Option<KindPattern>,
+    /// A tenant scope (UUID).
+    #[arg(long, value_parser = parse_scope)]
+    pub scope: Option<Scope>,
 }
 
 #[derive(Debug, Args)]
 pub struct LsArgs {
-    /// Only jobs in this state: pending, leased, failed, completed, dead.
+    /// Only jobs in this state: pending, leased, failed, completed, dead, cancelled.
     #[arg(long, value_parser = parse_state)]
     pub state: Option<State>,
     /// Only jobs of this scope (tenant UUID; the nil UUID is the system scope).

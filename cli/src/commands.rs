@@ -14,6 +14,7 @@ use telha_jobs::{
 };
 
 use crate::args::{EnqueueArgs, Jobs, LsArgs, PurgeArgs, RetryArgs};
+use crate::control;
 use crate::render;
 use crate::store::{self, Exit, Failure, Target};
 
@@ -42,6 +43,10 @@ pub fn run(cmd: Jobs, db: &Target, json: bool) -> Result<Output, Failure> {
         Jobs::Metrics => metrics(db, json),
         Jobs::Check => check(db, json),
         Jobs::Enqueue(a) => enqueue(db, a, json),
+        Jobs::Cancel(a) => control::cancel(db, a, json),
+        Jobs::Delete { ids } => control::delete(db, &ids, json),
+        Jobs::Pause(a) => control::pause(db, &a, true, json),
+        Jobs::Resume(a) => control::pause(db, &a, false, json),
     }
 }
 
@@ -87,23 +92,33 @@ fn ls(db: &Target, a: LsArgs, json: bool) -> Result<Output, Failure> {
         next,
         corrupt,
     } = q.list_full(&query)?;
+    let paused = q.paused()?;
     if json {
         return Ok(Output::Json(json!({
             "jobs": jobs.iter().map(|j| render::job_json(j, false)).collect::<Vec<_>>(),
             "next": next,
             "corrupt": corrupt_json(&corrupt),
+            "paused": render::paused_json(&paused),
         })));
     }
     warn_corrupt(&corrupt);
+    let paused_line = render::paused_line(&paused).map(|p| format!("paused: {p}\n"));
     if jobs.is_empty() {
-        return Ok(Output::Text("no jobs\n".into()));
+        return Ok(Output::Text(format!(
+            "{}no jobs\n",
+            paused_line.unwrap_or_default()
+        )));
     }
     let rows: Vec<Vec<String>> = jobs
         .iter()
         .map(|j| {
             vec![
                 j.id.to_string(),
-                j.state.to_string(),
+                match (j.paused, &j.cancel_requested) {
+                    (_, Some(_)) => format!("{} (cancel requested)", j.state),
+                    (true, None) => format!("{} (paused)", j.state),
+                    (false, None) => j.state.to_string(),
+                },
                 j.kind.clone(),
                 j.priority.to_string(),
                 format!("{}/{}", j.attempts, j.max_attempts),
@@ -112,7 +127,8 @@ fn ls(db: &Target, a: LsArgs, json: bool) -> Result<Output, Failure> {
             ]
         })
         .collect();
-    let mut out = render::table(
+    let mut out = paused_line.unwrap_or_default();
+    out += &render::table(
         &[
             "ID",
             "STATE",
@@ -159,7 +175,7 @@ fn retry_one(db: &Target, id: JobId, json: bool) -> Result<Output, Failure> {
 }
 
 /// Every job matching the filters, by `list` pages.
-fn matching_ids(
+pub fn matching_ids(
     q: &dyn JobStore,
     state: State,
     scope: Option<Scope>,
@@ -185,7 +201,7 @@ fn matching_ids(
 }
 
 /// Ask on the terminal; anything but y/yes is no.
-fn confirm(question: &str) -> bool {
+pub fn confirm(question: &str) -> bool {
     eprint!("{question} [y/N] ");
     let _ = std::io::stderr().flush();
     let mut line = String::new();

@@ -1,6 +1,7 @@
 //! `telha`: the operator command line of telha-jobs.
 //!
-//! `telha jobs ls | show | retry | purge | stats | metrics | check | enqueue` (on a
+//! `telha jobs ls | show | retry | purge | stats | metrics | check | enqueue |
+//! cancel | delete | pause | resume` (on a
 //! store, or through a server with `--server`) and `telha serve`; see
 //! `telha --help` and `docs/operators.md`. Exit codes: 0 ok,
 //! 1 not found, 2 usage, 3 store locked by another process, 4 storage or
@@ -8,6 +9,7 @@
 
 mod args;
 mod commands;
+mod control;
 mod prom;
 mod render;
 mod serve;

@@ -8,7 +8,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde_json::{json, Map, Value as Json};
 use telha_jobs::limits::MAX_INSTANT_MS;
 use telha_jobs::payload::{self, Encoding, Value as Mp};
-use telha_jobs::{CheckReport, JobInfo, LogEntry, State, StateCounts, Stats};
+use telha_jobs::{CheckReport, JobInfo, LogEntry, PauseTarget, Paused, State, StateCounts, Stats};
 
 /// `2026-11-29T23:40:01.123Z`; any u64 renders: a time after the latest the
 /// core accepts (9999-12-31T23:59:59.999Z, which RFC 3339 cannot go past;
@@ -186,6 +186,11 @@ pub fn job_json(j: &JobInfo, full: bool) -> Json {
         "created_at_ms": j.created_at,
         "created_at": time(j.created_at),
         "cursor": j.cursor,
+        "paused": j.paused,
+        "cancel_requested": j.cancel_requested,
+        "snoozes": j.snoozes,
+        "expires_at_ms": j.expires_at,
+        "expires_at": j.expires_at.map(time),
     });
     if full {
         o["payload"] = bytes_json(&j.payload, j.payload_encoding);
@@ -224,9 +229,27 @@ pub fn job_text(j: &JobInfo) -> String {
         telha_jobs::State::Failed => "retry at",
         telha_jobs::State::Completed => "completed at",
         telha_jobs::State::Dead => "dead since",
+        telha_jobs::State::Cancelled => "cancelled at",
         _ => "state since",
     };
     field(when, time(j.state_ts));
+    if j.paused {
+        field("paused", "yes (its kind, family or scope is paused)".into());
+    }
+    if let Some(r) = &j.cancel_requested {
+        let why = if r.is_empty() {
+            String::new()
+        } else {
+            format!(": {r}")
+        };
+        field("cancel", format!("requested{why}"));
+    }
+    if j.snoozes > 0 {
+        field("snoozes", j.snoozes.to_string());
+    }
+    if let Some(e) = j.expires_at {
+        field("expires", time(e));
+    }
     if let Some(w) = &j.worker_id {
         field("worker", w.clone());
     }
@@ -341,8 +364,27 @@ pub fn check_json(path: &Path, r: &CheckReport) -> Json {
 fn counts_json(c: &StateCounts) -> Json {
     json!({
         "pending": c.pending, "leased": c.leased, "failed": c.failed,
-        "completed": c.completed, "dead": c.dead, "total": c.total(),
+        "completed": c.completed, "dead": c.dead, "cancelled": c.cancelled,
+        "total": c.total(),
     })
+}
+
+/// What is paused, as `kind:`/`scope:` labels and as lists.
+pub fn paused_json(p: &Paused) -> Json {
+    json!({
+        "kinds": p.kinds.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "scopes": p.scopes.iter().map(ToString::to_string).collect::<Vec<_>>(),
+    })
+}
+
+/// `kind:embed, scope:<uuid>`, or `None` when nothing is paused.
+pub fn paused_line(p: &Paused) -> Option<String> {
+    if p.is_empty() {
+        return None;
+    }
+    let kinds = p.kinds.iter().map(|k| PauseTarget::Kind(k.clone()).label());
+    let scopes = p.scopes.iter().map(|s| PauseTarget::Scope(*s).label());
+    Some(kinds.chain(scopes).collect::<Vec<_>>().join(", "))
 }
 
 pub fn stats_json(s: &Stats) -> Json {
@@ -351,7 +393,7 @@ pub fn stats_json(s: &Stats) -> Json {
         .iter()
         .map(|(k, c)| (k.clone(), counts_json(c)))
         .collect();
-    json!({"by_kind": by_kind, "total": counts_json(&s.total)})
+    json!({"by_kind": by_kind, "total": counts_json(&s.total), "paused": paused_json(&s.paused)})
 }
 
 pub fn stats_text(s: &Stats) -> String {
@@ -364,6 +406,7 @@ pub fn stats_text(s: &Stats) -> String {
                 c.failed,
                 c.completed,
                 c.dead,
+                c.cancelled,
                 c.total(),
             ]
             .iter()
@@ -373,7 +416,7 @@ pub fn stats_text(s: &Stats) -> String {
     };
     let mut rows: Vec<Vec<String>> = s.by_kind.iter().map(|(k, c)| row(k, c)).collect();
     rows.push(row("(all kinds)", &s.total));
-    table(
+    let mut out = table(
         &[
             "KIND",
             "PENDING",
@@ -381,10 +424,15 @@ pub fn stats_text(s: &Stats) -> String {
             "FAILED",
             "COMPLETED",
             "DEAD",
+            "CANCELLED",
             "TOTAL",
         ],
         &rows,
-    )
+    );
+    if let Some(p) = paused_line(&s.paused) {
+        let _ = writeln!(out, "paused: {p}");
+    }
+    out
 }
 
 #[cfg(test)]

@@ -54,18 +54,22 @@ impl Failure {
     }
 }
 
-/// Exit codes by error kind. `Aborted` and `Closed` cannot come from a
+/// Exit codes by error kind. `WrongState` (cancel of a finished job,
+/// delete of a leased one) is the caller's mistake: usage. `Aborted`,
+/// `Closed` and `Cancelled` (answers to a lease holder) cannot come from a
 /// short-lived single-handle process; should one appear it is reported as
 /// an internal storage-side failure rather than as the user's mistake.
 pub fn exit_for(kind: ErrorKind) -> Exit {
     match kind {
-        ErrorKind::InvalidArgument => Exit::Usage,
+        ErrorKind::InvalidArgument | ErrorKind::WrongState => Exit::Usage,
         ErrorKind::NotFound => Exit::NotFound,
         ErrorKind::StoreLocked => Exit::StoreLocked,
         ErrorKind::UnsupportedFormat => Exit::UnsupportedFormat,
-        ErrorKind::Storage | ErrorKind::Corruption | ErrorKind::Aborted | ErrorKind::Closed => {
-            Exit::Storage
-        }
+        ErrorKind::Storage
+        | ErrorKind::Corruption
+        | ErrorKind::Aborted
+        | ErrorKind::Closed
+        | ErrorKind::Cancelled => Exit::Storage,
         _ => Exit::Storage,
     }
 }
@@ -195,7 +199,7 @@ mod tests {
     fn every_error_kind_has_a_documented_exit_code() {
         let codes: Vec<u8> = ErrorKind::ALL.iter().map(|k| exit_for(*k) as u8).collect();
         // InvalidArgument, NotFound, Aborted, StoreLocked, Storage, Corruption,
-        // Closed, UnsupportedFormat
-        assert_eq!(codes, [2, 1, 4, 3, 4, 4, 4, 5]);
+        // Closed, UnsupportedFormat, Cancelled, WrongState
+        assert_eq!(codes, [2, 1, 4, 3, 4, 4, 4, 5, 4, 2]);
     }
 }

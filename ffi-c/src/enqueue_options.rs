@@ -1,4 +1,4 @@
-//! `tj_enqueue_options`: scope, priority, run-at, idempotency key and attempt
+//! `tj_enqueue_options`: scope, priority, run-at, expiry, idempotency key and attempt
 //! ceiling of an enqueue.
 
 use std::ffi::c_char;
@@ -108,6 +108,51 @@ pub unsafe extern "C" fn tj_enqueue_options_set_run_at_ms(
         std::ptr::null_mut(),
         |o| {
             o.run_at = Some(run_at_ms);
+            Ok(())
+        },
+    )
+}
+
+/// Never leased at or after `expires_at_ms` (ms since the epoch): a job
+/// still waiting then goes dead, "expired before start". Wins over
+/// `tj_enqueue_options_set_expires_in_ms`. Checked at enqueue: not after
+/// the job's run-at (or in the past) is `TJ_STATUS_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn tj_enqueue_options_set_expires_at_ms(
+    options: *mut tj_enqueue_options,
+    expires_at_ms: u64,
+) -> tj_status {
+    set(
+        "tj_enqueue_options_set_expires_at_ms",
+        options,
+        std::ptr::null_mut(),
+        |o| {
+            o.expires_at = Some(expires_at_ms);
+            Ok(())
+        },
+    )
+}
+
+/// Expire at now + `expires_in_ms` (read at enqueue). Checked at enqueue: 0,
+/// or a time not after the job's run-at, or over `TJ_MAX_INSTANT_MS`, is
+/// `TJ_STATUS_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn tj_enqueue_options_set_expires_in_ms(
+    options: *mut tj_enqueue_options,
+    expires_in_ms: u64,
+) -> tj_status {
+    set(
+        "tj_enqueue_options_set_expires_in_ms",
+        options,
+        std::ptr::null_mut(),
+        |o| {
+            o.expires_in = Some(Duration::from_millis(expires_in_ms));
             Ok(())
         },
     )

@@ -210,3 +210,14 @@ pub unsafe extern "C" fn tj_job_lease_ttl_ms(job: *const tj_job) -> u64 {
 pub unsafe extern "C" fn tj_job_payload_encoding(job: *const tj_job) -> u32 {
     get(job, 0, |j| tj_encoding::from(j.job.payload_encoding) as u32)
 }
+
+/// The kind's run-time limit in ms (its `timeout` setting), or 0 for none:
+/// a worker should stop a handler running longer and fail the job
+/// retryably ("timed out after ...").
+///
+/// # Safety
+/// `job` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_timeout_ms(job: *const tj_job) -> u64 {
+    get(job, 0, |j| j.job.timeout_ms.unwrap_or(0))
+}

@@ -23,6 +23,7 @@ pub struct tj_job_info {
     worker_id: Option<CString>,
     last_error: Option<CString>,
     idempotency_key: Option<CString>,
+    cancel_requested: Option<CString>,
     cursor: CString,
     events: Vec<(CString, CString)>,
 }
@@ -36,6 +37,7 @@ impl tj_job_info {
             worker_id: info.worker_id.as_deref().map(cstring),
             last_error: info.last_error.as_deref().map(cstring),
             idempotency_key: info.idempotency_key.as_deref().map(cstring),
+            cancel_requested: info.cancel_requested.as_deref().map(cstring),
             cursor: cstring(&info.cursor),
             events: info
                 .events
@@ -329,4 +331,41 @@ pub unsafe extern "C" fn tj_job_info_result_encoding(info: *const tj_job_info) -
     get(info, 0, |i| {
         tj_encoding::from(i.info.result_encoding) as u32
     })
+}
+
+/// The reason of the cancel request on this leased job (possibly empty),
+/// or NULL when it has none.
+///
+/// # Safety
+/// `info` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_info_cancel_requested(info: *const tj_job_info) -> *const c_char {
+    get(info, std::ptr::null(), |i| opt_ptr(&i.cancel_requested))
+}
+
+/// How many times it was snoozed.
+///
+/// # Safety
+/// `info` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_info_snoozes(info: *const tj_job_info) -> u32 {
+    get(info, 0, |i| i.info.snoozes)
+}
+
+/// When it expires unless leased first, ms since the epoch, or 0 for never.
+///
+/// # Safety
+/// `info` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_info_expires_at_ms(info: *const tj_job_info) -> u64 {
+    get(info, 0, |i| i.info.expires_at.unwrap_or(0))
+}
+
+/// Whether its kind, family or scope is paused (false for NULL).
+///
+/// # Safety
+/// `info` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_info_paused(info: *const tj_job_info) -> bool {
+    get(info, false, |i| i.info.paused)
 }

@@ -18,6 +18,7 @@ mod batch;
 mod boundary;
 mod cancel;
 mod config_keys;
+mod control;
 mod encoding;
 mod enqueue_options;
 mod error;
@@ -40,7 +41,7 @@ use std::ffi::c_char;
 /// The ABI version of this header. `tj_abi_version()` returns the library's;
 /// a program should refuse to run when they differ. Bumped on every
 /// incompatible change to a signature, a struct layout or a number.
-pub const TJ_ABI_VERSION: u32 = 1;
+pub const TJ_ABI_VERSION: u32 = 2;
 
 /// The library's ABI version; compare it with `TJ_ABI_VERSION` from the
 /// header the program was compiled with. Thread-safe; never fails.

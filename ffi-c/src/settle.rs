@@ -1,9 +1,14 @@
 //! Settling leases: `tj_queue_extend` (heartbeats), `_complete`,
-//! `_complete_with_encoding`, `_fail` and `_release`.
+//! `_complete_with_encoding`, `_fail`, `_fail_in`, `_release` and `_snooze`.
+//!
+//! Every settle call on a lease whose job has a cancel request records the
+//! job `cancelled` and answers `TJ_STATUS_CANCELLED`.
 
 use std::ffi::c_char;
 
-use telha_jobs_core::{Completion, LeaseToken};
+use std::time::Duration;
+
+use telha_jobs_core::{Completion, Failure, LeaseToken};
 
 use crate::boundary::{self, bytes, handle, out, slice, string, Res};
 use crate::encoding::encoding_from_u32;
@@ -79,7 +84,8 @@ pub unsafe extern "C" fn tj_queue_extend(
 ///
 /// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, result with a non-zero
 /// length), `TJ_STATUS_ABORTED` for a stale token or a job no longer leased
-/// (nothing changes), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_INVALID_ARGUMENT` for
+/// (nothing changes), `TJ_STATUS_CANCELLED` when the job has a cancel
+/// request (it is recorded cancelled, the result kept), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_INVALID_ARGUMENT` for
 /// a result over `max_payload_bytes`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
 ///
 /// # Safety
@@ -164,7 +170,8 @@ fn complete(
 ///
 /// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, reason),
 /// `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_ABORTED` (stale token, nothing
-/// changes), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+/// changes), `TJ_STATUS_CANCELLED` (the job had a cancel request: it is
+/// recorded cancelled, not retried), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
 ///
 /// # Safety
 /// `queue` and `token` are NULL or live; `reason` is NULL or NUL-terminated;
@@ -193,7 +200,8 @@ pub unsafe extern "C" fn tj_queue_fail(
 /// Blocks for one RocksDB write.
 ///
 /// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token), `TJ_STATUS_ABORTED`
-/// (stale token), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+/// (stale token), `TJ_STATUS_CANCELLED` (the job had a cancel request: it
+/// is recorded cancelled), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
 ///
 /// # Safety
 /// `queue` and `token` are NULL or live; `err` is NULL or writable.
@@ -208,6 +216,65 @@ pub unsafe extern "C" fn tj_queue_release(
         let q = q(F, queue)?;
         let token = token_of(F, token)?;
         q.queue.release(&token)?;
+        Ok(())
+    })
+}
+
+/// `tj_queue_fail`, retrying after `retry_in_ms` instead of the backoff
+/// schedule's delay (still an attempt spent; a job out of attempts or
+/// failed not retryable goes dead all the same).
+///
+/// Errors: as `tj_queue_fail`, and `TJ_STATUS_INVALID_ARGUMENT` for a delay
+/// over `TJ_MAX_DURATION_MS` (nothing changes).
+///
+/// # Safety
+/// As `tj_queue_fail`.
+#[no_mangle]
+pub unsafe extern "C" fn tj_queue_fail_in(
+    queue: *const tj_queue,
+    token: *const tj_token,
+    reason: *const c_char,
+    retryable: bool,
+    retry_in_ms: u64,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_queue_fail_in";
+    boundary::run(F, err, || {
+        let q = q(F, queue)?;
+        let token = token_of(F, token)?;
+        let reason = string(F, "reason", reason)?;
+        let mut f = Failure::new(token, reason).retry_in(Duration::from_millis(retry_in_ms));
+        f.retryable = retryable;
+        q.queue.fail_with(f)?;
+        Ok(())
+    })
+}
+
+/// Snooze the leased job of `*token`: back to pending at now + `delay_ms`
+/// without spending an attempt (its snooze count goes up; past the kind's
+/// `max_snoozes` a snooze counts as a failed attempt).
+///
+/// Blocks for one RocksDB write.
+///
+/// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token), `TJ_STATUS_INVALID_ARGUMENT`
+/// for a delay over `TJ_MAX_DURATION_MS`, `TJ_STATUS_ABORTED` (stale token),
+/// `TJ_STATUS_CANCELLED`, `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`,
+/// `TJ_STATUS_CLOSED`.
+///
+/// # Safety
+/// `queue` and `token` are NULL or live; `err` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_queue_snooze(
+    queue: *const tj_queue,
+    token: *const tj_token,
+    delay_ms: u64,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_queue_snooze";
+    boundary::run(F, err, || {
+        let q = q(F, queue)?;
+        let token = token_of(F, token)?;
+        q.queue.snooze(&token, Duration::from_millis(delay_ms))?;
         Ok(())
     })
 }

@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, CString};
 
-use telha_jobs_core::{ReapReport, StateCounts, Stats};
+use telha_jobs_core::{PauseTarget, Paused, ReapReport, StateCounts, Stats};
 
 use crate::boundary::{self, cstring, write_opt};
 use crate::error::{tj_error, Failure};
@@ -23,6 +23,8 @@ pub struct tj_state_counts {
     pub completed: u64,
     /// Dead-lettered.
     pub dead: u64,
+    /// Cancelled, not yet pruned.
+    pub cancelled: u64,
 }
 
 impl From<StateCounts> for tj_state_counts {
@@ -33,6 +35,7 @@ impl From<StateCounts> for tj_state_counts {
             failed: c.failed,
             completed: c.completed,
             dead: c.dead,
+            cancelled: c.cancelled,
         }
     }
 }
@@ -46,8 +49,10 @@ pub struct tj_reap_report {
     pub expired: usize,
     /// Expired leases that had no attempts left and went dead.
     pub dead: usize,
-    /// Completed jobs pruned past their retention.
+    /// Completed, dead and cancelled jobs pruned past their retention.
     pub pruned: usize,
+    /// Jobs never leased before their expiry, moved to dead.
+    pub expired_unstarted: usize,
     /// Records skipped because they did not decode.
     pub corrupt: usize,
 }
@@ -58,6 +63,7 @@ impl From<ReapReport> for tj_reap_report {
             expired: r.expired,
             dead: r.dead,
             pruned: r.pruned,
+            expired_unstarted: r.expired_unstarted,
             corrupt: r.corrupt.len(),
         }
     }
@@ -70,6 +76,7 @@ impl From<ReapReport> for tj_reap_report {
 pub struct tj_stats {
     total: tj_state_counts,
     kinds: Vec<(CString, tj_state_counts)>,
+    paused: Vec<CString>,
 }
 
 impl tj_stats {
@@ -81,8 +88,16 @@ impl tj_stats {
                 .into_iter()
                 .map(|(k, c)| (cstring(&k), c.into()))
                 .collect(),
+            paused: paused_labels(&s.paused),
         }
     }
+}
+
+/// `kind:<pattern>` then `scope:<uuid>` labels, in the core's order.
+pub(crate) fn paused_labels(p: &Paused) -> Vec<CString> {
+    let kinds = p.kinds.iter().map(|k| PauseTarget::Kind(k.clone()));
+    let scopes = p.scopes.iter().map(|s| PauseTarget::Scope(*s));
+    kinds.chain(scopes).map(|t| cstring(&t.label())).collect()
 }
 
 /// Free stats. NULL does nothing.
@@ -139,6 +154,45 @@ pub unsafe extern "C" fn tj_stats_kind(
         })?;
         write_opt(kind_out, k.as_ptr());
         write_opt(counts_out, *c);
+        Ok(())
+    })
+}
+
+/// How many kinds and scopes are paused (see `tj_stats_paused`); 0 for NULL.
+///
+/// # Safety
+/// `stats` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_stats_paused_count(stats: *const tj_stats) -> usize {
+    unsafe { stats.as_ref() }.map_or(0, |s| s.paused.len())
+}
+
+/// Paused target `index`: `"kind:<kind or family:*>"` (kinds first, sorted)
+/// or `"scope:<uuid>"`, borrowed from `stats`. Written only on success.
+///
+/// Errors: `TJ_STATUS_NULL_ARGUMENT` (stats, label_out),
+/// `TJ_STATUS_INVALID_ARGUMENT` when `index >= tj_stats_paused_count(stats)`.
+///
+/// # Safety
+/// `stats` is NULL or live; `label_out` and `err` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_stats_paused(
+    stats: *const tj_stats,
+    index: usize,
+    label_out: *mut *const c_char,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_stats_paused";
+    boundary::run(F, err, || {
+        let s = boundary::handle(F, "stats", stats)?;
+        boundary::out(F, "label_out", label_out)?;
+        let l = s.paused.get(index).ok_or_else(|| {
+            Failure::invalid(format!(
+                "{F}: index {index} is past the {} paused targets",
+                s.paused.len()
+            ))
+        })?;
+        write_opt(label_out, l.as_ptr());
         Ok(())
     })
 }

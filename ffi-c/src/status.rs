@@ -34,6 +34,13 @@ pub enum tj_status {
     /// newer version); nothing in it was changed. The message names the
     /// store's format and what this library supports.
     TJ_STATUS_UNSUPPORTED_FORMAT = 8,
+    /// The job was cancelled: a heartbeat answers it for a lease whose job
+    /// has a cancel request (stop working on it), and a settle call answers
+    /// it after recording the job `cancelled`.
+    TJ_STATUS_CANCELLED = 9,
+    /// The job is in a state the call does not apply to (cancelling a
+    /// finished job, deleting a leased one): nothing changed.
+    TJ_STATUS_WRONG_STATE = 10,
     /// A required pointer argument was NULL; the message names it.
     TJ_STATUS_NULL_ARGUMENT = 100,
     /// A string argument was not valid UTF-8; the message names it.
@@ -45,7 +52,7 @@ pub enum tj_status {
 
 impl tj_status {
     /// Every status, for `tj_status_name` and the tests.
-    pub(crate) const ALL: [tj_status; 12] = [
+    pub(crate) const ALL: [tj_status; 14] = [
         tj_status::TJ_STATUS_OK,
         tj_status::TJ_STATUS_INVALID_ARGUMENT,
         tj_status::TJ_STATUS_NOT_FOUND,
@@ -55,6 +62,8 @@ impl tj_status {
         tj_status::TJ_STATUS_CORRUPTION,
         tj_status::TJ_STATUS_CLOSED,
         tj_status::TJ_STATUS_UNSUPPORTED_FORMAT,
+        tj_status::TJ_STATUS_CANCELLED,
+        tj_status::TJ_STATUS_WRONG_STATE,
         tj_status::TJ_STATUS_NULL_ARGUMENT,
         tj_status::TJ_STATUS_INVALID_UTF8,
         tj_status::TJ_STATUS_PANIC,
@@ -71,6 +80,8 @@ impl tj_status {
             ErrorKind::Corruption => tj_status::TJ_STATUS_CORRUPTION,
             ErrorKind::Closed => tj_status::TJ_STATUS_CLOSED,
             ErrorKind::UnsupportedFormat => tj_status::TJ_STATUS_UNSUPPORTED_FORMAT,
+            ErrorKind::Cancelled => tj_status::TJ_STATUS_CANCELLED,
+            ErrorKind::WrongState => tj_status::TJ_STATUS_WRONG_STATE,
             // ErrorKind is non_exhaustive: a kind added to the core before
             // this table learns it still reaches C as a storage failure.
             _ => tj_status::TJ_STATUS_STORAGE,
@@ -88,6 +99,8 @@ impl tj_status {
             tj_status::TJ_STATUS_CORRUPTION => c"CORRUPTION",
             tj_status::TJ_STATUS_CLOSED => c"CLOSED",
             tj_status::TJ_STATUS_UNSUPPORTED_FORMAT => c"UNSUPPORTED_FORMAT",
+            tj_status::TJ_STATUS_CANCELLED => c"CANCELLED",
+            tj_status::TJ_STATUS_WRONG_STATE => c"WRONG_STATE",
             tj_status::TJ_STATUS_NULL_ARGUMENT => c"NULL_ARGUMENT",
             tj_status::TJ_STATUS_INVALID_UTF8 => c"INVALID_UTF8",
             tj_status::TJ_STATUS_PANIC => c"PANIC",
@@ -125,6 +138,9 @@ pub enum tj_state {
     TJ_STATE_COMPLETED = 4,
     /// Out of attempts or failed as not retryable; kept until an operator retry.
     TJ_STATE_DEAD = 5,
+    /// Cancelled by an operator or program; never retried; pruned after the
+    /// cancelled retention.
+    TJ_STATE_CANCELLED = 6,
 }
 
 impl From<State> for tj_state {
@@ -135,6 +151,7 @@ impl From<State> for tj_state {
             State::Failed => tj_state::TJ_STATE_FAILED,
             State::Completed => tj_state::TJ_STATE_COMPLETED,
             State::Dead => tj_state::TJ_STATE_DEAD,
+            State::Cancelled => tj_state::TJ_STATE_CANCELLED,
             // A state this library does not number yet reads as 0 (no tj_state).
             _ => tj_state::TJ_STATE_UNKNOWN,
         }
@@ -148,7 +165,7 @@ pub(crate) fn state_from_u32(v: u32) -> Option<State> {
         .find(|s| v != 0 && tj_state::from(*s) as u32 == v)
 }
 
-/// The lowercase name of `state` (`"pending"`, ... `"dead"`), or `"unknown"`
+/// The lowercase name of `state` (`"pending"`, ... `"cancelled"`), or `"unknown"`
 /// for a number that is not a `tj_state`. Static storage: never free it.
 #[no_mangle]
 pub extern "C" fn tj_state_name(state: u32) -> *const c_char {
@@ -158,6 +175,7 @@ pub extern "C" fn tj_state_name(state: u32) -> *const c_char {
         Some(State::Failed) => c"failed",
         Some(State::Completed) => c"completed",
         Some(State::Dead) => c"dead",
+        Some(State::Cancelled) => c"cancelled",
         _ => c"unknown",
     }
     .as_ptr()

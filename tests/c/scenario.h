@@ -40,6 +40,8 @@ tj_status runner_error(struct run *r, const char *fmt, ...);
 /* scenario_ops.c: one function per op; `obs` receives the answer. */
 uint64_t now_ms(void);
 tj_status job_id(struct run *r, const jval *s, tj_id *out, tj_error **err);
+tj_status token_of(struct run *r, const jval *ref, tj_token *out, tj_error **err);
+uint32_t state_number(const char *name);
 tj_status op_enqueue(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_enqueue_many(struct run *r, const jval *s, tj_error **err);
 tj_status op_lease(struct run *r, const jval *s, jval **obs, tj_error **err);
@@ -50,5 +52,12 @@ tj_status op_get(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_list(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_reap(struct run *r, jval **obs, tj_error **err);
 tj_status op_stats(struct run *r, jval **obs, tj_error **err);
+/* scenario_control.c: the job-control steps. */
+tj_status op_snooze(struct run *r, const jval *s, tj_error **err);
+tj_status op_cancel(struct run *r, const jval *s, jval **obs, tj_error **err);
+tj_status op_cancel_many(struct run *r, const jval *s, jval **obs, tj_error **err);
+tj_status op_delete(struct run *r, const jval *s, tj_error **err);
+tj_status op_pause(struct run *r, const jval *s, bool on, jval **obs, tj_error **err);
+tj_status op_paused(struct run *r, jval **obs, tj_error **err);
 
 #endif

@@ -54,7 +54,7 @@ tj_status job_id(struct run *r, const jval *s, tj_id *out, tj_error **err) {
 }
 
 /* A lease: a name bound by `lease ... as`, or {job | job_id, generation}. */
-static tj_status token_of(struct run *r, const jval *ref, tj_token *out, tj_error **err) {
+tj_status token_of(struct run *r, const jval *ref, tj_token *out, tj_error **err) {
     if (ref && ref->t == J_STR) {
         for (size_t i = 0; i < r->nleases; i++)
             if (strcmp(r->leases[i].name, ref->str) == 0) { *out = r->leases[i].token; return TJ_STATUS_OK; }
@@ -85,6 +85,8 @@ static jval *job_json(const struct run *r, const tj_job *j) {
     jobj_put(o, "generation", jnew_num((double)tj_job_generation(j)));
     jobj_put(o, "priority", jnew_num(tj_job_priority(j)));
     jobj_put(o, "worker_id", jnew_str(tj_job_worker_id(j)));
+    uint64_t timeout = tj_job_timeout_ms(j);
+    jobj_put(o, "timeout_ms", timeout ? jnew_num((double)timeout) : jnew_null());
     size_t len = 0;
     const uint8_t *p = tj_job_payload(j, &len);
     put_bytes(o, "payload", p, len, true);
@@ -110,6 +112,10 @@ static jval *info_json(const struct run *r, const tj_job_info *i) {
         if (tj_job_info_event(i, k, NULL, &t, NULL, NULL) == TJ_STATUS_OK) jarr_push(ev, jnew_str(t));
     }
     jobj_put(o, "events", ev);
+    jobj_put(o, "cancel_requested", jnew_str(tj_job_info_cancel_requested(i)));
+    jobj_put(o, "snoozes", jnew_num(tj_job_info_snoozes(i)));
+    jobj_put(o, "paused", jnew_bool(tj_job_info_paused(i)));
+    jobj_put(o, "expires", jnew_bool(tj_job_info_expires_at_ms(i) != 0));
     size_t len = 0;
     const uint8_t *p = tj_job_info_payload(i, &len);
     put_bytes(o, "payload", p, len, true);
@@ -125,6 +131,7 @@ static jval *counts_json(tj_state_counts c) {
     jobj_put(o, "failed", jnew_num((double)c.failed));
     jobj_put(o, "completed", jnew_num((double)c.completed));
     jobj_put(o, "dead", jnew_num((double)c.dead));
+    jobj_put(o, "cancelled", jnew_num((double)c.cancelled));
     return o;
 }
 
@@ -165,6 +172,8 @@ static tj_status enqueue_options(const jval *s, tj_enqueue_options **out, tj_err
         st = tj_enqueue_options_set_run_at_ms(o, now_ms() + (uint64_t)n);
     if (st == TJ_STATUS_OK && key) st = tj_enqueue_options_set_idempotency_key(o, key, err);
     if (st == TJ_STATUS_OK && jget_num(s, "max_attempts", &n)) st = tj_enqueue_options_set_max_attempts(o, (uint32_t)n);
+    if (st == TJ_STATUS_OK && jget_num(s, "expires_in_ms", &n)) st = tj_enqueue_options_set_expires_in_ms(o, (uint64_t)n);
+    if (st == TJ_STATUS_OK && jget_num(s, "expires_at_ms", &n)) st = tj_enqueue_options_set_expires_at_ms(o, (uint64_t)n);
     if (st != TJ_STATUS_OK) { tj_enqueue_options_free(o); return st; }
     *out = o;
     return st;
@@ -239,15 +248,20 @@ tj_status op_extend(struct run *r, const jval *s, jval **obs, tj_error **err) {
     for (size_t i = 0; i < n && st == TJ_STATUS_OK; i++) st = token_of(r, refs->items[i], &tokens[i], err);
     if (st == TJ_STATUS_OK) st = tj_queue_extend(r->q, jget_str(s, "worker", "w1"), tokens, n, sts, NULL, err);
     if (st == TJ_STATUS_OK) {
-        /* Per token: renewed, or lost (ABORTED, NOT_FOUND); anything else fails. */
-        jval *renewed = jnew_arr();
+        /* Per token: renewed, lost (ABORTED, NOT_FOUND) or cancelled (a lost
+         * lease too); anything else fails. */
+        jval *renewed = jnew_arr(), *answers = jnew_arr();
         for (size_t i = 0; i < n; i++) {
-            if (sts[i] != TJ_STATUS_OK && sts[i] != TJ_STATUS_ABORTED && sts[i] != TJ_STATUS_NOT_FOUND)
-                st = runner_error(r, "extend: token %zu answered %s", i, tj_status_name(sts[i]));
+            const char *a = sts[i] == TJ_STATUS_OK ? "renewed"
+                          : sts[i] == TJ_STATUS_CANCELLED ? "cancelled"
+                          : (sts[i] == TJ_STATUS_ABORTED || sts[i] == TJ_STATUS_NOT_FOUND) ? "lost" : NULL;
+            if (!a) st = runner_error(r, "extend: token %zu answered %s", i, tj_status_name(sts[i]));
             jarr_push(renewed, jnew_bool(sts[i] == TJ_STATUS_OK));
+            jarr_push(answers, jnew_str(a ? a : "?"));
         }
         *obs = jnew_obj();
         jobj_put(*obs, "renewed", renewed);
+        jobj_put(*obs, "answers", answers);
     }
     free(tokens);
     free(sts);
@@ -268,6 +282,9 @@ tj_status op_settle(struct run *r, const char *op, const jval *s, tj_error **err
     if (strcmp(op, "fail") == 0) {
         const jval *rt = jget(s, "retryable");
         bool retryable = !(rt && rt->t == J_BOOL && !rt->b);
+        double in;
+        if (jget_num(s, "retry_in_ms", &in))
+            return tj_queue_fail_in(r->q, &t, jget_str(s, "reason", ""), retryable, (uint64_t)in, err);
         return tj_queue_fail(r->q, &t, jget_str(s, "reason", ""), retryable, err);
     }
     return tj_queue_release(r->q, &t, err);
@@ -285,8 +302,8 @@ tj_status op_get(struct run *r, const jval *s, jval **obs, tj_error **err) {
     return st;
 }
 
-static uint32_t state_number(const char *name) {
-    for (uint32_t i = 1; i <= 5; i++)
+uint32_t state_number(const char *name) {
+    for (uint32_t i = 1; i <= 6; i++)
         if (strcmp(tj_state_name(i), name) == 0) return i;
     return 0; /* refused by tj_list_options_set_state */
 }
@@ -342,6 +359,7 @@ tj_status op_reap(struct run *r, jval **obs, tj_error **err) {
         jobj_put(*obs, "expired", jnew_num((double)rep.expired));
         jobj_put(*obs, "dead", jnew_num((double)rep.dead));
         jobj_put(*obs, "pruned", jnew_num((double)rep.pruned));
+        jobj_put(*obs, "expired_unstarted", jnew_num((double)rep.expired_unstarted));
     }
     return st;
 }

@@ -39,12 +39,18 @@ static void sleep_ms(uint64_t ms) {
 }
 
 /* One config key of the case through the library's key table: `<key>_ms`
- * is the duration `<key>` in ms, any other key a number. */
+ * is the duration `<key>` in ms, `false` turns a retention or limit off,
+ * any other key a number. */
 static tj_status set_key(struct run *r, tj_options *o, const char *kind, const char *k,
                          const jval *v, tj_error **err) {
     char name[64], text[64];
     size_t n = strlen(k);
-    if (v->t != J_NUM || n >= sizeof name) return runner_error(r, "config %s must be a number", k);
+    if (n >= sizeof name) return runner_error(r, "config key %s is too long", k);
+    if (v->t == J_BOOL && !v->b) {
+        snprintf(name, sizeof name, "%.*s", (int)(n > 3 && strcmp(k + n - 3, "_ms") == 0 ? n - 3 : n), k);
+        return kind ? tj_options_set_kind(o, kind, name, "off", err) : tj_options_set(o, name, "off", err);
+    }
+    if (v->t != J_NUM) return runner_error(r, "config %s must be a number or false", k);
     if (n > 3 && strcmp(k + n - 3, "_ms") == 0) {
         snprintf(name, sizeof name, "%.*s", (int)(n - 3), k);
         snprintf(text, sizeof text, "%.0fms", v->num);
@@ -205,6 +211,13 @@ static tj_status do_step(struct run *r, const char *op, const jval *s, jval **ob
     if (strcmp(op, "complete") == 0 || strcmp(op, "fail") == 0 || strcmp(op, "release") == 0)
         return op_settle(r, op, s, err);
     if (strcmp(op, "retry") == 0) return op_retry(r, s, err);
+    if (strcmp(op, "snooze") == 0) return op_snooze(r, s, err);
+    if (strcmp(op, "cancel") == 0) return op_cancel(r, s, obs, err);
+    if (strcmp(op, "cancel_many") == 0) return op_cancel_many(r, s, obs, err);
+    if (strcmp(op, "delete") == 0) return op_delete(r, s, err);
+    if (strcmp(op, "pause") == 0) return op_pause(r, s, true, obs, err);
+    if (strcmp(op, "resume") == 0) return op_pause(r, s, false, obs, err);
+    if (strcmp(op, "paused") == 0) return op_paused(r, obs, err);
     if (strcmp(op, "get") == 0) return op_get(r, s, obs, err);
     if (strcmp(op, "list") == 0) return op_list(r, s, obs, err);
     if (strcmp(op, "reap") == 0) return op_reap(r, obs, err);

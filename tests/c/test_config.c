@@ -69,6 +69,20 @@ static void every_key_of_the_table_sets_and_reads_back_globally_and_per_kind(voi
                 fprintf(stderr, "  kind %s: set %s, read %s\n", k.name, v, got);
                 tj_test_failed = 1;
             }
+            /* A per-kind retention or limit may be "off" for the kind (no
+             * limit for it, whatever the global), distinct from unset. */
+            if (strcmp(k.value_type, "retention") == 0) {
+                CHECK_OK(tj_options_set_kind(o, "ingest:html", k.name, "off", &err));
+                CHECK_OK(tj_options_get_kind(o, "ingest:html", k.name, got, sizeof got, NULL, &err));
+                if (strcmp(got, "off") != 0) {
+                    fprintf(stderr, "  kind %s: set off, read %s\n", k.name, got);
+                    tj_test_failed = 1;
+                }
+                CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT,
+                             tj_options_set_kind(o, "ingest:html", k.name, "-1s", &err));
+                /* The refusal holds until the key is set again. */
+                CHECK_OK(tj_options_set_kind(o, "ingest:html", k.name, "off", &err));
+            }
         } else {
             CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT,
                          tj_options_set_kind(o, "ingest:pdf", k.name, v, &err));

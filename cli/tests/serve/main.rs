@@ -2,6 +2,7 @@
 //! server killed with SIGKILL), auth, malformed requests, TLS, /metrics,
 //! the CLI's `--server`, locking and graceful shutdown.
 
+mod control;
 mod format;
 mod requests;
 mod support;

@@ -314,7 +314,7 @@ fn stats_counts_per_state_and_kind_as_the_core_does() {
         .collect::<Vec<_>>();
     assert_eq!(
         total,
-        ["(all", "kinds)", "4", "1", "1", "2", "6", "14"],
+        ["(all", "kinds)", "4", "1", "1", "2", "6", "0", "14"],
         "{text}"
     );
 }

@@ -6,6 +6,7 @@
 mod bad_input;
 mod check;
 mod commands;
+mod control;
 mod far_future;
 mod locked;
 mod metrics;
