@@ -95,7 +95,7 @@ pub enum Jobs {
     /// Send a dead (or failed) job back to pending with attempts reset; or,
     /// with --state, every matching job (asks for --yes).
     Retry(RetryArgs),
-    /// Delete completed or dead jobs older than a duration.
+    /// Delete completed, dead or cancelled jobs older than a duration.
     Purge(PurgeArgs),
     /// Exact job counts per kind and state.
     Stats,
@@ -202,7 +202,7 @@ pub struct RetryArgs {
 
 #[derive(Debug, Args)]
 pub struct PurgeArgs {
-    /// completed or dead.
+    /// completed, dead or cancelled.
     #[arg(long, value_parser = parse_state)]
     pub state: State,
     /// Only jobs that reached the state longer ago than this ("7d", "12h", "90m").

@@ -270,9 +270,9 @@ fn describe(state: State, scope: Option<&Scope>, kind: Option<&KindPattern>) -> 
 }
 
 fn purge(db: &Target, a: PurgeArgs, json: bool) -> Result<Output, Failure> {
-    if !matches!(a.state, State::Completed | State::Dead) {
+    if !a.state.is_terminal() {
         return Err(Failure::usage(format!(
-            "purge deletes completed or dead jobs, not {} ones",
+            "purge deletes completed, dead or cancelled jobs, not {} ones",
             a.state
         )));
     }
