@@ -99,7 +99,8 @@ def served(tmp_path: Path) -> Iterator[str]:
         pytest.fail(f"the telha binary is not built at {TELHA} (make build-cli)")
     cfg = tmp_path / "telha.toml"
     cfg.write_text(CONFIG)
-    server = Proc([TELHA, "--db", str(tmp_path / "store"), "--config", str(cfg), "serve", "--listen", "127.0.0.1:0"])
+    env = dict(os.environ, TELHA_JOBS_CONFIG=str(cfg))
+    server = Proc([TELHA, "--db", str(tmp_path / "store"), "serve", "--listen", "127.0.0.1:0"], env)
     try:
         line = server.line(60.0)
         assert line.startswith("listening on "), line
