@@ -31,7 +31,10 @@ fn unknown_or_unfit_states_are_usage_errors() {
         &s.path,
         &["jobs", "purge", "--state", "leased", "--older-than", "1d"],
     )
-    .fails(2, "purge deletes completed, dead or cancelled jobs, not leased ones");
+    .fails(
+        2,
+        "purge deletes completed, dead or cancelled jobs, not leased ones",
+    );
     telha(&s.path, &["jobs", "ls", "--kind", "Ingest:PDF"]).fails(2, "kinds use lowercase");
     assert_eq!(ids_in(&s.path, State::Pending).len(), s.pending.len());
 }
