@@ -10,7 +10,7 @@ use crate::error::Error;
 pub(super) const DURATION_HINT: &str =
     "a duration such as \"250ms\", \"5m\" or \"1h 30m\", or a number of seconds";
 pub(super) const RETENTION_HINT: &str = "a duration such as \"24h\" or a number of seconds, \
-     or false/\"off\"/\"none\" to keep completed jobs forever";
+     or false/\"off\"/\"none\" for none (a retention keeps forever, a limit does not apply)";
 const FLAG_HINT: &str = "one of 1, 0, true, false, yes, no, on, off";
 
 /// A duration written as text: whole or fractional seconds, else humantime.
