@@ -148,6 +148,7 @@ impl<'e> Tx<'e> {
             Some(t) => {
                 let tk = t.encode();
                 self.buf.clear();
+                self.buf.reserve(codec::encoded_len_hint(rec));
                 codec::encode_into(rec, &mut self.buf);
                 self.batch.put_cf(jobs, tk, &self.buf);
                 self.batch.put_cf(e.cf(st::CF_IDS)?, t.id.as_bytes(), tk);
@@ -273,6 +274,19 @@ impl<'e> Tx<'e> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cached_handles_are_the_dbs_own() {
+        let d = tempfile::tempdir().unwrap();
+        let clock = std::sync::Arc::new(crate::clock::SystemClock);
+        let e = Engine::open(d.path(), crate::Config::default(), clock).unwrap();
+        for name in st::ALL_CFS {
+            let cached: *const rocksdb::ColumnFamily = e.cf(name).unwrap();
+            let looked_up: *const rocksdb::ColumnFamily = e.db().cf_handle(name).unwrap();
+            assert_eq!(cached, looked_up, "{name}");
+        }
+        assert!(matches!(e.cf("nope"), Err(Error::Corruption(_))));
+    }
 
     #[test]
     fn every_event_has_a_rule_and_only_deletes_leave_no_row() {

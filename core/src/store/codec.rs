@@ -241,11 +241,27 @@ pub fn truncate_utf8(s: &mut String, max: usize) {
 
 /// A jobs row value: [`FORMAT_V1`], then `r` as a MessagePack array.
 pub fn encode(r: &JobRecord) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(
-        64 + r.payload.len() + r.result.as_ref().map_or(0, Vec::len) + r.events.len() * 40,
-    );
+    let mut out = Vec::with_capacity(encoded_len_hint(r));
     encode_into(r, &mut out);
     Ok(out)
+}
+
+/// About how many bytes [`encode`] writes for `r` (a capacity to reserve,
+/// so the encoding does not grow its buffer step by step).
+pub fn encoded_len_hint(r: &JobRecord) -> usize {
+    let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    let events: usize = r
+        .events
+        .iter()
+        .map(|(_, t, d)| 12 + t.len() + d.len())
+        .sum();
+    96 + r.kind.len()
+        + r.payload.len()
+        + r.result.as_ref().map_or(0, Vec::len)
+        + text(&r.worker_id)
+        + text(&r.idempotency_key)
+        + text(&r.last_error)
+        + events
 }
 
 /// [`encode`] into `out` (appended).
