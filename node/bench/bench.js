@@ -113,6 +113,7 @@ async function nodeRound (dir) {
     node.lease_batch_complete_many = perSec(N, t0)
   })
   node.worker1 = await withStore(dir, 'worker1', (q) => workerRate(q, N, 1))
+  node.worker4 = await withStore(dir, 'worker4', (q) => workerRate(q, N, 4))
   node.worker100 = await withStore(dir, 'worker100', (q) => workerRate(q, N, 100))
   return node
 }
@@ -146,6 +147,7 @@ async function main () {
     [`leaseMany(${BATCH}) + complete each (concurrently)`, node.lease_batch_complete, 'lease_batch_complete'],
     [`leaseMany(${BATCH}) + completeMany (batch form)`, node.lease_batch_complete_many, 'lease_batch_complete_many'],
     ['Worker, concurrency 1 (vs Rust lease_next + complete)', node.worker1, 'lease_complete'],
+    ['Worker, concurrency 4 (vs Rust 4 pollers)', node.worker4, 'pollers4'],
     ['Worker, concurrency 100 (vs Rust lease_many + complete)', node.worker100, 'lease_batch_complete']
   ]
   console.log(`telha-jobs Node benchmark, n = ${N}, 60-byte payload, best of ${ROUNDS} rounds; Rust = core/examples/bench_ref in the same run`)

@@ -359,6 +359,15 @@ export declare class Queue {
   readonly remote: boolean
   /** Whether `close()` was called. */
   readonly closed: boolean
+  /**
+   * Whether short calls (`enqueue`, `leaseNext` / `leaseMany` without a
+   * wait, `complete`, `completeMany` of up to 64 jobs) would run on the
+   * event loop now and settle at once: an embedded store without
+   * `syncWrites`, RocksDB not stalling writes, and
+   * `TELHA_JOBS_LOOP_BUDGET_MS` not 0. Otherwise they run on libuv's pool.
+   * See docs/node.md, "Calls on the event loop".
+   */
+  readonly runsOnLoop: boolean
   /** Close this handle: later calls reject with `CLOSED`, waits in progress end with `CLOSED`. */
   close(): Promise<void>
   /**

@@ -28,6 +28,81 @@ const EXTEND_ANSWERS = ['renewed', 'lost', 'cancelled']
 let warnedBackoff = false
 
 /**
+ * Calls on the event loop (docs/node.md, "Calls on the event loop"). On an
+ * embedded store without `syncWrites`, `enqueue`, `leaseNext` / `leaseMany`
+ * without a wait, `complete` and `completeMany` (up to 64 jobs) run on the
+ * JS thread through the native `*Now` calls and settle their Promise at
+ * once: a trip to libuv's pool costs more than their work. The native side
+ * answers `false` (nothing done) when a call must go to the pool: a remote
+ * queue, `syncWrites`, RocksDB stopping or slowing writes, a larger batch.
+ *
+ * The JS thread spends at most LOOP_BUDGET_MS in them per turn of the
+ * event loop, plus the one call that crosses it: past the budget the next
+ * call first waits for the loop to turn (`setImmediate`), so timers and
+ * I/O run between. `TELHA_JOBS_LOOP_BUDGET_MS=0` sends every call to the
+ * pool, as before.
+ */
+const LOOP_BUDGET_MS = (() => {
+  const v = process.env.TELHA_JOBS_LOOP_BUDGET_MS
+  if (v === undefined || v === '') return 1
+  const n = Number(v)
+  if (!Number.isFinite(n) || n < 0) throw new RangeError(`TELHA_JOBS_LOOP_BUDGET_MS must be a number of milliseconds >= 0, got ${v}`)
+  return n
+})()
+const loop = { spent: 0, armed: false, turn: null }
+
+function newTurn () {
+  loop.armed = false
+  loop.spent = 0
+  const t = loop.turn
+  loop.turn = null
+  if (t) t.resolve()
+}
+
+/** Whether a call may run on the JS thread now (false: wait for `nextTurn()` first). */
+function inBudget () {
+  return loop.spent < LOOP_BUDGET_MS
+}
+
+/** Resolves once the event loop has turned and the budget is renewed. */
+function nextTurn () {
+  if (!loop.turn) {
+    let resolve
+    const promise = new Promise((r) => { resolve = r })
+    loop.turn = { promise, resolve }
+    if (!loop.armed) {
+      loop.armed = true
+      setImmediate(newTurn)
+    }
+  }
+  return loop.turn.promise
+}
+
+/** Count a JS-thread call that started at `t0` against this turn's budget. */
+function charge (t0) {
+  loop.spent += performance.now() - t0
+  if (!loop.armed) {
+    loop.armed = true
+    setImmediate(newTurn)
+  }
+}
+
+/**
+ * Run `now` (a native `*Now` call) on the JS thread within the budget;
+ * `false` when it declined, or when the budget is off.
+ */
+async function onLoop (now) {
+  if (LOOP_BUDGET_MS === 0) return false
+  if (!inBudget()) await nextTurn()
+  const t0 = performance.now()
+  try {
+    return now()
+  } finally {
+    charge(t0)
+  }
+}
+
+/**
  * `Queue.open` options cross as they are: the native layer reads them
  * through the core's key table (names, types, ranges), so a key added to
  * the table needs nothing here. Only the deprecated nested `backoff` is
@@ -209,6 +284,8 @@ class Queue {
   get location () { return this.#native.location }
   get remote () { return this.#native.remote }
   get closed () { return this.#native.closed }
+  /** Whether short calls would run on the event loop now (see LOOP_BUDGET_MS). */
+  get runsOnLoop () { return LOOP_BUDGET_MS > 0 && this.#native.runsNow }
 
   async close () { await this.#native.close() }
 
@@ -216,13 +293,31 @@ class Queue {
   settings () { return this.#native.settings() }
 
   async enqueue (kind, payload, opts) {
-    return (await this.enqueueResult(kind, payload, opts)).id
+    str(kind, 'kind')
+    // No options cross as undefined: an object of 8 undefined fields costs
+    // a napi read each.
+    const eo = opts === undefined || opts === null ? undefined : enqueueOptions(options(opts, 'enqueue options', ENQUEUE_KEYS), 'options')
+    if (LOOP_BUDGET_MS > 0) {
+      if (loop.spent >= LOOP_BUDGET_MS) await nextTurn()
+      const t0 = performance.now()
+      let id
+      try {
+        id = this.#native.enqueueIdNow(kind, payload, eo)
+      } finally {
+        charge(t0)
+      }
+      if (id !== false) return id
+    }
+    return (await this.#native.enqueue(kind, payload, eo)).id
   }
 
   async enqueueResult (kind, payload, opts) {
     str(kind, 'kind')
-    const o = options(opts, 'enqueue options', ENQUEUE_KEYS)
-    return this.#native.enqueue(kind, payload, enqueueOptions(o, 'options'))
+    // No options cross as undefined: an object of 8 undefined fields costs
+    // a napi read each.
+    const eo = opts === undefined || opts === null ? undefined : enqueueOptions(options(opts, 'enqueue options', ENQUEUE_KEYS), 'options')
+    const r = await onLoop(() => this.#native.enqueueNow(kind, payload, eo))
+    return r !== false ? r : this.#native.enqueue(kind, payload, eo)
   }
 
   async enqueueMany (items) {
@@ -284,9 +379,9 @@ class Queue {
     const signal = o.signal
     if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) throw typeError('signal must be an AbortSignal')
     if (!signal) {
-      return jobsFrom(await (waitMs !== 0
-        ? this.#native.leaseWait(workerId, max, kinds, scopes, waitMs, null)
-        : this.#native.leaseMany(workerId, max, kinds, scopes)))
+      if (waitMs !== 0) return jobsFrom(await this.#native.leaseWait(workerId, max, kinds, scopes, waitMs, null))
+      const r = await onLoop(() => this.#native.leaseNow(workerId, max, kinds, scopes))
+      return jobsFrom(r !== false ? r : await this.#native.leaseMany(workerId, max, kinds, scopes))
     }
     // The signal cancels the native wait; a job already taken is still
     // returned (never dropped while leased).
@@ -319,7 +414,8 @@ class Queue {
 
   async complete (job, result) {
     const t = token(job, 'job')
-    await this.#native.complete(t.id, t.generation, result)
+    const r = await onLoop(() => this.#native.completeNow(t.id, t.generation, result))
+    if (r === false) await this.#native.complete(t.id, t.generation, result)
   }
 
   async completeMany (jobs, results) {
@@ -340,9 +436,9 @@ class Queue {
         else if (r !== undefined) { nulls = null; break }
       }
     }
-    const codes = await (nulls
-      ? this.#native.completeMany(ids, gens, null, nulls)
-      : this.#native.completeMany(ids, gens, results ?? undefined, null))
+    const rs = nulls ? null : (results ?? undefined)
+    let codes = await onLoop(() => this.#native.completeManyNow(ids, gens, rs, nulls))
+    if (codes === false) codes = await this.#native.completeMany(ids, gens, rs, nulls)
     return codes ?? new Array(count).fill(null)
   }
 
