@@ -57,11 +57,13 @@ test('answers on the event loop are the same as from the pool (syncWrites takes 
   assert.deepEqual(await script(fast), await script(pool))
 })
 
-test('a remote queue never runs calls on the event loop', async (t) => {
+test('a remote queue, and a queue serving one, never run calls on the event loop', async (t) => {
   const { local, server } = await serveTemp(t)
   const remote = await Queue.connect(server.url)
   t.after(() => remote.close())
-  assert.equal(local.runsOnLoop, true)
+  // The server's threads write to the store: the serving handle's calls
+  // would wait behind their writes.
+  assert.equal(local.runsOnLoop, false)
   assert.equal(remote.runsOnLoop, false)
   const id = await remote.enqueue('embed', { doc: 1 })
   const job = await remote.leaseNext('w')
@@ -112,10 +114,31 @@ test('calls issued in one turn take effect in the order issued', async (t) => {
   assert.deepEqual(jobs.map((j) => j.id), await Promise.all(ids))
   assert.deepEqual(jobs.map((j) => j.payload), [0, 1, 2])
   assert.equal(await none, null)
-  const done = [q.complete(jobs[1]), q.completeMany([jobs[0], jobs[2]])]
-  const stats = q.stats()
-  await Promise.all(done)
-  assert.equal((await stats).total.completed, 3)
+  // A second settle in the same turn already sees the first one done.
+  const done = [q.complete(jobs[1]), q.completeMany([jobs[0], jobs[1], jobs[2]]), q.complete(jobs[0])]
+  const [, codes, ] = await Promise.allSettled(done)
+  assert.deepEqual(codes.value, [null, 'ABORTED', null])
+  await assert.rejects(done[2], (e) => e.code === 'ABORTED')
+  assert.equal((await q.stats()).total.completed, 3)
+})
+
+test('while a pool write of this handle is in flight, calls go to the pool too', async (t) => {
+  const q = await open(t)
+  assert.equal(q.runsOnLoop, true)
+  // 10,000 jobs: a write the pool runs for milliseconds.
+  const big = q.enqueueMany(Array.from({ length: 10000 }, (_, i) => ['bulk', i]))
+  assert.equal(q.runsOnLoop, false)
+  // Issued now, it is not run on the loop (it would wait behind the batch).
+  const one = q.enqueue('embed', 'one')
+  const ids = await big
+  assert.equal(ids.length, 10000)
+  await one
+  assert.equal(q.runsOnLoop, true)
+  // A lease wait holds no write: it leaves the loop calls alone.
+  const waiting = q.leaseNext('w', { kinds: ['none'], waitMs: 60000, signal: AbortSignal.timeout(200) })
+  assert.equal(q.runsOnLoop, true)
+  assert.equal(await waiting, null)
+  assert.equal((await q.stats()).total.pending, 10001)
 })
 
 test('batches over 64 jobs go to the pool and answer the same', async (t) => {
@@ -175,4 +198,32 @@ test('TELHA_JOBS_LOOP_BUDGET_MS=0 sends every call to the pool', (t) => {
   assert.throws(() => execFileSync(process.execPath, ['-e', code], {
     stdio: 'pipe', env: { ...process.env, TELHA_JOBS_LOOP_BUDGET_MS: '-1' }
   }), /TELHA_JOBS_LOOP_BUDGET_MS/)
+})
+
+test('a Worker on the loop sends completions in batches of at most 64, each job once', async (t) => {
+  const { Worker } = require('..')
+  const q = await open(t)
+  const n = 3000
+  await q.enqueueMany(Array.from({ length: n }, (_, i) => ['embed', i]))
+  const sizes = []
+  const completeMany = q.completeMany.bind(q)
+  q.completeMany = (jobs, results) => { sizes.push(jobs.length); return completeMany(jobs, results) }
+  const seen = new Set()
+  let finished
+  const all = new Promise((resolve) => { finished = resolve })
+  const w = new Worker(q, (job) => job.payload, { workerId: 'w', concurrency: 4, pollMs: 50 })
+  w.on('completed', (job, result) => {
+    assert.equal(result, job.payload)
+    assert.ok(!seen.has(job.id), `job ${job.id} completed twice`)
+    seen.add(job.id)
+    if (seen.size === n) finished()
+  })
+  const run = w.run()
+  await all
+  await w.stop()
+  await run
+  assert.ok(Math.max(...sizes) <= 64, `a completeMany of ${Math.max(...sizes)} jobs`)
+  assert.equal(sizes.reduce((a, b) => a + b, 0), n)
+  const stats = await q.stats()
+  assert.equal(stats.total.completed, n)
 })

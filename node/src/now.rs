@@ -18,7 +18,7 @@
 //! The arguments are converted by the same `*_op` builders as the pool
 //! calls, and the work runs inside the same panic boundaries (`Op::now`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,6 +39,60 @@ use crate::task::{guard, Guarded, Op};
 /// The most jobs a batch call (`leaseNow`, `completeManyNow`) takes on the
 /// JS thread; larger batches go to the pool.
 pub const NOW_MAX_BATCH: usize = 64;
+
+/// A queue's store, counting the calls of this handle in flight on the
+/// pool: every clone (what a pool call's work holds) counts until it is
+/// dropped, when the work is done. RocksDB runs one write at a time, so a
+/// call on the JS thread while one of the pool's writes (an `enqueueMany`
+/// of 10,000) runs would wait for it: while any is in flight, calls go to
+/// the pool too. Lease waits hold an uncounted handle (`arc()`): a wait
+/// writes nothing until it claims.
+pub(crate) struct Store {
+    q: Arc<dyn JobStore>,
+    calls: Arc<AtomicUsize>,
+}
+
+impl Store {
+    pub(crate) fn new(q: Arc<dyn JobStore>) -> Self {
+        Store {
+            q,
+            calls: Arc::new(AtomicUsize::new(1)),
+        }
+    }
+
+    /// The store without counting.
+    pub(crate) fn arc(&self) -> &Arc<dyn JobStore> {
+        &self.q
+    }
+
+    /// Clones alive besides the handle's own.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.calls.load(Ordering::SeqCst).saturating_sub(1)
+    }
+}
+
+impl Clone for Store {
+    fn clone(&self) -> Self {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Store {
+            q: self.q.clone(),
+            calls: self.calls.clone(),
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.calls.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl std::ops::Deref for Store {
+    type Target = dyn JobStore;
+    fn deref(&self) -> &(dyn JobStore + 'static) {
+        &*self.q
+    }
+}
 
 /// How long a read of RocksDB's stall state is trusted.
 pub const PROBE_EVERY: Duration = Duration::from_micros(100);
@@ -103,7 +157,10 @@ impl NativeQueue {
     /// state is read at most every [`PROBE_EVERY`] (the read takes its DB
     /// mutex, about 1 µs: a tenth of an enqueue's own work).
     fn may_run_now(&self) -> bool {
-        self.fast && !self.probe.stalled(self.store())
+        self.fast
+            && self.store().in_flight() == 0
+            && !self.serving.load(Ordering::Relaxed)
+            && !self.probe.stalled(self.store().arc())
     }
 
     pub(crate) fn enqueue_op(

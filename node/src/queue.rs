@@ -9,6 +9,7 @@
 //! The public, documented API is the `Queue` class of `lib/telha.js`,
 //! which checks argument types and wraps this one.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{
@@ -24,6 +25,7 @@ use crate::batch::{Copied, EnqueuedBatch, LeasedBatch};
 use crate::config;
 use crate::errors::Failure;
 use crate::job::Enqueued;
+use crate::now::Store;
 use crate::payload;
 use crate::task::{guard, on_thread, Op};
 
@@ -86,12 +88,15 @@ fn bytes_of(
 /// `close()`.
 #[napi]
 pub struct NativeQueue {
-    q: Arc<dyn JobStore>,
+    /// Counts this handle's calls in flight on the pool (`now.rs`).
+    q: Store,
     /// An embedded store without `sync_writes`: its short calls may run on
     /// the JS thread (`now.rs`).
     pub(crate) fast: bool,
     /// RocksDB's stall state, read at most every 100 µs (`now.rs`).
     pub(crate) probe: crate::now::Probe,
+    /// Set by `serve`: the server's threads write to the store too.
+    pub(crate) serving: AtomicBool,
 }
 
 impl NativeQueue {
@@ -101,13 +106,15 @@ impl NativeQueue {
             .and_then(|l| l.config().ok())
             .is_some_and(|c| !c.sync_writes);
         NativeQueue {
-            q,
+            q: Store::new(q),
             fast,
+            serving: AtomicBool::new(false),
             probe: crate::now::Probe::new(),
         }
     }
 
-    pub(crate) fn store(&self) -> &Arc<dyn JobStore> {
+    /// The store; each clone counts as a call in flight until dropped.
+    pub(crate) fn store(&self) -> &Store {
         &self.q
     }
 }
@@ -284,7 +291,8 @@ impl NativeQueue {
             opts.cancel = cancel.map(|c| c.inner.clone());
             Ok((max, opts))
         })?;
-        let q = self.q.clone();
+        // A wait holds no write: it does not keep calls off the loop.
+        let q = self.q.arc().clone();
         on_thread(
             env,
             "leaseWait",
