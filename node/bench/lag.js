@@ -17,7 +17,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { monitorEventLoopDelay } = require('node:perf_hooks')
-const { Queue, Worker } = require('..')
+const { Queue, Worker, __loopStats } = require('..')
 
 const PAYLOAD = Buffer.from('{"doc":"s3://bucket/key/0001.pdf","tenant":42,"pages":12}')
 
@@ -72,7 +72,9 @@ async function main () {
     const ev = rocksdbEvents(store)
     const budget = process.env.TELHA_JOBS_LOOP_BUDGET_MS ?? '1 (default)'
     console.log(`telha-jobs Node event-loop lag: ${N} jobs enqueued one await at a time (${Math.round(N / enqueued)}/s) while a Worker at concurrency 4 completed them (${Math.round(N / secs)} jobs/s overall), TELHA_JOBS_LOOP_BUDGET_MS=${budget}, calls on the loop: ${onLoop}`)
+    const ls = __loopStats()
     console.log(`RocksDB during the churn: ${ev.flushes} flushes, ${ev.compactions} compactions`)
+    console.log(`calls run on the loop: ${ls.calls}, the longest ${ls.maxMs.toFixed(2)} ms, ${ls.over1ms} over 1 ms; ${ls.yields} waits for the next turn (budget spent)`)
     console.log(`${'loop delay (monitorEventLoopDelay, 1 ms resolution)'.padEnd(56)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'max ms'.padStart(9)}`)
     for (const [label, x] of [['idle loop (the timer floor)', base], ['during the churn', h]]) {
       console.log(`${label.padEnd(56)}${ms(x.percentile(50)).padStart(9)}${ms(x.percentile(99)).padStart(9)}${ms(x.max).padStart(9)}`)

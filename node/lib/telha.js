@@ -50,6 +50,8 @@ const LOOP_BUDGET_MS = (() => {
   return n
 })()
 const loop = { spent: 0, armed: false, turn: null }
+/** What bench/lag.js reports: calls run on the loop, the longest, and those over 1 ms. */
+const loopStats = { calls: 0, maxMs: 0, over1ms: 0, yields: 0 }
 
 function newTurn () {
   loop.armed = false
@@ -70,6 +72,7 @@ function nextTurn () {
     let resolve
     const promise = new Promise((r) => { resolve = r })
     loop.turn = { promise, resolve }
+    loopStats.yields++
     if (!loop.armed) {
       loop.armed = true
       setImmediate(newTurn)
@@ -80,7 +83,11 @@ function nextTurn () {
 
 /** Count a JS-thread call that started at `t0` against this turn's budget. */
 function charge (t0) {
-  loop.spent += performance.now() - t0
+  const took = performance.now() - t0
+  loop.spent += took
+  loopStats.calls++
+  if (took > loopStats.maxMs) loopStats.maxMs = took
+  if (took > 1) loopStats.over1ms++
   if (!loop.armed) {
     loop.armed = true
     setImmediate(newTurn)
@@ -532,6 +539,8 @@ module.exports = {
   limits: LIMITS,
   configKeys: () => native.configKeys(),
   encodePayload: (value) => native.encodePayload(value),
+  /** Not API (bench/lag.js): counters of the calls run on the event loop since `require`. */
+  __loopStats: () => ({ ...loopStats }),
   decodePayload: (bytes) => {
     if (!(bytes instanceof Uint8Array)) throw typeError('decodePayload takes a Buffer or Uint8Array')
     return native.decodePayload(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
