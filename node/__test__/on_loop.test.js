@@ -179,6 +179,21 @@ test('a loop of awaited calls lets timers run (the per-turn budget)', async (t) 
   assert.ok(leased < n)
 })
 
+test('many calls issued in one turn are spread over turns, in order', async (t) => {
+  const q = await open(t)
+  const n = 5000
+  let done = 0
+  let doneAtTimer = -1
+  setTimeout(() => { doneAtTimer = done }, 0)
+  const calls = []
+  for (let i = 0; i < n; i++) calls.push(q.enqueue('embed', i).then((id) => { done++; return id }))
+  const ids = await Promise.all(calls)
+  assert.ok(doneAtTimer >= 0 && doneAtTimer < n, `a 0 ms timer ran after ${doneAtTimer} of ${n} enqueues`)
+  const jobs = []
+  while (jobs.length < n) jobs.push(...await q.leaseMany('w', 1000))
+  assert.deepEqual(jobs.map((j) => j.id), ids)
+})
+
 test('TELHA_JOBS_LOOP_BUDGET_MS=0 sends every call to the pool', (t) => {
   const store = tempStore(t)
   const code = `

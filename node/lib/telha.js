@@ -100,7 +100,7 @@ function charge (t0) {
  */
 async function onLoop (now) {
   if (LOOP_BUDGET_MS === 0) return false
-  if (!inBudget()) await nextTurn()
+  while (!inBudget()) await nextTurn()
   const t0 = performance.now()
   try {
     return now()
@@ -305,7 +305,9 @@ class Queue {
     // a napi read each.
     const eo = opts === undefined || opts === null ? undefined : enqueueOptions(options(opts, 'enqueue options', ENQUEUE_KEYS), 'options')
     if (LOOP_BUDGET_MS > 0) {
-      if (loop.spent >= LOOP_BUDGET_MS) await nextTurn()
+      // A loop, not an if: every waiter resumes in the same turn, and
+      // those past the budget again wait for the next one (in order).
+      while (loop.spent >= LOOP_BUDGET_MS) await nextTurn()
       const t0 = performance.now()
       let id
       try {
