@@ -42,7 +42,11 @@ function rocksdbEvents (dir) {
   let log = ''
   for (const f of fs.readdirSync(dir)) if (f === 'LOG' || f.startsWith('LOG.old')) log += fs.readFileSync(path.join(dir, f), 'utf8')
   const count = (re) => (log.match(re) || []).length
-  return { flushes: count(/"event": "flush_finished"/g), compactions: count(/"event": "compaction_finished"/g) }
+  return {
+    flushes: count(/"event": "flush_finished"/g),
+    compactions: count(/"event": "compaction_finished"/g),
+    stalls: count(/(Stalling|Stopping) writes/g)
+  }
 }
 
 async function main () {
@@ -73,7 +77,7 @@ async function main () {
     const budget = process.env.TELHA_JOBS_LOOP_BUDGET_MS ?? '1 (default)'
     console.log(`telha-jobs Node event-loop lag: ${N} jobs enqueued one await at a time (${Math.round(N / enqueued)}/s) while a Worker at concurrency 4 completed them (${Math.round(N / secs)} jobs/s overall), TELHA_JOBS_LOOP_BUDGET_MS=${budget}, calls on the loop: ${onLoop}`)
     const ls = __loopStats()
-    console.log(`RocksDB during the churn: ${ev.flushes} flushes, ${ev.compactions} compactions`)
+    console.log(`RocksDB during the churn: ${ev.flushes} flushes, ${ev.compactions} compactions, ${ev.stalls} write stalls logged`)
     console.log(`calls run on the loop: ${ls.calls}, the longest ${ls.maxMs.toFixed(2)} ms, ${ls.over1ms} over 1 ms; ${ls.yields} waits for the next turn (budget spent)`)
     console.log(`${'loop delay (monitorEventLoopDelay, 1 ms resolution)'.padEnd(56)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'max ms'.padStart(9)}`)
     for (const [label, x] of [['idle loop (the timer floor)', base], ['during the churn', h]]) {

@@ -131,6 +131,7 @@ class Worker extends EventEmitter {
   #fatal = null
   #completions = []
   #flushScheduled = false
+  #local = false // an embedded queue (its short calls run on the event loop)
 
   constructor (queue, handler, opts) {
     super()
@@ -140,6 +141,7 @@ class Worker extends EventEmitter {
     if (typeof handler !== 'function') throw typeError('Worker needs a handler function: async (job, { signal }) => result')
     const o = options(opts, 'Worker options', WORKER_KEYS)
     this.#queue = queue
+    this.#local = queue.remote === false
     this.#handler = handler
     this.#workerId = o.workerId === undefined
       ? `${os.hostname()}-${process.pid}-${crypto.randomBytes(3).toString('hex')}`
@@ -370,7 +372,7 @@ class Worker extends EventEmitter {
     // On an embedded queue the loop can lease again before the turn ends
     // (calls on the event loop settle at once): send a batch once it is as
     // large as one that still runs on the loop (FLUSH_AT jobs), not later.
-    if (this.#completions.length >= 2 * FLUSH_AT) {
+    if (this.#local && this.#completions.length >= 2 * FLUSH_AT) {
       this.#flush()
       return
     }
