@@ -317,7 +317,11 @@ export interface LeaseRef {
 
 /**
  * An open store: an embedded, durable job queue with leases. Every method
- * that touches the store returns a Promise and runs off the event loop.
+ * that touches the store returns a Promise. On an embedded store the short
+ * calls (`enqueue`, a lease without a wait, `complete`, `completeMany` of up
+ * to 64) run on the event loop within 1 ms per loop turn and settle at
+ * once; the rest runs off it (see `runsOnLoop`, docs/node.md "Calls on the
+ * event loop").
  * Rejections are {@link TelhaError}s.
  *
  * ```js

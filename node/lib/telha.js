@@ -1,6 +1,7 @@
 'use strict'
 // telha-jobs for Node: the public API. The native layer (index.js, generated
-// by napi-rs) does the work off the event loop and checks every number's
+// by napi-rs) does the work off the event loop (short calls on an embedded
+// store on it, within a budget: LOOP_BUDGET_MS) and checks every number's
 // range against the core's limits; this file checks option names and
 // argument types (check.js has the rule), turns an AbortSignal into a
 // native CancelToken, and shapes options. Types and docs: telha.d.ts.
@@ -248,8 +249,9 @@ class Server {
 }
 
 /**
- * An open store. Every method that touches the store returns a Promise and
- * runs off the event loop. See telha.d.ts for the documentation.
+ * An open store. Every method that touches the store returns a Promise;
+ * short calls on an embedded store run on the loop (LOOP_BUDGET_MS), the
+ * rest off it. See telha.d.ts for the documentation.
  */
 class Queue {
   #native
