@@ -31,10 +31,15 @@ node-generated: node-build
 test-node: node-build
 	cd node && TELHA_NODE_GENERATED="$(NODE_GEN)" node --test --test-reporter=spec __test__/
 
-## Single and batch enqueue, lease+complete, Worker at concurrency 1 and 100,
-## beside the Rust core's figures measured in the same run.
+## Single and batch enqueue, lease+complete, Worker at concurrency 1, 4 and
+## 100, beside the Rust core's figures measured in the same run; then the
+## event-loop lag during a 1,000,000-job churn, with calls on the loop and
+## (TELHA_JOBS_LOOP_BUDGET_MS=0) all on the pool (LAG_N jobs).
+LAG_N ?= 1000000
 bench-node: node-build
 	cd node && TELHA_BENCH_REF="$(BENCH_REF)" node bench/bench.js
+	cd node && node bench/lag.js --n $(LAG_N)
+	cd node && TELHA_JOBS_LOOP_BUDGET_MS=0 node bench/lag.js --n $(LAG_N)
 
 ## An npm tarball of the package (with the addon) under $(PREFIX)/share/telha-jobs/node.
 install-node: node-build

@@ -82,6 +82,29 @@ export declare class NativeQueue {
   resume(kind?: string | undefined | null, scope?: string | undefined | null): Promise<boolean>
   /** What is paused. */
   paused(): Promise<Paused>
+  /** `enqueue` on the JS thread; `false` when it must go to the pool. */
+  enqueueNow(kind: string, payload: unknown, options?: NativeEnqueueOptions | undefined | null): Enqueued | false
+  /**
+   * `enqueueNow` answering only the new job's id (what `Queue.enqueue`
+   * returns: one string instead of an object); `false` as `enqueueNow`.
+   */
+  enqueueIdNow(kind: string, payload: unknown, options?: NativeEnqueueOptions | undefined | null): string | false
+  /**
+   * `leaseMany` (no wait) on the JS thread; `false` when it must go to
+   * the pool (also when `max` is over [`NOW_MAX_BATCH`]).
+   */
+  leaseNow(workerId: string, max: number, kinds?: Array<string> | undefined | null, scopes?: Array<string> | undefined | null): LeasedBatch | false
+  /**
+   * `complete` on the JS thread (`undefined` when done); `false` when it
+   * must go to the pool.
+   */
+  completeNow(id: string, generation: number, result: unknown): undefined | false
+  /**
+   * `completeMany` on the JS thread; `false` when it must go to the pool
+   * (also for more than [`NOW_MAX_BATCH`] jobs).
+   */
+  completeManyNow(ids: string, generations: Float64Array, results?: unknown[] | null, nulls?: Uint8Array | null): Array<string | null> | null | false
+  get runsNow(): boolean
   /**
    * Open (or create) the store at `path`. `options` are read through the
    * core's key table (see `configKeys()`).

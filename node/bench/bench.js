@@ -1,7 +1,9 @@
 'use strict'
 // Node binding benchmark: jobs/s next to the Rust core's figures measured
 // in the same run (core/examples/bench_ref.rs, same 60-byte payload, same
-// reaper_interval = 0), as ratios. Target: batch forms ≥ 0.8× Rust.
+// reaper_interval = 0), as ratios. Targets (issue 15): single enqueue and
+// leaseNext + complete ≥ 0.5× Rust, a Worker at concurrency 4 ≥ 0.8× the
+// core's 4 pollers; batch forms ≥ 0.8× Rust.
 //
 //   TELHA_BENCH_REF="cargo run --release -q -p telha-jobs --example bench_ref --" node bench/bench.js [--n N] [--batch B]
 //
@@ -23,6 +25,9 @@ const { Queue, Worker } = require('..')
 
 // The payload every binding benchmark uses (bench_ref.rs: PAYLOAD, 60 bytes).
 const PAYLOAD = Buffer.from('{"doc":"s3://bucket/key/0001.pdf","tenant":42,"pages":12}')
+// The same as users write it: a plain object (stored with the payload
+// convention, 0x01 + msgpack, 50 bytes).
+const OBJECT = { doc: 's3://bucket/key/0001.pdf', tenant: 42, pages: 12 }
 
 function arg (name, def) {
   const i = process.argv.indexOf(name)
@@ -87,6 +92,17 @@ async function nodeRound (dir) {
     }
     node.lease_complete = perSec(N, t0)
   })
+  await withStore(dir, 'object', async (q) => {
+    let t0 = now()
+    for (let i = 0; i < N; i++) await q.enqueue('bench', OBJECT)
+    node.enqueue_object = perSec(N, t0)
+    t0 = now()
+    for (let i = 0; i < N; i++) {
+      const job = await q.leaseNext('w')
+      await q.complete(job)
+    }
+    node.lease_complete_object = perSec(N, t0)
+  })
   await withStore(dir, 'batch', async (q) => {
     const items = Array.from({ length: BATCH }, () => ['bench', PAYLOAD])
     let t0 = now()
@@ -113,6 +129,7 @@ async function nodeRound (dir) {
     node.lease_batch_complete_many = perSec(N, t0)
   })
   node.worker1 = await withStore(dir, 'worker1', (q) => workerRate(q, N, 1))
+  node.worker4 = await withStore(dir, 'worker4', (q) => workerRate(q, N, 4))
   node.worker100 = await withStore(dir, 'worker100', (q) => workerRate(q, N, 100))
   return node
 }
@@ -141,11 +158,14 @@ async function main () {
 
   const rows = [
     ['enqueue (one await per job)', node.enqueue, 'enqueue'],
+    ['enqueue, plain-object payload', node.enqueue_object, 'enqueue'],
     [`enqueueMany (${BATCH} per batch)`, node.enqueue_batch, 'enqueue_batch'],
     ['leaseNext + complete (one at a time)', node.lease_complete, 'lease_complete'],
+    ['leaseNext + complete, plain-object payload', node.lease_complete_object, 'lease_complete'],
     [`leaseMany(${BATCH}) + complete each (concurrently)`, node.lease_batch_complete, 'lease_batch_complete'],
     [`leaseMany(${BATCH}) + completeMany (batch form)`, node.lease_batch_complete_many, 'lease_batch_complete_many'],
     ['Worker, concurrency 1 (vs Rust lease_next + complete)', node.worker1, 'lease_complete'],
+    ['Worker, concurrency 4 (vs Rust 4 pollers)', node.worker4, 'pollers4'],
     ['Worker, concurrency 100 (vs Rust lease_many + complete)', node.worker100, 'lease_batch_complete']
   ]
   console.log(`telha-jobs Node benchmark, n = ${N}, 60-byte payload, best of ${ROUNDS} rounds; Rust = core/examples/bench_ref in the same run`)

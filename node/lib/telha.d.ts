@@ -317,7 +317,11 @@ export interface LeaseRef {
 
 /**
  * An open store: an embedded, durable job queue with leases. Every method
- * that touches the store returns a Promise and runs off the event loop.
+ * that touches the store returns a Promise. On an embedded store the short
+ * calls (`enqueue`, a lease without a wait, `complete`, `completeMany` of up
+ * to 64) run on the event loop within 1 ms per loop turn and settle at
+ * once; the rest runs off it (see `runsOnLoop`, docs/node.md "Calls on the
+ * event loop").
  * Rejections are {@link TelhaError}s.
  *
  * ```js
@@ -359,6 +363,15 @@ export declare class Queue {
   readonly remote: boolean
   /** Whether `close()` was called. */
   readonly closed: boolean
+  /**
+   * Whether short calls (`enqueue`, `leaseNext` / `leaseMany` without a
+   * wait, `complete`, `completeMany` of up to 64 jobs) would run on the
+   * event loop now and settle at once: an embedded store without
+   * `syncWrites`, RocksDB not stalling writes, and
+   * `TELHA_JOBS_LOOP_BUDGET_MS` not 0. Otherwise they run on libuv's pool.
+   * See docs/node.md, "Calls on the event loop".
+   */
+  readonly runsOnLoop: boolean
   /** Close this handle: later calls reject with `CLOSED`, waits in progress end with `CLOSED`. */
   close(): Promise<void>
   /**

@@ -1,6 +1,7 @@
 'use strict'
 // telha-jobs for Node: the public API. The native layer (index.js, generated
-// by napi-rs) does the work off the event loop and checks every number's
+// by napi-rs) does the work off the event loop (short calls on an embedded
+// store on it, within a budget: LOOP_BUDGET_MS) and checks every number's
 // range against the core's limits; this file checks option names and
 // argument types (check.js has the rule), turns an AbortSignal into a
 // native CancelToken, and shapes options. Types and docs: telha.d.ts.
@@ -26,6 +27,88 @@ const PAUSE_KEYS = new Set(['kind', 'scope'])
 const EXTEND_ANSWERS = ['renewed', 'lost', 'cancelled']
 
 let warnedBackoff = false
+
+/**
+ * Calls on the event loop (docs/node.md, "Calls on the event loop"). On an
+ * embedded store without `syncWrites`, `enqueue`, `leaseNext` / `leaseMany`
+ * without a wait, `complete` and `completeMany` (up to 64 jobs) run on the
+ * JS thread through the native `*Now` calls and settle their Promise at
+ * once: a trip to libuv's pool costs more than their work. The native side
+ * answers `false` (nothing done) when a call must go to the pool: a remote
+ * queue, `syncWrites`, RocksDB stopping or slowing writes, a larger batch.
+ *
+ * The JS thread spends at most LOOP_BUDGET_MS in them per turn of the
+ * event loop, plus the one call that crosses it: past the budget the next
+ * call first waits for the loop to turn (`setImmediate`), so timers and
+ * I/O run between. `TELHA_JOBS_LOOP_BUDGET_MS=0` sends every call to the
+ * pool, as before.
+ */
+const LOOP_BUDGET_MS = (() => {
+  const v = process.env.TELHA_JOBS_LOOP_BUDGET_MS
+  if (v === undefined || v === '') return 1
+  const n = Number(v)
+  if (!Number.isFinite(n) || n < 0) throw new RangeError(`TELHA_JOBS_LOOP_BUDGET_MS must be a number of milliseconds >= 0, got ${v}`)
+  return n
+})()
+const loop = { spent: 0, armed: false, turn: null }
+/** What bench/lag.js reports: calls run on the loop, the longest, and those over 1 ms. */
+const loopStats = { calls: 0, maxMs: 0, over1ms: 0, yields: 0 }
+
+function newTurn () {
+  loop.armed = false
+  loop.spent = 0
+  const t = loop.turn
+  loop.turn = null
+  if (t) t.resolve()
+}
+
+/** Whether a call may run on the JS thread now (false: wait for `nextTurn()` first). */
+function inBudget () {
+  return loop.spent < LOOP_BUDGET_MS
+}
+
+/** Resolves once the event loop has turned and the budget is renewed. */
+function nextTurn () {
+  if (!loop.turn) {
+    let resolve
+    const promise = new Promise((r) => { resolve = r })
+    loop.turn = { promise, resolve }
+    loopStats.yields++
+    if (!loop.armed) {
+      loop.armed = true
+      setImmediate(newTurn)
+    }
+  }
+  return loop.turn.promise
+}
+
+/** Count a JS-thread call that started at `t0` against this turn's budget. */
+function charge (t0) {
+  const took = performance.now() - t0
+  loop.spent += took
+  loopStats.calls++
+  if (took > loopStats.maxMs) loopStats.maxMs = took
+  if (took > 1) loopStats.over1ms++
+  if (!loop.armed) {
+    loop.armed = true
+    setImmediate(newTurn)
+  }
+}
+
+/**
+ * Run `now` (a native `*Now` call) on the JS thread within the budget;
+ * `false` when it declined, or when the budget is off.
+ */
+async function onLoop (now) {
+  if (LOOP_BUDGET_MS === 0) return false
+  while (!inBudget()) await nextTurn()
+  const t0 = performance.now()
+  try {
+    return now()
+  } finally {
+    charge(t0)
+  }
+}
 
 /**
  * `Queue.open` options cross as they are: the native layer reads them
@@ -166,8 +249,9 @@ class Server {
 }
 
 /**
- * An open store. Every method that touches the store returns a Promise and
- * runs off the event loop. See telha.d.ts for the documentation.
+ * An open store. Every method that touches the store returns a Promise;
+ * short calls on an embedded store run on the loop (LOOP_BUDGET_MS), the
+ * rest off it. See telha.d.ts for the documentation.
  */
 class Queue {
   #native
@@ -209,6 +293,8 @@ class Queue {
   get location () { return this.#native.location }
   get remote () { return this.#native.remote }
   get closed () { return this.#native.closed }
+  /** Whether short calls would run on the event loop now (see LOOP_BUDGET_MS). */
+  get runsOnLoop () { return LOOP_BUDGET_MS > 0 && this.#native.runsNow }
 
   async close () { await this.#native.close() }
 
@@ -216,13 +302,33 @@ class Queue {
   settings () { return this.#native.settings() }
 
   async enqueue (kind, payload, opts) {
-    return (await this.enqueueResult(kind, payload, opts)).id
+    str(kind, 'kind')
+    // No options cross as undefined: an object of 8 undefined fields costs
+    // a napi read each.
+    const eo = opts === undefined || opts === null ? undefined : enqueueOptions(options(opts, 'enqueue options', ENQUEUE_KEYS), 'options')
+    if (LOOP_BUDGET_MS > 0) {
+      // A loop, not an if: every waiter resumes in the same turn, and
+      // those past the budget again wait for the next one (in order).
+      while (loop.spent >= LOOP_BUDGET_MS) await nextTurn()
+      const t0 = performance.now()
+      let id
+      try {
+        id = this.#native.enqueueIdNow(kind, payload, eo)
+      } finally {
+        charge(t0)
+      }
+      if (id !== false) return id
+    }
+    return (await this.#native.enqueue(kind, payload, eo)).id
   }
 
   async enqueueResult (kind, payload, opts) {
     str(kind, 'kind')
-    const o = options(opts, 'enqueue options', ENQUEUE_KEYS)
-    return this.#native.enqueue(kind, payload, enqueueOptions(o, 'options'))
+    // No options cross as undefined: an object of 8 undefined fields costs
+    // a napi read each.
+    const eo = opts === undefined || opts === null ? undefined : enqueueOptions(options(opts, 'enqueue options', ENQUEUE_KEYS), 'options')
+    const r = await onLoop(() => this.#native.enqueueNow(kind, payload, eo))
+    return r !== false ? r : this.#native.enqueue(kind, payload, eo)
   }
 
   async enqueueMany (items) {
@@ -284,9 +390,9 @@ class Queue {
     const signal = o.signal
     if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) throw typeError('signal must be an AbortSignal')
     if (!signal) {
-      return jobsFrom(await (waitMs !== 0
-        ? this.#native.leaseWait(workerId, max, kinds, scopes, waitMs, null)
-        : this.#native.leaseMany(workerId, max, kinds, scopes)))
+      if (waitMs !== 0) return jobsFrom(await this.#native.leaseWait(workerId, max, kinds, scopes, waitMs, null))
+      const r = await onLoop(() => this.#native.leaseNow(workerId, max, kinds, scopes))
+      return jobsFrom(r !== false ? r : await this.#native.leaseMany(workerId, max, kinds, scopes))
     }
     // The signal cancels the native wait; a job already taken is still
     // returned (never dropped while leased).
@@ -319,7 +425,8 @@ class Queue {
 
   async complete (job, result) {
     const t = token(job, 'job')
-    await this.#native.complete(t.id, t.generation, result)
+    const r = await onLoop(() => this.#native.completeNow(t.id, t.generation, result))
+    if (r === false) await this.#native.complete(t.id, t.generation, result)
   }
 
   async completeMany (jobs, results) {
@@ -340,9 +447,9 @@ class Queue {
         else if (r !== undefined) { nulls = null; break }
       }
     }
-    const codes = await (nulls
-      ? this.#native.completeMany(ids, gens, null, nulls)
-      : this.#native.completeMany(ids, gens, results ?? undefined, null))
+    const rs = nulls ? null : (results ?? undefined)
+    let codes = await onLoop(() => this.#native.completeManyNow(ids, gens, rs, nulls))
+    if (codes === false) codes = await this.#native.completeMany(ids, gens, rs, nulls)
     return codes ?? new Array(count).fill(null)
   }
 
@@ -436,6 +543,8 @@ module.exports = {
   limits: LIMITS,
   configKeys: () => native.configKeys(),
   encodePayload: (value) => native.encodePayload(value),
+  /** Not API (bench/lag.js): counters of the calls run on the event loop since `require`. */
+  __loopStats: () => ({ ...loopStats }),
   decodePayload: (bytes) => {
     if (!(bytes instanceof Uint8Array)) throw typeError('decodePayload takes a Buffer or Uint8Array')
     return native.decodePayload(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))

@@ -15,6 +15,8 @@ const crypto = require('node:crypto')
 const { LIMITS, TIMER_MAX_MS, typeError, rangeError, options, str, optInt, optMs, strList, longTimeout } = require('./check.js')
 const { Permanent, Snooze, Retry, reasonOf } = require('./outcomes.js')
 
+/** The largest completion batch that runs on the event loop (node/src/now.rs: NOW_MAX_BATCH). */
+const FLUSH_AT = 64
 const WORKER_KEYS = new Set(['workerId', 'kinds', 'scope', 'concurrency', 'pollMs', 'heartbeatMs'])
 const STOP_KEYS = new Set(['graceMs'])
 
@@ -129,6 +131,7 @@ class Worker extends EventEmitter {
   #fatal = null
   #completions = []
   #flushScheduled = false
+  #local = false // an embedded queue (its short calls run on the event loop)
 
   constructor (queue, handler, opts) {
     super()
@@ -138,6 +141,7 @@ class Worker extends EventEmitter {
     if (typeof handler !== 'function') throw typeError('Worker needs a handler function: async (job, { signal }) => result')
     const o = options(opts, 'Worker options', WORKER_KEYS)
     this.#queue = queue
+    this.#local = queue.remote === false
     this.#handler = handler
     this.#workerId = o.workerId === undefined
       ? `${os.hostname()}-${process.pid}-${crypto.randomBytes(3).toString('hex')}`
@@ -365,6 +369,13 @@ class Worker extends EventEmitter {
    */
   #completeBatched (entry, result) {
     this.#completions.push(entry, result)
+    // On an embedded queue the loop can lease again before the turn ends
+    // (calls on the event loop settle at once): send a batch once it is as
+    // large as one that still runs on the loop (FLUSH_AT jobs), not later.
+    if (this.#local && this.#completions.length >= 2 * FLUSH_AT) {
+      this.#flush()
+      return
+    }
     if (!this.#flushScheduled) {
       this.#flushScheduled = true
       setImmediate(() => { this.#flush() })

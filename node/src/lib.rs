@@ -22,6 +22,7 @@ mod config;
 mod control;
 mod errors;
 mod job;
+mod now;
 mod payload;
 mod queue;
 mod remote;

@@ -9,21 +9,23 @@
 //! The public, documented API is the `Queue` class of `lib/telha.js`,
 //! which checks argument types and wraps this one.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{
     AsyncTask, Either, Env, Float64Array, Object, Uint8Array, Undefined, Unknown,
 };
-use napi::{sys, JsValue};
+use napi::sys;
 use napi_derive::napi;
 
-use telha_jobs::{CancelWait, Completion, Encoding, ErrorKind, JobStore, NewJob, Queue};
+use telha_jobs::{CancelWait, Encoding, ErrorKind, JobStore, NewJob, Queue};
 
 use crate::args::{self, batch_max, enqueue_options, lease_options, tokens, Arg};
 use crate::batch::{Copied, EnqueuedBatch, LeasedBatch};
 use crate::config;
-use crate::errors::{code, Failure};
+use crate::errors::Failure;
 use crate::job::Enqueued;
+use crate::now::Store;
 use crate::payload;
 use crate::task::{guard, on_thread, Op};
 
@@ -37,7 +39,7 @@ pub const EXTEND_LOST: u8 = 1;
 pub const EXTEND_CANCELLED: u8 = 2;
 
 /// Per job of a batch: `None` when done, else the error code.
-type Outcomes = Vec<Option<String>>;
+pub(crate) type Outcomes = Vec<Option<String>>;
 
 /// Cancels the waits of the `leaseWait` calls it is passed to (the
 /// `AbortSignal` glue calls `cancel()` on 'abort'). Once cancelled it stays
@@ -86,15 +88,33 @@ fn bytes_of(
 /// `close()`.
 #[napi]
 pub struct NativeQueue {
-    q: Arc<dyn JobStore>,
+    /// Counts this handle's calls in flight on the pool (`now.rs`).
+    q: Store,
+    /// An embedded store without `sync_writes`: its short calls may run on
+    /// the JS thread (`now.rs`).
+    pub(crate) fast: bool,
+    /// RocksDB's stall state, read at most every 100 µs (`now.rs`).
+    pub(crate) probe: crate::now::Probe,
+    /// Set by `serve`: the server's threads write to the store too.
+    pub(crate) serving: AtomicBool,
 }
 
 impl NativeQueue {
     pub(crate) fn from_store(q: Arc<dyn JobStore>) -> Self {
-        NativeQueue { q }
+        let fast = q
+            .as_local()
+            .and_then(|l| l.config().ok())
+            .is_some_and(|c| !c.sync_writes);
+        NativeQueue {
+            q: Store::new(q),
+            fast,
+            serving: AtomicBool::new(false),
+            probe: crate::now::Probe::new(),
+        }
     }
 
-    pub(crate) fn store(&self) -> &Arc<dyn JobStore> {
+    /// The store; each clone counts as a call in flight until dropped.
+    pub(crate) fn store(&self) -> &Store {
         &self.q
     }
 }
@@ -174,17 +194,8 @@ impl NativeQueue {
         options: Option<NativeEnqueueOptions>,
     ) -> napi::Result<AsyncTask<Op<telha_jobs::Enqueued, Enqueued>>> {
         guard(&env, "enqueue", || {
-            let (bytes, encoding) = bytes_of(&env, payload.raw(), || "payload".into())?;
-            let mut opts = enqueue_options(options, "options")?;
-            opts.encoding = encoding;
-            let q = self.q.clone();
-            Ok(Op::task(
-                "enqueue",
-                move || Ok(q.enqueue(&kind, &bytes, opts)?),
-                |e| Enqueued {
-                    id: e.id.to_string(),
-                    created: e.created,
-                },
+            Ok(AsyncTask::new(
+                self.enqueue_op(&env, kind, &payload, options)?,
             ))
         })
     }
@@ -252,17 +263,8 @@ impl NativeQueue {
         scopes: Option<Vec<String>>,
     ) -> napi::Result<AsyncTask<Op<LeasedBatch, LeasedBatch>>> {
         guard(&env, "leaseMany", || {
-            let max = batch_max(max, "max")?;
-            let opts = lease_options(kinds, scopes)?;
-            let q = self.q.clone();
-            Ok(Op::task(
-                "leaseMany",
-                move || {
-                    Ok(LeasedBatch::from_core(
-                        q.lease_many(&worker_id, max, &opts)?,
-                    ))
-                },
-                |v| v,
+            Ok(AsyncTask::new(
+                self.lease_op(worker_id, max, kinds, scopes)?,
             ))
         })
     }
@@ -289,7 +291,8 @@ impl NativeQueue {
             opts.cancel = cancel.map(|c| c.inner.clone());
             Ok((max, opts))
         })?;
-        let q = self.q.clone();
+        // A wait holds no write: it does not keep calls off the loop.
+        let q = self.q.arc().clone();
         on_thread(
             env,
             "leaseWait",
@@ -340,19 +343,8 @@ impl NativeQueue {
         result: Unknown,
     ) -> napi::Result<AsyncTask<Op<(), Undefined>>> {
         guard(&env, "complete", || {
-            let token = args::token(&id, generation)?;
-            let r = Arg::new(&env, &result);
-            let mut c = Completion::new(token, None);
-            if r.ty() != napi::ValueType::Undefined {
-                let (bytes, encoding) = bytes_of(&env, result.raw(), || "result".into())?;
-                c.result = Some(bytes);
-                c.encoding = encoding;
-            }
-            let q = self.q.clone();
-            Ok(Op::task(
-                "complete",
-                move || Ok(q.complete_with(c)?),
-                |_| (),
+            Ok(AsyncTask::new(
+                self.complete_op(&env, &id, generation, &result)?,
             ))
         })
     }
@@ -380,62 +372,13 @@ impl NativeQueue {
         nulls: Option<Uint8Array>,
     ) -> napi::Result<AsyncTask<Op<Option<Outcomes>, Option<Outcomes>>>> {
         guard(&env, "completeMany", || {
-            let tokens = tokens(&ids, &generations)?;
-            let results = results.as_ref().map(|r| Arg::new(&env, r));
-            let mut items: Vec<Completion> =
-                tokens.iter().map(|t| Completion::new(*t, None)).collect();
-            match results.filter(|r| !r.is_nullish()) {
-                Some(r) => {
-                    let values = r.items("results")?;
-                    if values.len() != items.len() {
-                        return Err(Failure::Invalid(
-                            "completeMany: as many results as jobs".into(),
-                        ));
-                    }
-                    for (i, (c, v)) in items.iter_mut().zip(values).enumerate() {
-                        let mut t = 0;
-                        // SAFETY: live handles of this call.
-                        unsafe { sys::napi_typeof(env.raw(), v, &mut t) };
-                        if t != sys::ValueType::napi_undefined {
-                            let (bytes, encoding) = bytes_of(&env, v, || format!("results[{i}]"))?;
-                            c.result = Some(bytes);
-                            c.encoding = encoding;
-                        }
-                    }
-                }
-                None => {
-                    if let Some(n) = &nulls {
-                        if n.len() != items.len() {
-                            return Err(Failure::Invalid(
-                                "completeMany: as many null marks as jobs".into(),
-                            ));
-                        }
-                        let nil = payload::nil();
-                        for (c, _) in items.iter_mut().zip(n.iter()).filter(|(_, &b)| b != 0) {
-                            c.result = Some(nil.clone());
-                            c.encoding = Encoding::Value;
-                        }
-                    }
-                }
-            }
-            let q = self.q.clone();
-            Ok(Op::task(
-                "completeMany",
-                move || {
-                    let n = items.len();
-                    // One atomic write for the whole batch (the core's complete_many).
-                    let answers = q.complete_many(items)?;
-                    let mut out: Option<Outcomes> = None;
-                    for (i, a) in answers.into_iter().enumerate() {
-                        if let Err(e) = a {
-                            let codes = out.get_or_insert_with(|| vec![None; n]);
-                            codes[i] = Some(code(e.kind()).to_string());
-                        }
-                    }
-                    Ok(out)
-                },
-                |v| v,
-            ))
+            Ok(AsyncTask::new(self.complete_many_op(
+                &env,
+                &ids,
+                &generations,
+                results.as_ref(),
+                nulls.as_ref(),
+            )?))
         })
     }
 

@@ -108,6 +108,9 @@ impl NativeQueue {
     ) -> napi::Result<AsyncTask<Op<(ServerHandle, bool), NativeServer>>> {
         guard(&env, "serve", || {
             let store = self.store();
+            // The server's threads write too: calls stay off the loop.
+            self.serving
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             let Some(q) = store.as_local().cloned() else {
                 let at = store.location().unwrap_or_default();
                 return Err(Failure::Invalid(format!(

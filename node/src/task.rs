@@ -48,7 +48,22 @@ pub struct Op<T: Send + 'static, J> {
 }
 
 impl<T: Send + 'static, J> Op<T, J> {
-    /// The task of the native call `call`.
+    /// The native call `call`: `work`, then `done` on the JS thread.
+    pub(crate) fn new(
+        call: &'static str,
+        work: impl FnOnce() -> Result<T, Failure> + Send + 'static,
+        done: fn(T) -> J,
+    ) -> Self {
+        Op {
+            call,
+            work: Some(Box::new(work)),
+            done,
+            failure: None,
+            _js: PhantomData,
+        }
+    }
+
+    /// The task of the native call `call` (on libuv's pool).
     pub(crate) fn task(
         call: &'static str,
         work: impl FnOnce() -> Result<T, Failure> + Send + 'static,
@@ -57,13 +72,19 @@ impl<T: Send + 'static, J> Op<T, J> {
     where
         J: ToNapiValue + TypeName,
     {
-        AsyncTask::new(Op {
-            call,
-            work: Some(Box::new(work)),
-            done,
-            failure: None,
-            _js: PhantomData,
-        })
+        AsyncTask::new(Self::new(call, work, done))
+    }
+}
+
+impl<T: Send + 'static, J: ToNapiValue + TypeName> Op<T, J> {
+    /// Run the call here, on the JS thread, inside the same panic
+    /// boundaries as on the pool (`now.rs` decides when that is safe): its
+    /// answer, or the coded JS error the pool would have rejected with.
+    pub(crate) fn now(mut self, env: &Env) -> napi::Result<Guarded<J>> {
+        match self.compute() {
+            Ok(t) => self.resolve(*env, t),
+            Err(e) => self.reject(*env, e),
+        }
     }
 }
 
