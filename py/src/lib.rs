@@ -22,6 +22,7 @@ mod lease;
 mod payload;
 mod queue;
 mod remote;
+mod stream;
 mod task;
 
 use pyo3::prelude::*;
@@ -80,6 +81,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job::JobInfo>()?;
     m.add_class::<config::ConfigKey>()?;
     m.add_class::<remote::Server>()?;
+    m.add_class::<stream::JobStream>()?;
     m.add_function(wrap_pyfunction!(remote::connect, m)?)?;
     m.add_function(wrap_pyfunction!(config::config_keys, m)?)?;
     m.add_function(wrap_pyfunction!(default_store_path, m)?)?;

@@ -14,6 +14,7 @@ __all__ = [
     "ConfigKey",
     "Job",
     "JobInfo",
+    "JobStream",
     "LIST_SCAN_BUDGET",
     "MAX_BATCH",
     "MAX_DURATION",
@@ -337,6 +338,16 @@ class Queue:
         cancel: CancelWait | None = None,
     ) -> list[Job]:
         """``max``: 1 to ``limits.MAX_BATCH`` (10,000)."""
+    def _poll_jobs(
+        self,
+        worker_id: str,
+        capacity: int,
+        *,
+        kinds: str | Sequence[str] | None = None,
+        scope: _ScopeArg | Sequence[_ScopeArg] | None = None,
+    ) -> JobStream:
+        """Remote queues only: leases pushed as they become ready, never
+        more than ``capacity`` unsettled at once."""
     def extend(self, jobs: Iterable[Job | str], worker_id: str) -> list[bool]: ...
     def extend_answers(self, jobs: Iterable[Job | str], worker_id: str) -> list[_ExtendAnswer]:
         """One answer per job: "renewed", "lost" or "cancelled"."""
@@ -408,6 +419,18 @@ class Queue:
     def purge(self, state: _State, before: _Instant) -> int: ...
     def stats(self) -> dict[str, dict[str, Any]]: ...
     def metrics(self) -> str: ...
+
+@final
+class JobStream:
+    """A remote queue's PollJobs stream (``Queue._poll_jobs``): the feed of
+    a Worker that leases ahead."""
+
+    def next_batch(self, timeout: _Seconds) -> list[Job] | None:
+        """Leases pushed since the last call, waiting up to ``timeout`` (at
+        most 0.2 s); [] when none came, None once the stream ended."""
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
 
 @final
 class Server:
