@@ -88,6 +88,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_payload, m)?)?;
     m.add_function(wrap_pyfunction!(decode_payload, m)?)?;
     m.add_function(wrap_pyfunction!(task::panic_for_tests, m)?)?;
+    m.add_function(wrap_pyfunction!(task::call_cost, m)?)?;
     add_limits(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

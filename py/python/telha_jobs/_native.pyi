@@ -29,6 +29,7 @@ __all__ = [
     "Queue",
     "Server",
     "__version__",
+    "_call_cost",
     "_panic_for_tests",
     "config_keys",
     "connect",
@@ -124,6 +125,8 @@ def connect(
     trust). ``token`` defaults to ``$TELHA_TOKEN``; an unreachable server
     raises :class:`StorageError` after ``timeout`` seconds (default 10)."""
 
+def _call_cost(payload: Any = None, detach: bool = False) -> int:
+    """Benchmark only: a call with no store work (payload conversion, GIL hand-off)."""
 def _panic_for_tests(stage: Literal["core", "call"], message: str) -> None:
     """For the test suite: a panic inside a core call (``"core"``) or in the
     binding's code around it (``"call"``), through the same boundaries as
