@@ -14,6 +14,7 @@ settles completions in batches. Through a real ``telha serve`` process
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -200,4 +201,37 @@ def test_a_killed_worker_process_with_prefetched_leases_loses_no_job(served: str
     again = {i.id: i.generation for i in infos if i.id in held}
     assert all(g >= 2 for g in again.values()), again
     assert w.counts["completed"] == 20, w.counts
+    q.close()
+
+
+def test_the_async_worker_leases_ahead_and_batches_too(served: str) -> None:
+    from telha_jobs.aio import AsyncQueue, AsyncWorker
+
+    q = telha_jobs.connect(served, timeout=10.0)
+    n = 1000
+    ids = q.enqueue_many([("async", {"n": i}) for i in range(n)])
+
+    async def handle(job: telha_jobs.Job) -> Any:
+        await asyncio.sleep(0)
+        return {"n": job.payload["n"]}
+
+    async def main() -> AsyncWorker:
+        w = AsyncWorker(AsyncQueue(q), handle, concurrency=4, prefetch=40, settle_batch=32,
+                        settle_linger=1.0, poll_wait=0.1)
+        assert w.prefetch == 40
+        run = asyncio.ensure_future(w.run())
+        end = time.monotonic() + 120.0
+        while q.stats()["total"]["completed"] < n:
+            assert time.monotonic() < end and not run.done(), q.stats()
+            await asyncio.sleep(0.02)
+        await w.stop()
+        await run
+        return w
+
+    w = asyncio.run(main())
+    assert w.counts["completed"] == n and w.counts["prefetch_released"] == 0, w.counts
+    assert w._batch is not None and w._batch.sent == n and w._batch.calls * 4 <= n, (w._batch.calls, n)
+    for info in completed_once(q, ids[:100]):
+        assert info.result == {"n": ids.index(info.id)}
+    assert q.stats()["total"]["leased"] == 0
     q.close()

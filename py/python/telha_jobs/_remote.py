@@ -276,7 +276,7 @@ class SettleBatch:
         self,
         queue: Queue,
         worker_id: str,
-        done: Callable[[Any, Any, object], None],
+        done: Callable[[Any, Any, object], object],
         *,
         max_batch: int = 64,
         linger: float = 0.002,

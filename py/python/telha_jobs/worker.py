@@ -129,6 +129,15 @@ def outcome(e: Exception) -> tuple[str, Any, Any]:
     return "fail", failure_reason(e), True
 
 
+def settle_batch_size(n: object) -> int:
+    """A Worker's ``settle_batch``: an int, 1 to 10,000."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError("settle_batch must be an int")
+    if not 1 <= n <= 10_000:
+        raise InvalidArgumentError(f"settle_batch must be 1 to 10000, got {n}")
+    return n
+
+
 NEW_COUNTS = (
     "completed", "failed", "lost", "released", "cancelled", "snoozed", "timed_out", "prefetch_released",
 )
@@ -220,11 +229,7 @@ class Worker:
         self.poll_wait = seconds(poll_wait, "poll_wait")
         self.stop_timeout = seconds(stop_timeout, "stop_timeout")
         self.prefetch = prefetch_size(prefetch, concurrency, queue.remote)
-        if isinstance(settle_batch, bool) or not isinstance(settle_batch, int):
-            raise TypeError("settle_batch must be an int")
-        if not 1 <= settle_batch <= 10_000:
-            raise InvalidArgumentError(f"settle_batch must be 1 to 10000, got {settle_batch}")
-        self.settle_batch = settle_batch
+        self.settle_batch = settle_batch_size(settle_batch)
         self.settle_linger = seconds(settle_linger, "settle_linger")
         self._prefetch: Prefetch | None = None
         self._batch: SettleBatch | None = None
