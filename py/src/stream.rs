@@ -84,17 +84,25 @@ impl JobStream {
                 // Ended, failed or closed meanwhile: drop it without the GIL
                 // (dropping ends the call on the client's runtime).
                 self.closed.store(true, Ordering::SeqCst);
-                py.detach(move || drop(s));
+                task::run(py, move || {
+                    drop(s);
+                    Ok(())
+                })?;
             }
             Ok(r?.map(|jobs| jobs.into_iter().map(Job::new).collect()))
         })
     }
 
     /// End the stream (idempotent). Leases already delivered stay held.
-    fn close(&self, py: Python<'_>) {
-        self.closed.store(true, Ordering::SeqCst);
-        let s = self.inner.lock().ok().and_then(|mut s| s.take());
-        py.detach(move || drop(s));
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        task::guard(py, "close", || {
+            self.closed.store(true, Ordering::SeqCst);
+            let s = self.inner.lock().ok().and_then(|mut s| s.take());
+            task::run(py, move || {
+                drop(s);
+                Ok(())
+            })
+        })
     }
 
     /// Whether `close()` was called or the stream ended.

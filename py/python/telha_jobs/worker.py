@@ -20,7 +20,7 @@ from ._errors import (
     TelhaError,
 )
 from ._lease import Lease, PermanentError, Retry, Snooze, _current
-from ._native import CancelWait, Job, Queue
+from ._native import MAX_BATCH, CancelWait, Job, Queue
 from ._remote import Prefetch, SettleBatch
 
 __all__ = ["Worker", "default_worker_id"]
@@ -130,11 +130,11 @@ def outcome(e: Exception) -> tuple[str, Any, Any]:
 
 
 def settle_batch_size(n: object) -> int:
-    """A Worker's ``settle_batch``: an int, 1 to 10,000."""
+    """A Worker's ``settle_batch``: an int, 1 to ``limits.MAX_BATCH``."""
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError("settle_batch must be an int")
-    if not 1 <= n <= 10_000:
-        raise InvalidArgumentError(f"settle_batch must be 1 to 10000, got {n}")
+    if not 1 <= n <= MAX_BATCH:
+        raise InvalidArgumentError(f"settle_batch must be 1 to {MAX_BATCH}, got {n}")
     return n
 
 
@@ -151,9 +151,9 @@ def prefetch_size(prefetch: object, concurrency: int, remote: bool) -> int:
         return 4 * concurrency if remote else 0
     if isinstance(prefetch, bool) or not isinstance(prefetch, int):
         raise TypeError("prefetch must be an int")
-    if prefetch < 0 or prefetch + concurrency > 10_000:
+    if prefetch < 0 or prefetch + concurrency > MAX_BATCH:
         raise InvalidArgumentError(
-            f"prefetch must be >= 0 and prefetch + concurrency <= 10000, got {prefetch}"
+            f"prefetch must be >= 0 and prefetch + concurrency <= {MAX_BATCH}, got {prefetch}"
         )
     return prefetch if remote else 0
 
