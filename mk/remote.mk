@@ -4,14 +4,24 @@
 # multi-process one: 4 Python + 2 Node worker processes leasing 20,000 jobs
 # from one server started (and stopped, by pid) by tests/remote/test_fleet.py;
 # and test_control.py: cancel, timeout and max_lease_total across processes,
-# through a real `telha serve` process and the `telha` CLI.
+# through a real `telha serve` process and the `telha` CLI; test_prefetch.py:
+# the Worker leasing ahead and settling in batches over a remote queue
+# (issue 15). `make bench-fleet` (in `make bench`): worker processes through
+# `telha serve` beside the in-process Worker (tests/remote/bench_fleet.py).
 
 TEST_TARGETS += test-remote
+BENCH_TARGETS += bench-fleet
 
-.PHONY: test-remote
+.PHONY: test-remote bench-fleet
 
 ## The fleet: zero double leases, each job completed once; and job control
 ## across processes: a real `telha serve`, Python and Node Workers, the CLI's
 ## cancel through --server (pytest summary).
 test-remote: py-wheel node-build build-cli
 	TELHA_BIN=$(CLI_BIN) $(PY) -m pytest -q -s -p no:cacheprovider tests/remote
+
+## Issue 15's fleet bench: 4 Python + 4 Node worker processes (one job at a
+## time) through a real `telha serve`, beside the in-process Worker, the
+## Rust core's 4 pollers and raw RocksDB, measured in the same run.
+bench-fleet: py-wheel node-build build-cli
+	$(PY) tests/remote/bench_fleet.py --telha $(CLI_BIN) --ref "$(BENCH_REF)"

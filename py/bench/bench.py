@@ -4,7 +4,12 @@ core's `bench_ref` example (same 60-byte payload, reaper off).
 
     python py/bench/bench.py --ref "cargo run --release -q -p telha-jobs --example bench_ref --" [--n 20000]
 
-Targets: batch forms >= 0.8x Rust, single calls >= 0.5x Rust.
+Targets: batch forms >= 0.8x Rust, single calls >= 0.5x Rust (issue 15:
+single `enqueue` >= 0.8x, `lease_next` + `complete` >= 0.7x). After the
+table, where a single call's time goes: a bare binding call, the GIL
+released and taken back around it, and a payload converted (bytes, and the
+plain dict the 60 bytes decode to), in microseconds per call beside the
+core's time per enqueue and per lease + complete pair.
 
     python py/bench/bench.py --json [--n 20000] [--batch 100]
 
@@ -38,6 +43,41 @@ def rate(n: int, fn: Callable[[], None]) -> float:
     t = time.perf_counter()
     fn()
     return n / (time.perf_counter() - t)
+
+
+# PAYLOAD as the plain object a caller passes instead of bytes.
+PAYLOAD_OBJ = json.loads(PAYLOAD)
+
+
+def call_costs(n: int) -> dict[str, float]:
+    """Microseconds per call of the crossings a store call makes, without
+    the store (telha_jobs._native._call_cost)."""
+    from telha_jobs import _native
+
+    probe = _native._call_cost
+
+    def us(fn: Callable[[], None]) -> float:
+        t = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t) / n * 1e6
+
+    def loop(payload: object = None, detach: bool = False) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(n):
+                probe(payload, detach)
+        return run
+
+    def empty() -> None:
+        for _ in range(n):
+            pass
+
+    return {
+        "loop": us(empty),
+        "call": us(loop()),
+        "detach": us(loop(detach=True)),
+        "bytes": us(loop(PAYLOAD)),
+        "object": us(loop(PAYLOAD_OBJ)),
+    }
 
 
 def python_figures(base: Path, n: int, batch: int) -> dict[str, float]:
@@ -175,6 +215,13 @@ ROWS: list[tuple[str, str, str, float | None]] = [
 ]
 
 
+# Issue 15's targets for the single calls.
+ISSUE15: list[tuple[str, str, str, float]] = [
+    ("enqueue, 1 call per job", "enqueue", "enqueue", 0.8),
+    ("lease_next + complete", "lease_complete", "lease_complete", 0.7),
+]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ref", help="command printing the Rust reference JSON (bench_ref)")
@@ -196,12 +243,14 @@ def main() -> None:
     # the other in a storm, and one lucky round does not set the figure.
     rust_runs: list[dict[str, float]] = []
     py_runs: list[dict[str, float]] = []
+    cost_runs: list[dict[str, float]] = []
     for r in range(a.rounds):
         with tempfile.TemporaryDirectory(prefix="telha-py-bench") as d:
             cmd = [*shlex.split(a.ref), "--n", str(a.n), "--batch", str(a.batch), "--dir", d]
             got = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
             rust_runs.append({k: float(v) for k, v in got.items()})
             py_runs.append(python_figures(Path(d) / f"py{r}", a.n, a.batch))
+            cost_runs.append(call_costs(4 * a.n))
     rust = {k: statistics.median(run[k] for run in rust_runs) for k in rust_runs[0]}
     py = {k: statistics.median(run[k] for run in py_runs) for k in py_runs[0]}
 
@@ -221,6 +270,22 @@ def main() -> None:
                 short.append(label.format(batch=a.batch))
         print(f"{label.format(batch=a.batch):<42}{py[pk]:>12,.0f}{rust[rk]:>12,.0f}{ratio:>8.2f}x  {goal}")
     print(f"{'raw RocksDB single-put batch (ceiling)':<42}{'':>12}{rust['raw_put']:>12,.0f}")
+    for label, pk, rk, target in ISSUE15:
+        ratio = py[pk] / rust[rk]
+        mark = "ok" if ratio >= target else "BELOW"
+        print(f"issue 15: {label:<32}{ratio:>6.2f}x  >= {target}x {mark}")
+        if ratio < target:
+            short.append(f"{label} (issue 15)")
+    cost = {k: statistics.median(run[k] for run in cost_runs) for k in cost_runs[0]}
+    print("where a single call's time goes (us per call, median of the rounds):")
+    print(f"  {'a bare binding call (guard, arguments, answer)':<58}{cost['call'] - cost['loop']:>7.3f}")
+    print(f"  {'+ the GIL released and taken back (every store call)':<58}{cost['detach'] - cost['call']:>7.3f}")
+    print(f"  {'+ a 60-byte bytes payload copied':<58}{cost['bytes'] - cost['call']:>7.3f}")
+    print(f"  {'+ the same payload as a dict, encoded':<58}{cost['object'] - cost['call']:>7.3f}")
+    print(f"  {'Python enqueue (bytes payload), whole call':<58}{1e6 / py['enqueue']:>7.3f}")
+    print(f"  {'Rust core enqueue':<58}{1e6 / rust['enqueue']:>7.3f}")
+    print(f"  {'Python lease_next + complete, whole pair':<58}{1e6 / py['lease_complete']:>7.3f}")
+    print(f"  {'Rust core lease_next + complete':<58}{1e6 / rust['lease_complete']:>7.3f}")
     if short:
         print(f"below target this run: {', '.join(short)}")
 

@@ -16,7 +16,9 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDateTime, PyDelta, PyDict, PyInt, PyList, PyString, PyTuple};
 use telha_jobs::limits::{self, MAX_DURATION, MAX_INSTANT_MS};
-use telha_jobs::{EnqueueOptions, JobId, KindPattern, LeaseToken, NewJob, Scope, State};
+use telha_jobs::{
+    Completion, EnqueueOptions, JobId, KindPattern, LeaseToken, NewJob, Scope, State,
+};
 
 use crate::errors::{invalid, type_error};
 use crate::job::Job;
@@ -449,4 +451,19 @@ pub fn enqueue_items(items: &Bound<'_, PyAny>) -> PyResult<Vec<NewJob>> {
         .enumerate()
         .map(|(i, it)| enqueue_item(&it?, i))
         .collect()
+}
+
+/// A completion with its result converted (its encoding recorded).
+pub fn completion(
+    token: telha_jobs::LeaseToken,
+    result: Option<&Bound<'_, PyAny>>,
+    what: &str,
+) -> PyResult<Completion> {
+    let mut c = Completion::new(token, None);
+    if let Some(r) = result.filter(|r| !r.is_none()) {
+        let (bytes, encoding) = payload::to_bytes(r, what)?;
+        c.result = Some(bytes);
+        c.encoding = encoding;
+    }
+    Ok(c)
 }

@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyType};
+use pyo3::types::PyBytes;
 use telha_jobs::Enqueued;
 
 use crate::{payload, task};
@@ -322,12 +322,19 @@ impl JobInfo {
     }
 }
 
-static ENQUEUED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static ENQUEUED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// `enqueue`'s answer as `telha_jobs.Enqueued(id, created)`: a `str`, the
 /// job id, with `.created` False when an idempotency key matched an
 /// existing job.
 pub fn enqueued(py: Python<'_>, e: &Enqueued) -> PyResult<Py<PyAny>> {
-    let cls = ENQUEUED.import(py, "telha_jobs._types", "Enqueued")?;
-    Ok(cls.call1((e.id.to_string(), e.created))?.unbind())
+    // `_created` is `str.__new__` bound to Enqueued: no Python frame
+    // (Enqueued's own `__new__` cost 2.4 us against 1.0 us); `created`
+    // defaults to True on the class and is set only when False.
+    let new = ENQUEUED.import(py, "telha_jobs._types", "_created")?;
+    let id = new.call1((e.id.to_string(),))?;
+    if !e.created {
+        id.setattr("created", false)?;
+    }
+    Ok(id.unbind())
 }

@@ -22,6 +22,7 @@ mod lease;
 mod payload;
 mod queue;
 mod remote;
+mod stream;
 mod task;
 
 use pyo3::prelude::*;
@@ -80,12 +81,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job::JobInfo>()?;
     m.add_class::<config::ConfigKey>()?;
     m.add_class::<remote::Server>()?;
+    m.add_class::<stream::JobStream>()?;
     m.add_function(wrap_pyfunction!(remote::connect, m)?)?;
     m.add_function(wrap_pyfunction!(config::config_keys, m)?)?;
     m.add_function(wrap_pyfunction!(default_store_path, m)?)?;
     m.add_function(wrap_pyfunction!(encode_payload, m)?)?;
     m.add_function(wrap_pyfunction!(decode_payload, m)?)?;
     m.add_function(wrap_pyfunction!(task::panic_for_tests, m)?)?;
+    m.add_function(wrap_pyfunction!(task::call_cost, m)?)?;
     add_limits(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

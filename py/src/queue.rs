@@ -11,11 +11,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use telha_jobs::limits::MAX_BATCH;
 use telha_jobs::{Completion, JobStore};
+use telha_jobs_client::RemoteQueue;
 
+use crate::args::completion;
 use crate::errors::{invalid, to_py, type_error};
 use crate::job::{Job, JobInfo};
 use crate::lease::{self, CancelWait};
-use crate::payload;
 use crate::{admin, args, config, control, job, task};
 
 /// A durable job queue: an embedded store directory (opened, or created),
@@ -24,11 +25,24 @@ use crate::{admin, args, config, control, job, task};
 #[pyclass(frozen, module = "telha_jobs", name = "Queue")]
 pub struct Queue {
     store: Arc<dyn JobStore>,
+    /// The same client as `store` when this is a remote queue (its
+    /// PollJobs stream is not part of `JobStore`).
+    remote: Option<RemoteQueue>,
 }
 
 impl Queue {
     pub(crate) fn from_store(store: Arc<dyn JobStore>) -> Self {
-        Queue { store }
+        Queue {
+            store,
+            remote: None,
+        }
+    }
+
+    pub(crate) fn from_remote(q: RemoteQueue) -> Self {
+        Queue {
+            store: Arc::new(q.clone()),
+            remote: Some(q),
+        }
     }
 
     /// The embedded queue, or `InvalidArgumentError` saying `what` needs one.
@@ -212,6 +226,25 @@ impl Queue {
         task::guard(py, "lease_next", || {
             let q = &*self.store;
             Ok(lease::lease(q, py, worker_id, 1, kinds, scope, wait, cancel)?.pop())
+        })
+    }
+
+    /// A remote queue's PollJobs stream (see stream.rs); the Workers that
+    /// lease ahead use it. `InvalidArgumentError` on an embedded queue.
+    #[pyo3(signature = (worker_id, capacity, *, kinds=None, scope=None))]
+    fn _poll_jobs(
+        &self,
+        py: Python<'_>,
+        worker_id: &str,
+        capacity: &Bound<'_, PyAny>,
+        kinds: Option<&Bound<'_, PyAny>>,
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<crate::stream::JobStream> {
+        task::guard(py, "_poll_jobs", || {
+            let Some(r) = &self.remote else {
+                return Err(invalid(py, "_poll_jobs needs a remote queue (connect())"));
+            };
+            crate::stream::open(py, r, worker_id, capacity, kinds, scope)
         })
     }
 
@@ -568,19 +601,4 @@ impl Queue {
             task::run(py, || q.metrics())
         })
     }
-}
-
-/// A completion with its result converted (its encoding recorded).
-fn completion(
-    token: telha_jobs::LeaseToken,
-    result: Option<&Bound<'_, PyAny>>,
-    what: &str,
-) -> PyResult<Completion> {
-    let mut c = Completion::new(token, None);
-    if let Some(r) = result.filter(|r| !r.is_none()) {
-        let (bytes, encoding) = payload::to_bytes(r, what)?;
-        c.result = Some(bytes);
-        c.encoding = encoding;
-    }
-    Ok(c)
 }

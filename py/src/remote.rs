@@ -6,7 +6,7 @@
 //! `Arc<dyn JobStore>`, so every method, type and error is shared.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -50,7 +50,7 @@ pub fn connect(
         }
         let url = url.to_owned();
         let q = task::run(py, move || RemoteQueue::connect(&url, o))?;
-        Ok(Queue::from_store(Arc::new(q)))
+        Ok(Queue::from_remote(q))
     })
 }
 

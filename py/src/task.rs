@@ -84,3 +84,28 @@ pub fn panic_for_tests(py: Python<'_>, stage: &str, message: String) -> PyResult
         )),
     })
 }
+
+/// For the benchmark only (py/bench/bench.py): a binding call that does no
+/// store work, to split what a call costs: `payload` (None, or a value
+/// converted as `enqueue` converts its payload) and `detach` (the GIL
+/// released and taken back, as around every store call). Returns the
+/// converted payload's length.
+#[pyfunction]
+#[pyo3(name = "_call_cost", signature = (payload=None, detach=false))]
+pub fn call_cost(
+    py: Python<'_>,
+    payload: Option<&Bound<'_, PyAny>>,
+    detach: bool,
+) -> PyResult<usize> {
+    guard(py, "_call_cost", || {
+        let n = match payload {
+            Some(p) => crate::payload::to_bytes(p, "payload")?.0.len(),
+            None => 0,
+        };
+        if detach {
+            run(py, move || Ok(n))
+        } else {
+            Ok(n)
+        }
+    })
+}

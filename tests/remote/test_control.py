@@ -192,7 +192,10 @@ def test_a_worker_that_hangs_while_heartbeating_loses_its_job_after_max_lease_to
         hung.stop()
         other = telha_jobs.connect(served, timeout=10.0)
         job = other.lease_next("py-other", kinds="py:stuck", wait=10.0)
-        assert job is not None and job.id == job_id and job.generation == 2
+        # Generation 2 unless the hung worker's stream leased it ahead
+        # meanwhile (released unstarted, or held by the stopped process
+        # until its TTL ran out): never run by it, completed here once.
+        assert job is not None and job.id == job_id and job.generation >= 2
         other.complete(job, {"by": "other"})
         assert state_of(q, job_id) == "completed"
         other.close()

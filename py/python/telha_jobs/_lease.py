@@ -87,21 +87,24 @@ class Lease:
 
     _events_lock = threading.Lock()
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, since: float | None = None) -> None:
         self.job = job
         now = time.time()
+        # When the lease reached this process (`since`: earlier, for a lease
+        # that waited in a remote Worker's prefetch).
+        got = now if since is None else since
         # The TTL the lease was granted with. Never `deadline - now`: over
         # `connect()` the deadline is on the server's clock, and a server
         # clock ahead of ours would space heartbeats past the real expiry
         # (one behind would send them in a tight loop).
         self.ttl = max(job.lease_ttl, 0.001)
-        self.next_beat = now + self.ttl / 3
+        self.next_beat = got + self.ttl / 3
         # When the lease runs out, by this process's clock, unless a
         # heartbeat renews it: if no heartbeat gets through by then (a remote
         # queue's network is down), the lease is lost as surely as if the
         # queue had said so. (Counted from when the lease reached us: a
         # little after the grant, by the call's latency.)
-        self.expires = now + self.ttl
+        self.expires = got + self.ttl
         # The kind's run-time limit, by this process's clock (inf: none).
         t = job.timeout
         self.timeout_at = now + t if t is not None else math.inf

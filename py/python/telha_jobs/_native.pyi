@@ -14,6 +14,7 @@ __all__ = [
     "ConfigKey",
     "Job",
     "JobInfo",
+    "JobStream",
     "LIST_SCAN_BUDGET",
     "MAX_BATCH",
     "MAX_DURATION",
@@ -28,6 +29,7 @@ __all__ = [
     "Queue",
     "Server",
     "__version__",
+    "_call_cost",
     "_panic_for_tests",
     "config_keys",
     "connect",
@@ -123,6 +125,8 @@ def connect(
     trust). ``token`` defaults to ``$TELHA_TOKEN``; an unreachable server
     raises :class:`StorageError` after ``timeout`` seconds (default 10)."""
 
+def _call_cost(payload: Any = None, detach: bool = False) -> int:
+    """Benchmark only: a call with no store work (payload conversion, GIL hand-off)."""
 def _panic_for_tests(stage: Literal["core", "call"], message: str) -> None:
     """For the test suite: a panic inside a core call (``"core"``) or in the
     binding's code around it (``"call"``), through the same boundaries as
@@ -337,6 +341,16 @@ class Queue:
         cancel: CancelWait | None = None,
     ) -> list[Job]:
         """``max``: 1 to ``limits.MAX_BATCH`` (10,000)."""
+    def _poll_jobs(
+        self,
+        worker_id: str,
+        capacity: int,
+        *,
+        kinds: str | Sequence[str] | None = None,
+        scope: _ScopeArg | Sequence[_ScopeArg] | None = None,
+    ) -> JobStream:
+        """Remote queues only: leases pushed as they become ready, never
+        more than ``capacity`` unsettled at once."""
     def extend(self, jobs: Iterable[Job | str], worker_id: str) -> list[bool]: ...
     def extend_answers(self, jobs: Iterable[Job | str], worker_id: str) -> list[_ExtendAnswer]:
         """One answer per job: "renewed", "lost" or "cancelled"."""
@@ -408,6 +422,18 @@ class Queue:
     def purge(self, state: _State, before: _Instant) -> int: ...
     def stats(self) -> dict[str, dict[str, Any]]: ...
     def metrics(self) -> str: ...
+
+@final
+class JobStream:
+    """A remote queue's PollJobs stream (``Queue._poll_jobs``): the feed of
+    a Worker that leases ahead."""
+
+    def next_batch(self, timeout: _Seconds) -> list[Job] | None:
+        """Leases pushed since the last call, waiting up to ``timeout`` (at
+        most 0.2 s); [] when none came, None once the stream ended."""
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
 
 @final
 class Server:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,11 @@ class Enqueued(str):
     ``idempotency_key`` matched a job already in the same scope (this is
     that job's id, and nothing new was enqueued)."""
 
-    created: bool
+    # A class default: the native side builds the common answer (created)
+    # with `_created` (no Python frame, no attribute written: 1.0 us against
+    # 2.4 us through `__new__`, timeit on a loaded 2-core machine; see
+    # docs/python.md) and sets the attribute only when it is False.
+    created: bool = True
 
     def __new__(cls, job_id: str, created: bool) -> Enqueued:
         self = super().__new__(cls, job_id)
@@ -28,6 +33,10 @@ class Enqueued(str):
 
     def __getnewargs__(self) -> tuple[str, bool]:  # type: ignore[override]
         return (str(self), self.created)
+
+
+# What the native `enqueue` calls for a created job: str.__new__ on Enqueued.
+_created = functools.partial(str.__new__, Enqueued)
 
 
 @dataclass(frozen=True)

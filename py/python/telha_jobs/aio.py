@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeVar
 from ._errors import CancelledError, LeaseLostError, QueueClosedError, TelhaError
 from ._lease import Lease, _current
 from ._native import CancelWait, Job, JobInfo, Queue, connect
+from ._remote import Prefetch, SettleBatch
 from ._types import Enqueued, JobList
 from .worker import (
     NEW_COUNTS,
@@ -25,7 +26,9 @@ from .worker import (
     default_worker_id,
     delivery,
     outcome,
+    prefetch_size,
     seconds,
+    settle_batch_size,
     timed_out,
     timeout_reason,
 )
@@ -248,7 +251,9 @@ class AsyncWorker:
     Cancel requests, :class:`~telha_jobs.Snooze`, :class:`~telha_jobs.Retry`
     and the kind's ``timeout`` work as in :class:`~telha_jobs.Worker` (a
     handler past its timeout is told its lease is lost, not cancelled: its
-    task runs on until it checks)."""
+    task runs on until it checks). On a remote queue it leases ahead and
+    settles completions in batches as :class:`~telha_jobs.Worker` does
+    (``prefetch``, ``settle_batch``, ``settle_linger``)."""
 
     def __init__(
         self,
@@ -261,6 +266,9 @@ class AsyncWorker:
         concurrency: int = 4,
         poll_wait: float = 1.0,
         stop_timeout: float = 30.0,
+        prefetch: int | None = None,
+        settle_batch: int = 64,
+        settle_linger: float = 0.002,
     ) -> None:
         if isinstance(queue, Queue):
             queue = AsyncQueue(queue)
@@ -278,6 +286,12 @@ class AsyncWorker:
         self.concurrency = concurrency
         self.poll_wait = seconds(poll_wait, "poll_wait")
         self.stop_timeout = seconds(stop_timeout, "stop_timeout")
+        self.prefetch = prefetch_size(prefetch, concurrency, queue.queue.remote)
+        self.settle_batch = settle_batch_size(settle_batch)
+        self.settle_linger = seconds(settle_linger, "settle_linger")
+        self._prefetch: Prefetch | None = None
+        self._batch: SettleBatch | None = None
+        self._booking: set[asyncio.Task[Any]] = set()  # settles after a batch answer
         # Running deliveries by (job id, generation), as in Worker.
         self._leases: dict[tuple[str, int], Lease] = {}
         self._handlers: set[asyncio.Task[Any]] = set()
@@ -303,7 +317,24 @@ class AsyncWorker:
                     sigs.append(sig)
                 except (NotImplementedError, RuntimeError):
                     pass
-        pollers = [asyncio.create_task(self._poll()) for _ in range(self.concurrency)]
+        if self.prefetch > 0:
+            self._batch = SettleBatch(
+                self.queue.queue, self.worker_id,
+                lambda lease, result, err: loop.call_soon_threadsafe(self._batched, lease, result, err),
+                max_batch=self.settle_batch, linger=self.settle_linger,
+            )
+            try:
+                self._prefetch = await self.queue._call(
+                    Prefetch, self.queue.queue, self.worker_id, self.concurrency + self.prefetch,
+                    self.kinds, self.scope, self._count_threadsafe(loop), self.concurrency,
+                    self._batch.nudge,
+                )
+            except BaseException:
+                self._batch.close()
+                self._batch = None
+                raise
+        poll = self._poll if self._prefetch is None else self._poll_prefetched
+        pollers = [asyncio.create_task(poll()) for _ in range(self.concurrency)]
         heart = asyncio.create_task(self._heartbeat())
         try:
             await self._done.wait()
@@ -323,9 +354,20 @@ class AsyncWorker:
             await self._done.wait()
             return
         self._stopping.set()
+        if self._prefetch is not None:
+            self._prefetch.stop()
         timeout = self.stop_timeout if timeout is None else seconds(timeout, "timeout")
         if self._handlers:
             await asyncio.wait(set(self._handlers), timeout=None if timeout == float("inf") else timeout)
+        # Batched completions go out before anything is released (see Worker.stop).
+        if self._batch is not None:
+            await self.queue._call(self._batch.close)
+            await asyncio.sleep(0)  # the answers' callbacks run
+            if self._booking:
+                await asyncio.gather(*self._booking, return_exceptions=True)
+        if self._prefetch is not None:
+            await self.queue._call(self._prefetch.close)
+            await asyncio.sleep(0)  # its counts (call_soon_threadsafe) land
         left = list(self._leases.values())
         self._leases.clear()
         for t in list(self._handlers):
@@ -367,8 +409,63 @@ class AsyncWorker:
             finally:
                 self._handlers.discard(task)
 
-    async def _run_one(self, job: Job) -> None:
-        lease = Lease(job)
+    def _count_threadsafe(self, loop: asyncio.AbstractEventLoop) -> Callable[[str], None]:
+        def count(what: str) -> None:
+            loop.call_soon_threadsafe(self._bump, what)
+        return count
+
+    def _bump(self, what: str) -> None:
+        self.counts[what] += 1
+
+    async def _poll_prefetched(self) -> None:
+        assert self._stopping is not None and self._prefetch is not None
+        p = self._prefetch
+        loop = asyncio.get_running_loop()
+        while not self._stopping.is_set():
+            fut = loop.run_in_executor(self.queue._pool, p.take, self.poll_wait)
+            try:
+                got = await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                # A lease taken in that instant would have no handler: give it back.
+                fut.add_done_callback(self._give_back)
+                raise
+            if got is None:
+                if p.ended:
+                    return
+                continue
+            if self._stopping.is_set():
+                await self.queue.release(got[0])
+                self.counts["released"] += 1
+                return
+            task = asyncio.create_task(self._run_one(*got))
+            self._handlers.add(task)
+            try:
+                await asyncio.shield(task)
+            finally:
+                self._handlers.discard(task)
+
+    def _give_back(self, fut: asyncio.Future[tuple[Job, float] | None]) -> None:
+        got = None if fut.cancelled() or fut.exception() is not None else fut.result()
+        if got is not None:
+            self.queue._pool.submit(self.queue.queue.release, got[0])
+
+    def _batched(self, lease: Lease, result: Any, err: object) -> None:
+        """A batched completion's answer (on the loop; see `SettleBatch`)."""
+        if err is None:
+            self.counts["completed"] += 1
+            return
+        if err is SettleBatch.UNSENT:
+            coro = self._settle_now(lease, "complete", result, None)
+        elif isinstance(err, Exception):
+            coro = self._settle_failed(lease, "complete", err)
+        else:
+            return
+        task = asyncio.ensure_future(coro)
+        self._booking.add(task)
+        task.add_done_callback(self._booking.discard)
+
+    async def _run_one(self, job: Job, since: float | None = None) -> None:
+        lease = Lease(job, since)
         self._leases[delivery(job)] = lease
         # Wake the heartbeat only when this lease is due before its next pass
         # (it sleeps up to 0.5 s: longer than a short TTL).
@@ -387,6 +484,11 @@ class AsyncWorker:
     async def _settle(self, lease: Lease, how: str, arg: Any, extra: Any) -> None:
         if self._leases.pop(delivery(lease.job), None) is not lease:
             return  # released by stop(), or failed for its timeout, already
+        if how == "complete" and self._batch is not None and self._batch.add(lease, lease.job, arg):
+            return  # booked by `_batched` once its batch is sent
+        await self._settle_now(lease, how, arg, extra)
+
+    async def _settle_now(self, lease: Lease, how: str, arg: Any, extra: Any) -> None:
         q = self.queue
         try:
             if how == "complete":
@@ -401,6 +503,16 @@ class AsyncWorker:
             else:
                 await q.fail(lease.job, arg, retryable=bool(extra))
                 self.counts["failed"] += 1
+        except Exception as e:  # noqa: BLE001 - booked (or raised again) below
+            if not isinstance(e, TelhaError) and self._batch is None:
+                raise
+            await self._settle_failed(lease, how, e)
+
+    async def _settle_failed(self, lease: Lease, how: str, err: Exception) -> None:
+        """Book a refused settle, as one job's answer (see Worker._settle_failed)."""
+        q = self.queue
+        try:
+            raise err
         except CancelledError:
             lease._mark_lost("cancelled")
             self.counts["cancelled"] += 1
@@ -415,7 +527,7 @@ class AsyncWorker:
             )
         except QueueClosedError:
             pass
-        except TelhaError as e:
+        except Exception as e:  # noqa: BLE001 - a TelhaError, or (batched) a result that does not encode
             log.error("worker %s: settling %s failed: %s", self.worker_id, lease.job.id, e)
             if how != "fail":
                 try:

@@ -20,7 +20,8 @@ from ._errors import (
     TelhaError,
 )
 from ._lease import Lease, PermanentError, Retry, Snooze, _current
-from ._native import CancelWait, Job, Queue
+from ._native import MAX_BATCH, CancelWait, Job, Queue
+from ._remote import Prefetch, SettleBatch
 
 __all__ = ["Worker", "default_worker_id"]
 
@@ -128,7 +129,33 @@ def outcome(e: Exception) -> tuple[str, Any, Any]:
     return "fail", failure_reason(e), True
 
 
-NEW_COUNTS = ("completed", "failed", "lost", "released", "cancelled", "snoozed", "timed_out")
+def settle_batch_size(n: object) -> int:
+    """A Worker's ``settle_batch``: an int, 1 to ``limits.MAX_BATCH``."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError("settle_batch must be an int")
+    if not 1 <= n <= MAX_BATCH:
+        raise InvalidArgumentError(f"settle_batch must be 1 to {MAX_BATCH}, got {n}")
+    return n
+
+
+NEW_COUNTS = (
+    "completed", "failed", "lost", "released", "cancelled", "snoozed", "timed_out", "prefetch_released",
+)
+
+
+def prefetch_size(prefetch: object, concurrency: int, remote: bool) -> int:
+    """A Worker's ``prefetch``: None is ``4 * concurrency`` on a remote
+    queue, 0 on an embedded one (it never leases ahead: a local lease costs
+    what a prefetch would)."""
+    if prefetch is None:
+        return 4 * concurrency if remote else 0
+    if isinstance(prefetch, bool) or not isinstance(prefetch, int):
+        raise TypeError("prefetch must be an int")
+    if prefetch < 0 or prefetch + concurrency > MAX_BATCH:
+        raise InvalidArgumentError(
+            f"prefetch must be >= 0 and prefetch + concurrency <= {MAX_BATCH}, got {prefetch}"
+        )
+    return prefetch if remote else 0
 
 
 class Worker:
@@ -155,6 +182,16 @@ class Worker:
     - :meth:`stop` stops leasing, lets running handlers finish within the
       timeout, then releases what is left without spending attempts.
       SIGINT / SIGTERM do the same while :meth:`run` blocks on the main thread.
+    - On a remote queue (``connect()``) it leases ahead: the server pushes
+      up to ``prefetch`` leases beyond the running ones through one PollJobs
+      stream (default ``4 * concurrency``; 0: one ``lease_next`` call per
+      job, as on an embedded queue). A prefetched lease that waited past a
+      quarter of its TTL is released back unstarted (no attempt spent;
+      counted ``prefetch_released``) instead of reaching a handler.
+      Completions are sent in ``complete_many`` batches of up to
+      ``settle_batch``, ``settle_linger`` seconds after the first; each
+      job's answer is booked as a single ``complete``'s would be, and
+      :meth:`stop` sends what is queued before it returns.
 
     Handlers run in threads: the queue releases the GIL around every store
     call, so leasing and settling overlap with Python work in other threads.
@@ -171,6 +208,9 @@ class Worker:
         concurrency: int = 4,
         poll_wait: float = 1.0,
         stop_timeout: float = 30.0,
+        prefetch: int | None = None,
+        settle_batch: int = 64,
+        settle_linger: float = 0.002,
     ) -> None:
         if not isinstance(queue, Queue):
             raise TypeError(f"queue must be a telha_jobs.Queue, got {type(queue).__name__}")
@@ -188,6 +228,11 @@ class Worker:
         self.concurrency = concurrency
         self.poll_wait = seconds(poll_wait, "poll_wait")
         self.stop_timeout = seconds(stop_timeout, "stop_timeout")
+        self.prefetch = prefetch_size(prefetch, concurrency, queue.remote)
+        self.settle_batch = settle_batch_size(settle_batch)
+        self.settle_linger = seconds(settle_linger, "settle_linger")
+        self._prefetch: Prefetch | None = None
+        self._batch: SettleBatch | None = None
         self._cancel = CancelWait()
         self._stopping = threading.Event()
         self._stopped = threading.Event()
@@ -217,12 +262,37 @@ class Worker:
         """Start the handler and heartbeat threads and return at once."""
         if self._threads:
             raise RuntimeError("Worker already started")
+        if self.prefetch > 0:
+            # Opens the stream first: a bad filter or an unreachable server raises here.
+            self._batch = SettleBatch(
+                self.queue,
+                self.worker_id,
+                self._batched,
+                max_batch=self.settle_batch,
+                linger=self.settle_linger,
+            )
+            try:
+                self._prefetch = Prefetch(
+                    self.queue,
+                    self.worker_id,
+                    self.concurrency + self.prefetch,
+                    self.kinds,
+                    self.scope,
+                    self._count,
+                    self.concurrency,
+                    self._batch.nudge,
+                )
+            except BaseException:
+                self._batch.close()
+                self._batch = None
+                raise
         self._heart = threading.Thread(
             target=self._heartbeat, name=f"{self.worker_id}-heartbeat", daemon=True
         )
         self._heart.start()
         for i in range(self.concurrency):
-            t = threading.Thread(target=self._loop, name=f"{self.worker_id}-{i}", daemon=True)
+            loop = self._loop if self._prefetch is None else self._loop_prefetched
+            t = threading.Thread(target=loop, name=f"{self.worker_id}-{i}", daemon=True)
             self._threads.append(t)
             t.start()
 
@@ -253,10 +323,18 @@ class Worker:
         timeout = self.stop_timeout if timeout is None else seconds(timeout, "timeout")
         self._stopping.set()
         self._cancel.cancel()
+        if self._prefetch is not None:
+            self._prefetch.stop()
         end = time.monotonic() + timeout
         for t in self._threads:
             if t is not threading.current_thread():
                 t.join(join_timeout(end - time.monotonic()))
+        # The completions queued so far go out before anything is released;
+        # then the prefetched leases go back (see `Prefetch.close`).
+        if self._batch is not None:
+            self._batch.close(join_timeout(max(end - time.monotonic(), 5.0)))
+        if self._prefetch is not None:
+            self._prefetch.close()
         with self._cond:
             left = list(self._leases.values())
             self._leases.clear()
@@ -322,8 +400,26 @@ class Worker:
                 return
             self._run_one(job)
 
-    def _run_one(self, job: Job) -> None:
-        lease = Lease(job)
+    def _loop_prefetched(self) -> None:
+        p = self._prefetch
+        assert p is not None
+        while not self._stopping.is_set():
+            got = p.take(self.poll_wait)
+            if got is None:
+                if p.ended:
+                    return
+                continue
+            if self._stopping.is_set():
+                try:
+                    self.queue.release(got[0])
+                    self._count("released")
+                except TelhaError:
+                    pass
+                return
+            self._run_one(*got)
+
+    def _run_one(self, job: Job, since: float | None = None) -> None:
+        lease = Lease(job, since)
         with self._cond:
             self._leases[delivery(job)] = lease
             # Wake the heartbeat only when this lease is due before its next pass.
@@ -357,6 +453,23 @@ class Worker:
             held = self._leases.pop(delivery(lease.job), None) is lease
         if not held:
             return  # released by stop(), or failed for its timeout, already
+        if how == "complete" and self._batch is not None and self._batch.add(lease, lease.job, arg):
+            return  # booked by `_batched` once its batch is sent
+        self._settle_now(lease, how, arg, extra)
+
+    def _batched(self, lease: Lease, result: Any, err: object) -> None:
+        """A batched completion's answer (see `SettleBatch`)."""
+        if err is None:
+            self._count("completed")
+        elif err is SettleBatch.UNSENT:
+            try:
+                self._settle_now(lease, "complete", result, None)
+            except Exception as e:  # noqa: BLE001 - a result that does not encode
+                self._settle_failed(lease, "complete", e)
+        elif isinstance(err, TelhaError):
+            self._settle_failed(lease, "complete", err)
+
+    def _settle_now(self, lease: Lease, how: str, arg: Any, extra: Any) -> None:
         q = self.queue
         try:
             if how == "complete":
@@ -371,11 +484,17 @@ class Worker:
             else:
                 q.fail(lease.job, arg, retryable=bool(extra))
                 self._count("failed")
-        except CancelledError:
+        except TelhaError as e:
+            self._settle_failed(lease, how, e)
+
+    def _settle_failed(self, lease: Lease, how: str, err: Exception) -> None:
+        """Book a settle the queue refused, as one job's answer: the same
+        whether it came from a single call or from a batch."""
+        if isinstance(err, CancelledError):
             # The settle recorded the job cancelled (what a cancel asks for).
             lease._mark_lost("cancelled")
             self._count("cancelled")
-        except LeaseLostError:
+        elif isinstance(err, LeaseLostError):
             lease._mark_lost()
             self._count("lost")
             log.warning(
@@ -384,14 +503,13 @@ class Worker:
                 lease.job.id,
                 lease.job.generation,
             )
-        except QueueClosedError:
-            pass
-        except TelhaError as e:
-            # A result over the size limit, say: fail the job with the reason.
-            log.error("worker %s: settling %s failed: %s", self.worker_id, lease.job.id, e)
+        elif not isinstance(err, QueueClosedError):
+            # A result over the size limit (or, batched, one that does not
+            # encode): fail the job with the reason.
+            log.error("worker %s: settling %s failed: %s", self.worker_id, lease.job.id, err)
             if how != "fail":
                 try:
-                    q.fail(lease.job, f"could not {how}: {e}", retryable=True)
+                    self.queue.fail(lease.job, f"could not {how}: {err}", retryable=True)
                     self._count("failed")
                 except TelhaError:
                     pass

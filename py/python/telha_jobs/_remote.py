@@ -1,0 +1,354 @@
+"""What a :class:`~telha_jobs.Worker` on a remote queue (``connect()``) adds:
+it leases ahead through the server's PollJobs stream (:class:`Prefetch`) and
+settles completions in batches (:class:`SettleBatch`), so handler code that
+takes one job at a time gets batch round trips.
+
+Both run on one thread of their own; the handlers' threads only take from
+and add to them.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._errors import CancelledError, LeaseLostError, QueueClosedError, TelhaError
+from ._native import Job, Queue
+
+__all__ = ["PREFETCH_FRACTION", "Prefetch", "SettleBatch"]
+
+log = logging.getLogger("telha_jobs")
+
+# A prefetched lease is handed to a handler only within this fraction of its
+# TTL after it arrived; later, it is released back (no attempt spent) for
+# another worker. Released rather than extended: a lease that waited that
+# long waited because every handler of this worker was busy, and extending
+# it would keep it waiting here while other workers may be idle; released,
+# it goes back to pending at once and the next free worker (this one too,
+# through its stream) leases it fresh with a whole TTL. A quarter keeps the
+# first heartbeat (due a third of the TTL after the lease) in the future.
+PREFETCH_FRACTION = 0.25
+
+# How long one stream wait lasts before the feeder looks around (stop,
+# stale leases).
+FEED_SLICE = 0.2
+
+
+def fresh(job: Job, arrived: float, now: float) -> bool:
+    """Whether a prefetched lease may still go to a handler."""
+    return now - arrived <= job.lease_ttl * PREFETCH_FRACTION
+
+
+class Prefetch:
+    """Leases pushed by the server for one worker, at most ``capacity``
+    unsettled (running, waiting here or being settled) at once; handler
+    threads :meth:`take` them one at a time.
+
+    The stream is kept open until :meth:`close`: a server pushes leases
+    ahead of time into its stream's buffer, and a stream dropped with leases
+    in that buffer leaves them held until their TTL runs out (the job then
+    retried as a failed attempt). So :meth:`close` first reads the stream
+    until the server can send no more (``capacity`` held here) or has
+    nothing to send, then closes it, then releases what it holds.
+
+    ``count(what)`` is told of each lease given back: "prefetch_released"
+    (waited too long), "released" (left over at :meth:`close`),
+    "cancelled" (the release recorded a cancel), "lost"."""
+
+    def __init__(
+        self,
+        queue: Queue,
+        worker_id: str,
+        capacity: int,
+        kinds: Any,
+        scope: Any,
+        count: Callable[[str], None],
+        takers: int = 1,
+        on_idle: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._queue = queue
+        self._takers = takers
+        self._idle = 0  # takers waiting with nothing to take
+        self._on_idle = on_idle
+        self._open: Callable[[], Any] = lambda: queue._poll_jobs(
+            worker_id, capacity, kinds=kinds, scope=scope
+        )
+        self._worker_id = worker_id
+        self._count = count
+        self._stream = self._open()  # errors (a bad filter) raise here
+        self._buf: collections.deque[tuple[Job, float]] = collections.deque()
+        self._cond = threading.Condition()
+        self._capacity = capacity
+        self._taking = True  # False once the worker stops: takers get None
+        self._stopping = False  # the feeder ends
+        self._last = time.monotonic()  # when leases last arrived
+        self._slice = FEED_SLICE
+        self._feeder = threading.Thread(target=self._feed, name=f"{worker_id}-prefetch", daemon=True)
+        self._feeder.start()
+
+    @property
+    def ended(self) -> bool:
+        """Whether it stopped (:meth:`stop`, or the queue was closed)."""
+        with self._cond:
+            return self._stopping or not self._taking
+
+    @property
+    def waiting(self) -> int:
+        """Leases waiting for a handler."""
+        with self._cond:
+            return len(self._buf)
+
+    def take(self, timeout: float) -> tuple[Job, float] | None:
+        """The next fresh lease and when it arrived (``time.time()``),
+        waiting up to ``timeout`` seconds; None when none came or the
+        worker is stopping. Stale leases met on the way are released."""
+        end = time.monotonic() + timeout
+        stale: list[Job] = []
+        got: tuple[Job, float] | None = None
+        with self._cond:
+            while self._taking and not self._stopping:
+                now = time.time()
+                while self._buf:
+                    job, arrived = self._buf.popleft()
+                    if fresh(job, arrived, now):
+                        got = (job, arrived)
+                        break
+                    stale.append(job)
+                if got is not None:
+                    break
+                left = end - time.monotonic()
+                if left <= 0:
+                    break
+                # Every taker idle: the leases held in a settle batch may be
+                # what keeps the server from sending more; let it go now.
+                self._idle += 1
+                if self._idle >= self._takers:
+                    self._on_idle()
+                self._cond.wait(left)
+                self._idle -= 1
+        self._give_back(stale, "prefetch_released")
+        return got
+
+    def stop(self) -> None:
+        """Stop handing out leases (waiting takers return None); the stream
+        is still read until :meth:`close`."""
+        with self._cond:
+            self._taking = False
+            self._cond.notify_all()
+
+    def close(self, quiet: float = 2 * FEED_SLICE, most: float = 5.0) -> None:
+        """:meth:`stop`; read the stream until the server sent ``capacity``
+        leases (it can send no more) or sent nothing for ``quiet`` seconds
+        (at most ``most`` seconds); end the stream; release every lease
+        still waiting here (no attempt spent)."""
+        self.stop()
+        end = time.monotonic() + most
+        with self._cond:
+            while not self._stopping and len(self._buf) < self._capacity:
+                now = time.monotonic()
+                if now - self._last >= quiet or now >= end:
+                    break
+                self._cond.wait(min(quiet - (now - self._last), end - now))
+            self._stopping = True
+            self._cond.notify_all()
+        if self._feeder is not threading.current_thread():
+            self._feeder.join(FEED_SLICE * 10)
+        try:
+            self._stream.close()
+        except TelhaError:
+            pass
+        with self._cond:
+            left = [job for job, _ in self._buf]
+            self._buf.clear()
+        self._give_back(left, "released")
+
+    def _give_back(self, jobs: Sequence[Job], what: str) -> None:
+        for job in jobs:
+            try:
+                self._queue.release(job)
+                self._count(what)
+            except CancelledError:  # the release recorded it cancelled
+                self._count("cancelled")
+            except LeaseLostError:
+                self._count("lost")
+            except QueueClosedError:
+                return
+            except TelhaError as e:  # it expires and is leased again
+                log.warning("worker %s: release of %s failed: %s", self._worker_id, job.id, e)
+
+    def _sweep(self) -> None:
+        """Release the leases that waited here too long, handler or not."""
+        now = time.time()
+        with self._cond:
+            if not self._taking:  # stopping: released at close
+                return
+            if not any(not fresh(j, a, now) for j, a in self._buf):
+                return
+            keep = [(j, a) for j, a in self._buf if fresh(j, a, now)]
+            stale = [j for j, a in self._buf if not fresh(j, a, now)]
+            self._buf = collections.deque(keep)
+        self._give_back(stale, "prefetch_released")
+
+    def _feed(self) -> None:
+        while True:
+            with self._cond:
+                if self._stopping:
+                    return
+            try:
+                # Woken often enough to sweep well inside the shortest TTL.
+                jobs = self._stream.next_batch(self._slice)
+            except QueueClosedError:
+                with self._cond:
+                    self._stopping = True
+                    self._cond.notify_all()
+                return
+            except TelhaError as e:
+                jobs = None
+                log.error("worker %s: lease stream failed: %s", self._worker_id, e)
+            if jobs is None:  # the stream ended or failed: open another
+                if not self._reopen():
+                    return
+                continue
+            if jobs:
+                arrived = time.time()
+                with self._cond:
+                    self._buf.extend((j, arrived) for j in jobs)
+                    ttl = min(j.lease_ttl for j in jobs)
+                    self._slice = max(0.005, min(self._slice, ttl * PREFETCH_FRACTION / 4))
+                    self._last = time.monotonic()
+                    self._cond.notify_all()
+            self._sweep()
+
+    def _reopen(self) -> bool:
+        while True:
+            with self._cond:
+                if self._stopping:
+                    return False
+                self._cond.wait(1.0)
+                if self._stopping:
+                    return False
+            try:
+                self._stream = self._open()
+                return True
+            except QueueClosedError:
+                return False
+            except TelhaError as e:
+                log.error("worker %s: lease stream: %s", self._worker_id, e)
+
+
+def one_per_job(items: list[tuple[Any, Job, Any]], most: int) -> tuple[list[Any], list[Any]]:
+    """Up to ``most`` items for the next call, one delivery per job id, and
+    the rest. ``complete_many`` answers a job named twice "lost" the second
+    time without reading its generation: two deliveries of one job settling
+    together (an expired lease and its successor, both run here) would lose
+    the live one. A later delivery of a job waits for the next call."""
+    batch: list[Any] = []
+    rest: list[Any] = []
+    seen: set[str] = set()
+    for item in items:
+        job_id = item[1].id
+        if len(batch) < most and job_id not in seen:
+            seen.add(job_id)
+            batch.append(item)
+        else:
+            rest.append(item)
+    return batch, rest
+
+
+class SettleBatch:
+    """Completions gathered into ``complete_many`` calls: a batch goes when
+    it holds ``max_batch`` completions, ``linger`` seconds after its first,
+    or at once when :meth:`nudge` says every handler ran out of work (the
+    leases it holds count against the stream's capacity); while one call is
+    in flight the next batch fills. ``calls`` / ``sent`` count the
+    ``complete_many`` calls made and the completions they carried. ``done(item,
+    result, error)`` is told of each (``error``: None when completed, the job's own
+    exception, or :data:`UNSENT` when the call failed as a whole and the job
+    must be settled on its own; ``result``: the one given to :meth:`add`)."""
+
+    UNSENT = object()
+
+    def __init__(
+        self,
+        queue: Queue,
+        worker_id: str,
+        done: Callable[[Any, Any, object], object],
+        *,
+        max_batch: int = 64,
+        linger: float = 0.002,
+    ) -> None:
+        self._queue = queue
+        self._done = done
+        self._max = max_batch
+        self._linger = linger
+        self._items: list[tuple[Any, Job, Any]] = []
+        self._cond = threading.Condition()
+        self._closing = False
+        self._hurry = False
+        self.calls = 0
+        self.sent = 0
+        self._thread = threading.Thread(target=self._run, name=f"{worker_id}-settle", daemon=True)
+        self._thread.start()
+
+    def add(self, item: Any, job: Job, result: Any) -> bool:
+        """Queue ``job``'s completion; False once closed (settle it yourself)."""
+        with self._cond:
+            if self._closing:
+                return False
+            self._items.append((item, job, result))
+            if len(self._items) == 1 or len(self._items) >= self._max:
+                self._cond.notify()
+            return True
+
+    def nudge(self) -> None:
+        """Send the batch being gathered now (handlers are waiting)."""
+        with self._cond:
+            if self._items:
+                self._hurry = True
+                self._cond.notify()
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Send what is queued, then end the thread."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._items and not self._closing:
+                    self._cond.wait()
+                if not self._items:
+                    return
+                end = time.monotonic() + self._linger
+                while len(self._items) < self._max and not (self._closing or self._hurry):
+                    left = end - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
+                self._hurry = False
+                batch, self._items = one_per_job(self._items, self._max)
+            self._send(batch)
+
+    def _send(self, batch: list[tuple[Any, Job, Any]]) -> None:
+        self.calls += 1
+        self.sent += len(batch)
+        try:
+            errors: Sequence[object] = self._queue.complete_many(
+                [job for _, job, _ in batch], [r for _, _, r in batch]
+            )
+        except QueueClosedError as e:
+            errors = [e] * len(batch)
+        except Exception:  # noqa: BLE001 - a result that does not encode, the server unreachable
+            errors = [self.UNSENT] * len(batch)
+        for (item, _, result), err in zip(batch, errors):
+            try:
+                self._done(item, result, err)
+            except Exception:  # noqa: BLE001 - never lose the thread
+                log.exception("settling a completion failed")

@@ -1,0 +1,183 @@
+"""The fleet bench (issue 15, `make bench-fleet`, part of `make bench`):
+worker processes doing one job at a time through a real ``telha serve``,
+beside the in-process Worker, the Rust core and raw RocksDB, all measured in
+the same run.
+
+    python tests/remote/bench_fleet.py --telha PATH --ref "BENCH_REF_CMD" [--jobs 20000] [--rounds 3]
+
+Rows (jobs/s, no-op handlers, 60-byte payload):
+- in-process Python Worker (embedded store, concurrency 4): the reference;
+- in-process Node Worker (embedded store, concurrency 4);
+- fleet: 4 Python + 4 Node worker processes (Worker, concurrency 4 each)
+  on one `telha serve` (target >= 0.5x the in-process Python Worker);
+- 4 Python worker processes, leasing ahead (the default) and with
+  ``prefetch=0`` (one lease_next call per job: the path before issue 15).
+
+Each fleet row: the server is started on a fresh store (and stopped) by
+pid, the jobs are enqueued with their kind paused, the workers start and
+say "ready", then the kind is resumed and the clock runs until the server
+counts every job completed. Every round measures every row; the median
+round of each row is printed (the machine is shared and noisy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import telha_jobs
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+PAYLOAD = b'{"doc":"s3://bucket/key/0001.pdf","tenant":42,"pages":12}'
+CONFIG = '[jobs]\nlease_ttl = "30s"\n'
+
+
+def fill(q: telha_jobs.Queue, n: int) -> None:
+    for at in range(0, n, 1000):
+        q.enqueue_many([("bench", PAYLOAD)] * min(1000, n - at))
+
+
+def local_python(base: Path, n: int) -> float:
+    q = telha_jobs.Queue(base / "py-local", reaper_interval=0)
+    fill(q, n)
+    w = telha_jobs.Worker(q, lambda job: None, concurrency=4, poll_wait=0.05)
+    t = time.perf_counter()
+    w.start()
+    while q.stats()["total"]["completed"] < n:
+        time.sleep(0.002)
+    rate = n / (time.perf_counter() - t)
+    w.stop(5.0)
+    q.close()
+    return rate
+
+
+def local_node(base: Path, n: int) -> float:
+    out = subprocess.run(
+        ["node", str(HERE / "node_bench_worker.js"), "local", str(base / "node-local"), str(n)],
+        check=True, capture_output=True, text=True, env=node_env(),
+    ).stdout
+    return float(json.loads(out.strip().splitlines()[-1])["rate"])
+
+
+def node_env() -> dict[str, str]:
+    return dict(os.environ, PYTHONUNBUFFERED="1", TELHA_NODE_PKG=str(ROOT / "node"))
+
+
+def start(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def stop(p: subprocess.Popen[str]) -> None:
+    if p.poll() is None:
+        os.kill(p.pid, signal.SIGTERM)
+    try:
+        p.wait(30.0)
+    except subprocess.TimeoutExpired:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+
+
+def fleet(telha: str, base: Path, n: int, py: int, node: int, prefetch: int | None) -> float:
+    """Jobs/s of `py` Python and `node` Node worker processes through one
+    `telha serve` process."""
+    base.mkdir(parents=True)
+    cfg = base / "telha.toml"
+    cfg.write_text(CONFIG)
+    server = start([telha, "--db", str(base / "store"), "serve", "--listen", "127.0.0.1:0"],
+                   dict(os.environ, TELHA_JOBS_CONFIG=str(cfg)))
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        assert line.startswith("listening on "), (line, server.stderr.read() if server.stderr else "")
+        url = line.split("listening on ", 1)[1].strip()
+        q = telha_jobs.connect(url, timeout=10.0)
+        q.pause(kind="bench")
+        fill(q, n)
+        for i in range(py):
+            cmd = [sys.executable, str(HERE / "prefetch_worker.py"), url, "noop", f"py-{i}"]
+            if prefetch is not None:
+                cmd.append(str(prefetch))
+            procs.append(start(cmd, node_env()))
+        for i in range(node):
+            procs.append(start(["node", str(HERE / "node_bench_worker.js"), "remote", url, f"node-{i}"], node_env()))
+        for p in procs:
+            assert p.stdout is not None
+            got = p.stdout.readline().strip()
+            assert got == "ready", (got, p.stderr.read() if p.stderr else "")
+        t = time.perf_counter()
+        q.resume(kind="bench")
+        while q.stats()["total"]["completed"] < n:
+            for p in procs:
+                assert p.poll() is None, p.stderr.read() if p.stderr else ""
+            time.sleep(0.01)
+        rate = n / (time.perf_counter() - t)
+        total = q.stats()["total"]
+        assert total["completed"] == n and total["leased"] == 0 and total["pending"] == 0, total
+        q.close()
+        return rate
+    finally:
+        for p in procs:
+            stop(p)
+        stop(server)
+
+
+ROWS = [
+    # (label, key, ratio against)
+    ("in-process Python Worker, 4 threads", "py_local", None),
+    ("in-process Node Worker, concurrency 4", "node_local", "py_local"),
+    ("fleet: 4 Python + 4 Node processes", "fleet", "py_local"),
+    ("4 Python processes, leasing ahead", "py4", "py_local"),
+    ("4 Python processes, prefetch=0", "py4_noprefetch", "py_local"),
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--telha", required=True, help="the telha binary")
+    ap.add_argument("--ref", required=True, help="command printing the Rust reference JSON (bench_ref)")
+    ap.add_argument("--jobs", type=int, default=20_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    runs: list[dict[str, float]] = []
+    for r in range(a.rounds):
+        with tempfile.TemporaryDirectory(prefix="telha-fleet-bench") as d:
+            base = Path(d)
+            cmd = [*shlex.split(a.ref), "--n", str(a.jobs), "--dir", str(base)]
+            rust = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+            run = {"pollers4": float(rust["pollers4"]), "raw_put": float(rust["raw_put"])}
+            run["py_local"] = local_python(base, a.jobs)
+            run["node_local"] = local_node(base, a.jobs)
+            run["fleet"] = fleet(a.telha, base / "fleet", a.jobs, 4, 4, None)
+            run["py4"] = fleet(a.telha, base / "py4", a.jobs, 4, 0, None)
+            run["py4_noprefetch"] = fleet(a.telha, base / "py4-0", a.jobs, 4, 0, 0)
+            runs.append(run)
+            print(f"round {r + 1}: " + ", ".join(f"{k} {v:,.0f}" for k, v in run.items()), flush=True)
+    med = {k: statistics.median(run[k] for run in runs) for k in runs[0]}
+    print(
+        f"telha-jobs fleet benchmark: {a.jobs} jobs, no-op handlers, one job at a time, jobs/s, "
+        f"median of {a.rounds} rounds; every row measured in each round"
+    )
+    print(f"{'figure':<44}{'jobs/s':>10}{'vs in-proc':>12}{'vs core':>10}")
+    for label, key, _ in ROWS:
+        v = med[key]
+        print(f"{label:<44}{v:>10,.0f}{v / med['py_local']:>11.2f}x{v / med['pollers4']:>9.2f}x")
+    print(f"{'Rust core, 4 pollers (lease_next + complete)':<44}{med['pollers4']:>10,.0f}")
+    print(f"{'raw RocksDB single-put batch (ceiling)':<44}{med['raw_put']:>10,.0f}")
+    ratio = med["fleet"] / med["py_local"]
+    print(f"fleet vs in-process Python Worker: {ratio:.2f}x (target >= 0.5x) "
+          + ("ok" if ratio >= 0.5 else "BELOW"))
+
+
+if __name__ == "__main__":
+    main()

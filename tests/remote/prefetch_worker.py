@@ -1,0 +1,48 @@
+"""A Python worker process for test_prefetch.py and the fleet bench.
+
+    python prefetch_worker.py URL MODE [WORKER_ID [PREFETCH]]
+
+MODE "hang": a Worker (concurrency 1, prefetch 8) whose handler never
+returns, so the process holds one running and eight prefetched leases until
+it is killed. MODE "noop": a Worker (concurrency 4, the default prefetch)
+whose handler returns at once, one job at a time (PREFETCH: the Worker's
+``prefetch``, default its own); on SIGTERM it stops and prints its counts
+as JSON. Prints "ready" once its Worker started.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import Any
+
+import telha_jobs
+
+
+def main() -> None:
+    url, mode = sys.argv[1:3]
+    worker_id = sys.argv[3] if len(sys.argv) > 3 else None
+    prefetch = int(sys.argv[4]) if len(sys.argv) > 4 else None
+    q = telha_jobs.connect(url, timeout=10.0)
+    if mode == "hang":
+        forever = threading.Event()
+
+        def hang(job: telha_jobs.Job) -> Any:
+            forever.wait()
+
+        w = telha_jobs.Worker(q, hang, worker_id=worker_id, concurrency=1, prefetch=8, poll_wait=0.1)
+        w.start()
+        print("ready", flush=True)
+        forever.wait()
+        return
+    w = telha_jobs.Worker(q, lambda job: None, worker_id=worker_id, concurrency=4, poll_wait=0.2,
+                          prefetch=prefetch)
+    print("ready", flush=True)
+    w.run()  # until SIGTERM; running jobs settle, queued completions are sent
+    print(json.dumps(w.counts), flush=True)
+    q.close()
+
+
+if __name__ == "__main__":
+    main()
