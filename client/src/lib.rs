@@ -33,6 +33,7 @@
 
 #![warn(missing_docs)]
 
+mod driver;
 mod store;
 mod stream;
 
@@ -120,21 +121,11 @@ pub(crate) type Client = JobsClient<InterceptedService<Channel, Auth>>;
 
 pub(crate) struct Inner {
     pub(crate) url: String,
-    rt: Option<tokio::runtime::Runtime>,
+    rt: driver::Driver,
     pub(crate) client: Client,
     closed: AtomicBool,
     close_tx: watch::Sender<bool>,
     request_timeout: Option<Duration>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        // Never blocks, so the last clone may be dropped anywhere (even
-        // inside another runtime).
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_background();
-        }
-    }
 }
 
 /// A client of a telha-jobs server: the queue's operations over gRPC.
@@ -207,15 +198,10 @@ impl RemoteQueue {
                 )?))
             }
         };
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("telha-client")
-            .enable_all()
-            .build()
-            .map_err(|e| Error::Storage(format!("client runtime: {e}")))?;
+        let rt = driver::Driver::new()?;
         let timeout = options.connect_timeout;
         let channel = rt
-            .block_on(async { tokio::time::timeout(timeout, endpoint.connect()).await })
+            .block_on(async { tokio::time::timeout(timeout, endpoint.connect()).await })?
             .map_err(|_| {
                 Error::Storage(format!(
                     "cannot reach telha server at {url}: no answer within {timeout:?}"
@@ -237,7 +223,7 @@ impl RemoteQueue {
         Ok(RemoteQueue {
             inner: Arc::new(Inner {
                 url,
-                rt: Some(rt),
+                rt,
                 client,
                 closed: AtomicBool::new(false),
                 close_tx,
@@ -298,14 +284,13 @@ impl RemoteQueue {
     /// the client is closed meanwhile.
     pub(crate) fn block<T>(&self, f: impl std::future::Future<Output = T> + Send) -> Result<T> {
         not_in_runtime()?;
-        let rt = self.inner.rt.as_ref().ok_or(Error::Closed)?;
         let mut closed = self.closed_rx();
-        rt.block_on(async move {
+        self.inner.rt.block_on(async move {
             tokio::select! {
                 r = f => Ok(r),
                 _ = closed.wait_for(|c| *c) => Err(Error::Closed),
             }
-        })
+        })?
     }
 
     /// One unary call with the request deadline, its status mapped.

@@ -22,6 +22,9 @@ use telha_jobs::{Config, EnqueueOptions, JobStore, LeaseOptions, NewJob, Queue};
 use telha_jobs_client::{ConnectOptions, RemoteQueue};
 use telha_jobs_server::{serve, ServeOptions};
 
+#[path = "bench/latency.rs"]
+mod latency;
+
 const PAYLOAD: &[u8] = b"{\"doc\":\"s3://bucket/key/0001.pdf\",\"tenant\":42,\"pages\":12}";
 
 fn arg(name: &str) -> Option<String> {
@@ -113,6 +116,37 @@ fn main() {
         Arc::new(RemoteQueue::connect(&url, ConnectOptions::default()).expect("connect"))
             as Arc<dyn JobStore>
     };
+    let lat_n = if quick { 2_000 } else { 20_000 };
+    println!(
+        "one unary RPC (a single enqueue), n = {lat_n}, payload {} B",
+        PAYLOAD.len()
+    );
+    println!("| path | p50 µs | p99 µs | mean µs | calls/s, 1 thread | calls/s, 4 threads |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let rows: Vec<(&str, latency::Make)> = vec![
+        (
+            "in-process core",
+            Box::new(|| Box::new(local.clone()) as Box<dyn JobStore>),
+        ),
+        (
+            "remote, TCP loopback",
+            Box::new(|| {
+                Box::new(RemoteQueue::connect(&url, ConnectOptions::default()).expect("connect"))
+                    as Box<dyn JobStore>
+            }),
+        ),
+    ];
+    for (name, make) in &rows {
+        let (p50, p99, mean) =
+            latency::summary(latency::enqueue_latencies(make().as_ref(), lat_n, PAYLOAD));
+        let r1 = latency::enqueue_rate(1, lat_n, make.as_ref(), PAYLOAD);
+        let r4 = latency::enqueue_rate(4, lat_n, make.as_ref(), PAYLOAD);
+        println!("| {name} | {p50:.1} | {p99:.1} | {mean:.1} | {r1:.0} | {r4:.0} |");
+    }
+    if std::env::args().any(|a| a == "--latency-only") {
+        return;
+    }
+
     fn unb(s: &dyn JobStore, n: usize, w: &str) {
         unbatched(s, n, w)
     }

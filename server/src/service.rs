@@ -28,6 +28,9 @@ pub(crate) struct Shared {
     pub(crate) stats: Arc<ServerStats>,
     pub(crate) closing: watch::Receiver<bool>,
     max_wait: Duration,
+    /// Short calls run inline ([`Shared::quick`]): the store does not
+    /// fsync per write.
+    inline: bool,
     /// Leases delivered by a PollJobs stream and not yet settled through
     /// the server, by token: the stream whose capacity they count against.
     pub(crate) streamed: Mutex<HashMap<LeaseToken, Weak<Slot>>>,
@@ -40,11 +43,13 @@ impl Shared {
         closing: watch::Receiver<bool>,
         max_wait: Duration,
     ) -> Self {
+        let inline = queue.config().is_ok_and(|c| !c.sync_writes);
         Shared {
             queue,
             stats,
             closing,
             max_wait,
+            inline,
             streamed: Mutex::new(HashMap::new()),
         }
     }
@@ -88,6 +93,28 @@ impl Shared {
         }
     }
 
+    /// Run a short core call (one job, or a batch of at most
+    /// [`INLINE_MAX_ITEMS`]): inline on the async worker when the store
+    /// does not fsync per write (the call then takes microseconds, and a
+    /// hand-off to the blocking pool and back would cost more than the
+    /// call), else on the blocking pool like [`Shared::run`]. A panic in
+    /// the core answers `INTERNAL` either way.
+    pub(crate) async fn quick<T, F>(&self, f: F) -> Result<T, Status>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Queue) -> Result<T> + Send + 'static,
+    {
+        if !self.inline {
+            return self.run(f).await;
+        }
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&self.queue))) {
+            Ok(r) => r.map_err(|e| to_status(&e)),
+            Err(_) => Err(Status::internal(
+                "server task failed: the core call panicked",
+            )),
+        }
+    }
+
     /// Run a core call on the blocking pool.
     pub(crate) async fn run<T, F>(&self, f: F) -> Result<T, Status>
     where
@@ -101,6 +128,10 @@ impl Shared {
         }
     }
 }
+
+/// The largest batch (jobs, tokens, settles) [`Shared::quick`] runs
+/// inline; a larger one takes long enough to go to the blocking pool.
+pub(crate) const INLINE_MAX_ITEMS: usize = 16;
 
 fn invalid(msg: impl Into<String>) -> Status {
     to_status(&Error::InvalidArgument(msg.into()))
@@ -208,6 +239,26 @@ impl JobsService {
             cancel: Some(cancel.clone()),
         };
         let (worker, max) = (r.worker_id, r.max as usize);
+        // Work that is ready is leased inline (no hand-off); only a lease
+        // that has to wait goes to the blocking pool.
+        if max <= INLINE_MAX_ITEMS {
+            let now = LeaseOptions {
+                wait: None,
+                cancel: None,
+                ..options.clone()
+            };
+            let w = worker.clone();
+            let jobs = self
+                .shared
+                .quick(move |q| q.lease_many(&w, max, &now))
+                .await?;
+            if !jobs.is_empty() || wait.is_zero() {
+                drop(guard);
+                return Ok(pb::LeaseResponse {
+                    jobs: jobs.into_iter().map(cv::job_to_pb).collect(),
+                });
+            }
+        }
         let q = self.shared.queue.clone();
         let c2 = cancel.clone();
         let mut task = tokio::task::spawn_blocking(move || {
@@ -234,7 +285,7 @@ impl JobsService {
             .ok_or_else(|| invalid("submit needs an outcome: complete or fail"))?;
         let res = self
             .shared
-            .run(move |q| match outcome {
+            .quick(move |q| match outcome {
                 pb::submit_request::Outcome::Complete(c) => {
                     q.complete_with(telha_jobs::Completion {
                         token,
@@ -309,35 +360,37 @@ impl JobsService {
                 Item::Fail(t, _, _) => *t,
             })
             .collect();
-        let results = self
-            .shared
-            .run(move |q| {
-                // Completions go in one atomic write; failures one by one.
-                let mut out: Vec<Option<Result<()>>> = (0..items.len()).map(|_| None).collect();
-                let mut completes = Vec::new();
-                let mut at = Vec::new();
-                for (i, it) in items.into_iter().enumerate() {
-                    match it {
-                        Item::Complete(c) => {
-                            completes.push(c);
-                            at.push(i);
-                        }
-                        Item::Fail(t, reason, retryable) => {
-                            out[i] = Some(q.fail(&t, &reason, retryable));
-                        }
+        let settle = move |q: &Queue| {
+            // Completions go in one atomic write; failures one by one.
+            let mut out: Vec<Option<Result<()>>> = (0..items.len()).map(|_| None).collect();
+            let mut completes = Vec::new();
+            let mut at = Vec::new();
+            for (i, it) in items.into_iter().enumerate() {
+                match it {
+                    Item::Complete(c) => {
+                        completes.push(c);
+                        at.push(i);
+                    }
+                    Item::Fail(t, reason, retryable) => {
+                        out[i] = Some(q.fail(&t, &reason, retryable));
                     }
                 }
-                if !completes.is_empty() {
-                    for (i, r) in at.into_iter().zip(q.complete_many(completes)?) {
-                        out[i] = Some(r);
-                    }
+            }
+            if !completes.is_empty() {
+                for (i, r) in at.into_iter().zip(q.complete_many(completes)?) {
+                    out[i] = Some(r);
                 }
-                Ok(out
-                    .into_iter()
-                    .map(|r| r.unwrap_or_else(|| Err(Error::Storage("no answer".into()))))
-                    .collect::<Vec<_>>())
-            })
-            .await?;
+            }
+            Ok(out
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|| Err(Error::Storage("no answer".into()))))
+                .collect::<Vec<_>>())
+        };
+        let results = if tokens.len() <= INLINE_MAX_ITEMS {
+            self.shared.quick(settle).await?
+        } else {
+            self.shared.run(settle).await?
+        };
         for (t, r) in tokens.iter().zip(&results) {
             let gone = match r {
                 Ok(()) => true,
@@ -372,7 +425,12 @@ impl JobsService {
             .map_err(bad)?;
         let t2 = tokens.clone();
         let worker = r.worker_id;
-        let results = self.shared.run(move |q| q.extend(&t2, &worker)).await?;
+        let beat = move |q: &Queue| q.extend(&t2, &worker);
+        let results = if tokens.len() <= INLINE_MAX_ITEMS {
+            self.shared.quick(beat).await?
+        } else {
+            self.shared.run(beat).await?
+        };
         let mut out = Vec::with_capacity(results.len());
         for (t, r) in tokens.iter().zip(results) {
             out.push(match r {
@@ -412,7 +470,7 @@ impl Jobs for JobsService {
             let job = cv::new_job_from_pb(job).map_err(bad)?;
             let e = self
                 .shared
-                .run(move |q| q.enqueue(&job.kind, &job.payload, job.options))
+                .quick(move |q| q.enqueue(&job.kind, &job.payload, job.options))
                 .await?;
             Ok(pb::EnqueueResponse {
                 enqueued: Some(cv::enqueued_to_pb(&e)),
@@ -434,7 +492,11 @@ impl Jobs for JobsService {
                 .map(cv::new_job_from_pb)
                 .collect::<Result<Vec<_>>>()
                 .map_err(bad)?;
-            let e = self.shared.run(move |q| q.enqueue_many(jobs)).await?;
+            let e = if jobs.len() <= INLINE_MAX_ITEMS {
+                self.shared.quick(move |q| q.enqueue_many(jobs)).await?
+            } else {
+                self.shared.run(move |q| q.enqueue_many(jobs)).await?
+            };
             Ok(pb::EnqueueManyResponse {
                 enqueued: e.iter().map(cv::enqueued_to_pb).collect(),
             })
@@ -500,7 +562,7 @@ impl Jobs for JobsService {
             let delay = r.delay_ms.map(std::time::Duration::from_millis);
             let res = self
                 .shared
-                .run(move |q| match delay {
+                .quick(move |q| match delay {
                     None => q.release(&token),
                     Some(d) => q.snooze(&token, d),
                 })
@@ -518,7 +580,7 @@ impl Jobs for JobsService {
     ) -> Result<Response<pb::RetryResponse>, Status> {
         let r = async {
             let id = cv::id_from_pb(&req.into_inner().id).map_err(bad)?;
-            self.shared.run(move |q| q.retry(&id)).await?;
+            self.shared.quick(move |q| q.retry(&id)).await?;
             Ok(pb::RetryResponse {})
         }
         .await;
@@ -528,7 +590,7 @@ impl Jobs for JobsService {
     async fn get(&self, req: Request<pb::GetRequest>) -> Result<Response<pb::GetResponse>, Status> {
         let r = async {
             let id = cv::id_from_pb(&req.into_inner().id).map_err(bad)?;
-            let j = self.shared.run(move |q| q.get(&id)).await?;
+            let j = self.shared.quick(move |q| q.get(&id)).await?;
             Ok(pb::GetResponse {
                 job: j.map(cv::job_info_to_pb),
             })
