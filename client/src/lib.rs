@@ -16,11 +16,18 @@
 //!
 //! # Blocking
 //!
-//! Every method blocks the calling thread: the client owns a small tokio
-//! runtime (two threads) and runs each call on it. Call it from plain
-//! threads (or a tokio `spawn_blocking` closure); called from inside a
-//! tokio runtime's async context it does not block (which would panic or
-//! stall that runtime) but answers `InvalidArgument` saying so.
+//! Every method blocks the calling thread: the client owns a
+//! current-thread tokio runtime that each call drives on the calling
+//! thread (the request is written and the answer read there, with no
+//! hand-off to another thread); a keeper thread drives the connection
+//! between calls. Call it from plain threads (or a tokio `spawn_blocking`
+//! closure), several at once if you like; called from inside a tokio
+//! runtime's async context it does not block (which would panic or stall
+//! that runtime) but answers `InvalidArgument` saying so.
+//!
+//! URLs: `http://host:port`, `https://host:port` (TLS) or `unix:PATH` (a
+//! server's Unix-domain socket on this machine, `telha serve --listen
+//! unix:PATH`).
 //!
 //! # Errors
 //!
@@ -150,25 +157,44 @@ fn invalid(msg: String) -> Error {
 }
 
 impl RemoteQueue {
-    /// Connect to the server at `url` (`http://host:port`, or `https://…`
-    /// for TLS) and check that it answers.
+    /// Connect to the server at `url` (`http://host:port`, `https://…`
+    /// for TLS, or `unix:/path/to.sock` for a server's Unix-domain socket
+    /// on this machine) and check that it answers.
     ///
     /// Errors: `InvalidArgument` for a malformed URL, a scheme other than
-    /// http/https, a token that is not a valid header value or TLS settings
-    /// that do not load; `Storage` when the server cannot be reached within
+    /// http/https/unix, a `unix:` URL without a path or with TLS settings,
+    /// a token that is not a valid header value or TLS settings that do not
+    /// load; `Storage` when the server cannot be reached within
     /// `connect_timeout` (the message names the URL).
     pub fn connect(url: &str, options: ConnectOptions) -> Result<RemoteQueue> {
         not_in_runtime()?;
         let url = url.trim().trim_end_matches('/').to_string();
         let mut endpoint = Endpoint::from_shared(url.clone())
             .map_err(|e| invalid(format!("server URL {url:?}: {e}")))?;
-        let scheme = endpoint.uri().scheme_str().unwrap_or("").to_string();
-        if scheme != "http" && scheme != "https" {
+        let unix = url.starts_with("unix:");
+        let scheme = if unix {
+            let path = url.trim_start_matches("unix:").trim_start_matches("//");
+            if path.is_empty() {
+                return Err(invalid(format!(
+                    "server URL {url:?}: unix: needs a socket path (unix:/run/telha.sock)"
+                )));
+            }
+            if options.ca_cert_pem.is_some() || options.tls_domain.is_some() {
+                return Err(invalid(format!(
+                    "server URL {url:?}: a Unix socket is served without TLS; \
+                     ca_cert / tls_domain apply to https:// only"
+                )));
+            }
+            "unix".to_string()
+        } else {
+            endpoint.uri().scheme_str().unwrap_or("").to_string()
+        };
+        if scheme != "http" && scheme != "https" && scheme != "unix" {
             return Err(invalid(format!(
-                "server URL {url:?}: the scheme must be http:// or https://"
+                "server URL {url:?}: the scheme must be http://, https:// or unix:"
             )));
         }
-        if endpoint.uri().host().is_none() {
+        if !unix && endpoint.uri().host().is_none() {
             return Err(invalid(format!("server URL {url:?} has no host")));
         }
         endpoint = endpoint
