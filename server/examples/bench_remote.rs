@@ -158,7 +158,25 @@ fn main() {
         println!("| {name} | {p50:.1} | {p99:.1} | {mean:.1} | {r1:.0} | {r4:.0} |");
         p50s.push((p50, r1));
     }
+    let echo_sock = dir.path().join("echo.sock");
+    let mut floor = Vec::new();
+    for (name, unix) in [
+        ("raw socket round trip, TCP loopback", None),
+        (
+            "raw socket round trip, Unix socket",
+            Some(echo_sock.as_path()),
+        ),
+    ] {
+        let (p50, p99, mean) = latency::summary(latency::echo_latencies(unix, lat_n));
+        println!("| {name} | {p50:.1} | {p99:.1} | {mean:.1} | | |");
+        floor.push(p50);
+    }
     let (core, tcp, uds) = (p50s[0], p50s[1], p50s[2]);
+    println!(
+        "RPC p50 over the raw round trip of the same transport (same run): TCP {:.1}x, Unix {:.1}x",
+        tcp.0 / floor[0],
+        uds.0 / floor[1]
+    );
     println!(
         "p50 over TCP {:.1} µs ({:.1}x the core call; target <= 60 µs: {}), over the Unix socket \
          {:.1} µs ({:.2}x TCP); 1-thread rate {:.2}x (TCP) and {:.2}x (Unix) the core's",

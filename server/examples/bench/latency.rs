@@ -60,3 +60,58 @@ pub fn enqueue_rate(
     });
     (per * threads) as f64 / t.elapsed().as_secs_f64()
 }
+
+/// The transport's floor on this machine, same run: `n` round trips of a
+/// 64-byte message between two threads over a blocking socket pair (no
+/// HTTP/2, no runtime), TCP loopback with TCP_NODELAY or a Unix socket.
+pub fn echo_latencies(unix: Option<&std::path::Path>, n: usize) -> Vec<Duration> {
+    use std::io::{Read, Write};
+    fn pingpong<S: Read + Write>(mut s: S, n: usize) -> Vec<Duration> {
+        let mut buf = [7u8; 64];
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n + n / 10 {
+            let t = Instant::now();
+            s.write_all(&buf).expect("echo write");
+            s.read_exact(&mut buf).expect("echo read");
+            if i >= n / 10 {
+                out.push(t.elapsed());
+            }
+        }
+        out
+    }
+    fn echo<S: Read + Write>(mut s: S) {
+        let mut buf = [0u8; 64];
+        while s.read_exact(&mut buf).is_ok() {
+            if s.write_all(&buf).is_err() {
+                break;
+            }
+        }
+    }
+    match unix {
+        Some(path) => {
+            let _ = std::fs::remove_file(path);
+            let l = std::os::unix::net::UnixListener::bind(path).expect("echo bind");
+            let srv = std::thread::spawn(move || echo(l.accept().expect("accept").0));
+            let c = std::os::unix::net::UnixStream::connect(path).expect("echo connect");
+            let v = pingpong(&c, n);
+            drop(c);
+            let _ = srv.join();
+            v
+        }
+        None => {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("echo bind");
+            let at = l.local_addr().expect("echo addr");
+            let srv = std::thread::spawn(move || {
+                let s = l.accept().expect("accept").0;
+                s.set_nodelay(true).expect("nodelay");
+                echo(s)
+            });
+            let c = std::net::TcpStream::connect(at).expect("echo connect");
+            c.set_nodelay(true).expect("nodelay");
+            let v = pingpong(&c, n);
+            drop(c);
+            let _ = srv.join();
+            v
+        }
+    }
+}
