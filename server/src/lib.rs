@@ -46,6 +46,7 @@ mod http_metrics;
 mod listen;
 mod poll;
 mod service;
+mod settle;
 mod stats;
 
 use std::net::SocketAddr;
