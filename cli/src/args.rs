@@ -64,10 +64,15 @@ pub enum Top {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// host:port to listen on; port 0 picks one. A non-loopback address
-    /// needs a token (--token-file or TELHA_TOKEN).
-    #[arg(long, default_value = "127.0.0.1:7450", value_name = "ADDR")]
-    pub listen: String,
+    /// host:port to listen on (port 0 picks one), or unix:PATH for a
+    /// Unix-domain socket; repeat it to listen on several at once. A
+    /// non-loopback address needs a token (--token-file or TELHA_TOKEN)
+    /// [default: $TELHA_LISTEN (comma-separated), else 127.0.0.1:7450].
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Vec<String>,
+    /// The permission bits (octal) of the Unix sockets it creates.
+    #[arg(long, default_value = "600", value_parser = parse_mode, value_name = "MODE")]
+    pub socket_mode: u32,
     /// Serve TLS with this certificate chain (PEM); needs --tls-key.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -253,6 +258,16 @@ fn parse_state(s: &str) -> Result<State, String> {
 
 fn parse_kind(s: &str) -> Result<KindPattern, String> {
     s.parse().map_err(|e: telha_jobs::Error| reason(e))
+}
+
+fn parse_mode(s: &str) -> Result<u32, String> {
+    let digits = s.strip_prefix("0o").unwrap_or(s);
+    match u32::from_str_radix(digits, 8) {
+        Ok(m) if m <= 0o777 => Ok(m),
+        _ => Err(format!(
+            "{s:?} is not a permission mode; write it in octal, 0 to 777 (\"600\", \"660\")"
+        )),
+    }
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use telha_jobs::{Config, Queue};
-use telha_jobs_server::{serve, ServeOptions, TlsPem};
+use telha_jobs_server::{serve, ServeOptions, TlsPem, LISTEN_DEFAULT};
 
 use crate::args::ServeArgs;
 use crate::store::{Exit, Failure};
@@ -52,11 +52,13 @@ fn serve_until_signal(a: ServeArgs, db: &Path, token: Option<String>) -> Result<
     let config = Config::load(None).map_err(|e| Failure::usage(format!("configuration: {e}")))?;
     // A locked store fails here: exit 3, the holder's pid in the message.
     let q = Queue::open(db, config)?;
-    let scheme = if tls.is_some() { "https" } else { "http" };
+    let mut listen = listen_addresses(a.listen)?.into_iter();
     let handle = serve(
         q.clone(),
         ServeOptions {
-            listen: a.listen,
+            listen: listen.next().unwrap_or_else(|| LISTEN_DEFAULT.into()),
+            also_listen: listen.collect(),
+            socket_mode: a.socket_mode,
             token,
             tls,
             metrics_listen: a.metrics_listen,
@@ -66,7 +68,11 @@ fn serve_until_signal(a: ServeArgs, db: &Path, token: Option<String>) -> Result<
     .inspect_err(|_| q.close())?;
     {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "listening on {scheme}://{}", handle.local_addr());
+        let tls = handle.tls();
+        for (i, at) in handle.addresses().iter().enumerate() {
+            let also = if i == 0 { "" } else { "also " };
+            let _ = writeln!(out, "{also}listening on {}", at.url(tls));
+        }
         if let Some(m) = handle.metrics_addr() {
             let _ = writeln!(out, "metrics on http://{m}/metrics");
         }
@@ -82,6 +88,29 @@ fn serve_until_signal(a: ServeArgs, db: &Path, token: Option<String>) -> Result<
     handle.shutdown(a.grace);
     q.close();
     Ok(())
+}
+
+/// `--listen` (repeated), else `$TELHA_LISTEN` (comma-separated), else
+/// the default address.
+fn listen_addresses(given: Vec<String>) -> Result<Vec<String>, Failure> {
+    if !given.is_empty() {
+        return Ok(given);
+    }
+    let Ok(env) = std::env::var("TELHA_LISTEN") else {
+        return Ok(vec![LISTEN_DEFAULT.into()]);
+    };
+    let list: Vec<String> = env
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(String::from)
+        .collect();
+    if list.is_empty() {
+        return Err(Failure::usage(
+            "TELHA_LISTEN is set but names no address (host:port or unix:PATH, comma-separated)",
+        ));
+    }
+    Ok(list)
 }
 
 fn wait_for_signal() -> Result<(), Failure> {

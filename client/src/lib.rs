@@ -16,11 +16,18 @@
 //!
 //! # Blocking
 //!
-//! Every method blocks the calling thread: the client owns a small tokio
-//! runtime (two threads) and runs each call on it. Call it from plain
-//! threads (or a tokio `spawn_blocking` closure); called from inside a
-//! tokio runtime's async context it does not block (which would panic or
-//! stall that runtime) but answers `InvalidArgument` saying so.
+//! Every method blocks the calling thread: the client owns a
+//! current-thread tokio runtime that each call drives on the calling
+//! thread (the request is written and the answer read there, with no
+//! hand-off to another thread); a keeper thread drives the connection
+//! between calls. Call it from plain threads (or a tokio `spawn_blocking`
+//! closure), several at once if you like; called from inside a tokio
+//! runtime's async context it does not block (which would panic or stall
+//! that runtime) but answers `InvalidArgument` saying so.
+//!
+//! URLs: `http://host:port`, `https://host:port` (TLS) or `unix:PATH` (a
+//! server's Unix-domain socket on this machine, `telha serve --listen
+//! unix:PATH`).
 //!
 //! # Errors
 //!
@@ -33,6 +40,7 @@
 
 #![warn(missing_docs)]
 
+mod driver;
 mod store;
 mod stream;
 
@@ -120,21 +128,11 @@ pub(crate) type Client = JobsClient<InterceptedService<Channel, Auth>>;
 
 pub(crate) struct Inner {
     pub(crate) url: String,
-    rt: Option<tokio::runtime::Runtime>,
+    rt: driver::Driver,
     pub(crate) client: Client,
     closed: AtomicBool,
     close_tx: watch::Sender<bool>,
     request_timeout: Option<Duration>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        // Never blocks, so the last clone may be dropped anywhere (even
-        // inside another runtime).
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_background();
-        }
-    }
 }
 
 /// A client of a telha-jobs server: the queue's operations over gRPC.
@@ -159,25 +157,44 @@ fn invalid(msg: String) -> Error {
 }
 
 impl RemoteQueue {
-    /// Connect to the server at `url` (`http://host:port`, or `https://…`
-    /// for TLS) and check that it answers.
+    /// Connect to the server at `url` (`http://host:port`, `https://…`
+    /// for TLS, or `unix:/path/to.sock` for a server's Unix-domain socket
+    /// on this machine) and check that it answers.
     ///
     /// Errors: `InvalidArgument` for a malformed URL, a scheme other than
-    /// http/https, a token that is not a valid header value or TLS settings
-    /// that do not load; `Storage` when the server cannot be reached within
+    /// http/https/unix, a `unix:` URL without a path or with TLS settings,
+    /// a token that is not a valid header value or TLS settings that do not
+    /// load; `Storage` when the server cannot be reached within
     /// `connect_timeout` (the message names the URL).
     pub fn connect(url: &str, options: ConnectOptions) -> Result<RemoteQueue> {
         not_in_runtime()?;
         let url = url.trim().trim_end_matches('/').to_string();
         let mut endpoint = Endpoint::from_shared(url.clone())
             .map_err(|e| invalid(format!("server URL {url:?}: {e}")))?;
-        let scheme = endpoint.uri().scheme_str().unwrap_or("").to_string();
-        if scheme != "http" && scheme != "https" {
+        let unix = url.starts_with("unix:");
+        let scheme = if unix {
+            let path = url.trim_start_matches("unix:").trim_start_matches("//");
+            if path.is_empty() {
+                return Err(invalid(format!(
+                    "server URL {url:?}: unix: needs a socket path (unix:/run/telha.sock)"
+                )));
+            }
+            if options.ca_cert_pem.is_some() || options.tls_domain.is_some() {
+                return Err(invalid(format!(
+                    "server URL {url:?}: a Unix socket is served without TLS; \
+                     ca_cert / tls_domain apply to https:// only"
+                )));
+            }
+            "unix".to_string()
+        } else {
+            endpoint.uri().scheme_str().unwrap_or("").to_string()
+        };
+        if scheme != "http" && scheme != "https" && scheme != "unix" {
             return Err(invalid(format!(
-                "server URL {url:?}: the scheme must be http:// or https://"
+                "server URL {url:?}: the scheme must be http://, https:// or unix:"
             )));
         }
-        if endpoint.uri().host().is_none() {
+        if !unix && endpoint.uri().host().is_none() {
             return Err(invalid(format!("server URL {url:?} has no host")));
         }
         endpoint = endpoint
@@ -207,15 +224,10 @@ impl RemoteQueue {
                 )?))
             }
         };
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("telha-client")
-            .enable_all()
-            .build()
-            .map_err(|e| Error::Storage(format!("client runtime: {e}")))?;
+        let rt = driver::Driver::new()?;
         let timeout = options.connect_timeout;
         let channel = rt
-            .block_on(async { tokio::time::timeout(timeout, endpoint.connect()).await })
+            .block_on(async { tokio::time::timeout(timeout, endpoint.connect()).await })?
             .map_err(|_| {
                 Error::Storage(format!(
                     "cannot reach telha server at {url}: no answer within {timeout:?}"
@@ -237,7 +249,7 @@ impl RemoteQueue {
         Ok(RemoteQueue {
             inner: Arc::new(Inner {
                 url,
-                rt: Some(rt),
+                rt,
                 client,
                 closed: AtomicBool::new(false),
                 close_tx,
@@ -298,14 +310,13 @@ impl RemoteQueue {
     /// the client is closed meanwhile.
     pub(crate) fn block<T>(&self, f: impl std::future::Future<Output = T> + Send) -> Result<T> {
         not_in_runtime()?;
-        let rt = self.inner.rt.as_ref().ok_or(Error::Closed)?;
         let mut closed = self.closed_rx();
-        rt.block_on(async move {
+        self.inner.rt.block_on(async move {
             tokio::select! {
                 r = f => Ok(r),
                 _ = closed.wait_for(|c| *c) => Err(Error::Closed),
             }
-        })
+        })?
     }
 
     /// One unary call with the request deadline, its status mapped.

@@ -238,7 +238,10 @@ class Server {
   }
 
   get address () { return this.#native.address }
-  get url () { return `${this.#native.tls ? 'https' : 'http'}://${this.#native.address}` }
+  get url () {
+    const a = this.#native.address
+    return a.startsWith('unix:') ? a : `${this.#native.tls ? 'https' : 'http'}://${a}`
+  }
   get metricsAddress () { return this.#native.metricsAddress }
   get running () { return this.#native.running }
 

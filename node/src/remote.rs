@@ -70,7 +70,8 @@ fn serve_options(o: NativeServeOptions) -> Result<ServeOptions, Failure> {
 
 #[napi]
 impl NativeQueue {
-    /// Connect to a `telha serve` server at `url`.
+    /// Connect to a `telha serve` server at `url` (`http://host:port`,
+    /// `https://…`, or `unix:/path/to.sock` for its Unix socket).
     #[napi(ts_return_type = "Promise<NativeQueue>")]
     pub fn connect(
         env: Env,
@@ -147,7 +148,7 @@ pub struct NativeServer {
 impl NativeServer {
     fn new((h, tls): (ServerHandle, bool)) -> Self {
         NativeServer {
-            address: h.local_addr().to_string(),
+            address: h.address().to_string(),
             metrics_address: h.metrics_addr().map(|a| a.to_string()),
             tls,
             handle: Arc::new(Mutex::new(Some(h))),

@@ -21,9 +21,10 @@ use crate::{args, task};
 /// How long `Server.stop()` lets in-flight calls finish by default.
 const STOP_GRACE_DEFAULT: Duration = Duration::from_secs(5);
 
-/// Connect to a `telha serve` server (`url`: `http://host:port`, or
-/// `https://` for TLS). Returns a `Queue` with the same methods, types and
-/// errors as an embedded one. `token`: the server's bearer token (default:
+/// Connect to a `telha serve` server (`url`: `http://host:port`,
+/// `https://` for TLS, or `unix:/path/to.sock` for its Unix socket).
+/// Returns a `Queue` with the same methods, types and errors as an
+/// embedded one. `token`: the server's bearer token (default:
 /// `$TELHA_TOKEN`). `timeout`: how long to try to reach the server (seconds
 /// or a timedelta, at most `limits.MAX_DURATION`) before raising
 /// `StorageError`. `ca_cert`: for `https://`, a PEM file of
@@ -112,7 +113,7 @@ pub fn serve(
     options.metrics_listen = metrics_listen;
     let handle = task::run(py, move || telha_jobs_server::serve(queue, options))?;
     Ok(Server {
-        address: handle.local_addr().to_string(),
+        address: handle.address().to_string(),
         metrics_address: handle.metrics_addr().map(|a| a.to_string()),
         handle: Mutex::new(Some(handle)),
         scheme,
@@ -156,6 +157,9 @@ impl Server {
     /// The URL to pass to `telha_jobs.connect`.
     #[getter]
     fn url(&self) -> String {
+        if self.address.starts_with("unix:") {
+            return self.address.clone(); // a Unix socket: `unix:PATH`
+        }
         format!("{}://{}", self.scheme, self.address)
     }
 

@@ -7,7 +7,10 @@
 //! the same code over `&dyn JobStore`, once on an embedded `Queue` and once
 //! on a `RemoteQueue` of an in-process server (loopback TCP, HTTP/2), with
 //! 1 and 16 concurrent clients (threads; remote clients each have their
-//! own connection):
+//! own connection). Before them, one unary RPC (a single `enqueue`):
+//! p50 / p99 in process, over loopback TCP and over a Unix socket, and the
+//! single-call rate of 1 and 4 threads (`bench/latency.rs`;
+//! `--latency-only` stops after it):
 //!
 //! - unbatched: `enqueue`, `lease_next`, `complete`, one job at a time;
 //! - batched: `enqueue_many(B)`, `lease_many(B)`, `complete_many(B)`.
@@ -21,6 +24,9 @@ use std::time::{Duration, Instant};
 use telha_jobs::{Config, EnqueueOptions, JobStore, LeaseOptions, NewJob, Queue};
 use telha_jobs_client::{ConnectOptions, RemoteQueue};
 use telha_jobs_server::{serve, ServeOptions};
+
+#[path = "bench/latency.rs"]
+mod latency;
 
 const PAYLOAD: &[u8] = b"{\"doc\":\"s3://bucket/key/0001.pdf\",\"tenant\":42,\"pages\":12}";
 
@@ -102,17 +108,90 @@ fn main() {
         served.clone(),
         ServeOptions {
             listen: "127.0.0.1:0".into(),
+            also_listen: vec![format!("unix:{}", dir.path().join("bench.sock").display())],
             ..ServeOptions::default()
         },
     )
     .expect("serve");
-    let url = format!("http://{}", server.local_addr());
+    let url = server.url();
+    let unix_url = server.addresses()[1].url(false);
 
     let make_local = || Arc::new(local.clone()) as Arc<dyn JobStore>;
     let make_remote = || {
         Arc::new(RemoteQueue::connect(&url, ConnectOptions::default()).expect("connect"))
             as Arc<dyn JobStore>
     };
+    let lat_n = if quick { 2_000 } else { 20_000 };
+    println!(
+        "one unary RPC (a single enqueue), n = {lat_n}, payload {} B",
+        PAYLOAD.len()
+    );
+    println!("| path | p50 µs | p99 µs | mean µs | calls/s, 1 thread | calls/s, 4 threads |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let rows: Vec<(&str, latency::Make)> = vec![
+        (
+            "in-process core",
+            Box::new(|| Box::new(local.clone()) as Box<dyn JobStore>),
+        ),
+        (
+            "remote, TCP loopback",
+            Box::new(|| {
+                Box::new(RemoteQueue::connect(&url, ConnectOptions::default()).expect("connect"))
+                    as Box<dyn JobStore>
+            }),
+        ),
+        (
+            "remote, Unix socket",
+            Box::new(|| {
+                Box::new(
+                    RemoteQueue::connect(&unix_url, ConnectOptions::default()).expect("connect"),
+                ) as Box<dyn JobStore>
+            }),
+        ),
+    ];
+    let mut p50s = Vec::new();
+    for (name, make) in &rows {
+        let (p50, p99, mean) =
+            latency::summary(latency::enqueue_latencies(make().as_ref(), lat_n, PAYLOAD));
+        let r1 = latency::enqueue_rate(1, lat_n, make.as_ref(), PAYLOAD);
+        let r4 = latency::enqueue_rate(4, lat_n, make.as_ref(), PAYLOAD);
+        println!("| {name} | {p50:.1} | {p99:.1} | {mean:.1} | {r1:.0} | {r4:.0} |");
+        p50s.push((p50, r1));
+    }
+    let echo_sock = dir.path().join("echo.sock");
+    let mut floor = Vec::new();
+    for (name, unix) in [
+        ("raw socket round trip, TCP loopback", None),
+        (
+            "raw socket round trip, Unix socket",
+            Some(echo_sock.as_path()),
+        ),
+    ] {
+        let (p50, p99, mean) = latency::summary(latency::echo_latencies(unix, lat_n));
+        println!("| {name} | {p50:.1} | {p99:.1} | {mean:.1} | | |");
+        floor.push(p50);
+    }
+    let (core, tcp, uds) = (p50s[0], p50s[1], p50s[2]);
+    println!(
+        "RPC p50 over the raw round trip of the same transport (same run): TCP {:.1}x, Unix {:.1}x",
+        tcp.0 / floor[0],
+        uds.0 / floor[1]
+    );
+    println!(
+        "p50 over TCP {:.1} µs ({:.1}x the core call; target <= 60 µs: {}), over the Unix socket \
+         {:.1} µs ({:.2}x TCP); 1-thread rate {:.2}x (TCP) and {:.2}x (Unix) the core's",
+        tcp.0,
+        tcp.0 / core.0,
+        if tcp.0 <= 60.0 { "met" } else { "NOT met" },
+        uds.0,
+        uds.0 / tcp.0,
+        tcp.1 / core.1,
+        uds.1 / core.1
+    );
+    if std::env::args().any(|a| a == "--latency-only") {
+        return;
+    }
+
     fn unb(s: &dyn JobStore, n: usize, w: &str) {
         unbatched(s, n, w)
     }

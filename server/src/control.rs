@@ -14,7 +14,7 @@ impl JobsService {
     ) -> Result<pb::CancelResponse, Status> {
         let id = cv::id_from_pb(&r.id).map_err(bad)?;
         let reason = r.reason;
-        let outcome = self.shared.run(move |q| q.cancel(&id, &reason)).await?;
+        let outcome = self.shared.quick(move |q| q.cancel(&id, &reason)).await?;
         Ok(pb::CancelResponse {
             outcome: cv::cancel_outcome_to_pb(outcome) as i32,
         })
@@ -38,7 +38,7 @@ impl JobsService {
         r: pb::DeleteRequest,
     ) -> Result<pb::DeleteResponse, Status> {
         let id = cv::id_from_pb(&r.id).map_err(bad)?;
-        self.shared.run(move |q| q.delete(&id)).await?;
+        self.shared.quick(move |q| q.delete(&id)).await?;
         Ok(pb::DeleteResponse {})
     }
 

@@ -8,15 +8,21 @@
 //!
 //! let q = Queue::open("/tmp/telha-served", Config::default())?;
 //! let server = serve(q, ServeOptions::default())?; // 127.0.0.1:7450
-//! println!("serving on {}", server.local_addr());
+//! println!("serving on {}", server.url());
 //! // ... later:
 //! server.shutdown(std::time::Duration::from_secs(5));
 //! # Ok::<(), telha_jobs::Error>(())
 //! ```
 //!
 //! The server runs on its own tokio runtime (two worker threads, on a
-//! thread of its own), so any host can start it; every core call runs on
-//! the runtime's blocking pool, never on the async workers. The protocol is
+//! thread of its own), so any host can start it. A short core call (one
+//! job, or a batch of at most 16) runs inline on the async worker when the
+//! store does not fsync per write (`sync_writes = false`, the default): it
+//! takes microseconds, less than a hand-off to the blocking pool and back.
+//! Waiting leases, scans (list, stats, purge, ...), larger batches and
+//! every call of a `sync_writes` store run on the blocking pool. The
+//! server listens on TCP addresses and Unix-domain sockets
+//! (`unix:/run/telha.sock`), one or several at once. The protocol is
 //! `proto/telha/jobs/v1/jobs.proto`; clients are `telha-jobs-client`'s
 //! `RemoteQueue`, or any gRPC client generated from that file.
 //!
@@ -24,7 +30,9 @@
 //!
 //! A listener on a non-loopback address without a token is refused at
 //! [`serve`] time (`InvalidArgument`): the queue accepts arbitrary work, so
-//! it is never exposed without authentication by accident. With a token,
+//! it is never exposed without authentication by accident. A Unix socket
+//! needs no token: its file mode ([`ServeOptions::socket_mode`], owner only
+//! by default) decides who connects; it is served without TLS. With a token,
 //! every RPC must carry `authorization: Bearer <token>` (compared in constant
 //! time) or is answered `UNAUTHENTICATED`; the `/metrics` endpoint asks for
 //! the same header then. TLS (rustls, ring) is on when a certificate and key
@@ -35,11 +43,13 @@
 mod auth;
 mod control;
 mod http_metrics;
+mod listen;
 mod poll;
 mod service;
+mod settle;
 mod stats;
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -51,6 +61,8 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
+use listen::{Bound, UnixIncoming};
+pub use listen::{ListenAddr, SOCKET_MODE_DEFAULT};
 pub use stats::ServerStats;
 
 /// The default listen address: loopback only, so no token is needed.
@@ -85,8 +97,15 @@ impl std::fmt::Debug for TlsPem {
 #[derive(Clone)]
 pub struct ServeOptions {
     /// `host:port` to listen on; port 0 picks a free port (see
-    /// [`ServerHandle::local_addr`]). A non-loopback address needs `token`.
+    /// [`ServerHandle::addresses`]). A non-loopback address needs `token`.
+    /// `unix:PATH` listens on a Unix-domain socket instead.
     pub listen: String,
+    /// More addresses to listen on at once, same syntax (a TCP port and a
+    /// Unix socket, say); [`ServerHandle::addresses`] lists `listen` first.
+    pub also_listen: Vec<String>,
+    /// The permission bits of the Unix sockets it creates
+    /// ([`SOCKET_MODE_DEFAULT`], `0o600`: the owner only).
+    pub socket_mode: u32,
     /// The bearer token every call must carry; `None` accepts every call
     /// (loopback listeners only).
     pub token: Option<String>,
@@ -103,6 +122,8 @@ impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
             listen: LISTEN_DEFAULT.into(),
+            also_listen: Vec::new(),
+            socket_mode: SOCKET_MODE_DEFAULT,
             token: None,
             tls: None,
             metrics_listen: None,
@@ -115,6 +136,8 @@ impl std::fmt::Debug for ServeOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServeOptions")
             .field("listen", &self.listen)
+            .field("also_listen", &self.also_listen)
+            .field("socket_mode", &format_args!("{:o}", self.socket_mode))
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("tls", &self.tls)
             .field("metrics_listen", &self.metrics_listen)
@@ -128,7 +151,8 @@ impl std::fmt::Debug for ServeOptions {
 /// queue: it belongs to the caller.
 #[derive(Debug)]
 pub struct ServerHandle {
-    local_addr: SocketAddr,
+    addresses: Vec<ListenAddr>,
+    tls: bool,
     metrics_addr: Option<SocketAddr>,
     stop: Option<oneshot::Sender<Duration>>,
     thread: Option<JoinHandle<()>>,
@@ -136,10 +160,31 @@ pub struct ServerHandle {
 }
 
 impl ServerHandle {
-    /// The address the gRPC listener is bound to (the picked port when the
-    /// listen address had port 0).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+    /// The first TCP address the gRPC service is bound to (the picked
+    /// port when the listen address had port 0); `None` when it listens on
+    /// Unix sockets only.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.addresses.iter().find_map(|a| match a {
+            ListenAddr::Tcp(t) => Some(*t),
+            ListenAddr::Unix(_) => None,
+        })
+    }
+    /// Every address the gRPC service listens on, `listen` first.
+    pub fn addresses(&self) -> &[ListenAddr] {
+        &self.addresses
+    }
+    /// Whether its TCP listeners serve TLS.
+    pub fn tls(&self) -> bool {
+        self.tls
+    }
+    /// The first one (`ServeOptions::listen`'s).
+    pub fn address(&self) -> &ListenAddr {
+        &self.addresses[0]
+    }
+    /// The URL clients connect to for [`ServerHandle::address`]:
+    /// `http://host:port`, `https://host:port` with TLS, or `unix:PATH`.
+    pub fn url(&self) -> String {
+        self.address().url(self.tls)
     }
     /// The `/metrics` listener's address, when one was asked for.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
@@ -173,36 +218,15 @@ impl Drop for ServerHandle {
     }
 }
 
-fn resolve(what: &str, addr: &str) -> Result<SocketAddr> {
-    addr.to_socket_addrs()
-        .map_err(|e| Error::InvalidArgument(format!("{what} address {addr:?}: {e}")))?
-        .next()
-        .ok_or_else(|| {
-            Error::InvalidArgument(format!("{what} address {addr:?} resolves to nothing"))
-        })
-}
-
-fn bind(what: &str, addr: SocketAddr, token: &Option<String>) -> Result<std::net::TcpListener> {
-    if !addr.ip().is_loopback() && token.is_none() {
-        return Err(Error::InvalidArgument(format!(
-            "refusing to serve {what} on {addr} without a token: a non-loopback listener \
-             requires one (--token-file or TELHA_TOKEN), or listen on 127.0.0.1"
-        )));
-    }
-    let l = std::net::TcpListener::bind(addr)
-        .map_err(|e| Error::Storage(format!("cannot listen on {addr} ({what}): {e}")))?;
-    l.set_nonblocking(true)
-        .map_err(|e| Error::Storage(format!("listener on {addr}: {e}")))?;
-    Ok(l)
-}
-
 /// Start serving `store` in this process, on a runtime thread of its own;
 /// returns once the listeners are bound.
 ///
 /// Errors: `InvalidArgument` for an unparsable address, a non-loopback
-/// listener without a token, an empty token or a TLS certificate/key that
-/// does not load; `Storage` when an address cannot be bound; `Closed` when
-/// the queue is closed.
+/// listener without a token, an empty token, a TLS certificate/key that
+/// does not load, a Unix path that exists and is not a socket, a socket
+/// mode over `0o777` or a Unix `/metrics` address; `Storage` when an
+/// address cannot be bound (in use, a live server's socket at a Unix path
+/// included: a stale one is replaced); `Closed` when the queue is closed.
 pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
     if options
         .token
@@ -216,20 +240,35 @@ pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
         .max_payload_bytes
         .saturating_add(1 << 20)
         .max(MESSAGE_LIMIT_MIN);
-    let grpc = bind("gRPC", resolve("listen", &options.listen)?, &options.token)?;
-    let local_addr = grpc
-        .local_addr()
-        .map_err(|e| Error::Storage(format!("listener address: {e}")))?;
+    let has_token = options.token.is_some();
+    let mut grpc = Vec::new();
+    let mut addresses = Vec::new();
+    for a in std::iter::once(&options.listen).chain(&options.also_listen) {
+        let (b, at) = listen::bind("gRPC", a, has_token, options.socket_mode)?;
+        grpc.push(b);
+        addresses.push(at);
+    }
     let metrics = match &options.metrics_listen {
-        Some(a) => Some(bind("/metrics", resolve("metrics", a)?, &options.token)?),
+        Some(a) if listen::unix_path(a.trim()).is_some() => {
+            return Err(Error::InvalidArgument(format!(
+                "metrics address {a:?}: /metrics is served over TCP only (host:port)"
+            )))
+        }
+        Some(a) => match listen::bind("/metrics", a, has_token, options.socket_mode)? {
+            (Bound::Tcp(l), _) => Some(l),
+            (Bound::Unix(..), _) => None,
+        },
         None => None,
     };
     let metrics_addr = metrics.as_ref().and_then(|l| l.local_addr().ok());
 
-    let mut builder = Server::builder()
+    // Plain HTTP/2 for Unix sockets (never TLS: the socket does not leave
+    // the machine); TCP listeners get TLS when it is configured.
+    let plain = Server::builder()
         .tcp_nodelay(true)
         .http2_keepalive_interval(Some(Duration::from_secs(20)))
         .http2_keepalive_timeout(Some(Duration::from_secs(20)));
+    let mut builder = plain.clone();
     if let Some(tls) = &options.tls {
         builder = builder
             .tls_config(
@@ -259,14 +298,22 @@ pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
         .name("telha-server".into())
         .spawn(move || {
             let grace = rt.block_on(run(
-                shared, builder, grpc, metrics, token, limit, closing_tx, stop_rx,
+                shared,
+                [builder, plain],
+                grpc,
+                metrics,
+                token,
+                limit,
+                closing_tx,
+                stop_rx,
             ));
             rt.shutdown_timeout(grace);
         })
         .map_err(|e| Error::Storage(format!("server thread: {e}")))?;
 
     Ok(ServerHandle {
-        local_addr,
+        addresses,
+        tls: options.tls.is_some(),
         metrics_addr,
         stop: Some(stop_tx),
         thread: Some(thread),
@@ -277,19 +324,14 @@ pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
 #[allow(clippy::too_many_arguments)]
 async fn run(
     shared: Arc<service::Shared>,
-    builder: Server,
-    grpc: std::net::TcpListener,
+    [builder, plain]: [Server; 2],
+    grpc: Vec<Bound>,
     metrics: Option<std::net::TcpListener>,
     token: Option<String>,
     limit: usize,
     closing: watch::Sender<bool>,
     stop: oneshot::Receiver<Duration>,
 ) -> Duration {
-    let listener = match tokio::net::TcpListener::from_std(grpc) {
-        Ok(l) => l,
-        Err(_) => return Duration::ZERO,
-    };
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let check = auth::Check::new(token.as_deref());
     let svc = InterceptedService::new(
         JobsServer::new(service::JobsService::new(shared.clone()))
@@ -301,14 +343,39 @@ async fn run(
         },
     );
 
-    let (quit_tx, quit_rx) = oneshot::channel::<()>();
-    let server = tokio::spawn(async move {
-        let _ = builder
-            .serve_with_incoming_shutdown(svc, incoming, async {
-                let _ = quit_rx.await;
-            })
-            .await;
-    });
+    let (quit_tx, quit_rx) = watch::channel(false);
+    let mut servers = Vec::new();
+    for b in grpc {
+        let (svc, mut quit) = (svc.clone(), quit_rx.clone());
+        let quit = async move {
+            let _ = quit.wait_for(|q| *q).await;
+        };
+        servers.push(match b {
+            Bound::Tcp(l) => {
+                let Ok(l) = tokio::net::TcpListener::from_std(l) else {
+                    continue;
+                };
+                let incoming = TcpIncoming::from(l).with_nodelay(Some(true));
+                let b = builder.clone();
+                tokio::spawn(async move {
+                    let _ = b.serve_with_incoming_shutdown(svc, incoming, quit).await;
+                })
+            }
+            Bound::Unix(l, file) => {
+                let Ok(listener) = tokio::net::UnixListener::from_std(l) else {
+                    continue;
+                };
+                let incoming = UnixIncoming {
+                    listener,
+                    _file: file,
+                };
+                let b = plain.clone();
+                tokio::spawn(async move {
+                    let _ = b.serve_with_incoming_shutdown(svc, incoming, quit).await;
+                })
+            }
+        });
+    }
     let metrics_task = metrics.and_then(|l| {
         let l = tokio::net::TcpListener::from_std(l).ok()?;
         Some(tokio::spawn(http_metrics::serve(l, shared.clone(), check)))
@@ -317,10 +384,15 @@ async fn run(
     // Until the handle asks (or is dropped: then a default grace).
     let grace = stop.await.unwrap_or(Duration::from_secs(5));
     let _ = closing.send(true); // ends PollJobs streams and Lease waits
-    let _ = quit_tx.send(()); // stop accepting; in-flight calls finish
+    let _ = quit_tx.send(true); // stop accepting; in-flight calls finish
     if let Some(m) = metrics_task {
         m.abort();
     }
-    let _ = tokio::time::timeout(grace, server).await;
+    let all = async {
+        for s in servers {
+            let _ = s.await;
+        }
+    };
+    let _ = tokio::time::timeout(grace, all).await;
     grace
 }

@@ -1,18 +1,17 @@
 //! The `Jobs` service: each RPC checks what the wire cannot say (the core's
 //! bounds, from `telha_jobs::limits`), runs its core call on the blocking
 //! pool and maps the answer (see the ARCHITECTURE "gRPC server and client"
-//! section for the RPC ↔ core table). `PollJobs` is in `poll.rs`.
+//! section for the RPC ↔ core table). `PollJobs` is in `poll.rs`, the
+//! settling RPCs' bodies in `settle.rs`.
 
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use telha_jobs::{
-    limits, CancelWait, Error, ErrorKind, Job, LeaseOptions, LeaseToken, Queue, Result,
-};
+use telha_jobs::{limits, CancelWait, Error, Job, LeaseOptions, LeaseToken, Queue, Result};
 use telha_jobs_proto::convert as cv;
-use telha_jobs_proto::status::{item_error, to_status};
+use telha_jobs_proto::status::to_status;
 use telha_jobs_proto::v1 as pb;
 use telha_jobs_proto::v1::jobs_server::Jobs;
 use tokio::sync::watch;
@@ -28,6 +27,9 @@ pub(crate) struct Shared {
     pub(crate) stats: Arc<ServerStats>,
     pub(crate) closing: watch::Receiver<bool>,
     max_wait: Duration,
+    /// Short calls run inline ([`Shared::quick`]): the store does not
+    /// fsync per write.
+    inline: bool,
     /// Leases delivered by a PollJobs stream and not yet settled through
     /// the server, by token: the stream whose capacity they count against.
     pub(crate) streamed: Mutex<HashMap<LeaseToken, Weak<Slot>>>,
@@ -40,11 +42,13 @@ impl Shared {
         closing: watch::Receiver<bool>,
         max_wait: Duration,
     ) -> Self {
+        let inline = queue.config().is_ok_and(|c| !c.sync_writes);
         Shared {
             queue,
             stats,
             closing,
             max_wait,
+            inline,
             streamed: Mutex::new(HashMap::new()),
         }
     }
@@ -69,7 +73,7 @@ impl Shared {
         }
     }
 
-    fn renewed(&self, t: &LeaseToken, deadline: u64) {
+    pub(crate) fn renewed(&self, t: &LeaseToken, deadline: u64) {
         let slot = self
             .streamed
             .lock()
@@ -88,6 +92,28 @@ impl Shared {
         }
     }
 
+    /// Run a short core call (one job, or a batch of at most
+    /// [`INLINE_MAX_ITEMS`]): inline on the async worker when the store
+    /// does not fsync per write (the call then takes microseconds, and a
+    /// hand-off to the blocking pool and back would cost more than the
+    /// call), else on the blocking pool like [`Shared::run`]. A panic in
+    /// the core answers `INTERNAL` either way.
+    pub(crate) async fn quick<T, F>(&self, f: F) -> Result<T, Status>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Queue) -> Result<T> + Send + 'static,
+    {
+        if !self.inline {
+            return self.run(f).await;
+        }
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&self.queue))) {
+            Ok(r) => r.map_err(|e| to_status(&e)),
+            Err(_) => Err(Status::internal(
+                "server task failed: the core call panicked",
+            )),
+        }
+    }
+
     /// Run a core call on the blocking pool.
     pub(crate) async fn run<T, F>(&self, f: F) -> Result<T, Status>
     where
@@ -102,7 +128,11 @@ impl Shared {
     }
 }
 
-fn invalid(msg: impl Into<String>) -> Status {
+/// The largest batch (jobs, tokens, settles) [`Shared::quick`] runs
+/// inline; a larger one takes long enough to go to the blocking pool.
+pub(crate) const INLINE_MAX_ITEMS: usize = 16;
+
+pub(crate) fn invalid(msg: impl Into<String>) -> Status {
     to_status(&Error::InvalidArgument(msg.into()))
 }
 
@@ -111,13 +141,13 @@ pub(crate) fn bad(e: Error) -> Status {
 }
 
 /// The core's worker-id rule, answered before any work is queued.
-fn check_worker(w: &str) -> Result<(), Status> {
+pub(crate) fn check_worker(w: &str) -> Result<(), Status> {
     limits::validate_worker_id(w).map_err(bad)
 }
 
 /// A batch request (enqueue, submit, heartbeat) holds at most the core's
 /// [`limits::MAX_BATCH`] items.
-fn check_batch(what: &str, n: usize) -> Result<(), Status> {
+pub(crate) fn check_batch(what: &str, n: usize) -> Result<(), Status> {
     if n > limits::MAX_BATCH {
         return Err(invalid(format!(
             "{what}: at most {} per call, got {n}",
@@ -208,6 +238,26 @@ impl JobsService {
             cancel: Some(cancel.clone()),
         };
         let (worker, max) = (r.worker_id, r.max as usize);
+        // Work that is ready is leased inline (no hand-off); only a lease
+        // that has to wait goes to the blocking pool.
+        if max <= INLINE_MAX_ITEMS {
+            let now = LeaseOptions {
+                wait: None,
+                cancel: None,
+                ..options.clone()
+            };
+            let w = worker.clone();
+            let jobs = self
+                .shared
+                .quick(move |q| q.lease_many(&w, max, &now))
+                .await?;
+            if !jobs.is_empty() || wait.is_zero() {
+                drop(guard);
+                return Ok(pb::LeaseResponse {
+                    jobs: jobs.into_iter().map(cv::job_to_pb).collect(),
+                });
+            }
+        }
         let q = self.shared.queue.clone();
         let c2 = cancel.clone();
         let mut task = tokio::task::spawn_blocking(move || {
@@ -225,174 +275,6 @@ impl JobsService {
         Ok(pb::LeaseResponse {
             jobs: jobs.into_iter().map(cv::job_to_pb).collect(),
         })
-    }
-
-    async fn submit_one(&self, r: pb::SubmitRequest) -> Result<(), Status> {
-        let token = cv::token_from_pb(r.token.as_ref()).map_err(bad)?;
-        let outcome = r
-            .outcome
-            .ok_or_else(|| invalid("submit needs an outcome: complete or fail"))?;
-        let res = self
-            .shared
-            .run(move |q| match outcome {
-                pb::submit_request::Outcome::Complete(c) => {
-                    q.complete_with(telha_jobs::Completion {
-                        token,
-                        result: c.result,
-                        encoding: cv::encoding_from_pb(c.result_encoding),
-                    })
-                }
-                pb::submit_request::Outcome::Fail(f) => q.fail_with(telha_jobs::Failure {
-                    token,
-                    reason: f.reason,
-                    retryable: f.retryable,
-                    retry_in: f.retry_in_ms.map(std::time::Duration::from_millis),
-                }),
-            })
-            .await;
-        self.after_settle(&token, &res);
-        res
-    }
-
-    /// A lease stops counting against its stream once settled, or when the
-    /// core says it is gone (ABORTED — CANCELLED travels as ABORTED: the
-    /// cancelled settle took effect — or NOT_FOUND).
-    fn after_settle<T>(&self, token: &LeaseToken, res: &Result<T, Status>) {
-        let gone = match res {
-            Ok(_) => true,
-            Err(s) => matches!(s.code(), tonic::Code::Aborted | tonic::Code::NotFound),
-        };
-        if gone {
-            self.shared.settled(token);
-        }
-    }
-
-    async fn submit_many(
-        &self,
-        r: pb::SubmitManyRequest,
-    ) -> Result<pb::SubmitManyResponse, Status> {
-        check_batch("submit", r.items.len())?;
-        enum Item {
-            Complete(telha_jobs::Completion),
-            Fail(LeaseToken, String, bool),
-        }
-        let mut items = Vec::with_capacity(r.items.len());
-        for (i, it) in r.items.into_iter().enumerate() {
-            let token = cv::token_from_pb(it.token.as_ref()).map_err(|e| {
-                invalid(format!(
-                    "item {i}: {}",
-                    telha_jobs_proto::status::message_of(&e)
-                ))
-            })?;
-            items.push(match it.outcome {
-                Some(pb::submit_request::Outcome::Complete(c)) => {
-                    Item::Complete(telha_jobs::Completion {
-                        token,
-                        result: c.result,
-                        encoding: cv::encoding_from_pb(c.result_encoding),
-                    })
-                }
-                Some(pb::submit_request::Outcome::Fail(f)) => {
-                    Item::Fail(token, f.reason, f.retryable)
-                }
-                None => {
-                    return Err(invalid(format!(
-                        "item {i}: needs an outcome: complete or fail"
-                    )))
-                }
-            });
-        }
-        let tokens: Vec<LeaseToken> = items
-            .iter()
-            .map(|i| match i {
-                Item::Complete(c) => c.token,
-                Item::Fail(t, _, _) => *t,
-            })
-            .collect();
-        let results = self
-            .shared
-            .run(move |q| {
-                // Completions go in one atomic write; failures one by one.
-                let mut out: Vec<Option<Result<()>>> = (0..items.len()).map(|_| None).collect();
-                let mut completes = Vec::new();
-                let mut at = Vec::new();
-                for (i, it) in items.into_iter().enumerate() {
-                    match it {
-                        Item::Complete(c) => {
-                            completes.push(c);
-                            at.push(i);
-                        }
-                        Item::Fail(t, reason, retryable) => {
-                            out[i] = Some(q.fail(&t, &reason, retryable));
-                        }
-                    }
-                }
-                if !completes.is_empty() {
-                    for (i, r) in at.into_iter().zip(q.complete_many(completes)?) {
-                        out[i] = Some(r);
-                    }
-                }
-                Ok(out
-                    .into_iter()
-                    .map(|r| r.unwrap_or_else(|| Err(Error::Storage("no answer".into()))))
-                    .collect::<Vec<_>>())
-            })
-            .await?;
-        for (t, r) in tokens.iter().zip(&results) {
-            let gone = match r {
-                Ok(()) => true,
-                // A cancelled lease's settle took effect (the job is cancelled).
-                Err(e) => matches!(
-                    e.kind(),
-                    ErrorKind::Aborted | ErrorKind::NotFound | ErrorKind::Cancelled
-                ),
-            };
-            if gone {
-                self.shared.settled(t);
-            }
-        }
-        Ok(pb::SubmitManyResponse {
-            results: results
-                .iter()
-                .map(|r| pb::SubmitResult {
-                    error: r.as_ref().err().map(item_error),
-                })
-                .collect(),
-        })
-    }
-
-    async fn heartbeat(&self, r: pb::HeartbeatRequest) -> Result<pb::HeartbeatResponse, Status> {
-        check_worker(&r.worker_id)?;
-        check_batch("heartbeat tokens", r.tokens.len())?;
-        let tokens = r
-            .tokens
-            .iter()
-            .map(|t| cv::token_from_pb(Some(t)))
-            .collect::<Result<Vec<_>>>()
-            .map_err(bad)?;
-        let t2 = tokens.clone();
-        let worker = r.worker_id;
-        let results = self.shared.run(move |q| q.extend(&t2, &worker)).await?;
-        let mut out = Vec::with_capacity(results.len());
-        for (t, r) in tokens.iter().zip(results) {
-            out.push(match r {
-                Ok(d) => {
-                    self.shared.renewed(t, d);
-                    pb::HeartbeatResult {
-                        outcome: Some(pb::heartbeat_result::Outcome::DeadlineMs(d)),
-                    }
-                }
-                Err(e) => {
-                    if matches!(e.kind(), ErrorKind::Aborted | ErrorKind::NotFound) {
-                        self.shared.settled(t);
-                    }
-                    pb::HeartbeatResult {
-                        outcome: Some(pb::heartbeat_result::Outcome::Error(item_error(&e))),
-                    }
-                }
-            });
-        }
-        Ok(pb::HeartbeatResponse { results: out })
     }
 }
 
@@ -412,7 +294,7 @@ impl Jobs for JobsService {
             let job = cv::new_job_from_pb(job).map_err(bad)?;
             let e = self
                 .shared
-                .run(move |q| q.enqueue(&job.kind, &job.payload, job.options))
+                .quick(move |q| q.enqueue(&job.kind, &job.payload, job.options))
                 .await?;
             Ok(pb::EnqueueResponse {
                 enqueued: Some(cv::enqueued_to_pb(&e)),
@@ -434,7 +316,11 @@ impl Jobs for JobsService {
                 .map(cv::new_job_from_pb)
                 .collect::<Result<Vec<_>>>()
                 .map_err(bad)?;
-            let e = self.shared.run(move |q| q.enqueue_many(jobs)).await?;
+            let e = if jobs.len() <= INLINE_MAX_ITEMS {
+                self.shared.quick(move |q| q.enqueue_many(jobs)).await?
+            } else {
+                self.shared.run(move |q| q.enqueue_many(jobs)).await?
+            };
             Ok(pb::EnqueueManyResponse {
                 enqueued: e.iter().map(cv::enqueued_to_pb).collect(),
             })
@@ -500,7 +386,7 @@ impl Jobs for JobsService {
             let delay = r.delay_ms.map(std::time::Duration::from_millis);
             let res = self
                 .shared
-                .run(move |q| match delay {
+                .quick(move |q| match delay {
                     None => q.release(&token),
                     Some(d) => q.snooze(&token, d),
                 })
@@ -518,7 +404,7 @@ impl Jobs for JobsService {
     ) -> Result<Response<pb::RetryResponse>, Status> {
         let r = async {
             let id = cv::id_from_pb(&req.into_inner().id).map_err(bad)?;
-            self.shared.run(move |q| q.retry(&id)).await?;
+            self.shared.quick(move |q| q.retry(&id)).await?;
             Ok(pb::RetryResponse {})
         }
         .await;
@@ -528,7 +414,7 @@ impl Jobs for JobsService {
     async fn get(&self, req: Request<pb::GetRequest>) -> Result<Response<pb::GetResponse>, Status> {
         let r = async {
             let id = cv::id_from_pb(&req.into_inner().id).map_err(bad)?;
-            let j = self.shared.run(move |q| q.get(&id)).await?;
+            let j = self.shared.quick(move |q| q.get(&id)).await?;
             Ok(pb::GetResponse {
                 job: j.map(cv::job_info_to_pb),
             })

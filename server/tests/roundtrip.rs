@@ -427,7 +427,7 @@ fn serve_refuses_a_non_loopback_listener_without_a_token_and_bad_tls() {
         },
     )
     .unwrap();
-    assert!(h.local_addr().ip().is_unspecified());
+    assert!(h.local_addr().unwrap().ip().is_unspecified());
     h.shutdown(Duration::from_secs(1));
     // A closed queue cannot be served.
     q.close();

@@ -38,7 +38,7 @@ fn open_store(path: &Path, config: &Config) -> Result<Arc<dyn JobStore>> {
             ..ServeOptions::default()
         },
     )?;
-    let url = format!("http://{}", server.local_addr());
+    let url = server.url();
     let remote = RemoteQueue::connect(&url, ConnectOptions::default())?;
     Ok(Arc::new(Served {
         remote,

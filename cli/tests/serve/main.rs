@@ -6,6 +6,7 @@ mod control;
 mod format;
 mod requests;
 mod support;
+mod unix;
 
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};

@@ -53,7 +53,7 @@ pub fn served_with(config: Config, options: ServeOptions) -> Served {
         },
     )
     .unwrap();
-    let url = format!("http://{}", server.local_addr());
+    let url = server.url();
     Served {
         queue,
         server: Some(server),

@@ -1,0 +1,191 @@
+//! The settling RPCs' bodies: `Submit`, `SubmitMany` and `Heartbeat` (the
+//! `Jobs` trait's methods in `service.rs` call these), and how a settle
+//! frees its `PollJobs` stream's capacity.
+
+use telha_jobs::{Error, ErrorKind, LeaseToken, Queue, Result};
+use telha_jobs_proto::convert as cv;
+use telha_jobs_proto::status::item_error;
+use telha_jobs_proto::v1 as pb;
+use tonic::Status;
+
+use crate::service::{bad, check_batch, check_worker, invalid, JobsService, INLINE_MAX_ITEMS};
+
+impl JobsService {
+    pub(crate) async fn submit_one(&self, r: pb::SubmitRequest) -> Result<(), Status> {
+        let token = cv::token_from_pb(r.token.as_ref()).map_err(bad)?;
+        let outcome = r
+            .outcome
+            .ok_or_else(|| invalid("submit needs an outcome: complete or fail"))?;
+        let res = self
+            .shared
+            .quick(move |q| match outcome {
+                pb::submit_request::Outcome::Complete(c) => {
+                    q.complete_with(telha_jobs::Completion {
+                        token,
+                        result: c.result,
+                        encoding: cv::encoding_from_pb(c.result_encoding),
+                    })
+                }
+                pb::submit_request::Outcome::Fail(f) => q.fail_with(telha_jobs::Failure {
+                    token,
+                    reason: f.reason,
+                    retryable: f.retryable,
+                    retry_in: f.retry_in_ms.map(std::time::Duration::from_millis),
+                }),
+            })
+            .await;
+        self.after_settle(&token, &res);
+        res
+    }
+
+    /// A lease stops counting against its stream once settled, or when the
+    /// core says it is gone (ABORTED — CANCELLED travels as ABORTED: the
+    /// cancelled settle took effect — or NOT_FOUND).
+    pub(crate) fn after_settle<T>(&self, token: &LeaseToken, res: &Result<T, Status>) {
+        let gone = match res {
+            Ok(_) => true,
+            Err(s) => matches!(s.code(), tonic::Code::Aborted | tonic::Code::NotFound),
+        };
+        if gone {
+            self.shared.settled(token);
+        }
+    }
+
+    pub(crate) async fn submit_many(
+        &self,
+        r: pb::SubmitManyRequest,
+    ) -> Result<pb::SubmitManyResponse, Status> {
+        check_batch("submit", r.items.len())?;
+        enum Item {
+            Complete(telha_jobs::Completion),
+            Fail(LeaseToken, String, bool),
+        }
+        let mut items = Vec::with_capacity(r.items.len());
+        for (i, it) in r.items.into_iter().enumerate() {
+            let token = cv::token_from_pb(it.token.as_ref()).map_err(|e| {
+                invalid(format!(
+                    "item {i}: {}",
+                    telha_jobs_proto::status::message_of(&e)
+                ))
+            })?;
+            items.push(match it.outcome {
+                Some(pb::submit_request::Outcome::Complete(c)) => {
+                    Item::Complete(telha_jobs::Completion {
+                        token,
+                        result: c.result,
+                        encoding: cv::encoding_from_pb(c.result_encoding),
+                    })
+                }
+                Some(pb::submit_request::Outcome::Fail(f)) => {
+                    Item::Fail(token, f.reason, f.retryable)
+                }
+                None => {
+                    return Err(invalid(format!(
+                        "item {i}: needs an outcome: complete or fail"
+                    )))
+                }
+            });
+        }
+        let tokens: Vec<LeaseToken> = items
+            .iter()
+            .map(|i| match i {
+                Item::Complete(c) => c.token,
+                Item::Fail(t, _, _) => *t,
+            })
+            .collect();
+        let settle = move |q: &Queue| {
+            // Completions go in one atomic write; failures one by one.
+            let mut out: Vec<Option<Result<()>>> = (0..items.len()).map(|_| None).collect();
+            let mut completes = Vec::new();
+            let mut at = Vec::new();
+            for (i, it) in items.into_iter().enumerate() {
+                match it {
+                    Item::Complete(c) => {
+                        completes.push(c);
+                        at.push(i);
+                    }
+                    Item::Fail(t, reason, retryable) => {
+                        out[i] = Some(q.fail(&t, &reason, retryable));
+                    }
+                }
+            }
+            if !completes.is_empty() {
+                for (i, r) in at.into_iter().zip(q.complete_many(completes)?) {
+                    out[i] = Some(r);
+                }
+            }
+            Ok(out
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|| Err(Error::Storage("no answer".into()))))
+                .collect::<Vec<_>>())
+        };
+        let results = if tokens.len() <= INLINE_MAX_ITEMS {
+            self.shared.quick(settle).await?
+        } else {
+            self.shared.run(settle).await?
+        };
+        for (t, r) in tokens.iter().zip(&results) {
+            let gone = match r {
+                Ok(()) => true,
+                // A cancelled lease's settle took effect (the job is cancelled).
+                Err(e) => matches!(
+                    e.kind(),
+                    ErrorKind::Aborted | ErrorKind::NotFound | ErrorKind::Cancelled
+                ),
+            };
+            if gone {
+                self.shared.settled(t);
+            }
+        }
+        Ok(pb::SubmitManyResponse {
+            results: results
+                .iter()
+                .map(|r| pb::SubmitResult {
+                    error: r.as_ref().err().map(item_error),
+                })
+                .collect(),
+        })
+    }
+
+    pub(crate) async fn heartbeat(
+        &self,
+        r: pb::HeartbeatRequest,
+    ) -> Result<pb::HeartbeatResponse, Status> {
+        check_worker(&r.worker_id)?;
+        check_batch("heartbeat tokens", r.tokens.len())?;
+        let tokens = r
+            .tokens
+            .iter()
+            .map(|t| cv::token_from_pb(Some(t)))
+            .collect::<Result<Vec<_>>>()
+            .map_err(bad)?;
+        let t2 = tokens.clone();
+        let worker = r.worker_id;
+        let beat = move |q: &Queue| q.extend(&t2, &worker);
+        let results = if tokens.len() <= INLINE_MAX_ITEMS {
+            self.shared.quick(beat).await?
+        } else {
+            self.shared.run(beat).await?
+        };
+        let mut out = Vec::with_capacity(results.len());
+        for (t, r) in tokens.iter().zip(results) {
+            out.push(match r {
+                Ok(d) => {
+                    self.shared.renewed(t, d);
+                    pb::HeartbeatResult {
+                        outcome: Some(pb::heartbeat_result::Outcome::DeadlineMs(d)),
+                    }
+                }
+                Err(e) => {
+                    if matches!(e.kind(), ErrorKind::Aborted | ErrorKind::NotFound) {
+                        self.shared.settled(t);
+                    }
+                    pb::HeartbeatResult {
+                        outcome: Some(pb::heartbeat_result::Outcome::Error(item_error(&e))),
+                    }
+                }
+            });
+        }
+        Ok(pb::HeartbeatResponse { results: out })
+    }
+}
