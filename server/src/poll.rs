@@ -12,7 +12,6 @@ use telha_jobs_proto::convert as cv;
 use telha_jobs_proto::status::to_status;
 use telha_jobs_proto::v1 as pb;
 use tokio::sync::{mpsc, Notify};
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
 use crate::service::{lease_or_give_back, now_ms, until_closing, JobsService, Shared};
@@ -29,10 +28,7 @@ pub(crate) struct Slot {
 }
 
 impl JobsService {
-    pub(crate) fn poll(
-        &self,
-        r: pb::PollJobsRequest,
-    ) -> Result<ReceiverStream<Result<pb::PollJobsResponse, Status>>, Status> {
+    pub(crate) fn poll(&self, r: pb::PollJobsRequest) -> Result<Undelivered, Status> {
         if self.shared.is_closing() {
             return Err(to_status(&Error::Closed));
         }
@@ -49,6 +45,10 @@ impl JobsService {
         let (tx, rx) = mpsc::channel(2);
         let shared = self.shared.clone();
         shared.stats.stream_opened();
+        let stream = Undelivered {
+            rx,
+            shared: shared.clone(),
+        };
         tokio::spawn(poll_loop(
             shared,
             tx,
@@ -57,7 +57,66 @@ impl JobsService {
             kinds,
             r.capacity as usize,
         ));
-        Ok(ReceiverStream::new(rx))
+        Ok(stream)
+    }
+}
+
+/// The response stream of one `PollJobs` call. When the client goes away,
+/// tonic drops it with up to the channel's capacity of messages that were
+/// leased for this stream and never handed to the transport: dropping it
+/// releases those at once (without this they would stay leased, by nobody,
+/// until their TTL ran out and then spend an attempt). A message already
+/// taken by the transport counts as delivered: the worker may hold it.
+pub(crate) struct Undelivered {
+    rx: mpsc::Receiver<Result<pb::PollJobsResponse, Status>>,
+    shared: Arc<Shared>,
+}
+
+impl tokio_stream::Stream for Undelivered {
+    type Item = Result<pb::PollJobsResponse, Status>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for Undelivered {
+    fn drop(&mut self) {
+        // No more sends succeed from here on (the loop sees `closed`).
+        self.rx.close();
+        let mut tokens = Vec::new();
+        while let Ok(msg) = self.rx.try_recv() {
+            if let Ok(m) = msg {
+                for j in &m.jobs {
+                    if let Ok(id) = cv::id_from_pb(&j.id) {
+                        tokens.push(LeaseToken {
+                            id,
+                            generation: j.generation,
+                        });
+                    }
+                }
+            }
+        }
+        if tokens.is_empty() {
+            return;
+        }
+        for t in &tokens {
+            self.shared.settled(t);
+        }
+        let q = self.shared.queue.clone();
+        let release = move || {
+            for t in &tokens {
+                // Best effort: one that cannot be released is reaped.
+                let _ = q.release(t);
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => drop(h.spawn_blocking(release)),
+            Err(_) => release(),
+        }
     }
 }
 
