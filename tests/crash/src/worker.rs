@@ -1,7 +1,9 @@
 //! The worker process: a mixed workload on several threads until it is
 //! killed, every acknowledged operation appended to its thread's ack log.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
@@ -273,11 +275,30 @@ fn cancel(q: &Queue, log: &mut AckLog, id: &JobId) {
     }
 }
 
+/// The jobs this worker deleted. A lease held on one of them had expired
+/// (or was cancelled) before the delete, so settling it answers `NotFound`:
+/// a stale lease, like `Aborted`. Any other `NotFound` is a lost job.
+static DELETED: LazyLock<Mutex<HashSet<JobId>>> = LazyLock::new(Default::default);
+
+fn deleted_here(id: &JobId, e: &telha_jobs::Error) -> bool {
+    e.kind() == ErrorKind::NotFound
+        && DELETED
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(id)
+}
+
 fn delete(q: &Queue, log: &mut AckLog, id: &JobId) {
     let ids = id.to_string();
     log.write('I', now_us(), &ids, 0, "delete");
     match q.delete(id) {
-        Ok(()) => log.write('W', now_us(), &ids, 0, ""),
+        Ok(()) => {
+            DELETED
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(*id);
+            log.write('W', now_us(), &ids, 0, "")
+        }
         // Leased (cancel it first), or deleted already.
         Err(e) if matches!(e.kind(), ErrorKind::WrongState | ErrorKind::NotFound) => {}
         Err(e) => fatal("delete", e),
@@ -323,7 +344,7 @@ fn settle(
                 Some(Ok(deadline)) => {
                     log.write('X', now_us(), &id, tok.generation, &deadline.to_string())
                 }
-                Some(Err(e)) if e.kind() == ErrorKind::Aborted => {
+                Some(Err(e)) if e.kind() == ErrorKind::Aborted || deleted_here(&tok.id, &e) => {
                     log.write('A', now_us(), &id, tok.generation, "extend");
                     held.swap_remove(i);
                 }
@@ -367,7 +388,7 @@ fn settle(
                     let id = h.job.id.to_string();
                     match a {
                         Ok(()) => log.push('C', t, &id, h.job.generation, ""),
-                        Err(e) if e.kind() == ErrorKind::Aborted => {
+                        Err(e) if e.kind() == ErrorKind::Aborted || deleted_here(&h.job.id, &e) => {
                             log.push('A', t, &id, h.job.generation, "complete_many")
                         }
                         Err(e) if e.kind() == ErrorKind::Cancelled => {
@@ -406,7 +427,7 @@ fn settle(
     };
     match r {
         Ok(()) => log.write(tag, now_us(), &id, tok.generation, ""),
-        Err(e) if e.kind() == ErrorKind::Aborted => {
+        Err(e) if e.kind() == ErrorKind::Aborted || deleted_here(&tok.id, &e) => {
             log.write('A', now_us(), &id, tok.generation, what)
         }
         // A cancel was requested while it was held: recorded cancelled.
