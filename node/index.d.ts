@@ -167,7 +167,10 @@ export declare class NativeQueue {
   fail(id: string, generation: number, reason: string, retryable: boolean, retryInMs?: number | undefined | null): Promise<void>
   /** Hand a leased job back without spending an attempt. */
   release(id: string, generation: number): Promise<void>
-  /** Connect to a `telha serve` server at `url`. */
+  /**
+   * Connect to a `telha serve` server at `url` (`http://host:port`,
+   * `https://…`, or `unix:/path/to.sock` for its Unix socket).
+   */
   static connect(url: string, options?: NativeConnectOptions | undefined | null): Promise<NativeQueue>
   /** Serve this embedded queue over gRPC from this process. */
   serve(options?: NativeServeOptions | undefined | null): Promise<NativeServer>
