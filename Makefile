@@ -63,6 +63,7 @@ bench: deps bench-core $(BENCH_TARGETS)
 bench-core:
 	$(CARGO) bench -p telha-jobs --bench queue
 	$(CARGO) bench -p telha-jobs --bench cost
+	$(CARGO) bench -p telha-jobs --bench events
 
 ## The reference figures (Rust core + raw RocksDB, JSON) that each binding's
 ## benchmark prints itself beside, measured in the same run.

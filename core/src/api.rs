@@ -13,6 +13,7 @@ use crate::job::{
     Completion, EnqueueOptions, Enqueued, Job, JobId, JobInfo, LeaseOptions, LeaseToken, ListPage,
     ListQuery, NewJob, PurgeReport, ReapReport, State, Stats,
 };
+use crate::watch::{JobWatch, SubscribeOptions, Subscription};
 use crate::{Queue, Result};
 use std::time::Duration;
 
@@ -33,6 +34,46 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     fn lease_many(&self, worker_id: &str, max: usize, options: &LeaseOptions) -> Result<Vec<Job>>;
     /// See [`Queue::extend`].
     fn extend(&self, tokens: &[LeaseToken], worker_id: &str) -> Result<Vec<Result<u64>>>;
+    /// See [`Queue::heartbeat`].
+    fn heartbeat(
+        &self,
+        tokens: &[LeaseToken],
+        progress: &[Option<Vec<u8>>],
+        worker_id: &str,
+    ) -> Result<Vec<Result<u64>>>;
+    /// See [`Queue::watch`]. A remote store's watch is fired by its
+    /// connection, with the job as the server saw it ([`JobWatch::take_job`]).
+    fn watch(&self, id: &JobId) -> Result<JobWatch>;
+    /// The job a watch is about, as it is now: what the watch's feed handed
+    /// over, else read with `get` (`NotFound` when it is gone).
+    fn watched_job(&self, w: &JobWatch) -> Result<JobInfo> {
+        match w.take_job() {
+            Some(r) => r,
+            None => self
+                .get(&w.id())?
+                .ok_or_else(|| crate::Error::NotFound(format!("no job {}", w.id()))),
+        }
+    }
+    /// See [`Queue::wait`].
+    fn wait(&self, id: &JobId, timeout: Duration) -> Result<JobInfo> {
+        let w = self.watch(id)?;
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        loop {
+            if self.is_closed() {
+                return Err(crate::Error::Closed);
+            }
+            let left = deadline.map_or(Duration::from_millis(100), |d| {
+                d.saturating_duration_since(std::time::Instant::now())
+            });
+            let slice = left.min(Duration::from_millis(100));
+            if w.wait(Some(slice)) || left <= slice || w.is_cancelled() {
+                break;
+            }
+        }
+        self.watched_job(&w)
+    }
+    /// See [`Queue::subscribe`].
+    fn subscribe(&self, options: SubscribeOptions) -> Result<Subscription>;
     /// See [`Queue::complete`].
     fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
         self.complete_with(Completion::new(*token, result.map(<[u8]>::to_vec)))
@@ -137,6 +178,23 @@ impl JobStore for Queue {
     }
     fn extend(&self, tokens: &[LeaseToken], worker_id: &str) -> Result<Vec<Result<u64>>> {
         Queue::extend(self, tokens, worker_id)
+    }
+    fn heartbeat(
+        &self,
+        tokens: &[LeaseToken],
+        progress: &[Option<Vec<u8>>],
+        worker_id: &str,
+    ) -> Result<Vec<Result<u64>>> {
+        Queue::heartbeat(self, tokens, progress, worker_id)
+    }
+    fn watch(&self, id: &JobId) -> Result<JobWatch> {
+        Queue::watch(self, id)
+    }
+    fn wait(&self, id: &JobId, timeout: Duration) -> Result<JobInfo> {
+        Queue::wait(self, id, timeout)
+    }
+    fn subscribe(&self, options: SubscribeOptions) -> Result<Subscription> {
+        Queue::subscribe(self, options)
     }
     fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
         Queue::complete(self, token, result)

@@ -48,11 +48,14 @@ pub enum Event {
     /// A job not leased before its expiry went dead ("expired before
     /// start").
     Expired,
+    /// A heartbeat carried a progress report (leased → leased; not logged
+    /// per job: the latest report is on the record).
+    Progress,
 }
 
 impl Event {
     /// Every event, in a fixed order (the metrics' order).
-    pub const ALL: [Event; 16] = [
+    pub const ALL: [Event; 17] = [
         Event::Enqueued,
         Event::Leased,
         Event::Extended,
@@ -69,12 +72,13 @@ impl Event {
         Event::Deleted,
         Event::Snoozed,
         Event::Expired,
+        Event::Progress,
     ];
 
     /// The stable name: `enqueued`, `leased`, `extended`, `completed`,
     /// `failed`, `dead`, `lease_expired`, `released`, `retried`, `pruned`,
     /// `purged`, `cancelled`, `cancel_requested`, `deleted`, `snoozed`,
-    /// `expired`.
+    /// `expired`, `progress`.
     pub fn name(self) -> &'static str {
         match self {
             Event::Enqueued => "enqueued",
@@ -93,6 +97,7 @@ impl Event {
             Event::Deleted => "deleted",
             Event::Snoozed => "snoozed",
             Event::Expired => "expired",
+            Event::Progress => "progress",
         }
     }
 

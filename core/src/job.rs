@@ -320,6 +320,10 @@ pub struct JobInfo {
     pub expires_at: Option<u64>,
     /// Whether its kind or its scope is paused right now.
     pub paused: bool,
+    /// The latest progress its current or last lease reported with a
+    /// heartbeat (payload convention bytes; at most
+    /// [`crate::limits::MAX_PROGRESS_BYTES`]).
+    pub progress: Option<Vec<u8>>,
 }
 
 /// One completion for [`crate::Queue::complete_many`].

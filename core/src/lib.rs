@@ -54,6 +54,8 @@ mod queue;
 mod reaper;
 pub mod state;
 pub mod store;
+#[cfg(feature = "rocksdb")]
+pub mod watch;
 
 #[cfg(feature = "rocksdb")]
 pub use api::JobStore;
@@ -75,6 +77,8 @@ pub use payload::Encoding;
 pub use queue::{CheckReport, Queue};
 pub use state::{PerState, State, StateCounts};
 pub use store::format::StoreFormat;
+#[cfg(feature = "rocksdb")]
+pub use watch::{EventFilter, JobEvent, JobWatch, SubscribeOptions, Subscription};
 
 /// The embedded default store: `$TELHA_DB` when set, else `./telha-data`.
 pub fn default_store_path() -> std::path::PathBuf {

@@ -27,6 +27,9 @@ pub const MAX_LIST_LIMIT: usize = 10_000;
 pub const LIST_SCAN_BUDGET: usize = 100_000;
 /// The hard ceiling for `max_payload_bytes` (RocksDB values are u32-sized).
 pub const MAX_PAYLOAD_BYTES_LIMIT: usize = 1 << 30;
+/// The largest progress report a heartbeat may carry, in bytes (the
+/// encoded value): progress is a small number, string or map.
+pub const MAX_PROGRESS_BYTES: usize = 4096;
 /// The latest time a job may be scheduled for, or any time the core stores:
 /// 9999-12-31T23:59:59.999Z, in ms since the epoch.
 pub const MAX_INSTANT_MS: u64 = 253_402_300_799_999;

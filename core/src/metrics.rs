@@ -175,6 +175,24 @@ pub(crate) fn render_paused(o: &mut String, p: &crate::control::Paused) {
     }
 }
 
+/// `telha_jobs_subscriptions` and `telha_jobs_job_watches`: who listens.
+pub(crate) fn render_listeners(o: &mut String, subscriptions: usize, watches: usize) {
+    single(
+        o,
+        "telha_jobs_subscriptions",
+        "gauge",
+        "Live event subscriptions (Queue::subscribe, WatchEvents).",
+        subscriptions as u64,
+    );
+    single(
+        o,
+        "telha_jobs_job_watches",
+        "gauge",
+        "Pending waits for a job to finish (Queue::wait, WaitJob).",
+        watches as u64,
+    );
+}
+
 /// The `# HELP` and `# TYPE` lines of a metric family.
 fn header(o: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(o, "# HELP {name} {help}");

@@ -10,6 +10,10 @@ use crate::control::{CancelFilter, CancelOutcome, CancelReport, Failure, PauseTa
 pub use crate::engine::CheckReport;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::watch::{JobWatch, SubscribeOptions, Subscription};
+
+/// How often a [`Queue::wait`] looks at its handle's `closed` flag.
+const WAIT_SLICE: std::time::Duration = std::time::Duration::from_millis(100);
 use crate::job::{
     Completion, EnqueueOptions, Enqueued, Job, JobId, JobInfo, LeaseOptions, LeaseToken, ListPage,
     ListQuery, NewJob, PurgeReport, ReapReport, Stats,
@@ -239,6 +243,74 @@ impl Queue {
         self.writable()?.extend(tokens, worker_id)
     }
 
+    /// [`Queue::extend`] with progress: `progress[i]` (a small value in the
+    /// payload convention, at most [`crate::limits::MAX_PROGRESS_BYTES`])
+    /// is stored on `tokens[i]`'s record by the same write that renews it
+    /// (no write beyond the heartbeat), shown by `get` and `list`, and
+    /// published as a `progress` event. A shorter `progress` means no
+    /// report for the rest. Per token as `extend`; a report that is too big,
+    /// or more reports than tokens, is `InvalidArgument` for the whole call
+    /// (nothing renewed).
+    pub fn heartbeat(
+        &self,
+        tokens: &[LeaseToken],
+        progress: &[Option<Vec<u8>>],
+        worker_id: &str,
+    ) -> Result<Vec<Result<u64>>> {
+        self.writable()?.heartbeat(tokens, progress, worker_id)
+    }
+
+    /// Watch job `id` until it is terminal (completed, dead, cancelled) or
+    /// removed: the returned [`JobWatch`] is done once that transition has
+    /// committed (at once if it already has), woken by the commit itself.
+    /// Any number of watches per job; a watch costs a writer one map
+    /// look-up when it fires, nothing before.
+    ///
+    /// Errors: `NotFound` when there is no such job; `Closed`.
+    pub fn watch(&self, id: &JobId) -> Result<JobWatch> {
+        self.engine()?.watch(id)
+    }
+
+    /// Wait up to `timeout` for job `id` to be terminal, and return it as it
+    /// is then: terminal (completed with its result, dead with its last
+    /// error, cancelled), or in its current state when the time ran out.
+    /// Woken by the transition, never by polling.
+    ///
+    /// Errors: `NotFound` for no such job (or one removed meanwhile);
+    /// `Closed` when this handle is closed, before or during the wait.
+    pub fn wait(&self, id: &JobId, timeout: std::time::Duration) -> Result<JobInfo> {
+        let w = self.watch(id)?;
+        self.wait_watched(&w, timeout)
+    }
+
+    /// Wait on a watch made by [`Queue::watch`] (see [`Queue::wait`]).
+    pub fn wait_watched(&self, w: &JobWatch, timeout: std::time::Duration) -> Result<JobInfo> {
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        // In slices, so closing this handle (not the store) ends the wait.
+        loop {
+            if self.is_closed() {
+                return Err(Error::Closed);
+            }
+            let now = std::time::Instant::now();
+            let left = deadline.map_or(WAIT_SLICE, |d| d.saturating_duration_since(now));
+            if w.wait(Some(left.min(WAIT_SLICE))) || left <= WAIT_SLICE || w.is_cancelled() {
+                break;
+            }
+        }
+        self.get(&w.id())?
+            .ok_or_else(|| Error::NotFound(format!("no job {}", w.id())))
+    }
+
+    /// Subscribe to the transitions the engine commits from now on (see
+    /// [`crate::watch`]): a live stream, in commit order, through a bounded
+    /// buffer that never slows the engine (a reader that falls behind is
+    /// told how many events it missed). Nothing is replayed.
+    ///
+    /// Errors: `InvalidArgument` for a buffer out of range; `Closed`.
+    pub fn subscribe(&self, options: SubscribeOptions) -> Result<Subscription> {
+        self.engine()?.subscribe(options)
+    }
+
     /// Complete a leased job, with an optional result (copied). The token is
     /// checked, not the worker id.
     ///
@@ -420,12 +492,15 @@ impl Queue {
     }
 
     /// Prometheus text exposition: job counts, leases in flight, transitions
-    /// and corrupt records since open, reaper passes, what is paused.
+    /// and corrupt records since open, reaper passes, what is paused, live
+    /// subscriptions and job watches.
     /// `Closed` after `close`.
     pub fn metrics(&self) -> Result<String> {
         let e = self.engine()?;
         let mut out = e.metrics.render(&e.counts.stats(), e.leases.len());
         crate::metrics::render_paused(&mut out, &e.paused());
+        let (subs, watches) = e.hub.counts();
+        crate::metrics::render_listeners(&mut out, subs, watches);
         Ok(out)
     }
 

@@ -72,6 +72,7 @@ impl Engine {
             cancel_requested: rec.ext.cancel_requested,
             snoozes: rec.ext.snoozes,
             expires_at: rec.ext.expires_at,
+            progress: rec.ext.progress,
         })
     }
 

@@ -478,6 +478,7 @@ impl Engine {
             rec.worker_id = Some(worker.to_string());
             rec.lease_deadline = Some(deadline);
             rec.ext.leased_at = Some(now);
+            rec.ext.progress = None;
             let detail = if c.key.state == State::Failed {
                 format!("{worker} (attempt {}, after failure)", rec.attempts + 1)
             } else {

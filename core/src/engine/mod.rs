@@ -5,6 +5,7 @@ mod bands;
 mod check;
 mod control;
 mod enqueue;
+mod hub;
 mod lease;
 mod leases;
 mod pause;
@@ -135,6 +136,8 @@ pub(crate) struct Engine {
     pub metrics: Metrics,
     /// Wakes waiting pollers when work may have arrived.
     pub notifier: Notifier,
+    /// Subscriptions and job watches (`hub.rs`).
+    pub hub: hub::Hub,
     /// Serialises idempotent enqueues of one (scope, key).
     idem_locks: Vec<Mutex<()>>,
     /// Serialises moves of dead rows (operator retry and purge).
@@ -325,6 +328,7 @@ impl Engine {
             rr: AtomicUsize::new(0),
             reaper: Mutex::new(None),
             shutting_down: AtomicBool::new(false),
+            hub: hub::Hub::default(),
             handles: AtomicUsize::new(1),
             corrupt_seen: Mutex::new(Vec::new()),
             prune_cursors: Mutex::new(HashMap::new()),
@@ -354,6 +358,32 @@ impl Engine {
 
     pub fn now(&self) -> u64 {
         self.clock.now_ms()
+    }
+
+    /// A watch of job `id` (see `crate::watch`): `NotFound` for no such
+    /// job; done at once when it is terminal already.
+    pub fn watch(&self, id: &crate::job::JobId) -> Result<crate::watch::JobWatch> {
+        if self.shutting_down.load(Ordering::SeqCst) {
+            return Err(Error::Closed);
+        }
+        self.hub
+            .watch(*id, || Ok(self.key_of(id)?.map(|k| k.state.is_terminal())))
+    }
+
+    /// A subscription to the transitions committed from now on.
+    pub fn subscribe(
+        &self,
+        options: crate::watch::SubscribeOptions,
+    ) -> Result<crate::watch::Subscription> {
+        if self.shutting_down.load(Ordering::SeqCst) {
+            return Err(Error::Closed);
+        }
+        let sub = self.hub.subscribe(options)?;
+        if self.shutting_down.load(Ordering::SeqCst) {
+            // `close_all` may have run before the registration.
+            sub.close();
+        }
+        Ok(sub)
     }
 
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
@@ -503,6 +533,7 @@ impl Engine {
             r.stop();
         }
         self.notifier.bump_always();
+        self.hub.close_all();
     }
 }
 

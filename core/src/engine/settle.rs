@@ -326,6 +326,7 @@ impl Engine {
                         "not retryable"
                     };
                     rec.log(now, Event::Dead, why);
+                    tx.also_publish(what, &e.key, &rec);
                     if expired {
                         tx.also_count(Event::LeaseExpired);
                     }
@@ -354,7 +355,24 @@ impl Engine {
     /// the new deadline, or `Aborted` (lease lost) / `NotFound`. A token that
     /// appears twice gets the same answer twice.
     pub fn extend(&self, tokens: &[LeaseToken], worker: &str) -> Result<Vec<Result<u64>>> {
+        self.heartbeat(tokens, &[], worker)
+    }
+
+    /// [`Engine::extend`], each token with an optional progress report
+    /// (`progress[i]` for `tokens[i]`; shorter, or empty bytes, means
+    /// none). A renewal that
+    /// carries progress writes it into the record in the same write (an
+    /// `progress` move instead of `extended`), even when the deadline does
+    /// not move. A report over `MAX_PROGRESS_BYTES`, or more reports than
+    /// tokens, is `InvalidArgument` for the whole call (nothing renewed).
+    pub fn heartbeat(
+        &self,
+        tokens: &[LeaseToken],
+        progress: &[Option<Vec<u8>>],
+        worker: &str,
+    ) -> Result<Vec<Result<u64>>> {
         validate_worker_id(worker)?;
+        validate_progress(tokens.len(), progress)?;
         let now = self.now();
         // Each job once, in id order, so overlapping extends cannot deadlock.
         let mut by_job: BTreeMap<JobId, Vec<usize>> = BTreeMap::new();
@@ -396,6 +414,12 @@ impl Engine {
                     Err(err) => answers[i] = Some(Err(err)),
                 }
             }
+            let report = renew.iter().rev().find_map(|&i| {
+                progress
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .filter(|p| !p.is_empty())
+            });
             if renew.is_empty() {
                 continue;
             }
@@ -428,7 +452,7 @@ impl Engine {
                 deadline = deadline.min(end);
             }
             let deadline = deadline.max(g.key.ts);
-            if deadline == g.key.ts {
+            if deadline == g.key.ts && report.is_none() {
                 for i in renew {
                     answers[i] = Some(Ok(deadline));
                 }
@@ -436,11 +460,18 @@ impl Engine {
             }
             let mut rec = g.record.clone();
             rec.lease_deadline = Some(deadline);
+            let event = match report {
+                Some(p) => {
+                    rec.ext.progress = Some(p.clone());
+                    Event::Progress
+                }
+                None => Event::Extended,
+            };
             let new = JobKey {
                 ts: deadline,
                 ..g.key
             };
-            tx.stage(Event::Extended, Some(&g.key), Some(&new), &rec)?;
+            tx.stage(event, Some(&g.key), Some(&new), &rec)?;
             moved.push((gi, new, rec, renew));
         }
         tx.commit()?;
@@ -495,4 +526,25 @@ impl Engine {
         }
         Ok((expired, dead))
     }
+}
+
+/// Progress reports are checked before any lease is touched, so a bad one
+/// renews nothing (a Worker checks each report when its handler makes it).
+fn validate_progress(tokens: usize, progress: &[Option<Vec<u8>>]) -> Result<()> {
+    if progress.len() > tokens {
+        return Err(Error::invalid(format!(
+            "{} progress reports for {tokens} leases; at most one per lease",
+            progress.len()
+        )));
+    }
+    for (i, p) in progress.iter().enumerate() {
+        if let Some(p) = p.as_ref().filter(|p| p.len() > limits::MAX_PROGRESS_BYTES) {
+            return Err(Error::invalid(format!(
+                "progress for lease {i} is {} bytes; at most {} (a small number, string or map)",
+                p.len(),
+                limits::MAX_PROGRESS_BYTES
+            )));
+        }
+    }
+    Ok(())
 }

@@ -24,6 +24,8 @@
 //!
 //! A new state is one arm in [`rule`] per event that reaches or leaves it.
 
+use std::sync::Arc;
+
 use rocksdb::WriteBatch;
 
 use crate::error::{Error, Result};
@@ -34,6 +36,7 @@ use crate::store::codec::{self, JobRecord};
 use crate::store::keys::{self, JobKey};
 use crate::store::{self as st};
 
+use super::hub::Staged;
 use super::Engine;
 
 /// Where an event may take a job from, and to. `None` is "no row": a job
@@ -75,6 +78,7 @@ pub(crate) fn rule(event: Event) -> (&'static [Option<State>], &'static [Option<
         ),
         Event::Snoozed => (LEASED, &[Some(Pending)]),
         Event::Expired => (&[Some(Pending)], &[Some(Dead)]),
+        Event::Progress => (LEASED, LEASED),
     }
 }
 
@@ -91,6 +95,10 @@ pub(crate) struct Tx<'e> {
     moves: usize,
     /// Reused buffer for record encoding.
     buf: Vec<u8>,
+    /// The moves as events, when someone subscribes (`Hub::collecting`).
+    staged: Vec<Staged>,
+    /// Jobs this transaction made terminal or removed, for their watches.
+    terminal: Vec<crate::job::JobId>,
 }
 
 impl<'e> Tx<'e> {
@@ -103,6 +111,8 @@ impl<'e> Tx<'e> {
             counted: [0; Event::ALL.len()],
             moves: 0,
             buf: Vec::new(),
+            staged: Vec::new(),
+            terminal: Vec::new(),
         }
     }
 
@@ -216,6 +226,15 @@ impl<'e> Tx<'e> {
                 None => self.counters.push((rec.kind.clone(), d)),
             }
         }
+        let id = from.or(to).map(|k| k.id);
+        if let Some(id) = id {
+            if ts.is_none_or(State::is_terminal) && fs != ts {
+                self.terminal.push(id);
+            }
+            if e.hub.collecting() {
+                self.staged.push(staged(event, fs, id, from.or(to), rec));
+            }
+        }
         self.counted[event.index()] += 1;
         self.moves += 1;
         Ok(())
@@ -234,6 +253,16 @@ impl<'e> Tx<'e> {
     /// beside its `dead`).
     pub fn also_count(&mut self, event: Event) {
         self.counted[event.index()] += 1;
+    }
+
+    /// Publish `event` for the job at `key` before the move staged next: a
+    /// move whose log gains two entries (failed or lease_expired, then
+    /// dead) shows subscribers both, in the log's order.
+    pub fn also_publish(&mut self, event: Event, key: &JobKey, rec: &JobRecord) {
+        if self.e.hub.collecting() {
+            self.staged
+                .push(staged(event, Some(key.state), key.id, Some(key), rec));
+        }
     }
 
     /// Write every staged move in one atomic batch, then tell memory.
@@ -255,9 +284,15 @@ impl<'e> Tx<'e> {
             counters,
             ready,
             counted,
+            staged,
+            terminal,
             ..
         } = self;
-        e.write(batch)?;
+        if staged.is_empty() {
+            e.write(batch)?;
+        } else {
+            e.hub.commit_ordered(e.now(), staged, || e.write(batch))?;
+        }
         for (kind, d) in &counters {
             e.counts.add(kind, d);
         }
@@ -267,7 +302,44 @@ impl<'e> Tx<'e> {
         if !ready.is_empty() {
             e.note_ready_rows(ready.iter().map(|(k, kind)| (k, kind.as_str())));
         }
+        if !terminal.is_empty() && e.hub.has_waiters() {
+            e.hub.fire(&terminal);
+        }
         Ok(())
+    }
+}
+
+/// A move as a subscriber sees it (see [`crate::watch::JobEvent::attempt`]).
+fn staged(
+    event: Event,
+    from: Option<State>,
+    id: crate::job::JobId,
+    key: Option<&JobKey>,
+    rec: &JobRecord,
+) -> Staged {
+    let of_lease = from == Some(State::Leased) || event == Event::Leased;
+    let counted = matches!(event, Event::Failed | Event::Dead | Event::LeaseExpired);
+    let attempt = if of_lease && !counted {
+        rec.attempts.saturating_add(1)
+    } else {
+        rec.attempts
+    };
+    Staged {
+        event,
+        id,
+        kind: Arc::from(rec.kind.as_str()),
+        scope: key.map(|k| k.scope).unwrap_or_default(),
+        attempt,
+        worker_id: if of_lease {
+            rec.worker_id.as_deref().map(Arc::from)
+        } else {
+            None
+        },
+        progress: if event == Event::Progress {
+            rec.ext.progress.as_deref().map(Arc::from)
+        } else {
+            None
+        },
     }
 }
 

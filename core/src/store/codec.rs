@@ -69,6 +69,10 @@ mod tag {
     pub const EXPIRES_AT: u64 = 7;
     /// When the current lease was granted (ms since the epoch).
     pub const LEASED_AT: u64 = 8;
+    /// The latest progress a holder reported with a heartbeat (bytes,
+    /// payload convention). Safe to ignore: an older build keeps it as an
+    /// unknown tag.
+    pub const PROGRESS: u64 = 9;
 }
 
 /// A job's stored record (the jobs row value after the format byte).
@@ -140,6 +144,9 @@ pub struct Ext {
     pub expires_at: Option<u64>,
     /// When the current (or last) lease was granted, for `max_lease_total`.
     pub leased_at: Option<u64>,
+    /// The latest progress reported by a heartbeat of the current or last
+    /// lease (at most `limits::MAX_PROGRESS_BYTES`); cleared by a new lease.
+    pub progress: Option<Vec<u8>>,
     /// Extension tags this build does not know: tag and the exact bytes of
     /// its value.
     pub unknown: Vec<(u64, Vec<u8>)>,
@@ -157,6 +164,7 @@ impl Ext {
             + usize::from(self.snoozes != 0)
             + usize::from(self.expires_at.is_some())
             + usize::from(self.leased_at.is_some())
+            + usize::from(self.progress.is_some())
             + self.unknown.len()
     }
 
@@ -261,6 +269,7 @@ pub fn encoded_len_hint(r: &JobRecord) -> usize {
         + text(&r.worker_id)
         + text(&r.idempotency_key)
         + text(&r.last_error)
+        + r.ext.progress.as_ref().map_or(0, Vec::len)
         + events
 }
 
@@ -324,6 +333,10 @@ pub fn encode_into(r: &JobRecord, out: &mut Vec<u8>) {
         if let Some(t) = x.leased_at {
             w.uint(tag::LEASED_AT);
             w.uint(t);
+        }
+        if let Some(p) = &x.progress {
+            w.uint(tag::PROGRESS);
+            w.bin(p);
         }
         for (t, v) in &x.unknown {
             w.uint(*t);
@@ -428,6 +441,7 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
             tag::SNOOZES => x.snoozes = r.u32()?,
             tag::EXPIRES_AT => x.expires_at = Some(r.uint()?),
             tag::LEASED_AT => x.leased_at = Some(r.uint()?),
+            tag::PROGRESS => x.progress = Some(r.bin()?),
             _ => {
                 let v = r.skip()?.to_vec();
                 x.unknown.push((t, v));
