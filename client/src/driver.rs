@@ -13,7 +13,9 @@
 //! Between calls, a keeper thread drives the connection (HTTP/2 pings,
 //! stream window updates) once no call has run for [`LINGER`]; the first
 //! call after that asks it to give the runtime back (one hand-off, only
-//! after an idle spell).
+//! after an idle spell). While background tasks run ([`Driver::spawn`]:
+//! remote job watches and event subscriptions), the keeper drives the
+//! runtime as soon as no call does, so they are never left undriven.
 
 use std::future::Future;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -35,6 +37,8 @@ struct State {
     /// When the last call ended.
     last: Instant,
     stop: bool,
+    /// Background tasks running ([`Driver::spawn`]).
+    tasks: usize,
 }
 
 struct Shared {
@@ -68,6 +72,7 @@ impl Driver {
                 keeper_in: false,
                 last: Instant::now(),
                 stop: false,
+                tasks: 0,
             }),
             changed: Condvar::new(),
             leave: Notify::new(),
@@ -99,10 +104,36 @@ impl Driver {
                 let mut s = self.0.lock();
                 s.active -= 1;
                 s.last = Instant::now();
+                if s.active == 0 && s.tasks > 0 {
+                    // Background tasks need a driver now.
+                    self.0.changed.notify_all();
+                }
             }
         }
         let _done = Done(&self.shared);
         Ok(rt.block_on(f))
+    }
+
+    /// Run `f` in the background on the runtime (driven by the calls in
+    /// progress, else by the keeper at once). Ends with the runtime.
+    pub(crate) fn spawn<F>(&self, f: F) -> Result<tokio::task::JoinHandle<()>>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let rt = self.rt.as_ref().ok_or(Error::Closed)?;
+        struct TaskDone(Arc<Shared>);
+        impl Drop for TaskDone {
+            fn drop(&mut self) {
+                self.0.lock().tasks -= 1;
+            }
+        }
+        self.shared.lock().tasks += 1;
+        self.shared.changed.notify_all();
+        let done = TaskDone(self.shared.clone());
+        Ok(rt.spawn(async move {
+            let _done = done;
+            f.await;
+        }))
     }
 }
 
@@ -127,7 +158,7 @@ fn keep(rt: Arc<Runtime>, shared: Arc<Shared>) {
                     return shut_down(rt);
                 }
                 let idle = s.last.elapsed();
-                if s.active == 0 && idle >= LINGER {
+                if s.active == 0 && (idle >= LINGER || s.tasks > 0) {
                     break;
                 }
                 let wait = if s.active > 0 { LINGER } else { LINGER - idle };

@@ -41,6 +41,7 @@
 #![warn(missing_docs)]
 
 mod driver;
+mod events;
 mod store;
 mod stream;
 
@@ -300,6 +301,15 @@ impl RemoteQueue {
             return Err(Error::Closed);
         }
         Ok(self.inner.client.clone())
+    }
+
+    /// Run `f` in the background on this client's runtime.
+    pub(crate) fn spawn<F>(&self, f: F) -> Result<tokio::task::JoinHandle<()>>
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.client()?;
+        self.inner.rt.spawn(f)
     }
 
     pub(crate) fn closed_rx(&self) -> watch::Receiver<bool> {

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use telha_jobs::{
     CancelFilter, CancelOutcome, CancelReport, Completion, EnqueueOptions, Enqueued, Error,
-    Failure, Job, JobId, JobInfo, JobStore, LeaseOptions, LeaseToken, ListPage, ListQuery, NewJob,
-    PauseTarget, Paused, PurgeReport, ReapReport, Result, State, Stats,
+    Failure, Job, JobId, JobInfo, JobStore, JobWatch, LeaseOptions, LeaseToken, ListPage,
+    ListQuery, NewJob, PauseTarget, Paused, PurgeReport, ReapReport, Result, State, Stats,
+    SubscribeOptions, Subscription,
 };
 use telha_jobs_proto::convert::{self as cv, encoding_to_pb};
 use telha_jobs_proto::status::{from_item_error, from_status};
@@ -103,9 +104,41 @@ impl JobStore for RemoteQueue {
     }
 
     fn extend(&self, tokens: &[LeaseToken], worker_id: &str) -> Result<Vec<Result<u64>>> {
+        self.heartbeat(tokens, &[], worker_id)
+    }
+
+    fn watch(&self, id: &JobId) -> Result<JobWatch> {
+        self.watch_remote(id)
+    }
+
+    fn wait(&self, id: &JobId, timeout: Duration) -> Result<JobInfo> {
+        self.wait_remote(id, timeout)
+    }
+
+    fn subscribe(&self, options: SubscribeOptions) -> Result<Subscription> {
+        self.subscribe_remote(options)
+    }
+
+    fn heartbeat(
+        &self,
+        tokens: &[LeaseToken],
+        progress: &[Option<Vec<u8>>],
+        worker_id: &str,
+    ) -> Result<Vec<Result<u64>>> {
+        if progress.len() > tokens.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} progress reports for {} tokens",
+                progress.len(),
+                tokens.len()
+            )));
+        }
         let req = pb::HeartbeatRequest {
             worker_id: worker_id.to_string(),
             tokens: tokens.iter().map(cv::token_to_pb).collect(),
+            progress: progress
+                .iter()
+                .map(|p| p.clone().unwrap_or_default())
+                .collect(),
         };
         let r = self.call(|mut c| async move { c.heartbeat(req).await })?;
         if r.results.len() != tokens.len() {

@@ -267,6 +267,7 @@ pub fn job_info_to_pb(j: JobInfo) -> pb::JobInfo {
         snoozes: j.snoozes,
         expires_at_ms: j.expires_at,
         paused: j.paused,
+        progress: j.progress,
     }
 }
 
@@ -306,6 +307,7 @@ pub fn job_info_from_pb(j: pb::JobInfo) -> Result<JobInfo> {
         snoozes: j.snoozes,
         expires_at: j.expires_at_ms,
         paused: j.paused,
+        progress: j.progress,
     })
 }
 

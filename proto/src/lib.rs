@@ -18,6 +18,7 @@ pub mod v1 {
 }
 
 pub mod convert;
+pub mod events;
 pub mod status;
 
 /// Most items in one batch request (enqueue, submit, heartbeat, lease `max`,

@@ -171,6 +171,19 @@ fn main() {
         println!("| {name} | {p50:.1} | {p99:.1} | {mean:.1} | | |");
         floor.push(p50);
     }
+    let res_n = lat_n / 4;
+    println!("enqueue-to-result: enqueue one job, wait for it, a worker completes it; n = {res_n}");
+    println!("| path | p50 µs | p99 µs | mean µs |");
+    println!("|---|---:|---:|---:|");
+    for (name, make) in &rows {
+        let (p50, p99, mean) = latency::summary(latency::result_latencies(
+            make().as_ref(),
+            make(),
+            res_n,
+            PAYLOAD,
+        ));
+        println!("| {name} | {p50:.1} | {p99:.1} | {mean:.1} |");
+    }
     let (core, tcp, uds) = (p50s[0], p50s[1], p50s[2]);
     println!(
         "RPC p50 over the raw round trip of the same transport (same run): TCP {:.1}x, Unix {:.1}x",

@@ -42,6 +42,7 @@
 
 mod auth;
 mod control;
+mod events;
 mod http_metrics;
 mod listen;
 mod poll;

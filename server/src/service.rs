@@ -522,6 +522,24 @@ impl Jobs for JobsService {
         self.done("Resume", r)
     }
 
+    async fn wait_job(
+        &self,
+        req: Request<pb::WaitJobRequest>,
+    ) -> Result<Response<pb::WaitJobResponse>, Status> {
+        let r = JobsService::wait_job(self, req.into_inner()).await;
+        self.done("WaitJob", r)
+    }
+
+    type WatchEventsStream = crate::events::EventStream;
+
+    async fn watch_events(
+        &self,
+        req: Request<pb::WatchEventsRequest>,
+    ) -> Result<Response<Self::WatchEventsStream>, Status> {
+        let r = JobsService::watch_events(self, req.get_ref());
+        self.done("WatchEvents", r)
+    }
+
     async fn paused(
         &self,
         _req: Request<pb::PausedRequest>,

@@ -159,9 +159,21 @@ impl JobsService {
             .map(|t| cv::token_from_pb(Some(t)))
             .collect::<Result<Vec<_>>>()
             .map_err(bad)?;
+        if r.progress.len() > tokens.len() {
+            return Err(bad(telha_jobs::Error::InvalidArgument(format!(
+                "{} progress reports for {} tokens",
+                r.progress.len(),
+                tokens.len()
+            ))));
+        }
+        let progress: Vec<Option<Vec<u8>>> = r
+            .progress
+            .into_iter()
+            .map(|p| (!p.is_empty()).then_some(p))
+            .collect();
         let t2 = tokens.clone();
         let worker = r.worker_id;
-        let beat = move |q: &Queue| q.extend(&t2, &worker);
+        let beat = move |q: &Queue| q.heartbeat(&t2, &progress, &worker);
         let results = if tokens.len() <= INLINE_MAX_ITEMS {
             self.shared.quick(beat).await?
         } else {

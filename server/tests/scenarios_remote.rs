@@ -67,6 +67,23 @@ impl JobStore for Served {
     fn extend(&self, tokens: &[LeaseToken], worker_id: &str) -> Result<Vec<Result<u64>>> {
         self.remote.extend(tokens, worker_id)
     }
+    fn heartbeat(
+        &self,
+        tokens: &[LeaseToken],
+        progress: &[Option<Vec<u8>>],
+        worker_id: &str,
+    ) -> Result<Vec<Result<u64>>> {
+        self.remote.heartbeat(tokens, progress, worker_id)
+    }
+    fn watch(&self, id: &JobId) -> Result<telha_jobs::JobWatch> {
+        self.remote.watch(id)
+    }
+    fn wait(&self, id: &JobId, timeout: Duration) -> Result<JobInfo> {
+        self.remote.wait(id, timeout)
+    }
+    fn subscribe(&self, options: telha_jobs::SubscribeOptions) -> Result<telha_jobs::Subscription> {
+        self.remote.subscribe(options)
+    }
     fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
         self.remote.complete(token, result)
     }

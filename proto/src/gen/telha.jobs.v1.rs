@@ -140,6 +140,10 @@ pub struct HeartbeatRequest {
     pub worker_id: ::prost::alloc::string::String,
     #[prost(message, repeated, tag = "2")]
     pub tokens: ::prost::alloc::vec::Vec<LeaseToken>,
+    /// Progress reports, by position in `tokens` (shorter: none for the rest;
+    /// an empty value is no report). At most 4096 bytes each.
+    #[prost(bytes = "vec", repeated, tag = "3")]
+    pub progress: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct HeartbeatResult {
@@ -293,6 +297,66 @@ pub struct JobInfo {
     pub expires_at_ms: ::core::option::Option<u64>,
     #[prost(bool, tag = "25")]
     pub paused: bool,
+    /// The latest progress reported by the current or last lease.
+    #[prost(bytes = "vec", optional, tag = "26")]
+    pub progress: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct WaitJobRequest {
+    #[prost(bytes = "vec", tag = "1")]
+    pub id: ::prost::alloc::vec::Vec<u8>,
+    #[prost(uint64, tag = "2")]
+    pub timeout_ms: u64,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct WaitJobResponse {
+    #[prost(message, optional, tag = "1")]
+    pub job: ::core::option::Option<JobInfo>,
+    /// Whether the job is terminal (else the wait timed out).
+    #[prost(bool, tag = "2")]
+    pub done: bool,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct WatchEventsRequest {
+    /// Kinds (exact or `family:*`), scopes, transition names; empty: all.
+    #[prost(string, repeated, tag = "1")]
+    pub kinds: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(bytes = "vec", repeated, tag = "2")]
+    pub scopes: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
+    #[prost(string, repeated, tag = "3")]
+    pub transitions: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Events the server holds for this stream (0: the default, 10,000).
+    #[prost(uint32, tag = "4")]
+    pub buffer: u32,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct JobEvent {
+    #[prost(uint64, tag = "1")]
+    pub seq: u64,
+    #[prost(uint64, tag = "2")]
+    pub ts_ms: u64,
+    #[prost(bytes = "vec", tag = "3")]
+    pub id: ::prost::alloc::vec::Vec<u8>,
+    #[prost(string, tag = "4")]
+    pub kind: ::prost::alloc::string::String,
+    #[prost(bytes = "vec", tag = "5")]
+    pub scope: ::prost::alloc::vec::Vec<u8>,
+    #[prost(string, tag = "6")]
+    pub transition: ::prost::alloc::string::String,
+    #[prost(uint32, tag = "7")]
+    pub attempt: u32,
+    #[prost(string, optional, tag = "8")]
+    pub worker_id: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(bytes = "vec", optional, tag = "9")]
+    pub progress: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    /// Matching events dropped just before this one (the subscriber was behind).
+    #[prost(uint64, tag = "10")]
+    pub missed: u64,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct WatchEventsResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub events: ::prost::alloc::vec::Vec<JobEvent>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GetRequest {
@@ -1174,6 +1238,60 @@ pub mod jobs_client {
             req.extensions_mut().insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Paused"));
             self.inner.unary(req, path, codec).await
         }
+        /// Wait (a long poll, woken on the server by the job's transition) up to
+        /// `timeout_ms` (the server caps one call at 60 s) for a job to be
+        /// terminal; answers the job as it is then. NOT_FOUND for no such job.
+        pub async fn wait_job(
+            &mut self,
+            request: impl tonic::IntoRequest<super::WaitJobRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::WaitJobResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/WaitJob",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "WaitJob"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// The transitions the server's engine commits from now on, in commit
+        /// order, filtered; a subscriber that falls behind is told how many
+        /// events it missed (`missed`) instead of slowing the queue.
+        pub async fn watch_events(
+            &mut self,
+            request: impl tonic::IntoRequest<super::WatchEventsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<tonic::codec::Streaming<super::WatchEventsResponse>>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/WatchEvents",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "WatchEvents"));
+            self.inner.server_streaming(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -1311,6 +1429,29 @@ pub mod jobs_server {
             &self,
             request: tonic::Request<super::PausedRequest>,
         ) -> std::result::Result<tonic::Response<super::PausedResponse>, tonic::Status>;
+        /// Wait (a long poll, woken on the server by the job's transition) up to
+        /// `timeout_ms` (the server caps one call at 60 s) for a job to be
+        /// terminal; answers the job as it is then. NOT_FOUND for no such job.
+        async fn wait_job(
+            &self,
+            request: tonic::Request<super::WaitJobRequest>,
+        ) -> std::result::Result<tonic::Response<super::WaitJobResponse>, tonic::Status>;
+        /// Server streaming response type for the WatchEvents method.
+        type WatchEventsStream: tonic::codegen::tokio_stream::Stream<
+                Item = std::result::Result<super::WatchEventsResponse, tonic::Status>,
+            >
+            + std::marker::Send
+            + 'static;
+        /// The transitions the server's engine commits from now on, in commit
+        /// order, filtered; a subscriber that falls behind is told how many
+        /// events it missed (`missed`) instead of slowing the queue.
+        async fn watch_events(
+            &self,
+            request: tonic::Request<super::WatchEventsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<Self::WatchEventsStream>,
+            tonic::Status,
+        >;
     }
     #[derive(Debug)]
     pub struct JobsServer<T> {
@@ -2290,6 +2431,95 @@ pub mod jobs_server {
                                 max_encoding_message_size,
                             );
                         let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/WaitJob" => {
+                    #[allow(non_camel_case_types)]
+                    struct WaitJobSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::WaitJobRequest>
+                    for WaitJobSvc<T> {
+                        type Response = super::WaitJobResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::WaitJobRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::wait_job(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = WaitJobSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/WatchEvents" => {
+                    #[allow(non_camel_case_types)]
+                    struct WatchEventsSvc<T: Jobs>(pub Arc<T>);
+                    impl<
+                        T: Jobs,
+                    > tonic::server::ServerStreamingService<super::WatchEventsRequest>
+                    for WatchEventsSvc<T> {
+                        type Response = super::WatchEventsResponse;
+                        type ResponseStream = T::WatchEventsStream;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::ResponseStream>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::WatchEventsRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::watch_events(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = WatchEventsSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.server_streaming(method, req).await;
                         Ok(res)
                     };
                     Box::pin(fut)

@@ -115,3 +115,46 @@ pub fn echo_latencies(unix: Option<&std::path::Path>, n: usize) -> Vec<Duration>
         }
     }
 }
+
+/// Enqueue-to-result (issue 18): a producer on `producer` enqueues one job
+/// and `wait`s for it while a worker thread on its own handle (`worker`)
+/// leases (a blocking lease) and completes it; `n` jobs one after another,
+/// after `n / 10` warm-up ones.
+pub fn result_latencies(
+    producer: &dyn JobStore,
+    worker: Box<dyn JobStore>,
+    n: usize,
+    payload: &[u8],
+) -> Vec<Duration> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use telha_jobs::LeaseOptions;
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            let o = LeaseOptions::default()
+                .kind("result-lat")
+                .expect("kind")
+                .wait(Duration::from_millis(50));
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(j) = worker.lease_next("lat-worker", &o).expect("lease") {
+                    worker.complete(&j.token(), Some(b"ok")).expect("complete");
+                }
+            }
+        });
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n + n / 10 {
+            let t = Instant::now();
+            let id = producer
+                .enqueue("result-lat", payload, EnqueueOptions::default())
+                .expect("enqueue")
+                .id;
+            let info = producer.wait(&id, Duration::from_secs(30)).expect("wait");
+            assert!(info.state.is_terminal(), "the job finished: {info:?}");
+            if i >= n / 10 {
+                out.push(t.elapsed());
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        out
+    })
+}

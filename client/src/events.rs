@@ -1,0 +1,179 @@
+//! Waits and event streams over gRPC: `WaitJob` long polls and the
+//! `WatchEvents` stream, fed into the core's [`JobWatch`] and
+//! [`Subscription`] so front ends handle a remote queue's exactly as an
+//! embedded one's.
+
+use std::time::{Duration, Instant};
+
+use telha_jobs::watch::{EventSink, WatchSink};
+use telha_jobs::{Error, JobId, JobInfo, JobWatch, Result, SubscribeOptions, Subscription};
+use telha_jobs_proto::convert as cv;
+use telha_jobs_proto::events as ev;
+use telha_jobs_proto::status::from_status;
+use telha_jobs_proto::v1 as pb;
+use tokio::sync::oneshot;
+
+use crate::{Client, RemoteQueue};
+
+/// The longest wait one `WaitJob` call asks for (the server caps it there).
+const WAIT_CALL: Duration = Duration::from_secs(60);
+
+/// How often a background feed looks whether its reader is gone.
+const GONE_CHECK: Duration = Duration::from_secs(1);
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// One `WaitJob` call: the job and whether it is terminal.
+async fn wait_call(
+    mut c: Client,
+    url: &str,
+    id: JobId,
+    wait: Duration,
+    request_timeout: Option<Duration>,
+) -> Result<(JobInfo, bool)> {
+    let req = pb::WaitJobRequest {
+        id: id.as_bytes().to_vec(),
+        timeout_ms: ms(wait),
+    };
+    let fut = c.wait_job(req);
+    let r = match request_timeout.and_then(|t| t.checked_add(wait)) {
+        Some(t) => tokio::time::timeout(t, fut).await.map_err(|_| {
+            Error::Storage(format!("telha server {url} did not answer within {t:?}"))
+        })?,
+        None => fut.await,
+    }
+    .map_err(|s| from_status(&s, url))?
+    .into_inner();
+    let job = r
+        .job
+        .ok_or_else(|| Error::Storage("server answered a wait without the job".into()))?;
+    Ok((cv::job_info_from_pb(job)?, r.done))
+}
+
+impl RemoteQueue {
+    /// `JobStore::wait` over the network: `WaitJob` calls (60 s at most
+    /// each) until the job is terminal or `timeout` has passed.
+    pub(crate) fn wait_remote(&self, id: &JobId, timeout: Duration) -> Result<JobInfo> {
+        let deadline = Instant::now().checked_add(timeout);
+        loop {
+            let left = deadline.map_or(WAIT_CALL, |d| d.saturating_duration_since(Instant::now()));
+            let wait = left.min(WAIT_CALL);
+            let (c, url, rt) = (
+                self.client()?,
+                self.inner.url.clone(),
+                self.inner.request_timeout,
+            );
+            let id = *id;
+            let (job, done) =
+                self.block(async move { wait_call(c, &url, id, wait, rt).await })??;
+            if done || left <= wait {
+                return Ok(job);
+            }
+        }
+    }
+
+    /// `JobStore::watch` over the network: one `WaitJob` at once (so an
+    /// unknown id is `NotFound` here), then long polls in the background
+    /// until the job is terminal; dropping the watch stops them.
+    pub(crate) fn watch_remote(&self, id: &JobId) -> Result<JobWatch> {
+        let (w, sink) = JobWatch::channel(*id);
+        let (c, url, rt) = (
+            self.client()?,
+            self.inner.url.clone(),
+            self.inner.request_timeout,
+        );
+        let id = *id;
+        let (job, done) =
+            self.block(async move { wait_call(c, &url, id, Duration::ZERO, rt).await })??;
+        if done {
+            sink.fire(Some(Ok(job)));
+            return Ok(w);
+        }
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        w.on_drop(Box::new(move || drop(stop_tx)));
+        let feed = self.clone();
+        self.spawn(async move { watch_feed(feed, id, sink, stop_rx).await })?;
+        Ok(w)
+    }
+
+    /// `JobStore::subscribe` over the network: a `WatchEvents` stream fed
+    /// into a local subscription of the same buffer size (the server's
+    /// missed counts carried over, the local ones added).
+    pub(crate) fn subscribe_remote(&self, options: SubscribeOptions) -> Result<Subscription> {
+        let req = ev::subscribe_to_pb(&options);
+        let (sub, sink) = Subscription::channel(options)?;
+        let mut c = self.client()?;
+        let url = self.inner.url.clone();
+        let streaming = self.block(async move {
+            c.watch_events(req)
+                .await
+                .map(tonic::Response::into_inner)
+                .map_err(|s| from_status(&s, &url))
+        })??;
+        let mut closed = self.closed_rx();
+        let url = self.inner.url.clone();
+        self.spawn(async move {
+            tokio::select! {
+                () = events_feed(streaming, &sink, &url) => {}
+                _ = closed.wait_for(|c| *c) => sink.end(None),
+            }
+        })?;
+        Ok(sub)
+    }
+}
+
+async fn watch_feed(q: RemoteQueue, id: JobId, sink: WatchSink, mut stop: oneshot::Receiver<()>) {
+    let mut closed = q.closed_rx();
+    loop {
+        let Ok(c) = q.client() else {
+            return sink.fire(Some(Err(Error::Closed)));
+        };
+        let url = q.inner.url.clone();
+        let rt = q.inner.request_timeout;
+        tokio::select! {
+            r = wait_call(c, &url, id, WAIT_CALL, rt) => match r {
+                Ok((_, false)) => continue,
+                Ok((job, true)) => return sink.fire(Some(Ok(job))),
+                Err(e) => return sink.fire(Some(Err(e))),
+            },
+            _ = &mut stop => return,
+            _ = closed.wait_for(|c| *c) => return sink.fire(Some(Err(Error::Closed))),
+        }
+    }
+}
+
+async fn events_feed(
+    mut s: tonic::Streaming<pb::WatchEventsResponse>,
+    sink: &EventSink,
+    url: &str,
+) {
+    loop {
+        let m = tokio::select! {
+            m = s.message() => m,
+            () = tokio::time::sleep(GONE_CHECK) => {
+                if sink.is_gone() {
+                    return;
+                }
+                continue;
+            }
+        };
+        match m {
+            Ok(Some(m)) => {
+                for e in m.events {
+                    match ev::event_from_pb(e) {
+                        Ok(e) => {
+                            if !sink.push(e) {
+                                return;
+                            }
+                        }
+                        Err(e) => return sink.end(Some(format!("{url}: {e}"))),
+                    }
+                }
+            }
+            Ok(None) => return sink.end(None),
+            Err(st) => return sink.end(Some(from_status(&st, url).to_string())),
+        }
+    }
+}
