@@ -128,8 +128,34 @@ pub enum Jobs {
     /// Stop leasing a kind (exact or `family:*`) or a scope; running leases
     /// carry on. Durable until `resume`.
     Pause(PauseArgs),
+    /// Follow the queue: one line per transition the owning server commits
+    /// (a `tail -f` for jobs), filtered; needs --server (events are a live
+    /// view of the process that owns the store). Runs until interrupted,
+    /// --count events or --for a duration. With --json, one JSON object
+    /// per line.
+    Watch(WatchArgs),
     /// Lease a paused kind or scope again.
     Resume(PauseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Only events of this kind (exact or `family:*`); repeatable.
+    #[arg(long, value_parser = parse_kind)]
+    pub kind: Vec<KindPattern>,
+    /// Only events of this scope; repeatable.
+    #[arg(long, value_parser = parse_scope)]
+    pub scope: Vec<Scope>,
+    /// Only these transitions (enqueued, leased, completed, failed, dead,
+    /// progress, …); repeatable.
+    #[arg(long, value_parser = parse_event)]
+    pub transition: Vec<telha_jobs::Event>,
+    /// Stop after this many events.
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Stop after this long (e.g. `30s`, `5m`).
+    #[arg(long = "for", value_parser = parse_duration, value_name = "DURATION")]
+    pub duration: Option<Duration>,
 }
 
 #[derive(Debug, Args)]
@@ -254,6 +280,13 @@ fn parse_scope(s: &str) -> Result<Scope, String> {
 
 fn parse_state(s: &str) -> Result<State, String> {
     s.parse().map_err(|e: telha_jobs::Error| reason(e))
+}
+
+fn parse_event(s: &str) -> Result<telha_jobs::Event, String> {
+    telha_jobs::Event::from_name(s).ok_or_else(|| {
+        let names: Vec<_> = telha_jobs::Event::ALL.iter().map(|e| e.name()).collect();
+        format!("unknown transition {s:?}; one of {}", names.join(", "))
+    })
 }
 
 fn parse_kind(s: &str) -> Result<KindPattern, String> {

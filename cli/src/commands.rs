@@ -47,6 +47,7 @@ pub fn run(cmd: Jobs, db: &Target, json: bool) -> Result<Output, Failure> {
         Jobs::Delete { ids } => control::delete(db, &ids, json),
         Jobs::Pause(a) => control::pause(db, &a, true, json),
         Jobs::Resume(a) => control::pause(db, &a, false, json),
+        Jobs::Watch(a) => crate::watch::watch(db, a, json),
     }
 }
 

@@ -14,6 +14,7 @@ mod prom;
 mod render;
 mod serve;
 mod store;
+mod watch;
 
 use std::io::Write;
 use std::process::ExitCode;

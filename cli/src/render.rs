@@ -191,6 +191,10 @@ pub fn job_json(j: &JobInfo, full: bool) -> Json {
         "snoozes": j.snoozes,
         "expires_at_ms": j.expires_at,
         "expires_at": j.expires_at.map(time),
+        "progress": j
+            .progress
+            .as_deref()
+            .map_or(Json::Null, |p| bytes_json(p, Encoding::Unknown)),
     });
     if full {
         o["payload"] = bytes_json(&j.payload, j.payload_encoding);
@@ -252,6 +256,9 @@ pub fn job_text(j: &JobInfo) -> String {
     }
     if let Some(w) = &j.worker_id {
         field("worker", w.clone());
+    }
+    if let Some(p) = &j.progress {
+        field("progress", bytes_text(p, Encoding::Unknown, 200));
     }
     if let Some(k) = &j.idempotency_key {
         field("idempotency key", k.clone());

@@ -7,6 +7,7 @@ mod format;
 mod requests;
 mod support;
 mod unix;
+mod watch;
 
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};

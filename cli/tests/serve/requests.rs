@@ -97,6 +97,7 @@ async fn every_rpc<I: tonic::service::Interceptor>(
                 c.heartbeat(pb::HeartbeatRequest {
                     worker_id: "w".into(),
                     tokens: vec![],
+                    progress: vec![],
                 })
                 .await,
             ),
@@ -291,6 +292,7 @@ fn malformed_requests_are_invalid_argument_and_the_server_stays_up() {
                         id: bad_id.clone(),
                         generation: 1,
                     }],
+                    progress: vec![],
                 })
                 .await
                 .map(|_| ()),
