@@ -167,6 +167,17 @@ fn subset(want: &Json, got: &Json, at: &str) -> R<()> {
             }
         }),
         (Json::Object(_), other) => Err(format!("{at}: wanted an object, got {other}")),
+        (Json::Array(w), Json::Array(g)) if w.len() == g.len() => w
+            .iter()
+            .zip(g)
+            .enumerate()
+            .try_for_each(|(i, (wv, gv))| subset(wv, gv, &format!("{at}[{i}]"))),
+        (Json::Array(w), Json::Array(g)) => Err(format!(
+            "{at}: wanted {} items, got {}: {}",
+            w.len(),
+            g.len(),
+            Json::Array(g.clone())
+        )),
         (w, g) if w == g => Ok(()),
         (w, g) => Err(format!("{at}: wanted {w}, got {g}")),
     }

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 mod args;
 mod control;
+mod events;
 
 use args::{bytes_arg, check, config_of, ms, new_job_args, put_bytes, strs, uint};
 use serde_json::{json, Map, Value as Json};
@@ -124,6 +125,8 @@ fn run_file(path: &Path) -> R<()> {
         leases: HashMap::new(),
         holder: None,
         saved: HashMap::new(),
+        subs: HashMap::new(),
+        last_seq: HashMap::new(),
     };
     run.store = Some(open_store(&run.path, &run.config).map_err(|e| format!("open: {e}"))?);
     let steps = case
@@ -153,6 +156,10 @@ struct Run {
     holder: Option<(Child, ChildStdin)>,
     /// Store files as they were before `write_store_file`.
     saved: HashMap<String, Vec<u8>>,
+    /// Subscriptions by name (`subscribe … as`), and the last `seq` each
+    /// delivered.
+    subs: HashMap<String, telha_jobs::Subscription>,
+    last_seq: HashMap<String, u64>,
 }
 
 impl Run {
@@ -201,6 +208,9 @@ impl Run {
                 Err(e) => Err(e),
             },
             "list" => self.list(s),
+            "wait" => self.wait(s),
+            "subscribe" => self.subscribe(s),
+            "events" => self.events(s),
             "reap" => self.q()?.reap().map(|r| {
                 json!({"expired": r.expired, "dead": r.dead, "pruned": r.pruned,
                                 "expired_unstarted": r.expired_unstarted})
@@ -330,32 +340,6 @@ impl Run {
         })
     }
 
-    fn extend(&self, s: &Json) -> Result<Json, Error> {
-        let tokens = s
-            .get("leases")
-            .and_then(Json::as_array)
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(|l| self.token(Some(l)).map_err(Error::Storage))
-            .collect::<Result<Vec<_>, Error>>()?;
-        let worker = s.get("worker").and_then(Json::as_str).unwrap_or("w1");
-        let res = self.q().map_err(Error::Storage)?.extend(&tokens, worker)?;
-        // Per token: renewed, lost (Aborted, NotFound) or cancelled (a lost
-        // lease too); anything else fails.
-        let answers = res
-            .into_iter()
-            .map(|r| match r {
-                Ok(_) => Ok("renewed"),
-                Err(e) if matches!(e.kind().code(), "ABORTED" | "NOT_FOUND") => Ok("lost"),
-                Err(e) if e.kind().code() == "CANCELLED" => Ok("cancelled"),
-                Err(e) => Err(e),
-            })
-            .collect::<Result<Vec<&str>, Error>>()?;
-        let renewed: Vec<bool> = answers.iter().map(|a| *a == "renewed").collect();
-        Ok(json!({ "renewed": renewed, "answers": answers }))
-    }
-
     fn list(&self, s: &Json) -> Result<Json, Error> {
         let q = ListQuery {
             state: s
@@ -394,7 +378,7 @@ impl Run {
     }
 
     /// A job's case name (`as`), else its id text.
-    fn name_of(&self, id: &JobId) -> String {
+    pub(crate) fn name_of(&self, id: &JobId) -> String {
         self.ids
             .iter()
             .find(|(_, v)| v == id)
@@ -442,7 +426,7 @@ impl Run {
         o
     }
 
-    fn info_json(&self, i: &JobInfo) -> Json {
+    pub(crate) fn info_json(&self, i: &JobInfo) -> Json {
         let mut o = json!({
             "job": self.name_of(&i.id), "kind": i.kind, "scope": i.scope.to_string(),
             "state": i.state.as_str(), "priority": i.priority, "attempts": i.attempts,
@@ -455,6 +439,7 @@ impl Run {
         });
         put_bytes(&mut o, "payload", Some(&i.payload));
         put_bytes(&mut o, "result", i.result.as_deref());
+        put_bytes(&mut o, "progress", i.progress.as_deref());
         o
     }
 
