@@ -26,7 +26,6 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::ids::{JobId, Scope};
-use crate::job::JobInfo;
 use crate::kind::KindPattern;
 
 /// The default number of events a subscription buffers.
@@ -341,6 +340,36 @@ impl Subscription {
         .end(None);
     }
 
+    /// The subscription as a channel: a thread (`telha-sub-chan`) moves
+    /// each event into a `sync_channel` of `capacity` until the
+    /// subscription ends (an end that is an error, a lost remote feed, is
+    /// sent last; a close just ends the channel) or, once the receiver is
+    /// dropped, at the next event. A full channel holds up only that
+    /// thread: the subscription's own buffer keeps filling and then counts
+    /// `missed`, as always. `Storage` if the thread cannot start.
+    pub fn into_channel(
+        self,
+        capacity: usize,
+    ) -> Result<std::sync::mpsc::Receiver<Result<JobEvent>>> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(capacity);
+        std::thread::Builder::new()
+            .name("telha-sub-chan".into())
+            .spawn(move || loop {
+                let item = match self.recv(None) {
+                    Ok(Some(ev)) => Ok(ev),
+                    Ok(None) => continue,
+                    Err(Error::Closed) => return,
+                    Err(e) => Err(e),
+                };
+                let last = item.is_err();
+                if tx.send(item).is_err() || last {
+                    return;
+                }
+            })
+            .map_err(|e| Error::Storage(format!("subscription channel thread: {e}")))?;
+        Ok(rx)
+    }
+
     /// Whether it has ended (events may still be buffered).
     pub fn is_closed(&self) -> bool {
         lock(&self.sh.st).end.is_some()
@@ -466,289 +495,8 @@ impl EventSink {
     }
 }
 
-type Callback = Box<dyn FnOnce() + Send>;
-
-#[derive(Default)]
-struct WatchState {
-    done: bool,
-    cancelled: bool,
-    /// What a remote feed found when it fired.
-    job: Option<Result<JobInfo>>,
-    waker: Option<Waker>,
-    callbacks: Vec<Callback>,
-}
-
-pub(crate) struct WatchSlot {
-    id: JobId,
-    st: Mutex<WatchState>,
-    cv: Condvar,
-    detach: Mutex<Option<Callback>>,
-}
-
-/// Waits for one job to be terminal (see the module docs). Made by
-/// [`crate::Queue::watch`] (or a remote queue's); dropping it unregisters.
-pub struct JobWatch {
-    slot: Arc<WatchSlot>,
-}
-
-impl fmt::Debug for JobWatch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JobWatch")
-            .field("id", &self.slot.id)
-            .field("done", &self.is_done())
-            .finish()
-    }
-}
-
-/// The firing half of a [`JobWatch`]. Cheap to clone.
-#[derive(Clone)]
-pub struct WatchSink {
-    slot: Arc<WatchSlot>,
-}
-
-impl fmt::Debug for WatchSink {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WatchSink")
-            .field("id", &self.slot.id)
-            .finish()
-    }
-}
-
-impl JobWatch {
-    /// A watch of `id` and the sink that fires it, for an implementation
-    /// of [`crate::JobStore`] that is not the engine.
-    pub fn channel(id: JobId) -> (JobWatch, WatchSink) {
-        let slot = Arc::new(WatchSlot {
-            id,
-            st: Mutex::new(WatchState::default()),
-            cv: Condvar::new(),
-            detach: Mutex::new(None),
-        });
-        (JobWatch { slot: slot.clone() }, WatchSink { slot })
-    }
-
-    /// The job watched.
-    pub fn id(&self) -> JobId {
-        self.slot.id
-    }
-
-    /// Whether the job has reached a terminal state (or is gone, or the
-    /// store closed).
-    pub fn is_done(&self) -> bool {
-        lock(&self.slot.st).done
-    }
-
-    /// Block until the job is done (`true`), `timeout` passes or the watch
-    /// is cancelled (`false`). `None` waits without a limit.
-    pub fn wait(&self, timeout: Option<Duration>) -> bool {
-        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        let mut st = lock(&self.slot.st);
-        loop {
-            if st.done {
-                return true;
-            }
-            if st.cancelled {
-                return false;
-            }
-            match (timeout, deadline) {
-                (Some(_), Some(d)) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return false;
-                    }
-                    st = self
-                        .slot
-                        .cv
-                        .wait_timeout(st, d - now)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0;
-                }
-                _ => st = self.slot.cv.wait(st).unwrap_or_else(|p| p.into_inner()),
-            }
-        }
-    }
-
-    /// End a [`JobWatch::wait`] in progress (and later ones) with `false`,
-    /// from any thread. The callbacks of [`JobWatch::on_done`] still run if
-    /// the job finishes while the watch is alive.
-    pub fn cancel(&self) {
-        lock(&self.slot.st).cancelled = true;
-        self.slot.cv.notify_all();
-    }
-
-    /// Whether [`JobWatch::cancel`] was called.
-    pub fn is_cancelled(&self) -> bool {
-        lock(&self.slot.st).cancelled
-    }
-
-    /// Run `f` once the job is done: at once (on this thread) if it is,
-    /// else on the committing thread, which must not be kept waiting (`f`
-    /// should only signal: send on a channel, resolve a promise).
-    pub fn on_done(&self, f: Box<dyn FnOnce() + Send>) {
-        let mut st = lock(&self.slot.st);
-        if st.done {
-            drop(st);
-            f();
-        } else {
-            st.callbacks.push(f);
-        }
-    }
-
-    /// For async code: `Ready` once the job is done, else `Pending` with
-    /// `cx`'s waker kept.
-    pub fn poll_done(&self, cx: &mut Context<'_>) -> Poll<()> {
-        let mut st = lock(&self.slot.st);
-        if st.done {
-            Poll::Ready(())
-        } else {
-            st.waker = Some(cx.waker().clone());
-            Poll::Pending
-        }
-    }
-
-    /// What a remote feed handed over with the firing (the job as it was
-    /// then), taken once; `None` for the engine's watches (read the job).
-    pub fn take_job(&self) -> Option<Result<JobInfo>> {
-        lock(&self.slot.st).job.take()
-    }
-
-    /// Run `f` when the watch is dropped (the engine unregisters this way;
-    /// a remote feed stops its long poll). Replaces an earlier one.
-    pub fn on_drop(&self, f: Box<dyn FnOnce() + Send>) {
-        *lock(&self.slot.detach) = Some(f);
-    }
-}
-
-impl Drop for JobWatch {
-    fn drop(&mut self) {
-        let f = lock(&self.slot.detach).take();
-        if let Some(f) = f {
-            f();
-        }
-    }
-}
-
-impl WatchSink {
-    /// The job watched.
-    pub fn id(&self) -> JobId {
-        self.slot.id
-    }
-
-    /// Fire: the job is done. `job` is what a remote feed found (`None`
-    /// from the engine). Idempotent (the first firing wins).
-    pub fn fire(&self, job: Option<Result<JobInfo>>) {
-        let mut st = lock(&self.slot.st);
-        if st.done {
-            return;
-        }
-        st.done = true;
-        st.job = job;
-        let w = st.waker.take();
-        let cbs = std::mem::take(&mut st.callbacks);
-        drop(st);
-        self.slot.cv.notify_all();
-        if let Some(w) = w {
-            w.wake();
-        }
-        for f in cbs {
-            f();
-        }
-    }
-
-    /// Whether this sink fires `other`'s watch.
-    pub fn same(&self, other: &WatchSink) -> bool {
-        Arc::ptr_eq(&self.slot, &other.slot)
-    }
-}
+mod job_watch;
+pub use job_watch::{JobWatch, WatchSink};
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ev(seq: u64) -> JobEvent {
-        JobEvent {
-            seq,
-            ts: 0,
-            id: JobId::from_bytes([1; 16]),
-            kind: "k".into(),
-            scope: Scope::SYSTEM,
-            event: Event::Enqueued,
-            attempt: 0,
-            worker_id: None,
-            progress: None,
-            missed: 0,
-        }
-    }
-
-    #[test]
-    fn a_full_buffer_drops_and_the_next_event_counts_the_gap() {
-        let (sub, sink) = Subscription::channel(SubscribeOptions {
-            buffer: 2,
-            ..Default::default()
-        })
-        .unwrap();
-        for s in 1..=5 {
-            assert!(sink.push(ev(s)));
-        }
-        assert_eq!(sub.recv(Some(Duration::ZERO)).unwrap().unwrap().seq, 1);
-        assert_eq!(sub.try_recv().unwrap().unwrap().seq, 2);
-        assert_eq!(sub.try_recv().unwrap(), None);
-        sink.push(ev(6));
-        let six = sub.try_recv().unwrap().unwrap();
-        assert_eq!((six.seq, six.missed), (6, 3));
-        sink.end(None);
-        assert!(matches!(sub.recv(None), Err(Error::Closed)));
-        assert!(!sink.push(ev(7)));
-    }
-
-    #[test]
-    fn a_lost_feed_ends_with_storage_after_the_buffer() {
-        let (sub, sink) = Subscription::channel(SubscribeOptions::default()).unwrap();
-        sink.push(ev(1));
-        sink.end(Some("connection reset".into()));
-        let got: Vec<_> = (&sub).collect();
-        assert_eq!(got.len(), 2);
-        assert!(matches!(&got[1], Err(Error::Storage(m)) if m.contains("reset")));
-        assert!((&sub).next().is_none());
-    }
-
-    #[test]
-    fn a_dropped_subscription_refuses_events() {
-        let (sub, sink) = Subscription::channel(SubscribeOptions::default()).unwrap();
-        drop(sub);
-        assert!(sink.is_gone());
-        assert!(!sink.push(ev(1)));
-    }
-
-    #[test]
-    fn buffer_bounds_are_checked() {
-        for b in [0, MAX_EVENT_BUFFER + 1] {
-            let o = SubscribeOptions {
-                buffer: b,
-                ..Default::default()
-            };
-            assert!(matches!(
-                Subscription::channel(o),
-                Err(Error::InvalidArgument(_))
-            ));
-        }
-    }
-
-    #[test]
-    fn a_watch_fires_once_runs_callbacks_and_cancel_ends_a_wait() {
-        let (w, sink) = JobWatch::channel(JobId::from_bytes([2; 16]));
-        assert!(!w.wait(Some(Duration::from_millis(5))));
-        let (tx, rx) = std::sync::mpsc::channel();
-        w.on_done(Box::new(move || tx.send(1).unwrap()));
-        let s2 = sink.clone();
-        let t = std::thread::spawn(move || s2.fire(None));
-        assert!(w.wait(None));
-        t.join().unwrap();
-        assert_eq!(rx.recv().unwrap(), 1);
-        sink.fire(None);
-        assert!(rx.try_recv().is_err());
-        let (w2, _s) = JobWatch::channel(JobId::from_bytes([3; 16]));
-        w2.cancel();
-        assert!(!w2.wait(None));
-    }
-}
+mod tests;
