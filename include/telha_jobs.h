@@ -19,6 +19,9 @@
  *  - A `tj_queue *` may be used from many threads at once. Option and
  *    batch objects may not be changed from two threads at once. Results
  *    (jobs, infos, pages, stats, errors) are immutable.
+ *  - Waits (lease waits, `tj_queue_wait`, `tj_events_next`) block only
+ *    the calling thread. A `tj_cancel` ends the first two from any thread
+ *    (`tj_cancel_trigger`: also from a signal handler).
  *  - Times are milliseconds since the Unix epoch; durations are milliseconds.
  */
 
@@ -91,6 +94,23 @@
  * The longest duration a setting may hold: 100 years (of 365 days), in ms.
  */
 #define TJ_MAX_DURATION_MS 3153600000000
+
+/**
+ * The largest progress report one lease may carry
+ * (`tj_queue_heartbeat`), in bytes.
+ */
+#define TJ_MAX_PROGRESS_BYTES 4096
+
+/**
+ * The events a subscription buffers unless told otherwise
+ * (`tj_subscribe_options_set_buffer`).
+ */
+#define TJ_DEFAULT_EVENT_BUFFER 10000
+
+/**
+ * The largest subscription buffer, in events.
+ */
+#define TJ_MAX_EVENT_BUFFER 1000000
 
 /**
  * What a call did. `TJ_STATUS_OK` is 0; every other value is an error whose
@@ -167,6 +187,13 @@ enum tj_status
    * queue stays usable, but please report the message.
    */
   TJ_STATUS_PANIC = 102,
+  /**
+   * Nothing happened within the call's timeout: `tj_events_next` had no
+   * event to give (the subscription goes on; call it again). Not a
+   * fault, but reported as the other statuses are (with a `tj_error`
+   * when one was asked for).
+   */
+  TJ_STATUS_TIMED_OUT = 103,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -292,9 +319,10 @@ typedef uint32_t tj_encoding;
 typedef struct tj_batch tj_batch;
 
 /**
- * A cancel token for lease waits (see `tj_lease_options_set_cancel`).
- * Thread-safe: cancel it from any thread while a lease call waits on
- * another. Owned by the caller (`tj_cancel_new` / `tj_cancel_free`).
+ * A cancel token for lease waits (see `tj_lease_options_set_cancel`) and
+ * job waits (`tj_queue_wait`). Thread-safe: cancel it from any thread
+ * while a call waits on another, or trigger it from a signal handler.
+ * Owned by the caller (`tj_cancel_new` / `tj_cancel_free`).
  */
 typedef struct tj_cancel tj_cancel;
 
@@ -387,6 +415,23 @@ typedef struct tj_queue tj_queue;
 typedef struct tj_stats tj_stats;
 
 /**
+ * Which events a subscription receives, and how many it buffers. Empty
+ * lists match everything. Owned by the caller (`tj_subscribe_options_new`
+ * / `tj_subscribe_options_free`); `tj_queue_subscribe` copies it.
+ */
+typedef struct tj_subscribe_options tj_subscribe_options;
+
+/**
+ * A live stream of the transitions the queue commits (from
+ * `tj_queue_subscribe`), read with `tj_events_next`. One reader at a time:
+ * `tj_events_next` must not be called from two threads at once on one
+ * subscription; `tj_subscription_close` may be called from any thread,
+ * also while another is in `tj_events_next`. Owned by the caller
+ * (`tj_subscription_free`).
+ */
+typedef struct tj_subscription tj_subscription;
+
+/**
  * One settable key. Every string is static (never free it, valid for the
  * life of the process); `env` is NULL for a key without a variable.
  */
@@ -464,6 +509,66 @@ typedef struct tj_cancel_report {
    */
   uint64_t corrupt;
 } tj_cancel_report;
+
+/**
+ * One committed transition. Filled by `tj_events_next` into a struct the
+ * caller owns; its pointers are borrowed from the subscription and stay
+ * valid until the next `tj_events_next` or `tj_subscription_free` on it.
+ */
+typedef struct tj_event {
+  /**
+   * This subscription's count: 1, 2, 3 … over every event that matched
+   * its filter since it began, in commit order, delivered or missed; so
+   * it rises by exactly 1 + `missed` from one event to the next.
+   */
+  uint64_t seq;
+  /**
+   * When it was committed, ms since the epoch.
+   */
+  uint64_t ts_ms;
+  /**
+   * How many events matching this subscription were dropped just before
+   * this one because its buffer was full (0 when none).
+   */
+  uint64_t missed;
+  /**
+   * The job.
+   */
+  struct tj_id id;
+  /**
+   * The job's kind (NUL-terminated).
+   */
+  const char *kind;
+  /**
+   * The job's scope, as UUID text.
+   */
+  const char *scope;
+  /**
+   * The transition's name (`"enqueued"`, `"leased"`, `"progress"`,
+   * `"completed"`, …; see `tj_subscribe_options_add_transition`).
+   */
+  const char *transition;
+  /**
+   * The worker of the lease the transition belongs to, or NULL.
+   */
+  const char *worker_id;
+  /**
+   * For a `progress` event, the bytes reported (not NUL-terminated),
+   * else NULL.
+   */
+  const uint8_t *progress;
+  /**
+   * The length of `progress` (0 when NULL).
+   */
+  size_t progress_len;
+  /**
+   * For a transition of a lease (leased, extended, progress, completed,
+   * failed, dead from a lease, lease_expired, released, snoozed,
+   * cancel_requested, cancelled from a lease): that lease's attempt,
+   * from 1. For the others: the failed attempts so far.
+   */
+  uint32_t attempt;
+} tj_event;
 
 /**
  * The proof of a lease: the job id and the lease generation it was granted
@@ -611,9 +716,12 @@ void tj_batch_clear(struct tj_batch *batch);
 struct tj_cancel *tj_cancel_new(void);
 
 /**
- * Cancel: every lease wait using this token returns promptly with what it
- * has (usually no job, `TJ_STATUS_OK`). Permanent: later lease calls with
- * it do not wait. Idempotent; NULL does nothing. Never blocks.
+ * Cancel: every lease wait and `tj_queue_wait` using this token returns
+ * promptly with what it has (usually no job / the job's current state,
+ * `TJ_STATUS_OK`). Permanent: later calls with it do not wait. Idempotent;
+ * NULL does nothing. Thread-safe, never blocks for long, but not
+ * async-signal-safe (it takes locks): from a signal handler use
+ * `tj_cancel_trigger`.
  *
  * # Safety
  * `cancel` is NULL or live.
@@ -621,7 +729,21 @@ struct tj_cancel *tj_cancel_new(void);
 void tj_cancel_cancel(const struct tj_cancel *cancel);
 
 /**
- * Whether `tj_cancel_cancel` was called (false for NULL).
+ * `tj_cancel_cancel` that may be called from a signal handler (e.g. on
+ * SIGINT) as well as from any thread: it only sets an atomic flag and
+ * writes one byte to a socket (both async-signal-safe; no lock, no
+ * allocation); a library thread then cancels the waits, within
+ * microseconds. A `tj_queue_wait` sees the flag itself within 100 ms
+ * should that thread be missing (it could not be started). NULL does
+ * nothing.
+ *
+ * # Safety
+ * `cancel` is NULL or live.
+ */
+void tj_cancel_trigger(const struct tj_cancel *cancel);
+
+/**
+ * Whether `tj_cancel_cancel` or `tj_cancel_trigger` was called (false for NULL).
  *
  * # Safety
  * `cancel` is NULL or live.
@@ -629,7 +751,10 @@ void tj_cancel_cancel(const struct tj_cancel *cancel);
 bool tj_cancel_is_cancelled(const struct tj_cancel *cancel);
 
 /**
- * Free a token (lease options given it keep their own reference). NULL does nothing.
+ * Free a token (lease options given it keep their own reference; a wait
+ * using it must have returned). Freeing the last live token also stops the
+ * library thread that serves `tj_cancel_trigger` (it is started again by
+ * the next `tj_cancel_new`). NULL does nothing.
  *
  * # Safety
  * `cancel` is NULL or a `tj_cancel` not freed before, and no thread is using it.
@@ -952,6 +1077,149 @@ const char *tj_error_message(const struct tj_error *err);
 void tj_error_free(struct tj_error *err);
 
 /**
+ * New subscribe options: every kind, scope and transition, a buffer of
+ * `TJ_DEFAULT_EVENT_BUFFER` events. Never NULL.
+ */
+struct tj_subscribe_options *tj_subscribe_options_new(void);
+
+/**
+ * Free subscribe options. NULL does nothing.
+ *
+ * # Safety
+ * `options` is NULL or a `tj_subscribe_options` not freed before.
+ */
+void tj_subscribe_options_free(struct tj_subscribe_options *options);
+
+/**
+ * Also receive events of jobs of `kind`: an exact kind (`"embed"`) or a
+ * family (`"ingest:*"`).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options, kind), `TJ_STATUS_INVALID_UTF8`,
+ * `TJ_STATUS_INVALID_ARGUMENT` for a pattern that is not a valid kind or
+ * family (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `kind` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_subscribe_options_add_kind(struct tj_subscribe_options *options,
+                                        const char *kind,
+                                        struct tj_error **err);
+
+/**
+ * Also receive events of jobs in tenant `scope` (UUID text).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options, scope), `TJ_STATUS_INVALID_UTF8`,
+ * `TJ_STATUS_INVALID_ARGUMENT` for a malformed UUID (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `scope` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_subscribe_options_add_scope(struct tj_subscribe_options *options,
+                                         const char *scope,
+                                         struct tj_error **err);
+
+/**
+ * Also receive transition `name`: `enqueued`, `leased`, `extended`,
+ * `progress`, `completed`, `failed`, `dead`, `lease_expired`, `released`,
+ * `retried`, `pruned`, `purged`, `cancelled`, `cancel_requested`,
+ * `deleted`, `snoozed`, `expired`.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options, name), `TJ_STATUS_INVALID_UTF8`,
+ * `TJ_STATUS_INVALID_ARGUMENT` for a name that is not a transition
+ * (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `name` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_subscribe_options_add_transition(struct tj_subscribe_options *options,
+                                              const char *name,
+                                              struct tj_error **err);
+
+/**
+ * Buffer up to `buffer` events (1 to `TJ_MAX_EVENT_BUFFER`) for a reader
+ * that falls behind; past that, events are dropped and counted (the next
+ * event's `missed`), never slowing the queue.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options), `TJ_STATUS_INVALID_ARGUMENT`
+ * for 0 or over `TJ_MAX_EVENT_BUFFER` (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_subscribe_options_set_buffer(struct tj_subscribe_options *options,
+                                          size_t buffer,
+                                          struct tj_error **err);
+
+/**
+ * Subscribe to the transitions `queue` commits from now on, as
+ * `options` (NULL: every event, the default buffer) filters them. On
+ * success `*sub_out` is a new `tj_subscription` the caller frees with
+ * `tj_subscription_free`. Events arrive in commit order through a bounded
+ * buffer: a reader that falls behind never slows the queue; it is told how
+ * many events it missed (`tj_event.missed`). A live view: nothing from
+ * before the call, and nothing replayed across a restart of the store (a
+ * subscriber then subscribes again: a new stream, `seq` from 1). Never
+ * blocks on I/O.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, sub_out), `TJ_STATUS_CLOSED`,
+ * `TJ_STATUS_STORAGE` (the event thread could not be started).
+ *
+ * # Safety
+ * `queue` and `options` are NULL or live; `sub_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_subscribe(const struct tj_queue *queue,
+                             const struct tj_subscribe_options *options,
+                             struct tj_subscription **sub_out,
+                             struct tj_error **err);
+
+/**
+ * The next event, waiting up to `timeout_ms` (0: only one already
+ * buffered) for one. On `TJ_STATUS_OK` it is written to `*event_out`
+ * (pointers valid until the next `tj_events_next` or
+ * `tj_subscription_free` on `sub`).
+ *
+ * Blocks the calling thread only, up to the timeout; an event arriving
+ * wakes it at once, and so do `tj_subscription_close` and the store
+ * closing.
+ *
+ * Answers besides `TJ_STATUS_OK`: `TJ_STATUS_TIMED_OUT` when no event came
+ * within the timeout (call again); `TJ_STATUS_CLOSED` once the
+ * subscription has ended, by `tj_subscription_close` or because its store
+ * closed, and the events buffered before that have been read (every later
+ * call answers it too); `TJ_STATUS_NULL_ARGUMENT` (sub, event_out);
+ * `TJ_STATUS_STORAGE` if the feed failed. `*event_out` is written only on
+ * `TJ_STATUS_OK`.
+ *
+ * # Safety
+ * `sub` is NULL or live, and no other thread is in `tj_events_next` on it;
+ * `event_out` and `err` are NULL or writable.
+ */
+tj_status tj_events_next(struct tj_subscription *sub,
+                         uint32_t timeout_ms,
+                         struct tj_event *event_out,
+                         struct tj_error **err);
+
+/**
+ * End the subscription: the queue stops feeding it; events already
+ * buffered can still be read, then `tj_events_next` answers
+ * `TJ_STATUS_CLOSED` (a call waiting in it on another thread returns).
+ * Idempotent; thread-safe; NULL does nothing. It must still be freed.
+ *
+ * # Safety
+ * `sub` is NULL or live.
+ */
+void tj_subscription_close(const struct tj_subscription *sub);
+
+/**
+ * Close (if not closed) and free a subscription, with the strings of its
+ * last event. NULL does nothing. No other thread may be using it.
+ *
+ * # Safety
+ * `sub` is NULL or a `tj_subscription` not freed before.
+ */
+void tj_subscription_free(struct tj_subscription *sub);
+
+/**
  * Parse a job id from its text form (the canonical UUID string; hyphens,
  * braces and `urn:uuid:` are accepted as the `uuid` crate reads them) into
  * `*id_out`.
@@ -1249,6 +1517,19 @@ const uint8_t *tj_job_info_result(const struct tj_job_info *info,
                                   size_t *len_out);
 
 /**
+ * The latest progress report of the job's current or last lease
+ * (`tj_queue_heartbeat`; borrowed), or NULL when it has none (never
+ * reported, or cleared by a new lease); its length in `*len_out` (0 when
+ * none) when `len_out` is not NULL. Bytes as reported (the Python and Node
+ * workers write the payload convention).
+ *
+ * # Safety
+ * `info` is NULL or live; `len_out` is NULL or writable.
+ */
+const uint8_t *tj_job_info_progress(const struct tj_job_info *info,
+                                    size_t *len_out);
+
+/**
  * The reason of the latest failure or lease expiry, or NULL.
  *
  * # Safety
@@ -1430,7 +1711,8 @@ tj_status tj_lease_options_set_wait_ms(struct tj_lease_options *options,
 
 /**
  * End waits of lease calls using these options when `cancel` is cancelled
- * (`tj_cancel_cancel`, from any thread). The options keep their own
+ * (`tj_cancel_cancel` from any thread, `tj_cancel_trigger` also from a
+ * signal handler). The options keep their own
  * reference: `cancel` may be freed before them.
  *
  * Errors: `TJ_STATUS_NULL_ARGUMENT` (options, cancel).
@@ -2251,6 +2533,44 @@ tj_status tj_queue_extend(const struct tj_queue *queue,
                           struct tj_error **err);
 
 /**
+ * `tj_queue_extend` with progress: a heartbeat that also reports how far
+ * along each job is. Report `i` (for `tokens[i]`, `i < progress_count`) is
+ * `progress_len[i]` bytes at `progress[i]` (copied; at most
+ * `TJ_MAX_PROGRESS_BYTES`): stored on the job's record by the same write
+ * that renews the lease (no write beyond the heartbeat), shown by
+ * `tj_job_info_progress` (until the job's next lease) and published as a
+ * `progress` event to subscribers. A NULL `progress[i]` or a length of 0
+ * is no report for that token, and so is every token from
+ * `progress_count` on (`progress` and `progress_len` may be NULL when it
+ * is 0: then this is `tj_queue_extend`). A lost lease's report is dropped
+ * with it. Bytes as given: to be read by the Python and Node bindings,
+ * write the payload convention (`0x01` + msgpack).
+ *
+ * Per token and blocking as `tj_queue_extend`.
+ *
+ * Errors: as `tj_queue_extend` (`TJ_STATUS_NULL_ARGUMENT` also for
+ * `progress` or `progress_len` with `progress_count` > 0), and
+ * `TJ_STATUS_INVALID_ARGUMENT`, for the whole call with nothing renewed,
+ * when a report is over `TJ_MAX_PROGRESS_BYTES` (its memory is not read)
+ * or `progress_count` > `n`.
+ *
+ * # Safety
+ * As `tj_queue_extend`; `progress` and `progress_len` are NULL or hold
+ * `progress_count` readable elements, and each non-NULL `progress[i]`
+ * holds `progress_len[i]` readable bytes.
+ */
+tj_status tj_queue_heartbeat(const struct tj_queue *queue,
+                             const char *worker_id,
+                             const struct tj_token *tokens,
+                             size_t n,
+                             const uint8_t *const *progress,
+                             const size_t *progress_len,
+                             size_t progress_count,
+                             tj_status *statuses_out,
+                             uint64_t *deadlines_out,
+                             struct tj_error **err);
+
+/**
  * Complete the leased job of `*token`, with an optional result:
  * `result_len` bytes at `result` (copied). A NULL `result` with length 0
  * stores no result; a non-NULL one with length 0 stores an empty result.
@@ -2456,6 +2776,35 @@ const char *tj_status_name(uint32_t status);
  * for a number that is not a `tj_state`. Static storage: never free it.
  */
 const char *tj_state_name(uint32_t state);
+
+/**
+ * Wait for job `*id` to be terminal (completed, dead or cancelled), for
+ * up to `timeout_ms` (0: answer at once; `UINT64_MAX`: no limit), or until
+ * `cancel` (NULL: none) is cancelled or triggered. On success `*info_out`
+ * is a new `tj_job_info` the caller frees: the job once terminal (with its
+ * result, last error or cancel reason), or as it is now when the time ran
+ * out or the wait was cancelled (check `tj_job_info_state`). Woken by the
+ * commit of the transition itself, never by polling the store. Any number
+ * of threads may wait on one job; a waiter never delays a writer.
+ *
+ * Blocks the calling thread only: up to the timeout, plus two RocksDB
+ * reads. `tj_queue_close` from another thread ends it within 100 ms.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, id, info_out),
+ * `TJ_STATUS_NOT_FOUND` for no such job (or one deleted during the wait),
+ * `TJ_STATUS_CLOSED` when the queue is closed before or during the wait,
+ * `TJ_STATUS_CORRUPTION`, `TJ_STATUS_STORAGE`.
+ *
+ * # Safety
+ * `queue` and `id` are NULL or live; `cancel` is NULL or live until the
+ * call returns; `info_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_wait(const struct tj_queue *queue,
+                        const struct tj_id *id,
+                        uint64_t timeout_ms,
+                        const struct tj_cancel *cancel,
+                        struct tj_job_info **info_out,
+                        struct tj_error **err);
 
 #ifdef __cplusplus
 }  // extern "C"

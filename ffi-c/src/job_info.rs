@@ -214,6 +214,27 @@ pub unsafe extern "C" fn tj_job_info_result(
     p
 }
 
+/// The latest progress report of the job's current or last lease
+/// (`tj_queue_heartbeat`; borrowed), or NULL when it has none (never
+/// reported, or cleared by a new lease); its length in `*len_out` (0 when
+/// none) when `len_out` is not NULL. Bytes as reported (the Python and Node
+/// workers write the payload convention).
+///
+/// # Safety
+/// `info` is NULL or live; `len_out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_info_progress(
+    info: *const tj_job_info,
+    len_out: *mut usize,
+) -> *const u8 {
+    let (p, n) = get(info, (std::ptr::null(), 0), |i| match &i.info.progress {
+        Some(r) => (r.as_ptr(), r.len()),
+        None => (std::ptr::null(), 0),
+    });
+    write_opt(len_out, n);
+    p
+}
+
 /// The reason of the latest failure or lease expiry, or NULL.
 ///
 /// # Safety

@@ -105,7 +105,8 @@ pub unsafe extern "C" fn tj_lease_options_set_wait_ms(
 }
 
 /// End waits of lease calls using these options when `cancel` is cancelled
-/// (`tj_cancel_cancel`, from any thread). The options keep their own
+/// (`tj_cancel_cancel` from any thread, `tj_cancel_trigger` also from a
+/// signal handler). The options keep their own
 /// reference: `cancel` may be freed before them.
 ///
 /// Errors: `TJ_STATUS_NULL_ARGUMENT` (options, cancel).
@@ -121,7 +122,7 @@ pub unsafe extern "C" fn tj_lease_options_set_cancel(
     boundary::run(F, std::ptr::null_mut(), || {
         let o = handle_mut(F, "options", options)?;
         let c = handle(F, "cancel", cancel)?;
-        o.options.cancel = Some(c.token.clone());
+        o.options.cancel = Some(c.shared.token.clone());
         Ok(())
     })
 }

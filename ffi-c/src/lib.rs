@@ -22,6 +22,7 @@ mod control;
 mod encoding;
 mod enqueue_options;
 mod error;
+mod events;
 mod id;
 mod job;
 mod job_info;
@@ -35,6 +36,7 @@ mod queue;
 mod settle;
 mod stats;
 mod status;
+mod wait;
 
 use std::ffi::c_char;
 

@@ -23,6 +23,14 @@ pub const TJ_MAX_PAYLOAD_BYTES_LIMIT: usize = 1073741824;
 pub const TJ_MAX_INSTANT_MS: u64 = 253402300799999;
 /// The longest duration a setting may hold: 100 years (of 365 days), in ms.
 pub const TJ_MAX_DURATION_MS: u64 = 3153600000000;
+/// The largest progress report one lease may carry
+/// (`tj_queue_heartbeat`), in bytes.
+pub const TJ_MAX_PROGRESS_BYTES: usize = 4096;
+/// The events a subscription buffers unless told otherwise
+/// (`tj_subscribe_options_set_buffer`).
+pub const TJ_DEFAULT_EVENT_BUFFER: usize = 10000;
+/// The largest subscription buffer, in events.
+pub const TJ_MAX_EVENT_BUFFER: usize = 1000000;
 
 #[cfg(test)]
 mod tests {
@@ -42,6 +50,15 @@ mod tests {
         assert_eq!(
             u128::from(TJ_MAX_DURATION_MS),
             limits::MAX_DURATION.as_millis()
+        );
+        assert_eq!(TJ_MAX_PROGRESS_BYTES, limits::MAX_PROGRESS_BYTES);
+        assert_eq!(
+            TJ_DEFAULT_EVENT_BUFFER,
+            telha_jobs_core::watch::DEFAULT_EVENT_BUFFER
+        );
+        assert_eq!(
+            TJ_MAX_EVENT_BUFFER,
+            telha_jobs_core::watch::MAX_EVENT_BUFFER
         );
     }
 }

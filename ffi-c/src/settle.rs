@@ -1,4 +1,5 @@
-//! Settling leases: `tj_queue_extend` (heartbeats), `_complete`,
+//! Settling leases: `tj_queue_extend` and `tj_queue_heartbeat`
+//! (heartbeats, the latter with progress), `_complete`,
 //! `_complete_with_encoding`, `_fail`, `_fail_in`, `_release` and `_snooze`.
 //!
 //! Every settle call on a lease whose job has a cancel request records the
@@ -60,16 +61,116 @@ pub unsafe extern "C" fn tj_queue_extend(
         }
         let tokens: Vec<LeaseToken> = tokens.iter().map(|t| (*t).into()).collect();
         let answers = q.queue.extend(&tokens, worker)?;
-        for (i, a) in answers.into_iter().enumerate().take(n) {
-            let (status, deadline) = match a {
-                Ok(d) => (tj_status::TJ_STATUS_OK, d),
-                Err(e) => (tj_status::from_kind(e.kind()), 0),
-            };
-            unsafe { statuses_out.add(i).write(status) };
-            if !deadlines_out.is_null() {
-                unsafe { deadlines_out.add(i).write(deadline) };
-            }
+        write_answers(answers, n, statuses_out, deadlines_out);
+        Ok(())
+    })
+}
+
+/// Per token: its status and, when wanted, its new deadline (0 when not renewed).
+fn write_answers(
+    answers: Vec<telha_jobs_core::Result<u64>>,
+    n: usize,
+    statuses_out: *mut tj_status,
+    deadlines_out: *mut u64,
+) {
+    for (i, a) in answers.into_iter().enumerate().take(n) {
+        let (status, deadline) = match a {
+            Ok(d) => (tj_status::TJ_STATUS_OK, d),
+            Err(e) => (tj_status::from_kind(e.kind()), 0),
+        };
+        unsafe { statuses_out.add(i).write(status) };
+        if !deadlines_out.is_null() {
+            unsafe { deadlines_out.add(i).write(deadline) };
         }
+    }
+}
+
+/// The progress reports of `tj_queue_heartbeat`, copied: entry `i` is
+/// `progress_len[i]` bytes at `progress[i]`, none when that pointer is NULL
+/// or the length 0. Lengths are checked before any memory is read.
+fn progress_reports(
+    func: &str,
+    progress: *const *const u8,
+    progress_len: *const usize,
+    count: usize,
+) -> Res<Vec<Option<Vec<u8>>>> {
+    let ptrs = slice(func, "progress", progress, count)?;
+    let lens = slice(func, "progress_len", progress_len, count)?;
+    let max = crate::limits::TJ_MAX_PROGRESS_BYTES;
+    let mut reports = Vec::with_capacity(count);
+    for (i, (p, len)) in ptrs.iter().zip(lens).enumerate() {
+        if p.is_null() || *len == 0 {
+            reports.push(None);
+            continue;
+        }
+        if *len > max {
+            return Err(crate::error::Failure::invalid(format!(
+                "{func}: progress report {i} of {len} bytes is over the limit of \
+                 {max} bytes (TJ_MAX_PROGRESS_BYTES)"
+            )));
+        }
+        reports.push(Some(
+            unsafe { std::slice::from_raw_parts(*p, *len) }.to_vec(),
+        ));
+    }
+    Ok(reports)
+}
+
+/// `tj_queue_extend` with progress: a heartbeat that also reports how far
+/// along each job is. Report `i` (for `tokens[i]`, `i < progress_count`) is
+/// `progress_len[i]` bytes at `progress[i]` (copied; at most
+/// `TJ_MAX_PROGRESS_BYTES`): stored on the job's record by the same write
+/// that renews the lease (no write beyond the heartbeat), shown by
+/// `tj_job_info_progress` (until the job's next lease) and published as a
+/// `progress` event to subscribers. A NULL `progress[i]` or a length of 0
+/// is no report for that token, and so is every token from
+/// `progress_count` on (`progress` and `progress_len` may be NULL when it
+/// is 0: then this is `tj_queue_extend`). A lost lease's report is dropped
+/// with it. Bytes as given: to be read by the Python and Node bindings,
+/// write the payload convention (`0x01` + msgpack).
+///
+/// Per token and blocking as `tj_queue_extend`.
+///
+/// Errors: as `tj_queue_extend` (`TJ_STATUS_NULL_ARGUMENT` also for
+/// `progress` or `progress_len` with `progress_count` > 0), and
+/// `TJ_STATUS_INVALID_ARGUMENT`, for the whole call with nothing renewed,
+/// when a report is over `TJ_MAX_PROGRESS_BYTES` (its memory is not read)
+/// or `progress_count` > `n`.
+///
+/// # Safety
+/// As `tj_queue_extend`; `progress` and `progress_len` are NULL or hold
+/// `progress_count` readable elements, and each non-NULL `progress[i]`
+/// holds `progress_len[i]` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn tj_queue_heartbeat(
+    queue: *const tj_queue,
+    worker_id: *const c_char,
+    tokens: *const tj_token,
+    n: usize,
+    progress: *const *const u8,
+    progress_len: *const usize,
+    progress_count: usize,
+    statuses_out: *mut tj_status,
+    deadlines_out: *mut u64,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_queue_heartbeat";
+    boundary::run(F, err, || {
+        let q = q(F, queue)?;
+        let worker = string(F, "worker_id", worker_id)?;
+        let tokens = slice(F, "tokens", tokens, n)?;
+        if n > 0 {
+            out(F, "statuses_out", statuses_out)?;
+        }
+        if progress_count > n {
+            return Err(crate::error::Failure::invalid(format!(
+                "{F}: {progress_count} progress reports for {n} leases"
+            )));
+        }
+        let reports = progress_reports(F, progress, progress_len, progress_count)?;
+        let tokens: Vec<LeaseToken> = tokens.iter().map(|t| (*t).into()).collect();
+        let answers = q.queue.heartbeat(&tokens, &reports, worker)?;
+        write_answers(answers, n, statuses_out, deadlines_out);
         Ok(())
     })
 }

@@ -48,11 +48,16 @@ pub enum tj_status {
     /// A bug: the library panicked. The panic was caught at the boundary; the
     /// queue stays usable, but please report the message.
     TJ_STATUS_PANIC = 102,
+    /// Nothing happened within the call's timeout: `tj_events_next` had no
+    /// event to give (the subscription goes on; call it again). Not a
+    /// fault, but reported as the other statuses are (with a `tj_error`
+    /// when one was asked for).
+    TJ_STATUS_TIMED_OUT = 103,
 }
 
 impl tj_status {
     /// Every status, for `tj_status_name` and the tests.
-    pub(crate) const ALL: [tj_status; 14] = [
+    pub(crate) const ALL: [tj_status; 15] = [
         tj_status::TJ_STATUS_OK,
         tj_status::TJ_STATUS_INVALID_ARGUMENT,
         tj_status::TJ_STATUS_NOT_FOUND,
@@ -67,6 +72,7 @@ impl tj_status {
         tj_status::TJ_STATUS_NULL_ARGUMENT,
         tj_status::TJ_STATUS_INVALID_UTF8,
         tj_status::TJ_STATUS_PANIC,
+        tj_status::TJ_STATUS_TIMED_OUT,
     ];
 
     /// The one table from core error kinds to C statuses.
@@ -104,6 +110,7 @@ impl tj_status {
             tj_status::TJ_STATUS_NULL_ARGUMENT => c"NULL_ARGUMENT",
             tj_status::TJ_STATUS_INVALID_UTF8 => c"INVALID_UTF8",
             tj_status::TJ_STATUS_PANIC => c"PANIC",
+            tj_status::TJ_STATUS_TIMED_OUT => c"TIMED_OUT",
         }
     }
 }

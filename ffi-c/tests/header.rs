@@ -56,6 +56,7 @@ fn header_declares_every_status_with_its_fixed_number() {
         ("TJ_STATUS_NULL_ARGUMENT", 100),
         ("TJ_STATUS_INVALID_UTF8", 101),
         ("TJ_STATUS_PANIC", 102),
+        ("TJ_STATUS_TIMED_OUT", 103),
     ] {
         assert!(
             h.contains(&format!("{name} = {n},")),

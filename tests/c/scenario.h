@@ -15,6 +15,8 @@
 
 struct named_id { char *name; tj_id id; };
 struct named_token { char *name; tj_token token; };
+/* A subscription of the case, with the seq it answered last (0: none yet). */
+struct named_sub { char *name; tj_subscription *sub; uint64_t last_seq; };
 
 struct run {
     char dir[256];
@@ -25,6 +27,8 @@ struct run {
     size_t nids;
     struct named_token leases[MAX_NAMES];
     size_t nleases;
+    struct named_sub subs[MAX_NAMES];
+    size_t nsubs;
     pid_t holder;
     int holder_stdin;
     /* A store file as it was before write_store_file. */
@@ -41,6 +45,9 @@ tj_status runner_error(struct run *r, const char *fmt, ...);
 uint64_t now_ms(void);
 tj_status job_id(struct run *r, const jval *s, tj_id *out, tj_error **err);
 tj_status token_of(struct run *r, const jval *ref, tj_token *out, tj_error **err);
+jval *name_of(const struct run *r, tj_id id);
+jval *info_json(const struct run *r, const tj_job_info *i);
+void put_bytes(jval *o, const char *name, const uint8_t *b, size_t len, bool present);
 uint32_t state_number(const char *name);
 tj_status op_enqueue(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_enqueue_many(struct run *r, const jval *s, tj_error **err);
@@ -59,5 +66,10 @@ tj_status op_cancel_many(struct run *r, const jval *s, jval **obs, tj_error **er
 tj_status op_delete(struct run *r, const jval *s, tj_error **err);
 tj_status op_pause(struct run *r, const jval *s, bool on, jval **obs, tj_error **err);
 tj_status op_paused(struct run *r, jval **obs, tj_error **err);
+/* scenario_control.c: results, events and progress (extend's progress is
+ * in op_extend). */
+tj_status op_wait(struct run *r, const jval *s, jval **obs, tj_error **err);
+tj_status op_subscribe(struct run *r, const jval *s, tj_error **err);
+tj_status op_events(struct run *r, const jval *s, jval **obs, tj_error **err);
 
 #endif

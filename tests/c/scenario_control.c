@@ -1,6 +1,11 @@
 /* The job-control steps of a conformance case (tests/scenarios/README.md):
  * snooze, cancel, cancel_many, delete, pause, resume and paused (fail with
- * retry_in_ms is in scenario_ops.c's op_settle). */
+ * retry_in_ms is in scenario_ops.c's op_settle); and the steps of results,
+ * events and progress: wait, subscribe, events (extend's progress is in
+ * op_extend). */
+#define _XOPEN_SOURCE 700
+#include <time.h>
+
 #include "scenario.h"
 
 tj_status op_snooze(struct run *r, const jval *s, tj_error **err) {
@@ -74,5 +79,101 @@ tj_status op_paused(struct run *r, jval **obs, tj_error **err) {
     *obs = jnew_obj();
     jobj_put(*obs, "kinds", kinds);
     jobj_put(*obs, "scopes", scopes);
+    return st;
+}
+
+tj_status op_wait(struct run *r, const jval *s, jval **obs, tj_error **err) {
+    tj_id id;
+    double ms = 0;
+    jget_num(s, "timeout_ms", &ms);
+    tj_status st = job_id(r, s, &id, err);
+    tj_job_info *info = NULL;
+    if (st == TJ_STATUS_OK) st = tj_queue_wait(r->q, &id, (uint64_t)ms, NULL, &info, err);
+    if (st != TJ_STATUS_OK) return st;
+    *obs = info_json(r, info);
+    tj_job_info_free(info);
+    return st;
+}
+
+tj_status op_subscribe(struct run *r, const jval *s, tj_error **err) {
+    tj_subscribe_options *o = tj_subscribe_options_new();
+    tj_status st = TJ_STATUS_OK;
+    const jval *kinds = jget(s, "kinds"), *scopes = jget(s, "scopes"), *ts = jget(s, "transitions");
+    double buffer;
+    for (size_t i = 0; kinds && i < kinds->len && st == TJ_STATUS_OK; i++)
+        st = tj_subscribe_options_add_kind(o, kinds->items[i]->str, err);
+    for (size_t i = 0; scopes && i < scopes->len && st == TJ_STATUS_OK; i++)
+        st = tj_subscribe_options_add_scope(o, scopes->items[i]->str, err);
+    for (size_t i = 0; ts && i < ts->len && st == TJ_STATUS_OK; i++)
+        st = tj_subscribe_options_add_transition(o, ts->items[i]->str, err);
+    if (st == TJ_STATUS_OK && jget_num(s, "buffer", &buffer))
+        st = tj_subscribe_options_set_buffer(o, (size_t)buffer, err);
+    tj_subscription *sub = NULL;
+    if (st == TJ_STATUS_OK) st = tj_queue_subscribe(r->q, o, &sub, err);
+    tj_subscribe_options_free(o);
+    if (st != TJ_STATUS_OK) return st;
+    const char *name = jget_str(s, "as", NULL);
+    if (!name || r->nsubs == MAX_NAMES) { tj_subscription_free(sub); return TJ_STATUS_OK; }
+    struct named_sub *ns = &r->subs[r->nsubs++];
+    ns->name = strdup(name);
+    ns->sub = sub;
+    ns->last_seq = 0;
+    return st;
+}
+
+static uint64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Read up to `count` events within `timeout_ms` (default 2000); `seq`
+ * must rise by exactly 1 + missed from one event to the next. */
+tj_status op_events(struct run *r, const jval *s, jval **obs, tj_error **err) {
+    const char *name = jget_str(s, "sub", "");
+    struct named_sub *ns = NULL;
+    for (size_t i = 0; i < r->nsubs; i++)
+        if (strcmp(r->subs[i].name, name) == 0) ns = &r->subs[i];
+    if (!ns) return runner_error(r, "the case names no subscription %s", name);
+    double count = 1, timeout = 2000;
+    jget_num(s, "count", &count);
+    jget_num(s, "timeout_ms", &timeout);
+    uint64_t deadline = mono_ms() + (uint64_t)timeout;
+    jval *events = jnew_arr();
+    uint64_t missed = 0;
+    tj_status st = TJ_STATUS_OK;
+    while (events->len < (size_t)count) {
+        uint64_t now = mono_ms();
+        uint32_t left = now < deadline ? (uint32_t)(deadline - now) : 0;
+        tj_event ev;
+        st = tj_events_next(ns->sub, left, &ev, err);
+        if (st == TJ_STATUS_TIMED_OUT) {
+            tj_error_free(*err);
+            *err = NULL;
+            st = TJ_STATUS_OK;
+            break;
+        }
+        if (st != TJ_STATUS_OK) break;
+        if (ns->last_seq && ev.seq != ns->last_seq + 1 + ev.missed) {
+            st = runner_error(r, "seq %llu after %llu with %llu missed", (unsigned long long)ev.seq,
+                              (unsigned long long)ns->last_seq, (unsigned long long)ev.missed);
+            break;
+        }
+        ns->last_seq = ev.seq;
+        missed += ev.missed;
+        jval *o = jnew_obj();
+        jobj_put(o, "job", name_of(r, ev.id));
+        jobj_put(o, "kind", jnew_str(ev.kind));
+        jobj_put(o, "scope", jnew_str(ev.scope));
+        jobj_put(o, "transition", jnew_str(ev.transition));
+        jobj_put(o, "attempt", jnew_num(ev.attempt));
+        jobj_put(o, "worker_id", jnew_str(ev.worker_id));
+        put_bytes(o, "progress", ev.progress, ev.progress_len, ev.progress != NULL);
+        jarr_push(events, o);
+    }
+    if (st != TJ_STATUS_OK) { jfree(events); return st; }
+    *obs = jnew_obj();
+    jobj_put(*obs, "events", events);
+    jobj_put(*obs, "missed", jnew_num((double)missed));
     return st;
 }

@@ -34,7 +34,7 @@ static void bind_token(struct run *r, const char *name, tj_token t) {
 }
 
 /* A job's case name, else its id text. */
-static jval *name_of(const struct run *r, tj_id id) {
+jval *name_of(const struct run *r, tj_id id) {
     for (size_t i = 0; i < r->nids; i++)
         if (memcmp(r->ids[i].id.bytes, id.bytes, 16) == 0) return jnew_str(r->ids[i].name);
     char buf[TJ_ID_STRLEN];
@@ -68,7 +68,7 @@ tj_status token_of(struct run *r, const jval *ref, tj_token *out, tj_error **err
 
 /* ------------------------------------------------------------ observed answers */
 
-static void put_bytes(jval *o, const char *name, const uint8_t *b, size_t len, bool present) {
+void put_bytes(jval *o, const char *name, const uint8_t *b, size_t len, bool present) {
     char size_key[64];
     snprintf(size_key, sizeof size_key, "%s_size", name);
     jobj_put(o, name, present ? jnew_strn((const char *)b, len) : jnew_null());
@@ -93,7 +93,7 @@ static jval *job_json(const struct run *r, const tj_job *j) {
     return o;
 }
 
-static jval *info_json(const struct run *r, const tj_job_info *i) {
+jval *info_json(const struct run *r, const tj_job_info *i) {
     jval *o = jnew_obj();
     jobj_put(o, "job", name_of(r, tj_job_info_id(i)));
     jobj_put(o, "kind", jnew_str(tj_job_info_kind(i)));
@@ -121,6 +121,8 @@ static jval *info_json(const struct run *r, const tj_job_info *i) {
     put_bytes(o, "payload", p, len, true);
     p = tj_job_info_result(i, &len);
     put_bytes(o, "result", p, len, p != NULL);
+    p = tj_job_info_progress(i, &len);
+    put_bytes(o, "progress", p, len, p != NULL);
     return o;
 }
 
@@ -239,14 +241,48 @@ tj_status op_lease(struct run *r, const jval *s, jval **obs, tj_error **err) {
     return st;
 }
 
+/* extend's progress: `progress` (text or null per lease, as many as the
+ * step gives) or `progress_size` (that many 'x' bytes for every lease).
+ * False when the step has neither (a plain extend). */
+static bool progress_arg(const jval *s, size_t n, uint8_t ***bufs, size_t **lens, size_t *count) {
+    const jval *p = jget(s, "progress");
+    double size;
+    if (p && p->t == J_ARR) *count = p->len;
+    else if (jget_num(s, "progress_size", &size)) *count = n;
+    else return false;
+    *bufs = jx_alloc((*count + 1) * sizeof **bufs);
+    *lens = jx_alloc((*count + 1) * sizeof **lens);
+    for (size_t i = 0; i < *count; i++) {
+        if (p && p->t == J_ARR) {
+            const jval *v = p->items[i];
+            if (v->t != J_STR) continue; /* null: no report */
+            (*bufs)[i] = jx_alloc(v->len + 1);
+            memcpy((*bufs)[i], v->str, v->len);
+            (*lens)[i] = v->len;
+        } else {
+            (*lens)[i] = (size_t)size;
+            (*bufs)[i] = jx_alloc((*lens)[i] + 1);
+            memset((*bufs)[i], 'x', (*lens)[i]);
+        }
+    }
+    return true;
+}
+
 tj_status op_extend(struct run *r, const jval *s, jval **obs, tj_error **err) {
     const jval *refs = jget(s, "leases");
     size_t n = refs && refs->t == J_ARR ? refs->len : 0;
     tj_token *tokens = jx_alloc((n + 1) * sizeof *tokens);
     tj_status *sts = jx_alloc((n + 1) * sizeof *sts);
     tj_status st = TJ_STATUS_OK;
+    uint8_t **bufs = NULL;
+    size_t *lens = NULL, count = 0;
+    bool progress = progress_arg(s, n, &bufs, &lens, &count);
+    const char *worker = jget_str(s, "worker", "w1");
     for (size_t i = 0; i < n && st == TJ_STATUS_OK; i++) st = token_of(r, refs->items[i], &tokens[i], err);
-    if (st == TJ_STATUS_OK) st = tj_queue_extend(r->q, jget_str(s, "worker", "w1"), tokens, n, sts, NULL, err);
+    if (st == TJ_STATUS_OK && progress)
+        st = tj_queue_heartbeat(r->q, worker, tokens, n, (const uint8_t *const *)bufs, lens, count, sts, NULL, err);
+    else if (st == TJ_STATUS_OK)
+        st = tj_queue_extend(r->q, worker, tokens, n, sts, NULL, err);
     if (st == TJ_STATUS_OK) {
         /* Per token: renewed, lost (ABORTED, NOT_FOUND) or cancelled (a lost
          * lease too); anything else fails. */
@@ -263,6 +299,9 @@ tj_status op_extend(struct run *r, const jval *s, jval **obs, tj_error **err) {
         jobj_put(*obs, "renewed", renewed);
         jobj_put(*obs, "answers", answers);
     }
+    for (size_t i = 0; i < count; i++) free(bufs[i]);
+    free(bufs);
+    free(lens);
     free(tokens);
     free(sts);
     return st;

@@ -219,6 +219,9 @@ static tj_status do_step(struct run *r, const char *op, const jval *s, jval **ob
     if (strcmp(op, "resume") == 0) return op_pause(r, s, false, obs, err);
     if (strcmp(op, "paused") == 0) return op_paused(r, obs, err);
     if (strcmp(op, "get") == 0) return op_get(r, s, obs, err);
+    if (strcmp(op, "wait") == 0) return op_wait(r, s, obs, err);
+    if (strcmp(op, "subscribe") == 0) return op_subscribe(r, s, err);
+    if (strcmp(op, "events") == 0) return op_events(r, s, obs, err);
     if (strcmp(op, "list") == 0) return op_list(r, s, obs, err);
     if (strcmp(op, "reap") == 0) return op_reap(r, obs, err);
     if (strcmp(op, "stats") == 0) return op_stats(r, obs, err);
@@ -245,7 +248,8 @@ static tj_status do_step(struct run *r, const char *op, const jval *s, jval **ob
 static const jval ZERO = {J_NUM, false, 0, NULL, 0, NULL, NULL, 0};
 
 /* `want` must be a subset of `got` (objects: every wanted key, recursively;
- * anything else: equal). A kind missing from stats' by_kind counts zero. */
+ * arrays: the same length, element by element; anything else: equal). A
+ * kind missing from stats' by_kind counts zero. */
 static bool subset(struct run *r, const jval *want, const jval *got, const char *at) {
     char path[256];
     if (want->t == J_OBJ) {
@@ -268,6 +272,13 @@ static bool subset(struct run *r, const jval *want, const jval *got, const char 
             }
             if (!g) { snprintf(r->msg, sizeof r->msg, "%s: the runner has no such field", path); return false; }
             if (!subset(r, want->items[i], g, path)) return false;
+        }
+        return true;
+    }
+    if (want->t == J_ARR && got && got->t == J_ARR && want->len == got->len) {
+        for (size_t i = 0; i < want->len; i++) {
+            snprintf(path, sizeof path, "%s[%zu]", at, i);
+            if (!subset(r, want->items[i], got->items[i], path)) return false;
         }
         return true;
     }
@@ -352,6 +363,7 @@ static bool run_case(const char *file, char *why, size_t whylen) {
     free(r->saved);
     for (size_t i = 0; i < r->nids; i++) free(r->ids[i].name);
     for (size_t i = 0; i < r->nleases; i++) free(r->leases[i].name);
+    for (size_t i = 0; i < r->nsubs; i++) { tj_subscription_free(r->subs[i].sub); free(r->subs[i].name); }
     free(r);
     jfree(c);
     return ok;

@@ -21,9 +21,17 @@ struct JobFree {
 struct ErrorFree {
     void operator()(tj_error *e) const { tj_error_free(e); }
 };
+struct SubFree {
+    void operator()(tj_subscription *s) const { tj_subscription_free(s); }
+};
+struct InfoFree {
+    void operator()(tj_job_info *i) const { tj_job_info_free(i); }
+};
 using Queue = std::unique_ptr<tj_queue, QueueFree>;
 using Job = std::unique_ptr<tj_job, JobFree>;
 using Error = std::unique_ptr<tj_error, ErrorFree>;
+using Sub = std::unique_ptr<tj_subscription, SubFree>;
+using Info = std::unique_ptr<tj_job_info, InfoFree>;
 
 int passed = 0, failed = 0;
 
@@ -51,6 +59,11 @@ int main() {
     Queue q(raw);
     check(s == TJ_STATUS_OK && q, "open_from_cxx");
 
+    tj_subscription *sr = nullptr;
+    s = tj_queue_subscribe(q.get(), nullptr, &sr, nullptr);
+    Sub sub(sr);
+    check(s == TJ_STATUS_OK && sub, "subscribe_from_cxx");
+
     const std::string payload = "from C++";
     tj_id id{};
     bool created = false;
@@ -67,7 +80,26 @@ int main() {
           "lease_sees_the_payload");
 
     tj_token t = tj_job_token(job.get());
+    const std::string half = "50%";
+    const uint8_t *reports[1] = {reinterpret_cast<const uint8_t *>(half.data())};
+    size_t report_len[1] = {half.size()};
+    tj_status answers[1] = {TJ_STATUS_PANIC};
+    s = tj_queue_heartbeat(q.get(), "cxx-worker", &t, 1, reports, report_len, 1, answers, nullptr, nullptr);
+    check(s == TJ_STATUS_OK && answers[0] == TJ_STATUS_OK, "heartbeat_with_progress_from_cxx");
     check(tj_queue_complete(q.get(), &t, nullptr, 0, nullptr) == TJ_STATUS_OK, "complete_from_cxx");
+    tj_job_info *ir = nullptr;
+    s = tj_queue_wait(q.get(), &id, 1000, nullptr, &ir, nullptr);
+    Info info(ir);
+    check(s == TJ_STATUS_OK && info && tj_job_info_state(info.get()) == TJ_STATE_COMPLETED, "wait_from_cxx");
+    tj_event ev{};
+    std::string seen;
+    while (tj_events_next(sub.get(), 1000, &ev, nullptr) == TJ_STATUS_OK) {
+        seen += ev.transition;
+        seen += ev.progress ? "(" + std::string(reinterpret_cast<const char *>(ev.progress), ev.progress_len) + ") " : " ";
+        if (std::string(ev.transition) == "completed")
+            break;
+    }
+    check(seen == "enqueued leased progress(50%) completed ", "events_from_cxx");
     e = nullptr;
     s = tj_queue_complete(q.get(), &t, nullptr, 0, &e);
     Error stale(e);
@@ -75,6 +107,7 @@ int main() {
           "second_complete_is_aborted_with_a_message");
     check(std::string(tj_status_name(TJ_STATUS_CLOSED)) == "CLOSED", "status_names");
 
+    sub.reset();
     q.reset();
     std::string rm = std::string("rm -rf ") + dir;
     if (std::system(rm.c_str()) != 0)
