@@ -85,3 +85,45 @@ fn watch_needs_a_server_and_known_transitions() {
         "{o:?}"
     );
 }
+
+#[test]
+fn show_prints_the_latest_progress_in_text_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let c = s.client();
+    let id = c
+        .enqueue("embed", b"x", EnqueueOptions::default())
+        .unwrap()
+        .id;
+    let j = c
+        .lease_next("w1", &LeaseOptions::default())
+        .unwrap()
+        .unwrap();
+    // 0x01 + msgpack "42%": what the bindings write for the string "42%".
+    let p = b"\x01\xa342%".to_vec();
+    assert!(c.heartbeat(&[j.token()], &[Some(p)], "w1").unwrap()[0].is_ok());
+    let o = telha()
+        .args(["--server", &s.url, "jobs", "show", &id.to_string()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("progress") && l.contains("\"42%\"")),
+        "{text}"
+    );
+    let o = telha()
+        .args([
+            "--server",
+            &s.url,
+            "--json",
+            "jobs",
+            "show",
+            &id.to_string(),
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["progress"]["value"], "42%", "{v}");
+}
