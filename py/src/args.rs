@@ -241,6 +241,26 @@ pub fn job_id(obj: &Bound<'_, PyAny>) -> PyResult<JobId> {
     parse(obj.py(), &uuid_text(obj, "job_id")?)
 }
 
+/// The job a `wait` names: a `Job`, a `JobInfo`, or an id (str / UUID).
+pub fn job_ref(obj: &Bound<'_, PyAny>) -> PyResult<JobId> {
+    if let Ok(j) = obj.cast::<Job>() {
+        return Ok(j.get().inner.id);
+    }
+    if let Ok(i) = obj.cast::<crate::job::JobInfo>() {
+        return Ok(i.get().inner.id);
+    }
+    job_id(obj)
+}
+
+/// A `wait`'s timeout: None (or `math.inf`, or anything over
+/// `limits.MAX_DURATION`) waits without a limit; else seconds >= 0.
+pub fn timeout(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
+    match obj.filter(|t| !t.is_none()) {
+        Some(t) => wait(t, "timeout"),
+        None => Ok(None),
+    }
+}
+
 pub fn state(obj: &Bound<'_, PyAny>) -> PyResult<State> {
     let s = obj
         .cast::<PyString>()

@@ -1,15 +1,17 @@
 //! Job control from Python (as node/src's): cancel, cancel_many, delete,
-//! snooze, fail with a retry delay, pause / resume / paused, and extend's
-//! three answers. Each function reads its arguments into owned core values,
-//! runs the `JobStore` call through task.rs and converts the answer; the
-//! `Queue` methods in queue.rs are one line over these.
+//! snooze, fail with a retry delay, pause / resume / paused, extend's three
+//! answers (with progress reports), and complete_many's answers. Each
+//! function reads its arguments into owned core values, runs the `JobStore`
+//! call through task.rs and converts the answer; the `Queue` methods in
+//! queue.rs are one line over these.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
-use telha_jobs::{CancelFilter, ErrorKind, Failure, JobStore, PauseTarget};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use telha_jobs::limits::MAX_PROGRESS_BYTES;
+use telha_jobs::{CancelFilter, Completion, ErrorKind, Failure, JobStore, PauseTarget};
 
 use crate::errors::{invalid, to_py, type_error};
-use crate::payload::type_name;
+use crate::payload::{self, type_name};
 use crate::{admin, args, task};
 
 /// `Queue.cancel`: `"cancelled"` (it was pending, scheduled or failed) or
@@ -149,16 +151,26 @@ pub fn paused<'py>(py: Python<'py>, q: &dyn JobStore) -> PyResult<Bound<'py, PyD
 
 /// One answer per token of a heartbeat: `"renewed"`, `"lost"` (the lease
 /// is stale: reaped, settled, leased again, past `max_lease_total`) or
-/// `"cancelled"` (a cancel was requested: stop and settle).
+/// `"cancelled"` (a cancel was requested: stop and settle). `progress`: a
+/// list aligned with `jobs` (None: no report for that job), sent through
+/// `JobStore::heartbeat`.
 pub fn extend_answers(
     py: Python<'_>,
     q: &dyn JobStore,
     jobs: &Bound<'_, PyAny>,
     worker_id: &str,
+    progress: Option<&Bound<'_, PyAny>>,
     what: &str,
 ) -> PyResult<Vec<&'static str>> {
     let tokens = args::tokens(jobs, what)?;
-    let res = task::run(py, || q.extend(&tokens, worker_id))?;
+    let reports = match progress.filter(|p| !p.is_none()) {
+        Some(p) => Some(reports(p)?),
+        None => None,
+    };
+    let res = task::run(py, || match &reports {
+        Some(r) => q.heartbeat(&tokens, r, worker_id),
+        None => q.extend(&tokens, worker_id),
+    })?;
     res.into_iter()
         .map(|r| match r {
             Ok(_) => Ok("renewed"),
@@ -169,4 +181,92 @@ pub fn extend_answers(
             },
         })
         .collect()
+}
+
+/// `extend(progress=...)`: one report per job, each encoded by the payload
+/// convention (bytes as they are); None is no report. The core checks the
+/// sizes and the count for the whole call.
+fn reports(p: &Bound<'_, PyAny>) -> PyResult<Vec<Option<Vec<u8>>>> {
+    if !(p.is_instance_of::<PyList>() || p.is_instance_of::<PyTuple>()) {
+        return Err(type_error(format!(
+            "progress must be a list aligned with jobs (None: no report), got {}",
+            type_name(p)
+        )));
+    }
+    p.try_iter()?
+        .enumerate()
+        .map(|(i, v)| {
+            let v = v?;
+            if v.is_none() {
+                return Ok(None);
+            }
+            Ok(Some(payload::to_bytes(&v, &format!("progress[{i}]"))?.0))
+        })
+        .collect()
+}
+
+/// A progress report as a heartbeat carries it (`Lease.progress` encodes
+/// at once with this): bytes as they are, another value by the payload
+/// convention; `InvalidArgumentError` over `limits.MAX_PROGRESS_BYTES`.
+#[pyfunction]
+#[pyo3(name = "_encode_progress")]
+pub fn encode_progress<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let py = value.py();
+    task::guard(py, "encode_progress", || {
+        let (b, _) = payload::to_bytes(value, "progress")?;
+        if b.len() > MAX_PROGRESS_BYTES {
+            return Err(invalid(
+                py,
+                format!(
+                    "progress of {} bytes is over limits.MAX_PROGRESS_BYTES ({MAX_PROGRESS_BYTES}): \
+                     report a small number, string or dict",
+                    b.len()
+                ),
+            ));
+        }
+        Ok(PyBytes::new(py, &b))
+    })
+}
+
+/// `Queue.complete_many`: one entry per job, None when it was completed,
+/// else the exception saying why not.
+pub fn complete_many(
+    py: Python<'_>,
+    q: &dyn JobStore,
+    jobs: &Bound<'_, PyAny>,
+    results: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<Option<Py<PyAny>>>> {
+    let tokens = args::tokens(jobs, "complete_many")?;
+    let items: Vec<Completion> = match results {
+        None => tokens
+            .into_iter()
+            .map(|t| Completion::new(t, None))
+            .collect(),
+        Some(r) => {
+            let r = r
+                .try_iter()
+                .map_err(|_| type_error("results must be a list, one result per job"))?
+                .collect::<PyResult<Vec<_>>>()?;
+            if r.len() != tokens.len() {
+                return Err(invalid(
+                    py,
+                    format!("results has {} entries for {} jobs", r.len(), tokens.len()),
+                ));
+            }
+            tokens
+                .into_iter()
+                .zip(&r)
+                .enumerate()
+                .map(|(i, (t, v))| args::completion(t, Some(v), &format!("results[{i}]")))
+                .collect::<PyResult<_>>()?
+        }
+    };
+    if items.is_empty() {
+        return Ok(vec![]);
+    }
+    let answers = task::run(py, || q.complete_many(items))?;
+    Ok(answers
+        .into_iter()
+        .map(|a| a.err().map(|e| to_py(py, e).into_value(py).into_any()))
+        .collect())
 }

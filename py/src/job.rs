@@ -309,6 +309,24 @@ impl JobInfo {
     fn paused(&self) -> bool {
         self.inner.paused
     }
+    /// The latest progress its current or last lease reported (with a
+    /// heartbeat: `extend(progress=...)`, `current_lease().progress(...)`),
+    /// decoded by the payload convention, or None; a new lease clears it.
+    #[getter]
+    fn progress(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        task::guard(py, "progress", || {
+            self.inner
+                .progress
+                .as_deref()
+                .map(|p| payload::from_bytes(py, p, telha_jobs::Encoding::Unknown))
+                .transpose()
+        })
+    }
+    /// The latest progress report's bytes as stored, or None.
+    #[getter]
+    fn raw_progress<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.inner.progress.as_deref().map(|p| PyBytes::new(py, p))
+    }
     /// How many older events were dropped to keep the log bounded.
     #[getter]
     fn dropped_events(&self) -> u32 {

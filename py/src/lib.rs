@@ -8,8 +8,11 @@
 //! operator calls' queries and answers: list, stats, reap), job.rs (`Job`,
 //! `JobInfo`, the `Enqueued` answer), payload.rs (the payload convention
 //! and encodings), errors.rs (error kinds → exception classes), remote.rs
-//! (`connect`, `Server`), task.rs (running a call: the GIL released around
-//! the core, panics caught). node/src/batch.rs (batched napi values) has no
+//! (`connect`, `Server`), stream.rs (a remote queue's PollJobs stream),
+//! watch.rs (`wait`, `JobWaiter`), events.rs (`subscribe`: `Subscription`,
+//! `Event`), notify.rs (the notifier thread that hands commits to asyncio),
+//! task.rs (running a call: the GIL released around the core, panics
+//! caught). node/src/batch.rs (batched napi values) has no
 //! Python counterpart. The Worker and asyncio layers are pure Python.
 
 mod admin;
@@ -17,13 +20,16 @@ mod args;
 mod config;
 mod control;
 mod errors;
+mod events;
 mod job;
 mod lease;
+mod notify;
 mod payload;
 mod queue;
 mod remote;
 mod stream;
 mod task;
+mod watch;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -70,6 +76,12 @@ fn add_limits(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_INSTANT", limits::MAX_INSTANT_MS as f64 / 1000.0)?;
     m.add("MAX_DURATION", limits::MAX_DURATION.as_secs_f64())?;
     m.add("PRIORITY_DEFAULT", telha_jobs::config::PRIORITY_DEFAULT)?;
+    m.add("MAX_PROGRESS_BYTES", limits::MAX_PROGRESS_BYTES)?;
+    m.add(
+        "DEFAULT_EVENT_BUFFER",
+        telha_jobs::watch::DEFAULT_EVENT_BUFFER,
+    )?;
+    m.add("MAX_EVENT_BUFFER", telha_jobs::watch::MAX_EVENT_BUFFER)?;
     Ok(())
 }
 
@@ -82,6 +94,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<config::ConfigKey>()?;
     m.add_class::<remote::Server>()?;
     m.add_class::<stream::JobStream>()?;
+    m.add_class::<watch::JobWaiter>()?;
+    m.add_class::<events::Event>()?;
+    m.add_class::<events::Subscription>()?;
+    m.add_function(wrap_pyfunction!(control::encode_progress, m)?)?;
+    let shutdown = wrap_pyfunction!(notify::shutdown, m)?;
+    m.py()
+        .import("atexit")?
+        .call_method1("register", (&shutdown,))?;
+    m.add_function(shutdown)?;
     m.add_function(wrap_pyfunction!(remote::connect, m)?)?;
     m.add_function(wrap_pyfunction!(config::config_keys, m)?)?;
     m.add_function(wrap_pyfunction!(default_store_path, m)?)?;

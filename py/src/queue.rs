@@ -10,11 +10,11 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use telha_jobs::limits::MAX_BATCH;
-use telha_jobs::{Completion, JobStore};
+use telha_jobs::JobStore;
 use telha_jobs_client::RemoteQueue;
 
 use crate::args::completion;
-use crate::errors::{invalid, to_py, type_error};
+use crate::errors::invalid;
 use crate::job::{Job, JobInfo};
 use crate::lease::{self, CancelWait};
 use crate::{admin, args, config, control, job, task};
@@ -272,15 +272,21 @@ impl Queue {
 
     /// Renew leases (a heartbeat), each for its lease TTL again: one bool
     /// per job, False when that lease is lost or cancelled (stop working on
-    /// it; `extend_answers` tells the two apart).
+    /// it; `extend_answers` tells the two apart). `progress`: a list aligned
+    /// with `jobs` (None: no report for that job), each value encoded like
+    /// a payload (bytes as they are), at most `limits.MAX_PROGRESS_BYTES`;
+    /// the latest report is on the job (`JobInfo.progress`) and in events.
+    #[pyo3(signature = (jobs, worker_id, progress=None))]
     fn extend(
         &self,
         py: Python<'_>,
         jobs: &Bound<'_, PyAny>,
         worker_id: &str,
+        progress: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<bool>> {
         task::guard(py, "extend", || {
-            let a = control::extend_answers(py, &*self.store, jobs, worker_id, "extend")?;
+            let q = &*self.store;
+            let a = control::extend_answers(py, q, jobs, worker_id, progress, "extend")?;
             Ok(a.into_iter().map(|a| a == "renewed").collect())
         })
     }
@@ -289,14 +295,17 @@ impl Queue {
     /// reaped, settled, leased again, or held past the kind's
     /// `max_lease_total`) or `"cancelled"` (a cancel was requested: stop;
     /// whatever you then submit records the job cancelled).
+    #[pyo3(signature = (jobs, worker_id, progress=None))]
     fn extend_answers(
         &self,
         py: Python<'_>,
         jobs: &Bound<'_, PyAny>,
         worker_id: &str,
+        progress: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<&'static str>> {
         task::guard(py, "extend_answers", || {
-            control::extend_answers(py, &*self.store, jobs, worker_id, "extend_answers")
+            let q = &*self.store;
+            control::extend_answers(py, q, jobs, worker_id, progress, "extend_answers")
         })
     }
 
@@ -331,40 +340,7 @@ impl Queue {
         results: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Option<Py<PyAny>>>> {
         task::guard(py, "complete_many", || {
-            let tokens = args::tokens(jobs, "complete_many")?;
-            let items: Vec<Completion> = match results {
-                None => tokens
-                    .into_iter()
-                    .map(|t| Completion::new(t, None))
-                    .collect(),
-                Some(r) => {
-                    let r = r
-                        .try_iter()
-                        .map_err(|_| type_error("results must be a list, one result per job"))?
-                        .collect::<PyResult<Vec<_>>>()?;
-                    if r.len() != tokens.len() {
-                        return Err(invalid(
-                            py,
-                            format!("results has {} entries for {} jobs", r.len(), tokens.len()),
-                        ));
-                    }
-                    tokens
-                        .into_iter()
-                        .zip(&r)
-                        .enumerate()
-                        .map(|(i, (t, v))| completion(t, Some(v), &format!("results[{i}]")))
-                        .collect::<PyResult<_>>()?
-                }
-            };
-            if items.is_empty() {
-                return Ok(vec![]);
-            }
-            let q = &*self.store;
-            let answers = task::run(py, || q.complete_many(items))?;
-            Ok(answers
-                .into_iter()
-                .map(|a| a.err().map(|e| to_py(py, e).into_value(py).into_any()))
-                .collect())
+            control::complete_many(py, &*self.store, jobs, results)
         })
     }
 
@@ -504,6 +480,66 @@ impl Queue {
             let id = args::job_id(job_id)?;
             let q = &*self.store;
             Ok(task::run(py, || q.get(&id))?.map(JobInfo::new))
+        })
+    }
+
+    /// Wait for a job (a `Job`, `JobInfo` or id) to be terminal and return
+    /// it (completed with its result, dead with its `last_error`,
+    /// cancelled), at once if it is; else the job as it is when `timeout`
+    /// seconds ran out (None: no limit). Woken by the transition itself.
+    /// The GIL is released while it waits, and Ctrl-C ends it.
+    /// `NotFoundError` for no such job (or one deleted meanwhile).
+    #[pyo3(signature = (job, timeout=None))]
+    fn wait(
+        &self,
+        py: Python<'_>,
+        job: &Bound<'_, PyAny>,
+        timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<JobInfo> {
+        task::guard(py, "wait", || {
+            let (id, t) = (args::job_ref(job)?, args::timeout(timeout)?);
+            crate::watch::wait(py, &*self.store, id, t)
+        })
+    }
+
+    /// `enqueue` (the same options), then `wait` for that job.
+    #[pyo3(signature = (kind, payload=None, timeout=None, **options))]
+    fn enqueue_and_wait(
+        &self,
+        py: Python<'_>,
+        kind: &Bound<'_, PyAny>,
+        payload: Option<&Bound<'_, PyAny>>,
+        timeout: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<JobInfo> {
+        task::guard(py, "enqueue_and_wait", || {
+            crate::watch::enqueue_and_wait(py, &*self.store, kind, payload, timeout, options)
+        })
+    }
+
+    /// A `JobWaiter` for `job` (asyncio's `wait` is built on it).
+    fn _watch(&self, py: Python<'_>, job: &Bound<'_, PyAny>) -> PyResult<crate::watch::JobWaiter> {
+        task::guard(py, "_watch", || {
+            crate::watch::JobWaiter::open(py, &self.store, args::job_ref(job)?)
+        })
+    }
+
+    /// The transitions committed from now on, in commit order, as a
+    /// `Subscription` of `Event`s (see events.rs): filtered by `kinds`,
+    /// `scopes`, `transitions`; `buffer` (1 to 1,000,000, default 10,000)
+    /// events held for a slow reader, the rest counted in `Event.missed`.
+    #[pyo3(signature = (kinds=None, scopes=None, transitions=None, buffer=None))]
+    fn subscribe(
+        &self,
+        py: Python<'_>,
+        kinds: Option<&Bound<'_, PyAny>>,
+        scopes: Option<&Bound<'_, PyAny>>,
+        transitions: Option<&Bound<'_, PyAny>>,
+        buffer: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<crate::events::Subscription> {
+        task::guard(py, "subscribe", || {
+            let o = crate::events::options(py, kinds, scopes, transitions, buffer)?;
+            crate::events::open(py, &*self.store, o)
         })
     }
 

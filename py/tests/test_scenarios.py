@@ -103,6 +103,12 @@ def subset(want: Any, got: Any, at: str = "") -> None:
                        f"{at}.{k}")
             else:
                 raise StepFailed(f"{at}.{k}: the runner has no such field")
+    elif isinstance(want, list):
+        # Arrays element by element (objects in them field by field), same length.
+        if not isinstance(got, list) or len(got) != len(want):
+            raise StepFailed(f"{at}: wanted {want!r}, got {got!r}")
+        for i, (wv, gv) in enumerate(zip(want, got)):
+            subset(wv, gv, f"{at}[{i}]")
     elif want != got or isinstance(want, bool) != isinstance(got, bool):
         raise StepFailed(f"{at}: wanted {want!r}, got {got!r}")
 
@@ -116,6 +122,8 @@ class Run:
         self.leases: dict[str, str] = {}
         self.holder: subprocess.Popen[str] | None = None
         self.saved: dict[str, bytes] = {}  # store files before write_store_file
+        self.subs: dict[str, telha_jobs.Subscription] = {}
+        self.last_seq: dict[str, int] = {}  # per subscription, for the seq check
 
     # -- references -----------------------------------------------------
     def name_of(self, job_id: str) -> str:
@@ -167,7 +175,39 @@ class Run:
         }
         put_bytes(o, "payload", i.raw_payload)
         put_bytes(o, "result", i.raw_result)
+        put_bytes(o, "progress", i.raw_progress)
         return o
+
+    def event_json(self, e: telha_jobs.Event) -> dict[str, Any]:
+        o: dict[str, Any] = {
+            "job": self.name_of(e.job_id), "kind": e.kind, "scope": e.scope,
+            "transition": e.transition, "attempt": e.attempt, "worker_id": e.worker_id,
+        }
+        put_bytes(o, "progress", e.raw_progress)
+        return o
+
+    def events(self, s: dict[str, Any]) -> dict[str, Any]:
+        """Read up to `count` events within `timeout_ms`, checking that
+        `seq` (the subscription's own count) rises by exactly 1 + `missed`."""
+        name = s.get("sub", "")
+        if name not in self.subs:
+            raise StepFailed(f"the case names no subscription {name!r}")
+        sub = self.subs[name]
+        end = time.monotonic() + s.get("timeout_ms", 2000) / 1000
+        got: list[dict[str, Any]] = []
+        missed = 0
+        while len(got) < s.get("count", 1):
+            ev = sub.next(timeout=max(end - time.monotonic(), 0.0))
+            if ev is None:
+                break
+            last = self.last_seq.get(name)
+            if last is not None:
+                if ev.seq != last + 1 + ev.missed:
+                    raise StepFailed(f"seq {ev.seq} after {last} with {ev.missed} missed")
+            self.last_seq[name] = ev.seq
+            missed += ev.missed
+            got.append(self.event_json(ev))
+        return {"events": got, "missed": missed}
 
     # -- steps ----------------------------------------------------------
     def enqueue_kw(self, s: dict[str, Any]) -> dict[str, Any]:
@@ -213,7 +253,12 @@ class Run:
             return self.job_json(job)
         if op == "extend":
             tokens = [self.token(r) for r in s.get("leases", [])]
-            answers = self.queue().extend_answers(tokens, s.get("worker", "w1"))
+            progress: list[bytes | None] | None = None
+            if "progress" in s:
+                progress = [None if p is None else str(p).encode() for p in s["progress"]]
+            elif "progress_size" in s:
+                progress = [b"x" * int(s["progress_size"])] * len(tokens)
+            answers = self.queue().extend_answers(tokens, s.get("worker", "w1"), progress=progress)
             return {"renewed": [a == "renewed" for a in answers], "answers": answers}
         if op == "complete":
             self.queue().complete(self.token(s["lease"]), as_bytes(s, "result"))
@@ -251,6 +296,16 @@ class Run:
         if op == "get":
             info = self.queue().get(self.job_id(s))
             return None if info is None else self.info_json(info)
+        if op == "wait":
+            return self.info_json(self.queue().wait(self.job_id(s), timeout=s.get("timeout_ms", 0) / 1000))
+        if op == "subscribe":
+            sub = self.queue().subscribe(kinds=s.get("kinds"), scopes=s.get("scopes"),
+                                         transitions=s.get("transitions"), buffer=s.get("buffer"))
+            if "as" in s:
+                self.subs[s["as"]] = sub
+            return None
+        if op == "events":
+            return self.events(s)
         if op == "list":
             kw = {k: s[k] for k in ("state", "scope", "kind") if k in s}
             return {"jobs": [self.name_of(i.id) for i in self.queue().list(**kw)]}
@@ -341,6 +396,8 @@ class Run:
             h.stdout.close()
 
     def close(self) -> None:
+        for sub in self.subs.values():
+            sub.close()
         if self.q is not None:
             self.q.close()
         self.stop_holder()

@@ -141,3 +141,42 @@ def remote_use(q: telha_jobs.Queue) -> None:
 async def async_remote(url: str) -> None:
     async with await AsyncQueue.connect(url, token="t", timeout=2.0) as aq:
         await aq.enqueue("embed")
+
+
+def results_events_progress(q: telha_jobs.Queue) -> None:
+    job_id = q.enqueue("embed", {"doc": 1})
+    info: telha_jobs.JobInfo = q.wait(job_id, timeout=30.0)
+    if info.state == "dead":
+        print(info.last_error)
+    done: telha_jobs.JobInfo = q.enqueue_and_wait("embed", b"raw", timeout=datetime.timedelta(seconds=5), priority=3)
+    print(done.result, done.progress, done.raw_progress)
+    with q.subscribe(kinds="ingest:*", transitions=["completed", "dead"], buffer=limits.MAX_EVENT_BUFFER) as sub:
+        for ev in sub:
+            seq: int = ev.seq
+            missed: int = ev.missed
+            who: str | None = ev.worker_id
+            print(seq, missed, who, ev.ts, ev.time, ev.job_id, ev.kind, ev.transition, ev.attempt, ev.progress)
+        nxt: telha_jobs.Event | None = sub.next(timeout=1.0)
+        print(nxt, sub.closed, sub.buffered)
+    job = q.lease_next("w")
+    if job is not None:
+        renewed: list[bool] = q.extend([job], "w", progress=[{"page": 3}])
+        print(renewed, q.extend_answers([job], "w", progress=[None]), limits.MAX_PROGRESS_BYTES)
+
+
+def reporting(job: telha_jobs.Job) -> None:
+    lease = telha_jobs.current_lease()
+    if lease is not None:
+        lease.progress({"step": 1, "of": 3})
+
+
+async def async_results(aq: AsyncQueue) -> None:
+    info: telha_jobs.JobInfo = await aq.wait("01890000-0000-7000-8000-000000000000", timeout=1.0)
+    done: telha_jobs.JobInfo = await aq.enqueue_and_wait("embed", {"x": 1}, timeout=5.0)
+    print(info.state, done.result)
+    async with await aq.subscribe(kinds="embed") as sub:
+        async for ev in sub:
+            print(ev.transition)
+        one: telha_jobs.Event | None = await sub.next(timeout=0.5)
+        print(one, sub.closed)
+    await aq.extend([], "w", progress=[])

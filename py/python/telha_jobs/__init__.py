@@ -21,6 +21,11 @@ Times are float seconds (durations) or seconds since the epoch (instants),
 range-checked against :mod:`telha_jobs.limits` (the core's own limits).
 ``Queue(...)`` takes every key of :func:`config_keys` by name.
 
+Producers wait for their jobs (``q.wait(job_id, timeout=30)``,
+``q.enqueue_and_wait(...)``), services watch the queue
+(``for event in q.subscribe(kinds="mail")``), and handlers report progress
+(``current_lease().progress({"page": 3})``, carried by the next heartbeat).
+
 Every exception class name ends in ``Error`` (``LeaseLostError``,
 ``NotFoundError``, ...). The old names ``InvalidArgument``, ``NotFound``,
 ``LeaseLost``, ``StoreLocked``, ``QueueClosed`` and ``Permanent`` are
@@ -50,10 +55,12 @@ from . import limits
 from ._native import (
     CancelWait,
     ConfigKey,
+    Event,
     Job,
     JobInfo,
     Queue,
     Server,
+    Subscription,
     __version__,
     config_keys,
     connect,
@@ -71,6 +78,7 @@ __all__ = [
     "CorruptRecord",
     "CorruptionError",
     "Enqueued",
+    "Event",
     "InvalidArgumentError",
     "Job",
     "JobInfo",
@@ -86,6 +94,7 @@ __all__ = [
     "Snooze",
     "StorageError",
     "StoreLockedError",
+    "Subscription",
     "TelhaError",
     "UnsupportedFormatError",
     "Worker",

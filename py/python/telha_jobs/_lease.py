@@ -7,9 +7,10 @@ import datetime
 import math
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._errors import CancelledError, InvalidArgumentError, LeaseLostError
+from ._native import _encode_progress
 
 if TYPE_CHECKING:
     from ._native import Job
@@ -81,9 +82,14 @@ class Lease:
     cancel was requested: :attr:`cancelled`), past the kind's ``timeout``
     (:attr:`timed_out`), or the worker released it while stopping,
     :attr:`lost` turns True: the handler should stop, since its result
-    would be refused (``LeaseLostError``, ``CancelledError``)."""
+    would be refused (``LeaseLostError``, ``CancelledError``).
 
-    __slots__ = ("job", "ttl", "next_beat", "expires", "timeout_at", "_lost", "_why", "_event")
+    :meth:`progress` reports how far along the handler is: the latest
+    report rides on the worker's next heartbeat (no write of its own)."""
+
+    __slots__ = (
+        "job", "ttl", "next_beat", "expires", "timeout_at", "_lost", "_why", "_event", "_progress",
+    )
 
     _events_lock = threading.Lock()
 
@@ -113,6 +119,8 @@ class Lease:
         # Created only when someone waits: most handlers never do, and an
         # Event per job is a measurable cost at thousands of jobs a second.
         self._event: threading.Event | None = None
+        # The latest progress report not yet sent, encoded.
+        self._progress: bytes | None = None
 
     @property
     def lost(self) -> bool:
@@ -151,6 +159,32 @@ class Lease:
                     self._event.set()
             ev = self._event
         return ev.wait(timeout)
+
+    def progress(self, value: Any) -> None:
+        """Report progress: a small value (a number, a string, a dict; bytes
+        are kept as bytes), encoded at once like a payload, so a value over
+        ``limits.MAX_PROGRESS_BYTES`` (4096 bytes encoded) raises
+        :class:`InvalidArgumentError` here. Only the latest report is kept;
+        the worker's next heartbeat carries it (no extra write per report),
+        and it then shows in ``JobInfo.progress`` and as a ``progress`` event.
+        Empty bytes are no report."""
+        b = _encode_progress(value)
+        with Lease._events_lock:
+            self._progress = b or None
+
+    def _take_progress(self) -> bytes | None:
+        """The report for the heartbeat being sent (then none is pending)."""
+        with Lease._events_lock:
+            p, self._progress = self._progress, None
+            return p
+
+    def _restore_progress(self, p: bytes | None) -> None:
+        """A heartbeat that failed: its report is pending again unless a
+        newer one came meanwhile."""
+        if p is not None:
+            with Lease._events_lock:
+                if self._progress is None:
+                    self._progress = p
 
     def _mark_lost(self, why: str = "") -> None:
         with Lease._events_lock:

@@ -3,7 +3,7 @@
 import datetime
 import os
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, final
 
 from ._errors import TelhaError
@@ -12,24 +12,32 @@ from ._types import Enqueued, JobList
 __all__ = [
     "CancelWait",
     "ConfigKey",
+    "DEFAULT_EVENT_BUFFER",
+    "Event",
     "Job",
     "JobInfo",
     "JobStream",
+    "JobWaiter",
     "LIST_SCAN_BUDGET",
     "MAX_BATCH",
     "MAX_DURATION",
+    "MAX_EVENT_BUFFER",
     "MAX_IDEMPOTENCY_KEY_LEN",
     "MAX_INSTANT",
     "MAX_INSTANT_MS",
     "MAX_KIND_LEN",
     "MAX_LIST_LIMIT",
     "MAX_PAYLOAD_BYTES_LIMIT",
+    "MAX_PROGRESS_BYTES",
     "MAX_WORKER_ID_LEN",
     "PRIORITY_DEFAULT",
     "Queue",
     "Server",
+    "Subscription",
     "__version__",
     "_call_cost",
+    "_encode_progress",
+    "_notify_shutdown",
     "_panic_for_tests",
     "config_keys",
     "connect",
@@ -52,6 +60,9 @@ MAX_INSTANT_MS: int
 MAX_INSTANT: float
 MAX_DURATION: float
 PRIORITY_DEFAULT: int
+MAX_PROGRESS_BYTES: int
+DEFAULT_EVENT_BUFFER: int
+MAX_EVENT_BUFFER: int
 
 _State = Literal["pending", "leased", "completed", "failed", "dead", "cancelled"]
 _ExtendAnswer = Literal["renewed", "lost", "cancelled"]
@@ -63,6 +74,13 @@ _Retention = float | int | datetime.timedelta | Literal[False]
 _Instant = float | int | datetime.datetime
 _ScopeArg = str | uuid.UUID
 _IdArg = str | uuid.UUID
+# What ``wait`` takes: a leased Job, a JobInfo, or an id.
+_JobArg = Job | JobInfo | str | uuid.UUID
+_Transition = Literal[
+    "enqueued", "leased", "extended", "completed", "failed", "dead", "lease_expired", "released",
+    "retried", "pruned", "purged", "cancelled", "cancel_requested", "deleted", "snoozed",
+    "expired", "progress",
+]
 
 class _KindSettings(TypedDict, total=False):
     """The per-kind keys of ``config_keys()`` (``kinds={kind: {...}}``).
@@ -131,6 +149,13 @@ def _panic_for_tests(stage: Literal["core", "call"], message: str) -> None:
     """For the test suite: a panic inside a core call (``"core"``) or in the
     binding's code around it (``"call"``), through the same boundaries as
     every other call (it raises StorageError)."""
+
+def _encode_progress(value: Any) -> bytes:
+    """A progress report as a heartbeat carries it (bytes as they are, a
+    value by the payload convention); InvalidArgumentError over
+    ``limits.MAX_PROGRESS_BYTES``."""
+def _notify_shutdown() -> None:
+    """Registered with atexit: the notifier thread stops taking the GIL."""
 
 def default_store_path() -> str:
     """``$TELHA_DB`` when set, else ``./telha-data``."""
@@ -253,6 +278,85 @@ class JobInfo:
     @property
     def paused(self) -> bool:
         """Whether its kind (or family) or its scope is paused."""
+    @property
+    def progress(self) -> Any:
+        """The latest progress report of its current or last lease
+        (decoded by the payload convention), or None."""
+    @property
+    def raw_progress(self) -> bytes | None: ...
+
+@final
+class Event:
+    """One committed transition, as a subscription delivers it."""
+
+    @property
+    def seq(self) -> int:
+        """This subscription's count (1, 2, 3 … in commit order, delivered
+        or missed): it rises by exactly 1 + ``missed``."""
+    @property
+    def ts(self) -> int:
+        """Commit time, ms since the epoch (the owner's clock)."""
+    @property
+    def time(self) -> float:
+        """``ts`` in seconds since the epoch."""
+    @property
+    def job_id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def scope(self) -> str: ...
+    @property
+    def transition(self) -> _Transition: ...
+    @property
+    def attempt(self) -> int:
+        """A lease's transition: that lease's attempt (from 1); else the failed attempts so far."""
+    @property
+    def worker_id(self) -> str | None: ...
+    @property
+    def progress(self) -> Any:
+        """A ``progress`` event's report (decoded), else None."""
+    @property
+    def raw_progress(self) -> bytes | None: ...
+    @property
+    def missed(self) -> int:
+        """Events dropped just before this one (the buffer was full)."""
+
+@final
+class Subscription:
+    """A live stream of committed transitions (``Queue.subscribe``): a
+    blocking iterator (Ctrl-C ends a wait); ends once closed or the queue
+    closes."""
+
+    def next(self, timeout: _Seconds | None = None) -> Event | None:
+        """The next event within ``timeout`` (None: no limit), or None;
+        QueueClosedError once it has ended and its buffer is drained."""
+    def try_next(self) -> Event | None:
+        """The next buffered event without waiting, or None."""
+    def __iter__(self) -> Subscription: ...
+    def __next__(self) -> Event: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def buffered(self) -> int: ...
+    def _set_notify(self, callback: Callable[[], object]) -> None:
+        """For asyncio: ``callback()`` on the notifier thread when events arrive or it ends."""
+    def __enter__(self) -> Subscription: ...
+    def __exit__(self, *_exc: object) -> bool: ...
+
+@final
+class JobWaiter:
+    """A watch of one job for asyncio (``Queue._watch``)."""
+
+    @property
+    def job_id(self) -> str: ...
+    @property
+    def done(self) -> bool: ...
+    def on_done(self, callback: Callable[[], object]) -> None:
+        """``callback()`` on the notifier thread once the job is terminal."""
+    def job(self) -> JobInfo:
+        """The job now (NotFoundError when gone, QueueClosedError when closed)."""
+    def close(self) -> None: ...
 
 
 @final
@@ -351,9 +455,46 @@ class Queue:
     ) -> JobStream:
         """Remote queues only: leases pushed as they become ready, never
         more than ``capacity`` unsettled at once."""
-    def extend(self, jobs: Iterable[Job | str], worker_id: str) -> list[bool]: ...
-    def extend_answers(self, jobs: Iterable[Job | str], worker_id: str) -> list[_ExtendAnswer]:
+    def extend(
+        self, jobs: Iterable[Job | str], worker_id: str, progress: Sequence[Any] | None = None
+    ) -> list[bool]:
+        """``progress``: one report per job (None: none for that job), each
+        encoded like a payload, at most ``limits.MAX_PROGRESS_BYTES``."""
+    def extend_answers(
+        self, jobs: Iterable[Job | str], worker_id: str, progress: Sequence[Any] | None = None
+    ) -> list[_ExtendAnswer]:
         """One answer per job: "renewed", "lost" or "cancelled"."""
+    def wait(self, job: _JobArg, timeout: _Seconds | None = None) -> JobInfo:
+        """The job once terminal (at once if it is), else as it is when
+        ``timeout`` ran out (None: no limit). Ctrl-C ends it; NotFoundError
+        for no such job."""
+    def enqueue_and_wait(
+        self,
+        kind: str,
+        payload: Any = None,
+        timeout: _Seconds | None = None,
+        *,
+        scope: _ScopeArg | None = None,
+        priority: int = 128,
+        delay: _Seconds | None = None,
+        run_at: _Instant | None = None,
+        idempotency_key: str | None = None,
+        max_attempts: int | None = None,
+        expires_in: _Seconds | None = None,
+        expires_at: _Instant | None = None,
+    ) -> JobInfo:
+        """``enqueue`` (the same options), then ``wait``."""
+    def _watch(self, job: _JobArg) -> JobWaiter: ...
+    def subscribe(
+        self,
+        kinds: str | Sequence[str] | None = None,
+        scopes: _ScopeArg | Sequence[_ScopeArg] | None = None,
+        transitions: _Transition | Sequence[_Transition] | None = None,
+        buffer: int | None = None,
+    ) -> Subscription:
+        """The transitions committed from now on, in commit order; ``buffer``
+        (default 10,000, at most 1,000,000) events held for a slow reader,
+        the rest counted in ``Event.missed``."""
     def complete(self, job: Job | str, result: Any = None) -> None: ...
     def complete_many(
         self, jobs: Iterable[Job | str], results: Iterable[Any] | None = None

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
+from ._aio_events import AsyncSubscription, wait
 from ._errors import CancelledError, LeaseLostError, QueueClosedError, TelhaError
 from ._lease import Lease, _current
 from ._native import CancelWait, Job, JobInfo, Queue, connect
@@ -27,13 +28,15 @@ from .worker import (
     delivery,
     outcome,
     prefetch_size,
+    restore_progress,
     seconds,
     settle_batch_size,
+    take_progress,
     timed_out,
     timeout_reason,
 )
 
-__all__ = ["AsyncQueue", "AsyncWorker"]
+__all__ = ["AsyncQueue", "AsyncSubscription", "AsyncWorker"]
 
 log = logging.getLogger("telha_jobs")
 T = TypeVar("T")
@@ -54,6 +57,7 @@ class AsyncQueue:
             max_workers=max_threads or max(32, (os.cpu_count() or 2) * 4),
             thread_name_prefix="telha-jobs-aio",
         )
+        self._waits: set[asyncio.Future[None]] = set()  # `wait`s in progress: `close` ends them
 
     @classmethod
     async def open(cls, path: str | os.PathLike[str] | None = None, **settings: Any) -> AsyncQueue:
@@ -80,6 +84,9 @@ class AsyncQueue:
     async def close(self) -> None:
         """Close the queue handle; waits in progress end."""
         await self._call(self.queue.close)
+        for f in list(self._waits):
+            if not f.done():
+                f.set_result(None)
         self._pool.shutdown(wait=False)
 
     async def __aenter__(self) -> AsyncQueue:
@@ -154,14 +161,35 @@ class AsyncQueue:
         jobs = await self.lease_many(worker_id, 1, kinds=kinds, scope=scope, wait=wait)
         return jobs[0] if jobs else None
 
-    async def extend(self, jobs: Sequence[Job], worker_id: str) -> list[bool]:
-        return await self._call(self.queue.extend, list(jobs), worker_id)
+    async def extend(
+        self, jobs: Sequence[Job], worker_id: str, progress: Sequence[Any] | None = None
+    ) -> list[bool]:
+        """As :meth:`Queue.extend` (``progress``: one report per job, or None)."""
+        return await self._call(self.queue.extend, list(jobs), worker_id, progress)
 
     async def extend_answers(
-        self, jobs: Sequence[Job], worker_id: str
+        self, jobs: Sequence[Job], worker_id: str, progress: Sequence[Any] | None = None
     ) -> list[Literal["renewed", "lost", "cancelled"]]:
         """As :meth:`Queue.extend_answers`: "renewed", "lost" or "cancelled" per job."""
-        return await self._call(self.queue.extend_answers, list(jobs), worker_id)
+        return await self._call(self.queue.extend_answers, list(jobs), worker_id, progress)
+
+    async def wait(self, job: Job | JobInfo | str, timeout: float | None = None) -> JobInfo:
+        """As :meth:`Queue.wait`, never blocking the loop (woken through the
+        notifier thread, not a thread per wait); cancelling the awaiting
+        task ends the wait (``asyncio.CancelledError``)."""
+        return await wait(self, job, timeout)
+
+    async def enqueue_and_wait(
+        self, kind: str, payload: Any = None, timeout: float | None = None, **options: Any
+    ) -> JobInfo:
+        """:meth:`enqueue` (the same options), then :meth:`wait`."""
+        return await wait(self, await self.enqueue(kind, payload, **options), timeout)
+
+    async def subscribe(self, kinds: Any = None, scopes: Any = None, transitions: Any = None,
+                        buffer: int | None = None) -> AsyncSubscription:
+        """As :meth:`Queue.subscribe`: an async iterator of events."""
+        sub = await self._call(self.queue.subscribe, kinds, scopes, transitions, buffer)
+        return AsyncSubscription(sub)
 
     async def complete(self, job: Job, result: Any = None) -> None:
         await self._call(self.queue.complete, job, result)
@@ -563,12 +591,16 @@ class AsyncWorker:
             if due:
                 sent = time.time()
                 failed = False
+                reports = take_progress(due)  # the handlers' latest progress rides along
                 try:
-                    answers = await self.queue.extend_answers([l.job for l in due], self.worker_id)
+                    answers = await self.queue.extend_answers(
+                        [l.job for l in due], self.worker_id, reports
+                    )
                 except QueueClosedError:
                     return
                 except TelhaError as e:
                     log.error("worker %s: heartbeat failed: %s", self.worker_id, e)
+                    restore_progress(due, reports)
                     # Unrenewed past its deadline, a lease is lost (see Worker).
                     failed = True
                     answers = ["renewed" if time.time() < l.expires else "lost" for l in due]

@@ -20,34 +20,45 @@ the core's milliseconds where the core states them so.
   timeout, a ``Server.stop`` grace) may hold, 100 years in seconds; a lease
   ``wait`` over it waits until a job comes.
 - ``PRIORITY_DEFAULT``: the priority of a job enqueued without one (128).
+- ``MAX_PROGRESS_BYTES``: the largest progress report, encoded (4096
+  bytes): ``extend(progress=...)`` and ``current_lease().progress(...)``
+  refuse a larger one with ``InvalidArgumentError``.
+- ``DEFAULT_EVENT_BUFFER`` / ``MAX_EVENT_BUFFER``: a subscription's
+  ``buffer`` by default (10,000 events) and at most (1,000,000).
 """
 
 from __future__ import annotations
 
 from ._native import (
+    DEFAULT_EVENT_BUFFER,
     LIST_SCAN_BUDGET,
     MAX_BATCH,
     MAX_DURATION,
+    MAX_EVENT_BUFFER,
     MAX_IDEMPOTENCY_KEY_LEN,
     MAX_INSTANT,
     MAX_INSTANT_MS,
     MAX_KIND_LEN,
     MAX_LIST_LIMIT,
     MAX_PAYLOAD_BYTES_LIMIT,
+    MAX_PROGRESS_BYTES,
     MAX_WORKER_ID_LEN,
     PRIORITY_DEFAULT,
 )
 
 __all__ = [
+    "DEFAULT_EVENT_BUFFER",
     "LIST_SCAN_BUDGET",
     "MAX_BATCH",
     "MAX_DURATION",
+    "MAX_EVENT_BUFFER",
     "MAX_IDEMPOTENCY_KEY_LEN",
     "MAX_INSTANT",
     "MAX_INSTANT_MS",
     "MAX_KIND_LEN",
     "MAX_LIST_LIMIT",
     "MAX_PAYLOAD_BYTES_LIMIT",
+    "MAX_PROGRESS_BYTES",
     "MAX_WORKER_ID_LEN",
     "PRIORITY_DEFAULT",
 ]

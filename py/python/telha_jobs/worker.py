@@ -107,6 +107,20 @@ def after_heartbeat(
     return now
 
 
+def take_progress(due: Sequence[Lease]) -> list[bytes | None] | None:
+    """The progress reports a heartbeat of ``due`` carries (shared by
+    ``Worker`` and ``AsyncWorker``): each lease's latest unsent report, or
+    None when no lease has one (then the heartbeat is a plain ``extend``)."""
+    reports = [lease._take_progress() for lease in due]
+    return reports if any(r is not None for r in reports) else None
+
+
+def restore_progress(due: Sequence[Lease], reports: Sequence[bytes | None] | None) -> None:
+    """A heartbeat failed: its reports go out with the next one."""
+    for lease, r in zip(due, reports or ()):
+        lease._restore_progress(r)
+
+
 def timed_out(leases: Sequence[Lease], now: float) -> list[Lease]:
     """The leases whose handlers ran past their kind's ``timeout``."""
     return [l for l in leases if l.timeout_at <= now and not l.lost]
@@ -178,7 +192,8 @@ class Worker:
     - Every lease is heartbeated (``extend``) at a third of the TTL it was
       granted with (``job.lease_ttl``; never from the deadline, which over
       ``connect()`` is on the server's clock). A lost lease sets
-      ``current_lease().lost`` so the handler can stop.
+      ``current_lease().lost`` so the handler can stop. The latest
+      ``current_lease().progress(value)`` rides on the lease's next heartbeat.
     - :meth:`stop` stops leasing, lets running handlers finish within the
       timeout, then releases what is left without spending attempts.
       SIGINT / SIGTERM do the same while :meth:`run` blocks on the main thread.
@@ -559,12 +574,15 @@ class Worker:
                 continue
             sent = time.time()
             failed = False
+            # The handlers' latest progress rides on this heartbeat.
+            reports = take_progress(due)
             try:
-                answers = q.extend_answers([l.job for l in due], self.worker_id)
+                answers = q.extend_answers([l.job for l in due], self.worker_id, progress=reports)
             except QueueClosedError:
                 return
             except TelhaError as e:
                 log.error("worker %s: heartbeat failed: %s", self.worker_id, e)
+                restore_progress(due, reports)
                 # Unrenewed past its deadline (the server unreachable, say),
                 # a lease is lost: the handler is told, as when extend says so.
                 failed = True
