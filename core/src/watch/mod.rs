@@ -446,7 +446,9 @@ impl EventSink {
                 ev.seq = st.offered;
             }
             if st.buf.len() >= self.sh.cap {
-                st.missed = st.missed.saturating_add(1);
+                // The dropped event, and what it said was missed before it
+                // (a remote feed's events carry the server's count).
+                st.missed = st.missed.saturating_add(1).saturating_add(ev.missed);
                 continue;
             }
             ev.missed = ev.missed.saturating_add(st.missed);

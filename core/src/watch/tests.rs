@@ -111,3 +111,23 @@ fn a_subscription_as_a_channel_forwards_in_order_and_ends_with_it() {
         "then it ends"
     );
 }
+
+#[test]
+fn a_dropped_event_passes_on_the_count_it_carried() {
+    // A remote feed's events carry the server's `missed`; dropping one
+    // here must not lose that count.
+    let (sub, sink) = Subscription::channel(SubscribeOptions {
+        buffer: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(sink.push(ev(1)));
+    let mut gap = ev(10);
+    gap.missed = 8; // the server missed 2..=9
+    assert!(sink.push(gap)); // dropped here: full
+    assert_eq!(sub.try_recv().unwrap().unwrap().seq, 1);
+    let next = ev(11);
+    assert!(sink.push(next));
+    let got = sub.try_recv().unwrap().unwrap();
+    assert_eq!((got.seq, got.missed), (11, 9), "8 there + 1 here");
+}
