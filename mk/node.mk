@@ -28,7 +28,7 @@ node-generated: node-build
 	cp "$(NODE_GEN)/index.js" "$(NODE_GEN)/index.d.ts" node/
 
 ## node --test over node/__test__ (ends with its pass/fail summary).
-test-node: node-build
+test-node: node-build build-cli
 	cd node && TELHA_NODE_GENERATED="$(NODE_GEN)" node --test --test-reporter=spec __test__/
 
 ## Single and batch enqueue, lease+complete, Worker at concurrency 1, 4 and

@@ -6,8 +6,10 @@
 # and test_control.py: cancel, timeout and max_lease_total across processes,
 # through a real `telha serve` process and the `telha` CLI; test_prefetch.py:
 # the Worker leasing ahead and settling in batches over a remote queue
-# (issue 15). `make bench-fleet` (in `make bench`): worker processes through
-# `telha serve` beside the in-process Worker (tests/remote/bench_fleet.py).
+# (issue 15); test_wait.py: a Node producer waiting for 1,000 jobs that Python
+# Worker processes complete through `telha serve` (issue 18). `make
+# bench-fleet` (in `make bench`): worker processes through `telha serve`
+# beside the in-process Worker (tests/remote/bench_fleet.py).
 
 TEST_TARGETS += test-remote
 BENCH_TARGETS += bench-fleet

@@ -82,6 +82,13 @@ export declare class NativeQueue {
   resume(kind?: string | undefined | null, scope?: string | undefined | null): Promise<boolean>
   /** What is paused. */
   paused(): Promise<Paused>
+  /**
+   * Subscribe to the transitions committed from now on that match
+   * `options` (`INVALID_ARGUMENT` for a bad kind, scope, transition or
+   * buffer; `CLOSED`). `onWake` is called on the JS thread when events
+   * arrive after a `drain` (once per batch) and when the subscription ends.
+   */
+  subscribe(options: NativeSubscribeOptions | undefined | null, onWake: () => void): Promise<NativeSubscription>
   /** `enqueue` on the JS thread; `false` when it must go to the pool. */
   enqueueNow(kind: string, payload: unknown, options?: NativeEnqueueOptions | undefined | null): Enqueued | false
   /**
@@ -143,8 +150,13 @@ export declare class NativeQueue {
    * Renew leases (`ids` joined with `,`): per lease, one byte:
    * [`EXTEND_RENEWED`], [`EXTEND_LOST`] (reaped, or leased again) or
    * [`EXTEND_CANCELLED`] (a cancel was requested: not renewed, stop).
+   * `progress` (a heartbeat): per lease, a report (a `Buffer` stored
+   * untouched, or a plain value encoded with the payload convention), or
+   * `null` / `undefined` for none; a report over
+   * `limits.maxProgressBytes`, or more reports than leases, is
+   * `INVALID_ARGUMENT` for the whole call.
    */
-  extend(ids: string, generations: Float64Array, workerId: string): Promise<Uint8Array>
+  extend(ids: string, generations: Float64Array, workerId: string, progress?: unknown[] | null): Promise<Uint8Array>
   /** Complete a leased job with an optional result (`undefined`: none). */
   complete(id: string, generation: number, result: unknown): Promise<void>
   /**
@@ -174,6 +186,13 @@ export declare class NativeQueue {
   static connect(url: string, options?: NativeConnectOptions | undefined | null): Promise<NativeQueue>
   /** Serve this embedded queue over gRPC from this process. */
   serve(options?: NativeServeOptions | undefined | null): Promise<NativeServer>
+  /**
+   * Watch job `id` (`NOT_FOUND` for no such job, `INVALID_ARGUMENT` for
+   * a malformed id, `CLOSED`): `onDone` is called once, on the JS
+   * thread, when the job is terminal (completed, dead, cancelled), gone,
+   * or the store closed; at once when it already is.
+   */
+  watch(id: string, onDone: () => void): Promise<NativeWatch>
 }
 
 /**
@@ -191,6 +210,54 @@ export declare class NativeServer {
   get running(): boolean
   /** Stop serving; calls in flight get `graceMs` to finish. */
   close(graceMs: number): Promise<void>
+}
+
+/**
+ * A live stream of committed transitions (see the module docs). Made by
+ * `NativeQueue.subscribe`; `close()` ends it.
+ */
+export declare class NativeSubscription {
+  /**
+   * Up to `max` buffered events, oldest first (none waiting: `[]`), and
+   * re-arms `onWake`. `null` once the subscription has ended (closed, or
+   * the store closed) and its buffer is drained. A remote feed that lost
+   * its connection throws `STORAGE`.
+   */
+  drain(max: number): Array<SubscriptionEvent> | null
+  /**
+   * Reference (`true`: keep the process alive, a reader is waiting) or
+   * unreference (`false`) the wake callback.
+   */
+  hold(on: boolean): void
+  /** How many events are buffered now. */
+  get buffered(): number
+  /**
+   * Whether it has ended (closed, or the store closed; events may still
+   * be buffered).
+   */
+  get closed(): boolean
+  /** End the subscription and release the wake callback. Idempotent. */
+  close(): void
+}
+
+/**
+ * One job being waited for (see the module docs). Made by
+ * `NativeQueue.watch`; `close()` unregisters it.
+ */
+export declare class NativeWatch {
+  /**
+   * The job now (on the pool): terminal once `onDone` was called, else
+   * its current state. `NOT_FOUND` when it is gone, `CLOSED` when the
+   * store closed.
+   */
+  job(): Promise<JobInfo>
+  /** Whether the job is terminal (or gone, or the store closed). */
+  get done(): boolean
+  /**
+   * Stop watching: `onDone` will not be called (if it was not yet), the
+   * callback is released and the watch unregistered. Idempotent.
+   */
+  close(): void
 }
 
 /**
@@ -456,6 +523,16 @@ export interface JobInfo {
   expiresAt?: number
   /** Whether its kind or its scope is paused right now. */
   paused: boolean
+  /**
+   * The latest progress its current or last lease reported with a
+   * heartbeat (`extend(jobs, workerId, { progress })`, a Worker's
+   * `ctx.progress(value)`), decoded by looking at it (a value reads back
+   * as that value, other bytes as a `Buffer`); null when none (a new
+   * lease clears it).
+   */
+  progress: unknown
+  /** The stored progress bytes, or null. */
+  progressBytes: Buffer | null
 }
 
 /**
@@ -498,6 +575,11 @@ export interface Limits {
   maxListLimit: number
   /** The hard ceiling of `maxPayloadBytes`. */
   maxPayloadBytesLimit: number
+  /**
+   * The largest progress report, in bytes (as stored: a value's
+   * payload-convention encoding).
+   */
+  maxProgressBytes: number
   /**
    * The latest time a job may be scheduled for, and any time the store
    * holds: 9999-12-31T23:59:59.999Z, in ms since the epoch.
@@ -568,6 +650,14 @@ export interface NativeServeOptions {
   metricsListen?: string
 }
 
+/** Filters of `subscribe`, as lib/events.js passes them (types checked there). */
+export interface NativeSubscribeOptions {
+  kinds?: Array<string>
+  scopes?: Array<string>
+  transitions?: Array<string>
+  buffer?: number
+}
+
 /** What is paused (`paused()`, `stats().paused`). */
 export interface Paused {
   /** Paused kinds and families (`ingest:*`), sorted. */
@@ -608,4 +698,49 @@ export interface Stats {
   byKind: Record<string, StateCounts>
   /** What is paused (kinds and families, scopes). */
   paused: Paused
+}
+
+/** One committed transition, as a subscriber sees it. */
+export interface SubscriptionEvent {
+  /**
+   * This subscription's count: 1, 2, 3 … over every event that matched
+   * its filter since it began, in commit order, delivered or missed (so
+   * the gap before an event is exactly its `missed`).
+   */
+  seq: number
+  /** When it was committed, ms since the epoch (the store owner's clock). */
+  ts: number
+  /** The job's id. */
+  jobId: string
+  /** The job's kind. */
+  kind: string
+  /** The job's scope. */
+  scope: string
+  /**
+   * The transition: `enqueued`, `leased`, `extended`, `progress`,
+   * `completed`, `failed`, `dead`, `lease_expired`, `released`,
+   * `retried`, `cancelled`, `cancel_requested`, `snoozed`, `expired`,
+   * `pruned`, `purged`, `deleted`.
+   */
+  transition: string
+  /**
+   * For a lease's transition, that lease's attempt (from 1); for the
+   * others, the failed attempts so far.
+   */
+  attempt: number
+  /** The worker of the lease the transition belongs to, or null. */
+  workerId: string | null
+  /**
+   * A `progress` event's report, decoded by looking at it (a value
+   * reported with the payload convention reads back as that value,
+   * other bytes as a `Buffer`); null for other events.
+   */
+  progress: unknown | null
+  /** The report's bytes as stored, or null. */
+  progressBytes: Buffer | null
+  /**
+   * How many matching events were dropped just before this one because
+   * the subscription's buffer was full (0 when none).
+   */
+  missed: number
 }

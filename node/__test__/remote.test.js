@@ -16,6 +16,7 @@ describe('over a remote queue: the payload suite', () => { require('./payload.te
 describe('over a remote queue: the Worker suite', () => { require('./worker.test.js') })
 describe('over a remote queue: the job-control suite', () => { require('./control.test.js') })
 describe('over a remote queue: the Worker job-control suite', () => { require('./worker_control.test.js') })
+describe('over a remote queue: the wait, events and progress suite', () => { require('./events.test.js') })
 
 test('serve and connect in one process share the queue', async (t) => {
   const { local, server } = await serveTemp(t)

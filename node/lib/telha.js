@@ -8,6 +8,7 @@
 
 const native = require('../index.js')
 const { Worker, Permanent, Snooze, Retry } = require('./worker.js')
+const { WAIT_KEYS, abortError, waitOptions, waitFor, Subscription, QueueEvents, openSubscription } = require('./events.js')
 const {
   LIMITS, typeError, invalidArgument, options, str, optStr, optNum, optBool, strList, token
 } = require('./check.js')
@@ -23,6 +24,8 @@ const FAIL_KEYS = new Set(['retryable', 'retryInMs'])
 const CANCEL_KEYS = new Set(['reason'])
 const CANCEL_MANY_KEYS = new Set(['kind', 'scope', 'state', 'reason'])
 const PAUSE_KEYS = new Set(['kind', 'scope'])
+const EXTEND_KEYS = new Set(['progress'])
+const ENQUEUE_WAIT_KEYS = new Set([...ENQUEUE_KEYS, ...WAIT_KEYS])
 /** `extend`'s answers, by the native byte (queue.rs: EXTEND_RENEWED, EXTEND_LOST, EXTEND_CANCELLED). */
 const EXTEND_ANSWERS = ['renewed', 'lost', 'cancelled']
 
@@ -410,20 +413,27 @@ class Queue {
     }
   }
 
-  async extend (jobs, workerId) {
-    const answers = await this.#extend(jobs, workerId)
+  async extend (jobs, workerId, opts) {
+    const answers = await this.#extend(jobs, workerId, opts)
     return Array.from(answers, (a) => a === 0)
   }
 
-  async extendAnswers (jobs, workerId) {
-    const answers = await this.#extend(jobs, workerId)
+  async extendAnswers (jobs, workerId, opts) {
+    const answers = await this.#extend(jobs, workerId, opts)
     return Array.from(answers, (a) => EXTEND_ANSWERS[a])
   }
 
-  async #extend (jobs, workerId) {
+  async #extend (jobs, workerId, opts) {
     const { ids, gens } = tokens(jobs, 'jobs')
     str(workerId, 'workerId')
-    return this.#native.extend(ids, gens, workerId)
+    if (opts === undefined || opts === null) return this.#native.extend(ids, gens, workerId)
+    // Progress reports, one per job (null / undefined: none): a Buffer is
+    // stored untouched, a value with the payload convention (native side).
+    const { progress } = options(opts, 'extend options', EXTEND_KEYS)
+    if (progress !== undefined && progress !== null && !Array.isArray(progress)) {
+      throw typeError('progress must be an array: one report (or null) per job')
+    }
+    return this.#native.extend(ids, gens, workerId, progress ?? null)
   }
 
   async complete (job, result) {
@@ -516,6 +526,28 @@ class Queue {
     return this.#native.get(str(id, 'id'))
   }
 
+  async wait (id, opts) {
+    str(id, 'id')
+    return waitFor(this.#native, id, waitOptions(options(opts, 'wait options', WAIT_KEYS)))
+  }
+
+  async enqueueAndWait (kind, payload, opts) {
+    const o = options(opts, 'enqueueAndWait options', ENQUEUE_WAIT_KEYS)
+    const { timeoutMs, signal, ...eo } = o
+    const w = waitOptions({ timeoutMs, signal })
+    if (w.signal && w.signal.aborted) throw abortError(w.signal) // nothing enqueued
+    const id = await this.enqueue(kind, payload, eo)
+    return waitFor(this.#native, id, w)
+  }
+
+  async subscribe (filter) { return openSubscription(this.#native, filter) }
+
+  async events (filter) {
+    const ev = new QueueEvents(this, filter)
+    await ev.ready
+    return ev
+  }
+
   async list (opts) {
     const o = options(opts, 'list options', LIST_KEYS)
     const page = await this.#native.list({
@@ -539,6 +571,8 @@ module.exports = {
   Queue,
   Server,
   Worker,
+  Subscription,
+  QueueEvents,
   Permanent,
   Snooze,
   Retry,

@@ -12,7 +12,8 @@
 const { EventEmitter } = require('node:events')
 const os = require('node:os')
 const crypto = require('node:crypto')
-const { LIMITS, TIMER_MAX_MS, typeError, rangeError, options, str, optInt, optMs, strList, longTimeout } = require('./check.js')
+const native = require('../index.js')
+const { LIMITS, TIMER_MAX_MS, typeError, rangeError, invalidArgument, options, str, optInt, optMs, strList, longTimeout } = require('./check.js')
 const { Permanent, Snooze, Retry, reasonOf } = require('./outcomes.js')
 
 /** The largest completion batch that runs on the event loop (node/src/now.rs: NOW_MAX_BATCH). */
@@ -82,6 +83,7 @@ class Entry {
     this.finished = false
     this.settled = null // a deferred, made when stop() waits for it
     this.done = false
+    this.progress = null // the latest report not yet sent (its bytes), for the next heartbeat
   }
 
   /** Resolves once the job is settled (completed, failed, released or lost). */
@@ -109,6 +111,25 @@ class Context {
   }
 
   get signal () { return signalOf(this.#entry) }
+
+  /**
+   * Report progress: encoded now (a Buffer as it is, a value with the
+   * payload convention; over `limits.maxProgressBytes` is INVALID_ARGUMENT,
+   * thrown here), kept as this delivery's latest, and sent with the
+   * Worker's next batched heartbeat (no write of its own).
+   */
+  progress (value) {
+    this.#entry.progress = progressBytes(value)
+  }
+}
+
+/** A progress report's bytes, checked against the core's limit. */
+function progressBytes (value) {
+  const bytes = value instanceof Uint8Array ? Buffer.from(value) : native.encodePayload(value)
+  if (bytes.length > LIMITS.maxProgressBytes) {
+    throw invalidArgument(`progress is ${bytes.length} bytes as stored, over the limit of ${LIMITS.maxProgressBytes} (limits.maxProgressBytes)`)
+  }
+  return bytes
 }
 
 class Worker extends EventEmitter {
@@ -457,12 +478,17 @@ class Worker extends EventEmitter {
     let retryMs
     if (entries.length) {
       const sent = Date.now()
+      // The latest progress of each delivery rides on this heartbeat.
+      const reports = entries.map((e) => e.progress)
+      const opts = reports.some((r) => r !== null) ? { progress: reports } : undefined
       try {
         const jobs = entries.map((e) => e.job)
         // A stand-in queue with only `extend` (booleans) has no cancel answer.
         const answers = typeof this.#queue.extendAnswers === 'function'
-          ? await this.#queue.extendAnswers(jobs, this.#workerId)
-          : (await this.#queue.extend(jobs, this.#workerId)).map((ok) => ok ? 'renewed' : 'lost')
+          ? await this.#queue.extendAnswers(jobs, this.#workerId, opts)
+          : (await this.#queue.extend(jobs, this.#workerId, opts)).map((ok) => ok ? 'renewed' : 'lost')
+        // Sent: a report made since waits for the next heartbeat.
+        entries.forEach((e, i) => { if (e.progress === reports[i]) e.progress = null })
         answers.forEach((a, i) => {
           if (a === 'renewed') entries[i].expires = sent + entries[i].ttl
           else if (a === 'cancelled') this.#cancel(entries[i])

@@ -153,6 +153,11 @@ impl Arg {
         }
     }
 
+    /// A value of this call read by raw napi (an element of an argument).
+    pub fn from_raw(env: &Env, v: sys::napi_value) -> Self {
+        Arg { env: env.raw(), v }
+    }
+
     /// Its JS type.
     pub fn ty(&self) -> ValueType {
         let mut t = 0;

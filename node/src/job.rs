@@ -9,10 +9,11 @@ use std::collections::HashMap;
 
 use napi_derive::napi;
 use telha_jobs::limits::MAX_INSTANT_MS;
+use telha_jobs::Encoding;
 
 use crate::args::MAX_SAFE;
 use crate::control::Paused;
-use crate::payload::{Bytes, Payload};
+use crate::payload::{Bytes, OrNull, Payload};
 
 /// A stored time for JS: at most [`MAX_INSTANT_MS`], exact in a double.
 pub fn time(t: u64) -> f64 {
@@ -170,6 +171,16 @@ pub struct JobInfo {
     pub expires_at: Option<f64>,
     /// Whether its kind or its scope is paused right now.
     pub paused: bool,
+    /// The latest progress its current or last lease reported with a
+    /// heartbeat (`extend(jobs, workerId, { progress })`, a Worker's
+    /// `ctx.progress(value)`), decoded by looking at it (a value reads back
+    /// as that value, other bytes as a `Buffer`); null when none (a new
+    /// lease clears it).
+    #[napi(ts_type = "unknown")]
+    pub progress: OrNull<Payload>,
+    /// The stored progress bytes, or null.
+    #[napi(ts_type = "Buffer | null")]
+    pub progress_bytes: OrNull<Bytes>,
 }
 
 impl JobInfo {
@@ -211,6 +222,8 @@ impl JobInfo {
             snoozes: j.snoozes,
             expires_at: j.expires_at.map(time),
             paused: j.paused,
+            progress_bytes: OrNull(j.progress.clone().map(Bytes)),
+            progress: OrNull(j.progress.map(|p| Payload::new(p, Encoding::Unknown))),
         }
     }
 }

@@ -11,7 +11,8 @@
 //! `job.rs` (what comes back), `batch.rs` (batches crossing in a few
 //! values), `payload.rs` (JS values <-> `telha_jobs::payload`),
 //! `errors.rs` (one table from `ErrorKind` to JS `code`s), `task.rs` (how
-//! a call runs, and its panic boundary).
+//! a call runs, and its panic boundary), `watch.rs` (waiting for a job) and
+//! `events.rs` (subscriptions to committed transitions).
 
 #![deny(clippy::all)]
 
@@ -21,12 +22,14 @@ mod batch;
 mod config;
 mod control;
 mod errors;
+mod events;
 mod job;
 mod now;
 mod payload;
 mod queue;
 mod remote;
 mod task;
+mod watch;
 
 use napi::bindgen_prelude::{AsyncTask, Buffer, Env, Object, Unknown};
 use napi::JsValue;
@@ -65,6 +68,9 @@ pub struct Limits {
     pub max_list_limit: u32,
     /// The hard ceiling of `maxPayloadBytes`.
     pub max_payload_bytes_limit: u32,
+    /// The largest progress report, in bytes (as stored: a value's
+    /// payload-convention encoding).
+    pub max_progress_bytes: u32,
     /// The latest time a job may be scheduled for, and any time the store
     /// holds: 9999-12-31T23:59:59.999Z, in ms since the epoch.
     pub max_instant_ms: f64,
@@ -84,6 +90,7 @@ pub fn limits() -> Limits {
         max_batch: n(limits::MAX_BATCH),
         max_list_limit: n(limits::MAX_LIST_LIMIT),
         max_payload_bytes_limit: n(limits::MAX_PAYLOAD_BYTES_LIMIT),
+        max_progress_bytes: n(limits::MAX_PROGRESS_BYTES),
         max_instant_ms: limits::MAX_INSTANT_MS as f64,
         max_duration_ms: limits::MAX_DURATION.as_millis() as f64,
     }

@@ -444,3 +444,29 @@ impl ToNapiValue for Bytes {
         unsafe { bytes_to_js(env, &val.0) }
     }
 }
+
+/// An optional value on its way to JS: the value, or `null` (where a plain
+/// `Option` field of an object would be left out, reading `undefined`).
+pub struct OrNull<T>(pub Option<T>);
+
+impl<T: TypeName> TypeName for OrNull<T> {
+    fn type_name() -> &'static str {
+        T::type_name()
+    }
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+
+impl<T: ToNapiValue> ToNapiValue for OrNull<T> {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        match val.0 {
+            Some(v) => unsafe { T::to_napi_value(env, v) },
+            None => {
+                let mut out = ptr::null_mut();
+                check!(unsafe { sys::napi_get_null(env, &mut out) });
+                Ok(out)
+            }
+        }
+    }
+}

@@ -83,6 +83,21 @@ fn bytes_of(
     unsafe { payload::bytes_from_js(env.raw(), v, what) }
 }
 
+/// `extend`'s progress reports: per element, `None` for `null` /
+/// `undefined`, else its bytes (a `Buffer` untouched, a value encoded).
+fn progress_reports(env: &Env, p: Arg) -> Result<Vec<Option<Vec<u8>>>, Failure> {
+    p.items("progress")?
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            if Arg::from_raw(env, v).is_nullish() {
+                return Ok(None);
+            }
+            Ok(Some(bytes_of(env, v, || format!("progress[{i}]"))?.0))
+        })
+        .collect()
+}
+
 /// An open store: an embedded one (`NativeQueue.open`) or a client of a
 /// server (`NativeQueue.connect`), one `JobStore` either way. Closed by
 /// `close()`.
@@ -305,21 +320,37 @@ impl NativeQueue {
     /// Renew leases (`ids` joined with `,`): per lease, one byte:
     /// [`EXTEND_RENEWED`], [`EXTEND_LOST`] (reaped, or leased again) or
     /// [`EXTEND_CANCELLED`] (a cancel was requested: not renewed, stop).
-    #[napi(ts_return_type = "Promise<Uint8Array>")]
+    /// `progress` (a heartbeat): per lease, a report (a `Buffer` stored
+    /// untouched, or a plain value encoded with the payload convention), or
+    /// `null` / `undefined` for none; a report over
+    /// `limits.maxProgressBytes`, or more reports than leases, is
+    /// `INVALID_ARGUMENT` for the whole call.
+    #[napi(
+        ts_args_type = "ids: string, generations: Float64Array, workerId: string, progress?: unknown[] | null",
+        ts_return_type = "Promise<Uint8Array>"
+    )]
     pub fn extend(
         &self,
         env: Env,
         ids: String,
         generations: Float64Array,
         worker_id: String,
+        progress: Option<Unknown>,
     ) -> napi::Result<AsyncTask<Op<Vec<u8>, Copied<u8>>>> {
         guard(&env, "extend", || {
             let tokens = tokens(&ids, &generations)?;
+            let reports = match progress.as_ref().map(|p| Arg::new(&env, p)) {
+                Some(p) if !p.is_nullish() => Some(progress_reports(&env, p)?),
+                _ => None,
+            };
             let q = self.q.clone();
             Ok(Op::task(
                 "extend",
                 move || {
-                    let r = q.extend(&tokens, &worker_id)?;
+                    let r = match &reports {
+                        Some(p) => q.heartbeat(&tokens, p, &worker_id)?,
+                        None => q.extend(&tokens, &worker_id)?,
+                    };
                     Ok(r.into_iter()
                         .map(|r| match r {
                             Ok(_) => EXTEND_RENEWED,

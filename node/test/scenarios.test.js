@@ -82,7 +82,13 @@ function putBytes (o, name, b) {
 const ZERO_COUNTS = { pending: 0, leased: 0, failed: 0, completed: 0, dead: 0, cancelled: 0 }
 
 function subset (want, got, at = '') {
-  if (want !== null && typeof want === 'object' && !Array.isArray(want)) {
+  if (Array.isArray(want)) {
+    // Arrays element by element (objects in them field by field), same length.
+    if (!Array.isArray(got) || got.length !== want.length) throw new StepFailed(`${at}: wanted ${JSON.stringify(want)}, got ${JSON.stringify(got)}`)
+    want.forEach((wv, i) => subset(wv, got[i], `${at}[${i}]`))
+    return
+  }
+  if (want !== null && typeof want === 'object') {
     if (got === null || typeof got !== 'object') throw new StepFailed(`${at}: wanted an object, got ${JSON.stringify(got)}`)
     for (const [k, wv] of Object.entries(want)) {
       if (k in got) subset(wv, got[k], `${at}.${k}`)
@@ -107,6 +113,8 @@ class Run {
     this.leases = new Map()
     this.holder = null
     this.saved = new Map() // store files before write_store_file
+    this.subs = new Map() // name -> Subscription
+    this.lastSeq = new Map() // per subscription, for the seq check
   }
 
   nameOf (id) {
@@ -162,7 +170,37 @@ class Run {
     }
     putBytes(o, 'payload', i.payloadBytes)
     putBytes(o, 'result', i.resultBytes)
+    putBytes(o, 'progress', i.progressBytes)
     return o
+  }
+
+  eventJson (e) {
+    const o = {
+      job: this.nameOf(e.jobId), kind: e.kind, scope: e.scope, transition: e.transition,
+      attempt: e.attempt, worker_id: e.workerId
+    }
+    putBytes(o, 'progress', e.progressBytes)
+    return o
+  }
+
+  /** Up to `count` events within `timeout_ms`; `seq` must rise by exactly 1 + `missed` each time. */
+  async events (s) {
+    const name = s.sub ?? ''
+    if (!this.subs.has(name)) throw new StepFailed(`the case names no subscription ${name}`)
+    const sub = this.subs.get(name)
+    const end = Date.now() + (s.timeout_ms ?? 2000)
+    const events = []
+    let missed = 0
+    while (events.length < (s.count ?? 1)) {
+      const ev = await sub.next({ timeoutMs: Math.max(end - Date.now(), 0) })
+      if (ev === null) break
+      const last = this.lastSeq.get(name)
+      if (last !== undefined && ev.seq !== last + 1 + ev.missed) throw new StepFailed(`seq ${ev.seq} after ${last} with ${ev.missed} missed`)
+      this.lastSeq.set(name, ev.seq)
+      missed += ev.missed
+      events.push(this.eventJson(ev))
+    }
+    return { events, missed }
   }
 
   enqueueOptions (s) {
@@ -202,7 +240,11 @@ class Run {
         return this.jobJson(job)
       }
       case 'extend': {
-        const answers = await this.queue().extendAnswers((s.leases ?? []).map((r) => this.token(r)), s.worker ?? 'w1')
+        const leases = (s.leases ?? []).map((r) => this.token(r))
+        let opts
+        if ('progress' in s) opts = { progress: s.progress.map((p) => p === null ? null : Buffer.from(String(p), 'utf8')) }
+        else if ('progress_size' in s) opts = { progress: leases.map(() => Buffer.alloc(s.progress_size, 'x')) }
+        const answers = await this.queue().extendAnswers(leases, s.worker ?? 'w1', opts)
         return { renewed: answers.map((a) => a === 'renewed'), answers }
       }
       case 'complete':
@@ -243,6 +285,18 @@ class Run {
         const info = await this.queue().get(this.jobId(s))
         return info === null ? null : this.infoJson(info)
       }
+      case 'wait':
+        return this.infoJson(await this.queue().wait(this.jobId(s), { timeoutMs: s.timeout_ms ?? 0 }))
+      case 'subscribe': {
+        const f = {}
+        for (const k of ['kinds', 'scopes', 'transitions', 'buffer']) if (k in s) f[k] = s[k]
+        const sub = await this.queue().subscribe(f)
+        if ('as' in s) this.subs.set(s.as, sub)
+        else sub.close()
+        return null
+      }
+      case 'events':
+        return await this.events(s)
       case 'list': {
         const o = {}
         for (const k of ['state', 'scope', 'kind']) if (k in s) o[k] = s[k]
@@ -364,6 +418,7 @@ for (const file of CASE_FILES) {
         }
       }
     } finally {
+      for (const sub of run.subs.values()) sub.close()
       if (run.q !== null) await run.q.close()
       await run.stopHolder()
       fs.rmSync(tmp, { recursive: true, force: true })

@@ -3,7 +3,8 @@
 import {
   Queue, Server, Worker, Permanent, Snooze, Retry, ErrorCode, encodePayload, configKeys, limits,
   type Job, type JobInfo, type TelhaError, type ErrorCodeName, type Settings, type ConfigKey, type Enqueued,
-  type CancelReport, type Paused
+  type CancelReport, type Paused,
+  Subscription, QueueEvents, type SubscriptionEvent, type QueueEvent, type Transition
 } from 'telha-jobs'
 
 async function main (): Promise<void> {
@@ -123,6 +124,55 @@ async function main (): Promise<void> {
   await host.serve({ listen: 7450 })
   // @ts-expect-error no public constructor
   void new Server()
+
+  await waitAndWatch(host)
+}
+
+/** Waiting for jobs, events and progress (issue 18). */
+async function waitAndWatch (q: Queue): Promise<void> {
+  const id = await q.enqueue('embed', { doc: 1 })
+  const ac = new AbortController()
+  const info: JobInfo = await q.wait(id, { timeoutMs: 5000, signal: ac.signal })
+  const progress: unknown = info.progress
+  const raw: Buffer | null = info.progressBytes
+  const done: JobInfo = await q.enqueueAndWait('embed', { doc: 2 }, { timeoutMs: 1000, priority: 3 })
+  const sub: Subscription = await q.subscribe({ kinds: 'ingest:*', transitions: ['completed', 'dead'], buffer: 100 })
+  for await (const ev of sub) {
+    const e: SubscriptionEvent = ev
+    const seq: number = e.seq + e.missed + e.attempt + e.ts
+    const who: string | null = e.workerId
+    const t: Transition = ev.transition
+    console.log(seq, who, t, e.jobId, e.kind, e.scope, e.progress, e.progressBytes)
+    break
+  }
+  const next: QueueEvent | null = await sub.next({ timeoutMs: 100 })
+  sub.close()
+  const events: QueueEvents = await q.events({ scopes: ['0190c0de-0000-7000-8000-0000000000a1'] })
+  events.on('dead', (ev) => console.log(ev.jobId, ev.attempt))
+  events.on('event', (ev: QueueEvent) => console.log(ev.transition))
+  events.on('error', (e) => console.log(e))
+  const also = new QueueEvents(q, { transitions: 'completed' })
+  await also.ready
+  await also.close()
+  await events.close()
+  const job = await q.leaseNext('w')
+  if (job) await q.extend([job], 'w', { progress: [{ pct: 50 }] })
+  if (job) await q.extendAnswers([job], 'w', { progress: [null] })
+  const w = new Worker(q, async (_j, ctx) => {
+    ctx.progress({ pct: 10 })
+    ctx.progress('half')
+    return null
+  })
+  const maxProgress: number = limits.maxProgressBytes
+  console.log(progress, raw, done.state, next, w.workerId, maxProgress)
+  // @ts-expect-error timeoutMs is a number of milliseconds
+  await q.wait(id, { timeoutMs: '5s' })
+  // @ts-expect-error unknown transition
+  await q.subscribe({ transitions: ['finished'] })
+  // @ts-expect-error unknown filter option
+  await q.subscribe({ kind: 'embed' })
+  // @ts-expect-error no public constructor
+  void new Subscription()
 }
 
 void main
