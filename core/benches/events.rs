@@ -3,8 +3,10 @@
 //!
 //! - lifecycle throughput (enqueue + lease_next + complete, one job at a
 //!   time) with 0, 1 and 16 subscribers (each drained by its own thread,
-//!   as a service would) and with 1,000 pending waiters (watches on other
-//!   jobs that stay pending), each beside the same lifecycle with none
+//!   as a service would), with 1,000 pending waiters (watches on other
+//!   jobs that stay pending) and with one stalled subscriber (never
+//!   reads: its buffer fills, then events are dropped and counted), each
+//!   beside the same lifecycle with none
 //!   (target: 16 subscribers ≥ 0.9× none);
 //! - raw RocksDB's three WriteBatches of one lifecycle, the ceiling;
 //! - enqueue-to-result latency, p50 / p99, for a producer that enqueues a
@@ -124,17 +126,26 @@ fn main() {
     let db = DB::open(&o, raw_dir.path()).unwrap();
     let mut raw_base = 0u64;
 
-    // Variant 0: no listener; 1: one subscriber; 2: sixteen; 3: 1,000 waiters.
-    let names = ["none", "1 subscriber", "16 subscribers", "1,000 waiters"];
+    // Variant 0: no listener; 1: one subscriber; 2: sixteen; 3: 1,000
+    // waiters; 4: one subscriber that never reads (its buffer of 1,000
+    // fills, then every event is dropped and counted).
+    let names = [
+        "none",
+        "1 subscriber",
+        "16 subscribers",
+        "1,000 waiters",
+        "1 stalled subscriber",
+    ];
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     let mut raw_rates = Vec::new();
+    let mut stalled_gaps = 0;
     for round in 0..=rounds {
-        let mut secs = [0.0f64; 4];
+        let mut secs = [0.0f64; 5];
         let order: Vec<usize> = if round % 2 == 0 {
-            vec![0, 1, 2, 3]
+            vec![0, 1, 2, 3, 4]
         } else {
-            vec![3, 2, 1, 0]
+            vec![4, 3, 2, 1, 0]
         };
         for v in order {
             let (_d, q) = queue("events");
@@ -161,7 +172,27 @@ fn main() {
             } else {
                 Vec::new()
             };
+            let stalled = (v == 4).then(|| {
+                q.subscribe(SubscribeOptions {
+                    buffer: 1000,
+                    ..SubscribeOptions::default()
+                })
+                .unwrap()
+            });
             secs[v] = lifecycles(&q, chunk);
+            if let Some(sub) = stalled {
+                // Everything it was offered is held or counted: once the
+                // dispatcher has caught up, the buffer holds the first
+                // 1,000 and the next event carries the exact gap.
+                std::thread::sleep(Duration::from_millis(50));
+                let held = sub.drain(usize::MAX).unwrap();
+                assert_eq!(held.len(), 1000, "its buffer filled");
+                q.enqueue("embed", PAYLOAD, EnqueueOptions::default())
+                    .unwrap();
+                let next = sub.recv(Some(Duration::from_secs(10))).unwrap().unwrap();
+                assert_eq!(next.missed, 3 * chunk as u64 - 1000, "the exact gap");
+                stalled_gaps += 1;
+            }
             stop.store(true, Ordering::Relaxed);
             for s in subs {
                 s.join().unwrap();
@@ -180,6 +211,10 @@ fn main() {
     }
     let raw_rate = median(raw_rates);
     println!("events bench: {rounds} rounds of {chunk} lifecycles per variant (median)");
+    println!(
+        "  the stalled subscriber's gap was exact in all {stalled_gaps} runs ({} missed each)",
+        3 * chunk - 1000
+    );
     println!(
         "  raw RocksDB, 3 batches per job    {:>9.0} jobs/s",
         raw_rate
