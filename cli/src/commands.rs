@@ -83,6 +83,7 @@ fn ls(db: &Target, a: LsArgs, json: bool) -> Result<Output, Failure> {
         state: a.state,
         scope: a.scope,
         kind: a.kind,
+        schedule: None,
         limit: usize::try_from(a.limit).unwrap_or(usize::MAX),
         after: a.after,
     };
@@ -186,6 +187,7 @@ pub fn matching_ids(
         state: Some(state),
         scope,
         kind,
+        schedule: None,
         limit: 1000,
         after: None,
     };

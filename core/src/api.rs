@@ -13,6 +13,7 @@ use crate::job::{
     Completion, EnqueueOptions, Enqueued, Job, JobId, JobInfo, LeaseOptions, LeaseToken, ListPage,
     ListQuery, NewJob, PurgeReport, ReapReport, State, Stats,
 };
+use crate::schedule::{RunReport, Schedule, ScheduleInfo};
 use crate::watch::{JobWatch, SubscribeOptions, Subscription};
 use crate::{Queue, Result};
 use std::time::Duration;
@@ -108,6 +109,20 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     fn paused(&self) -> Result<Paused>;
     /// See [`Queue::retry`].
     fn retry(&self, id: &JobId) -> Result<()>;
+    /// See [`Queue::schedule_put`].
+    fn schedule_put(&self, schedule: &Schedule) -> Result<ScheduleInfo>;
+    /// See [`Queue::schedule_get`].
+    fn schedule_get(&self, name: &str) -> Result<ScheduleInfo>;
+    /// See [`Queue::schedule_list`].
+    fn schedule_list(&self) -> Result<Vec<ScheduleInfo>>;
+    /// See [`Queue::schedule_delete`].
+    fn schedule_delete(&self, name: &str) -> Result<()>;
+    /// See [`Queue::schedule_pause`].
+    fn schedule_pause(&self, name: &str) -> Result<ScheduleInfo>;
+    /// See [`Queue::schedule_resume`].
+    fn schedule_resume(&self, name: &str) -> Result<ScheduleInfo>;
+    /// See [`Queue::run_schedules`].
+    fn run_schedules(&self) -> Result<RunReport>;
     /// See [`Queue::get`].
     fn get(&self, id: &JobId) -> Result<Option<JobInfo>>;
     /// See [`Queue::list`].
@@ -237,6 +252,27 @@ impl JobStore for Queue {
     }
     fn retry(&self, id: &JobId) -> Result<()> {
         Queue::retry(self, id)
+    }
+    fn schedule_put(&self, schedule: &Schedule) -> Result<ScheduleInfo> {
+        Queue::schedule_put(self, schedule)
+    }
+    fn schedule_get(&self, name: &str) -> Result<ScheduleInfo> {
+        Queue::schedule_get(self, name)
+    }
+    fn schedule_list(&self) -> Result<Vec<ScheduleInfo>> {
+        Queue::schedule_list(self)
+    }
+    fn schedule_delete(&self, name: &str) -> Result<()> {
+        Queue::schedule_delete(self, name)
+    }
+    fn schedule_pause(&self, name: &str) -> Result<ScheduleInfo> {
+        Queue::schedule_pause(self, name)
+    }
+    fn schedule_resume(&self, name: &str) -> Result<ScheduleInfo> {
+        Queue::schedule_resume(self, name)
+    }
+    fn run_schedules(&self) -> Result<RunReport> {
+        Queue::run_schedules(self)
     }
     fn get(&self, id: &JobId) -> Result<Option<JobInfo>> {
         Queue::get(self, id)

@@ -244,6 +244,9 @@ pub struct Job {
     /// Worker aborts a handler that runs longer and fails the job
     /// retryably.
     pub timeout_ms: Option<u64>,
+    /// The schedule and slot that enqueued it, if a schedule did: which
+    /// run of a timetable this lease is.
+    pub schedule: Option<crate::schedule::ScheduleRef>,
 }
 
 impl Job {
@@ -324,6 +327,8 @@ pub struct JobInfo {
     /// heartbeat (payload convention bytes; at most
     /// [`crate::limits::MAX_PROGRESS_BYTES`]).
     pub progress: Option<Vec<u8>>,
+    /// The schedule and slot that enqueued it, if a schedule did.
+    pub schedule: Option<crate::schedule::ScheduleRef>,
 }
 
 /// One completion for [`crate::Queue::complete_many`].
@@ -375,6 +380,9 @@ pub struct ListQuery {
     /// Only jobs whose kind matches. Filtered as rows are read, so a rare
     /// kind can give short pages (see [`ListPage::next`]).
     pub kind: Option<KindPattern>,
+    /// Only jobs enqueued by the schedule of this name. Filtered as rows
+    /// are read, like `kind`.
+    pub schedule: Option<String>,
     /// The most jobs per page: 1 to [`crate::limits::MAX_LIST_LIMIT`]
     /// (default 100).
     pub limit: usize,
@@ -388,6 +396,7 @@ impl Default for ListQuery {
             state: None,
             scope: None,
             kind: None,
+            schedule: None,
             limit: 100,
             after: None,
         }

@@ -52,6 +52,9 @@ pub mod payload;
 mod queue;
 #[cfg(feature = "rocksdb")]
 mod reaper;
+pub mod schedule;
+#[cfg(feature = "rocksdb")]
+mod scheduler;
 pub mod state;
 pub mod store;
 #[cfg(feature = "rocksdb")]
@@ -75,6 +78,7 @@ pub use kind::KindPattern;
 pub use payload::Encoding;
 #[cfg(feature = "rocksdb")]
 pub use queue::{CheckReport, Queue};
+pub use schedule::{CatchUp, RunReport, Schedule, ScheduleInfo, ScheduleRef};
 pub use state::{PerState, State, StateCounts};
 pub use store::format::StoreFormat;
 #[cfg(feature = "rocksdb")]

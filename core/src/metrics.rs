@@ -67,6 +67,10 @@ pub(crate) struct Metrics {
     pub reaper_passes: AtomicU64,
     /// Background reaper passes that failed (storage errors).
     pub reaper_errors: AtomicU64,
+    /// Scheduler passes (background and `run_schedules`).
+    pub schedule_passes: AtomicU64,
+    /// Background scheduler passes that failed (storage errors).
+    pub schedule_errors: AtomicU64,
 }
 
 impl Metrics {
@@ -191,6 +195,67 @@ pub(crate) fn render_listeners(o: &mut String, subscriptions: usize, watches: us
         "Pending waits for a job to finish (Queue::wait, WaitJob).",
         watches as u64,
     );
+}
+
+/// The schedules: `telha_jobs_schedules` (how many), and per schedule
+/// `telha_jobs_schedule_lag_seconds` (its last slot's enqueue minus the
+/// slot), `telha_jobs_schedule_enqueued_total` and
+/// `telha_jobs_schedule_skipped_total` (slots without a job of their own,
+/// by catch-up). Each item: (name, lag ms, enqueued, skipped).
+pub(crate) fn render_schedules<'a>(
+    o: &mut String,
+    rows: impl Iterator<Item = (&'a str, Option<u64>, u64, u64)> + Clone,
+    count: usize,
+) {
+    single(
+        o,
+        "telha_jobs_schedules",
+        "gauge",
+        "Schedules in the store.",
+        count as u64,
+    );
+    header(
+        o,
+        "telha_jobs_schedule_lag_seconds",
+        "gauge",
+        "How late the schedule's latest slot was enqueued (seconds after the slot).",
+    );
+    for (name, lag, _, _) in rows.clone() {
+        if let Some(ms) = lag {
+            let _ = writeln!(
+                o,
+                "telha_jobs_schedule_lag_seconds{{schedule=\"{}\"}} {}",
+                escape(name),
+                ms as f64 / 1000.0
+            );
+        }
+    }
+    header(
+        o,
+        "telha_jobs_schedule_enqueued_total",
+        "counter",
+        "Jobs the schedule enqueued.",
+    );
+    for (name, _, n, _) in rows.clone() {
+        let _ = writeln!(
+            o,
+            "telha_jobs_schedule_enqueued_total{{schedule=\"{}\"}} {n}",
+            escape(name)
+        );
+    }
+    header(
+        o,
+        "telha_jobs_schedule_skipped_total",
+        "counter",
+        "Slots of the schedule that got no job of their own (catch-up after downtime or a clock step).",
+    );
+    for (name, _, _, n) in rows {
+        let _ = writeln!(
+            o,
+            "telha_jobs_schedule_skipped_total{{schedule=\"{}\"}} {n}",
+            escape(name)
+        );
+    }
 }
 
 /// The `# HELP` and `# TYPE` lines of a metric family.

@@ -104,7 +104,7 @@ impl Queue {
         self.engine().is_ok_and(|e| e.read_only)
     }
 
-    fn writable(&self) -> Result<Arc<Engine>> {
+    pub(crate) fn writable(&self) -> Result<Arc<Engine>> {
         let e = self.engine()?;
         if e.read_only {
             return Err(Error::invalid(format!(
@@ -115,7 +115,7 @@ impl Queue {
         Ok(e)
     }
 
-    fn engine(&self) -> Result<Arc<Engine>> {
+    pub(crate) fn engine(&self) -> Result<Arc<Engine>> {
         self.inner
             .engine
             .read()
@@ -501,6 +501,7 @@ impl Queue {
         crate::metrics::render_paused(&mut out, &e.paused());
         let (subs, watches) = e.hub.counts();
         crate::metrics::render_listeners(&mut out, subs, watches);
+        e.render_schedules(&mut out);
         Ok(out)
     }
 

@@ -168,6 +168,7 @@ pub fn job_from_pb(j: pb::Job) -> Result<Job> {
         priority: u8::try_from(j.priority).unwrap_or(u8::MAX),
         worker_id: j.worker_id,
         timeout_ms: j.timeout_ms,
+        schedule: None,
     })
 }
 
@@ -308,6 +309,7 @@ pub fn job_info_from_pb(j: pb::JobInfo) -> Result<JobInfo> {
         expires_at: j.expires_at_ms,
         paused: j.paused,
         progress: j.progress,
+        schedule: None,
     })
 }
 
@@ -328,6 +330,7 @@ pub fn list_query_from_pb(q: pb::ListRequest) -> Result<ListQuery> {
         state: q.state.map(state_from_pb).transpose()?,
         scope: q.scope.as_deref().map(scope_from_pb).transpose()?,
         kind: q.kind.as_deref().map(str::parse).transpose()?,
+        schedule: None,
         limit: q.limit as usize,
         after: q.after,
     })

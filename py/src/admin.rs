@@ -46,6 +46,7 @@ pub fn list_query(
         state: state.map(args::state).transpose()?,
         scope: scope.map(args::scope).transpose()?,
         kind,
+        schedule: None,
         limit,
         after: after.map(|a| cursor(py, store, a)).transpose()?,
     })

@@ -126,6 +126,27 @@ impl JobStore for Served {
     fn retry(&self, id: &JobId) -> Result<()> {
         self.remote.retry(id)
     }
+    fn schedule_put(&self, s: &telha_jobs::Schedule) -> Result<telha_jobs::ScheduleInfo> {
+        self.remote.schedule_put(s)
+    }
+    fn schedule_get(&self, name: &str) -> Result<telha_jobs::ScheduleInfo> {
+        self.remote.schedule_get(name)
+    }
+    fn schedule_list(&self) -> Result<Vec<telha_jobs::ScheduleInfo>> {
+        self.remote.schedule_list()
+    }
+    fn schedule_delete(&self, name: &str) -> Result<()> {
+        self.remote.schedule_delete(name)
+    }
+    fn schedule_pause(&self, name: &str) -> Result<telha_jobs::ScheduleInfo> {
+        self.remote.schedule_pause(name)
+    }
+    fn schedule_resume(&self, name: &str) -> Result<telha_jobs::ScheduleInfo> {
+        self.remote.schedule_resume(name)
+    }
+    fn run_schedules(&self) -> Result<telha_jobs::RunReport> {
+        self.remote.run_schedules()
+    }
     fn get(&self, id: &JobId) -> Result<Option<JobInfo>> {
         self.remote.get(id)
     }

@@ -73,6 +73,7 @@ impl Engine {
             snoozes: rec.ext.snoozes,
             expires_at: rec.ext.expires_at,
             progress: rec.ext.progress,
+            schedule: rec.ext.schedule,
         })
     }
 
@@ -166,7 +167,12 @@ impl Engine {
                 }
             }
             match it.value().map(codec::decode) {
-                Some(Ok(rec)) if q.kind.as_ref().is_none_or(|p| p.matches(&rec.kind)) => {
+                Some(Ok(rec))
+                    if q.kind.as_ref().is_none_or(|p| p.matches(&rec.kind))
+                        && q.schedule.as_ref().is_none_or(|n| {
+                            rec.ext.schedule.as_ref().is_some_and(|s| s.name == *n)
+                        }) =>
+                {
                     match self.info(&key, rec) {
                         Ok(info) => page.jobs.push(info),
                         Err(e) => page.corrupt.push(self.report_corrupt(k, Some(key.id), &e)),

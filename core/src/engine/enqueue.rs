@@ -48,7 +48,7 @@ impl Engine {
 
     /// When a new job becomes ready: its run-at, else now + its delay,
     /// else now; `InvalidArgument` past the latest supported time.
-    fn ready_at(j: &NewJob, now: u64) -> Result<u64> {
+    pub(super) fn ready_at(j: &NewJob, now: u64) -> Result<u64> {
         match (j.options.run_at, j.options.delay) {
             (Some(t), _) => limits::check_instant("run_at", t),
             (None, Some(d)) => limits::instant_after("delay", now, d),
@@ -60,7 +60,7 @@ impl Engine {
     /// expires-in. `InvalidArgument` when that is not after now, is not
     /// after the job becomes ready (it could never run), or passes the
     /// latest supported time.
-    fn expires_at(j: &NewJob, now: u64, ready_at: u64) -> Result<Option<u64>> {
+    pub(super) fn expires_at(j: &NewJob, now: u64, ready_at: u64) -> Result<Option<u64>> {
         let at = match (j.options.expires_at, j.options.expires_in) {
             (Some(t), _) => limits::check_instant("expires_at", t)?,
             (None, Some(d)) if d.is_zero() => {
@@ -99,81 +99,102 @@ impl Engine {
                 Some(self.idem_stripe(&j.options.scope.unwrap_or(Scope::SYSTEM), k))
             })
             .collect();
-        let _guards: Vec<MutexGuard<'_, ()>> = stripes
-            .into_iter()
-            .map(|i| self.idem_locks[i].lock().unwrap_or_else(|p| p.into_inner()))
-            .collect();
+        let _guards = self.idem_guards(stripes);
 
         let mut tx = Tx::new(self);
         let mut out = Vec::with_capacity(jobs.len());
         let mut in_batch: HashMap<(Scope, String), JobId> = HashMap::default();
-
         for j in jobs {
-            let scope = j.options.scope.unwrap_or(Scope::SYSTEM);
-            if let Some(k) = &j.options.idempotency_key {
-                if let Some(id) = in_batch.get(&(scope, k.clone())) {
-                    out.push(Enqueued {
-                        id: *id,
-                        created: false,
-                    });
-                    continue;
-                }
-                if let Some(id) = self.idempotent_match(&scope, k)? {
-                    out.push(Enqueued { id, created: false });
-                    continue;
-                }
-            }
-            let id = JobId::new_v7();
-            let ready_at = Self::ready_at(&j, now)?;
-            let expires_at = Self::expires_at(&j, now, ready_at)?;
-            let key = JobKey {
-                scope,
-                state: State::Pending,
-                priority: j.options.priority.unwrap_or(PRIORITY_DEFAULT),
-                ts: ready_at,
-                id,
-            };
-            let external = j.payload.len() > st::INLINE_PAYLOAD_MAX;
-            let (payload, outside) = if external {
-                (Vec::new(), Some(j.payload))
-            } else {
-                (j.payload, None)
-            };
-            let mut rec = JobRecord {
-                kind: j.kind,
-                payload,
-                max_attempts: j.options.max_attempts,
-                idempotency_key: j.options.idempotency_key,
-                created_at: now,
-                ready_at,
-                ext: Ext {
-                    payload_encoding: j.options.encoding,
-                    payload_len: outside.as_ref().map(|p| p.len() as u64),
-                    expires_at,
-                    ..Ext::default()
-                },
-                ..JobRecord::default()
-            };
-            let detail = if ready_at > now {
-                format!("run at {ready_at}")
-            } else {
-                String::new()
-            };
-            rec.log(now, Event::Enqueued, detail);
-            tx.stage(Event::Enqueued, None, Some(&key), &rec)?;
-            if let Some(p) = &outside {
-                tx.put_payload(&id, p)?;
-            }
-            if let Some(k) = rec.idempotency_key {
-                in_batch.insert((scope, k), id);
-            }
-            out.push(Enqueued { id, created: true });
+            out.push(self.stage_new(&mut tx, j, now, &mut in_batch, None)?);
         }
         tx.commit()?;
         Ok(out)
     }
 
-    fn idem_stripe(&self, scope: &Scope, key: &str) -> usize {
+    /// Stage one new job (validated by the caller, whose idempotency
+    /// stripes are held) into `tx`: an idempotency hit in the store or
+    /// earlier in the batch answers `created: false` and stages nothing.
+    pub(super) fn stage_new(
+        &self,
+        tx: &mut Tx<'_>,
+        j: NewJob,
+        now: u64,
+        in_batch: &mut HashMap<(Scope, String), JobId>,
+        schedule: Option<crate::schedule::ScheduleRef>,
+    ) -> Result<Enqueued> {
+        let scope = j.options.scope.unwrap_or(Scope::SYSTEM);
+        if let Some(k) = &j.options.idempotency_key {
+            if let Some(id) = in_batch.get(&(scope, k.clone())) {
+                return Ok(Enqueued {
+                    id: *id,
+                    created: false,
+                });
+            }
+            if let Some(id) = self.idempotent_match(&scope, k)? {
+                return Ok(Enqueued { id, created: false });
+            }
+        }
+        let id = JobId::new_v7();
+        let ready_at = Self::ready_at(&j, now)?;
+        let expires_at = Self::expires_at(&j, now, ready_at)?;
+        let key = JobKey {
+            scope,
+            state: State::Pending,
+            priority: j.options.priority.unwrap_or(PRIORITY_DEFAULT),
+            ts: ready_at,
+            id,
+        };
+        let external = j.payload.len() > st::INLINE_PAYLOAD_MAX;
+        let (payload, outside) = if external {
+            (Vec::new(), Some(j.payload))
+        } else {
+            (j.payload, None)
+        };
+        let detail = match (&schedule, ready_at > now) {
+            (Some(s), _) if s.missed > 0 => format!(
+                "schedule {:?}, slot {} (and {} missed before it)",
+                s.name, s.slot, s.missed
+            ),
+            (Some(s), _) => format!("schedule {:?}, slot {}", s.name, s.slot),
+            (None, true) => format!("run at {ready_at}"),
+            (None, false) => String::new(),
+        };
+        let mut rec = JobRecord {
+            kind: j.kind,
+            payload,
+            max_attempts: j.options.max_attempts,
+            idempotency_key: j.options.idempotency_key,
+            created_at: now,
+            ready_at,
+            ext: Ext {
+                payload_encoding: j.options.encoding,
+                payload_len: outside.as_ref().map(|p| p.len() as u64),
+                expires_at,
+                schedule,
+                ..Ext::default()
+            },
+            ..JobRecord::default()
+        };
+        rec.log(now, Event::Enqueued, detail);
+        tx.stage(Event::Enqueued, None, Some(&key), &rec)?;
+        if let Some(p) = &outside {
+            tx.put_payload(&id, p)?;
+        }
+        if let Some(k) = rec.idempotency_key {
+            in_batch.insert((scope, k), id);
+        }
+        Ok(Enqueued { id, created: true })
+    }
+
+    /// Lock the idempotency stripes `stripes`, in index order.
+    pub(super) fn idem_guards(&self, stripes: BTreeSet<usize>) -> Vec<MutexGuard<'_, ()>> {
+        stripes
+            .into_iter()
+            .map(|i| self.idem_locks[i].lock().unwrap_or_else(|p| p.into_inner()))
+            .collect()
+    }
+
+    pub(super) fn idem_stripe(&self, scope: &Scope, key: &str) -> usize {
         use std::hash::{Hash, Hasher};
         let mut h = rustc_hash::FxHasher::default();
         scope.hash(&mut h);

@@ -519,6 +519,7 @@ impl Engine {
                 priority: key.priority,
                 worker_id: worker.to_string(),
                 timeout_ms: self.cfg.timeout_for(&rec.kind).map(limits::ms),
+                schedule: rec.ext.schedule.clone(),
             });
             self.leases.insert(key, rec);
         }

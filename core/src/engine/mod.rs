@@ -12,6 +12,7 @@ mod pause;
 mod prune;
 mod purge;
 mod recover;
+mod schedules;
 mod settle;
 mod transition;
 
@@ -38,6 +39,7 @@ use crate::store::{self as st};
 pub use admin::CheckReport;
 pub(crate) use bands::Bands;
 pub(crate) use leases::Leases;
+pub(crate) use schedules::Wake;
 
 const STRIPES: usize = 64;
 
@@ -92,7 +94,8 @@ impl Notifier {
 /// From outer to inner; a thread holding a lock only ever takes locks
 /// below it, never above:
 ///
-/// 1. `maintenance` (pruning and purging, which both delete completed rows)
+/// 1. `maintenance` (pruning and purging, which both delete completed rows);
+///    `schedules` (the schedule table: a firing pass, a put), never with it
 /// 2. `job_locks` stripes: one (operator retry of a dead row), or all of
 ///    them in index order (purge of dead rows)
 /// 3. `idem_locks` stripes, in index order (an enqueue holds its batch's
@@ -146,6 +149,10 @@ pub(crate) struct Engine {
     pub rr: AtomicUsize,
     /// The background reaper thread, if one runs.
     reaper: Mutex<Option<Reaper>>,
+    /// The schedules (`schedules.rs`).
+    schedules: schedules::Schedules,
+    /// The scheduler thread, if one runs (beside the reaper).
+    scheduler: Mutex<Option<crate::scheduler::Scheduler>>,
     /// Set when the last handle closes: no new open shares this engine and
     /// waits end with `Closed`.
     pub shutting_down: AtomicBool,
@@ -205,6 +212,7 @@ impl CfHandles {
             st::CF_META => 5,
             st::CF_PAYLOADS => 6,
             st::CF_EXPIRY => 7,
+            st::CF_SCHEDULES => 8,
             _ => return None,
         };
         debug_assert_eq!(st::ALL_CFS[i], name);
@@ -277,6 +285,11 @@ impl Engine {
                     if !e.cfg.reaper_interval.is_zero() {
                         let r = Reaper::start(Arc::downgrade(&e), e.cfg.reaper_interval);
                         *e.reaper.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                        let s = crate::scheduler::Scheduler::start(
+                            Arc::downgrade(&e),
+                            e.schedules.wake.clone(),
+                        );
+                        *e.scheduler.lock().unwrap_or_else(|p| p.into_inner()) = Some(s);
                     }
                     return Ok(e);
                 }
@@ -327,6 +340,8 @@ impl Engine {
             job_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             rr: AtomicUsize::new(0),
             reaper: Mutex::new(None),
+            schedules: schedules::Schedules::default(),
+            scheduler: Mutex::new(None),
             shutting_down: AtomicBool::new(false),
             hub: hub::Hub::default(),
             handles: AtomicUsize::new(1),
@@ -532,6 +547,14 @@ impl Engine {
         if let Some(r) = self.reaper.lock().unwrap_or_else(|p| p.into_inner()).take() {
             r.stop();
         }
+        if let Some(s) = self
+            .scheduler
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            s.stop();
+        }
         self.notifier.bump_always();
         self.hub.close_all();
     }
@@ -555,6 +578,14 @@ impl Drop for Engine {
             .take()
         {
             r.stop();
+        }
+        if let Some(s) = self
+            .scheduler
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            s.stop();
         }
         // Cached band iterators borrow the DB: they go first.
         self.bands.clear_iterators();

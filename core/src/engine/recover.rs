@@ -18,6 +18,7 @@ impl Engine {
         self.load_pauses()?;
         self.scan_jobs()?;
         self.scan_kind_index()?;
+        self.load_schedules()?;
         Ok(())
     }
 

@@ -93,6 +93,9 @@ pub(crate) struct Tx<'e> {
     /// Events to count after the commit, by `Event::index`.
     counted: [u64; Event::ALL.len()],
     moves: usize,
+    /// Writes staged outside a move (a schedule's row): the batch is
+    /// written even when no job moved.
+    extra: usize,
     /// Reused buffer for record encoding.
     buf: Vec<u8>,
     /// The moves as events, when someone subscribes (`Hub::collecting`).
@@ -110,6 +113,7 @@ impl<'e> Tx<'e> {
             ready: Vec::new(),
             counted: [0; Event::ALL.len()],
             moves: 0,
+            extra: 0,
             buf: Vec::new(),
             staged: Vec::new(),
             terminal: Vec::new(),
@@ -248,6 +252,14 @@ impl<'e> Tx<'e> {
         Ok(())
     }
 
+    /// Stage a put of `value` at `key` in the column family `cf` beside
+    /// the moves (a schedule's row, committed with the jobs it enqueued).
+    pub fn put_raw(&mut self, cf: &str, key: &[u8], value: &[u8]) -> Result<()> {
+        self.batch.put_cf(self.e.cf(cf)?, key, value);
+        self.extra += 1;
+        Ok(())
+    }
+
     /// Count `event` once more after the commit without a move of its own
     /// (a lease that expires on its last attempt counts `lease_expired`
     /// beside its `dead`).
@@ -268,7 +280,7 @@ impl<'e> Tx<'e> {
     /// Write every staged move in one atomic batch, then tell memory.
     /// Nothing is learnt when the write fails (the rows did not move).
     pub fn commit(mut self) -> Result<()> {
-        if self.moves == 0 {
+        if self.moves == 0 && self.extra == 0 {
             return Ok(());
         }
         let counters_cf = self.e.cf(st::CF_COUNTERS)?;

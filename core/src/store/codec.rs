@@ -73,6 +73,9 @@ mod tag {
     /// payload convention). Safe to ignore: an older build keeps it as an
     /// unknown tag.
     pub const PROGRESS: u64 = 9;
+    /// The schedule that enqueued the job: `[name, slot, missed]`. Safe
+    /// to ignore.
+    pub const SCHEDULE: u64 = 10;
 }
 
 /// A job's stored record (the jobs row value after the format byte).
@@ -147,6 +150,8 @@ pub struct Ext {
     /// The latest progress reported by a heartbeat of the current or last
     /// lease (at most `limits::MAX_PROGRESS_BYTES`); cleared by a new lease.
     pub progress: Option<Vec<u8>>,
+    /// The schedule and slot that enqueued the job.
+    pub schedule: Option<crate::schedule::ScheduleRef>,
     /// Extension tags this build does not know: tag and the exact bytes of
     /// its value.
     pub unknown: Vec<(u64, Vec<u8>)>,
@@ -165,6 +170,7 @@ impl Ext {
             + usize::from(self.expires_at.is_some())
             + usize::from(self.leased_at.is_some())
             + usize::from(self.progress.is_some())
+            + usize::from(self.schedule.is_some())
             + self.unknown.len()
     }
 
@@ -270,6 +276,7 @@ pub fn encoded_len_hint(r: &JobRecord) -> usize {
         + text(&r.idempotency_key)
         + text(&r.last_error)
         + r.ext.progress.as_ref().map_or(0, Vec::len)
+        + r.ext.schedule.as_ref().map_or(0, |s| 24 + s.name.len())
         + events
 }
 
@@ -337,6 +344,13 @@ pub fn encode_into(r: &JobRecord, out: &mut Vec<u8>) {
         if let Some(p) = &x.progress {
             w.uint(tag::PROGRESS);
             w.bin(p);
+        }
+        if let Some(sr) = &x.schedule {
+            w.uint(tag::SCHEDULE);
+            w.array(3);
+            w.str(&sr.name);
+            w.uint(sr.slot);
+            w.uint(sr.missed);
         }
         for (t, v) in &x.unknown {
             w.uint(*t);
@@ -442,6 +456,19 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
             tag::EXPIRES_AT => x.expires_at = Some(r.uint()?),
             tag::LEASED_AT => x.leased_at = Some(r.uint()?),
             tag::PROGRESS => x.progress = Some(r.bin()?),
+            tag::SCHEDULE => {
+                if r.array()? != 3 {
+                    return Err(Error::Corruption(
+                        "job record does not decode: its schedule is not (name, slot, missed)"
+                            .into(),
+                    ));
+                }
+                x.schedule = Some(crate::schedule::ScheduleRef {
+                    name: r.str()?,
+                    slot: r.uint()?,
+                    missed: r.uint()?,
+                });
+            }
             _ => {
                 let v = r.skip()?.to_vec();
                 x.unknown.push((t, v));

@@ -26,8 +26,12 @@ pub const CF_PAYLOADS: &str = "payloads";
 /// that were never leased and carry an expiry (format 2), so the reaper
 /// finds the due ones with one seek and nothing else costs anything.
 pub const CF_EXPIRY: &str = "expiry";
+/// Schedule name → the schedule's row ([`crate::schedule`]): what was put
+/// and how far it has enqueued. Created in place in older stores (an
+/// older build opens a store that has it and leaves it alone).
+pub const CF_SCHEDULES: &str = "schedules";
 /// Every column family; a raw RocksDB open of the store must name them all.
-pub const ALL_CFS: [&str; 8] = [
+pub const ALL_CFS: [&str; 9] = [
     CF_JOBS,
     CF_IDS,
     CF_KINDS,
@@ -36,6 +40,7 @@ pub const ALL_CFS: [&str; 8] = [
     CF_META,
     CF_PAYLOADS,
     CF_EXPIRY,
+    CF_SCHEDULES,
 ];
 
 /// Payloads up to this many bytes live inside the job record (rewritten

@@ -42,6 +42,7 @@ mod order;
 mod payloads;
 mod poison;
 mod retry;
+mod schedules;
 mod settle;
 mod store;
 mod waits;
