@@ -40,8 +40,16 @@ fn the_format_1_fixture_opens_upgrades_and_its_jobs_lease_complete_and_list() {
         !dir.path().join(FORMAT_FILE).exists(),
         "format 1 has no marker"
     );
-    let q = Queue::open_with_clock(dir.path(), test_config(), std::sync::Arc::new(SystemClock))
-        .unwrap();
+    // The fixture's jobs finished when it was made (2026-12-01): with the
+    // default retentions the first reap would prune them some day later, so
+    // this test keeps them to compare the counts on any date.
+    let keep = Config {
+        completed_retention: None,
+        dead_retention: None,
+        cancelled_retention: None,
+        ..test_config()
+    };
+    let q = Queue::open_with_clock(dir.path(), keep, std::sync::Arc::new(SystemClock)).unwrap();
     assert_eq!(
         format::read(dir.path()).unwrap(),
         Some(StoreFormat::CURRENT),
