@@ -106,6 +106,9 @@ impl Engine {
                 q.limit
             )));
         }
+        if let Some(name) = &q.schedule {
+            crate::schedule::validate_name(name)?;
+        }
         let prefix: Vec<u8> = match (q.scope, q.state) {
             (Some(s), Some(st)) => keys::job_state_prefix(&s, st).to_vec(),
             (Some(s), None) => s.as_bytes().to_vec(),

@@ -22,6 +22,7 @@ use std::time::Duration;
 mod args;
 mod control;
 mod events;
+mod schedules;
 
 use args::{bytes_arg, check, config_of, ms, new_job_args, put_bytes, strs, uint};
 use serde_json::{json, Map, Value as Json};
@@ -192,6 +193,10 @@ impl Run {
             "pause" => self.pause(s, true),
             "resume" => self.pause(s, false),
             "paused" => self.paused(),
+            "schedule_put" => self.schedule_put(s),
+            "schedule_get" | "schedule_list" | "schedule_delete" | "schedule_pause"
+            | "schedule_resume" | "run_schedules" => self.schedule_op(op, s),
+            "schedule_next" => self.schedule_next(s),
             "release" => {
                 let t = self.token(s.get("lease"))?;
                 self.q()?.release(&t).map(|()| Json::Null)
@@ -357,6 +362,7 @@ impl Run {
                 .and_then(Json::as_str)
                 .map(str::parse)
                 .transpose()?,
+            schedule: s.get("schedule").and_then(Json::as_str).map(str::to_string),
             ..ListQuery::default()
         };
         let page = self.q().map_err(Error::Storage)?.list(&q)?;
@@ -365,7 +371,7 @@ impl Run {
             .iter()
             .map(|j| json!(self.name_of(&j.id)))
             .collect();
-        Ok(json!({ "jobs": jobs }))
+        Ok(json!({ "jobs": jobs, "count": page.jobs.len() }))
     }
 
     fn bind(&mut self, s: &Json, id: JobId) {
@@ -421,6 +427,8 @@ impl Run {
             "attempts": j.attempts, "max_attempts": j.max_attempts,
             "generation": j.generation, "priority": j.priority, "worker_id": j.worker_id,
             "timeout_ms": j.timeout_ms,
+            "schedule": j.schedule.as_ref().map(|r| r.name.clone()),
+            "schedule_missed": j.schedule.as_ref().map(|r| r.missed),
         });
         put_bytes(&mut o, "payload", Some(&j.payload));
         o
@@ -436,6 +444,8 @@ impl Run {
             "events": i.events.iter().map(|e| e.transition.clone()).collect::<Vec<_>>(),
             "cancel_requested": i.cancel_requested, "snoozes": i.snoozes,
             "paused": i.paused, "expires": i.expires_at.is_some(),
+            "schedule": i.schedule.as_ref().map(|r| r.name.clone()),
+            "schedule_missed": i.schedule.as_ref().map(|r| r.missed),
         });
         put_bytes(&mut o, "payload", Some(&i.payload));
         put_bytes(&mut o, "result", i.result.as_deref());
