@@ -11,6 +11,7 @@
 
 mod check;
 mod log;
+mod schedules;
 mod worker;
 
 use std::path::{Path, PathBuf};
@@ -66,6 +67,38 @@ enum Cmd {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Kill a schedule's owner process N times (per sync mode), then check
+    /// that its jobs are exactly one per slot with no gap.
+    Schedules {
+        /// Kills per sync mode.
+        #[arg(long, default_value_t = 20)]
+        kills: u32,
+        /// `sync_writes` off, on, or both (one run each).
+        #[arg(long, value_enum, default_value_t = Sync::Off)]
+        sync: Sync,
+        /// Seed for the kill delays (default: from the clock).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Shortest delay before a kill, ms (one kill in six comes sooner,
+        /// while the owner opens the store).
+        #[arg(long, default_value_t = 300)]
+        min_delay_ms: u64,
+        /// Longest delay before a kill, ms.
+        #[arg(long, default_value_t = 5000)]
+        max_delay_ms: u64,
+        /// Keep the store here (default: a temp dir, removed).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// The schedule owner process (started by `schedules`).
+    ScheduleOwner {
+        #[arg(long)]
+        store: PathBuf,
+        #[arg(long)]
+        sync_writes: bool,
+        #[arg(long, default_value_t = 120)]
+        max_secs: u64,
+    },
     /// The worker process (started by `run`).
     Worker {
         #[arg(long)]
@@ -87,6 +120,44 @@ enum Cmd {
 
 fn main() {
     match Cli::parse().cmd {
+        Cmd::ScheduleOwner {
+            store,
+            sync_writes,
+            max_secs,
+        } => schedules::owner(&store, sync_writes, max_secs),
+        Cmd::Schedules {
+            kills,
+            sync,
+            seed,
+            min_delay_ms,
+            max_delay_ms,
+            dir,
+        } => {
+            let seed = seed.unwrap_or_else(|| log::now_us() ^ u64::from(std::process::id()));
+            let tmp = tempfile::Builder::new()
+                .prefix("telha-crash-schedules")
+                .tempdir()
+                .expect("temp dir");
+            let base = dir.unwrap_or_else(|| tmp.path().to_path_buf());
+            println!(
+                "telha-crash schedules: seed {seed} (rerun with --seed {seed}), {kills} kills \
+                 per mode, kill delay {min_delay_ms}..{max_delay_ms} ms"
+            );
+            let (mut passed, mut failed) = (0u32, 0u32);
+            for &sync_writes in modes(sync) {
+                let (p_, f_) = schedules::run(&schedules::Params {
+                    base: base.join(if sync_writes { "sync-on" } else { "sync-off" }),
+                    kills,
+                    seed,
+                    delay: (min_delay_ms, max_delay_ms.max(min_delay_ms)),
+                    sync_writes,
+                });
+                passed += p_;
+                failed += f_;
+            }
+            println!("{passed} passed, {failed} failed");
+            std::process::exit(if failed == 0 { 0 } else { 1 });
+        }
         Cmd::Worker {
             store,
             logs,
@@ -126,11 +197,7 @@ fn main() {
                     tmp.path().to_path_buf()
                 }
             };
-            let modes: &[bool] = match sync {
-                Sync::Off => &[false],
-                Sync::On => &[true],
-                Sync::Both => &[false, true],
-            };
+            let modes = modes(sync);
             println!(
                 "telha-crash: seed {seed} (rerun with --seed {seed}), {kills} kills per mode, \
                  {threads} worker threads, kill delay {min_delay_ms}..{max_delay_ms} ms \
@@ -154,6 +221,14 @@ fn main() {
             println!("{passed} passed, {failed} failed");
             std::process::exit(if failed == 0 { 0 } else { 1 });
         }
+    }
+}
+
+fn modes(sync: Sync) -> &'static [bool] {
+    match sync {
+        Sync::Off => &[false],
+        Sync::On => &[true],
+        Sync::Both => &[false, true],
     }
 }
 
