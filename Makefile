@@ -64,6 +64,7 @@ bench-core:
 	$(CARGO) bench -p telha-jobs --bench queue
 	$(CARGO) bench -p telha-jobs --bench cost
 	$(CARGO) bench -p telha-jobs --bench events
+	$(CARGO) bench -p telha-jobs --bench schedules
 
 ## The reference figures (Rust core + raw RocksDB, JSON) that each binding's
 ## benchmark prints itself beside, measured in the same run.

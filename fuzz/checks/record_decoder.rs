@@ -83,6 +83,22 @@ fn check_encoding(r: &JobRecord, enc: &[u8]) {
             r.ext.leased_at,
             "the lease start tag"
         );
+        let schedule = tag(10).map(|(_, v)| {
+            let a = v.as_array().expect("the schedule tag is an array");
+            (
+                a[0].as_str().map(str::to_string),
+                a[1].as_u64(),
+                a[2].as_u64(),
+            )
+        });
+        assert_eq!(
+            schedule,
+            r.ext
+                .schedule
+                .as_ref()
+                .map(|s| (Some(s.name.clone()), Some(s.slot), Some(s.missed))),
+            "the schedule tag"
+        );
         for (tag, v) in &r.ext.unknown {
             let want = bytes_of(&one_value(v).expect("a kept value is one value"));
             assert!(
