@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use telha_jobs::limits::MAX_LIST_LIMIT;
-use telha_jobs::{JobId, KindPattern, Scope, State};
+use telha_jobs::{CatchUp, JobId, KindPattern, Scope, State};
 
 /// Operate a telha-jobs store: list, inspect and repair jobs, read counts
 /// and metrics, enqueue.
@@ -17,7 +17,7 @@ use telha_jobs::{JobId, KindPattern, Scope, State};
 /// commands (retry, purge, enqueue, cancel, delete, pause, resume) need the store to themselves: while a
 /// worker holds it they exit 3 ("store locked by pid N").
 ///
-/// With --server URL (or TELHA_SERVER) every jobs command goes through
+/// With --server URL (or TELHA_SERVER) every jobs and schedules command goes through
 /// that server instead, writes included, while it holds the store.
 ///
 /// Exit codes: 0 ok, 1 not found (job or store), 2 usage (bad arguments, or
@@ -36,7 +36,7 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
-    /// Run `jobs` commands through the telha server at URL
+    /// Run `jobs` and `schedules` commands through the telha server at URL
     /// (http://host:port or https://...) instead of opening a store
     /// [default: $TELHA_SERVER]. Works while that server holds the store.
     #[arg(long, global = true, value_name = "URL")]
@@ -56,6 +56,11 @@ pub enum Top {
     /// Inspect and repair jobs.
     #[command(subcommand)]
     Jobs(Jobs),
+    /// Cron and interval schedules: each enqueues one job per slot, exactly
+    /// once, whatever crashes or restarts happen (the owning process's
+    /// scheduler fires them; `run` does one pass now).
+    #[command(subcommand)]
+    Schedules(Schedules),
     /// Own the store and serve it over gRPC to workers in other processes
     /// and on other machines (prints `listening on http://ADDR` when
     /// ready; SIGTERM or SIGINT shuts it down gracefully).
@@ -209,6 +214,9 @@ pub struct LsArgs {
     /// Start after this cursor (the `next` of the previous page).
     #[arg(long, value_name = "CURSOR")]
     pub after: Option<String>,
+    /// Only the jobs this schedule enqueued.
+    #[arg(long, value_name = "NAME")]
+    pub schedule: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -267,6 +275,118 @@ pub struct EnqueueArgs {
     pub max_attempts: Option<u32>,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum Schedules {
+    /// Every schedule, by name: its spec, next and last slot, counts.
+    Ls,
+    /// One schedule in full.
+    Show {
+        /// The schedule's name.
+        name: String,
+    },
+    /// Create a schedule, or replace the one of that name (a slot already
+    /// dealt with is never enqueued again; a changed spec starts from
+    /// now). Creates the store if there is none.
+    Put(PutArgs),
+    /// Delete a schedule (the jobs it enqueued stay).
+    #[command(alias = "delete")]
+    Rm {
+        /// The schedule's name.
+        name: String,
+    },
+    /// Stop enqueueing; the slots that pass meanwhile are not caught up.
+    Pause {
+        /// The schedule's name.
+        name: String,
+    },
+    /// Enqueue again, from the next slot on.
+    Resume {
+        /// The schedule's name.
+        name: String,
+    },
+    /// The next times a spec fires, to check it before saving it (no
+    /// store is opened; with --server the server computes them).
+    Next(NextArgs),
+    /// One scheduler pass now: enqueue every due slot (a store's owner
+    /// does this by itself; this is for stores no process runs).
+    Run,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("spec").required(true).args(["cron", "every"])))]
+#[command(group(clap::ArgGroup::new("payload").args(["payload_json", "payload_file"])))]
+pub struct PutArgs {
+    /// The schedule's name: 1 to 200 bytes, no control characters.
+    pub name: String,
+    /// A cron pattern: 5 fields ("0 3 * * *"), 6 with seconds first
+    /// ("*/10 * * * * *"), or a shorthand ("@daily", "@hourly").
+    #[arg(long, value_name = "PATTERN")]
+    pub cron: Option<String>,
+    /// A fixed interval instead ("5m", "1h 30m"; at least 1s).
+    #[arg(long, value_name = "DURATION")]
+    pub every: Option<String>,
+    /// For --every: the grid's origin, slots at anchor + k × interval
+    /// (RFC 3339, e.g. 2026-01-01T00:00:30Z, or ms since the epoch)
+    /// [default: the epoch].
+    #[arg(long, value_parser = parse_instant, value_name = "TIME")]
+    pub anchor: Option<u64>,
+    /// For --cron: the IANA time zone the pattern is read in
+    /// ("Europe/Lisbon") [default: UTC].
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
+    /// Each job's kind.
+    #[arg(long)]
+    pub kind: String,
+    /// Each job's payload as JSON, in the cross-language convention (as
+    /// `jobs enqueue --payload-json`) [default: empty].
+    #[arg(long, value_name = "JSON")]
+    pub payload_json: Option<String>,
+    /// Each job's payload: this file's bytes, as they are.
+    #[arg(long, value_name = "FILE")]
+    pub payload_file: Option<PathBuf>,
+    /// Each job's tenant scope (UUID) [default: the system scope].
+    #[arg(long, value_parser = parse_scope)]
+    pub scope: Option<Scope>,
+    /// Each job's priority, 0 most urgent ... 255 least [default: 128].
+    #[arg(long)]
+    pub priority: Option<u8>,
+    /// Each job is dead after this many failed attempts.
+    #[arg(long, value_name = "N")]
+    pub max_attempts: Option<u32>,
+    /// Each job expires this long after its slot if no worker started it.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub expires_in: Option<Duration>,
+    /// Slots missed while nothing ran the schedule: skip them, run one job
+    /// for them all, or one job each (the latest --max-catch-up).
+    #[arg(long, value_parser = parse_catch_up, default_value = "one", value_name = "POLICY")]
+    pub catch_up: CatchUp,
+    /// For --catch-up all: the most missed slots run (1 to 10000)
+    /// [default: 100].
+    #[arg(long, value_name = "N")]
+    pub max_catch_up: Option<u32>,
+    /// Create it paused (nothing enqueued until `resume`).
+    #[arg(long)]
+    pub paused: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct NextArgs {
+    /// A cron pattern ("0 3 * * *", "@daily") or an interval ("every 5m").
+    pub spec: String,
+    /// The IANA time zone of a cron pattern [default: UTC].
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
+    /// An interval's grid origin (RFC 3339 or ms since the epoch).
+    #[arg(long, value_parser = parse_instant, value_name = "TIME")]
+    pub anchor: Option<u64>,
+    /// Times after this one (RFC 3339 or ms since the epoch) [default: now].
+    #[arg(long, value_parser = parse_instant, value_name = "TIME")]
+    pub after: Option<u64>,
+    /// How many times (at most 1000).
+    #[arg(short = 'n', long = "count", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=telha_jobs::schedule::MAX_NEXT_TIMES as u64))]
+    pub n: u64,
+}
+
 // Parsers: the core's own `FromStr` does the checking, so the CLI accepts
 // exactly what the library accepts, with the library's messages.
 
@@ -309,6 +429,28 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
             "{s:?} is not a duration ({e}); write it like \"7d\", \"12h\", \"90m\" or \"1h 30m\""
         )
     })
+}
+
+fn parse_catch_up(s: &str) -> Result<CatchUp, String> {
+    CatchUp::parse(s).map_err(reason)
+}
+
+/// An instant: ms since the epoch, or an RFC 3339 time (UTC `Z` or an
+/// offset-free time read as UTC).
+fn parse_instant(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let ms = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        t.parse::<u64>().map_err(|e| format!("{s:?}: {e}"))?
+    } else {
+        let at = humantime::parse_rfc3339_weak(t).map_err(|e| {
+            format!("{s:?} is not a time ({e}); write it like \"2026-01-01T03:00:00Z\" or as ms since the epoch")
+        })?;
+        let d = at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|_| format!("{s:?} is before 1970"))?;
+        u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+    };
+    telha_jobs::limits::check_instant("time", ms).map_err(reason)
 }
 
 /// The error's message without the kind prefix ("invalid argument: ").

@@ -83,7 +83,7 @@ fn ls(db: &Target, a: LsArgs, json: bool) -> Result<Output, Failure> {
         state: a.state,
         scope: a.scope,
         kind: a.kind,
-        schedule: None,
+        schedule: a.schedule,
         limit: usize::try_from(a.limit).unwrap_or(usize::MAX),
         after: a.after,
     };

@@ -1,8 +1,9 @@
 //! `telha`: the operator command line of telha-jobs.
 //!
 //! `telha jobs ls | show | retry | purge | stats | metrics | check | enqueue |
-//! cancel | delete | pause | resume` (on a
-//! store, or through a server with `--server`) and `telha serve`; see
+//! cancel | delete | pause | resume`, `telha schedules ls | show | put | rm |
+//! pause | resume | next | run` (on a store, or through a server with
+//! `--server`) and `telha serve`; see
 //! `telha --help` and `docs/operators.md`. Exit codes: 0 ok,
 //! 1 not found, 2 usage, 3 store locked by another process, 4 storage or
 //! corruption, 5 a store of a newer format.
@@ -12,6 +13,7 @@ mod commands;
 mod control;
 mod prom;
 mod render;
+mod schedules;
 mod serve;
 mod store;
 mod watch;
@@ -46,10 +48,9 @@ fn main() -> ExitCode {
             return f.exit.into();
         }
     };
-    let cmd = match cli.command {
-        Top::Serve(a) => return serve::run(a, &db, token).into(),
-        Top::Jobs(cmd) => cmd,
-    };
+    if let Top::Serve(a) = cli.command {
+        return serve::run(a, &db, token).into();
+    }
     let server = cli
         .server
         .or_else(|| std::env::var("TELHA_SERVER").ok())
@@ -60,7 +61,12 @@ fn main() -> ExitCode {
     };
     // The queue is opened and dropped inside `run`, so the store is closed
     // before the process exits.
-    match commands::run(cmd, &target, cli.json) {
+    let ran = match cli.command {
+        Top::Jobs(cmd) => commands::run(cmd, &target, cli.json),
+        Top::Schedules(cmd) => schedules::run(cmd, &target, cli.json),
+        Top::Serve(_) => unreachable!("served above"),
+    };
+    match ran {
         Ok(out) => {
             let (text, exit) = printed(out);
             let mut stdout = std::io::stdout().lock();

@@ -77,7 +77,7 @@ pub fn bytes_text(b: &[u8], encoding: Encoding, max: usize) -> String {
     cut(&s, max)
 }
 
-fn cut(s: &str, max: usize) -> String {
+pub fn cut(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }
@@ -195,6 +195,9 @@ pub fn job_json(j: &JobInfo, full: bool) -> Json {
             .progress
             .as_deref()
             .map_or(Json::Null, |p| bytes_json(p, Encoding::Unknown)),
+        "schedule": j.schedule.as_ref().map_or(Json::Null, |r| json!({
+            "name": r.name, "slot_ms": r.slot, "slot": time(r.slot), "missed": r.missed,
+        })),
     });
     if full {
         o["payload"] = bytes_json(&j.payload, j.payload_encoding);
@@ -259,6 +262,16 @@ pub fn job_text(j: &JobInfo) -> String {
     }
     if let Some(p) = &j.progress {
         field("progress", bytes_text(p, Encoding::Unknown, 200));
+    }
+    if let Some(r) = &j.schedule {
+        let missed = match r.missed {
+            0 => String::new(),
+            n => format!(", standing for {n} missed slot(s) before it"),
+        };
+        field(
+            "schedule",
+            format!("{} (slot {}{missed})", r.name, time(r.slot)),
+        );
     }
     if let Some(k) = &j.idempotency_key {
         field("idempotency key", k.clone());

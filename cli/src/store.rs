@@ -100,6 +100,12 @@ pub enum Target {
 /// A client of the server; every command then runs through it (the
 /// server's host holds the store, so nothing is opened here).
 fn connect(url: &str, token: &Option<String>) -> Result<Box<dyn JobStore>, Failure> {
+    Ok(Box::new(connect_remote(url, token)?))
+}
+
+/// The client itself, for what only a server answers beyond `JobStore`
+/// (`schedules next`).
+pub fn connect_remote(url: &str, token: &Option<String>) -> Result<RemoteQueue, Failure> {
     let q = RemoteQueue::connect(
         url,
         ConnectOptions {
@@ -111,7 +117,7 @@ fn connect(url: &str, token: &Option<String>) -> Result<Box<dyn JobStore>, Failu
             ..ConnectOptions::default()
         },
     )?;
-    Ok(Box::new(q))
+    Ok(q)
 }
 
 /// For the read commands: [`open_read_local`], or the server.

@@ -42,6 +42,7 @@
 
 mod driver;
 mod events;
+mod schedules;
 mod store;
 mod stream;
 

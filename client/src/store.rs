@@ -7,8 +7,8 @@ use std::time::Duration;
 use telha_jobs::{
     CancelFilter, CancelOutcome, CancelReport, Completion, EnqueueOptions, Enqueued, Error,
     Failure, Job, JobId, JobInfo, JobStore, JobWatch, LeaseOptions, LeaseToken, ListPage,
-    ListQuery, NewJob, PauseTarget, Paused, PurgeReport, ReapReport, Result, State, Stats,
-    SubscribeOptions, Subscription,
+    ListQuery, NewJob, PauseTarget, Paused, PurgeReport, ReapReport, Result, RunReport, Schedule,
+    ScheduleInfo, State, Stats, SubscribeOptions, Subscription,
 };
 use telha_jobs_proto::convert::{self as cv, encoding_to_pb};
 use telha_jobs_proto::status::{from_item_error, from_status};
@@ -281,42 +281,27 @@ impl JobStore for RemoteQueue {
         cv::paused_from_pb(&r.kinds, &r.scopes)
     }
 
-    // Schedules: the RPCs are being added (issue 17); until then a remote
-    // store refuses them by name.
-    fn schedule_put(&self, _s: &telha_jobs::Schedule) -> Result<telha_jobs::ScheduleInfo> {
-        Err(telha_jobs::Error::InvalidArgument(
-            "schedules are not served over gRPC yet".into(),
-        ))
+    // Schedules: one RPC each (schedules.rs).
+    fn schedule_put(&self, s: &Schedule) -> Result<ScheduleInfo> {
+        self.schedule_put_remote(s)
     }
-    fn schedule_get(&self, _name: &str) -> Result<telha_jobs::ScheduleInfo> {
-        Err(telha_jobs::Error::InvalidArgument(
-            "schedules are not served over gRPC yet".into(),
-        ))
+    fn schedule_get(&self, name: &str) -> Result<ScheduleInfo> {
+        self.schedule_get_remote(name)
     }
-    fn schedule_list(&self) -> Result<Vec<telha_jobs::ScheduleInfo>> {
-        Err(telha_jobs::Error::InvalidArgument(
-            "schedules are not served over gRPC yet".into(),
-        ))
+    fn schedule_list(&self) -> Result<Vec<ScheduleInfo>> {
+        self.schedule_list_remote()
     }
-    fn schedule_delete(&self, _name: &str) -> Result<()> {
-        Err(telha_jobs::Error::InvalidArgument(
-            "schedules are not served over gRPC yet".into(),
-        ))
+    fn schedule_delete(&self, name: &str) -> Result<()> {
+        self.schedule_delete_remote(name)
     }
-    fn schedule_pause(&self, _name: &str) -> Result<telha_jobs::ScheduleInfo> {
-        Err(telha_jobs::Error::InvalidArgument(
-            "schedules are not served over gRPC yet".into(),
-        ))
+    fn schedule_pause(&self, name: &str) -> Result<ScheduleInfo> {
+        self.schedule_pause_remote(name, true)
     }
-    fn schedule_resume(&self, _name: &str) -> Result<telha_jobs::ScheduleInfo> {
-        Err(telha_jobs::Error::InvalidArgument(
-            "schedules are not served over gRPC yet".into(),
-        ))
+    fn schedule_resume(&self, name: &str) -> Result<ScheduleInfo> {
+        self.schedule_pause_remote(name, false)
     }
-    fn run_schedules(&self) -> Result<telha_jobs::RunReport> {
-        Err(telha_jobs::Error::InvalidArgument(
-            "schedules are not served over gRPC yet".into(),
-        ))
+    fn run_schedules(&self) -> Result<RunReport> {
+        self.run_schedules_remote()
     }
 
     fn retry(&self, id: &JobId) -> Result<()> {

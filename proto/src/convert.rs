@@ -149,6 +149,7 @@ pub fn job_to_pb(j: Job) -> pb::Job {
         lease_ttl_ms: j.lease_ttl_ms,
         payload_encoding: encoding_to_pb(j.payload_encoding),
         timeout_ms: j.timeout_ms,
+        schedule: j.schedule.map(crate::schedules::schedule_ref_to_pb),
     }
 }
 
@@ -168,7 +169,7 @@ pub fn job_from_pb(j: pb::Job) -> Result<Job> {
         priority: u8::try_from(j.priority).unwrap_or(u8::MAX),
         worker_id: j.worker_id,
         timeout_ms: j.timeout_ms,
-        schedule: None,
+        schedule: j.schedule.map(crate::schedules::schedule_ref_from_pb),
     })
 }
 
@@ -269,6 +270,7 @@ pub fn job_info_to_pb(j: JobInfo) -> pb::JobInfo {
         expires_at_ms: j.expires_at,
         paused: j.paused,
         progress: j.progress,
+        schedule: j.schedule.map(crate::schedules::schedule_ref_to_pb),
     }
 }
 
@@ -309,7 +311,7 @@ pub fn job_info_from_pb(j: pb::JobInfo) -> Result<JobInfo> {
         expires_at: j.expires_at_ms,
         paused: j.paused,
         progress: j.progress,
-        schedule: None,
+        schedule: j.schedule.map(crate::schedules::schedule_ref_from_pb),
     })
 }
 
@@ -321,6 +323,7 @@ pub fn list_query_to_pb(q: &ListQuery) -> pb::ListRequest {
         kind: q.kind.as_ref().map(ToString::to_string),
         limit: u32::try_from(q.limit).unwrap_or(u32::MAX),
         after: q.after.clone(),
+        schedule: q.schedule.clone(),
     }
 }
 
@@ -330,7 +333,7 @@ pub fn list_query_from_pb(q: pb::ListRequest) -> Result<ListQuery> {
         state: q.state.map(state_from_pb).transpose()?,
         scope: q.scope.as_deref().map(scope_from_pb).transpose()?,
         kind: q.kind.as_deref().map(str::parse).transpose()?,
-        schedule: None,
+        schedule: q.schedule,
         limit: q.limit as usize,
         after: q.after,
     })

@@ -5,6 +5,7 @@
 //!   client stub (prost + tonic, compiled by protox: no system `protoc`);
 //! - [`convert`]: core types ⇄ messages, with every bound checked on the
 //!   way in (ids exactly 16 bytes, known states, valid kinds);
+//! - [`schedules`]: schedules ⇄ messages, checked the same way;
 //! - [`status`]: core [`telha_jobs::Error`] ⇄ gRPC [`tonic::Status`], one
 //!   table both ways, the exact kind carried in the
 //!   [`status::ERROR_KIND_TRAILER`] metadata.
@@ -19,6 +20,7 @@ pub mod v1 {
 
 pub mod convert;
 pub mod events;
+pub mod schedules;
 pub mod status;
 
 /// Most items in one batch request (enqueue, submit, heartbeat, lease `max`,

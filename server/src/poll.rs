@@ -14,7 +14,8 @@ use telha_jobs_proto::v1 as pb;
 use tokio::sync::{mpsc, Notify};
 use tonic::Status;
 
-use crate::service::{lease_or_give_back, now_ms, until_closing, JobsService, Shared};
+use crate::lease::lease_or_give_back;
+use crate::service::{now_ms, until_closing, JobsService, Shared};
 
 /// How long one PollJobs lease wait lasts before the loop looks around
 /// (shutdown, capacity) and waits again.

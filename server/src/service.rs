@@ -1,15 +1,16 @@
 //! The `Jobs` service: each RPC checks what the wire cannot say (the core's
 //! bounds, from `telha_jobs::limits`), runs its core call on the blocking
 //! pool and maps the answer (see the ARCHITECTURE "gRPC server and client"
-//! section for the RPC ↔ core table). `PollJobs` is in `poll.rs`, the
-//! settling RPCs' bodies in `settle.rs`.
+//! section for the RPC ↔ core table). `PollJobs` is in `poll.rs`, `Lease`
+//! in `lease.rs`, the settling RPCs' bodies in `settle.rs`, the job-control
+//! ones in `control.rs`, the schedule RPCs in `schedules.rs`.
 
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use telha_jobs::{limits, CancelWait, Error, Job, LeaseOptions, LeaseToken, Queue, Result};
+use telha_jobs::{limits, Error, LeaseToken, Queue, Result};
 use telha_jobs_proto::convert as cv;
 use telha_jobs_proto::status::to_status;
 use telha_jobs_proto::v1 as pb;
@@ -26,7 +27,7 @@ pub(crate) struct Shared {
     pub(crate) queue: Queue,
     pub(crate) stats: Arc<ServerStats>,
     pub(crate) closing: watch::Receiver<bool>,
-    max_wait: Duration,
+    pub(crate) max_wait: Duration,
     /// Short calls run inline ([`Shared::quick`]): the store does not
     /// fsync per write.
     inline: bool,
@@ -157,7 +158,7 @@ pub(crate) fn check_batch(what: &str, n: usize) -> Result<(), Status> {
     Ok(())
 }
 
-fn closing_status() -> Status {
+pub(crate) fn closing_status() -> Status {
     to_status(&Error::Closed)
 }
 
@@ -171,35 +172,6 @@ pub(crate) fn now_ms() -> u64 {
 /// an await, so the futures stay `Send`).
 pub(crate) async fn until_closing(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|c| *c).await;
-}
-
-/// Cancels a wait when the handler's future is dropped (the client went
-/// away or cancelled the call).
-struct CancelOnDrop(CancelWait);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
-}
-
-/// Lease, and give back at once whatever was leased after the wait was
-/// cancelled (its caller is gone or the server is closing).
-pub(crate) fn lease_or_give_back(
-    q: &Queue,
-    worker: &str,
-    max: usize,
-    options: &LeaseOptions,
-    cancel: &CancelWait,
-) -> Result<Vec<Job>> {
-    let jobs = q.lease_many(worker, max, options)?;
-    if cancel.is_cancelled() && !jobs.is_empty() {
-        for j in &jobs {
-            let _ = q.release(&j.token());
-        }
-        return Ok(Vec::new());
-    }
-    Ok(jobs)
 }
 
 pub(crate) struct JobsService {
@@ -218,63 +190,6 @@ impl JobsService {
         };
         self.shared.stats.record(method, code);
         r.map(Response::new)
-    }
-
-    async fn lease(&self, r: pb::LeaseRequest) -> Result<pb::LeaseResponse, Status> {
-        if self.shared.is_closing() {
-            return Err(closing_status());
-        }
-        check_worker(&r.worker_id)?;
-        let (scopes, kinds) = cv::filter_from_pb(&r.scopes, &r.kinds).map_err(bad)?;
-        // `max` is the core's to check (1 to limits::MAX_BATCH), with the
-        // same message as an embedded queue.
-        let cancel = CancelWait::new();
-        let guard = CancelOnDrop(cancel.clone());
-        let wait = Duration::from_millis(r.wait_ms).min(self.shared.max_wait);
-        let options = LeaseOptions {
-            scopes,
-            kinds,
-            wait: Some(wait),
-            cancel: Some(cancel.clone()),
-        };
-        let (worker, max) = (r.worker_id, r.max as usize);
-        // Work that is ready is leased inline (no hand-off); only a lease
-        // that has to wait goes to the blocking pool.
-        if max <= INLINE_MAX_ITEMS {
-            let now = LeaseOptions {
-                wait: None,
-                cancel: None,
-                ..options.clone()
-            };
-            let w = worker.clone();
-            let jobs = self
-                .shared
-                .quick(move |q| q.lease_many(&w, max, &now))
-                .await?;
-            if !jobs.is_empty() || wait.is_zero() {
-                drop(guard);
-                return Ok(pb::LeaseResponse {
-                    jobs: jobs.into_iter().map(cv::job_to_pb).collect(),
-                });
-            }
-        }
-        let q = self.shared.queue.clone();
-        let c2 = cancel.clone();
-        let mut task = tokio::task::spawn_blocking(move || {
-            lease_or_give_back(&q, &worker, max, &options, &c2)
-        });
-        let mut closing = self.shared.closing.clone();
-        let jobs = tokio::select! {
-            r = &mut task => r,
-            _ = until_closing(&mut closing) => { cancel.cancel(); task.await }
-        };
-        drop(guard);
-        let jobs = jobs
-            .map_err(|e| Status::internal(format!("server task failed: {e}")))?
-            .map_err(|e| to_status(&e))?;
-        Ok(pb::LeaseResponse {
-            jobs: jobs.into_iter().map(cv::job_to_pb).collect(),
-        })
     }
 }
 
@@ -550,5 +465,71 @@ impl Jobs for JobsService {
             .await
             .map(|p| cv::paused_to_pb(&p));
         self.done("Paused", r)
+    }
+
+    // Schedules: the bodies are in schedules.rs.
+
+    async fn schedule_put(
+        &self,
+        req: Request<pb::SchedulePutRequest>,
+    ) -> Result<Response<pb::ScheduleResponse>, Status> {
+        let r = self.schedule_put_rpc(req.into_inner()).await;
+        self.done("SchedulePut", r)
+    }
+
+    async fn schedule_get(
+        &self,
+        req: Request<pb::ScheduleGetRequest>,
+    ) -> Result<Response<pb::ScheduleResponse>, Status> {
+        let r = self.schedule_get_rpc(req.into_inner()).await;
+        self.done("ScheduleGet", r)
+    }
+
+    async fn schedule_list(
+        &self,
+        _req: Request<pb::ScheduleListRequest>,
+    ) -> Result<Response<pb::ScheduleListResponse>, Status> {
+        let r = self.schedule_list_rpc().await;
+        self.done("ScheduleList", r)
+    }
+
+    async fn schedule_delete(
+        &self,
+        req: Request<pb::ScheduleDeleteRequest>,
+    ) -> Result<Response<pb::ScheduleDeleteResponse>, Status> {
+        let r = self.schedule_delete_rpc(req.into_inner()).await;
+        self.done("ScheduleDelete", r)
+    }
+
+    async fn schedule_pause(
+        &self,
+        req: Request<pb::SchedulePauseRequest>,
+    ) -> Result<Response<pb::ScheduleResponse>, Status> {
+        let r = self.schedule_pause_rpc(req.into_inner(), true).await;
+        self.done("SchedulePause", r)
+    }
+
+    async fn schedule_resume(
+        &self,
+        req: Request<pb::SchedulePauseRequest>,
+    ) -> Result<Response<pb::ScheduleResponse>, Status> {
+        let r = self.schedule_pause_rpc(req.into_inner(), false).await;
+        self.done("ScheduleResume", r)
+    }
+
+    async fn run_schedules(
+        &self,
+        _req: Request<pb::RunSchedulesRequest>,
+    ) -> Result<Response<pb::RunSchedulesResponse>, Status> {
+        let r = self.run_schedules_rpc().await;
+        self.done("RunSchedules", r)
+    }
+
+    async fn schedule_next_times(
+        &self,
+        req: Request<pb::ScheduleNextTimesRequest>,
+    ) -> Result<Response<pb::ScheduleNextTimesResponse>, Status> {
+        let r = self.schedule_next_times_rpc(req.into_inner()).await;
+        self.done("ScheduleNextTimes", r)
     }
 }

@@ -5,6 +5,7 @@
 mod control;
 mod format;
 mod requests;
+mod schedules;
 mod support;
 mod unix;
 mod watch;

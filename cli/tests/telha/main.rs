@@ -11,4 +11,5 @@ mod far_future;
 mod locked;
 mod metrics;
 mod poison_log;
+mod schedules;
 mod support;

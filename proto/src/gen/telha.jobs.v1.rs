@@ -96,6 +96,9 @@ pub struct Job {
     /// The kind's run-time limit (`timeout`), when it has one.
     #[prost(uint64, optional, tag = "13")]
     pub timeout_ms: ::core::option::Option<u64>,
+    /// The schedule that enqueued it, when one did.
+    #[prost(message, optional, tag = "14")]
+    pub schedule: ::core::option::Option<ScheduleRef>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LeaseRequest {
@@ -300,6 +303,9 @@ pub struct JobInfo {
     /// The latest progress reported by the current or last lease.
     #[prost(bytes = "vec", optional, tag = "26")]
     pub progress: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    /// The schedule that enqueued it, when one did.
+    #[prost(message, optional, tag = "27")]
+    pub schedule: ::core::option::Option<ScheduleRef>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct WaitJobRequest {
@@ -389,6 +395,9 @@ pub struct ListRequest {
     pub limit: u32,
     #[prost(string, optional, tag = "5")]
     pub after: ::core::option::Option<::prost::alloc::string::String>,
+    /// Only the jobs this schedule enqueued (an empty name is INVALID_ARGUMENT).
+    #[prost(string, optional, tag = "6")]
+    pub schedule: ::core::option::Option<::prost::alloc::string::String>,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ListResponse {
@@ -534,6 +543,165 @@ pub struct PausedResponse {
     pub kinds: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
     #[prost(bytes = "vec", repeated, tag = "2")]
     pub scopes: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
+}
+/// A schedule as its owner writes it (telha_jobs::Schedule).
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct Schedule {
+    /// Unique within the store: 1 to 200 bytes, no control characters.
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    /// "0 3 * * *" (5 fields), "*/10 * * * * *" (6, seconds first), "@daily",
+    /// or "every 5m".
+    #[prost(string, tag = "2")]
+    pub spec: ::prost::alloc::string::String,
+    /// The IANA time zone a cron spec is read in (absent: UTC).
+    #[prost(string, optional, tag = "3")]
+    pub timezone: ::core::option::Option<::prost::alloc::string::String>,
+    /// An interval's grid: slots at anchor + k * interval (absent: the epoch).
+    #[prost(uint64, optional, tag = "4")]
+    pub anchor_ms: ::core::option::Option<u64>,
+    /// Each job's kind, payload and options, as Enqueue's.
+    #[prost(string, tag = "5")]
+    pub kind: ::prost::alloc::string::String,
+    #[prost(bytes = "vec", tag = "6")]
+    pub payload: ::prost::alloc::vec::Vec<u8>,
+    #[prost(enumeration = "Encoding", tag = "7")]
+    pub payload_encoding: i32,
+    #[prost(bytes = "vec", optional, tag = "8")]
+    pub scope: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    #[prost(uint32, optional, tag = "9")]
+    pub priority: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "10")]
+    pub max_attempts: ::core::option::Option<u32>,
+    /// Each job expires this long after its slot if no worker started it.
+    #[prost(uint64, optional, tag = "11")]
+    pub expires_in_ms: ::core::option::Option<u64>,
+    #[prost(enumeration = "CatchUp", tag = "12")]
+    pub catch_up: i32,
+    /// For CATCH_UP_ALL: 1 to 10,000 (absent: 100).
+    #[prost(uint32, optional, tag = "13")]
+    pub max_catch_up: ::core::option::Option<u32>,
+    #[prost(bool, tag = "14")]
+    pub paused: bool,
+}
+/// A schedule as the store holds it: what was put, and what it has done.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ScheduleInfo {
+    #[prost(message, optional, tag = "1")]
+    pub schedule: ::core::option::Option<Schedule>,
+    #[prost(uint64, tag = "2")]
+    pub created_at_ms: u64,
+    /// When it was last put, paused or resumed.
+    #[prost(uint64, tag = "3")]
+    pub updated_at_ms: u64,
+    /// Every slot at or before this instant has been dealt with.
+    #[prost(uint64, tag = "4")]
+    pub cursor_ms: u64,
+    /// The latest slot a job was enqueued for, that job, and when.
+    #[prost(uint64, optional, tag = "5")]
+    pub last_slot_ms: ::core::option::Option<u64>,
+    #[prost(bytes = "vec", optional, tag = "6")]
+    pub last_job: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    #[prost(uint64, optional, tag = "7")]
+    pub last_fired_at_ms: ::core::option::Option<u64>,
+    /// The next slot it will enqueue (absent: never again, or paused).
+    #[prost(uint64, optional, tag = "8")]
+    pub next_slot_ms: ::core::option::Option<u64>,
+    #[prost(uint64, tag = "9")]
+    pub enqueued: u64,
+    /// Slots that got no job of their own (catch-up).
+    #[prost(uint64, tag = "10")]
+    pub skipped: u64,
+    /// Why the latest slot could not be enqueued, if it could not.
+    #[prost(string, optional, tag = "11")]
+    pub last_error: ::core::option::Option<::prost::alloc::string::String>,
+}
+/// A job's schedule: which one enqueued it, for which slot.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ScheduleRef {
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(uint64, tag = "2")]
+    pub slot_ms: u64,
+    /// How many earlier missed slots this job stands for (CATCH_UP_ONE).
+    #[prost(uint64, tag = "3")]
+    pub missed: u64,
+}
+/// What one scheduler pass did.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RunReport {
+    /// Schedules that had due slots.
+    #[prost(uint64, tag = "1")]
+    pub schedules: u64,
+    #[prost(uint64, tag = "2")]
+    pub enqueued: u64,
+    /// Slots skipped by catch-up.
+    #[prost(uint64, tag = "3")]
+    pub skipped: u64,
+    /// Slots whose job could not be enqueued (see ScheduleInfo.last_error).
+    #[prost(uint64, tag = "4")]
+    pub failed: u64,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SchedulePutRequest {
+    #[prost(message, optional, tag = "1")]
+    pub schedule: ::core::option::Option<Schedule>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ScheduleGetRequest {
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ScheduleDeleteRequest {
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SchedulePauseRequest {
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ScheduleResponse {
+    #[prost(message, optional, tag = "1")]
+    pub schedule: ::core::option::Option<ScheduleInfo>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ScheduleListRequest {}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ScheduleListResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub schedules: ::prost::alloc::vec::Vec<ScheduleInfo>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ScheduleDeleteResponse {}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RunSchedulesRequest {}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RunSchedulesResponse {
+    #[prost(message, optional, tag = "1")]
+    pub report: ::core::option::Option<RunReport>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ScheduleNextTimesRequest {
+    #[prost(string, tag = "1")]
+    pub spec: ::prost::alloc::string::String,
+    #[prost(string, optional, tag = "2")]
+    pub timezone: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(uint64, optional, tag = "3")]
+    pub anchor_ms: ::core::option::Option<u64>,
+    /// Times strictly after this instant (absent: the server's now).
+    #[prost(uint64, optional, tag = "4")]
+    pub after_ms: ::core::option::Option<u64>,
+    /// How many (at most 1,000).
+    #[prost(uint32, tag = "5")]
+    pub n: u32,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ScheduleNextTimesResponse {
+    #[prost(uint64, repeated, tag = "1")]
+    pub times_ms: ::prost::alloc::vec::Vec<u64>,
 }
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
@@ -687,6 +855,44 @@ impl CancelOutcome {
             "CANCEL_OUTCOME_UNSPECIFIED" => Some(Self::Unspecified),
             "CANCEL_OUTCOME_CANCELLED" => Some(Self::Cancelled),
             "CANCEL_OUTCOME_REQUESTED" => Some(Self::Requested),
+            _ => None,
+        }
+    }
+}
+/// What a schedule does with slots that passed while nothing ran them.
+/// UNSPECIFIED reads as ONE, the core's default; a number this version does
+/// not know is INVALID_ARGUMENT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum CatchUp {
+    Unspecified = 0,
+    /// Missed slots are not run; the next slot on time is.
+    Skip = 1,
+    /// One job for all the missed slots (the latest one's).
+    One = 2,
+    /// A job for every missed slot, the latest `max_catch_up` of them.
+    All = 3,
+}
+impl CatchUp {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "CATCH_UP_UNSPECIFIED",
+            Self::Skip => "CATCH_UP_SKIP",
+            Self::One => "CATCH_UP_ONE",
+            Self::All => "CATCH_UP_ALL",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "CATCH_UP_UNSPECIFIED" => Some(Self::Unspecified),
+            "CATCH_UP_SKIP" => Some(Self::Skip),
+            "CATCH_UP_ONE" => Some(Self::One),
+            "CATCH_UP_ALL" => Some(Self::All),
             _ => None,
         }
     }
@@ -1292,6 +1498,208 @@ pub mod jobs_client {
                 .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "WatchEvents"));
             self.inner.server_streaming(req, path, codec).await
         }
+        /// Schedules: durable cron and interval jobs, one job per slot (the
+        /// core's `schedule_*`). Every bad input (a cron that does not parse, an
+        /// unknown time zone, a zone on an interval, an empty or long name, ...)
+        /// is INVALID_ARGUMENT; an unknown name NOT_FOUND.
+        /// Create or replace a schedule by name.
+        pub async fn schedule_put(
+            &mut self,
+            request: impl tonic::IntoRequest<super::SchedulePutRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ScheduleResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/SchedulePut",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "SchedulePut"));
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn schedule_get(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ScheduleGetRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ScheduleResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/ScheduleGet",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "ScheduleGet"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Every schedule, by name.
+        pub async fn schedule_list(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ScheduleListRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ScheduleListResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/ScheduleList",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "ScheduleList"));
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn schedule_delete(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ScheduleDeleteRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ScheduleDeleteResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/ScheduleDelete",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "ScheduleDelete"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// A paused schedule enqueues nothing; the slots that pass meanwhile are
+        /// not caught up when it resumes.
+        pub async fn schedule_pause(
+            &mut self,
+            request: impl tonic::IntoRequest<super::SchedulePauseRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ScheduleResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/SchedulePause",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "SchedulePause"));
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn schedule_resume(
+            &mut self,
+            request: impl tonic::IntoRequest<super::SchedulePauseRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ScheduleResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/ScheduleResume",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "ScheduleResume"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// One scheduler pass now: enqueue every due slot.
+        pub async fn run_schedules(
+            &mut self,
+            request: impl tonic::IntoRequest<super::RunSchedulesRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::RunSchedulesResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/RunSchedules",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "RunSchedules"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// The next times a spec fires (no store involved), at most 1,000.
+        pub async fn schedule_next_times(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ScheduleNextTimesRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ScheduleNextTimesResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/ScheduleNextTimes",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "ScheduleNextTimes"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -1450,6 +1858,72 @@ pub mod jobs_server {
             request: tonic::Request<super::WatchEventsRequest>,
         ) -> std::result::Result<
             tonic::Response<Self::WatchEventsStream>,
+            tonic::Status,
+        >;
+        /// Schedules: durable cron and interval jobs, one job per slot (the
+        /// core's `schedule_*`). Every bad input (a cron that does not parse, an
+        /// unknown time zone, a zone on an interval, an empty or long name, ...)
+        /// is INVALID_ARGUMENT; an unknown name NOT_FOUND.
+        /// Create or replace a schedule by name.
+        async fn schedule_put(
+            &self,
+            request: tonic::Request<super::SchedulePutRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ScheduleResponse>,
+            tonic::Status,
+        >;
+        async fn schedule_get(
+            &self,
+            request: tonic::Request<super::ScheduleGetRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ScheduleResponse>,
+            tonic::Status,
+        >;
+        /// Every schedule, by name.
+        async fn schedule_list(
+            &self,
+            request: tonic::Request<super::ScheduleListRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ScheduleListResponse>,
+            tonic::Status,
+        >;
+        async fn schedule_delete(
+            &self,
+            request: tonic::Request<super::ScheduleDeleteRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ScheduleDeleteResponse>,
+            tonic::Status,
+        >;
+        /// A paused schedule enqueues nothing; the slots that pass meanwhile are
+        /// not caught up when it resumes.
+        async fn schedule_pause(
+            &self,
+            request: tonic::Request<super::SchedulePauseRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ScheduleResponse>,
+            tonic::Status,
+        >;
+        async fn schedule_resume(
+            &self,
+            request: tonic::Request<super::SchedulePauseRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ScheduleResponse>,
+            tonic::Status,
+        >;
+        /// One scheduler pass now: enqueue every due slot.
+        async fn run_schedules(
+            &self,
+            request: tonic::Request<super::RunSchedulesRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::RunSchedulesResponse>,
+            tonic::Status,
+        >;
+        /// The next times a spec fires (no store involved), at most 1,000.
+        async fn schedule_next_times(
+            &self,
+            request: tonic::Request<super::ScheduleNextTimesRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ScheduleNextTimesResponse>,
             tonic::Status,
         >;
     }
@@ -2520,6 +2994,358 @@ pub mod jobs_server {
                                 max_encoding_message_size,
                             );
                         let res = grpc.server_streaming(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/SchedulePut" => {
+                    #[allow(non_camel_case_types)]
+                    struct SchedulePutSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::SchedulePutRequest>
+                    for SchedulePutSvc<T> {
+                        type Response = super::ScheduleResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::SchedulePutRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::schedule_put(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = SchedulePutSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/ScheduleGet" => {
+                    #[allow(non_camel_case_types)]
+                    struct ScheduleGetSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::ScheduleGetRequest>
+                    for ScheduleGetSvc<T> {
+                        type Response = super::ScheduleResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ScheduleGetRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::schedule_get(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ScheduleGetSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/ScheduleList" => {
+                    #[allow(non_camel_case_types)]
+                    struct ScheduleListSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::ScheduleListRequest>
+                    for ScheduleListSvc<T> {
+                        type Response = super::ScheduleListResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ScheduleListRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::schedule_list(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ScheduleListSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/ScheduleDelete" => {
+                    #[allow(non_camel_case_types)]
+                    struct ScheduleDeleteSvc<T: Jobs>(pub Arc<T>);
+                    impl<
+                        T: Jobs,
+                    > tonic::server::UnaryService<super::ScheduleDeleteRequest>
+                    for ScheduleDeleteSvc<T> {
+                        type Response = super::ScheduleDeleteResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ScheduleDeleteRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::schedule_delete(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ScheduleDeleteSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/SchedulePause" => {
+                    #[allow(non_camel_case_types)]
+                    struct SchedulePauseSvc<T: Jobs>(pub Arc<T>);
+                    impl<
+                        T: Jobs,
+                    > tonic::server::UnaryService<super::SchedulePauseRequest>
+                    for SchedulePauseSvc<T> {
+                        type Response = super::ScheduleResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::SchedulePauseRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::schedule_pause(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = SchedulePauseSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/ScheduleResume" => {
+                    #[allow(non_camel_case_types)]
+                    struct ScheduleResumeSvc<T: Jobs>(pub Arc<T>);
+                    impl<
+                        T: Jobs,
+                    > tonic::server::UnaryService<super::SchedulePauseRequest>
+                    for ScheduleResumeSvc<T> {
+                        type Response = super::ScheduleResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::SchedulePauseRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::schedule_resume(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ScheduleResumeSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/RunSchedules" => {
+                    #[allow(non_camel_case_types)]
+                    struct RunSchedulesSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::RunSchedulesRequest>
+                    for RunSchedulesSvc<T> {
+                        type Response = super::RunSchedulesResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::RunSchedulesRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::run_schedules(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = RunSchedulesSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/ScheduleNextTimes" => {
+                    #[allow(non_camel_case_types)]
+                    struct ScheduleNextTimesSvc<T: Jobs>(pub Arc<T>);
+                    impl<
+                        T: Jobs,
+                    > tonic::server::UnaryService<super::ScheduleNextTimesRequest>
+                    for ScheduleNextTimesSvc<T> {
+                        type Response = super::ScheduleNextTimesResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ScheduleNextTimesRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::schedule_next_times(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ScheduleNextTimesSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
                         Ok(res)
                     };
                     Box::pin(fut)
