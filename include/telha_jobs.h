@@ -113,6 +113,26 @@
 #define TJ_MAX_EVENT_BUFFER 1000000
 
 /**
+ * The longest schedule name, in bytes.
+ */
+#define TJ_MAX_SCHEDULE_NAME_LEN 200
+
+/**
+ * The most fire times one `tj_schedule_next_times` answers.
+ */
+#define TJ_MAX_NEXT_TIMES 1000
+
+/**
+ * The largest `tj_schedule_set_max_catch_up`.
+ */
+#define TJ_MAX_CATCH_UP 10000
+
+/**
+ * The `max_catch_up` of a schedule that sets none.
+ */
+#define TJ_DEFAULT_MAX_CATCH_UP 100
+
+/**
  * What a call did. `TJ_STATUS_OK` is 0; every other value is an error whose
  * message, when the caller passed a `tj_error **`, is in the `tj_error`.
  *
@@ -227,6 +247,40 @@ enum tj_cancel_outcome
 typedef enum tj_cancel_outcome tj_cancel_outcome;
 #else
 typedef uint32_t tj_cancel_outcome;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What a schedule does with slots that passed while nothing ran them
+ * (downtime, a clock stepped forward). The latest due slot that is at most
+ * a minute late is always run. The numbers equal the core's stored codes
+ * and never change.
+ */
+enum tj_catch_up
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Missed slots are not run; the next slot on time is.
+   */
+  TJ_CATCH_UP_SKIP = 0,
+  /**
+   * One job for all the missed slots (the latest one's; its
+   * `tj_job_schedule_missed` says how many it stands for). The default.
+   */
+  TJ_CATCH_UP_ONE = 1,
+  /**
+   * A job for every missed slot, the latest `max_catch_up` of them
+   * (`tj_schedule_set_max_catch_up`); older ones are skipped.
+   */
+  TJ_CATCH_UP_ALL = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tj_catch_up tj_catch_up;
+#else
+typedef uint32_t tj_catch_up;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -406,6 +460,35 @@ typedef struct tj_paused tj_paused;
  * store is released to other processes when the last one is closed.
  */
 typedef struct tj_queue tj_queue;
+
+/**
+ * A schedule to create or replace with `tj_queue_schedule_put`: its name,
+ * spec and job kind, and the settings of each job it enqueues. Owned by the
+ * caller (`tj_schedule_new` / `tj_schedule_free`); the put copies it, so
+ * one object may be put many times (e.g. into several stores). Nothing but
+ * NULL and UTF-8 is checked by the setters below unless they say so: the
+ * put checks everything, so a bad schedule is refused there, never when a
+ * slot fires. Not thread-safe while being set; may be read by several puts
+ * at once.
+ */
+typedef struct tj_schedule tj_schedule;
+
+/**
+ * A stored schedule: what was put (with `paused` as it is now) and what it
+ * has done. From `tj_queue_schedule_put`, `_get`, `_pause`, `_resume`
+ * (owned by the caller: `tj_schedule_info_free`) or borrowed from a
+ * `tj_schedule_list`. Pointers its getters return are borrowed from it and
+ * valid until it (or its list) is freed. Immutable: readable from many
+ * threads at once. Getters given NULL return 0, false or NULL.
+ */
+typedef struct tj_schedule_info tj_schedule_info;
+
+/**
+ * Every schedule of a store, by name (`tj_queue_schedule_list`). Owned by
+ * the caller (`tj_schedule_list_free`); the infos borrowed from it live
+ * until then. Immutable: readable from many threads.
+ */
+typedef struct tj_schedule_list tj_schedule_list;
 
 /**
  * Exact counts per kind and state, as of the `tj_queue_stats` call. Owned
@@ -612,6 +695,29 @@ typedef struct tj_reap_report {
    */
   size_t corrupt;
 } tj_reap_report;
+
+/**
+ * What one scheduler pass (`tj_queue_run_schedules`) did. A plain value.
+ */
+typedef struct tj_run_report {
+  /**
+   * Schedules that had due slots.
+   */
+  uint64_t schedules;
+  /**
+   * Jobs enqueued.
+   */
+  uint64_t enqueued;
+  /**
+   * Slots skipped by their catch-up policy.
+   */
+  uint64_t skipped;
+  /**
+   * Slots whose job could not be enqueued (the schedule's
+   * `tj_schedule_info_last_error` says why).
+   */
+  uint64_t failed;
+} tj_run_report;
 
 /**
  * Job counts per state. A plain value.
@@ -1391,6 +1497,34 @@ uint32_t tj_job_payload_encoding(const struct tj_job *job);
 uint64_t tj_job_timeout_ms(const struct tj_job *job);
 
 /**
+ * The name of the schedule that enqueued this job (NUL-terminated,
+ * borrowed), or NULL when no schedule did.
+ *
+ * # Safety
+ * `job` is NULL or live.
+ */
+const char *tj_job_schedule_name(const struct tj_job *job);
+
+/**
+ * The schedule slot this job was enqueued for, ms since the epoch; 0 when
+ * no schedule enqueued it.
+ *
+ * # Safety
+ * `job` is NULL or live.
+ */
+uint64_t tj_job_schedule_slot_ms(const struct tj_job *job);
+
+/**
+ * How many earlier missed slots this scheduled job stands for (the
+ * `TJ_CATCH_UP_ONE` policy); 0 for a slot run on its own, or when no
+ * schedule enqueued it.
+ *
+ * # Safety
+ * `job` is NULL or live.
+ */
+uint64_t tj_job_schedule_missed(const struct tj_job *job);
+
+/**
  * Free a job info from `tj_queue_get`. NULL does nothing. Never free one
  * borrowed from a `tj_list_page`.
  *
@@ -1654,6 +1788,34 @@ uint64_t tj_job_info_expires_at_ms(const struct tj_job_info *info);
 bool tj_job_info_paused(const struct tj_job_info *info);
 
 /**
+ * The name of the schedule that enqueued this job (borrowed), or NULL when
+ * no schedule did.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_job_info_schedule_name(const struct tj_job_info *info);
+
+/**
+ * The schedule slot this job was enqueued for, ms since the epoch; 0 when
+ * no schedule enqueued it.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint64_t tj_job_info_schedule_slot_ms(const struct tj_job_info *info);
+
+/**
+ * How many earlier missed slots this scheduled job stands for (the
+ * `TJ_CATCH_UP_ONE` policy); 0 for a slot run on its own, or when no
+ * schedule enqueued it.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint64_t tj_job_info_schedule_missed(const struct tj_job_info *info);
+
+/**
  * New lease options: every scope (round-robin), every kind, no wait. Never NULL.
  */
 struct tj_lease_options *tj_lease_options_new(void);
@@ -1775,6 +1937,21 @@ tj_status tj_list_options_set_scope(struct tj_list_options *options,
 tj_status tj_list_options_set_kind(struct tj_list_options *options,
                                    const char *kind,
                                    struct tj_error **err);
+
+/**
+ * Only jobs enqueued by the schedule named `name` (copied; they stay
+ * listable after the schedule is deleted). Filtered as rows are read, so
+ * pages can be short.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT`, `TJ_STATUS_INVALID_UTF8`,
+ * `TJ_STATUS_INVALID_ARGUMENT` for an empty name (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `name` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_list_options_set_schedule(struct tj_list_options *options,
+                                       const char *name,
+                                       struct tj_error **err);
 
 /**
  * The most jobs per page: 1 to `TJ_MAX_LIST_LIMIT` (checked by
@@ -2502,6 +2679,608 @@ tj_status tj_queue_stats(const struct tj_queue *queue,
 tj_status tj_queue_metrics(const struct tj_queue *queue,
                            char **text_out,
                            struct tj_error **err);
+
+/**
+ * The lowercase name of `catch_up` (`"skip"`, `"one"`, `"all"`), or
+ * `"unknown"` for a number that is not a `tj_catch_up`. Static storage:
+ * never free it. Thread-safe; never fails.
+ */
+const char *tj_catch_up_name(uint32_t catch_up);
+
+/**
+ * A new schedule named `name` (1 to `TJ_MAX_SCHEDULE_NAME_LEN` bytes, no
+ * control characters) that enqueues a `kind` job with an empty payload on
+ * `spec`: a 5-field cron line `"0 3 * * *"` (minute hour day-of-month month
+ * day-of-week, Monday 1, Sunday 0 or 7), a 6-field one with seconds first
+ * `"30 * * * * *"` (second 30 of every minute), a nickname (`"@hourly"`, `"@daily"`, `"@weekly"`,
+ * `"@monthly"`, `"@yearly"`), or an interval `"every 5m"`, `"every 1h30m"`
+ * (at least 1 s). Cron specs are read in UTC unless
+ * `tj_schedule_set_timezone` says otherwise. The strings are copied.
+ *
+ * Returns NULL when an argument is NULL or not UTF-8 (their contents are
+ * checked by `tj_queue_schedule_put`). Free it with `tj_schedule_free`.
+ *
+ * # Safety
+ * Each argument is NULL or NUL-terminated.
+ */
+struct tj_schedule *tj_schedule_new(const char *name,
+                                    const char *spec,
+                                    const char *kind);
+
+/**
+ * Free a schedule object (the stored schedule is unaffected). NULL does
+ * nothing.
+ *
+ * # Safety
+ * `schedule` is NULL or a `tj_schedule` not freed before.
+ */
+void tj_schedule_free(struct tj_schedule *schedule);
+
+/**
+ * The payload of each job: `len` bytes at `payload` (copied; a zero length
+ * needs no pointer). A length over `TJ_MAX_PAYLOAD_BYTES_LIMIT` is refused
+ * here before the memory is read; the put refuses one over the store's
+ * `max_payload_bytes`.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (schedule; payload with a length),
+ * `TJ_STATUS_INVALID_ARGUMENT` for the length (schedule unchanged).
+ *
+ * # Safety
+ * `schedule` is NULL or live; `payload` is NULL or `len` readable bytes;
+ * `err` is NULL or writable.
+ */
+tj_status tj_schedule_set_payload(struct tj_schedule *schedule,
+                                  const uint8_t *payload,
+                                  size_t len,
+                                  struct tj_error **err);
+
+/**
+ * Record how the payload was made (a `tj_encoding`, default
+ * `TJ_ENCODING_UNKNOWN`), as `tj_enqueue_options_set_encoding` does.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (schedule), `TJ_STATUS_INVALID_ARGUMENT`
+ * for a number that is not a `tj_encoding` (schedule unchanged).
+ *
+ * # Safety
+ * `schedule` is NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_schedule_set_encoding(struct tj_schedule *schedule,
+                                   uint32_t encoding,
+                                   struct tj_error **err);
+
+/**
+ * The IANA time zone a cron spec is read in, e.g. `"Europe/Lisbon"` (NULL:
+ * UTC, the default); a daily 02:30 then fires once on the days the clocks
+ * change. Copied. An unknown zone, or any zone on an interval spec, is
+ * refused by the put (and by `tj_schedule_next_times`).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (schedule), `TJ_STATUS_INVALID_UTF8`.
+ *
+ * # Safety
+ * `schedule` is NULL or live; `timezone` is NULL or NUL-terminated; `err`
+ * is NULL or writable.
+ */
+tj_status tj_schedule_set_timezone(struct tj_schedule *schedule,
+                                   const char *timezone,
+                                   struct tj_error **err);
+
+/**
+ * An interval's grid: its slots are `anchor_ms + k × interval` (ms since
+ * the epoch; default the epoch, so `"every 1h"` fires on the hour). Not
+ * used by cron specs.
+ *
+ * # Safety
+ * `schedule` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_schedule_set_anchor_ms(struct tj_schedule *schedule,
+                                    uint64_t anchor_ms);
+
+/**
+ * Each job's tenant scope, a UUID in text form (default: the system scope).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (schedule, scope),
+ * `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_INVALID_ARGUMENT` for a malformed
+ * UUID (schedule unchanged).
+ *
+ * # Safety
+ * `schedule` is NULL or live; `scope` is NULL or NUL-terminated; `err` is
+ * NULL or writable.
+ */
+tj_status tj_schedule_set_scope(struct tj_schedule *schedule,
+                                const char *scope,
+                                struct tj_error **err);
+
+/**
+ * Each job's priority: 0 most urgent ... 255 least (default: the
+ * enqueue default, 128).
+ *
+ * # Safety
+ * `schedule` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_schedule_set_priority(struct tj_schedule *schedule,
+                                   uint8_t priority);
+
+/**
+ * Each job's attempt ceiling (default: its kind's or the store's). 0 is
+ * refused by the put (`TJ_STATUS_INVALID_ARGUMENT`).
+ *
+ * # Safety
+ * `schedule` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_schedule_set_max_attempts(struct tj_schedule *schedule,
+                                       uint32_t max_attempts);
+
+/**
+ * Each job expires (goes dead, "expired before start") when no worker
+ * started it within `expires_in_ms` of its slot (default: never). 0, or
+ * over `TJ_MAX_DURATION_MS`, is refused by the put.
+ *
+ * # Safety
+ * `schedule` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_schedule_set_expires_in_ms(struct tj_schedule *schedule,
+                                        uint64_t expires_in_ms);
+
+/**
+ * The missed-slot policy: `catch_up` is a `tj_catch_up` (default
+ * `TJ_CATCH_UP_ONE`).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (schedule), `TJ_STATUS_INVALID_ARGUMENT`
+ * for a number that is not a `tj_catch_up` (schedule unchanged).
+ *
+ * # Safety
+ * `schedule` is NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_schedule_set_catch_up(struct tj_schedule *schedule,
+                                   uint32_t catch_up,
+                                   struct tj_error **err);
+
+/**
+ * The most jobs `TJ_CATCH_UP_ALL` enqueues for missed slots at once:
+ * 1 to `TJ_MAX_CATCH_UP` (checked by the put; default
+ * `TJ_DEFAULT_MAX_CATCH_UP`).
+ *
+ * # Safety
+ * `schedule` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_schedule_set_max_catch_up(struct tj_schedule *schedule,
+                                       uint32_t max_catch_up);
+
+/**
+ * Put the schedule paused (it enqueues nothing until
+ * `tj_queue_schedule_resume`) or running (the default).
+ *
+ * # Safety
+ * `schedule` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_schedule_set_paused(struct tj_schedule *schedule,
+                                 bool paused);
+
+/**
+ * Free a schedule info from a put, get, pause or resume. NULL does
+ * nothing. Never free one borrowed from a `tj_schedule_list`.
+ *
+ * # Safety
+ * `info` is NULL or an owned `tj_schedule_info` not freed before.
+ */
+void tj_schedule_info_free(struct tj_schedule_info *info);
+
+/**
+ * The schedule's name (borrowed).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_schedule_info_name(const struct tj_schedule_info *info);
+
+/**
+ * Its spec, as put (borrowed).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_schedule_info_spec(const struct tj_schedule_info *info);
+
+/**
+ * The time zone of its cron spec (borrowed), or NULL when none was set (UTC).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_schedule_info_timezone(const struct tj_schedule_info *info);
+
+/**
+ * Its interval grid's anchor, ms since the epoch (0 when none was set: the
+ * epoch).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint64_t tj_schedule_info_anchor_ms(const struct tj_schedule_info *info);
+
+/**
+ * The kind of each job (borrowed).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_schedule_info_kind(const struct tj_schedule_info *info);
+
+/**
+ * The payload of each job (borrowed, not NUL-terminated); its length in
+ * `*len_out` when `len_out` is not NULL. NULL and length 0 for NULL.
+ *
+ * # Safety
+ * `info` is NULL or live; `len_out` is NULL or writable.
+ */
+const uint8_t *tj_schedule_info_payload(const struct tj_schedule_info *info,
+                                        size_t *len_out);
+
+/**
+ * How the payload was made (a `tj_encoding`; 0 for NULL).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint32_t tj_schedule_info_payload_encoding(const struct tj_schedule_info *info);
+
+/**
+ * The scope of each job as UUID text (borrowed), or NULL when none was set
+ * (the system scope).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_schedule_info_scope(const struct tj_schedule_info *info);
+
+/**
+ * Whether a priority was set for its jobs (`tj_schedule_info_priority`).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+bool tj_schedule_info_has_priority(const struct tj_schedule_info *info);
+
+/**
+ * The priority set for its jobs, 0 ... 255; 0 when none was set (see
+ * `tj_schedule_info_has_priority`: they get the enqueue default, 128).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint8_t tj_schedule_info_priority(const struct tj_schedule_info *info);
+
+/**
+ * The attempt ceiling set for its jobs, or 0 when none was set (their
+ * kind's or the store's applies).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint32_t tj_schedule_info_max_attempts(const struct tj_schedule_info *info);
+
+/**
+ * How long after its slot each job expires unless started, in ms; 0 for
+ * never.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint64_t tj_schedule_info_expires_in_ms(const struct tj_schedule_info *info);
+
+/**
+ * Its missed-slot policy (`TJ_CATCH_UP_SKIP`, 0, for NULL).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+tj_catch_up tj_schedule_info_catch_up(const struct tj_schedule_info *info);
+
+/**
+ * The `max_catch_up` that was set, or 0 when none was
+ * (`TJ_DEFAULT_MAX_CATCH_UP` applies).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint32_t tj_schedule_info_max_catch_up(const struct tj_schedule_info *info);
+
+/**
+ * Whether it is paused (false for NULL).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+bool tj_schedule_info_paused(const struct tj_schedule_info *info);
+
+/**
+ * When it was created, ms since the epoch.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint64_t tj_schedule_info_created_at_ms(const struct tj_schedule_info *info);
+
+/**
+ * When it was last put, paused or resumed, ms since the epoch.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint64_t tj_schedule_info_updated_at_ms(const struct tj_schedule_info *info);
+
+/**
+ * Every slot at or before this instant (ms since the epoch) has been dealt
+ * with (enqueued or skipped); only later ones will be.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint64_t tj_schedule_info_cursor_ms(const struct tj_schedule_info *info);
+
+/**
+ * Whether a job was ever enqueued for it (`tj_schedule_info_last_slot_ms`).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+bool tj_schedule_info_has_last_slot(const struct tj_schedule_info *info);
+
+/**
+ * The latest slot a job was enqueued for, ms since the epoch; 0 when none.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint64_t tj_schedule_info_last_slot_ms(const struct tj_schedule_info *info);
+
+/**
+ * The job enqueued for the latest slot (an all-zero id when none).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+struct tj_id tj_schedule_info_last_job(const struct tj_schedule_info *info);
+
+/**
+ * When that job was enqueued, ms since the epoch (its lag is this minus
+ * the last slot); 0 when none.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint64_t tj_schedule_info_last_fired_at_ms(const struct tj_schedule_info *info);
+
+/**
+ * Whether it has a next slot (false when it never fires again). A paused
+ * schedule keeps its next slot but enqueues nothing.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+bool tj_schedule_info_has_next_slot(const struct tj_schedule_info *info);
+
+/**
+ * The next slot it will enqueue, ms since the epoch; 0 when none.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint64_t tj_schedule_info_next_slot_ms(const struct tj_schedule_info *info);
+
+/**
+ * Jobs it has enqueued so far.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint64_t tj_schedule_info_enqueued(const struct tj_schedule_info *info);
+
+/**
+ * Slots that got no job of their own (its catch-up policy).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+uint64_t tj_schedule_info_skipped(const struct tj_schedule_info *info);
+
+/**
+ * Why its latest slot could not be enqueued (borrowed), or NULL when it
+ * could; cleared by the next slot enqueued.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_schedule_info_last_error(const struct tj_schedule_info *info);
+
+/**
+ * Free a list and every info borrowed from it. NULL does nothing.
+ *
+ * # Safety
+ * `list` is NULL or a `tj_schedule_list` not freed before.
+ */
+void tj_schedule_list_free(struct tj_schedule_list *list);
+
+/**
+ * How many schedules the list holds (0 for NULL).
+ *
+ * # Safety
+ * `list` is NULL or live.
+ */
+size_t tj_schedule_list_len(const struct tj_schedule_list *list);
+
+/**
+ * Schedule `index` of the list (by name), borrowed from the list (never
+ * free it), or NULL when `list` is NULL or `index >= tj_schedule_list_len(list)`.
+ *
+ * # Safety
+ * `list` is NULL or live.
+ */
+const struct tj_schedule_info *tj_schedule_list_get(const struct tj_schedule_list *list,
+                                                    size_t index);
+
+/**
+ * Create the schedule `tj_schedule`'s name, or replace it. An update keeps
+ * what the schedule has done (slots already enqueued are never enqueued
+ * again) unless its spec, time zone or anchor changed: then it starts
+ * afresh from now. A new schedule's first slot is the first one after now.
+ * Each slot's job has the idempotency key `schedule:<name>:<slot_ms>`.
+ * On success `*info_out` (when not NULL) is a new `tj_schedule_info`
+ * the caller frees. `schedule` is copied: free it whenever you like.
+ *
+ * Slots are enqueued by the store's scheduler thread as they fall due, or
+ * by `tj_queue_run_schedules` (the only way with `reaper_interval` 0).
+ * Blocks for one RocksDB write.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, schedule),
+ * `TJ_STATUS_INVALID_ARGUMENT` for everything checked here, never at fire
+ * time (the message says which): a name empty, over
+ * `TJ_MAX_SCHEDULE_NAME_LEN` bytes or holding a control character; a bad
+ * cron line or nickname; an unknown time zone, or one on an interval; an
+ * interval under 1 s (`"every 0s"`, `"every 500ms"`); a spec that never
+ * fires (`"0 0 30 2 *"`); a malformed kind; `max_attempts` 0; `expires_in`
+ * 0 or too long; `max_catch_up` 0 or over `TJ_MAX_CATCH_UP`; a payload
+ * over `max_payload_bytes`; a read-only handle. `TJ_STATUS_STORAGE`,
+ * `TJ_STATUS_CLOSED`. Nothing is stored on failure.
+ *
+ * # Safety
+ * `queue` and `schedule` are NULL or live; `info_out` and `err` are NULL or
+ * writable.
+ */
+tj_status tj_queue_schedule_put(const struct tj_queue *queue,
+                                const struct tj_schedule *schedule,
+                                struct tj_schedule_info **info_out,
+                                struct tj_error **err);
+
+/**
+ * The schedule `name`. On success `*info_out` is a new `tj_schedule_info`
+ * the caller frees. Never blocks on I/O (schedules are held in memory).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, name, info_out),
+ * `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_INVALID_ARGUMENT` for a malformed
+ * name (empty, too long), `TJ_STATUS_NOT_FOUND` when there is no such
+ * schedule, `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `name` is NULL or NUL-terminated; `info_out` and
+ * `err` are NULL or writable.
+ */
+tj_status tj_queue_schedule_get(const struct tj_queue *queue,
+                                const char *name,
+                                struct tj_schedule_info **info_out,
+                                struct tj_error **err);
+
+/**
+ * Every schedule, by name. On success `*list_out` is a new
+ * `tj_schedule_list` the caller frees (`tj_schedule_list_len`, `_get`).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, list_out), `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `list_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_schedule_list(const struct tj_queue *queue,
+                                 struct tj_schedule_list **list_out,
+                                 struct tj_error **err);
+
+/**
+ * Delete the schedule `name`. The jobs it enqueued stay (and stay
+ * listable with `tj_list_options_set_schedule`). Blocks for one write.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, name), `TJ_STATUS_INVALID_UTF8`,
+ * `TJ_STATUS_INVALID_ARGUMENT` for a malformed name or a read-only handle,
+ * `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `name` is NULL or NUL-terminated; `err` is NULL
+ * or writable.
+ */
+tj_status tj_queue_schedule_delete(const struct tj_queue *queue,
+                                   const char *name,
+                                   struct tj_error **err);
+
+/**
+ * Pause the schedule `name`: it enqueues nothing until resumed (pausing a
+ * paused one changes nothing). On success `*info_out` (when not NULL) is a
+ * new `tj_schedule_info` the caller frees. Durable; one write.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, name), `TJ_STATUS_INVALID_UTF8`,
+ * `TJ_STATUS_INVALID_ARGUMENT` for a malformed name or a read-only handle,
+ * `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `name` is NULL or NUL-terminated; `info_out` and
+ * `err` are NULL or writable.
+ */
+tj_status tj_queue_schedule_pause(const struct tj_queue *queue,
+                                  const char *name,
+                                  struct tj_schedule_info **info_out,
+                                  struct tj_error **err);
+
+/**
+ * Resume the schedule `name`. The slots that passed while it was paused
+ * are not caught up: the first one after now is its next. `*info_out` and
+ * errors as `tj_queue_schedule_pause`.
+ *
+ * # Safety
+ * As `tj_queue_schedule_pause`.
+ */
+tj_status tj_queue_schedule_resume(const struct tj_queue *queue,
+                                   const char *name,
+                                   struct tj_schedule_info **info_out,
+                                   struct tj_error **err);
+
+/**
+ * Run one scheduler pass now: enqueue every due slot of every schedule, by
+ * its catch-up policy. Writes what it did to `*report_out` when not NULL.
+ * The store's scheduler thread does this by itself as slots fall due,
+ * unless it was opened with `reaper_interval` 0 (no background threads),
+ * where this is how slots get enqueued. Blocks for one write per schedule
+ * with due slots.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue), `TJ_STATUS_INVALID_ARGUMENT`
+ * on a read-only handle, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`. A slot
+ * whose job cannot be enqueued is not an error: it counts in `failed`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `report_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_run_schedules(const struct tj_queue *queue,
+                                 struct tj_run_report *report_out,
+                                 struct tj_error **err);
+
+/**
+ * The first `n` fire times of `spec` after `after_ms` (ms since the
+ * epoch), without a store: what a schedule with this spec, time zone
+ * (`timezone`, NULL: UTC) and interval anchor (`anchor_ms`, NULL: the
+ * epoch) would do, to check a spec before putting it. Thread-safe; never
+ * blocks.
+ *
+ * `times_out` has room for `n` values (it may be NULL when `n` is 0). On
+ * success `*count_out` is how many were written, in increasing order, from
+ * `times_out[0]`: `n`, or fewer when the spec has no more fire times
+ * before `TJ_MAX_INSTANT_MS`; the elements after them are not touched.
+ * Nothing is written on failure.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (spec, count_out; times_out when `n`
+ * is not 0), `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_INVALID_ARGUMENT` for a
+ * bad spec, an unknown time zone or a zone on an interval, an interval
+ * under 1 s, `n` over `TJ_MAX_NEXT_TIMES`, or `after_ms` over
+ * `TJ_MAX_INSTANT_MS`.
+ *
+ * # Safety
+ * `spec` and `timezone` are NULL or NUL-terminated; `anchor_ms` is NULL or
+ * readable; `times_out` is NULL or has room for `n` values; `count_out`
+ * and `err` are NULL or writable.
+ */
+tj_status tj_schedule_next_times(const char *spec,
+                                 const char *timezone,
+                                 const uint64_t *anchor_ms,
+                                 uint64_t after_ms,
+                                 size_t n,
+                                 uint64_t *times_out,
+                                 size_t *count_out,
+                                 struct tj_error **err);
 
 /**
  * Renew leases (a heartbeat) held by `worker_id`: `n` tokens at `tokens`.

@@ -25,6 +25,7 @@ pub struct tj_job {
     kind: OnceLock<CString>,
     scope: OnceLock<CString>,
     worker_id: OnceLock<CString>,
+    schedule_name: OnceLock<Option<CString>>,
 }
 
 impl tj_job {
@@ -35,6 +36,7 @@ impl tj_job {
             kind: OnceLock::new(),
             scope: OnceLock::new(),
             worker_id: OnceLock::new(),
+            schedule_name: OnceLock::new(),
         }
     }
 }
@@ -220,4 +222,40 @@ pub unsafe extern "C" fn tj_job_payload_encoding(job: *const tj_job) -> u32 {
 #[no_mangle]
 pub unsafe extern "C" fn tj_job_timeout_ms(job: *const tj_job) -> u64 {
     get(job, 0, |j| j.job.timeout_ms.unwrap_or(0))
+}
+
+/// The name of the schedule that enqueued this job (NUL-terminated,
+/// borrowed), or NULL when no schedule did.
+///
+/// # Safety
+/// `job` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_schedule_name(job: *const tj_job) -> *const c_char {
+    get(job, std::ptr::null(), |j| {
+        j.schedule_name
+            .get_or_init(|| j.job.schedule.as_ref().map(|r| cstring(&r.name)))
+            .as_ref()
+            .map_or(std::ptr::null(), |c| c.as_ptr())
+    })
+}
+
+/// The schedule slot this job was enqueued for, ms since the epoch; 0 when
+/// no schedule enqueued it.
+///
+/// # Safety
+/// `job` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_schedule_slot_ms(job: *const tj_job) -> u64 {
+    get(job, 0, |j| j.job.schedule.as_ref().map_or(0, |r| r.slot))
+}
+
+/// How many earlier missed slots this scheduled job stands for (the
+/// `TJ_CATCH_UP_ONE` policy); 0 for a slot run on its own, or when no
+/// schedule enqueued it.
+///
+/// # Safety
+/// `job` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_schedule_missed(job: *const tj_job) -> u64 {
+    get(job, 0, |j| j.job.schedule.as_ref().map_or(0, |r| r.missed))
 }

@@ -25,6 +25,7 @@ pub struct tj_job_info {
     idempotency_key: Option<CString>,
     cancel_requested: Option<CString>,
     cursor: CString,
+    schedule_name: Option<CString>,
     events: Vec<(CString, CString)>,
 }
 
@@ -39,6 +40,7 @@ impl tj_job_info {
             idempotency_key: info.idempotency_key.as_deref().map(cstring),
             cancel_requested: info.cancel_requested.as_deref().map(cstring),
             cursor: cstring(&info.cursor),
+            schedule_name: info.schedule.as_ref().map(|r| cstring(&r.name)),
             events: info
                 .events
                 .iter()
@@ -389,4 +391,37 @@ pub unsafe extern "C" fn tj_job_info_expires_at_ms(info: *const tj_job_info) -> 
 #[no_mangle]
 pub unsafe extern "C" fn tj_job_info_paused(info: *const tj_job_info) -> bool {
     get(info, false, |i| i.info.paused)
+}
+
+/// The name of the schedule that enqueued this job (borrowed), or NULL when
+/// no schedule did.
+///
+/// # Safety
+/// `info` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_info_schedule_name(info: *const tj_job_info) -> *const c_char {
+    get(info, std::ptr::null(), |i| opt_ptr(&i.schedule_name))
+}
+
+/// The schedule slot this job was enqueued for, ms since the epoch; 0 when
+/// no schedule enqueued it.
+///
+/// # Safety
+/// `info` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_info_schedule_slot_ms(info: *const tj_job_info) -> u64 {
+    get(info, 0, |i| i.info.schedule.as_ref().map_or(0, |r| r.slot))
+}
+
+/// How many earlier missed slots this scheduled job stands for (the
+/// `TJ_CATCH_UP_ONE` policy); 0 for a slot run on its own, or when no
+/// schedule enqueued it.
+///
+/// # Safety
+/// `info` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_info_schedule_missed(info: *const tj_job_info) -> u64 {
+    get(info, 0, |i| {
+        i.info.schedule.as_ref().map_or(0, |r| r.missed)
+    })
 }

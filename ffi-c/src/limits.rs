@@ -31,6 +31,14 @@ pub const TJ_MAX_PROGRESS_BYTES: usize = 4096;
 pub const TJ_DEFAULT_EVENT_BUFFER: usize = 10000;
 /// The largest subscription buffer, in events.
 pub const TJ_MAX_EVENT_BUFFER: usize = 1000000;
+/// The longest schedule name, in bytes.
+pub const TJ_MAX_SCHEDULE_NAME_LEN: usize = 200;
+/// The most fire times one `tj_schedule_next_times` answers.
+pub const TJ_MAX_NEXT_TIMES: usize = 1000;
+/// The largest `tj_schedule_set_max_catch_up`.
+pub const TJ_MAX_CATCH_UP: u32 = 10000;
+/// The `max_catch_up` of a schedule that sets none.
+pub const TJ_DEFAULT_MAX_CATCH_UP: u32 = 100;
 
 #[cfg(test)]
 mod tests {
@@ -60,5 +68,10 @@ mod tests {
             TJ_MAX_EVENT_BUFFER,
             telha_jobs_core::watch::MAX_EVENT_BUFFER
         );
+        use telha_jobs_core::schedule;
+        assert_eq!(TJ_MAX_SCHEDULE_NAME_LEN, schedule::MAX_NAME_LEN);
+        assert_eq!(TJ_MAX_NEXT_TIMES, schedule::MAX_NEXT_TIMES);
+        assert_eq!(TJ_MAX_CATCH_UP, schedule::MAX_CATCH_UP_LIMIT);
+        assert_eq!(TJ_DEFAULT_MAX_CATCH_UP, schedule::DEFAULT_MAX_CATCH_UP);
     }
 }

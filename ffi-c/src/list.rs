@@ -123,6 +123,33 @@ pub unsafe extern "C" fn tj_list_options_set_kind(
     })
 }
 
+/// Only jobs enqueued by the schedule named `name` (copied; they stay
+/// listable after the schedule is deleted). Filtered as rows are read, so
+/// pages can be short.
+///
+/// Errors: `TJ_STATUS_NULL_ARGUMENT`, `TJ_STATUS_INVALID_UTF8`,
+/// `TJ_STATUS_INVALID_ARGUMENT` for an empty name (options unchanged).
+///
+/// # Safety
+/// `options` is NULL or live; `name` is NULL or NUL-terminated; `err` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_list_options_set_schedule(
+    options: *mut tj_list_options,
+    name: *const c_char,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_list_options_set_schedule";
+    boundary::run(F, err, || {
+        let o = handle_mut(F, "options", options)?;
+        let name = string(F, "name", name)?;
+        if name.is_empty() {
+            return Err(Failure::invalid(format!("{F}: the schedule name is empty")));
+        }
+        o.query.schedule = Some(name.to_string());
+        Ok(())
+    })
+}
+
 /// The most jobs per page: 1 to `TJ_MAX_LIST_LIMIT` (checked by
 /// `tj_queue_list`; default 100).
 ///

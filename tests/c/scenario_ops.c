@@ -87,6 +87,9 @@ static jval *job_json(const struct run *r, const tj_job *j) {
     jobj_put(o, "worker_id", jnew_str(tj_job_worker_id(j)));
     uint64_t timeout = tj_job_timeout_ms(j);
     jobj_put(o, "timeout_ms", timeout ? jnew_num((double)timeout) : jnew_null());
+    const char *sched = tj_job_schedule_name(j);
+    jobj_put(o, "schedule", jnew_str(sched));
+    jobj_put(o, "schedule_missed", sched ? jnew_num((double)tj_job_schedule_missed(j)) : jnew_null());
     size_t len = 0;
     const uint8_t *p = tj_job_payload(j, &len);
     put_bytes(o, "payload", p, len, true);
@@ -116,6 +119,9 @@ jval *info_json(const struct run *r, const tj_job_info *i) {
     jobj_put(o, "snoozes", jnew_num(tj_job_info_snoozes(i)));
     jobj_put(o, "paused", jnew_bool(tj_job_info_paused(i)));
     jobj_put(o, "expires", jnew_bool(tj_job_info_expires_at_ms(i) != 0));
+    const char *sched = tj_job_info_schedule_name(i);
+    jobj_put(o, "schedule", jnew_str(sched));
+    jobj_put(o, "schedule_missed", sched ? jnew_num((double)tj_job_info_schedule_missed(i)) : jnew_null());
     size_t len = 0;
     const uint8_t *p = tj_job_info_payload(i, &len);
     put_bytes(o, "payload", p, len, true);
@@ -351,20 +357,23 @@ tj_status op_list(struct run *r, const jval *s, jval **obs, tj_error **err) {
     tj_list_options *o = tj_list_options_new();
     tj_status st = TJ_STATUS_OK;
     const char *state = jget_str(s, "state", NULL), *scope = jget_str(s, "scope", NULL),
-               *kind = jget_str(s, "kind", NULL);
+               *kind = jget_str(s, "kind", NULL), *schedule = jget_str(s, "schedule", NULL);
     if (state) st = tj_list_options_set_state(o, state_number(state), err);
     if (st == TJ_STATUS_OK && scope) st = tj_list_options_set_scope(o, scope, err);
     if (st == TJ_STATUS_OK && kind) st = tj_list_options_set_kind(o, kind, err);
+    if (st == TJ_STATUS_OK && schedule) st = tj_list_options_set_schedule(o, schedule, err);
     tj_list_page *page = NULL;
     if (st == TJ_STATUS_OK) st = tj_queue_list(r->q, o, &page, err);
     tj_list_options_free(o);
     if (st != TJ_STATUS_OK) return st;
     jval *jobs = jnew_arr();
-    for (size_t i = 0; i < tj_list_page_len(page); i++)
+    size_t n = tj_list_page_len(page);
+    for (size_t i = 0; i < n; i++)
         jarr_push(jobs, name_of(r, tj_job_info_id(tj_list_page_get(page, i))));
     tj_list_page_free(page);
     *obs = jnew_obj();
     jobj_put(*obs, "jobs", jobs);
+    jobj_put(*obs, "count", jnew_num((double)n));
     return st;
 }
 

@@ -225,6 +225,9 @@ static tj_status do_step(struct run *r, const char *op, const jval *s, jval **ob
     if (strcmp(op, "list") == 0) return op_list(r, s, obs, err);
     if (strcmp(op, "reap") == 0) return op_reap(r, obs, err);
     if (strcmp(op, "stats") == 0) return op_stats(r, obs, err);
+    if (strcmp(op, "schedule_put") == 0) return op_schedule_put(r, s, obs, err);
+    if (strcmp(op, "schedule_next") == 0) return op_schedule_next(r, s, obs, err);
+    if (strncmp(op, "schedule_", 9) == 0 || strcmp(op, "run_schedules") == 0) return op_schedule(r, op, s, obs, err);
     if (strcmp(op, "sleep_ms") == 0) {
         if (!jget_num(s, "ms", &n)) return runner_error(r, "sleep_ms needs ms");
         sleep_ms((uint64_t)n);
