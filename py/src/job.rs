@@ -117,6 +117,11 @@ impl Job {
     fn timeout(&self) -> Option<f64> {
         self.inner.timeout_ms.map(secs)
     }
+    /// The schedule and slot that enqueued it (`ScheduleRef`), or None.
+    #[getter]
+    fn schedule(&self) -> Option<crate::schedule::ScheduleRef> {
+        crate::schedule::ScheduleRef::new(&self.inner.schedule)
+    }
     /// The lease token as text, `"<id>:<generation>"`.
     #[getter]
     fn token(&self) -> String {
@@ -326,6 +331,11 @@ impl JobInfo {
     #[getter]
     fn raw_progress<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
         self.inner.progress.as_deref().map(|p| PyBytes::new(py, p))
+    }
+    /// The schedule and slot that enqueued it (`ScheduleRef`), or None.
+    #[getter]
+    fn schedule(&self) -> Option<crate::schedule::ScheduleRef> {
+        crate::schedule::ScheduleRef::new(&self.inner.schedule)
     }
     /// How many older events were dropped to keep the log bounded.
     #[getter]

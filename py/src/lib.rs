@@ -8,7 +8,9 @@
 //! operator calls' queries and answers: list, stats, reap), job.rs (`Job`,
 //! `JobInfo`, the `Enqueued` answer), payload.rs (the payload convention
 //! and encodings), errors.rs (error kinds → exception classes), remote.rs
-//! (`connect`, `Server`), stream.rs (a remote queue's PollJobs stream),
+//! (`connect`, `Server`), schedule.rs (the schedule calls' arguments and
+//! answers: `ScheduleInfo`, `RunReport`, `ScheduleRef`, and the store-free
+//! `schedule_next_times`), stream.rs (a remote queue's PollJobs stream),
 //! watch.rs (`wait`, `JobWaiter`), events.rs (`subscribe`: `Subscription`,
 //! `Event`), notify.rs (the notifier thread that hands commits to asyncio),
 //! task.rs (running a call: the GIL released around the core, panics
@@ -27,6 +29,7 @@ mod notify;
 mod payload;
 mod queue;
 mod remote;
+mod schedule;
 mod stream;
 mod task;
 mod watch;
@@ -82,6 +85,16 @@ fn add_limits(m: &Bound<'_, PyModule>) -> PyResult<()> {
         telha_jobs::watch::DEFAULT_EVENT_BUFFER,
     )?;
     m.add("MAX_EVENT_BUFFER", telha_jobs::watch::MAX_EVENT_BUFFER)?;
+    m.add("MAX_SCHEDULE_NAME_LEN", telha_jobs::schedule::MAX_NAME_LEN)?;
+    m.add("MAX_NEXT_TIMES", telha_jobs::schedule::MAX_NEXT_TIMES)?;
+    m.add(
+        "MAX_CATCH_UP_LIMIT",
+        telha_jobs::schedule::MAX_CATCH_UP_LIMIT,
+    )?;
+    m.add(
+        "DEFAULT_MAX_CATCH_UP",
+        telha_jobs::schedule::DEFAULT_MAX_CATCH_UP,
+    )?;
     Ok(())
 }
 
@@ -97,6 +110,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<watch::JobWaiter>()?;
     m.add_class::<events::Event>()?;
     m.add_class::<events::Subscription>()?;
+    m.add_class::<schedule::ScheduleInfo>()?;
+    m.add_class::<schedule::RunReport>()?;
+    m.add_class::<schedule::ScheduleRef>()?;
+    m.add_function(wrap_pyfunction!(schedule::schedule_next_times, m)?)?;
     m.add_function(wrap_pyfunction!(control::encode_progress, m)?)?;
     let shutdown = wrap_pyfunction!(notify::shutdown, m)?;
     m.py()

@@ -17,6 +17,7 @@ use crate::args::completion;
 use crate::errors::invalid;
 use crate::job::{Job, JobInfo};
 use crate::lease::{self, CancelWait};
+use crate::schedule::{self, ScheduleInfo};
 use crate::{admin, args, config, control, job, task};
 
 /// A durable job queue: an embedded store directory (opened, or created),
@@ -550,8 +551,11 @@ impl Queue {
     /// the end) and `.corrupt` (rows skipped because they do not decode).
     /// A page shorter than `limit` has no `next`, except when one call read
     /// its bound of rows first. `after`: a JobInfo, a cursor, or a job id.
-    #[pyo3(signature = (*, state=None, scope=None, kind=None, limit=None, after=None),
-        text_signature = "($self, *, state=None, scope=None, kind=None, limit=100, after=None)")]
+    /// `schedule`: only the jobs that schedule enqueued.
+    #[pyo3(signature = (*, state=None, scope=None, kind=None, limit=None, after=None, schedule=None),
+        text_signature = "($self, *, state=None, scope=None, kind=None, limit=100, after=None, \
+        schedule=None)")]
+    #[allow(clippy::too_many_arguments)]
     fn list(
         &self,
         py: Python<'_>,
@@ -560,10 +564,12 @@ impl Queue {
         kind: Option<&Bound<'_, PyAny>>,
         limit: Option<&Bound<'_, PyAny>>,
         after: Option<&Bound<'_, PyAny>>,
+        schedule: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         task::guard(py, "list", || {
             let q = &*self.store;
-            let query = admin::list_query(py, q, state, scope, kind, limit, after)?;
+            let mut query = admin::list_query(py, q, state, scope, kind, limit, after)?;
+            query.schedule = schedule.map(|s| args::text(s, "schedule")).transpose()?;
             let page = task::run(py, || q.list_full(&query))?;
             admin::list_answer(py, page)
         })
@@ -628,6 +634,66 @@ impl Queue {
             let tls = crate::remote::tls(py, tls_cert, tls_key)?;
             crate::remote::serve(py, q.clone(), listen, token, tls, metrics_listen)
         })
+    }
+
+    /// Create or replace the schedule `name`: a `kind` job (with `payload`,
+    /// as `enqueue` takes it) for every slot of `spec`, exactly one per slot
+    /// (see schedule.rs for the keywords and their checks).
+    #[pyo3(signature = (name, spec, *, kind, **options),
+        text_signature = "($self, name, spec, *, kind, payload=None, timezone=None, anchor=None, \
+        scope=None, priority=None, max_attempts=None, expires_in=None, catch_up='one', \
+        max_catch_up=None, paused=False)")]
+    fn schedule_put(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        spec: &Bound<'_, PyAny>,
+        kind: &Bound<'_, PyAny>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<ScheduleInfo> {
+        task::guard(py, "schedule_put", || {
+            let s = schedule::build(py, name, spec, kind, options)?;
+            schedule::put(py, &*self.store, s)
+        })
+    }
+
+    /// The schedule `name`; `NotFoundError` when there is none.
+    fn schedule_get(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<ScheduleInfo> {
+        task::guard(py, "schedule_get", || {
+            schedule::one(py, &*self.store, "get", name)
+        })
+    }
+
+    /// Every schedule, by name.
+    fn schedule_list(&self, py: Python<'_>) -> PyResult<Vec<ScheduleInfo>> {
+        task::guard(py, "schedule_list", || schedule::list(py, &*self.store))
+    }
+
+    /// Delete the schedule `name` (its jobs stay); `NotFoundError`.
+    fn schedule_delete(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<()> {
+        task::guard(py, "schedule_delete", || {
+            schedule::delete(py, &*self.store, name)
+        })
+    }
+
+    /// Pause the schedule `name`: it enqueues nothing until resumed.
+    fn schedule_pause(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<ScheduleInfo> {
+        task::guard(py, "schedule_pause", || {
+            schedule::one(py, &*self.store, "pause", name)
+        })
+    }
+
+    /// Resume it; the slots that passed while paused are not caught up.
+    fn schedule_resume(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<ScheduleInfo> {
+        task::guard(py, "schedule_resume", || {
+            schedule::one(py, &*self.store, "resume", name)
+        })
+    }
+
+    /// One scheduler pass now: every due slot enqueued (or skipped by its
+    /// catch-up policy). How slots fire when `reaper_interval=0`.
+    fn run_schedules(&self, py: Python<'_>) -> PyResult<schedule::RunReport> {
+        task::guard(py, "run_schedules", || schedule::run(py, &*self.store))
     }
 
     /// Prometheus text exposition of the queue's metrics.

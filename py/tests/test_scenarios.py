@@ -71,6 +71,22 @@ class StepFailed(AssertionError):
     pass
 
 
+# schedule_put's keywords a case gives as they are (the rest are converted).
+SCHEDULE_KEYS = ("timezone", "scope", "priority", "max_attempts", "catch_up", "max_catch_up",
+                 "paused")
+
+
+def schedule_json(i: telha_jobs.ScheduleInfo) -> dict[str, Any]:
+    """A schedule's answer, as the reference runner's ``info_json``."""
+    return {
+        "name": i.name, "spec": i.spec, "timezone": i.timezone, "kind": i.kind,
+        "priority": i.priority, "max_attempts": i.max_attempts, "catch_up": i.catch_up,
+        "max_catch_up": i.max_catch_up, "paused": i.paused, "enqueued": i.enqueued,
+        "skipped": i.skipped, "has_next": i.next_slot is not None,
+        "has_last": i.last_slot is not None, "last_error": i.last_error,
+    }
+
+
 def error_code(e: BaseException) -> str:
     if isinstance(e, telha_jobs.TelhaError):
         return e.code
@@ -160,6 +176,8 @@ class Run:
             "attempts": j.attempts, "max_attempts": j.max_attempts,
             "generation": j.generation, "priority": j.priority, "worker_id": j.worker_id,
             "timeout_ms": None if j.timeout is None else round(j.timeout * 1000),
+            "schedule": None if j.schedule is None else j.schedule.name,
+            "schedule_missed": None if j.schedule is None else j.schedule.missed,
         }
         put_bytes(o, "payload", j.raw_payload)
         return o
@@ -172,6 +190,8 @@ class Run:
             "idempotency_key": i.idempotency_key, "events": [e[1] for e in i.events],
             "cancel_requested": i.cancel_requested, "snoozes": i.snoozes, "paused": i.paused,
             "expires": i.expires_at is not None,
+            "schedule": None if i.schedule is None else i.schedule.name,
+            "schedule_missed": None if i.schedule is None else i.schedule.missed,
         }
         put_bytes(o, "payload", i.raw_payload)
         put_bytes(o, "result", i.raw_result)
@@ -307,8 +327,11 @@ class Run:
         if op == "events":
             return self.events(s)
         if op == "list":
-            kw = {k: s[k] for k in ("state", "scope", "kind") if k in s}
-            return {"jobs": [self.name_of(i.id) for i in self.queue().list(**kw)]}
+            kw = {k: s[k] for k in ("state", "scope", "kind", "schedule") if k in s}
+            page = self.queue().list(**kw)
+            return {"jobs": [self.name_of(i.id) for i in page], "count": len(page)}
+        if op.startswith("schedule_") or op == "run_schedules":
+            return self.schedule_step(op, s)
         if op == "reap":
             return self.queue().reap()
         if op == "stats":
@@ -344,6 +367,42 @@ class Run:
         if op == "release_elsewhere":
             self.stop_holder()
             return None
+        raise StepFailed(f"unknown op {op!r}")
+
+    def schedule_step(self, op: str, s: dict[str, Any]) -> Any:
+        """The schedule ops, as core/tests/scenario_runner/schedules.rs."""
+        q = self.queue()
+        name = "n" * int(s["name_size"]) if "name_size" in s else str(s.get("name", ""))
+        if op == "schedule_put":
+            kw: dict[str, Any] = {k: s[k] for k in SCHEDULE_KEYS if k in s}
+            if "anchor_ms" in s:
+                kw["anchor"] = s["anchor_ms"] / 1000
+            if "expires_in_ms" in s:
+                kw["expires_in"] = s["expires_in_ms"] / 1000
+            payload = str(s.get("payload", "")).encode()
+            return schedule_json(q.schedule_put(name, str(s.get("spec", "")),
+                                                kind=str(s.get("kind", "")), payload=payload, **kw))
+        if op == "schedule_get":
+            return schedule_json(q.schedule_get(name))
+        if op == "schedule_pause":
+            return schedule_json(q.schedule_pause(name))
+        if op == "schedule_resume":
+            return schedule_json(q.schedule_resume(name))
+        if op == "schedule_delete":
+            q.schedule_delete(name)
+            return None
+        if op == "schedule_list":
+            return {"names": [i.name for i in q.schedule_list()]}
+        if op == "run_schedules":
+            r = q.run_schedules()
+            return {"schedules": r.schedules, "enqueued": r.enqueued, "skipped": r.skipped,
+                    "failed": r.failed}
+        if op == "schedule_next":
+            anchor = s["anchor_ms"] / 1000 if "anchor_ms" in s else None
+            times = telha_jobs.schedule_next_times(
+                str(s.get("spec", "")), timezone=s.get("timezone"), anchor=anchor,
+                after=s.get("after_ms", 0) / 1000, n=s.get("n", 5))
+            return {"times": [round(t * 1000) for t in times]}
         raise StepFailed(f"unknown op {op!r}")
 
     def step(self, s: dict[str, Any]) -> None:

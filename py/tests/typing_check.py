@@ -180,3 +180,43 @@ async def async_results(aq: AsyncQueue) -> None:
         one: telha_jobs.Event | None = await sub.next(timeout=0.5)
         print(one, sub.closed)
     await aq.extend([], "w", progress=[])
+
+
+def schedules(q: telha_jobs.Queue) -> None:
+    info: telha_jobs.ScheduleInfo = q.schedule_put(
+        "nightly", "0 3 * * *", kind="compact", payload={"all": True}, timezone="Europe/Lisbon",
+        anchor=datetime.datetime(2026, 1, 1), priority=3, max_attempts=2,
+        expires_in=datetime.timedelta(hours=1), catch_up="all", max_catch_up=limits.MAX_CATCH_UP_LIMIT,
+    )
+    nxt: float | None = info.next_slot
+    policy: str = info.catch_up
+    print(nxt, policy, info.cursor, info.last_job, info.enqueued, info.payload_encoding)
+    every: list[telha_jobs.ScheduleInfo] = q.schedule_list()
+    paused: bool = q.schedule_pause("nightly").paused
+    q.schedule_resume("nightly")
+    try:
+        q.schedule_get("gone")
+    except telha_jobs.NotFoundError:
+        pass
+    q.schedule_delete("nightly")
+    report: telha_jobs.RunReport = q.run_schedules()
+    print(every, paused, report.schedules, report.enqueued, report.skipped, report.failed)
+    times: list[float] = telha_jobs.schedule_next_times("0 9 * * 1", after=0.0, n=limits.MAX_NEXT_TIMES)
+    print(times, telha_jobs.schedule_next_times("every 5m", anchor=60))
+    job = q.lease_next("w")
+    ref: telha_jobs.ScheduleRef | None = job.schedule if job is not None else None
+    if ref is not None:
+        print(ref.name, ref.slot, ref.missed)
+    for j in q.list(schedule="nightly"):
+        print(j.schedule)
+
+
+async def async_schedules(aq: AsyncQueue) -> None:
+    info: telha_jobs.ScheduleInfo = await aq.schedule_put("tick", "every 1m", kind="tick")
+    again: telha_jobs.ScheduleInfo = await aq.schedule_get(info.name)
+    every: list[telha_jobs.ScheduleInfo] = await aq.schedule_list()
+    await aq.schedule_pause("tick")
+    await aq.schedule_resume("tick")
+    report: telha_jobs.RunReport = await aq.run_schedules()
+    await aq.schedule_delete("tick")
+    print(again, every, report, await aq.list(schedule="tick"))

@@ -26,6 +26,9 @@ Producers wait for their jobs (``q.wait(job_id, timeout=30)``,
 (``for event in q.subscribe(kinds="mail")``), and handlers report progress
 (``current_lease().progress({"page": 3})``, carried by the next heartbeat).
 
+Schedules enqueue a job for every slot of a cron or interval spec, exactly
+once per slot: ``q.schedule_put("nightly", "0 3 * * *", kind="compact")``.
+
 Every exception class name ends in ``Error`` (``LeaseLostError``,
 ``NotFoundError``, ...). The old names ``InvalidArgument``, ``NotFound``,
 ``LeaseLost``, ``StoreLocked``, ``QueueClosed`` and ``Permanent`` are
@@ -59,6 +62,9 @@ from ._native import (
     Job,
     JobInfo,
     Queue,
+    RunReport,
+    ScheduleInfo,
+    ScheduleRef,
     Server,
     Subscription,
     __version__,
@@ -67,6 +73,7 @@ from ._native import (
     decode_payload,
     default_store_path,
     encode_payload,
+    schedule_next_times,
 )
 from ._types import CorruptRecord, Enqueued, JobList
 from .worker import Worker
@@ -90,6 +97,9 @@ __all__ = [
     "Queue",
     "QueueClosedError",
     "Retry",
+    "RunReport",
+    "ScheduleInfo",
+    "ScheduleRef",
     "Server",
     "Snooze",
     "StorageError",
@@ -107,6 +117,7 @@ __all__ = [
     "default_store_path",
     "encode_payload",
     "limits",
+    "schedule_next_times",
     # Deprecated aliases of the ...Error classes above (removed in the next release).
     "InvalidArgument",
     "LeaseLost",

@@ -1,5 +1,6 @@
 """Type stubs for the PyO3 extension ``telha_jobs._native``."""
 
+import builtins
 import datetime
 import os
 import uuid
@@ -13,6 +14,7 @@ __all__ = [
     "CancelWait",
     "ConfigKey",
     "DEFAULT_EVENT_BUFFER",
+    "DEFAULT_MAX_CATCH_UP",
     "Event",
     "Job",
     "JobInfo",
@@ -20,6 +22,7 @@ __all__ = [
     "JobWaiter",
     "LIST_SCAN_BUDGET",
     "MAX_BATCH",
+    "MAX_CATCH_UP_LIMIT",
     "MAX_DURATION",
     "MAX_EVENT_BUFFER",
     "MAX_IDEMPOTENCY_KEY_LEN",
@@ -27,11 +30,16 @@ __all__ = [
     "MAX_INSTANT_MS",
     "MAX_KIND_LEN",
     "MAX_LIST_LIMIT",
+    "MAX_NEXT_TIMES",
     "MAX_PAYLOAD_BYTES_LIMIT",
     "MAX_PROGRESS_BYTES",
+    "MAX_SCHEDULE_NAME_LEN",
     "MAX_WORKER_ID_LEN",
     "PRIORITY_DEFAULT",
     "Queue",
+    "RunReport",
+    "ScheduleInfo",
+    "ScheduleRef",
     "Server",
     "Subscription",
     "__version__",
@@ -44,6 +52,7 @@ __all__ = [
     "decode_payload",
     "default_store_path",
     "encode_payload",
+    "schedule_next_times",
 ]
 
 __version__: str
@@ -63,10 +72,15 @@ PRIORITY_DEFAULT: int
 MAX_PROGRESS_BYTES: int
 DEFAULT_EVENT_BUFFER: int
 MAX_EVENT_BUFFER: int
+MAX_SCHEDULE_NAME_LEN: int
+MAX_NEXT_TIMES: int
+MAX_CATCH_UP_LIMIT: int
+DEFAULT_MAX_CATCH_UP: int
 
 _State = Literal["pending", "leased", "completed", "failed", "dead", "cancelled"]
 _ExtendAnswer = Literal["renewed", "lost", "cancelled"]
 _Encoding = Literal["unknown", "bytes", "value"]
+_CatchUp = Literal["skip", "one", "all"]
 _KeyType = Literal["duration", "retention", "count", "factor", "flag"]
 _Seconds = float | int | datetime.timedelta
 # A retention: seconds or a timedelta, or False / math.inf to keep forever.
@@ -167,6 +181,119 @@ def decode_payload(data: bytes) -> Any:
     """The value when ``data`` follows the convention, else ``data``
     (how a row that recorded no encoding is read)."""
 
+def schedule_next_times(
+    spec: str,
+    *,
+    timezone: str | None = None,
+    anchor: _Instant | None = None,
+    after: _Instant | None = None,
+    n: int = 5,
+) -> list[float]:
+    """The next ``n`` (0 to 1,000) fire times of ``spec`` strictly after
+    ``after`` (default now), in seconds since the epoch; fewer when the spec
+    stops firing. No store. InvalidArgumentError for a bad spec, an unknown
+    ``timezone``, a zone on an interval or ``n`` over 1,000."""
+
+@final
+class ScheduleRef:
+    """Which schedule enqueued a job, for which slot (``Job.schedule``,
+    ``JobInfo.schedule``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def slot(self) -> float:
+        """The slot, seconds since the epoch."""
+    @property
+    def missed(self) -> int:
+        """How many earlier missed slots this job stands for (catch-up "one")."""
+
+@final
+class RunReport:
+    """What one scheduler pass did (``Queue.run_schedules``)."""
+
+    @property
+    def schedules(self) -> int:
+        """Schedules that had due slots."""
+    @property
+    def enqueued(self) -> int:
+        """Jobs enqueued."""
+    @property
+    def skipped(self) -> int:
+        """Slots skipped by catch-up."""
+    @property
+    def failed(self) -> int:
+        """Slots whose job could not be enqueued (see ``ScheduleInfo.last_error``)."""
+
+@final
+class ScheduleInfo:
+    """A schedule as the store holds it: what was put, and what it has
+    done. Instants are float seconds since the epoch."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def spec(self) -> str: ...
+    @property
+    def timezone(self) -> str | None:
+        """The IANA zone a cron spec is read in; None is UTC."""
+    @property
+    def anchor(self) -> float | None:
+        """An interval's grid origin; None is the epoch."""
+    @property
+    def kind(self) -> str: ...
+    @property
+    def payload(self) -> Any:
+        """Each job's payload as given (as ``JobInfo.payload``)."""
+    @property
+    def raw_payload(self) -> bytes: ...
+    @property
+    def payload_encoding(self) -> _Encoding: ...
+    @property
+    def scope(self) -> str | None:
+        """Each job's scope; None is the system scope."""
+    @property
+    def priority(self) -> int | None: ...
+    @property
+    def max_attempts(self) -> int | None: ...
+    @property
+    def expires_in(self) -> float | None:
+        """Each job expires this many seconds after its slot if not started."""
+    @property
+    def catch_up(self) -> _CatchUp: ...
+    @property
+    def max_catch_up(self) -> int | None:
+        """The most jobs "all" enqueues for missed slots; None is 100."""
+    @property
+    def paused(self) -> bool: ...
+    @property
+    def created_at(self) -> float: ...
+    @property
+    def updated_at(self) -> float: ...
+    @property
+    def cursor(self) -> float:
+        """Every slot at or before this instant has been dealt with."""
+    @property
+    def last_slot(self) -> float | None:
+        """The latest slot a job was enqueued for."""
+    @property
+    def last_job(self) -> str | None:
+        """That job's id."""
+    @property
+    def last_fired_at(self) -> float | None:
+        """When that job was enqueued."""
+    @property
+    def next_slot(self) -> float | None:
+        """The next slot it will enqueue; None: never again, or paused."""
+    @property
+    def enqueued(self) -> int: ...
+    @property
+    def skipped(self) -> int:
+        """Slots that got no job of their own (catch-up)."""
+    @property
+    def last_error(self) -> str | None:
+        """Why the latest slot could not be enqueued, if it could not."""
+
 @final
 class CancelWait:
     """Ends the wait of the lease calls it is passed to, from any thread."""
@@ -213,6 +340,9 @@ class Job:
     def priority(self) -> int: ...
     @property
     def worker_id(self) -> str: ...
+    @property
+    def schedule(self) -> ScheduleRef | None:
+        """The schedule and slot that enqueued it, or None."""
     @property
     def token(self) -> str: ...
 
@@ -284,6 +414,9 @@ class JobInfo:
         (decoded by the payload convention), or None."""
     @property
     def raw_progress(self) -> bytes | None: ...
+    @property
+    def schedule(self) -> ScheduleRef | None:
+        """The schedule and slot that enqueued it, or None."""
 
 @final
 class Event:
@@ -545,10 +678,12 @@ class Queue:
         kind: str | None = None,
         limit: int = 100,
         after: JobInfo | _IdArg | None = None,
+        schedule: str | None = None,
     ) -> JobList:
         """Up to ``limit`` jobs, 1 to ``limits.MAX_LIST_LIMIT`` (10,000);
         ``.next`` is the cursor for ``after`` (None at the end), ``.corrupt``
-        the rows skipped. ``after``: a JobInfo, a cursor or a job id."""
+        the rows skipped. ``after``: a JobInfo, a cursor or a job id;
+        ``schedule``: only the jobs that schedule enqueued."""
     def reap(self) -> dict[str, int]: ...
     def serve(
         self,
@@ -563,6 +698,39 @@ class Queue:
     def purge(self, state: _State, before: _Instant) -> int: ...
     def stats(self) -> dict[str, dict[str, Any]]: ...
     def metrics(self) -> str: ...
+    def schedule_put(
+        self,
+        name: str,
+        spec: str,
+        *,
+        kind: str,
+        payload: Any = None,
+        timezone: str | None = None,
+        anchor: _Instant | None = None,
+        scope: _ScopeArg | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        expires_in: _Seconds | None = None,
+        catch_up: _CatchUp = "one",
+        max_catch_up: int | None = None,
+        paused: bool = False,
+    ) -> ScheduleInfo:
+        """Create or replace the schedule ``name``: a ``kind`` job (payload
+        as ``enqueue`` takes it) for every slot of ``spec`` (``"0 3 * * *"``,
+        6 fields with seconds first, ``"@daily"``, ``"every 5m"``), exactly
+        one per slot. Every bad input is InvalidArgumentError, here."""
+    def schedule_get(self, name: str) -> ScheduleInfo:
+        """NotFoundError when there is no such schedule."""
+    def schedule_list(self) -> builtins.list[ScheduleInfo]:
+        """Every schedule, by name."""
+    def schedule_delete(self, name: str) -> None:
+        """Delete the schedule (its jobs stay); NotFoundError."""
+    def schedule_pause(self, name: str) -> ScheduleInfo:
+        """It enqueues nothing until resumed; NotFoundError."""
+    def schedule_resume(self, name: str) -> ScheduleInfo:
+        """Slots that passed while paused are not caught up; NotFoundError."""
+    def run_schedules(self) -> RunReport:
+        """One scheduler pass now (how slots fire with ``reaper_interval=0``)."""
 
 @final
 class JobStream:

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
 from ._aio_events import AsyncSubscription, wait
+from ._aio_schedules import _AsyncSchedules
 from ._errors import CancelledError, LeaseLostError, QueueClosedError, TelhaError
 from ._lease import Lease, _current
 from ._native import CancelWait, Job, JobInfo, Queue, connect
@@ -42,7 +43,7 @@ log = logging.getLogger("telha_jobs")
 T = TypeVar("T")
 
 
-class AsyncQueue:
+class AsyncQueue(_AsyncSchedules):
     """The :class:`~telha_jobs.Queue` API as coroutines. Open one with
     ``await AsyncQueue.open(path, **settings)`` or wrap an open Queue with
     ``AsyncQueue(queue)``. An ``async with`` block closes it."""

@@ -25,14 +25,22 @@ the core's milliseconds where the core states them so.
   refuse a larger one with ``InvalidArgumentError``.
 - ``DEFAULT_EVENT_BUFFER`` / ``MAX_EVENT_BUFFER``: a subscription's
   ``buffer`` by default (10,000 events) and at most (1,000,000).
+- ``MAX_SCHEDULE_NAME_LEN``: the longest schedule name, in bytes (200).
+- ``MAX_NEXT_TIMES``: the most fire times one ``schedule_next_times`` call
+  answers (1,000).
+- ``DEFAULT_MAX_CATCH_UP`` / ``MAX_CATCH_UP_LIMIT``: the jobs the ``"all"``
+  catch-up policy enqueues for missed slots at once, by default (100) and
+  at most (``max_catch_up``, 10,000).
 """
 
 from __future__ import annotations
 
 from ._native import (
     DEFAULT_EVENT_BUFFER,
+    DEFAULT_MAX_CATCH_UP,
     LIST_SCAN_BUDGET,
     MAX_BATCH,
+    MAX_CATCH_UP_LIMIT,
     MAX_DURATION,
     MAX_EVENT_BUFFER,
     MAX_IDEMPOTENCY_KEY_LEN,
@@ -40,16 +48,20 @@ from ._native import (
     MAX_INSTANT_MS,
     MAX_KIND_LEN,
     MAX_LIST_LIMIT,
+    MAX_NEXT_TIMES,
     MAX_PAYLOAD_BYTES_LIMIT,
     MAX_PROGRESS_BYTES,
+    MAX_SCHEDULE_NAME_LEN,
     MAX_WORKER_ID_LEN,
     PRIORITY_DEFAULT,
 )
 
 __all__ = [
     "DEFAULT_EVENT_BUFFER",
+    "DEFAULT_MAX_CATCH_UP",
     "LIST_SCAN_BUDGET",
     "MAX_BATCH",
+    "MAX_CATCH_UP_LIMIT",
     "MAX_DURATION",
     "MAX_EVENT_BUFFER",
     "MAX_IDEMPOTENCY_KEY_LEN",
@@ -57,8 +69,10 @@ __all__ = [
     "MAX_INSTANT_MS",
     "MAX_KIND_LEN",
     "MAX_LIST_LIMIT",
+    "MAX_NEXT_TIMES",
     "MAX_PAYLOAD_BYTES_LIMIT",
     "MAX_PROGRESS_BYTES",
+    "MAX_SCHEDULE_NAME_LEN",
     "MAX_WORKER_ID_LEN",
     "PRIORITY_DEFAULT",
 ]
