@@ -187,6 +187,29 @@ export declare class NativeQueue {
   /** Serve this embedded queue over gRPC from this process. */
   serve(options?: NativeServeOptions | undefined | null): Promise<NativeServer>
   /**
+   * Create or replace the schedule `options.name`; `payload` is each
+   * job's payload (the enqueue convention).
+   */
+  schedulePut(options: NativeScheduleOptions, payload: unknown): Promise<ScheduleInfo>
+  /** The schedule `name`; `NOT_FOUND` when there is none. */
+  scheduleGet(name: string): Promise<ScheduleInfo>
+  /** Every schedule, by name. */
+  scheduleList(): Promise<ScheduleInfo[]>
+  /**
+   * Remove the schedule `name` (its jobs stay); `NOT_FOUND` when there
+   * is none.
+   */
+  scheduleDelete(name: string): Promise<void>
+  /** Pause the schedule `name` (idempotent); `NOT_FOUND` when there is none. */
+  schedulePause(name: string): Promise<ScheduleInfo>
+  /**
+   * Resume the schedule `name` from now (no catch-up of the paused
+   * time); `NOT_FOUND` when there is none.
+   */
+  scheduleResume(name: string): Promise<ScheduleInfo>
+  /** One scheduler pass now: enqueue every due slot. */
+  runSchedules(): Promise<RunReport>
+  /**
    * Watch job `id` (`NOT_FOUND` for no such job, `INVALID_ARGUMENT` for
    * a malformed id, `CLOSED`): `onDone` is called once, on the JS
    * thread, when the job is terminal (completed, dead, cancelled), gone,
@@ -426,6 +449,11 @@ export interface Job {
    * and fails the job retryably.
    */
   timeoutMs: number | null
+  /**
+   * The schedule that enqueued it and for which slot, or null for a job
+   * enqueued by a call.
+   */
+  schedule: ScheduleRef | null
 }
 
 /** One entry of a job's event log. */
@@ -533,6 +561,11 @@ export interface JobInfo {
   progress: unknown
   /** The stored progress bytes, or null. */
   progressBytes: Buffer | null
+  /**
+   * The schedule that enqueued it and for which slot (`list({ schedule
+   * })` filters by its name), or null for a job enqueued by a call.
+   */
+  schedule: ScheduleRef | null
 }
 
 /**
@@ -544,7 +577,9 @@ export interface JobInfo {
  * workerId, payloadEncoding) as indices into `strings`, [`LeasedBatch::REFS`] per job, the batch's
  * distinct values (usually four); every payload in one `Buffer`; and the
  * payloads read as values by index (holes where a payload reads as its
- * bytes). lib/telha.js assembles the `Job` objects.
+ * bytes), and the schedules of the jobs a schedule enqueued, each with its
+ * job's index (absent when none was). lib/telha.js assembles the `Job`
+ * objects.
  */
 export interface LeasedBatch {
   ids: string
@@ -553,6 +588,16 @@ export interface LeasedBatch {
   strings: Array<string>
   payloads: Buffer
   decoded: unknown[]
+  schedules?: Array<LeasedSchedule>
+}
+
+/** The schedule of job `at` of a [`LeasedBatch`] (its `Job.schedule`). */
+export interface LeasedSchedule {
+  /** The job's index in the batch. */
+  at: number
+  name: string
+  slot: number
+  missed: number
 }
 
 /** The core's limits. */
@@ -639,6 +684,26 @@ export interface NativeListOptions {
   kind?: string
   limit?: number
   after?: string
+  schedule?: string
+}
+
+/**
+ * A schedule as lib/telha.js passes it to `schedulePut` (types checked
+ * there; `anchor` already a number; the payload crosses beside it).
+ */
+export interface NativeScheduleOptions {
+  name: string
+  spec: string
+  kind: string
+  timezone?: string
+  anchor?: number
+  scope?: string
+  priority?: number
+  maxAttempts?: number
+  expiresInMs?: number
+  catchUp?: string
+  maxCatchUp?: number
+  paused?: boolean
 }
 
 /** Options of `NativeQueue.serve`. */
@@ -678,6 +743,106 @@ export interface ReapReport {
   expiredUnstarted: number
   /** Records skipped because they did not decode. */
   corrupt: Array<CorruptRecord>
+}
+
+/** What one scheduler pass did (`runSchedules`). */
+export interface RunReport {
+  /** Schedules that had due slots. */
+  schedules: number
+  /** Jobs enqueued. */
+  enqueued: number
+  /** Slots skipped by catch-up. */
+  skipped: number
+  /** Slots whose job could not be enqueued (see `ScheduleInfo.lastError`). */
+  failed: number
+}
+
+/**
+ * A schedule as the store holds it: what was put, and what it has done
+ * (`schedulePut`, `scheduleGet`, `scheduleList`, `schedulePause`,
+ * `scheduleResume`). Times are ms since the epoch; unset fields are null.
+ */
+export interface ScheduleInfo {
+  /** Unique within the store (1 to 200 bytes). */
+  name: string
+  /**
+   * The spec: `'0 3 * * *'`, `'*\/10 * * * * *'` (seconds first),
+   * `'@daily'` or `'every 5m'`.
+   */
+  spec: string
+  /** The IANA time zone a cron spec is read in; null: UTC. */
+  timezone: string | null
+  /** An interval's grid: slots at `anchor + k × interval`; null: the epoch. */
+  anchor: number | null
+  /** The kind of each job. */
+  kind: string
+  /** The payload of each job, read as in `JobInfo.payload`. */
+  payload: unknown
+  /** The stored payload bytes. */
+  payloadBytes: Buffer
+  /** How the payload was given (`'bytes'`, `'value'`, `'unknown'`). */
+  payloadEncoding: 'unknown' | 'bytes' | 'value'
+  /** The scope of each job; null: the system scope. */
+  scope: string | null
+  /** The priority of each job; null: the default. */
+  priority: number | null
+  /** Each job's attempt ceiling; null: its kind's or the store's. */
+  maxAttempts: number | null
+  /**
+   * Each job expires this long after its slot if no worker started it
+   * (ms); null: never.
+   */
+  expiresInMs: number | null
+  /** What happens to slots missed while nothing ran the scheduler. */
+  catchUp: 'skip' | 'one' | 'all'
+  /** The most jobs `'all'` enqueues for missed slots at once; null: 100. */
+  maxCatchUp: number | null
+  /** A paused schedule enqueues nothing (and does not catch up on resume). */
+  paused: boolean
+  /** When it was created. */
+  createdAt: number
+  /** When it was last put, paused or resumed. */
+  updatedAt: number
+  /** Every slot at or before this instant has been dealt with. */
+  cursor: number
+  /** The latest slot a job was enqueued for, or null. */
+  lastSlot: number | null
+  /** That job's id, or null. */
+  lastJob: string | null
+  /** When that job was enqueued, or null. */
+  lastFiredAt: number | null
+  /** The next slot it will enqueue (kept while paused); null: never again. */
+  nextSlot: number | null
+  /** Jobs enqueued so far. */
+  enqueued: number
+  /** Slots that got no job of their own (catch-up). */
+  skipped: number
+  /** Why the latest slot could not be enqueued, or null. */
+  lastError: string | null
+}
+
+/**
+ * The next `n` (default 5, at most 1000) times `spec` fires after `after`
+ * (ms since the epoch; default now), in ms since the epoch, without a
+ * store: fewer when the spec stops firing. `INVALID_ARGUMENT` for a spec,
+ * zone or anchor `schedulePut` would refuse.
+ */
+export declare function scheduleNextTimes(spec: string, timezone?: string | undefined | null, anchor?: number | undefined | null, after?: number | undefined | null, n?: number | undefined | null): Array<number>
+
+/**
+ * Which schedule enqueued a job, for which slot (`Job.schedule`,
+ * `JobInfo.schedule`).
+ */
+export interface ScheduleRef {
+  /** The schedule's name. */
+  name: string
+  /** The slot the job was enqueued for, ms since the epoch. */
+  slot: number
+  /**
+   * How many earlier missed slots this job stands for (the `'one'`
+   * catch-up policy); 0 for a slot run on its own.
+   */
+  missed: number
 }
 
 /** Job counts per state. */

@@ -847,3 +847,4 @@ module.exports.decodePayload = nativeBinding.decodePayload
 module.exports.encodePayload = nativeBinding.encodePayload
 module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.limits = nativeBinding.limits
+module.exports.scheduleNextTimes = nativeBinding.scheduleNextTimes

@@ -19,6 +19,7 @@ import type {
   SubscriptionEvent
 } from '../index'
 import type { Subscription, QueueEvents, WaitOptions, EnqueueAndWaitOptions, SubscribeFilter } from './events'
+import type { ScheduleInfo, RunReport, ScheduleOptions } from './schedules'
 
 export type { Job, JobInfo, JobEvent, ListPage, ReapReport, Stats, StateCounts, CorruptRecord, Enqueued, ConfigKey, Limits, CancelReport, Paused, SubscriptionEvent }
 
@@ -279,6 +280,8 @@ export interface ListOptions {
   limit?: number
   /** The previous page's `next`. */
   after?: string
+  /** Only the jobs the schedule of this name enqueued (`JobInfo.schedule.name`; an empty name is `INVALID_ARGUMENT`). */
+  schedule?: string
 }
 
 /** Options of {@link Queue.connect}. */
@@ -530,6 +533,31 @@ export declare class Queue {
    * `after` for the following page, or any job's `cursor` to list after it.
    */
   list(options?: ListOptions): Promise<ListPage>
+  /**
+   * Create or replace a schedule: from now on each of its slots enqueues
+   * exactly one job (idempotency key `schedule:<name>:<slot ms>`; the job's
+   * `schedule` names it). Every bad input (spec, zone, name, kind, numbers,
+   * catch-up policy, a spec that never fires) is `INVALID_ARGUMENT` here,
+   * never at fire time. A store with a reaper fires its schedules by itself;
+   * with `reaperIntervalMs: 0`, {@link Queue.runSchedules} does.
+   *
+   * ```js
+   * await q.schedulePut({ name: 'nightly', spec: '30 2 * * *', timezone: 'Europe/Lisbon', kind: 'compact', payload: { all: true } })
+   * ```
+   */
+  schedulePut(options: ScheduleOptions): Promise<ScheduleInfo>
+  /** The schedule of this name; `NOT_FOUND` when there is none. */
+  scheduleGet(name: string): Promise<ScheduleInfo>
+  /** Every schedule, by name. */
+  scheduleList(): Promise<ScheduleInfo[]>
+  /** Remove a schedule (the jobs it enqueued stay); `NOT_FOUND` when there is none. */
+  scheduleDelete(name: string): Promise<void>
+  /** Pause a schedule (idempotent): it enqueues nothing until resumed; `NOT_FOUND` when there is none. */
+  schedulePause(name: string): Promise<ScheduleInfo>
+  /** Resume a schedule from now: the slots that passed while paused are not caught up; `NOT_FOUND` when there is none. */
+  scheduleResume(name: string): Promise<ScheduleInfo>
+  /** One scheduler pass now: enqueue every due slot (what the background scheduler does). */
+  runSchedules(): Promise<RunReport>
   /** Run one reaper pass now: expire leases, prune completed jobs past their retention. */
   reap(): Promise<ReapReport>
   /** Exact counts per kind and state (never a scan). */
@@ -545,6 +573,8 @@ export { Worker, Permanent, Snooze, Retry } from './worker'
 export type { HandlerContext, Handler, WorkerOptions } from './worker'
 export { Subscription, QueueEvents } from './events'
 export type { WaitOptions, EnqueueAndWaitOptions, SubscribeFilter, NextOptions, Transition, QueueEvent, QueueEventMap } from './events'
+export { scheduleNextTimes } from './schedules'
+export type { ScheduleInfo, ScheduleRef, RunReport, ScheduleOptions, NextTimesOptions, CatchUp } from './schedules'
 
 /** The core's table of settable keys, each with its {@link OpenOptions} name (`name`). */
 export declare function configKeys(): ConfigKey[]

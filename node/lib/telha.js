@@ -12,6 +12,8 @@ const { WAIT_KEYS, abortError, waitOptions, waitFor, Subscription, QueueEvents, 
 const {
   LIMITS, typeError, invalidArgument, options, str, optStr, optNum, optBool, strList, token
 } = require('./check.js')
+const { tokens, jobsFrom } = require('./batch.js')
+const { putArgs, scheduleNextTimes, scheduleName } = require('./schedules.js')
 
 /** The stable error codes, in the core's order. */
 const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c, c])))
@@ -19,7 +21,7 @@ const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) =
 const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt'])
 const ITEM_KEYS = new Set(['kind', 'payload', ...ENQUEUE_KEYS])
 const LEASE_KEYS = new Set(['kinds', 'scope', 'waitMs', 'signal'])
-const LIST_KEYS = new Set(['state', 'scope', 'kind', 'limit', 'after'])
+const LIST_KEYS = new Set(['state', 'scope', 'kind', 'limit', 'after', 'schedule'])
 const FAIL_KEYS = new Set(['retryable', 'retryInMs'])
 const CANCEL_KEYS = new Set(['reason'])
 const CANCEL_MANY_KEYS = new Set(['kind', 'scope', 'state', 'reason'])
@@ -155,63 +157,6 @@ function leaseFilters (o) {
     kinds: o.kinds === undefined || o.kinds === null ? undefined : strList(o.kinds, 'kinds'),
     scopes: o.scope === undefined || o.scope === null ? undefined : strList(o.scope, 'scope')
   }
-}
-
-/** Lease tokens as the native side takes them: ids joined with ',', generations in a Float64Array. */
-function tokens (jobs, name) {
-  if (!Array.isArray(jobs)) throw typeError(`${name} must be an array of leased jobs`)
-  const ids = new Array(jobs.length)
-  const gens = new Float64Array(jobs.length)
-  for (let i = 0; i < jobs.length; i++) {
-    const t = token(jobs[i], `${name}[${i}]`)
-    ids[i] = t.id
-    gens[i] = t.generation
-  }
-  return { ids: ids.join(','), gens, count: jobs.length }
-}
-
-/** Numbers per job in a native `LeasedBatch`'s `nums` (batch.rs: `LeasedBatch::FIELDS`). */
-const FIELDS = 8
-/** Indices into `strings` per job in `refs` (batch.rs: `LeasedBatch::REFS`). */
-const REFS = 4
-
-/**
- * The `Job` objects of a native `LeasedBatch`: ids joined with ',', the
- * numbers in one Float64Array, kind / scope / workerId / payloadEncoding as
- * indices into a table of the batch's distinct strings, one payload
- * Buffer, and the payloads that read as values.
- */
-function jobsFrom (batch) {
-  const { ids: joined, nums, refs, strings, payloads, decoded } = batch
-  if (joined.length === 0) return []
-  const ids = joined.split(',')
-  const jobs = new Array(ids.length)
-  let off = 0
-  for (let i = 0; i < ids.length; i++) {
-    const k = i * FIELDS
-    const r = i * REFS
-    const end = off + nums[k + 5]
-    const bytes = payloads.subarray(off, end)
-    off = end
-    const value = decoded[i]
-    jobs[i] = {
-      id: ids[i],
-      kind: strings[refs[r]],
-      scope: strings[refs[r + 1]],
-      payload: value === undefined ? bytes : value,
-      payloadBytes: bytes,
-      payloadEncoding: strings[refs[r + 3]],
-      attempts: nums[k],
-      maxAttempts: nums[k + 1],
-      generation: nums[k + 2],
-      deadline: nums[k + 3],
-      leaseTtlMs: nums[k + 6],
-      timeoutMs: Number.isNaN(nums[k + 7]) ? null : nums[k + 7],
-      priority: nums[k + 4],
-      workerId: strings[refs[r + 2]]
-    }
-  }
-  return jobs
 }
 
 /** `{ kind }` or `{ scope }`: what pause and resume name (the native side checks exactly one). */
@@ -555,12 +500,22 @@ class Queue {
       scope: optStr(o.scope, 'scope'),
       kind: optStr(o.kind, 'kind'),
       limit: optNum(o.limit, 'limit'),
-      after: optStr(o.after, 'after')
+      after: optStr(o.after, 'after'),
+      schedule: optStr(o.schedule, 'schedule')
     })
     // `next` is null at the end, as documented (napi leaves a None out).
     page.next ??= null
     return page
   }
+
+  // Schedules (schedules.js checks the options; the core the rest).
+  async schedulePut (opts) { return this.#native.schedulePut(...putArgs(opts)) }
+  async scheduleGet (name) { return this.#native.scheduleGet(scheduleName(name)) }
+  async scheduleList () { return this.#native.scheduleList() }
+  async scheduleDelete (name) { await this.#native.scheduleDelete(scheduleName(name)) }
+  async schedulePause (name) { return this.#native.schedulePause(scheduleName(name)) }
+  async scheduleResume (name) { return this.#native.scheduleResume(scheduleName(name)) }
+  async runSchedules () { return this.#native.runSchedules() }
 
   async reap () { return this.#native.reap() }
   async stats () { return this.#native.stats() }
@@ -579,6 +534,7 @@ module.exports = {
   ErrorCode,
   limits: LIMITS,
   configKeys: () => native.configKeys(),
+  scheduleNextTimes,
   encodePayload: (value) => native.encodePayload(value),
   /** Not API (bench/lag.js): counters of the calls run on the event loop since `require`. */
   __loopStats: () => ({ ...loopStats }),

@@ -22,6 +22,7 @@ pub struct NativeListOptions {
     pub kind: Option<String>,
     pub limit: Option<f64>,
     pub after: Option<String>,
+    pub schedule: Option<String>,
 }
 
 fn list_query(o: Option<NativeListOptions>) -> Result<ListQuery, Failure> {
@@ -34,6 +35,7 @@ fn list_query(o: Option<NativeListOptions>) -> Result<ListQuery, Failure> {
             q.limit = list_limit(l, "limit")?;
         }
         q.after = o.after;
+        q.schedule = o.schedule;
     }
     Ok(q)
 }

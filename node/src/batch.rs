@@ -45,7 +45,9 @@ impl EnqueuedBatch {
 /// workerId, payloadEncoding) as indices into `strings`, [`LeasedBatch::REFS`] per job, the batch's
 /// distinct values (usually four); every payload in one `Buffer`; and the
 /// payloads read as values by index (holes where a payload reads as its
-/// bytes). lib/telha.js assembles the `Job` objects.
+/// bytes), and the schedules of the jobs a schedule enqueued, each with its
+/// job's index (absent when none was). lib/telha.js assembles the `Job`
+/// objects.
 #[napi(object, object_from_js = false)]
 pub struct LeasedBatch {
     pub ids: String,
@@ -58,6 +60,17 @@ pub struct LeasedBatch {
     pub payloads: Bytes,
     #[napi(ts_type = "unknown[]")]
     pub decoded: Decoded,
+    pub schedules: Option<Vec<LeasedSchedule>>,
+}
+
+/// The schedule of job `at` of a [`LeasedBatch`] (its `Job.schedule`).
+#[napi(object, object_from_js = false)]
+pub struct LeasedSchedule {
+    /// The job's index in the batch.
+    pub at: u32,
+    pub name: String,
+    pub slot: f64,
+    pub missed: f64,
 }
 
 impl LeasedBatch {
@@ -75,6 +88,7 @@ impl LeasedBatch {
         let mut strings: Vec<String> = Vec::new();
         let mut payloads = Vec::with_capacity(jobs.iter().map(|j| j.payload.len()).sum());
         let mut decoded = Vec::with_capacity(jobs.len());
+        let mut schedules: Option<Vec<LeasedSchedule>> = None;
         let mut scope = String::new();
         for (i, j) in jobs.into_iter().enumerate() {
             if i > 0 {
@@ -110,6 +124,14 @@ impl LeasedBatch {
                 };
                 refs.push(at as u32);
             }
+            if let Some(r) = j.schedule {
+                schedules.get_or_insert_with(Vec::new).push(LeasedSchedule {
+                    at: i as u32,
+                    name: r.name,
+                    slot: time(r.slot),
+                    missed: count(r.missed),
+                });
+            }
             decoded.push(telha_jobs::payload::read(&j.payload, j.payload_encoding));
             payloads.extend_from_slice(&j.payload);
         }
@@ -120,6 +142,7 @@ impl LeasedBatch {
             strings,
             payloads: Bytes(payloads),
             decoded: Decoded(decoded),
+            schedules,
         }
     }
 }

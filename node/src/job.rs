@@ -14,6 +14,7 @@ use telha_jobs::Encoding;
 use crate::args::MAX_SAFE;
 use crate::control::Paused;
 use crate::payload::{Bytes, OrNull, Payload};
+use crate::schedule::ScheduleRef;
 
 /// A stored time for JS: at most [`MAX_INSTANT_MS`], exact in a double.
 pub fn time(t: u64) -> f64 {
@@ -81,6 +82,10 @@ pub struct Job {
     /// and fails the job retryably.
     #[napi(ts_type = "number | null")]
     pub timeout_ms: f64,
+    /// The schedule that enqueued it and for which slot, or null for a job
+    /// enqueued by a call.
+    #[napi(ts_type = "ScheduleRef | null")]
+    pub schedule: OrNull<ScheduleRef>,
 }
 
 /// One entry of a job's event log.
@@ -181,6 +186,10 @@ pub struct JobInfo {
     /// The stored progress bytes, or null.
     #[napi(ts_type = "Buffer | null")]
     pub progress_bytes: OrNull<Bytes>,
+    /// The schedule that enqueued it and for which slot (`list({ schedule
+    /// })` filters by its name), or null for a job enqueued by a call.
+    #[napi(ts_type = "ScheduleRef | null")]
+    pub schedule: OrNull<ScheduleRef>,
 }
 
 impl JobInfo {
@@ -224,6 +233,7 @@ impl JobInfo {
             paused: j.paused,
             progress_bytes: OrNull(j.progress.clone().map(Bytes)),
             progress: OrNull(j.progress.map(|p| Payload::new(p, Encoding::Unknown))),
+            schedule: OrNull(j.schedule.map(ScheduleRef::from_core)),
         }
     }
 }

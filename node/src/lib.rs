@@ -10,7 +10,8 @@
 //! core's key table), `args.rs` (JS arguments -> checked core values),
 //! `job.rs` (what comes back), `batch.rs` (batches crossing in a few
 //! values), `payload.rs` (JS values <-> `telha_jobs::payload`),
-//! `errors.rs` (one table from `ErrorKind` to JS `code`s), `task.rs` (how
+//! `errors.rs` (one table from `ErrorKind` to JS `code`s), `schedule.rs`
+//! (schedules: put, get, list, pause, run, next times), `task.rs` (how
 //! a call runs, and its panic boundary), `watch.rs` (waiting for a job) and
 //! `events.rs` (subscriptions to committed transitions).
 
@@ -28,6 +29,7 @@ mod now;
 mod payload;
 mod queue;
 mod remote;
+mod schedule;
 mod task;
 mod watch;
 
@@ -94,6 +96,24 @@ pub fn limits() -> Limits {
         max_instant_ms: limits::MAX_INSTANT_MS as f64,
         max_duration_ms: limits::MAX_DURATION.as_millis() as f64,
     }
+}
+
+/// The next `n` (default 5, at most 1000) times `spec` fires after `after`
+/// (ms since the epoch; default now), in ms since the epoch, without a
+/// store: fewer when the spec stops firing. `INVALID_ARGUMENT` for a spec,
+/// zone or anchor `schedulePut` would refuse.
+#[napi]
+pub fn schedule_next_times(
+    env: Env,
+    spec: String,
+    timezone: Option<String>,
+    anchor: Option<f64>,
+    after: Option<f64>,
+    n: Option<f64>,
+) -> napi::Result<Vec<f64>> {
+    guard(&env, "scheduleNextTimes", || {
+        schedule::next_times_js(&spec, timezone.as_deref(), anchor, after, n)
+    })
 }
 
 /// Encode a plain value with the cross-language payload convention (a

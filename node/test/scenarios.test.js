@@ -12,7 +12,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { spawn } = require('node:child_process')
-const { Queue, configKeys } = require('..')
+const { Queue, configKeys, scheduleNextTimes } = require('..')
 
 const KEYS = configKeys()
 
@@ -77,6 +77,36 @@ function bytesArg (s, name) {
 function putBytes (o, name, b) {
   o[name] = b == null ? null : b.toString('utf8')
   o[`${name}_size`] = b == null ? null : b.length
+}
+
+/** A job's schedule in a `get` / `lease` answer. */
+function scheduleJson (r) {
+  return { schedule: r ? r.name : null, schedule_missed: r ? r.missed : null }
+}
+
+/** `name`, or `name_size` that many `n`s. */
+function scheduleName (s) {
+  return 'name_size' in s ? 'n'.repeat(s.name_size) : String(s.name ?? '')
+}
+
+/** A `schedule_put` step's schedule, as `schedulePut` takes it. */
+function scheduleOptions (s) {
+  const o = { name: scheduleName(s), spec: s.spec ?? '', kind: s.kind ?? '', payload: Buffer.from(String(s.payload ?? ''), 'utf8') }
+  const names = {
+    timezone: 'timezone', anchor_ms: 'anchor', scope: 'scope', priority: 'priority', max_attempts: 'maxAttempts',
+    expires_in_ms: 'expiresInMs', catch_up: 'catchUp', max_catch_up: 'maxCatchUp', paused: 'paused'
+  }
+  for (const [k, v] of Object.entries(names)) if (k in s) o[v] = s[k]
+  return o
+}
+
+function scheduleInfoJson (i) {
+  return {
+    name: i.name, spec: i.spec, timezone: i.timezone, kind: i.kind, priority: i.priority,
+    max_attempts: i.maxAttempts, catch_up: i.catchUp, max_catch_up: i.maxCatchUp, paused: i.paused,
+    enqueued: i.enqueued, skipped: i.skipped, has_next: i.nextSlot !== null, has_last: i.lastSlot !== null,
+    last_error: i.lastError
+  }
 }
 
 const ZERO_COUNTS = { pending: 0, leased: 0, failed: 0, completed: 0, dead: 0, cancelled: 0 }
@@ -153,7 +183,7 @@ class Run {
     const o = {
       job: this.nameOf(j.id), kind: j.kind, scope: j.scope, attempts: j.attempts,
       max_attempts: j.maxAttempts, generation: j.generation, priority: j.priority,
-      worker_id: j.workerId, timeout_ms: j.timeoutMs
+      worker_id: j.workerId, timeout_ms: j.timeoutMs, ...scheduleJson(j.schedule)
     }
     putBytes(o, 'payload', j.payloadBytes)
     return o
@@ -166,7 +196,7 @@ class Run {
       worker_id: i.workerId ?? null, last_error: i.lastError ?? null,
       idempotency_key: i.idempotencyKey ?? null, events: i.events.map((e) => e.transition),
       cancel_requested: i.cancelRequested ?? null, snoozes: i.snoozes, paused: i.paused,
-      expires: i.expiresAt !== undefined && i.expiresAt !== null
+      expires: i.expiresAt !== undefined && i.expiresAt !== null, ...scheduleJson(i.schedule)
     }
     putBytes(o, 'payload', i.payloadBytes)
     putBytes(o, 'result', i.resultBytes)
@@ -299,9 +329,32 @@ class Run {
         return await this.events(s)
       case 'list': {
         const o = {}
-        for (const k of ['state', 'scope', 'kind']) if (k in s) o[k] = s[k]
+        for (const k of ['state', 'scope', 'kind', 'schedule']) if (k in s) o[k] = s[k]
         const page = await this.queue().list(o)
-        return { jobs: page.jobs.map((i) => this.nameOf(i.id)) }
+        return { jobs: page.jobs.map((i) => this.nameOf(i.id)), count: page.jobs.length }
+      }
+      case 'schedule_put':
+        return scheduleInfoJson(await this.queue().schedulePut(scheduleOptions(s)))
+      case 'schedule_get':
+        return scheduleInfoJson(await this.queue().scheduleGet(scheduleName(s)))
+      case 'schedule_pause':
+        return scheduleInfoJson(await this.queue().schedulePause(scheduleName(s)))
+      case 'schedule_resume':
+        return scheduleInfoJson(await this.queue().scheduleResume(scheduleName(s)))
+      case 'schedule_delete':
+        await this.queue().scheduleDelete(scheduleName(s))
+        return null
+      case 'schedule_list':
+        return { names: (await this.queue().scheduleList()).map((i) => i.name) }
+      case 'run_schedules': {
+        const r = await this.queue().runSchedules()
+        return { schedules: r.schedules, enqueued: r.enqueued, skipped: r.skipped, failed: r.failed }
+      }
+      case 'schedule_next': {
+        const o = { after: s.after_ms ?? 0, n: s.n ?? 5 }
+        if ('timezone' in s) o.timezone = s.timezone
+        if ('anchor_ms' in s) o.anchor = s.anchor_ms
+        return { times: scheduleNextTimes(s.spec ?? '', o) }
       }
       case 'reap': {
         const r = await this.queue().reap()

@@ -4,7 +4,8 @@ import {
   Queue, Server, Worker, Permanent, Snooze, Retry, ErrorCode, encodePayload, configKeys, limits,
   type Job, type JobInfo, type TelhaError, type ErrorCodeName, type Settings, type ConfigKey, type Enqueued,
   type CancelReport, type Paused,
-  Subscription, QueueEvents, type SubscriptionEvent, type QueueEvent, type Transition
+  Subscription, QueueEvents, type SubscriptionEvent, type QueueEvent, type Transition,
+  scheduleNextTimes, type ScheduleInfo, type ScheduleRef, type RunReport, type ScheduleOptions, type CatchUp
 } from 'telha-jobs'
 
 async function main (): Promise<void> {
@@ -126,6 +127,37 @@ async function main (): Promise<void> {
   void new Server()
 
   await waitAndWatch(host)
+  await schedules(host)
+}
+
+/** Schedules (issue 17). */
+async function schedules (q: Queue): Promise<void> {
+  const o: ScheduleOptions = { name: 'nightly', spec: '30 2 * * *', timezone: 'Europe/Lisbon', kind: 'compact', payload: { all: true }, priority: 3 }
+  const info: ScheduleInfo = await q.schedulePut(o)
+  await q.schedulePut({ name: 'tick', spec: 'every 5m', kind: 'sync', anchor: new Date(), catchUp: 'all', maxCatchUp: 10, paused: true, expiresInMs: 60_000, maxAttempts: 2, scope: '0190c0de-0000-7000-8000-0000000000a1' })
+  const zone: string | null = info.timezone
+  const next: number | null = info.nextSlot
+  const last: [number | null, string | null, number | null, string | null] = [info.lastSlot, info.lastJob, info.lastFiredAt, info.lastError]
+  const policy: CatchUp = info.catchUp
+  const counts: number = info.enqueued + info.skipped + info.createdAt + info.updatedAt + info.cursor
+  const all: ScheduleInfo[] = await q.scheduleList()
+  const paused: boolean = (await q.schedulePause('nightly')).paused || (await q.scheduleResume('nightly')).paused
+  const got: ScheduleInfo = await q.scheduleGet('nightly')
+  await q.scheduleDelete('tick')
+  const report: RunReport = await q.runSchedules()
+  const ran: number = report.schedules + report.enqueued + report.skipped + report.failed
+  const times: number[] = scheduleNextTimes('0 9 * * 1', { after: Date.UTC(2026, 0, 1), n: 1, timezone: 'UTC' })
+  const job = await q.leaseNext('w')
+  const ref: ScheduleRef | null | undefined = job?.schedule
+  const fromInfo: ScheduleRef | null | undefined = (await q.get('id'))?.schedule
+  const page = await q.list({ schedule: 'nightly', state: 'completed' })
+  console.log(zone, next, last, policy, counts, all.length, paused, got.payload, ran, times, ref?.slot, fromInfo?.missed, page.jobs.length)
+  // @ts-expect-error an unknown catch-up policy
+  await q.schedulePut({ name: 'n', spec: 'every 5m', kind: 'k', catchUp: 'some' })
+  // @ts-expect-error the kind is required
+  await q.schedulePut({ name: 'n', spec: 'every 5m' })
+  // @ts-expect-error unknown option
+  scheduleNextTimes('@daily', { count: 3 })
 }
 
 /** Waiting for jobs, events and progress (issue 18). */
