@@ -7,7 +7,9 @@
 # through a real `telha serve` process and the `telha` CLI; test_prefetch.py:
 # the Worker leasing ahead and settling in batches over a remote queue
 # (issue 15); test_wait.py: a Node producer waiting for 1,000 jobs that Python
-# Worker processes complete through `telha serve` (issue 18). `make
+# Worker processes complete through `telha serve` (issue 18);
+# test_schedules.py: a schedule put from Python, listed from Node and the
+# CLI, firing into Python and Node worker processes (issue 17). `make
 # bench-fleet` (in `make bench`): worker processes through `telha serve`
 # beside the in-process Worker (tests/remote/bench_fleet.py).
 
