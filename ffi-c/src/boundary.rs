@@ -153,6 +153,21 @@ pub(crate) fn write_opt<T>(p: *mut T, v: T) {
     }
 }
 
+/// A getter's body: `f` of the object behind `p` under the panic boundary,
+/// or `fallback` when `p` is NULL (or `f` panics). The getter's caller
+/// promises `p` is NULL or live.
+pub(crate) fn get<H, T>(p: *const H, fallback: T, f: impl FnOnce(&H) -> T) -> T {
+    match unsafe { p.as_ref() } {
+        Some(h) => run_infallible(fallback, || f(h)),
+        None => fallback,
+    }
+}
+
+/// A borrowed pointer to an optional C string (NULL for none).
+pub(crate) fn opt_ptr(s: &Option<std::ffi::CString>) -> *const std::ffi::c_char {
+    s.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())
+}
+
 /// Free a `Box` handed out to C; NULL is a no-op.
 pub(crate) fn free_box<T>(p: *mut T) {
     if !p.is_null() {

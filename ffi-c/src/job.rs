@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use telha_jobs_core::Job;
 
-use crate::boundary::{self, cstring, write_opt};
+use crate::boundary::{self, cstring, get, write_opt};
 use crate::encoding::tj_encoding;
 use crate::id::{tj_id, tj_token};
 
@@ -38,13 +38,6 @@ impl tj_job {
             worker_id: OnceLock::new(),
             schedule_name: OnceLock::new(),
         }
-    }
-}
-
-fn get<T>(job: *const tj_job, fallback: T, f: impl FnOnce(&tj_job) -> T) -> T {
-    match unsafe { job.as_ref() } {
-        Some(j) => boundary::run_infallible(fallback, || f(j)),
-        None => fallback,
     }
 }
 

@@ -4,7 +4,7 @@ use std::ffi::{c_char, CString};
 
 use telha_jobs_core::JobInfo;
 
-use crate::boundary::{self, cstring, write_opt};
+use crate::boundary::{self, cstring, get, opt_ptr, write_opt};
 use crate::encoding::tj_encoding;
 use crate::error::{tj_error, Failure};
 use crate::id::tj_id;
@@ -49,17 +49,6 @@ impl tj_job_info {
             info,
         }
     }
-}
-
-fn get<T>(info: *const tj_job_info, fallback: T, f: impl FnOnce(&tj_job_info) -> T) -> T {
-    match unsafe { info.as_ref() } {
-        Some(i) => boundary::run_infallible(fallback, || f(i)),
-        None => fallback,
-    }
-}
-
-fn opt_ptr(s: &Option<CString>) -> *const c_char {
-    s.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())
 }
 
 /// Free a job info from `tj_queue_get`. NULL does nothing. Never free one

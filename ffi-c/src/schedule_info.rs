@@ -5,7 +5,7 @@ use std::ffi::{c_char, CString};
 
 use telha_jobs_core::{RunReport, ScheduleInfo};
 
-use crate::boundary::{self, cstring, write_opt};
+use crate::boundary::{self, cstring, get, opt_ptr, write_opt};
 use crate::encoding::tj_encoding;
 use crate::id::tj_id;
 use crate::schedule::tj_catch_up;
@@ -83,17 +83,6 @@ impl From<RunReport> for tj_run_report {
             failed: r.failed,
         }
     }
-}
-
-fn get<T>(info: *const tj_schedule_info, fallback: T, f: impl FnOnce(&tj_schedule_info) -> T) -> T {
-    match unsafe { info.as_ref() } {
-        Some(i) => boundary::run_infallible(fallback, || f(i)),
-        None => fallback,
-    }
-}
-
-fn opt_ptr(s: &Option<CString>) -> *const c_char {
-    s.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())
 }
 
 /// Free a schedule info from a put, get, pause or resume. NULL does
