@@ -84,9 +84,21 @@ pub struct ServeArgs {
     /// The TLS private key (PEM); needs --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Also serve the Prometheus text at http://ADDR/metrics.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve plain HTTP on host:port: the Prometheus text at /metrics and,
+    /// with --ui, the operator page at / [default with --ui: 127.0.0.1:7451].
+    #[arg(
+        long = "http-listen",
+        visible_alias = "metrics-listen",
+        value_name = "ADDR"
+    )]
     pub metrics_listen: Option<String>,
+    /// Serve the operator web page and its JSON API (/api/v1/) on the HTTP
+    /// listener; with a token, the page asks for it (prints `ui on URL`).
+    #[arg(long)]
+    pub ui: bool,
+    /// The page and API show everything but refuse every action.
+    #[arg(long, requires = "ui")]
+    pub ui_read_only: bool,
     /// How long a shutdown waits for calls in flight.
     #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
     pub grace: Duration,

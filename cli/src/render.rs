@@ -3,22 +3,16 @@
 
 use std::fmt::Write;
 use std::path::Path;
-use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value as Json};
-use telha_jobs::limits::MAX_INSTANT_MS;
-use telha_jobs::payload::{self, Encoding, Value as Mp};
+use telha_jobs::payload::{self, Encoding};
 use telha_jobs::{CheckReport, JobInfo, LogEntry, PauseTarget, Paused, State, StateCounts, Stats};
 
-/// `2026-11-29T23:40:01.123Z`; any u64 renders: a time after the latest the
-/// core accepts (9999-12-31T23:59:59.999Z, which RFC 3339 cannot go past;
-/// only a store written before that limit holds one) shows as its number.
-pub fn time(ms: u64) -> String {
-    if ms > MAX_INSTANT_MS {
-        return format!("{ms} ms since the epoch (after year 9999)");
-    }
-    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
-}
+// The JSON documents live in the server crate (the HTTP API serves the same
+// ones); the CLI's `--json` output is built from them.
+pub use telha_jobs_server::json::{
+    bytes_json, hex, job_json, json_to_mp, mp_to_json, paused_json, stats_json, time,
+};
 
 /// A left-aligned table with a header row; columns sized to their widest
 /// cell, two spaces apart, no trailing spaces.
@@ -49,19 +43,6 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// A payload or result for JSON: the decoded value when it was written as
-/// a convention value (or, not recorded, follows the convention), else
-/// UTF-8 text, else hex.
-pub fn bytes_json(b: &[u8], encoding: Encoding) -> Json {
-    if let Some(v) = payload::read(b, encoding) {
-        json!({"encoding": "msgpack", "value": mp_to_json(&v)})
-    } else if let Ok(s) = std::str::from_utf8(b) {
-        json!({"encoding": "utf8", "value": s})
-    } else {
-        json!({"encoding": "hex", "value": hex(b)})
-    }
-}
-
 /// A payload or result for a human: JSON text of the decoded value (as
 /// [`bytes_json`] decides), the UTF-8 text, or hex, cut to `max` characters.
 pub fn bytes_text(b: &[u8], encoding: Encoding, max: usize) -> String {
@@ -84,133 +65,6 @@ pub fn cut(s: &str, max: usize) -> String {
     let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
     t.push('…');
     t
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter()
-        .fold(String::with_capacity(b.len() * 2), |mut s, x| {
-            let _ = write!(s, "{x:02x}");
-            s
-        })
-}
-
-/// msgpack → JSON. Binary becomes `{"$binary": "<hex>"}`; a map key that is
-/// not a string is written as its JSON text; non-finite floats become null.
-pub fn mp_to_json(v: &Mp) -> Json {
-    match v {
-        Mp::Nil => Json::Null,
-        Mp::Boolean(b) => Json::Bool(*b),
-        Mp::Integer(i) => i
-            .as_i64()
-            .map(Json::from)
-            .or_else(|| i.as_u64().map(Json::from))
-            .unwrap_or(Json::Null),
-        Mp::F32(f) => serde_json::Number::from_f64(f64::from(*f)).map_or(Json::Null, Json::Number),
-        Mp::F64(f) => serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number),
-        Mp::String(s) => Json::String(s.as_str().map_or_else(
-            || String::from_utf8_lossy(s.as_bytes()).into_owned(),
-            str::to_string,
-        )),
-        Mp::Binary(b) => json!({"$binary": hex(b)}),
-        Mp::Array(a) => Json::Array(a.iter().map(mp_to_json).collect()),
-        Mp::Map(m) => Json::Object(
-            m.iter()
-                .map(|(k, v)| {
-                    let key = match k {
-                        Mp::String(s) => s.as_str().map_or_else(
-                            || String::from_utf8_lossy(s.as_bytes()).into_owned(),
-                            str::to_string,
-                        ),
-                        other => mp_to_json(other).to_string(),
-                    };
-                    (key, mp_to_json(v))
-                })
-                .collect::<Map<_, _>>(),
-        ),
-        Mp::Ext(t, b) => json!({"$ext": t, "data": hex(b)}),
-    }
-}
-
-/// JSON → msgpack, for `enqueue --payload-json`: integers stay integers
-/// (i64, or u64 above i64::MAX), other numbers become float64.
-pub fn json_to_mp(v: &Json) -> Mp {
-    match v {
-        Json::Null => Mp::Nil,
-        Json::Bool(b) => Mp::Boolean(*b),
-        Json::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Mp::from(i)
-            } else if let Some(u) = n.as_u64() {
-                Mp::from(u)
-            } else {
-                Mp::F64(n.as_f64().unwrap_or(f64::NAN))
-            }
-        }
-        Json::String(s) => Mp::from(s.as_str()),
-        Json::Array(a) => Mp::Array(a.iter().map(json_to_mp).collect()),
-        Json::Object(o) => Mp::Map(
-            o.iter()
-                .map(|(k, v)| (Mp::from(k.as_str()), json_to_mp(v)))
-                .collect(),
-        ),
-    }
-}
-
-fn event_json(e: &LogEntry) -> Json {
-    let mut o =
-        json!({"ts_ms": e.ts, "at": time(e.ts), "transition": e.transition, "detail": e.detail});
-    if e.transition == LogEntry::ATTEMPT {
-        // One earlier attempt folded into a summary (ts: when it was leased).
-        o["folded"] = json!(true);
-    }
-    o
-}
-
-/// A job as JSON. `full` adds the payload, the result and the event log.
-pub fn job_json(j: &JobInfo, full: bool) -> Json {
-    let mut o = json!({
-        "id": j.id.to_string(),
-        "scope": j.scope.to_string(),
-        "kind": j.kind,
-        "state": j.state.as_str(),
-        "priority": j.priority,
-        "state_ts_ms": j.state_ts,
-        "state_at": time(j.state_ts),
-        "attempts": j.attempts,
-        "max_attempts": j.max_attempts,
-        "generation": j.generation,
-        "worker_id": j.worker_id,
-        "lease_deadline_ms": j.lease_deadline,
-        "last_error": j.last_error,
-        "idempotency_key": j.idempotency_key,
-        "created_at_ms": j.created_at,
-        "created_at": time(j.created_at),
-        "cursor": j.cursor,
-        "paused": j.paused,
-        "cancel_requested": j.cancel_requested,
-        "snoozes": j.snoozes,
-        "expires_at_ms": j.expires_at,
-        "expires_at": j.expires_at.map(time),
-        "progress": j
-            .progress
-            .as_deref()
-            .map_or(Json::Null, |p| bytes_json(p, Encoding::Unknown)),
-        "schedule": j.schedule.as_ref().map_or(Json::Null, |r| json!({
-            "name": r.name, "slot_ms": r.slot, "slot": time(r.slot), "missed": r.missed,
-        })),
-    });
-    if full {
-        o["payload"] = bytes_json(&j.payload, j.payload_encoding);
-        o["payload_encoding"] = json!(j.payload_encoding.as_str());
-        o["result"] = j
-            .result
-            .as_deref()
-            .map_or(Json::Null, |r| bytes_json(r, j.result_encoding));
-        o["result_encoding"] = json!(j.result.as_ref().map(|_| j.result_encoding.as_str()));
-        o["events"] = Json::Array(j.events.iter().map(event_json).collect());
-        o["dropped_events"] = json!(j.dropped_events);
-    }
-    o
 }
 
 /// `show`: the job's fields, then its event log with offsets from the
@@ -381,22 +235,6 @@ pub fn check_json(path: &Path, r: &CheckReport) -> Json {
     })
 }
 
-fn counts_json(c: &StateCounts) -> Json {
-    json!({
-        "pending": c.pending, "leased": c.leased, "failed": c.failed,
-        "completed": c.completed, "dead": c.dead, "cancelled": c.cancelled,
-        "total": c.total(),
-    })
-}
-
-/// What is paused, as `kind:`/`scope:` labels and as lists.
-pub fn paused_json(p: &Paused) -> Json {
-    json!({
-        "kinds": p.kinds.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        "scopes": p.scopes.iter().map(ToString::to_string).collect::<Vec<_>>(),
-    })
-}
-
 /// `kind:embed, scope:<uuid>`, or `None` when nothing is paused.
 pub fn paused_line(p: &Paused) -> Option<String> {
     if p.is_empty() {
@@ -405,15 +243,6 @@ pub fn paused_line(p: &Paused) -> Option<String> {
     let kinds = p.kinds.iter().map(|k| PauseTarget::Kind(k.clone()).label());
     let scopes = p.scopes.iter().map(|s| PauseTarget::Scope(*s).label());
     Some(kinds.chain(scopes).collect::<Vec<_>>().join(", "))
-}
-
-pub fn stats_json(s: &Stats) -> Json {
-    let by_kind: Map<String, Json> = s
-        .by_kind
-        .iter()
-        .map(|(k, c)| (k.clone(), counts_json(c)))
-        .collect();
-    json!({"by_kind": by_kind, "total": counts_json(&s.total), "paused": paused_json(&s.paused)})
 }
 
 pub fn stats_text(s: &Stats) -> String {
@@ -458,6 +287,7 @@ pub fn stats_text(s: &Stats) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use telha_jobs::limits::MAX_INSTANT_MS;
 
     #[test]
     fn json_payloads_round_trip_through_msgpack() {

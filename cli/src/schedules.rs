@@ -11,8 +11,9 @@ use telha_jobs::{RunReport, Schedule, ScheduleInfo};
 
 use crate::args::{NextArgs, PutArgs, Schedules};
 use crate::commands::Output;
-use crate::render::{self, bytes_json, bytes_text, cut, time};
+use crate::render::{self, bytes_text, cut, time};
 use crate::store::{self, Failure, Target};
+pub use telha_jobs_server::json::schedule_json as info_json;
 
 pub fn run(cmd: Schedules, db: &Target, json: bool) -> Result<Output, Failure> {
     match cmd {
@@ -240,35 +241,6 @@ fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-fn opt_time(t: Option<u64>) -> Json {
-    t.map_or(Json::Null, |t| json!(time(t)))
-}
-
-/// A schedule as JSON: every field of what was put and of its progress,
-/// times as ms and as RFC 3339.
-pub fn info_json(i: &ScheduleInfo) -> Json {
-    let s = &i.schedule;
-    json!({
-        "name": s.name, "spec": s.spec, "timezone": s.timezone, "anchor_ms": s.anchor,
-        "kind": s.kind,
-        "payload": bytes_json(&s.payload, s.encoding),
-        "payload_encoding": s.encoding.as_str(),
-        "scope": s.scope.map(|x| x.to_string()),
-        "priority": s.priority, "max_attempts": s.max_attempts,
-        "expires_in_ms": s.expires_in.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-        "catch_up": s.catch_up.name(), "max_catch_up": s.max_catch_up,
-        "paused": s.paused,
-        "created_at_ms": i.created_at, "created_at": time(i.created_at),
-        "updated_at_ms": i.updated_at, "updated_at": time(i.updated_at),
-        "cursor_ms": i.cursor, "cursor": time(i.cursor),
-        "next_slot_ms": i.next_slot, "next_slot": opt_time(i.next_slot),
-        "last_slot_ms": i.last_slot, "last_slot": opt_time(i.last_slot),
-        "last_job": i.last_job.map(|j| j.to_string()),
-        "last_fired_at_ms": i.last_fired_at, "last_fired_at": opt_time(i.last_fired_at),
-        "enqueued": i.enqueued, "skipped": i.skipped, "last_error": i.last_error,
-    })
 }
 
 /// `show`: the schedule's fields, then what it has done.

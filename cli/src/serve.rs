@@ -62,6 +62,8 @@ fn serve_until_signal(a: ServeArgs, db: &Path, token: Option<String>) -> Result<
             token,
             tls,
             metrics_listen: a.metrics_listen,
+            ui: a.ui,
+            ui_read_only: a.ui_read_only,
             ..ServeOptions::default()
         },
     )
@@ -75,6 +77,9 @@ fn serve_until_signal(a: ServeArgs, db: &Path, token: Option<String>) -> Result<
         }
         if let Some(m) = handle.metrics_addr() {
             let _ = writeln!(out, "metrics on http://{m}/metrics");
+        }
+        if let Some(u) = handle.ui_url() {
+            let _ = writeln!(out, "ui on {u}");
         }
         let _ = out.flush();
     }

@@ -505,6 +505,18 @@ impl Queue {
         Ok(out)
     }
 
+    /// The transition counters since open (the numbers behind
+    /// `telha_jobs_transitions_total`), one per [`Event`](crate::Event) in
+    /// `Event::ALL` order: what a throughput graph samples. `Closed` after
+    /// `close`.
+    pub fn transitions(&self) -> Result<Vec<(crate::Event, u64)>> {
+        let e = self.engine()?;
+        Ok(crate::Event::ALL
+            .into_iter()
+            .map(|ev| (ev, e.metrics.get(ev)))
+            .collect())
+    }
+
     /// Full consistency check (a scan of every row and index): O(store size),
     /// for tests and operators. Disagreements are listed in the report, not
     /// returned as errors. Rows, indexes and on-disk counters are read from

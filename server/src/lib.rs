@@ -43,7 +43,8 @@
 mod auth;
 mod control;
 mod events;
-mod http_metrics;
+mod http;
+pub mod json;
 mod lease;
 mod listen;
 mod poll;
@@ -70,6 +71,9 @@ pub use stats::ServerStats;
 
 /// The default listen address: loopback only, so no token is needed.
 pub const LISTEN_DEFAULT: &str = "127.0.0.1:7450";
+/// The HTTP listener of the operator page when [`ServeOptions::ui`] is on
+/// and no [`ServeOptions::metrics_listen`] is given.
+pub const UI_LISTEN_DEFAULT: &str = "127.0.0.1:7451";
 /// The longest a `Lease` call waits for work, whatever the client asks
 /// (the client simply asks again).
 pub const MAX_WAIT_DEFAULT: Duration = Duration::from_secs(60);
@@ -114,9 +118,18 @@ pub struct ServeOptions {
     pub token: Option<String>,
     /// Serve TLS with this certificate and key.
     pub tls: Option<TlsPem>,
-    /// Also serve the Prometheus text over plain HTTP at
-    /// `http://<metrics_listen>/metrics` (same loopback/token rule).
+    /// The plain-HTTP listener (`host:port`, same loopback/token rule):
+    /// the Prometheus text at `/metrics`, and with [`ServeOptions::ui`] the
+    /// operator page at `/` and its JSON API at `/api/v1/`. With `ui` and
+    /// no address, [`UI_LISTEN_DEFAULT`].
     pub metrics_listen: Option<String>,
+    /// Serve the operator web page and its JSON API (`/api/v1/`, described
+    /// by `/api/v1/openapi.json`) on the HTTP listener. With a token, the
+    /// page asks for it (a login form setting an HttpOnly, SameSite=Strict
+    /// session cookie) and the API takes the bearer header too.
+    pub ui: bool,
+    /// The page and API show but refuse every action (`READ_ONLY`).
+    pub ui_read_only: bool,
     /// The cap on one `Lease` call's wait ([`MAX_WAIT_DEFAULT`]).
     pub max_wait: Duration,
 }
@@ -130,6 +143,8 @@ impl Default for ServeOptions {
             token: None,
             tls: None,
             metrics_listen: None,
+            ui: false,
+            ui_read_only: false,
             max_wait: MAX_WAIT_DEFAULT,
         }
     }
@@ -144,6 +159,8 @@ impl std::fmt::Debug for ServeOptions {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("tls", &self.tls)
             .field("metrics_listen", &self.metrics_listen)
+            .field("ui", &self.ui)
+            .field("ui_read_only", &self.ui_read_only)
             .field("max_wait", &self.max_wait)
             .finish()
     }
@@ -157,6 +174,7 @@ pub struct ServerHandle {
     addresses: Vec<ListenAddr>,
     tls: bool,
     metrics_addr: Option<SocketAddr>,
+    ui: bool,
     stop: Option<oneshot::Sender<Duration>>,
     thread: Option<JoinHandle<()>>,
     stats: Arc<stats::ServerStats>,
@@ -189,9 +207,17 @@ impl ServerHandle {
     pub fn url(&self) -> String {
         self.address().url(self.tls)
     }
-    /// The `/metrics` listener's address, when one was asked for.
+    /// The HTTP listener's address (`/metrics`, and the page with
+    /// [`ServeOptions::ui`]), when there is one.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
+    }
+    /// The operator page's URL (`http://host:port/`), when
+    /// [`ServeOptions::ui`] is on.
+    pub fn ui_url(&self) -> Option<String> {
+        self.metrics_addr
+            .filter(|_| self.ui)
+            .map(|a| format!("http://{a}/"))
     }
     /// The server's own counters (RPCs by method and code, open streams).
     pub fn stats(&self) -> &ServerStats {
@@ -251,13 +277,17 @@ pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
         grpc.push(b);
         addresses.push(at);
     }
-    let metrics = match &options.metrics_listen {
+    let http_listen = match (&options.metrics_listen, options.ui) {
+        (None, true) => Some(UI_LISTEN_DEFAULT.to_string()),
+        (a, _) => a.clone(),
+    };
+    let metrics = match &http_listen {
         Some(a) if listen::unix_path(a.trim()).is_some() => {
             return Err(Error::InvalidArgument(format!(
-                "metrics address {a:?}: /metrics is served over TCP only (host:port)"
+                "HTTP address {a:?}: /metrics and the page are served over TCP only (host:port)"
             )))
         }
-        Some(a) => match listen::bind("/metrics", a, has_token, options.socket_mode)? {
+        Some(a) => match listen::bind("HTTP", a, has_token, options.socket_mode)? {
             (Bound::Tcp(l), _) => Some(l),
             (Bound::Unix(..), _) => None,
         },
@@ -295,6 +325,9 @@ pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
         options.max_wait,
     ));
     let token = options.token.clone();
+    let ui = options
+        .ui
+        .then_some((options.token.is_some(), options.ui_read_only));
     let (stop_tx, stop_rx) = oneshot::channel::<Duration>();
 
     let thread = std::thread::Builder::new()
@@ -306,6 +339,7 @@ pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
                 grpc,
                 metrics,
                 token,
+                ui,
                 limit,
                 closing_tx,
                 stop_rx,
@@ -318,6 +352,7 @@ pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
         addresses,
         tls: options.tls.is_some(),
         metrics_addr,
+        ui: options.ui,
         stop: Some(stop_tx),
         thread: Some(thread),
         stats,
@@ -331,6 +366,7 @@ async fn run(
     grpc: Vec<Bound>,
     metrics: Option<std::net::TcpListener>,
     token: Option<String>,
+    ui: Option<(bool, bool)>,
     limit: usize,
     closing: watch::Sender<bool>,
     stop: oneshot::Receiver<Duration>,
@@ -381,7 +417,15 @@ async fn run(
     }
     let metrics_task = metrics.and_then(|l| {
         let l = tokio::net::TcpListener::from_std(l).ok()?;
-        Some(tokio::spawn(http_metrics::serve(l, shared.clone(), check)))
+        let ui = ui.map(|(required, read_only)| {
+            Arc::new(http::Ui::new(check.clone(), required, read_only))
+        });
+        let http = Arc::new(http::Http {
+            shared: shared.clone(),
+            check,
+            ui,
+        });
+        Some(tokio::spawn(http::serve(l, http, quit_rx.clone())))
     });
 
     // Until the handle asks (or is dropped: then a default grace).

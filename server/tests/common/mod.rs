@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::time::Duration;
 
 use telha_jobs::{Config, Queue};
