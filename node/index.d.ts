@@ -227,6 +227,8 @@ export declare class NativeServer {
   get address(): string
   /** `host:port` of the `/metrics` endpoint, when one was asked for. */
   get metricsAddress(): string | null
+  /** The operator web page's URL, when served with `ui`. */
+  get uiUrl(): string | null
   /** Whether it serves TLS. */
   get tls(): boolean
   /** Whether `close()` has not been called. */
@@ -713,6 +715,8 @@ export interface NativeServeOptions {
   tlsCert?: string
   tlsKey?: string
   metricsListen?: string
+  ui?: boolean
+  uiReadOnly?: boolean
 }
 
 /** Filters of `subscribe`, as lib/events.js passes them (types checked there). */

@@ -306,6 +306,10 @@ export interface ServeOptions {
   tlsKey?: string
   /** Also serve Prometheus text at `http://<metricsListen>/metrics`. */
   metricsListen?: string
+  /** Also serve the operator web page and its JSON API there (default address `127.0.0.1:7451`; see {@link Server.uiUrl}). */
+  ui?: boolean
+  /** The page shows everything but refuses every action. */
+  uiReadOnly?: boolean
 }
 
 /**
@@ -320,6 +324,8 @@ export declare class Server {
   readonly url: string
   /** `host:port` of the `/metrics` endpoint, when `metricsListen` was given; else `null`. */
   readonly metricsAddress: string | null
+  /** The operator web page's URL (`http://host:port/`) when served with `ui: true`; else `null`. */
+  readonly uiUrl: string | null
   /** Whether `close()` has not been called. */
   readonly running: boolean
   /** Stop serving: new calls are refused, calls in flight get `graceMs` (default 5000) to finish. */

@@ -167,7 +167,7 @@ function pauseTarget (target, name) {
 }
 
 const CONNECT_KEYS = new Set(['token', 'timeoutMs', 'caCert'])
-const SERVE_KEYS = new Set(['listen', 'token', 'tlsCert', 'tlsKey', 'metricsListen'])
+const SERVE_KEYS = new Set(['listen', 'token', 'tlsCert', 'tlsKey', 'metricsListen', 'ui', 'uiReadOnly'])
 
 /** How long `Server.close()` lets calls in flight finish by default. */
 const CLOSE_GRACE_MS = 5000
@@ -191,6 +191,7 @@ class Server {
     return a.startsWith('unix:') ? a : `${this.#native.tls ? 'https' : 'http'}://${a}`
   }
   get metricsAddress () { return this.#native.metricsAddress }
+  get uiUrl () { return this.#native.uiUrl }
   get running () { return this.#native.running }
 
   async close (opts) {
@@ -235,7 +236,9 @@ class Queue {
       token: optStr(o.token, 'token'),
       tlsCert: optStr(o.tlsCert, 'tlsCert'),
       tlsKey: optStr(o.tlsKey, 'tlsKey'),
-      metricsListen: optStr(o.metricsListen, 'metricsListen')
+      metricsListen: optStr(o.metricsListen, 'metricsListen'),
+      ui: optBool(o.ui, 'ui'),
+      uiReadOnly: optBool(o.uiReadOnly, 'uiReadOnly')
     })
     return new Server(s)
   }

@@ -33,6 +33,8 @@ pub struct NativeServeOptions {
     pub tls_cert: Option<String>,
     pub tls_key: Option<String>,
     pub metrics_listen: Option<String>,
+    pub ui: Option<bool>,
+    pub ui_read_only: Option<bool>,
 }
 
 /// How long a collected server lets calls in flight finish.
@@ -65,6 +67,8 @@ fn serve_options(o: NativeServeOptions) -> Result<ServeOptions, Failure> {
     s.token = o.token;
     s.tls = tls;
     s.metrics_listen = o.metrics_listen;
+    s.ui = o.ui.unwrap_or(false);
+    s.ui_read_only = o.ui_read_only.unwrap_or(false);
     Ok(s)
 }
 
@@ -124,6 +128,8 @@ impl NativeQueue {
                 tls_cert: None,
                 tls_key: None,
                 metrics_listen: None,
+                ui: None,
+                ui_read_only: None,
             }))?;
             let tls = options.tls.is_some();
             Ok(Op::task(
@@ -142,6 +148,7 @@ pub struct NativeServer {
     handle: Arc<Mutex<Option<ServerHandle>>>,
     address: String,
     metrics_address: Option<String>,
+    ui_url: Option<String>,
     tls: bool,
 }
 
@@ -150,6 +157,7 @@ impl NativeServer {
         NativeServer {
             address: h.address().to_string(),
             metrics_address: h.metrics_addr().map(|a| a.to_string()),
+            ui_url: h.ui_url(),
             tls,
             handle: Arc::new(Mutex::new(Some(h))),
         }
@@ -182,6 +190,12 @@ impl NativeServer {
     #[napi(getter)]
     pub fn metrics_address(&self) -> Option<String> {
         self.metrics_address.clone()
+    }
+
+    /// The operator web page's URL, when served with `ui`.
+    #[napi(getter)]
+    pub fn ui_url(&self) -> Option<String> {
+        self.ui_url.clone()
     }
 
     /// Whether it serves TLS.

@@ -617,9 +617,12 @@ impl Queue {
     /// `listen` is `host:port` (port 0 picks a free one); a non-loopback
     /// address needs a `token`. `tls_cert` / `tls_key`: PEM files, both or
     /// neither. `metrics_listen`: also serve Prometheus text on
-    /// `http://<addr>/metrics`. Returns the running `Server`.
+    /// `http://<addr>/metrics`. `ui`: the operator web page there too
+    /// (default address 127.0.0.1:7451; `server.ui_url`), `ui_read_only`
+    /// refusing its actions. Returns the running `Server`.
     #[pyo3(signature = (listen="127.0.0.1:7450", *, token=None, tls_cert=None, tls_key=None,
-        metrics_listen=None))]
+        metrics_listen=None, ui=false, ui_read_only=false))]
+    #[allow(clippy::too_many_arguments)]
     fn serve(
         &self,
         py: Python<'_>,
@@ -628,11 +631,14 @@ impl Queue {
         tls_cert: Option<PathBuf>,
         tls_key: Option<PathBuf>,
         metrics_listen: Option<String>,
+        ui: bool,
+        ui_read_only: bool,
     ) -> PyResult<crate::remote::Server> {
         task::guard(py, "serve", || {
             let q = self.local(py, "serve")?;
             let tls = crate::remote::tls(py, tls_cert, tls_key)?;
-            crate::remote::serve(py, q.clone(), listen, token, tls, metrics_listen)
+            let http = (metrics_listen, ui, ui_read_only);
+            crate::remote::serve(py, q.clone(), listen, token, tls, http)
         })
     }
 

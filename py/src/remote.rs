@@ -72,6 +72,7 @@ pub struct Server {
     handle: Mutex<Option<ServerHandle>>,
     address: String,
     metrics_address: Option<String>,
+    ui_url: Option<String>,
     scheme: &'static str,
 }
 
@@ -103,7 +104,7 @@ pub fn serve(
     listen: &str,
     token: Option<String>,
     tls: Option<TlsPem>,
-    metrics_listen: Option<String>,
+    (metrics_listen, ui, ui_read_only): (Option<String>, bool, bool),
 ) -> PyResult<Server> {
     let scheme = if tls.is_some() { "https" } else { "http" };
     let mut options = ServeOptions::default();
@@ -111,10 +112,13 @@ pub fn serve(
     options.token = token;
     options.tls = tls;
     options.metrics_listen = metrics_listen;
+    options.ui = ui;
+    options.ui_read_only = ui_read_only;
     let handle = task::run(py, move || telha_jobs_server::serve(queue, options))?;
     Ok(Server {
         address: handle.address().to_string(),
         metrics_address: handle.metrics_addr().map(|a| a.to_string()),
+        ui_url: handle.ui_url(),
         handle: Mutex::new(Some(handle)),
         scheme,
     })
@@ -152,6 +156,13 @@ impl Server {
     #[getter]
     fn metrics_address(&self) -> Option<&str> {
         self.metrics_address.as_deref()
+    }
+
+    /// The operator web page's URL (`http://host:port/`) when served with
+    /// `ui=True`.
+    #[getter]
+    fn ui_url(&self) -> Option<&str> {
+        self.ui_url.as_deref()
     }
 
     /// The URL to pass to `telha_jobs.connect`.

@@ -693,8 +693,12 @@ class Queue:
         tls_cert: str | os.PathLike[str] | None = None,
         tls_key: str | os.PathLike[str] | None = None,
         metrics_listen: str | None = None,
+        ui: bool = False,
+        ui_read_only: bool = False,
     ) -> Server:
-        """Serve this embedded queue to other processes (gRPC) from this one."""
+        """Serve this embedded queue to other processes (gRPC) from this one.
+        ``ui=True`` also serves the operator web page (on ``metrics_listen``,
+        default ``127.0.0.1:7451``; see ``Server.ui_url``)."""
     def purge(self, state: _State, before: _Instant) -> int: ...
     def stats(self) -> dict[str, dict[str, Any]]: ...
     def metrics(self) -> str: ...
@@ -758,6 +762,9 @@ class Server:
     @property
     def metrics_address(self) -> str | None:
         """``host:port`` of the ``/metrics`` endpoint, if one was asked for."""
+    @property
+    def ui_url(self) -> str | None:
+        """The operator web page's URL when served with ``ui=True``."""
     @property
     def running(self) -> bool: ...
     def stop(self, grace: _Seconds = 5.0) -> None:
