@@ -7,6 +7,7 @@ mod format;
 mod requests;
 mod schedules;
 mod support;
+mod ui;
 mod unix;
 mod watch;
 

@@ -14,6 +14,8 @@ pub struct Served {
     pub url: String,
     pub addr: String,
     pub metrics: Option<String>,
+    /// The `ui on URL` line's URL (with `--ui`).
+    pub ui: Option<String>,
     stderr: mpsc::Receiver<String>,
 }
 
@@ -63,16 +65,25 @@ pub fn try_serve(db: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Serve
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut url = None;
     let mut metrics = None;
+    let mut ui = None;
+    let wants_ui = args.contains(&"--ui");
+    let wants_http =
+        wants_ui || args.contains(&"--metrics-listen") || args.contains(&"--http-listen");
     while Instant::now() < deadline {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(l) => {
                 if let Some(u) = l.strip_prefix("listening on ") {
                     url = Some(u.to_string());
-                    if !args.contains(&"--metrics-listen") {
+                    if !wants_http {
                         break;
                     }
                 } else if let Some(m) = l.strip_prefix("metrics on ") {
                     metrics = Some(m.to_string());
+                    if !wants_ui {
+                        break;
+                    }
+                } else if let Some(u) = l.strip_prefix("ui on ") {
+                    ui = Some(u.to_string());
                     break;
                 }
             }
@@ -100,6 +111,7 @@ pub fn try_serve(db: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Serve
         url,
         addr,
         metrics,
+        ui,
         stderr: erx,
     })
 }
