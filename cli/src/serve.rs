@@ -76,7 +76,8 @@ fn serve_until_signal(a: ServeArgs, db: &Path, token: Option<String>) -> Result<
             let _ = writeln!(out, "{also}listening on {}", at.url(tls));
         }
         if let Some(m) = handle.metrics_addr() {
-            let _ = writeln!(out, "metrics on http://{m}/metrics");
+            let scheme = if tls { "https" } else { "http" };
+            let _ = writeln!(out, "metrics on {scheme}://{m}/metrics");
         }
         if let Some(u) = handle.ui_url() {
             let _ = writeln!(out, "ui on {u}");

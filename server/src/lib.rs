@@ -208,16 +208,18 @@ impl ServerHandle {
         self.address().url(self.tls)
     }
     /// The HTTP listener's address (`/metrics`, and the page with
-    /// [`ServeOptions::ui`]), when there is one.
+    /// [`ServeOptions::ui`]), when there is one. It serves TLS when
+    /// [`ServeOptions::tls`] is given (the same certificate).
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
     }
     /// The operator page's URL (`http://host:port/`), when
     /// [`ServeOptions::ui`] is on.
     pub fn ui_url(&self) -> Option<String> {
+        let scheme = if self.tls { "https" } else { "http" };
         self.metrics_addr
             .filter(|_| self.ui)
-            .map(|a| format!("http://{a}/"))
+            .map(|a| format!("{scheme}://{a}/"))
     }
     /// The server's own counters (RPCs by method and code, open streams).
     pub fn stats(&self) -> &ServerStats {
@@ -294,6 +296,11 @@ pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
         None => None,
     };
     let metrics_addr = metrics.as_ref().and_then(|l| l.local_addr().ok());
+    // The HTTP listener serves TLS with the gRPC listeners' certificate.
+    let http_tls = match (&metrics, &options.tls) {
+        (Some(_), Some(pem)) => Some(http::tls::acceptor(pem)?),
+        _ => None,
+    };
 
     // Plain HTTP/2 for Unix sockets (never TLS: the socket does not leave
     // the machine); TCP listeners get TLS when it is configured.
@@ -325,9 +332,12 @@ pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
         options.max_wait,
     ));
     let token = options.token.clone();
-    let ui = options
-        .ui
-        .then_some((options.token.is_some(), options.ui_read_only));
+    let http_setup = HttpSetup {
+        ui: options
+            .ui
+            .then_some((options.token.is_some(), options.ui_read_only)),
+        tls: http_tls,
+    };
     let (stop_tx, stop_rx) = oneshot::channel::<Duration>();
 
     let thread = std::thread::Builder::new()
@@ -339,7 +349,7 @@ pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
                 grpc,
                 metrics,
                 token,
-                ui,
+                http_setup,
                 limit,
                 closing_tx,
                 stop_rx,
@@ -359,6 +369,13 @@ pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
     })
 }
 
+/// What the HTTP listener serves besides `/metrics`.
+struct HttpSetup {
+    /// The page: (a token is required, read-only).
+    ui: Option<(bool, bool)>,
+    tls: Option<http::tls::TlsAcceptor>,
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn run(
     shared: Arc<service::Shared>,
@@ -366,7 +383,7 @@ async fn run(
     grpc: Vec<Bound>,
     metrics: Option<std::net::TcpListener>,
     token: Option<String>,
-    ui: Option<(bool, bool)>,
+    http_setup: HttpSetup,
     limit: usize,
     closing: watch::Sender<bool>,
     stop: oneshot::Receiver<Duration>,
@@ -417,13 +434,15 @@ async fn run(
     }
     let metrics_task = metrics.and_then(|l| {
         let l = tokio::net::TcpListener::from_std(l).ok()?;
-        let ui = ui.map(|(required, read_only)| {
-            Arc::new(http::Ui::new(check.clone(), required, read_only))
+        let secure = http_setup.tls.is_some();
+        let ui = http_setup.ui.map(|(required, read_only)| {
+            Arc::new(http::Ui::new(check.clone(), required, read_only, secure))
         });
         let http = Arc::new(http::Http {
             shared: shared.clone(),
             check,
             ui,
+            tls: http_setup.tls,
         });
         Some(tokio::spawn(http::serve(l, http, quit_rx.clone())))
     });

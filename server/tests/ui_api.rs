@@ -141,7 +141,12 @@ fn every_read_answers_its_documented_shape() {
         .header("content-type")
         .unwrap()
         .starts_with("text/html"));
-    for a in ["/assets/app.js", "/assets/app.css", "/assets/favicon.svg"] {
+    for a in [
+        "/assets/app.js",
+        "/assets/dom.js",
+        "/assets/app.css",
+        "/assets/favicon.svg",
+    ] {
         assert_eq!(h.get(a).status, 200, "{a}");
     }
     let m = h.get("/metrics");

@@ -1,215 +1,39 @@
-// telha-jobs operator page: vanilla ES module, no build step, nothing fetched
-// but this server's /api/v1. Job data only ever reaches the DOM through
-// textContent / text nodes / setAttribute (never innerHTML).
+// telha-jobs operator page, part 2 of 2: login, routing and polling, and the
+// views (overview, jobs, one job, workers, schedules). Vanilla ES module, no
+// build step, nothing fetched but this server's /api/v1.
 
-const STATES = ['pending', 'leased', 'failed', 'completed', 'dead', 'cancelled'];
-const TERMINAL = ['completed', 'dead', 'cancelled'];
-const POLL_MS = 2000;
-
-const S = {
-  info: null,        // GET /api/v1/info
-  csrf: null,        // kept in memory only
-  view: null,        // { name, params, root, load, paint, last }
-  timer: null,
-  busy: false,
-  modal: false,
-  locked: true,      // the login form is showing
-  seq: 0,
-};
-
-// ---------------------------------------------------------------- DOM helpers
-
-function h(tag, props, ...kids) {
-  const el = document.createElement(tag);
-  setProps(el, props);
-  add(el, kids);
-  return el;
-}
-
-function setProps(el, props) {
-  for (const [k, v] of Object.entries(props || {})) {
-    if (v == null || v === false) continue;
-    if (k === 'class') el.setAttribute('class', v);
-    else if (k === 'text') el.textContent = String(v);
-    else if (k === 'testid') el.setAttribute('data-testid', v);
-    else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
-    else el.setAttribute(k, v === true ? '' : String(v));
-  }
-}
-
-function add(el, kids) {
-  for (const c of kids.flat(Infinity)) {
-    if (c == null || c === false) continue;
-    el.append(c instanceof Node ? c : String(c));
-  }
-  return el;
-}
-
-const SVGNS = 'http://www.w3.org/2000/svg';
-function svg(tag, attrs, ...kids) {
-  const el = document.createElementNS(SVGNS, tag);
-  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
-  add(el, kids);
-  return el;
-}
-
-const $ = (id) => document.getElementById(id);
-const clear = (el) => { el.replaceChildren(); return el; };
-const fill = (el, ...kids) => add(clear(el), kids);
-const canAct = () => S.info && !S.info.read_only;
-const jobHref = (id) => '#/job/' + encodeURIComponent(id);
-
-function jobsHref(f) {
-  const q = new URLSearchParams();
-  for (const k of ['state', 'kind', 'scope', 'schedule', 'after']) if (f[k]) q.set(k, f[k]);
-  const s = q.toString();
-  return '#/jobs' + (s ? '?' + s : '');
-}
-
-function btn(label, props, onclick) {
-  return h('button', { type: 'button', ...props, onclick }, label);
-}
-
-function tableWrap(table) {
-  return h('div', { class: 'table-wrap' }, table);
-}
-
-function cut(s, n = 80) {
-  if (s == null) return '';
-  s = String(s);
-  return s.length > n ? s.slice(0, n - 1) + '…' : s;
-}
-
-function rel(ms, now = Date.now()) {
-  if (ms == null) return '';
-  const d = Math.round((ms - now) / 1000);
-  const a = Math.abs(d);
-  let t;
-  if (a < 90) t = a + 's';
-  else if (a < 5400) t = Math.round(a / 60) + 'm';
-  else if (a < 172800) t = Math.round(a / 3600) + 'h';
-  else t = Math.round(a / 86400) + 'd';
-  return d >= 0 ? 'in ' + t : t + ' ago';
-}
-
-function when(iso, ms) {
-  if (!iso && ms == null) return '—';
-  const abs = iso || new Date(ms).toISOString();
-  const text = abs.replace('T', ' ').replace(/\.\d+/, '').replace(/Z$/, ' UTC');
-  return h('span', { title: abs }, text, ms != null ? h('span', { class: 'muted' }, ' (' + rel(ms) + ')') : null);
-}
-
-const NIL = '00000000-0000-0000-0000-000000000000';
-const scopeText = (s) => (s === NIL ? 'system' : cut(s, 9));
-
-function stateBadge(state, props) {
-  return h('span', { class: 'state st-' + String(state).replace(/[^a-z]/g, ''), ...props }, state);
-}
-
-// ---------------------------------------------------------------- notices and the modal
-
-let noticeTimer = null;
-function notice(text, kind = 'ok') {
-  const n = $('notice');
-  n.textContent = text;
-  n.className = 'notice ' + kind;
-  n.hidden = false;
-  clearTimeout(noticeTimer);
-  noticeTimer = setTimeout(() => { n.hidden = true; }, kind === 'err' ? 10000 : 6000);
-}
-
-function errText(e) {
-  return e && e.code ? e.code + ': ' + e.message : String(e && e.message || e);
-}
-
-// A confirmation built in the DOM (no window.confirm). Resolves to null when
-// cancelled, else to the text of the optional input ('' without one).
-function ask(message, { ok = 'Confirm', danger = false, input = null } = {}) {
-  return new Promise((resolve) => {
-    S.modal = true;
-    const field = input ? h('input', { type: 'text', id: 'confirm-input', 'aria-label': input, placeholder: input }) : null;
-    const prev = document.activeElement;
-    const done = (v) => {
-      S.modal = false;
-      overlay.remove();
-      document.removeEventListener('keydown', onKey, true);
-      if (prev && prev.focus) prev.focus();
-      resolve(v);
-    };
-    const onKey = (e) => { if (e.key === 'Escape') { e.preventDefault(); done(null); } };
-    const okBtn = btn(ok, { class: danger ? 'danger' : 'primary', testid: 'confirm-ok', id: 'confirm-ok' },
-      () => done(field ? field.value : ''));
-    const box = h('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'confirm-msg', testid: 'confirm' },
-      h('p', { id: 'confirm-msg' }, message),
-      field,
-      h('div', { class: 'actions' },
-        btn('Cancel', { testid: 'confirm-cancel', id: 'confirm-cancel' }, () => done(null)),
-        okBtn));
-    const overlay = h('div', { class: 'overlay', onclick: (e) => { if (e.target === overlay) done(null); } }, box);
-    document.addEventListener('keydown', onKey, true);
-    document.body.append(overlay);
-    (field || okBtn).focus();
-  });
-}
-
-// Confirm, POST, report, refresh. Returns the answer or null.
-async function act(message, path, body, { ok = 'Confirm', danger = false, input = null, done } = {}) {
-  const extra = await ask(message, { ok, danger, input });
-  if (extra === null) return null;
-  if (input && extra) body = { ...body, reason: extra };
-  try {
-    const r = await api(path, { method: 'POST', body });
-    notice(done ? done(r) : 'Done');
-    await refresh(true);
-    return r;
-  } catch (e) {
-    notice(errText(e), 'err');
-    await refresh(true);
-    return null;
-  }
-}
-
-// ---------------------------------------------------------------- API
-
-class ApiError extends Error {
-  constructor(code, message, status) { super(message); this.code = code; this.status = status; }
-}
-
-async function api(path, { method = 'GET', body } = {}) {
-  const opts = { method, headers: {}, credentials: 'same-origin', cache: 'no-store' };
-  if (method !== 'GET') {
-    opts.headers['Content-Type'] = 'application/json';
-    if (S.csrf) opts.headers['X-CSRF-Token'] = S.csrf;
-    opts.body = JSON.stringify(body || {});
-  }
-  let r;
-  try {
-    r = await fetch('/api/v1/' + path, opts);
-  } catch (e) {
-    setConn(false);
-    throw new ApiError('UNAVAILABLE', 'cannot reach the server', 0);
-  }
-  setConn(true);
-  const txt = await r.text();
-  let data = null;
-  try { data = txt ? JSON.parse(txt) : null; } catch { data = null; }
-  if (!r.ok) {
-    const e = (data && data.error) || {};
-    if (r.status === 401 && path !== 'login') showLogin();
-    throw new ApiError(e.code || 'HTTP_' + r.status, e.message || r.statusText || 'request failed', r.status);
-  }
-  return data;
-}
-
-function setConn(up) {
-  const c = $('conn');
-  c.textContent = up ? '' : 'server unreachable, retrying…';
-  c.className = up ? 'conn' : 'conn down';
-}
+import {
+  STATES,
+  TERMINAL,
+  POLL_MS,
+  S,
+  h,
+  add,
+  svg,
+  $,
+  clear,
+  fill,
+  canAct,
+  jobHref,
+  jobsHref,
+  btn,
+  tableWrap,
+  cut,
+  rel,
+  when,
+  scopeText,
+  stateBadge,
+  notice,
+  errText,
+  api,
+  act,
+  hooks,
+} from './dom.js';
 
 // ---------------------------------------------------------------- login
 
 function showLogin(message) {
+  if (S.locked && $('login-form')) return; // already showing: keep what is typed
   S.locked = true;
   S.csrf = null;
   stopPolling();
@@ -295,10 +119,13 @@ async function refresh(force = false) {
   const v = S.view;
   if (!v || S.locked) return;
   const seq = S.seq;
+  const ticket = (v.ticket = (v.ticket || 0) + 1);
   S.busy = true;
   try {
     const data = await v.load(v.params);
-    if (seq !== S.seq || S.view !== v) return;
+    // A later load already painted (an action's refresh overtook a poll).
+    if (seq !== S.seq || S.view !== v || ticket < (v.painted || 0)) return;
+    v.painted = ticket;
     const key = JSON.stringify(data, (k, x) => (k === 'now_ms' ? undefined : x));
     if (force || key !== v.last || v.always) {
       v.last = key;
@@ -562,11 +389,11 @@ function paintJob(j) {
     field('created', when(j.created_at, j.created_at_ms)),
     field('idempotency key', j.idempotency_key, 'job-idempotency'),
     field('schedule', sch ? [h('a', { href: jobsHref({ schedule: sch.name }) }, sch.name), ' slot ', sch.slot || String(sch.slot_ms), sch.missed ? ' (missed)' : ''] : null),
-    field('cancel requested', j.cancel_requested == null ? null : typeof j.cancel_requested === 'object' ? JSON.stringify(j.cancel_requested) : String(j.cancel_requested)),
+    field('cancel requested', j.cancel_requested == null ? null : 'yes: ' + (j.cancel_requested || '(no reason)'), 'job-cancel-requested'),
     field('expires', j.expires_at_ms != null ? when(j.expires_at, j.expires_at_ms) : null),
     field('snoozes', String(j.snoozes ?? 0)),
     field('paused', j.paused ? 'yes (its kind or scope is paused)' : 'no'),
-    j.progress != null ? field('progress', h('code', {}, typeof j.progress === 'object' ? JSON.stringify(j.progress.value ?? j.progress) : String(j.progress))) : null);
+    j.progress != null ? field('progress', h('code', { testid: 'job-progress' }, j.progress.encoding === 'msgpack' ? JSON.stringify(j.progress.value) : blob(j.progress))) : null);
   const error = j.last_error ? h('section', { class: 'card errbox' }, h('h2', {}, 'Last error'), h('pre', { testid: 'job-error', id: 'job-error' }, j.last_error)) : null;
   const events = h('ol', { class: 'timeline', testid: 'job-events', id: 'job-events' },
     (j.events || []).map((e) => h('li', { class: 'ev ev-' + String(e.transition).replace(/[^a-z_]/g, '') },
@@ -662,6 +489,9 @@ $('logout').addEventListener('click', async () => {
   try { await api('logout', { method: 'POST', body: {} }); } catch { /* the form shows anyway */ }
   showLogin();
 });
+$('notice').addEventListener('click', () => { $('notice').hidden = true; });
+hooks.refresh = refresh;
+hooks.unauthenticated = showLogin;
 window.addEventListener('hashchange', route);
 document.addEventListener('visibilitychange', () => { if (!document.hidden) refresh(false); });
 boot();

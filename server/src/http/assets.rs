@@ -29,6 +29,12 @@ const ASSETS: &[Asset] = &[
         body: include_str!("../../ui/app.js"),
     },
     Asset {
+        path: "/assets/dom.js",
+        file: "dom.js",
+        ctype: "text/javascript; charset=utf-8",
+        body: include_str!("../../ui/dom.js"),
+    },
+    Asset {
         path: "/assets/app.css",
         file: "app.css",
         ctype: "text/css; charset=utf-8",

@@ -17,6 +17,7 @@ mod assets;
 mod reply;
 mod session;
 mod throughput;
+pub(crate) mod tls;
 mod ui;
 
 use std::convert::Infallible;
@@ -45,6 +46,8 @@ pub(crate) struct Http {
     pub check: Check,
     /// The page and its API; `None`: `/metrics` only.
     pub ui: Option<Arc<Ui>>,
+    /// Serve TLS (the gRPC listeners' certificate).
+    pub tls: Option<tls::TlsAcceptor>,
 }
 
 /// Accept connections until `quit` turns true.
@@ -66,24 +69,39 @@ pub(crate) async fn serve(l: TcpListener, http: Arc<Http>, mut quit: watch::Rece
             continue;
         };
         let _ = conn.set_nodelay(true);
-        let http = http.clone();
-        let mut quit = quit.clone();
+        let (http, quit) = (http.clone(), quit.clone());
         tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req| {
-                let http = http.clone();
-                async move { Ok::<_, Infallible>(answer(&http, req).await) }
-            });
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(10))
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(conn), svc);
-            tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = quit.wait_for(|q| *q) => conn.as_mut().graceful_shutdown(),
+            match http.tls.clone() {
+                None => connection(conn, http, quit).await,
+                Some(acceptor) => {
+                    let hello = Duration::from_secs(10);
+                    if let Ok(Ok(tls)) = tokio::time::timeout(hello, acceptor.accept(conn)).await {
+                        connection(tls, http, quit).await;
+                    }
+                }
             }
         });
+    }
+}
+
+/// Serve one connection's requests until it closes or `quit` turns true.
+async fn connection<I>(io: I, http: Arc<Http>, mut quit: watch::Receiver<bool>)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = hyper::service::service_fn(move |req| {
+        let http = http.clone();
+        async move { Ok::<_, Infallible>(answer(&http, req).await) }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(10))
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(io), svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = quit.wait_for(|q| *q) => conn.as_mut().graceful_shutdown(),
     }
 }
 

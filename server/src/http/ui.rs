@@ -17,14 +17,17 @@ pub(crate) struct Ui {
     pub sessions: Sessions,
     pub read_only: bool,
     pub throughput: Arc<Samples>,
+    /// Served over TLS: the cookie gets `Secure`.
+    secure: bool,
 }
 
 impl Ui {
-    pub fn new(check: Check, token_required: bool, read_only: bool) -> Self {
+    pub fn new(check: Check, token_required: bool, read_only: bool, secure: bool) -> Self {
         Ui {
             sessions: Sessions::new(check, token_required),
             read_only,
             throughput: Arc::default(),
+            secure,
         }
     }
 
@@ -52,7 +55,7 @@ impl Ui {
             (&Method::POST, "login") => return self.login(&req),
             (&Method::POST, "logout") => {
                 self.sessions.logout(&req);
-                return cookie(ok(&json!({"ok": true})), "", 0);
+                return cookie(ok(&json!({"ok": true})), "", 0, self.secure);
             }
             _ => {}
         }
@@ -114,6 +117,7 @@ impl Ui {
                 ok(&json!({"ok": true, "csrf": csrf})),
                 &id,
                 SESSION_TTL.as_secs(),
+                self.secure,
             ),
             None => error(401, "UNAUTHENTICATED", "wrong token"),
         }
@@ -122,8 +126,10 @@ impl Ui {
 
 /// Set (or, with `max_age` 0, clear) the session cookie: HttpOnly (no
 /// script reads it), SameSite=Strict (no other site's request carries it).
-fn cookie(mut r: Response<Body>, id: &str, max_age: u64) -> Response<Body> {
-    let c = format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}");
+/// Over TLS also `Secure` (never sent in plain text).
+fn cookie(mut r: Response<Body>, id: &str, max_age: u64, secure: bool) -> Response<Body> {
+    let secure = if secure { "; Secure" } else { "" };
+    let c = format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}");
     if let Ok(v) = HeaderValue::from_str(&c) {
         r.headers_mut().insert("set-cookie", v);
     }
