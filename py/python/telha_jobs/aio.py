@@ -16,12 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
 from ._aio_events import AsyncSubscription, wait
+from ._aio_control import _AsyncControl
 from ._aio_schedules import _AsyncSchedules
 from ._errors import CancelledError, LeaseLostError, QueueClosedError, TelhaError
 from ._lease import Lease, _current
 from ._native import CancelWait, Job, JobInfo, Queue, connect
 from ._remote import Prefetch, SettleBatch
-from ._types import Enqueued, JobList
+from ._types import Enqueued
 from .worker import (
     NEW_COUNTS,
     after_heartbeat,
@@ -43,7 +44,7 @@ log = logging.getLogger("telha_jobs")
 T = TypeVar("T")
 
 
-class AsyncQueue(_AsyncSchedules):
+class AsyncQueue(_AsyncControl, _AsyncSchedules):
     """The :class:`~telha_jobs.Queue` API as coroutines. Open one with
     ``await AsyncQueue.open(path, **settings)`` or wrap an open Queue with
     ``AsyncQueue(queue)``. An ``async with`` block closes it."""
@@ -213,62 +214,6 @@ class AsyncQueue(_AsyncSchedules):
     async def snooze(self, job: Job, delay: Any) -> None:
         """As :meth:`Queue.snooze`."""
         await self._call(self.queue.snooze, job, delay)
-
-    async def cancel(self, job_id: str, reason: str = "") -> Literal["cancelled", "requested"]:
-        """As :meth:`Queue.cancel`: "cancelled" or "requested"."""
-        return await self._call(self.queue.cancel, job_id, reason)
-
-    async def cancel_many(
-        self,
-        *,
-        kind: str | None = None,
-        scope: str | None = None,
-        state: str | None = None,
-        reason: str = "",
-    ) -> dict[str, int]:
-        """As :meth:`Queue.cancel_many`."""
-        return await self._call(
-            self.queue.cancel_many, kind=kind, scope=scope, state=state, reason=reason
-        )
-
-    async def delete(self, job_id: str) -> None:
-        """As :meth:`Queue.delete`."""
-        await self._call(self.queue.delete, job_id)
-
-    async def pause(
-        self, target: str | None = None, *, kind: str | None = None, scope: str | None = None
-    ) -> bool:
-        """As :meth:`Queue.pause`."""
-        return await self._call(self.queue.pause, target, kind=kind, scope=scope)
-
-    async def resume(
-        self, target: str | None = None, *, kind: str | None = None, scope: str | None = None
-    ) -> bool:
-        """As :meth:`Queue.resume`."""
-        return await self._call(self.queue.resume, target, kind=kind, scope=scope)
-
-    async def paused(self) -> dict[str, list[str]]:
-        """As :meth:`Queue.paused`."""
-        return await self._call(self.queue.paused)
-
-    async def retry(self, job_id: str) -> None:
-        await self._call(self.queue.retry, job_id)
-
-    async def get(self, job_id: str) -> JobInfo | None:
-        return await self._call(self.queue.get, job_id)
-
-    async def list(self, **query: Any) -> JobList:
-        """As :meth:`Queue.list` (keywords state, scope, kind, limit, after)."""
-        return await self._call(self.queue.list, **query)
-
-    async def reap(self) -> dict[str, int]:
-        return await self._call(self.queue.reap)
-
-    async def stats(self) -> dict[str, Any]:
-        return await self._call(self.queue.stats)
-
-    async def metrics(self) -> str:
-        return await self._call(self.queue.metrics)
 
 
 class AsyncWorker:

@@ -1,0 +1,79 @@
+"""The job-control and operator calls of :class:`~telha_jobs.aio.AsyncQueue`
+(mixed in): cancel, delete, pause, resume, retry, get, list, reap, stats and
+metrics, each the :class:`~telha_jobs.Queue` method of the same name run on
+the queue's executor, so the event loop never blocks on the store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
+from ._native import JobInfo, Queue
+from ._types import JobList
+
+T = TypeVar("T")
+
+
+class _AsyncControl:
+    """``cancel`` … ``metrics`` as coroutines."""
+
+    queue: Queue
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+        raise NotImplementedError  # AsyncQueue's
+
+    async def cancel(self, job_id: str, reason: str = "") -> Literal["cancelled", "requested"]:
+        """As :meth:`Queue.cancel`: "cancelled" or "requested"."""
+        return await self._call(self.queue.cancel, job_id, reason)
+
+    async def cancel_many(
+        self,
+        *,
+        kind: str | None = None,
+        scope: str | None = None,
+        state: str | None = None,
+        reason: str = "",
+    ) -> dict[str, int]:
+        """As :meth:`Queue.cancel_many`."""
+        return await self._call(
+            self.queue.cancel_many, kind=kind, scope=scope, state=state, reason=reason
+        )
+
+    async def delete(self, job_id: str) -> None:
+        """As :meth:`Queue.delete`."""
+        await self._call(self.queue.delete, job_id)
+
+    async def pause(
+        self, target: str | None = None, *, kind: str | None = None, scope: str | None = None
+    ) -> bool:
+        """As :meth:`Queue.pause`."""
+        return await self._call(self.queue.pause, target, kind=kind, scope=scope)
+
+    async def resume(
+        self, target: str | None = None, *, kind: str | None = None, scope: str | None = None
+    ) -> bool:
+        """As :meth:`Queue.resume`."""
+        return await self._call(self.queue.resume, target, kind=kind, scope=scope)
+
+    async def paused(self) -> dict[str, list[str]]:
+        """As :meth:`Queue.paused`."""
+        return await self._call(self.queue.paused)
+
+    async def retry(self, job_id: str) -> None:
+        await self._call(self.queue.retry, job_id)
+
+    async def get(self, job_id: str) -> JobInfo | None:
+        return await self._call(self.queue.get, job_id)
+
+    async def list(self, **query: Any) -> JobList:
+        """As :meth:`Queue.list` (keywords state, scope, kind, limit, after)."""
+        return await self._call(self.queue.list, **query)
+
+    async def reap(self) -> dict[str, int]:
+        return await self._call(self.queue.reap)
+
+    async def stats(self) -> dict[str, Any]:
+        return await self._call(self.queue.stats)
+
+    async def metrics(self) -> str:
+        return await self._call(self.queue.metrics)
