@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::io::Write;
 use std::time::Instant;
 
 use common::http::Http;
@@ -106,7 +107,10 @@ fn overview_and_filtered_pages_answer_without_a_scan_at_a_million_jobs() {
     let (pending_page, _) = median_ms(&h, "/api/v1/jobs?state=pending&limit=50", 7);
     let first = dp["jobs"][0]["id"].as_str().unwrap().to_string();
     let (one, _) = median_ms(&h, &format!("/api/v1/jobs/{first}"), 7);
-    println!(
+    // Straight to stderr: libtest captures print!, and this line is the
+    // test's report (make test shows it).
+    let _ = writeln!(
+        std::io::stderr(),
         "ui api at {JOBS} jobs ({SCOPES} scopes, seeded in {:.1} s), median of 7 on this machine: \
          overview {overview:.2} ms, dead page {dead_page:.2} ms, dead+kind page {kind_page:.2} ms, \
          scope+state+kind page {scope_page:.2} ms, pending page {pending_page:.2} ms, one job {one:.2} ms",
