@@ -6,14 +6,17 @@
 use std::time::Duration;
 
 use telha_jobs::{
-    CancelFilter, CancelOutcome, CorruptRecord, Encoding, EnqueueOptions, Enqueued, Error, Job,
-    JobId, JobInfo, KindPattern, LeaseToken, ListPage, ListQuery, LogEntry, NewJob, PauseTarget,
-    Paused, PerState, PurgeReport, ReapReport, Result, Scope, State, StateCounts, Stats,
+    CorruptRecord, Encoding, EnqueueOptions, Enqueued, Error, Job, JobId, JobInfo, KindPattern,
+    LeaseToken, ListPage, ListQuery, LogEntry, NewJob, Result, Scope, State,
 };
 
 use crate::v1 as pb;
 
-fn invalid(msg: String) -> Error {
+// The operator and job-control conversions (stats, pauses, cancel, reap,
+// purge) live in control.rs; re-exported so callers name one module.
+pub use crate::control::*;
+
+pub(crate) fn invalid(msg: String) -> Error {
     Error::InvalidArgument(msg)
 }
 
@@ -376,175 +379,6 @@ pub fn list_page_from_pb(p: pb::ListResponse) -> Result<ListPage> {
             .collect::<Result<_>>()?,
         next: p.next,
         corrupt: p
-            .corrupt
-            .into_iter()
-            .map(corrupt_from_pb)
-            .collect::<Result<_>>()?,
-    })
-}
-
-fn counts_to_pb(c: &StateCounts) -> pb::StateCounts {
-    pb::StateCounts {
-        pending: c.pending,
-        leased: c.leased,
-        failed: c.failed,
-        completed: c.completed,
-        dead: c.dead,
-        cancelled: c.cancelled,
-    }
-}
-
-fn counts_from_pb(c: &pb::StateCounts) -> StateCounts {
-    let mut a = PerState::<i64>::default();
-    let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-    a[State::Pending] = n(c.pending);
-    a[State::Leased] = n(c.leased);
-    a[State::Failed] = n(c.failed);
-    a[State::Completed] = n(c.completed);
-    a[State::Dead] = n(c.dead);
-    a[State::Cancelled] = n(c.cancelled);
-    StateCounts::from_per_state(&a)
-}
-
-/// The wire form of the counts.
-pub fn stats_to_pb(s: &Stats) -> pb::StatsResponse {
-    pb::StatsResponse {
-        by_kind: s
-            .by_kind
-            .iter()
-            .map(|(k, c)| (k.clone(), counts_to_pb(c)))
-            .collect(),
-        total: Some(counts_to_pb(&s.total)),
-        paused_kinds: s.paused.kinds.iter().map(ToString::to_string).collect(),
-        paused_scopes: scopes_to_pb(&s.paused.scopes),
-    }
-}
-
-/// The counts from the wire.
-pub fn stats_from_pb(s: &pb::StatsResponse) -> Result<Stats> {
-    Ok(Stats {
-        by_kind: s
-            .by_kind
-            .iter()
-            .map(|(k, c)| (k.clone(), counts_from_pb(c)))
-            .collect(),
-        total: s.total.as_ref().map(counts_from_pb).unwrap_or_default(),
-        paused: paused_from_pb(&s.paused_kinds, &s.paused_scopes)?,
-    })
-}
-
-/// What is paused, for the wire.
-pub fn paused_to_pb(p: &Paused) -> pb::PausedResponse {
-    pb::PausedResponse {
-        kinds: p.kinds.iter().map(ToString::to_string).collect(),
-        scopes: scopes_to_pb(&p.scopes),
-    }
-}
-
-/// What is paused, from the wire.
-pub fn paused_from_pb(kinds: &[String], scopes: &[Vec<u8>]) -> Result<Paused> {
-    let (scopes, kinds) = filter_from_pb(scopes, kinds)?;
-    Ok(Paused { kinds, scopes })
-}
-
-/// A pause target for the wire.
-pub fn pause_to_pb(t: &PauseTarget) -> pb::PauseRequest {
-    pb::PauseRequest {
-        target: Some(match t {
-            PauseTarget::Kind(k) => pb::pause_request::Target::Kind(k.to_string()),
-            PauseTarget::Scope(s) => pb::pause_request::Target::Scope(s.as_bytes().to_vec()),
-        }),
-    }
-}
-
-/// A pause target from the wire; a missing one is `InvalidArgument`.
-pub fn pause_from_pb(r: &pb::PauseRequest) -> Result<PauseTarget> {
-    match &r.target {
-        Some(pb::pause_request::Target::Kind(k)) => Ok(PauseTarget::Kind(k.parse()?)),
-        Some(pb::pause_request::Target::Scope(s)) => Ok(PauseTarget::Scope(scope_from_pb(s)?)),
-        None => Err(invalid("pause names a kind or a scope".into())),
-    }
-}
-
-/// A cancel filter for the wire.
-pub fn cancel_filter_to_pb(f: &CancelFilter) -> pb::CancelManyRequest {
-    pb::CancelManyRequest {
-        kind: f.kind.as_ref().map(ToString::to_string),
-        scope: f.scope.map(|s| s.as_bytes().to_vec()),
-        state: f.state.map(|s| state_to_pb(s) as i32),
-        reason: f.reason.clone(),
-    }
-}
-
-/// A cancel filter from the wire.
-pub fn cancel_filter_from_pb(r: pb::CancelManyRequest) -> Result<CancelFilter> {
-    Ok(CancelFilter {
-        kind: r.kind.as_deref().map(str::parse).transpose()?,
-        scope: r.scope.as_deref().map(scope_from_pb).transpose()?,
-        state: r.state.map(state_from_pb).transpose()?,
-        reason: r.reason,
-    })
-}
-
-/// A cancel's outcome for the wire.
-pub fn cancel_outcome_to_pb(o: CancelOutcome) -> pb::CancelOutcome {
-    match o {
-        CancelOutcome::Cancelled => pb::CancelOutcome::Cancelled,
-        CancelOutcome::Requested => pb::CancelOutcome::Requested,
-        _ => pb::CancelOutcome::Unspecified,
-    }
-}
-
-/// A cancel's outcome from the wire.
-pub fn cancel_outcome_from_pb(o: i32) -> Result<CancelOutcome> {
-    match pb::CancelOutcome::try_from(o) {
-        Ok(pb::CancelOutcome::Cancelled) => Ok(CancelOutcome::Cancelled),
-        Ok(pb::CancelOutcome::Requested) => Ok(CancelOutcome::Requested),
-        _ => Err(Error::Storage(format!(
-            "the server answered cancel outcome {o}"
-        ))),
-    }
-}
-
-/// The wire form of a reaper pass's report.
-pub fn reap_to_pb(r: ReapReport) -> pb::ReapResponse {
-    pb::ReapResponse {
-        expired: r.expired as u64,
-        dead: r.dead as u64,
-        pruned: r.pruned as u64,
-        corrupt: r.corrupt.into_iter().map(corrupt_to_pb).collect(),
-        expired_unstarted: r.expired_unstarted as u64,
-    }
-}
-
-/// A reaper pass's report from the wire.
-pub fn reap_from_pb(r: pb::ReapResponse) -> Result<ReapReport> {
-    Ok(ReapReport {
-        expired: r.expired as usize,
-        dead: r.dead as usize,
-        pruned: r.pruned as usize,
-        expired_unstarted: r.expired_unstarted as usize,
-        corrupt: r
-            .corrupt
-            .into_iter()
-            .map(corrupt_from_pb)
-            .collect::<Result<_>>()?,
-    })
-}
-
-/// The wire form of a purge's report.
-pub fn purge_to_pb(r: PurgeReport) -> pb::PurgeResponse {
-    pb::PurgeResponse {
-        purged: r.purged as u64,
-        corrupt: r.corrupt.into_iter().map(corrupt_to_pb).collect(),
-    }
-}
-
-/// A purge's report from the wire.
-pub fn purge_from_pb(r: pb::PurgeResponse) -> Result<PurgeReport> {
-    Ok(PurgeReport {
-        purged: r.purged as usize,
-        corrupt: r
             .corrupt
             .into_iter()
             .map(corrupt_from_pb)

@@ -18,6 +18,7 @@ pub mod v1 {
     include!("gen/telha.jobs.v1.rs");
 }
 
+mod control;
 pub mod convert;
 pub mod events;
 pub mod schedules;
