@@ -491,7 +491,7 @@ typedef struct tj_schedule_info tj_schedule_info;
 typedef struct tj_schedule_list tj_schedule_list;
 
 /**
- * Exact counts per kind and state, as of the `tj_queue_stats` call. Owned
+ * Exact counts per kind, per scope and state, as of the `tj_queue_stats` call. Owned
  * by the caller (`tj_stats_free`); strings borrowed from it live until
  * then. Immutable: readable from many threads.
  */
@@ -3511,6 +3511,31 @@ tj_status tj_stats_kind(const struct tj_stats *stats,
                         const char **kind_out,
                         struct tj_state_counts *counts_out,
                         struct tj_error **err);
+
+/**
+ * How many scopes have jobs (scopes with none are omitted); 0 for NULL.
+ *
+ * # Safety
+ * `stats` is NULL or live.
+ */
+size_t tj_stats_scope_count(const struct tj_stats *stats);
+
+/**
+ * Scope `index` (scopes sorted by id): its UUID, hyphenated (borrowed from
+ * `stats`), and counts. Either out-pointer may be NULL; they are written
+ * only on success.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (stats), `TJ_STATUS_INVALID_ARGUMENT`
+ * when `index >= tj_stats_scope_count(stats)`.
+ *
+ * # Safety
+ * `stats` is NULL or live; the out-pointers and `err` are NULL or writable.
+ */
+tj_status tj_stats_scope(const struct tj_stats *stats,
+                         size_t index,
+                         const char **scope_out,
+                         struct tj_state_counts *counts_out,
+                         struct tj_error **err);
 
 /**
  * How many kinds and scopes are paused (see `tj_stats_paused`); 0 for NULL.

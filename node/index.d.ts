@@ -44,7 +44,7 @@ export declare class NativeQueue {
   list(options?: NativeListOptions | undefined | null): Promise<ListPage>
   /** One reaper pass now. */
   reap(): Promise<ReapReport>
-  /** Exact counts per kind and state. */
+  /** Exact counts per kind, per scope and state. */
   stats(): Promise<Stats>
   /** Prometheus text exposition. */
   metrics(): Promise<string>
@@ -865,6 +865,8 @@ export interface Stats {
   total: StateCounts
   /** Counts per kind; kinds with no jobs left are omitted. */
   byKind: Record<string, StateCounts>
+  /** Counts per scope (its UUID); scopes with no jobs left are omitted. */
+  byScope: Record<string, StateCounts>
   /** What is paused (kinds and families, scopes). */
   paused: Paused
 }

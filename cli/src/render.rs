@@ -6,7 +6,9 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value as Json};
 use telha_jobs::payload::{self, Encoding};
-use telha_jobs::{CheckReport, JobInfo, LogEntry, PauseTarget, Paused, State, StateCounts, Stats};
+use telha_jobs::{
+    CheckReport, JobInfo, LogEntry, PauseTarget, Paused, Scope, State, StateCounts, Stats,
+};
 
 // The JSON documents live in the server crate (the HTTP API serves the same
 // ones); the CLI's `--json` output is built from them.
@@ -263,11 +265,9 @@ pub fn stats_text(s: &Stats) -> String {
         );
         r
     };
-    let mut rows: Vec<Vec<String>> = s.by_kind.iter().map(|(k, c)| row(k, c)).collect();
-    rows.push(row("(all kinds)", &s.total));
-    let mut out = table(
-        &[
-            "KIND",
+    let header = |first: &'static str| {
+        [
+            first,
             "PENDING",
             "LEASED",
             "FAILED",
@@ -275,9 +275,21 @@ pub fn stats_text(s: &Stats) -> String {
             "DEAD",
             "CANCELLED",
             "TOTAL",
-        ],
-        &rows,
-    );
+        ]
+    };
+    let mut rows: Vec<Vec<String>> = s.by_kind.iter().map(|(k, c)| row(k, c)).collect();
+    rows.push(row("(all kinds)", &s.total));
+    let mut out = table(&header("KIND"), &rows);
+    // Per scope only when there is more than the default scope.
+    if s.by_scope.keys().any(|sc| *sc != Scope::default()) {
+        let rows: Vec<Vec<String>> = s
+            .by_scope
+            .iter()
+            .map(|(sc, c)| row(&sc.to_string(), c))
+            .collect();
+        out.push('\n');
+        out.push_str(&table(&header("SCOPE"), &rows));
+    }
     if let Some(p) = paused_line(&s.paused) {
         let _ = writeln!(out, "paused: {p}");
     }

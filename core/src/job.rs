@@ -421,6 +421,8 @@ pub struct ListPage {
 pub struct Stats {
     /// Counts per kind; kinds with no jobs left are omitted.
     pub by_kind: std::collections::BTreeMap<String, StateCounts>,
+    /// Counts per scope (tenant); scopes with no jobs left are omitted.
+    pub by_scope: std::collections::BTreeMap<crate::ids::Scope, StateCounts>,
     /// Counts over every kind.
     pub total: StateCounts,
     /// What is paused (kinds and scopes).

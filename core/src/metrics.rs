@@ -9,22 +9,29 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::RwLock;
 
 use crate::event::Event;
+use crate::ids::Scope;
 use crate::job::{State, StateCounts, Stats};
 use crate::state::PerState;
 
-/// The in-memory mirror of the counters column family. The disk copy is
-/// updated by merge operands in the same batch as each move; this copy after
-/// the commit, so `stats()` is a map read.
-#[derive(Debug, Default)]
-pub(crate) struct Counts {
-    by_kind: RwLock<HashMap<String, [AtomicI64; State::COUNT]>>,
+/// Exact counts per state for each key of a map (a kind, a scope).
+#[derive(Debug)]
+struct CountMap<K>(RwLock<HashMap<K, [AtomicI64; State::COUNT]>>);
+
+impl<K> Default for CountMap<K> {
+    fn default() -> Self {
+        CountMap(RwLock::new(HashMap::default()))
+    }
 }
 
-impl Counts {
-    pub fn add(&self, kind: &str, delta: &PerState<i64>) {
+impl<K: std::hash::Hash + Eq + Clone> CountMap<K> {
+    fn add<Q>(&self, key: &Q, delta: &PerState<i64>)
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: std::hash::Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         {
-            let r = self.by_kind.read().unwrap_or_else(|p| p.into_inner());
-            if let Some(c) = r.get(kind) {
+            let r = self.0.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(c) = r.get(key) {
                 for (a, d) in c.iter().zip(delta.0) {
                     if d != 0 {
                         a.fetch_add(d, Ordering::Relaxed);
@@ -33,16 +40,20 @@ impl Counts {
                 return;
             }
         }
-        let mut w = self.by_kind.write().unwrap_or_else(|p| p.into_inner());
-        let c = w.entry(kind.to_string()).or_default();
+        let mut w = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let c = w.entry(key.to_owned()).or_default();
         for (a, d) in c.iter().zip(delta.0) {
             a.fetch_add(d, Ordering::Relaxed);
         }
     }
 
-    pub fn stats(&self) -> Stats {
-        let r = self.by_kind.read().unwrap_or_else(|p| p.into_inner());
-        let mut by_kind = BTreeMap::new();
+    /// Every key with a non-zero count, and the sum over all of them.
+    fn snapshot<T: Ord>(
+        &self,
+        name: impl Fn(&K) -> T,
+    ) -> (BTreeMap<T, PerState<i64>>, PerState<i64>) {
+        let r = self.0.read().unwrap_or_else(|p| p.into_inner());
+        let mut out = BTreeMap::new();
         let mut total = PerState::<i64>::default();
         for (k, c) in r.iter() {
             let a = PerState(std::array::from_fn(|i| c[i].load(Ordering::Relaxed)));
@@ -50,10 +61,60 @@ impl Counts {
                 continue;
             }
             total.add(&a);
-            by_kind.insert(k.clone(), StateCounts::from_per_state(&a));
+            out.insert(name(k), a);
         }
+        (out, total)
+    }
+
+    fn clear(&self) {
+        self.0.write().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}
+
+/// The in-memory mirror of the counters column family: per kind and per
+/// scope. The disk copy is updated by merge operands in the same batch as
+/// each move; this copy after the commit, so `stats()` is a map read.
+#[derive(Debug, Default)]
+pub(crate) struct Counts {
+    by_kind: CountMap<String>,
+    by_scope: CountMap<Scope>,
+}
+
+impl Counts {
+    pub fn add(&self, kind: &str, delta: &PerState<i64>) {
+        self.by_kind.add(kind, delta);
+    }
+
+    pub fn add_scope(&self, scope: &Scope, delta: &PerState<i64>) {
+        self.by_scope.add(scope, delta);
+    }
+
+    /// Forget the per-scope counts (before they are rebuilt by a scan).
+    pub fn clear_scopes(&self) {
+        self.by_scope.clear();
+    }
+
+    /// The per-state sums over kinds and over scopes: equal unless the
+    /// per-scope counters went stale (see `recover.rs`).
+    pub fn totals(&self) -> (PerState<i64>, PerState<i64>) {
+        (
+            self.by_kind.snapshot(|k| k.clone()).1,
+            self.by_scope.snapshot(|s| *s).1,
+        )
+    }
+
+    pub fn stats(&self) -> Stats {
+        let (kinds, total) = self.by_kind.snapshot(|k| k.clone());
+        let (scopes, _) = self.by_scope.snapshot(|s| *s);
         Stats {
-            by_kind,
+            by_kind: kinds
+                .iter()
+                .map(|(k, a)| (k.clone(), StateCounts::from_per_state(a)))
+                .collect(),
+            by_scope: scopes
+                .iter()
+                .map(|(s, a)| (*s, StateCounts::from_per_state(a)))
+                .collect(),
             total: StateCounts::from_per_state(&total),
             paused: Default::default(),
         }

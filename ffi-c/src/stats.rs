@@ -69,13 +69,15 @@ impl From<ReapReport> for tj_reap_report {
     }
 }
 
-/// Exact counts per kind and state, as of the `tj_queue_stats` call. Owned
+/// Exact counts per kind, per scope and state, as of the `tj_queue_stats` call. Owned
 /// by the caller (`tj_stats_free`); strings borrowed from it live until
 /// then. Immutable: readable from many threads.
 #[allow(non_camel_case_types)]
 pub struct tj_stats {
     total: tj_state_counts,
     kinds: Vec<(CString, tj_state_counts)>,
+    /// Scope UUIDs (hyphenated) and their counts, sorted by scope.
+    scopes: Vec<(CString, tj_state_counts)>,
     paused: Vec<CString>,
 }
 
@@ -87,6 +89,11 @@ impl tj_stats {
                 .by_kind
                 .into_iter()
                 .map(|(k, c)| (cstring(&k), c.into()))
+                .collect(),
+            scopes: s
+                .by_scope
+                .into_iter()
+                .map(|(sc, c)| (cstring(&sc.to_string()), c.into()))
                 .collect(),
             paused: paused_labels(&s.paused),
         }
@@ -153,6 +160,47 @@ pub unsafe extern "C" fn tj_stats_kind(
             ))
         })?;
         write_opt(kind_out, k.as_ptr());
+        write_opt(counts_out, *c);
+        Ok(())
+    })
+}
+
+/// How many scopes have jobs (scopes with none are omitted); 0 for NULL.
+///
+/// # Safety
+/// `stats` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_stats_scope_count(stats: *const tj_stats) -> usize {
+    unsafe { stats.as_ref() }.map_or(0, |s| s.scopes.len())
+}
+
+/// Scope `index` (scopes sorted by id): its UUID, hyphenated (borrowed from
+/// `stats`), and counts. Either out-pointer may be NULL; they are written
+/// only on success.
+///
+/// Errors: `TJ_STATUS_NULL_ARGUMENT` (stats), `TJ_STATUS_INVALID_ARGUMENT`
+/// when `index >= tj_stats_scope_count(stats)`.
+///
+/// # Safety
+/// `stats` is NULL or live; the out-pointers and `err` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_stats_scope(
+    stats: *const tj_stats,
+    index: usize,
+    scope_out: *mut *const c_char,
+    counts_out: *mut tj_state_counts,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_stats_scope";
+    boundary::run(F, err, || {
+        let s = boundary::handle(F, "stats", stats)?;
+        let (sc, c) = s.scopes.get(index).ok_or_else(|| {
+            Failure::invalid(format!(
+                "{F}: index {index} is past the {} scopes",
+                s.scopes.len()
+            ))
+        })?;
+        write_opt(scope_out, sc.as_ptr());
         write_opt(counts_out, *c);
         Ok(())
     })

@@ -125,7 +125,7 @@ impl NativeQueue {
         )
     }
 
-    /// Exact counts per kind and state.
+    /// Exact counts per kind, per scope and state.
     #[napi(ts_return_type = "Promise<Stats>")]
     pub fn stats(&self) -> AsyncTask<Op<Stats, Stats>> {
         let q = self.store().clone();
@@ -136,6 +136,11 @@ impl NativeQueue {
                 Ok(Stats {
                     total: s.total.into(),
                     by_kind: s.by_kind.into_iter().map(|(k, c)| (k, c.into())).collect(),
+                    by_scope: s
+                        .by_scope
+                        .into_iter()
+                        .map(|(sc, c)| (sc.to_string(), c.into()))
+                        .collect(),
                     paused: crate::control::Paused::from_core(s.paused),
                 })
             },

@@ -319,6 +319,9 @@ pub struct Stats {
     /// Counts per kind; kinds with no jobs left are omitted.
     #[napi(ts_type = "Record<string, StateCounts>")]
     pub by_kind: HashMap<String, StateCounts>,
+    /// Counts per scope (its UUID); scopes with no jobs left are omitted.
+    #[napi(ts_type = "Record<string, StateCounts>")]
+    pub by_scope: HashMap<String, StateCounts>,
     /// What is paused (kinds and families, scopes).
     pub paused: Paused,
 }

@@ -122,7 +122,7 @@ function subset (want, got, at = '') {
     if (got === null || typeof got !== 'object') throw new StepFailed(`${at}: wanted an object, got ${JSON.stringify(got)}`)
     for (const [k, wv] of Object.entries(want)) {
       if (k in got) subset(wv, got[k], `${at}.${k}`)
-      else if (at === '.by_kind') subset(wv, ZERO_COUNTS, `${at}.${k}`)
+      else if (at === '.by_kind' || at === '.by_scope') subset(wv, ZERO_COUNTS, `${at}.${k}`)
       else throw new StepFailed(`${at}.${k}: the runner has no such field`)
     }
     return
@@ -362,7 +362,7 @@ class Run {
       }
       case 'stats': {
         const st = await this.queue().stats()
-        return { ...st.total, by_kind: st.byKind }
+        return { ...st.total, by_kind: st.byKind, by_scope: st.byScope }
       }
       case 'sleep_ms':
         await sleep(s.ms)

@@ -47,6 +47,14 @@ pub fn stats_to_pb(s: &Stats) -> pb::StatsResponse {
         total: Some(counts_to_pb(&s.total)),
         paused_kinds: s.paused.kinds.iter().map(ToString::to_string).collect(),
         paused_scopes: scopes_to_pb(&s.paused.scopes),
+        by_scope: s
+            .by_scope
+            .iter()
+            .map(|(sc, c)| pb::ScopeCounts {
+                scope: sc.as_bytes().to_vec(),
+                counts: Some(counts_to_pb(c)),
+            })
+            .collect(),
     }
 }
 
@@ -58,6 +66,14 @@ pub fn stats_from_pb(s: &pb::StatsResponse) -> Result<Stats> {
             .iter()
             .map(|(k, c)| (k.clone(), counts_from_pb(c)))
             .collect(),
+        by_scope: s
+            .by_scope
+            .iter()
+            .map(|b| {
+                let c = b.counts.as_ref().map(counts_from_pb).unwrap_or_default();
+                Ok((scope_from_pb(&b.scope)?, c))
+            })
+            .collect::<Result<_>>()?,
         total: s.total.as_ref().map(counts_from_pb).unwrap_or_default(),
         paused: paused_from_pb(&s.paused_kinds, &s.paused_scopes)?,
     })

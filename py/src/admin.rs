@@ -119,15 +119,21 @@ pub fn paused_answer<'py>(py: Python<'py>, p: &Paused) -> PyResult<Bound<'py, Py
 }
 
 /// `stats()`: `{"total": {state: n}, "by_kind": {kind: {state: n}},
-/// "paused": {"kinds": [...], "scopes": [...]}}`.
+/// "by_scope": {scope uuid: {state: n}}, "paused": {"kinds": [...],
+/// "scopes": [...]}}`.
 pub fn stats_answer<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
     let by_kind = PyDict::new(py);
     for (k, c) in &s.by_kind {
         by_kind.set_item(k, counts_dict(py, c)?)?;
     }
+    let by_scope = PyDict::new(py);
+    for (sc, c) in &s.by_scope {
+        by_scope.set_item(sc.to_string(), counts_dict(py, c)?)?;
+    }
     let d = PyDict::new(py);
     d.set_item("total", counts_dict(py, &s.total)?)?;
     d.set_item("by_kind", by_kind)?;
+    d.set_item("by_scope", by_scope)?;
     d.set_item("paused", paused_answer(py, &s.paused)?)?;
     Ok(d)
 }

@@ -113,7 +113,7 @@ def subset(want: Any, got: Any, at: str = "") -> None:
         for k, wv in want.items():
             if k in got:
                 subset(wv, got[k], f"{at}.{k}")
-            elif at == ".by_kind":
+            elif at in (".by_kind", ".by_scope"):
                 subset(wv, dict.fromkeys(("pending", "leased", "failed", "completed", "dead",
                                           "cancelled"), 0),
                        f"{at}.{k}")
@@ -336,7 +336,7 @@ class Run:
             return self.queue().reap()
         if op == "stats":
             st = self.queue().stats()
-            return dict(st["total"], by_kind=st["by_kind"])
+            return dict(st["total"], by_kind=st["by_kind"], by_scope=st["by_scope"])
         if op == "sleep_ms":
             time.sleep(s["ms"] / 1000)
             return None

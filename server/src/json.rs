@@ -180,14 +180,22 @@ pub fn paused_json(p: &Paused) -> Json {
     })
 }
 
-/// `stats`: the counts per kind and over all, and what is paused.
+/// `stats`: the counts per kind, per scope and over all, and what is paused.
 pub fn stats_json(s: &Stats) -> Json {
     let by_kind: Map<String, Json> = s
         .by_kind
         .iter()
         .map(|(k, c)| (k.clone(), counts_json(c)))
         .collect();
-    json!({"by_kind": by_kind, "total": counts_json(&s.total), "paused": paused_json(&s.paused)})
+    let by_scope: Map<String, Json> = s
+        .by_scope
+        .iter()
+        .map(|(sc, c)| (sc.to_string(), counts_json(c)))
+        .collect();
+    json!({
+        "by_kind": by_kind, "by_scope": by_scope, "total": counts_json(&s.total),
+        "paused": paused_json(&s.paused),
+    })
 }
 
 fn opt_time(t: Option<u64>) -> Json {

@@ -80,6 +80,12 @@ fn every_read_answers_its_documented_shape() {
     let o = o.json();
     assert_eq!(o["stats"]["by_kind"]["ingest"]["dead"], json!(2));
     assert_eq!(o["stats"]["total"]["leased"], json!(1));
+    let nil = "00000000-0000-0000-0000-000000000000";
+    assert_eq!(
+        o["stats"]["by_scope"][nil]["total"],
+        json!(3),
+        "counts per scope"
+    );
     assert_eq!(o["leased_in_flight"], json!(1));
     assert_eq!(o["schedules"], json!(1));
     assert!(o["throughput"]["points"].is_array());

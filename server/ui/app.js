@@ -22,6 +22,7 @@ import {
   rel,
   when,
   scopeText,
+  NIL,
   stateBadge,
   notice,
   errText,
@@ -247,7 +248,8 @@ function paintOverview(o) {
     STATES.map((s) => countCell('', s, total[s], 'total')), countCell('', 'total', sum(total), 'total'), canAct() ? h('td') : null);
   const table = h('table', { class: 'grid', testid: 'kinds-table' }, h('thead', {}, head), h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 9, class: 'muted' }, 'No jobs.'))), h('tfoot', {}, foot));
   fill($('overview') || S.view.data, cards, h('section', { class: 'card' }, h('h2', {}, 'Throughput'), sparkline(o.throughput)),
-    h('section', { class: 'card' }, h('h2', {}, 'Jobs by kind and state'), tableWrap(table)));
+    h('section', { class: 'card' }, h('h2', {}, 'Jobs by kind and state'), tableWrap(table)),
+    scopesTable(st.by_scope || {}, new Set(paused.scopes || []), sum));
   const p = $('paused');
   if (!p) return;
   const items = [...(paused.kinds || []).map((k) => 'kind:' + k), ...(paused.scopes || []).map((s) => 'scope:' + s)];
@@ -255,6 +257,27 @@ function paintOverview(o) {
     canAct() ? btn('Resume', { class: 'small', testid: 'btn-resume-' + t }, () => act(`Resume ${t}?`, 'resume', { target: t },
       { ok: 'Resume', done: (r) => (r.changed ? 'Resumed ' : 'Was not paused: ') + t })) : null)))
     : h('p', { class: 'muted' }, 'Nothing is paused.'));
+}
+
+// Jobs per scope (tenant), the most pending first; the first SCOPES_SHOWN.
+const SCOPES_SHOWN = 20;
+function scopesTable(byScope, pausedScopes, sum) {
+  const scopes = Object.keys(byScope);
+  if (!scopes.length) return null;
+  scopes.sort((a, b) => (byScope[b].pending || 0) - (byScope[a].pending || 0) || (a < b ? -1 : 1));
+  const cell = (sc, state, n) => h('td', { class: 'num' },
+    h('a', { href: jobsHref(state === 'total' ? { scope: sc } : { scope: sc, state }), testid: `scope-count-${sc}-${state}`, class: n ? '' : 'zero' }, String(n ?? 0)));
+  const rows = scopes.slice(0, SCOPES_SHOWN).map((sc) => {
+    const c = byScope[sc];
+    return h('tr', {},
+      h('th', { scope: 'row', class: 'mono' }, h('a', { href: jobsHref({ scope: sc }) }, sc === NIL ? 'default' : sc),
+        pausedScopes.has(sc) ? h('span', { class: 'badge' }, 'paused') : null),
+      STATES.map((s) => cell(sc, s, c[s])), cell(sc, 'total', sum(c)));
+  });
+  const head = h('tr', {}, h('th', {}, 'scope'), STATES.map((s) => h('th', { class: 'num' }, s)), h('th', { class: 'num' }, 'total'));
+  const more = scopes.length > SCOPES_SHOWN ? h('p', { class: 'muted' }, `${scopes.length - SCOPES_SHOWN} more scopes (the ${SCOPES_SHOWN} with the most pending are shown).`) : null;
+  return h('section', { class: 'card' }, h('h2', {}, 'Jobs by scope and state'),
+    tableWrap(h('table', { class: 'grid', testid: 'scopes-table' }, h('thead', {}, head), h('tbody', {}, rows))), more);
 }
 
 // ---------------------------------------------------------------- jobs browser

@@ -389,6 +389,13 @@ tj_status op_stats(struct run *r, jval **obs, tj_error **err) {
         if (tj_stats_kind(stats, i, &kind, &c, NULL) == TJ_STATUS_OK) jobj_put(by, kind, counts_json(c));
     }
     jobj_put(*obs, "by_kind", by);
+    jval *bs = jnew_obj();
+    for (size_t i = 0; i < tj_stats_scope_count(stats); i++) {
+        const char *scope = NULL;
+        tj_state_counts c;
+        if (tj_stats_scope(stats, i, &scope, &c, NULL) == TJ_STATUS_OK) jobj_put(bs, scope, counts_json(c));
+    }
+    jobj_put(*obs, "by_scope", bs);
     tj_stats_free(stats);
     return st;
 }

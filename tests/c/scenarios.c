@@ -252,7 +252,7 @@ static const jval ZERO = {J_NUM, false, 0, NULL, 0, NULL, NULL, 0};
 
 /* `want` must be a subset of `got` (objects: every wanted key, recursively;
  * arrays: the same length, element by element; anything else: equal). A
- * kind missing from stats' by_kind counts zero. */
+ * kind missing from stats' by_kind (a scope from by_scope) counts zero. */
 static bool subset(struct run *r, const jval *want, const jval *got, const char *at) {
     char path[256];
     if (want->t == J_OBJ) {
@@ -264,11 +264,11 @@ static bool subset(struct run *r, const jval *want, const jval *got, const char 
         for (size_t i = 0; i < want->len; i++) {
             snprintf(path, sizeof path, "%s.%s", at, want->keys[i]);
             const jval *g = jget(got, want->keys[i]);
-            if (!g && strcmp(at, ".by_kind") == 0) {
+            if (!g && (strcmp(at, ".by_kind") == 0 || strcmp(at, ".by_scope") == 0)) {
                 const jval *w = want->items[i];
                 for (size_t k = 0; k < w->len; k++)
                     if (!jequal(w->items[k], &ZERO)) {
-                        snprintf(r->msg, sizeof r->msg, "%s: no such kind in stats", path);
+                        snprintf(r->msg, sizeof r->msg, "%s: no such kind or scope in stats", path);
                         return false;
                     }
                 continue;

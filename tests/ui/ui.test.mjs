@@ -35,8 +35,17 @@ async function matchesStats(page, srv) {
   const stats = await H.grpcStats(srv);
   const cells = await overviewCells(page, stats);
   const rows = await page.locator(`${sel('kinds-table')} tbody tr`).count();
+  // Per scope too (the seed has fewer than 20 scopes: every one is shown).
+  for (const [sc, c] of Object.entries(stats.byScope)) {
+    for (const s of ['pending', 'leased', 'failed', 'completed', 'dead', 'cancelled']) {
+      const got = await tid(page, `scope-count-${sc}-${s}`);
+      if (got !== String(c[s])) return false;
+    }
+  }
+  const scopeRows = await page.locator(`${sel('scopes-table')} tbody tr`).count();
   const ok = Object.values(cells).every(([got, want]) => got === want) &&
     rows === Object.keys(stats.byKind).length &&
+    scopeRows === Object.keys(stats.byScope).length &&
     (await tid(page, 'dead-total')) === String(stats.total.dead);
   return ok ? stats : false;
 }
@@ -48,6 +57,7 @@ test('the overview shows the counts of stats, and follows them live', { timeout:
   const stats = await until(() => matchesStats(page, main), 10000, 'every kind x state cell to match stats');
   assert.deepEqual(Object.keys(stats.byKind).sort(), ['email', 'embed', 'ingest']);
   assert.equal(stats.byKind.ingest.dead, 3);
+  assert.ok(Object.keys(stats.byScope).length >= 2, 'the seed has jobs in two scopes at least');
   // A count is a link to the filtered list.
   assert.equal(await page.getAttribute(sel('count-ingest-dead'), 'href'), '#/jobs?state=dead&kind=ingest');
   // Live refresh: a job enqueued through gRPC shows up without a reload.

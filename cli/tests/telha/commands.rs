@@ -308,7 +308,7 @@ fn stats_counts_per_state_and_kind_as_the_core_does() {
     assert!(text.starts_with("KIND "), "{text}");
     let total = text
         .lines()
-        .last()
+        .find(|l| l.starts_with("(all kinds)"))
         .unwrap()
         .split_whitespace()
         .collect::<Vec<_>>();
@@ -317,6 +317,20 @@ fn stats_counts_per_state_and_kind_as_the_core_does() {
         ["(all", "kinds)", "4", "1", "1", "2", "6", "0", "14"],
         "{text}"
     );
+    // Per scope as well: in the JSON, and a table of its own in the text.
+    assert!(core.by_scope.len() > 1, "the seed uses several scopes");
+    for (scope, c) in &core.by_scope {
+        let sc = scope.to_string();
+        for st in State::ALL {
+            assert_eq!(j["by_scope"][&sc][st.as_str()], c.get(st), "{sc} {st}");
+        }
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&sc))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(row.ends_with(&c.total().to_string()), "{row}");
+    }
+    assert!(text.contains("\nSCOPE "), "{text}");
 }
 
 #[test]

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::error::Result;
+use crate::ids::Scope;
 use crate::job::{JobId, State};
 use crate::state::PerState;
 use crate::store::codec;
@@ -39,6 +40,7 @@ impl Engine {
             .map(|(id, k, g)| (id, (k, g)))
             .collect();
 
+        let mut scoped: BTreeMap<Scope, PerState<i64>> = BTreeMap::new();
         let mut it = snap.raw_iterator_cf(self.cf(st::CF_JOBS)?);
         it.seek_to_first();
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
@@ -51,6 +53,7 @@ impl Engine {
                     continue;
                 }
             };
+            scoped.entry(key.scope).or_default()[key.state] += 1;
             let rec = match codec::decode(v) {
                 Ok(rec) => rec,
                 Err(e) => {
@@ -244,10 +247,19 @@ impl Engine {
         it.status()?;
 
         let mut disk: BTreeMap<String, PerState<i64>> = BTreeMap::new();
+        let mut disk_scopes: BTreeMap<Scope, PerState<i64>> = BTreeMap::new();
+        let mut marked = false;
         let mut it = snap.raw_iterator_cf(self.cf(st::CF_COUNTERS)?);
         it.seek_to_first();
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
-            if let (Ok(kind), Some(c)) = (std::str::from_utf8(k), st::decode_counters(v)) {
+            let scope = st::scope_of_counter_key(k);
+            if k == st::SCOPE_COUNTERS_MARKER {
+                marked = true;
+            } else if let (Some(s), Some(c)) = (scope, st::decode_counters(v)) {
+                if !c.is_zero() {
+                    disk_scopes.insert(s, c);
+                }
+            } else if let (Ok(kind), Some(c)) = (std::str::from_utf8(k), st::decode_counters(v)) {
                 if !c.is_zero() {
                     disk.insert(kind.to_string(), c);
                 }
@@ -265,6 +277,8 @@ impl Engine {
             ));
         }
         let mem = self.counts.stats();
+        let disk_scopes = marked.then_some(&disk_scopes);
+        self.check_scopes(&mut r, &scoped, disk_scopes, &mem);
         for (kind, c) in &r.scanned {
             let m = mem.by_kind.get(kind).copied().unwrap_or_default();
             let want = crate::job::StateCounts::from_per_state(c);
@@ -281,5 +295,32 @@ impl Engine {
             }
         }
         Ok(r)
+    }
+
+    /// Per-scope counters, on disk and in memory, against the scan.
+    fn check_scopes(
+        &self,
+        r: &mut CheckReport,
+        scanned: &BTreeMap<Scope, PerState<i64>>,
+        disk: Option<&BTreeMap<Scope, PerState<i64>>>,
+        mem: &crate::job::Stats,
+    ) {
+        // Unmarked: a store from before them, opened read-only (kept in
+        // memory only, never written).
+        if let Some(disk) = disk.filter(|d| *d != scanned) {
+            r.problems.push(format!(
+                "per-scope counters on disk {disk:?} differ from a full scan {scanned:?}"
+            ));
+        }
+        let want: BTreeMap<Scope, crate::job::StateCounts> = scanned
+            .iter()
+            .map(|(s, c)| (*s, crate::job::StateCounts::from_per_state(c)))
+            .collect();
+        if mem.by_scope != want {
+            r.problems.push(format!(
+                "in-memory per-scope counts {:?} differ from a full scan {want:?}",
+                mem.by_scope
+            ));
+        }
     }
 }

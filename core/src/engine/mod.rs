@@ -13,6 +13,7 @@ mod prune;
 mod purge;
 mod recover;
 mod schedules;
+mod scope_counts;
 mod settle;
 mod transition;
 

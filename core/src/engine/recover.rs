@@ -26,9 +26,17 @@ impl Engine {
         let cf = self.cf(st::CF_COUNTERS)?;
         let mut it = self.db().raw_iterator_cf(cf);
         it.seek_to_first();
+        let mut marked = false;
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
-            match (std::str::from_utf8(k), st::decode_counters(v)) {
-                (Ok(kind), Some(c)) => self.counts.add(kind, &c),
+            if k == st::SCOPE_COUNTERS_MARKER {
+                marked = true;
+                it.next();
+                continue;
+            }
+            let scope = st::scope_of_counter_key(k);
+            match (scope, std::str::from_utf8(k), st::decode_counters(v)) {
+                (Some(s), _, Some(c)) => self.load_scope_counter(&s, &c),
+                (None, Ok(kind), Some(c)) => self.counts.add(kind, &c),
                 _ => {
                     let err = crate::Error::Corruption("malformed counters row".into());
                     self.report_corrupt(k, None, &err);
@@ -37,7 +45,7 @@ impl Engine {
             it.next();
         }
         it.status()?;
-        Ok(())
+        self.check_scope_counters(marked)
     }
 
     /// Find every scope, the head of every pending and failed band, and load

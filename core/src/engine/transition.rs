@@ -13,7 +13,7 @@
 //! | `kinds`       | delete, if ready    | put, if ready (pending or failed)   |
 //! | `idem`        | delete, if it names this job (deletes only) | put (new jobs with a key) |
 //! | `expiry`      | delete, if it was indexed | put, if pending, never leased and it has an expiry |
-//! | `counters`    | one merge operand per kind per batch: −1 from-state, +1 to-state |
+//! | `counters`    | one merge operand per kind and one per scope per batch: −1 from-state, +1 to-state |
 //!
 //! [`Tx::commit`] writes the batch once; only then does memory learn: the
 //! in-memory counts, the transition metrics, the cursors of every band that
@@ -88,6 +88,8 @@ pub(crate) struct Tx<'e> {
     batch: WriteBatch,
     /// Counter deltas per kind (few kinds per batch: a linear scan).
     counters: Vec<(String, PerState<i64>)>,
+    /// Counter deltas per scope (few scopes per batch, likewise).
+    scope_counters: Vec<(crate::ids::Scope, PerState<i64>)>,
     /// Rows that became ready, to note after the commit.
     ready: Vec<(JobKey, String)>,
     /// Events to count after the commit, by `Event::index`.
@@ -110,6 +112,7 @@ impl<'e> Tx<'e> {
             e,
             batch: WriteBatch::default(),
             counters: Vec::new(),
+            scope_counters: Vec::new(),
             ready: Vec::new(),
             counted: [0; Event::ALL.len()],
             moves: 0,
@@ -229,6 +232,12 @@ impl<'e> Tx<'e> {
                 Some((_, c)) => c.add(&d),
                 None => self.counters.push((rec.kind.clone(), d)),
             }
+            if let Some(scope) = from.or(to).map(|k| k.scope) {
+                match self.scope_counters.iter_mut().find(|(s, _)| *s == scope) {
+                    Some((_, c)) => c.add(&d),
+                    None => self.scope_counters.push((scope, d)),
+                }
+            }
         }
         let id = from.or(to).map(|k| k.id);
         if let Some(id) = id {
@@ -290,10 +299,20 @@ impl<'e> Tx<'e> {
                     .merge_cf(counters_cf, kind.as_bytes(), encode_counters(d));
             }
         }
+        for (scope, d) in &self.scope_counters {
+            if !d.is_zero() {
+                self.batch.merge_cf(
+                    counters_cf,
+                    st::scope_counter_key(scope),
+                    encode_counters(d),
+                );
+            }
+        }
         let Tx {
             e,
             batch,
             counters,
+            scope_counters,
             ready,
             counted,
             staged,
@@ -307,6 +326,9 @@ impl<'e> Tx<'e> {
         }
         for (kind, d) in &counters {
             e.counts.add(kind, d);
+        }
+        for (scope, d) in &scope_counters {
+            e.counts.add_scope(scope, d);
         }
         for (ev, n) in Event::ALL.into_iter().zip(counted) {
             e.metrics.count(ev, n);

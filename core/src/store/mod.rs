@@ -30,6 +30,29 @@ pub const CF_EXPIRY: &str = "expiry";
 /// and how far it has enqueued. Created in place in older stores (an
 /// older build opens a store that has it and leaves it alone).
 pub const CF_SCHEDULES: &str = "schedules";
+/// Per-scope counters live in [`CF_COUNTERS`] beside the per-kind ones,
+/// under keys no kind can have (a kind key is its UTF-8 name; these start
+/// with 0xFF): `0xFF 's'` + the scope's 16 bytes. An older build that reads
+/// the family skips them as malformed rows and goes on.
+pub const SCOPE_COUNTER_PREFIX: [u8; 2] = [0xFF, b's'];
+/// Written with the per-scope counters' rebuild: from then on every batch
+/// keeps them. Absent (a store from before them), they are rebuilt at open.
+pub const SCOPE_COUNTERS_MARKER: [u8; 2] = [0xFF, b'M'];
+
+/// The counters key of a scope's counts.
+pub fn scope_counter_key(s: &crate::ids::Scope) -> [u8; 18] {
+    let mut k = [0u8; 18];
+    k[..2].copy_from_slice(&SCOPE_COUNTER_PREFIX);
+    k[2..].copy_from_slice(s.as_bytes());
+    k
+}
+
+/// The scope of a per-scope counters key; `None` for any other key.
+pub fn scope_of_counter_key(k: &[u8]) -> Option<crate::ids::Scope> {
+    let b: [u8; 16] = k.strip_prefix(&SCOPE_COUNTER_PREFIX)?.try_into().ok()?;
+    Some(crate::ids::Scope::from_bytes(b))
+}
+
 /// Every column family; a raw RocksDB open of the store must name them all.
 pub const ALL_CFS: [&str; 9] = [
     CF_JOBS,

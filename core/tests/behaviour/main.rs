@@ -43,6 +43,7 @@ mod payloads;
 mod poison;
 mod retry;
 mod schedules;
+mod scope_counts;
 mod settle;
 mod store;
 mod waits;

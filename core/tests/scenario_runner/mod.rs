@@ -232,6 +232,12 @@ impl Run {
                     .map(|(k, c)| (k.clone(), counts(c)))
                     .collect();
                 o["by_kind"] = Json::Object(by);
+                let by: Map<String, Json> = st
+                    .by_scope
+                    .iter()
+                    .map(|(sc, c)| (sc.to_string(), counts(c)))
+                    .collect();
+                o["by_scope"] = Json::Object(by);
                 o
             }),
             "sleep_ms" => {

@@ -438,6 +438,16 @@ pub struct StatsResponse {
     pub paused_kinds: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
     #[prost(bytes = "vec", repeated, tag = "4")]
     pub paused_scopes: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
+    /// Counts per scope (16-byte scope ids); scopes with no jobs are omitted.
+    #[prost(message, repeated, tag = "5")]
+    pub by_scope: ::prost::alloc::vec::Vec<ScopeCounts>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ScopeCounts {
+    #[prost(bytes = "vec", tag = "1")]
+    pub scope: ::prost::alloc::vec::Vec<u8>,
+    #[prost(message, optional, tag = "2")]
+    pub counts: ::core::option::Option<StateCounts>,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct MetricsRequest {}
