@@ -14,7 +14,7 @@ pub(crate) struct Check {
 
 /// Equal in time independent of where the first difference is (the length
 /// is not secret: it leaks through timing of the parse anyway).
-fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

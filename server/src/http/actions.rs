@@ -5,14 +5,13 @@
 
 use hyper::Response;
 use serde_json::{json, Map, Value as Json};
-use telha_jobs::{
-    CancelFilter, CancelOutcome, KindPattern, ListQuery, PauseTarget, Queue, Scope, State,
-};
+use telha_jobs::{CancelFilter, KindPattern, ListQuery, PauseTarget, Queue, Scope, State};
 
-use super::api::{blocking, full_json, job_id, load, now_ms, parse, tri};
+use super::api::{blocking, full_json, job_id, load, parse, tri};
 use super::reply::{bad, error, ok, Body};
 use super::Req;
 use crate::json::{paused_json, schedule_json};
+use crate::service::now_ms;
 
 /// The body as a JSON object whose keys are all in `allowed` (an empty
 /// body is `{}`).
@@ -65,7 +64,7 @@ pub(crate) async fn post(q: Queue, rest: &str, req: &Req) -> Response<Body> {
             let q2 = q.clone();
             let outcome = tri!(blocking(move || q2.cancel(&id, &reason)).await);
             let j = tri!(load(q, id).await);
-            ok(&json!({"outcome": outcome_name(outcome), "job": full_json(&j)}))
+            ok(&json!({"outcome": outcome.name(), "job": full_json(&j)}))
         }
         ["jobs", id, "delete"] => {
             tri!(body(req, &[]));
@@ -115,10 +114,6 @@ pub(crate) async fn post(q: Queue, rest: &str, req: &Req) -> Response<Body> {
             &format!("no endpoint POST /api/v1/{rest}"),
         ),
     }
-}
-
-fn outcome_name(o: CancelOutcome) -> &'static str {
-    o.name()
 }
 
 /// Retry every dead (or failed) job matching kind and scope, page by page.

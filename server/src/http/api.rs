@@ -14,6 +14,7 @@ use telha_jobs::{JobId, JobInfo, KindPattern, ListQuery, Queue, Scope, State};
 use super::reply::{bad, core_error, error, ok, with_type, Body};
 use super::{Req, Ui};
 use crate::json::{job_json, schedule_json, stats_json, time};
+use crate::service::now_ms;
 
 /// Payloads and results larger than this are not inlined in a job's
 /// document (`{"encoding": "truncated", "size": N}`): the raw view
@@ -51,12 +52,6 @@ pub(crate) fn parse<T: FromStr<Err = telha_jobs::Error>>(
 ) -> Result<Option<T>, Response<Body>> {
     v.map(|s| T::from_str(s).map_err(|e| bad(format!("{what}: {e}"))))
         .transpose()
-}
-
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// `GET /api/v1/<rest>`.

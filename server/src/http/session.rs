@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::auth::Check;
+use crate::auth::{ct_eq, Check};
 
 use super::Req;
 
@@ -57,10 +57,6 @@ pub(crate) struct Sessions {
     /// The CSRF token when no login is needed.
     open_csrf: String,
     map: Mutex<HashMap<String, Session>>,
-}
-
-fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 impl Sessions {

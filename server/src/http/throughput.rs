@@ -4,11 +4,13 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::{json, Map, Value as Json};
 use telha_jobs::{Event, Queue};
 use tokio::sync::watch;
+
+use crate::service::now_ms;
 
 pub(crate) const INTERVAL: Duration = Duration::from_secs(5);
 /// 15 minutes of points.
@@ -26,12 +28,6 @@ const SHOWN: [Event; 5] = [
 pub(crate) struct Samples {
     /// (ms since the epoch, the counter of each of SHOWN).
     ring: Mutex<VecDeque<(u64, [u64; SHOWN.len()])>>,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl Samples {
