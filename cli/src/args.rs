@@ -153,6 +153,45 @@ pub enum Jobs {
     Watch(WatchArgs),
     /// Lease a paused kind or scope again.
     Resume(PauseArgs),
+    /// Flow-control limits: concurrency caps, rates and scope weights.
+    #[command(subcommand)]
+    Limits(LimitsCmd),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LimitsCmd {
+    /// Every limit with its use now: leased, held back, and how often it
+    /// held work back since the store's owner opened it.
+    Ls,
+    /// Set (or replace) the limit on a target: `kind:<kind or family:*>`,
+    /// `scope:<uuid>`, `scope:*` (each scope), `scope:<uuid>/kind:<pattern>`
+    /// or `scope:*/kind:<pattern>`. Durable.
+    Set(LimitSetArgs),
+    /// Remove the limit on a target.
+    Rm {
+        /// The target, as for `set`.
+        #[arg(value_parser = parse_limit_target)]
+        target: telha_jobs::LimitTarget,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct LimitSetArgs {
+    /// The target (see `telha jobs limits set --help`).
+    #[arg(value_parser = parse_limit_target)]
+    pub target: telha_jobs::LimitTarget,
+    /// At most this many leased at once.
+    #[arg(long)]
+    pub concurrency: Option<u32>,
+    /// At most this many leases per second (a decimal: 0.5 is one every 2 s).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// With --rate: how many may go at once after a quiet spell [default: the rate, rounded up].
+    #[arg(long, requires = "rate")]
+    pub burst: Option<u32>,
+    /// A scope's share of leases while others have work (scope targets only) [default: 1].
+    #[arg(long)]
+    pub weight: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -229,6 +268,9 @@ pub struct LsArgs {
     /// Only the jobs this schedule enqueued.
     #[arg(long, value_name = "NAME")]
     pub schedule: Option<String>,
+    /// Only the follow-up jobs this job's completion enqueued.
+    #[arg(long, value_parser = parse_id, value_name = "JOB_ID")]
+    pub parent: Option<JobId>,
 }
 
 #[derive(Debug, Args)]
@@ -403,6 +445,10 @@ pub struct NextArgs {
 // exactly what the library accepts, with the library's messages.
 
 fn parse_id(s: &str) -> Result<JobId, String> {
+    s.parse().map_err(|e: telha_jobs::Error| reason(e))
+}
+
+fn parse_limit_target(s: &str) -> Result<telha_jobs::LimitTarget, String> {
     s.parse().map_err(|e: telha_jobs::Error| reason(e))
 }
 

@@ -47,6 +47,7 @@ pub fn run(cmd: Jobs, db: &Target, json: bool) -> Result<Output, Failure> {
         Jobs::Delete { ids } => control::delete(db, &ids, json),
         Jobs::Pause(a) => control::pause(db, &a, true, json),
         Jobs::Resume(a) => control::pause(db, &a, false, json),
+        Jobs::Limits(c) => crate::limits::run(db, c, json),
         Jobs::Watch(a) => crate::watch::watch(db, a, json),
     }
 }
@@ -84,6 +85,7 @@ fn ls(db: &Target, a: LsArgs, json: bool) -> Result<Output, Failure> {
         scope: a.scope,
         kind: a.kind,
         schedule: a.schedule,
+        parent: a.parent,
         limit: usize::try_from(a.limit).unwrap_or(usize::MAX),
         after: a.after,
     };
@@ -188,6 +190,7 @@ pub fn matching_ids(
         scope,
         kind,
         schedule: None,
+        parent: None,
         limit: 1000,
         after: None,
     };

@@ -11,6 +11,7 @@
 mod args;
 mod commands;
 mod control;
+mod limits;
 mod prom;
 mod render;
 mod schedules;

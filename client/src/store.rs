@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use telha_jobs::{
     CancelFilter, CancelOutcome, CancelReport, Completion, EnqueueOptions, Enqueued, Error,
-    Failure, Job, JobId, JobInfo, JobStore, JobWatch, LeaseOptions, LeaseToken, ListPage,
-    ListQuery, NewJob, PauseTarget, Paused, PurgeReport, ReapReport, Result, RunReport, Schedule,
-    ScheduleInfo, State, Stats, SubscribeOptions, Subscription,
+    Failure, Job, JobId, JobInfo, JobStore, JobWatch, LeaseOptions, LeaseToken, Limit, LimitStatus,
+    LimitTarget, ListPage, ListQuery, NewJob, PauseTarget, Paused, PurgeReport, ReapReport, Result,
+    RunReport, Schedule, ScheduleInfo, State, Stats, SubscribeOptions, Subscription,
 };
-use telha_jobs_proto::convert::{self as cv, encoding_to_pb};
+use telha_jobs_proto::convert as cv;
 use telha_jobs_proto::status::{from_item_error, from_status};
 use telha_jobs_proto::v1 as pb;
 
@@ -160,12 +160,10 @@ impl JobStore for RemoteQueue {
     }
 
     fn complete_with(&self, c: Completion) -> Result<()> {
+        let token = c.token;
         let req = submit(
-            &c.token,
-            pb::submit_request::Outcome::Complete(pb::Complete {
-                result: c.result,
-                result_encoding: encoding_to_pb(c.encoding),
-            }),
+            &token,
+            pb::submit_request::Outcome::Complete(telha_jobs_proto::flow::complete_to_pb(c)),
         );
         self.call(|mut c| async move { c.submit(req).await })?;
         Ok(())
@@ -177,12 +175,12 @@ impl JobStore for RemoteQueue {
             items: items
                 .into_iter()
                 .map(|c| {
+                    let token = c.token;
                     submit(
-                        &c.token,
-                        pb::submit_request::Outcome::Complete(pb::Complete {
-                            result: c.result,
-                            result_encoding: encoding_to_pb(c.encoding),
-                        }),
+                        &token,
+                        pb::submit_request::Outcome::Complete(
+                            telha_jobs_proto::flow::complete_to_pb(c),
+                        ),
                     )
                 })
                 .collect(),
@@ -279,6 +277,29 @@ impl JobStore for RemoteQueue {
     fn paused(&self) -> Result<Paused> {
         let r = self.call(|mut c| async move { c.paused(pb::PausedRequest {}).await })?;
         cv::paused_from_pb(&r.kinds, &r.scopes)
+    }
+
+    fn set_limit(&self, target: &LimitTarget, limit: Limit) -> Result<()> {
+        let req = telha_jobs_proto::flow::set_limit_to_pb(target, &limit);
+        self.call(|mut c| async move { c.set_limit(req).await })?;
+        Ok(())
+    }
+
+    fn remove_limit(&self, target: &LimitTarget) -> Result<bool> {
+        let req = pb::RemoveLimitRequest {
+            target: target.label(),
+        };
+        Ok(self
+            .call(|mut c| async move { c.remove_limit(req).await })?
+            .removed)
+    }
+
+    fn limits(&self) -> Result<Vec<LimitStatus>> {
+        let r = self.call(|mut c| async move { c.limits(pb::LimitsRequest {}).await })?;
+        r.limits
+            .into_iter()
+            .map(telha_jobs_proto::flow::limit_status_from_pb)
+            .collect()
     }
 
     // Schedules: one RPC each (schedules.rs).

@@ -9,6 +9,7 @@
 //! behaves the same in process and over the network.
 
 use crate::control::{CancelFilter, CancelOutcome, CancelReport, Failure, PauseTarget, Paused};
+use crate::flow::{Limit, LimitStatus, LimitTarget};
 use crate::job::{
     Completion, EnqueueOptions, Enqueued, Job, JobId, JobInfo, LeaseOptions, LeaseToken, ListPage,
     ListQuery, NewJob, PurgeReport, ReapReport, State, Stats,
@@ -107,6 +108,12 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     fn resume(&self, target: &PauseTarget) -> Result<bool>;
     /// See [`Queue::paused`].
     fn paused(&self) -> Result<Paused>;
+    /// See [`Queue::set_limit`].
+    fn set_limit(&self, target: &LimitTarget, limit: Limit) -> Result<()>;
+    /// See [`Queue::remove_limit`].
+    fn remove_limit(&self, target: &LimitTarget) -> Result<bool>;
+    /// See [`Queue::limits`].
+    fn limits(&self) -> Result<Vec<LimitStatus>>;
     /// See [`Queue::retry`].
     fn retry(&self, id: &JobId) -> Result<()>;
     /// See [`Queue::schedule_put`].
@@ -249,6 +256,15 @@ impl JobStore for Queue {
     }
     fn paused(&self) -> Result<Paused> {
         Queue::paused(self)
+    }
+    fn set_limit(&self, target: &LimitTarget, limit: Limit) -> Result<()> {
+        Queue::set_limit(self, target, limit)
+    }
+    fn remove_limit(&self, target: &LimitTarget) -> Result<bool> {
+        Queue::remove_limit(self, target)
+    }
+    fn limits(&self) -> Result<Vec<LimitStatus>> {
+        Queue::limits(self)
     }
     fn retry(&self, id: &JobId) -> Result<()> {
         Queue::retry(self, id)

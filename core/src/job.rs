@@ -329,6 +329,8 @@ pub struct JobInfo {
     pub progress: Option<Vec<u8>>,
     /// The schedule and slot that enqueued it, if a schedule did.
     pub schedule: Option<crate::schedule::ScheduleRef>,
+    /// The job whose completion enqueued it (`Completion::then`), if one did.
+    pub parent: Option<JobId>,
 }
 
 /// One completion for [`crate::Queue::complete_many`].
@@ -340,6 +342,13 @@ pub struct Completion {
     pub result: Option<Vec<u8>>,
     /// How the result was made.
     pub encoding: Encoding,
+    /// Follow-up jobs, enqueued in the same atomic batch as the
+    /// completion: they exist if and only if the job completed (none when
+    /// the completion is refused, or when a cancel request turns it into a
+    /// cancel). Each records this job as its `parent`. At most
+    /// [`crate::limits::MAX_BATCH`]; an idempotency key that names an
+    /// existing job answers that job and creates none.
+    pub then: Vec<NewJob>,
 }
 
 impl From<(LeaseToken, Option<Vec<u8>>)> for Completion {
@@ -355,7 +364,14 @@ impl Completion {
             token,
             result,
             encoding: Encoding::Unknown,
+            then: Vec::new(),
         }
+    }
+
+    /// The same completion with follow-up jobs (see [`Completion::then`]).
+    pub fn then(mut self, jobs: Vec<NewJob>) -> Self {
+        self.then = jobs;
+        self
     }
 }
 
@@ -383,6 +399,9 @@ pub struct ListQuery {
     /// Only jobs enqueued by the schedule of this name. Filtered as rows
     /// are read, like `kind`.
     pub schedule: Option<String>,
+    /// Only follow-up jobs of this parent (see [`Completion::then`]).
+    /// Filtered as rows are read, like `kind`.
+    pub parent: Option<JobId>,
     /// The most jobs per page: 1 to [`crate::limits::MAX_LIST_LIMIT`]
     /// (default 100).
     pub limit: usize,
@@ -397,6 +416,7 @@ impl Default for ListQuery {
             scope: None,
             kind: None,
             schedule: None,
+            parent: None,
             limit: 100,
             after: None,
         }

@@ -41,6 +41,7 @@ pub mod control;
 mod engine;
 pub mod error;
 pub mod event;
+pub mod flow;
 pub mod ids;
 pub mod job;
 pub mod kind;
@@ -69,6 +70,7 @@ pub use config::{Backoff, Config, KindConfig};
 pub use control::{CancelFilter, CancelOutcome, CancelReport, Failure, PauseTarget, Paused};
 pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, LogEntry};
+pub use flow::{Limit, LimitStatus, LimitTarget};
 pub use ids::{JobId, Scope};
 pub use job::{
     Completion, CorruptRecord, EnqueueOptions, Enqueued, Job, JobInfo, LeaseOptions, LeaseToken,

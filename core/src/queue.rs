@@ -10,6 +10,7 @@ use crate::control::{CancelFilter, CancelOutcome, CancelReport, Failure, PauseTa
 pub use crate::engine::CheckReport;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::flow::{Limit, LimitStatus, LimitTarget};
 use crate::watch::{JobWatch, SubscribeOptions, Subscription};
 
 /// How often a [`Queue::wait`] looks at its handle's `closed` flag.
@@ -425,6 +426,33 @@ impl Queue {
     /// What is paused now. `Closed` after `close`.
     pub fn paused(&self) -> Result<Paused> {
         Ok((*self.engine()?.paused()).clone())
+    }
+
+    /// Set (or replace) the flow-control limit on `target`: a concurrency
+    /// cap, a rate with a burst and, on scopes, a weight (see
+    /// [`crate::flow`]). Durable; takes effect for the next lease, and
+    /// counts the leases that exist now (a cap below them lets none go
+    /// until enough settle; nothing running is taken back).
+    ///
+    /// Errors: `InvalidArgument` (a setting out of range, a weight on a
+    /// kind target); `Storage`; `Closed`.
+    pub fn set_limit(&self, target: &LimitTarget, limit: Limit) -> Result<()> {
+        self.writable()?.set_limit(target, limit)
+    }
+
+    /// Remove the limit on `target`; false when there was none. Waiting
+    /// pollers wake.
+    ///
+    /// Errors: `Storage`; `Closed`.
+    pub fn remove_limit(&self, target: &LimitTarget) -> Result<bool> {
+        self.writable()?.remove_limit(target)
+    }
+
+    /// Every limit, by target label, with its use now: leases counted,
+    /// instances held back, and how often each held work back since open.
+    /// `Closed` after `close`.
+    pub fn limits(&self) -> Result<Vec<LimitStatus>> {
+        Ok(self.engine()?.limits())
     }
 
     /// Hand a leased job back to pending without spending an attempt, at its

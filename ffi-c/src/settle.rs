@@ -258,6 +258,7 @@ fn complete(
             token,
             result,
             encoding,
+            then: Vec::new(),
         })?;
         Ok(())
     })

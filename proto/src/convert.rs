@@ -274,6 +274,7 @@ pub fn job_info_to_pb(j: JobInfo) -> pb::JobInfo {
         paused: j.paused,
         progress: j.progress,
         schedule: j.schedule.map(crate::schedules::schedule_ref_to_pb),
+        parent: j.parent.map(|p| p.as_bytes().to_vec()),
     }
 }
 
@@ -315,6 +316,7 @@ pub fn job_info_from_pb(j: pb::JobInfo) -> Result<JobInfo> {
         paused: j.paused,
         progress: j.progress,
         schedule: j.schedule.map(crate::schedules::schedule_ref_from_pb),
+        parent: j.parent.as_deref().map(id_from_pb).transpose()?,
     })
 }
 
@@ -327,6 +329,7 @@ pub fn list_query_to_pb(q: &ListQuery) -> pb::ListRequest {
         limit: u32::try_from(q.limit).unwrap_or(u32::MAX),
         after: q.after.clone(),
         schedule: q.schedule.clone(),
+        parent: q.parent.map(|p| p.as_bytes().to_vec()),
     }
 }
 
@@ -337,6 +340,7 @@ pub fn list_query_from_pb(q: pb::ListRequest) -> Result<ListQuery> {
         scope: q.scope.as_deref().map(scope_from_pb).transpose()?,
         kind: q.kind.as_deref().map(str::parse).transpose()?,
         schedule: q.schedule,
+        parent: q.parent.as_deref().map(id_from_pb).transpose()?,
         limit: q.limit as usize,
         after: q.after,
     })

@@ -47,6 +47,7 @@ pub fn list_query(
         scope: scope.map(args::scope).transpose()?,
         kind,
         schedule: None,
+        parent: None,
         limit,
         after: after.map(|a| cursor(py, store, a)).transpose()?,
     })

@@ -54,4 +54,32 @@ impl JobsService {
             .await?;
         Ok(pb::PauseResponse { changed })
     }
+
+    pub(crate) async fn set_limit_rpc(
+        &self,
+        r: pb::SetLimitRequest,
+    ) -> Result<pb::SetLimitResponse, Status> {
+        let (t, l) = telha_jobs_proto::flow::set_limit_from_pb(r).map_err(bad)?;
+        self.shared.run(move |q| q.set_limit(&t, l)).await?;
+        Ok(pb::SetLimitResponse {})
+    }
+
+    pub(crate) async fn remove_limit_rpc(
+        &self,
+        r: pb::RemoveLimitRequest,
+    ) -> Result<pb::RemoveLimitResponse, Status> {
+        let t = telha_jobs::LimitTarget::parse(&r.target).map_err(bad)?;
+        let removed = self.shared.run(move |q| q.remove_limit(&t)).await?;
+        Ok(pb::RemoveLimitResponse { removed })
+    }
+
+    pub(crate) async fn limits_rpc(&self) -> Result<pb::LimitsResponse, Status> {
+        let l = self.shared.quick(|q| q.limits()).await?;
+        Ok(pb::LimitsResponse {
+            limits: l
+                .iter()
+                .map(telha_jobs_proto::flow::limit_status_to_pb)
+                .collect(),
+        })
+    }
 }

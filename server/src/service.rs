@@ -525,6 +525,30 @@ impl Jobs for JobsService {
         self.done("RunSchedules", r)
     }
 
+    async fn set_limit(
+        &self,
+        req: Request<pb::SetLimitRequest>,
+    ) -> Result<Response<pb::SetLimitResponse>, Status> {
+        let r = self.set_limit_rpc(req.into_inner()).await;
+        self.done("SetLimit", r)
+    }
+
+    async fn remove_limit(
+        &self,
+        req: Request<pb::RemoveLimitRequest>,
+    ) -> Result<Response<pb::RemoveLimitResponse>, Status> {
+        let r = self.remove_limit_rpc(req.into_inner()).await;
+        self.done("RemoveLimit", r)
+    }
+
+    async fn limits(
+        &self,
+        _req: Request<pb::LimitsRequest>,
+    ) -> Result<Response<pb::LimitsResponse>, Status> {
+        let r = self.limits_rpc().await;
+        self.done("Limits", r)
+    }
+
     async fn schedule_next_times(
         &self,
         req: Request<pb::ScheduleNextTimesRequest>,

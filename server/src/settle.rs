@@ -20,11 +20,7 @@ impl JobsService {
             .shared
             .quick(move |q| match outcome {
                 pb::submit_request::Outcome::Complete(c) => {
-                    q.complete_with(telha_jobs::Completion {
-                        token,
-                        result: c.result,
-                        encoding: cv::encoding_from_pb(c.result_encoding),
-                    })
+                    q.complete_with(telha_jobs_proto::flow::complete_from_pb(token, c)?)
                 }
                 pb::submit_request::Outcome::Fail(f) => q.fail_with(telha_jobs::Failure {
                     token,
@@ -69,13 +65,14 @@ impl JobsService {
                 ))
             })?;
             items.push(match it.outcome {
-                Some(pb::submit_request::Outcome::Complete(c)) => {
-                    Item::Complete(telha_jobs::Completion {
-                        token,
-                        result: c.result,
-                        encoding: cv::encoding_from_pb(c.result_encoding),
-                    })
-                }
+                Some(pb::submit_request::Outcome::Complete(c)) => Item::Complete(
+                    telha_jobs_proto::flow::complete_from_pb(token, c).map_err(|e| {
+                        invalid(format!(
+                            "item {i}: {}",
+                            telha_jobs_proto::status::message_of(&e)
+                        ))
+                    })?,
+                ),
                 Some(pb::submit_request::Outcome::Fail(f)) => {
                     Item::Fail(token, f.reason, f.retryable)
                 }

@@ -486,10 +486,12 @@ fn encodings_lease_ttls_and_cursors_survive_the_round_trip() {
     drop(stream);
 
     // Submit and SubmitMany carry the result's encoding.
+    // Both carry follow-up jobs, committed with the completion.
     c.complete_with(Completion {
         token: ja.token(),
         result: Some(v.clone()),
         encoding: Encoding::Bytes,
+        then: vec![telha_jobs::NewJob::new("child", b"of a".to_vec())],
     })
     .unwrap();
     let answers = c
@@ -497,9 +499,21 @@ fn encodings_lease_ttls_and_cursors_survive_the_round_trip() {
             token: jb.token(),
             result: Some(v.clone()),
             encoding: Encoding::Value,
+            then: vec![telha_jobs::NewJob::new("child", b"of b".to_vec())],
         }])
         .unwrap();
     assert!(answers[0].is_ok(), "{answers:?}");
+    for (parent, payload) in [(ja.id, &b"of a"[..]), (jb.id, &b"of b"[..])] {
+        let kids = c
+            .list(&telha_jobs::ListQuery {
+                parent: Some(parent),
+                ..telha_jobs::ListQuery::default()
+            })
+            .unwrap()
+            .jobs;
+        assert_eq!(kids.len(), 1);
+        assert_eq!((kids[0].parent, &kids[0].payload[..]), (Some(parent), payload));
+    }
 
     // Get: every field as the embedded queue has it.
     let ia = c.get(&a.id).unwrap().unwrap();

@@ -123,6 +123,15 @@ impl JobStore for Served {
     fn paused(&self) -> Result<Paused> {
         self.remote.paused()
     }
+    fn set_limit(&self, t: &telha_jobs::LimitTarget, l: telha_jobs::Limit) -> Result<()> {
+        self.remote.set_limit(t, l)
+    }
+    fn remove_limit(&self, t: &telha_jobs::LimitTarget) -> Result<bool> {
+        self.remote.remove_limit(t)
+    }
+    fn limits(&self) -> Result<Vec<telha_jobs::LimitStatus>> {
+        self.remote.limits()
+    }
     fn retry(&self, id: &JobId) -> Result<()> {
         self.remote.retry(id)
     }

@@ -74,6 +74,7 @@ impl Engine {
             expires_at: rec.ext.expires_at,
             progress: rec.ext.progress,
             schedule: rec.ext.schedule,
+            parent: rec.ext.parent,
         })
     }
 
@@ -174,7 +175,8 @@ impl Engine {
                     if q.kind.as_ref().is_none_or(|p| p.matches(&rec.kind))
                         && q.schedule.as_ref().is_none_or(|n| {
                             rec.ext.schedule.as_ref().is_some_and(|s| s.name == *n)
-                        }) =>
+                        })
+                        && q.parent.is_none_or(|p| rec.ext.parent == Some(p)) =>
                 {
                     match self.info(&key, rec) {
                         Ok(info) => page.jobs.push(info),

@@ -193,6 +193,9 @@ struct BandsInner {
     /// Paused scopes: never active while paused, so pollers without a
     /// scope filter do not even look at them.
     paused: HashSet<Scope>,
+    /// Scopes held back by a flow-control limit (at their cap, or out of
+    /// tokens): inactive like paused ones until the limit frees them.
+    held: HashSet<Scope>,
 }
 
 impl Bands {
@@ -229,7 +232,7 @@ impl Bands {
         sb.epoch.fetch_add(1, Ordering::SeqCst);
         let at = {
             let r = self.read();
-            if r.paused.contains(&s) {
+            if r.paused.contains(&s) || r.held.contains(&s) {
                 return;
             }
             match r.map.get(&s) {
@@ -289,9 +292,36 @@ impl Bands {
         self.activate(s);
     }
 
-    /// Whether `s` is paused.
-    pub fn is_paused(&self, s: &Scope) -> bool {
-        self.read().paused.contains(s)
+    /// Hold `s` back (a limit is reached): it leaves the active set until
+    /// [`Bands::unhold`], without a poller ever seeking in it.
+    pub fn hold(&self, s: Scope) {
+        let sb = self.scope(s);
+        let mut w = self.write();
+        w.held.insert(s);
+        if let Some((at, _)) = w.map.get(&s).map(|(at, b)| (*at, b.clone())) {
+            w.active.remove(&at);
+        }
+        drop(w);
+        sb.epoch.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// End the hold of `s` (a slot or a token freed): active again.
+    pub fn unhold(&self, s: Scope) {
+        let was = self.write().held.remove(&s);
+        if was {
+            self.activate(s);
+        }
+    }
+
+    /// Whether `s` is paused or held back.
+    pub fn is_held(&self, s: &Scope) -> bool {
+        let r = self.read();
+        r.paused.contains(s) || r.held.contains(s)
+    }
+
+    /// The scope at round-robin position `at`.
+    pub fn scope_at(&self, at: usize) -> Option<Scope> {
+        self.read().order.get(at).copied()
     }
 
     pub fn scopes(&self) -> Vec<Scope> {

@@ -182,6 +182,23 @@ impl Engine {
                     .push(format!("in-memory lease of {id} has no leased row"));
             }
         }
+        // The flow-control counts of leased jobs per (scope, kind) are the
+        // in-memory leases' (exact on a quiet store).
+        let mut by_scope_kind: BTreeMap<(Scope, String), u32> = BTreeMap::new();
+        for (k, kind) in self.leases.snapshot_kinds() {
+            *by_scope_kind.entry((k.scope, kind)).or_default() += 1;
+        }
+        let counted: BTreeMap<(Scope, String), u32> = self
+            .limiter
+            .leased_counts()
+            .into_iter()
+            .map(|(s, k, n)| ((s, k), n))
+            .collect();
+        if counted != by_scope_kind {
+            r.problems.push(format!(
+                "in-memory flow-control lease counts {counted:?} differ from the in-memory leases {by_scope_kind:?}"
+            ));
+        }
 
         let mut it = snap.raw_iterator_cf(self.cf(st::CF_KINDS)?);
         it.seek_to_first();

@@ -17,7 +17,34 @@ use crate::store::{self as st};
 use super::transition::Tx;
 use super::Engine;
 
+/// Who enqueues a new job: the caller, a schedule's slot, or a parent's
+/// completion (`Completion::then`).
+pub(super) enum Origin {
+    Caller,
+    Schedule(crate::schedule::ScheduleRef),
+    Parent(JobId),
+}
+
 impl Engine {
+    /// Check new jobs as `enqueue_many` does (kind, payload, options,
+    /// times), and lock the idempotency stripes their keys need.
+    pub(super) fn prepare_new(&self, jobs: &[NewJob]) -> Result<Vec<MutexGuard<'_, ()>>> {
+        let now = self.now();
+        for j in jobs {
+            self.validate_new(j)?;
+            let ready = Self::ready_at(j, now)?;
+            Self::expires_at(j, now, ready)?;
+        }
+        let stripes: BTreeSet<usize> = jobs
+            .iter()
+            .filter_map(|j| {
+                let k = j.options.idempotency_key.as_ref()?;
+                Some(self.idem_stripe(&j.options.scope.unwrap_or(Scope::SYSTEM), k))
+            })
+            .collect();
+        Ok(self.idem_guards(stripes))
+    }
+
     pub fn validate_new(&self, j: &NewJob) -> Result<()> {
         validate_kind(&j.kind)?;
         let scope = j.options.scope.unwrap_or(Scope::SYSTEM);
@@ -83,29 +110,15 @@ impl Engine {
     }
 
     pub fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
-        let now = self.now();
-        for j in &jobs {
-            self.validate_new(j)?;
-            let ready = Self::ready_at(j, now)?;
-            Self::expires_at(j, now, ready)?;
-        }
-
         // Idempotent enqueues of one (scope, key) serialise on a stripe lock
         // held from the check to the commit.
-        let stripes: BTreeSet<usize> = jobs
-            .iter()
-            .filter_map(|j| {
-                let k = j.options.idempotency_key.as_ref()?;
-                Some(self.idem_stripe(&j.options.scope.unwrap_or(Scope::SYSTEM), k))
-            })
-            .collect();
-        let _guards = self.idem_guards(stripes);
-
+        let _guards = self.prepare_new(&jobs)?;
+        let now = self.now();
         let mut tx = Tx::new(self);
         let mut out = Vec::with_capacity(jobs.len());
         let mut in_batch: HashMap<(Scope, String), JobId> = HashMap::default();
         for j in jobs {
-            out.push(self.stage_new(&mut tx, j, now, &mut in_batch, None)?);
+            out.push(self.stage_new(&mut tx, j, now, &mut in_batch, Origin::Caller)?);
         }
         tx.commit()?;
         Ok(out)
@@ -120,8 +133,13 @@ impl Engine {
         j: NewJob,
         now: u64,
         in_batch: &mut HashMap<(Scope, String), JobId>,
-        schedule: Option<crate::schedule::ScheduleRef>,
+        origin: Origin,
     ) -> Result<Enqueued> {
+        let (schedule, parent) = match origin {
+            Origin::Caller => (None, None),
+            Origin::Schedule(r) => (Some(r), None),
+            Origin::Parent(id) => (None, Some(id)),
+        };
         let scope = j.options.scope.unwrap_or(Scope::SYSTEM);
         if let Some(k) = &j.options.idempotency_key {
             if let Some(id) = in_batch.get(&(scope, k.clone())) {
@@ -159,6 +177,11 @@ impl Engine {
             (None, true) => format!("run at {ready_at}"),
             (None, false) => String::new(),
         };
+        let detail = match parent {
+            Some(p) if detail.is_empty() => format!("follow-up of job {p}"),
+            Some(p) => format!("follow-up of job {p}, {detail}"),
+            None => detail,
+        };
         let mut rec = JobRecord {
             kind: j.kind,
             payload,
@@ -171,6 +194,7 @@ impl Engine {
                 payload_len: outside.as_ref().map(|p| p.len() as u64),
                 expires_at,
                 schedule,
+                parent,
                 ..Ext::default()
             },
             ..JobRecord::default()

@@ -30,6 +30,18 @@ struct Claim {
     value: Option<Vec<u8>>,
     /// The kind when found through the kind index.
     kind: Option<String>,
+    /// `Some(kind the limiter was told)` while the claim holds
+    /// flow-control slots it must give back if it does not become a lease.
+    reserved: Option<Option<String>>,
+}
+
+/// What one look into a (scope, priority) found.
+enum Got {
+    Claim(Found, Option<Option<String>>),
+    /// Nothing ready there (or nothing wanted).
+    Nothing,
+    /// Ready work, but a limit holds it back: stop looking in this scope.
+    Held,
 }
 
 impl Engine {
@@ -90,10 +102,14 @@ impl Engine {
         if opts.scopes.is_empty() {
             // Round-robin over the active scopes: start just after the scope that was
             // served last, so idle scopes never hand their turn to a neighbour.
-            let start = self
-                .rr
-                .load(std::sync::atomic::Ordering::Relaxed)
-                .wrapping_add(1);
+            let last = self.rr.load(std::sync::atomic::Ordering::Relaxed);
+            // A weighted scope keeps its turn until it had its weight.
+            let keep = self.limiter.weighted()
+                && self.bands.scope_at(last).is_some_and(|s| {
+                    self.rr_used.load(std::sync::atomic::Ordering::Relaxed)
+                        < self.limiter.weight(&s)
+                });
+            let start = if keep { last } else { last.wrapping_add(1) };
             self.bands
                 .rotated(start)
                 .into_iter()
@@ -102,7 +118,7 @@ impl Engine {
         } else {
             opts.scopes
                 .iter()
-                .filter(|s| !self.bands.is_paused(s))
+                .filter(|s| !self.bands.is_held(s))
                 .filter_map(|s| self.bands.get(s).map(|b| (None, *s, b)))
                 .collect()
         }
@@ -110,17 +126,23 @@ impl Engine {
 
     /// The earliest known due time among the bands `opts` polls.
     fn next_due(&self, opts: &LeaseOptions) -> Option<u64> {
-        let mut best: Option<u64> = None;
+        let mut best: Option<u64> = self.limiter.wake_at();
         let paused = self.paused();
-        for (_, _, sb) in self.scopes_for(opts) {
+        let now = self.now();
+        for (_, scope, sb) in self.scopes_for(opts) {
+            let blocked = if self.limiter.needs_kind() {
+                self.limiter.blocked_kinds(scope, now).0
+            } else {
+                Vec::new()
+            };
             for (_, g) in sb.groups() {
                 let g = bands::lock(&g);
-                let t = if opts.kinds.is_empty() && paused.kinds.is_empty() {
+                let t = if opts.kinds.is_empty() && paused.kinds.is_empty() && blocked.is_empty() {
                     g.next_ts()
                 } else {
                     g.kinds
                         .iter()
-                        .filter(|(k, _)| wanted(opts, &paused, k))
+                        .filter(|(k, _)| wanted(opts, &paused, k) && !is_blocked(&blocked, k))
                         .map(|(_, c)| c.next_ts)
                         .min()
                         .unwrap_or(u64::MAX)
@@ -136,6 +158,9 @@ impl Engine {
     fn try_lease(&self, worker: &str, opts: &LeaseOptions, max: usize) -> Result<Vec<Job>> {
         // Shared with other pollers; a pause waits for claims in flight.
         let _gate = self.pause_gate.read().unwrap_or_else(|e| e.into_inner());
+        if self.limiter.active() {
+            self.limiter.end_due_holds(self.now(), &self.bands);
+        }
         let mut jobs = Vec::new();
         // A claimed row that turns out corrupt is skipped (its cursor has
         // moved past it): go back for a replacement rather than answer short.
@@ -156,43 +181,106 @@ impl Engine {
     }
 
     /// Claim up to `max` ready jobs, most urgent first within each scope.
+    /// Scopes take turns; with weights a scope's turn is its weight in
+    /// claims, and a batch goes round again while work is left.
     fn claim(&self, opts: &LeaseOptions, max: usize) -> Result<Vec<Claim>> {
         let mut claims: Vec<Claim> = Vec::new();
         let paused = self.paused();
+        let limited = self.limiter.active();
+        let weighted = limited && opts.scopes.is_empty() && self.limiter.weighted();
+        loop {
+            let round_start = claims.len();
+            self.claim_round(opts, max, &paused, limited, weighted, &mut claims)?;
+            if !weighted || claims.len() >= max || claims.len() == round_start {
+                return Ok(claims);
+            }
+        }
+    }
+
+    /// One visit of every scope `opts` polls (see [`Engine::claim`]).
+    fn claim_round(
+        &self,
+        opts: &LeaseOptions,
+        max: usize,
+        paused: &Paused,
+        limited: bool,
+        weighted: bool,
+        claims: &mut Vec<Claim>,
+    ) -> Result<()> {
+        use std::sync::atomic::Ordering::{Relaxed, SeqCst};
         'scopes: for (at, scope, sb) in self.scopes_for(opts) {
             let before = claims.len();
-            let epoch = sb.epoch.load(std::sync::atomic::Ordering::SeqCst);
+            let epoch = sb.epoch.load(SeqCst);
+            if limited
+                && self
+                    .limiter
+                    .scope_blocked(scope, self.now(), at.is_some(), &self.bands)
+                    .is_some()
+            {
+                continue;
+            }
+            // This scope's share of the batch in this turn.
+            let room = if weighted {
+                let w = self.limiter.weight(&scope) as usize;
+                let used = if at == Some(self.rr.load(Relaxed)) {
+                    self.rr_used.load(Relaxed) as usize
+                } else {
+                    0
+                };
+                w.saturating_sub(used).max(1)
+            } else {
+                max
+            };
+            let stop = max.min(before.saturating_add(room));
             let mut empty = true;
+            let mut held = false;
             for (prio, group) in sb.groups() {
                 let mut g = bands::lock(&group);
                 // Read the clock under the lock: an enqueue that noted its row
                 // before we locked read the clock before us, so its job is due.
                 let now = self.now();
-                while claims.len() < max {
-                    match self.claim_in_group(&mut g, scope, prio, opts, &paused, now) {
-                        Ok(Some((key, value, kind))) => claims.push(Claim {
-                            group: group.clone(),
-                            key,
-                            value,
-                            kind,
-                        }),
-                        Ok(None) => break,
+                while claims.len() < stop {
+                    match self.claim_in_group(&mut g, scope, prio, opts, paused, now) {
+                        Ok(Got::Claim((key, value, kind), reserved)) => {
+                            let scope_full = reserved.is_some() && self.bands.is_held(&scope);
+                            claims.push(Claim {
+                                group: group.clone(),
+                                key,
+                                value,
+                                kind,
+                                reserved,
+                            });
+                            if scope_full {
+                                held = true;
+                                break;
+                            }
+                        }
+                        Ok(Got::Nothing) => break,
+                        Ok(Got::Held) => {
+                            held = true;
+                            break;
+                        }
                         Err(e) => {
                             drop(g);
-                            self.unclaim(&claims, &HashMap::default());
+                            self.unclaim(claims, &HashMap::default());
                             return Err(e);
                         }
                     }
                 }
                 empty &= g.pending == Cursor::EMPTY && g.failed == Cursor::EMPTY;
-                if claims.len() >= max {
+                if claims.len() >= stop || held {
                     break;
                 }
             }
             if let Some(at) = at {
-                if claims.len() > before {
-                    self.rr.store(at, std::sync::atomic::Ordering::Relaxed);
-                } else if empty {
+                let got = claims.len() - before;
+                if got > 0 {
+                    if self.rr.swap(at, Relaxed) == at {
+                        self.rr_used.fetch_add(got as u32, Relaxed);
+                    } else {
+                        self.rr_used.store(got as u32, Relaxed);
+                    }
+                } else if empty && !held {
                     // Nothing pending or failed anywhere in it: stop visiting
                     // it until a row is written to it again.
                     self.bands.deactivate(at, &sb, epoch);
@@ -202,7 +290,7 @@ impl Engine {
                 break 'scopes;
             }
         }
-        Ok(claims)
+        Ok(())
     }
 
     /// Find and claim the most urgent ready job of one (scope, priority).
@@ -214,7 +302,18 @@ impl Engine {
         opts: &LeaseOptions,
         paused: &Paused,
         now: u64,
-    ) -> Result<Option<Found>> {
+    ) -> Result<Got> {
+        let (blocked, needs_kind) = if self.limiter.active() {
+            let b = if self.limiter.needs_kind() {
+                self.limiter.blocked_kinds(scope, now).0
+            } else {
+                Vec::new()
+            };
+            (b, self.limiter.needs_kind())
+        } else {
+            (Vec::new(), false)
+        };
+        let limited = self.limiter.active();
         let BandGroup {
             pending,
             failed,
@@ -224,7 +323,7 @@ impl Engine {
             failed_it,
             kind_its,
         } = g;
-        if opts.kinds.is_empty() && paused.kinds.is_empty() {
+        if opts.kinds.is_empty() && paused.kinds.is_empty() && blocked.is_empty() {
             let jobs_cf = self.cf(st::CF_JOBS)?;
             let mut best: Option<(State, Pos, Vec<u8>)> = None;
             for (state, cursor, slot) in [
@@ -243,7 +342,23 @@ impl Engine {
                 }
             }
             let Some((state, pos, v)) = best else {
-                return Ok(None);
+                return Ok(Got::Nothing);
+            };
+            let reserved = if limited {
+                let kind = if needs_kind {
+                    codec::peek_kind(&v).or_else(|| codec::decode(&v).ok().map(|r| r.kind))
+                } else {
+                    None
+                };
+                match self
+                    .limiter
+                    .reserve(scope, kind.as_deref(), now, &self.bands)
+                {
+                    super::limiter::Reserve::Refused => return Ok(Got::Held),
+                    super::limiter::Reserve::Granted(_) => Some(kind),
+                }
+            } else {
+                None
             };
             let cursor = if state == State::Pending {
                 pending
@@ -252,7 +367,10 @@ impl Engine {
             };
             cursor.from = pos.successor();
             claimed.insert((state, pos));
-            Ok(Some((JobKey::at(scope, state, prio, pos), Some(v), None)))
+            Ok(Got::Claim(
+                (JobKey::at(scope, state, prio, pos), Some(v), None),
+                reserved,
+            ))
         } else {
             let kinds_cf = self.cf(st::CF_KINDS)?;
             // A kind-index entry that does not decode is reported and
@@ -260,7 +378,10 @@ impl Engine {
             loop {
                 let mut best: Option<(String, Pos, Vec<u8>)> = None;
                 for (kind, cursor) in kinds.iter_mut() {
-                    if !cursor.maybe_ready(now) || !wanted(opts, paused, kind) {
+                    if !cursor.maybe_ready(now)
+                        || !wanted(opts, paused, kind)
+                        || is_blocked(&blocked, kind)
+                    {
                         continue;
                     }
                     let prefix = keys::kind_band_prefix(&scope, kind, prio);
@@ -276,7 +397,15 @@ impl Engine {
                     }
                 }
                 let Some((kind, pos, v)) = best else {
-                    return Ok(None);
+                    return Ok(Got::Nothing);
+                };
+                let reserved = if limited {
+                    match self.limiter.reserve(scope, Some(&kind), now, &self.bands) {
+                        super::limiter::Reserve::Refused => return Ok(Got::Held),
+                        super::limiter::Reserve::Granted(_) => Some(Some(kind.clone())),
+                    }
+                } else {
+                    None
                 };
                 if let Some(c) = kinds.get_mut(&kind) {
                     c.from = pos.successor();
@@ -288,15 +417,17 @@ impl Engine {
                         let e =
                             Error::Corruption(format!("kind-index entry with state bytes {v:?}"));
                         self.report_corrupt(&k, Some(pos.id), &e);
+                        if let Some(r) = &reserved {
+                            self.limiter.unreserve(scope, r.as_deref(), &self.bands);
+                        }
                         continue;
                     }
                 };
                 claimed.insert((state, pos));
-                return Ok(Some((
-                    JobKey::at(scope, state, prio, pos),
-                    None,
-                    Some(kind),
-                )));
+                return Ok(Got::Claim(
+                    (JobKey::at(scope, state, prio, pos), None, Some(kind)),
+                    reserved,
+                ));
             }
         }
     }
@@ -401,9 +532,14 @@ impl Engine {
         Ok(None)
     }
 
-    /// Give claims back after a failed commit (their rows are still there).
+    /// Give claims back after a failed commit (their rows are still there),
+    /// with the flow-control slots they still hold.
     fn unclaim(&self, claims: &[Claim], kinds: &HashMap<JobId, String>) {
         for c in claims {
+            if let Some(r) = &c.reserved {
+                self.limiter
+                    .unreserve(c.key.scope, r.as_deref(), &self.bands);
+            }
             let mut g = bands::lock(&c.group);
             g.claimed.remove(&(c.key.state, c.key.pos()));
             let pos = c.key.pos();
@@ -420,13 +556,25 @@ impl Engine {
         self.notifier.bump();
     }
 
-    fn commit_leases(&self, worker: &str, claims: Vec<Claim>, now: u64) -> Result<Vec<Job>> {
+    fn commit_leases(&self, worker: &str, mut claims: Vec<Claim>, now: u64) -> Result<Vec<Job>> {
         let jobs_cf = self.cf(st::CF_JOBS)?;
         let mut tx = Tx::new(self);
         let mut leased = Vec::with_capacity(claims.len());
         let mut kinds_of: HashMap<JobId, String> = HashMap::default();
+        // A failed commit gives back the claims (`unclaim`) and uncounts
+        // the leases staged so far.
+        let fail = |claims: &[Claim], kinds_of: &HashMap<JobId, String>, e: Error| {
+            for c in claims {
+                if let Some(k) = kinds_of.get(&c.key.id) {
+                    self.limiter.lease_failed(c.key.scope, k, None, &self.bands);
+                }
+            }
+            self.unclaim(claims, kinds_of);
+            Err(e)
+        };
 
-        for c in &claims {
+        for i in 0..claims.len() {
+            let c = &claims[i];
             let old = c.key.encode();
             let rec = match &c.value {
                 Some(v) => codec::decode(v),
@@ -436,10 +584,7 @@ impl Engine {
                         "kind index names job {} but its row is missing",
                         c.key.id
                     ))),
-                    Err(e) => {
-                        self.unclaim(&claims, &kinds_of);
-                        return Err(e.into());
-                    }
+                    Err(e) => return fail(&claims, &kinds_of, e.into()),
                 },
             };
             let rec = rec.and_then(|r| {
@@ -456,22 +601,26 @@ impl Engine {
                         c.kind, r.kind
                     ));
                     self.report_corrupt(&old, Some(c.key.id), &e);
+                    self.give_back(&mut claims[i]);
                     continue;
                 }
                 Err(e) => {
                     self.report_corrupt(&old, Some(c.key.id), &e);
+                    self.give_back(&mut claims[i]);
                     continue;
                 }
             };
-            kinds_of.insert(c.key.id, rec.kind.clone());
             if rec.generation == 0 && rec.ext.expires_at.is_some_and(|t| t <= now) {
                 // Never leased and past its expiry: it goes dead instead.
-                if let Err(e) = self.stage_expired(&mut tx, &c.key, &mut rec, now) {
-                    self.unclaim(&claims, &kinds_of);
-                    return Err(e);
+                let key = c.key;
+                self.give_back(&mut claims[i]);
+                if let Err(e) = self.stage_expired(&mut tx, &key, &mut rec, now) {
+                    return fail(&claims, &kinds_of, e);
                 }
                 continue;
             }
+            self.limiter.note_leased(c.key.scope, &rec.kind);
+            kinds_of.insert(c.key.id, rec.kind.clone());
             let ttl = limits::ms(self.cfg.lease_ttl_for(&rec.kind));
             let deadline = now.saturating_add(ttl).min(limits::MAX_INSTANT_MS);
             rec.generation += 1;
@@ -491,14 +640,12 @@ impl Engine {
                 ..c.key
             };
             if let Err(e) = tx.stage(Event::Leased, Some(&c.key), Some(&new), &rec) {
-                self.unclaim(&claims, &kinds_of);
-                return Err(e);
+                return fail(&claims, &kinds_of, e);
             }
             leased.push((new, rec, ttl, payload));
         }
         if let Err(e) = tx.commit() {
-            self.unclaim(&claims, &kinds_of);
-            return Err(e);
+            return fail(&claims, &kinds_of, e);
         }
         // Committed: publish the leases, then drop the claims (a poller that
         // no longer sees a claim must no longer see the row).
@@ -530,6 +677,20 @@ impl Engine {
         }
         Ok(jobs)
     }
+
+    /// A claim that will not become a lease gives its flow-control slots back.
+    fn give_back(&self, c: &mut Claim) {
+        if let Some(r) = c.reserved.take() {
+            self.limiter
+                .unreserve(c.key.scope, r.as_deref(), &self.bands);
+            self.notifier.bump();
+        }
+    }
+}
+
+/// Whether a limit holds `kind` back (see `Limiter::blocked_kinds`).
+fn is_blocked(blocked: &[crate::kind::KindPattern], kind: &str) -> bool {
+    blocked.iter().any(|p| p.matches(kind))
 }
 
 /// Whether a poller with `opts` takes jobs of `kind` now: it asked for

@@ -107,6 +107,28 @@ impl Leases {
             .sum()
     }
 
+    /// Every live lease's key and kind (to count them at open).
+    pub fn snapshot_kinds(&self) -> Vec<(JobKey, String)> {
+        let entries: Vec<Entry> = self
+            .shards
+            .iter()
+            .flat_map(|s| {
+                s.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .values()
+                    .cloned()
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        entries
+            .iter()
+            .filter_map(|e| {
+                let e = lock(e);
+                e.live.then(|| (e.key, e.record.kind.clone()))
+            })
+            .collect()
+    }
+
     /// Every live entry (for consistency checks). Entry locks are never
     /// taken while a shard lock is held (settlers hold an entry, then a shard).
     pub fn snapshot(&self) -> Vec<(JobId, JobKey, u64)> {

@@ -5,9 +5,11 @@ mod bands;
 mod check;
 mod control;
 mod enqueue;
+mod flow;
 mod hub;
 mod lease;
 mod leases;
+mod limiter;
 mod pause;
 mod prune;
 mod purge;
@@ -104,7 +106,8 @@ impl Notifier {
 /// 4. lease entries (`leases`), in job-id order (`extend`, `complete_many`);
 ///    a settle holds its entry across its write
 /// 5. a band group (`bands`), held only to seek and claim, never across a
-///    write; then the `Bands` scope-set lock
+///    write; then the `limiter` (flow control: a claim takes its slots, a
+///    settle's commit frees them); then the `Bands` scope-set lock
 ///
 /// `pause_gate` sits outside all of these: a lease holds it shared for its
 /// claim and commit, `pause`/`resume` exclusively for their write (they
@@ -148,6 +151,11 @@ pub(crate) struct Engine {
     job_locks: Vec<Mutex<()>>,
     /// The round-robin position of the scope served last.
     pub rr: AtomicUsize,
+    /// Leases that scope had in its current turn (weighted fairness: a
+    /// scope of weight w keeps its turn for w leases).
+    pub rr_used: std::sync::atomic::AtomicU32,
+    /// Flow-control limits in memory (`limiter.rs`, `flow.rs`).
+    pub limiter: limiter::Limiter,
     /// The background reaper thread, if one runs.
     reaper: Mutex<Option<Reaper>>,
     /// The schedules (`schedules.rs`).
@@ -340,6 +348,8 @@ impl Engine {
             idem_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             job_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             rr: AtomicUsize::new(0),
+            rr_used: std::sync::atomic::AtomicU32::new(0),
+            limiter: limiter::Limiter::default(),
             reaper: Mutex::new(None),
             schedules: schedules::Schedules::default(),
             scheduler: Mutex::new(None),

@@ -18,6 +18,8 @@ impl Engine {
         self.load_pauses()?;
         self.scan_jobs()?;
         self.scan_kind_index()?;
+        // After the leases are loaded: the limits count them.
+        self.load_limits()?;
         self.load_schedules()?;
         Ok(())
     }

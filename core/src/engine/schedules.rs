@@ -440,7 +440,13 @@ impl Engine {
             for (rec, jobs, refs) in &mut staged {
                 for (j, r) in std::mem::take(jobs).into_iter().zip(std::mem::take(refs)) {
                     let slot = r.slot;
-                    let enq = self.stage_new(&mut tx, j, now, &mut in_batch, Some(r))?;
+                    let enq = self.stage_new(
+                        &mut tx,
+                        j,
+                        now,
+                        &mut in_batch,
+                        super::enqueue::Origin::Schedule(r),
+                    )?;
                     if enq.created {
                         rec.enqueued += 1;
                         report.enqueued += 1;

@@ -6,12 +6,15 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::job::{validate_worker_id, Completion, JobId, LeaseToken, State};
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::job::{validate_worker_id, Completion, JobId, LeaseToken, NewJob, Scope, State};
 use crate::limits;
 use crate::payload::Encoding;
 use crate::store::codec;
 use crate::store::keys::JobKey;
 
+use super::enqueue::Origin;
 use super::leases::{self, Entry, LeaseEntry};
 use super::transition::Tx;
 use super::Engine;
@@ -90,7 +93,37 @@ impl Engine {
 
     pub fn complete(&self, c: Completion) -> Result<()> {
         self.check_result(c.result.as_ref())?;
-        self.settle(&c.token, Outcome::Completed(c.result, c.encoding))
+        Self::check_then(&c.then)?;
+        // Idempotency stripes before the lease entry (the lock order).
+        let _stripes = self.prepare_new(&c.then)?;
+        self.settle_then(&c.token, Outcome::Completed(c.result, c.encoding), c.then)
+    }
+
+    /// `InvalidArgument` for more follow-up jobs than a batch takes.
+    fn check_then(then: &[NewJob]) -> Result<()> {
+        if then.len() > limits::MAX_BATCH {
+            return Err(Error::invalid(format!(
+                "a completion takes at most {} follow-up jobs, got {}",
+                limits::MAX_BATCH,
+                then.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Stage the follow-up jobs of `parent`, which this batch completes.
+    fn stage_then(
+        &self,
+        tx: &mut Tx<'_>,
+        parent: JobId,
+        then: Vec<NewJob>,
+        now: u64,
+        in_batch: &mut HashMap<(Scope, String), JobId>,
+    ) -> Result<()> {
+        for j in then {
+            self.stage_new(tx, j, now, in_batch, Origin::Parent(parent))?;
+        }
+        Ok(())
     }
 
     /// Complete many leased jobs in one atomic batch. Per item, in order:
@@ -107,11 +140,29 @@ impl Engine {
         // every item that names it.
         let mut by_job: BTreeMap<JobId, Vec<usize>> = BTreeMap::new();
         for (i, c) in items.iter().enumerate() {
-            match self.check_result(c.result.as_ref()) {
+            let ok = self.check_result(c.result.as_ref()).and_then(|()| {
+                Self::check_then(&c.then)?;
+                self.prepare_new(&c.then).map(drop)
+            });
+            match ok {
                 Err(e) => answers[i] = Some(Err(e)),
                 Ok(()) => by_job.entry(c.token.id).or_default().push(i),
             }
         }
+        // Every follow-up's idempotency stripe, before the lease entries.
+        let all_then: Vec<&NewJob> = by_job
+            .values()
+            .flatten()
+            .flat_map(|&i| items[i].then.iter())
+            .collect();
+        let stripes: std::collections::BTreeSet<usize> = all_then
+            .iter()
+            .filter_map(|j| {
+                let k = j.options.idempotency_key.as_ref()?;
+                Some(self.idem_stripe(&j.options.scope.unwrap_or(Scope::SYSTEM), k))
+            })
+            .collect();
+        let _stripes = self.idem_guards(stripes);
         let mut held: Vec<(Entry, Vec<usize>)> = Vec::with_capacity(by_job.len());
         for (id, idx) in by_job {
             match self.leases.get(&id) {
@@ -127,6 +178,7 @@ impl Engine {
         let now = self.now();
         let mut tx = Tx::new(self);
         let mut moved = Vec::new();
+        let mut in_batch: HashMap<(Scope, String), JobId> = HashMap::default();
         for (gi, (g, idx)) in guards.iter().enumerate() {
             let mut winner = None;
             for &i in idx.iter() {
@@ -147,7 +199,10 @@ impl Engine {
             let result = items[i].result.take();
             let outcome = Outcome::Completed(result, items[i].encoding);
             let cancel = g.record.ext.cancel_requested.clone();
-            self.stage_settle(&mut tx, g, outcome, now)?;
+            if self.stage_settle(&mut tx, g, outcome, now)? == State::Completed {
+                let then = std::mem::take(&mut items[i].then);
+                self.stage_then(&mut tx, items[i].token.id, then, now, &mut in_batch)?;
+            }
             moved.push((gi, i, cancel));
         }
         tx.commit()?;
@@ -199,13 +254,22 @@ impl Engine {
     }
 
     fn settle(&self, token: &LeaseToken, outcome: Outcome) -> Result<()> {
+        self.settle_then(token, outcome, Vec::new())
+    }
+
+    /// Settle `token`; when the job completes, `then` is enqueued in the
+    /// same batch (the caller validated it and holds its stripes).
+    fn settle_then(&self, token: &LeaseToken, outcome: Outcome, then: Vec<NewJob>) -> Result<()> {
         let entry = self.entry_for(token)?;
         let mut e = leases::lock(&entry);
         Self::check_token(&e, token)?;
         let now = self.now();
         let mut tx = Tx::new(self);
         let cancel = e.record.ext.cancel_requested.clone();
-        self.stage_settle(&mut tx, &e, outcome, now)?;
+        if self.stage_settle(&mut tx, &e, outcome, now)? == State::Completed && !then.is_empty() {
+            let mut in_batch = HashMap::default();
+            self.stage_then(&mut tx, token.id, then, now, &mut in_batch)?;
+        }
         tx.commit()?;
         e.live = false;
         drop(e);

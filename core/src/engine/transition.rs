@@ -15,6 +15,8 @@
 //! | `expiry`      | delete, if it was indexed | put, if pending, never leased and it has an expiry |
 //! | `counters`    | one merge operand per kind and one per scope per batch: −1 from-state, +1 to-state |
 //!
+//! A move out of the leased state also frees the job's flow-control slots
+//! (`limiter.rs`) once it has committed.
 //! [`Tx::commit`] writes the batch once; only then does memory learn: the
 //! in-memory counts, the transition metrics, the cursors of every band that
 //! gained a ready row (so pollers see it; the scope becomes active), and
@@ -104,6 +106,9 @@ pub(crate) struct Tx<'e> {
     staged: Vec<Staged>,
     /// Jobs this transaction made terminal or removed, for their watches.
     terminal: Vec<crate::job::JobId>,
+    /// Jobs this transaction takes out of the leased state: their
+    /// flow-control slots free after the commit.
+    unleased: Vec<(crate::ids::Scope, String)>,
 }
 
 impl<'e> Tx<'e> {
@@ -120,6 +125,7 @@ impl<'e> Tx<'e> {
             buf: Vec::new(),
             staged: Vec::new(),
             terminal: Vec::new(),
+            unleased: Vec::new(),
         }
     }
 
@@ -226,6 +232,11 @@ impl<'e> Tx<'e> {
                 }
             }
         }
+        if fs == Some(State::Leased) && ts != fs {
+            if let Some(f) = from {
+                self.unleased.push((f.scope, rec.kind.clone()));
+            }
+        }
         if fs != ts {
             let d = PerState::delta(fs, ts);
             match self.counters.iter_mut().find(|(k, _)| *k == rec.kind) {
@@ -317,6 +328,7 @@ impl<'e> Tx<'e> {
             counted,
             staged,
             terminal,
+            unleased,
             ..
         } = self;
         if staged.is_empty() {
@@ -329,6 +341,10 @@ impl<'e> Tx<'e> {
         }
         for (scope, d) in &scope_counters {
             e.counts.add_scope(scope, d);
+        }
+        if !unleased.is_empty() && e.limiter.unleased(&unleased, &e.bands) {
+            // A slot freed: pollers held back by a cap look again.
+            e.notifier.bump();
         }
         for (ev, n) in Event::ALL.into_iter().zip(counted) {
             e.metrics.count(ev, n);

@@ -76,6 +76,9 @@ mod tag {
     /// The schedule that enqueued the job: `[name, slot, missed]`. Safe
     /// to ignore.
     pub const SCHEDULE: u64 = 10;
+    /// The job whose completion enqueued this one (`complete(…, then)`):
+    /// its 16 id bytes. Safe to ignore.
+    pub const PARENT: u64 = 11;
 }
 
 /// A job's stored record (the jobs row value after the format byte).
@@ -152,6 +155,8 @@ pub struct Ext {
     pub progress: Option<Vec<u8>>,
     /// The schedule and slot that enqueued the job.
     pub schedule: Option<crate::schedule::ScheduleRef>,
+    /// The job whose completion enqueued this one, in the same batch.
+    pub parent: Option<crate::ids::JobId>,
     /// Extension tags this build does not know: tag and the exact bytes of
     /// its value.
     pub unknown: Vec<(u64, Vec<u8>)>,
@@ -171,6 +176,7 @@ impl Ext {
             + usize::from(self.leased_at.is_some())
             + usize::from(self.progress.is_some())
             + usize::from(self.schedule.is_some())
+            + usize::from(self.parent.is_some())
             + self.unknown.len()
     }
 
@@ -352,6 +358,10 @@ pub fn encode_into(r: &JobRecord, out: &mut Vec<u8>) {
             w.uint(sr.slot);
             w.uint(sr.missed);
         }
+        if let Some(p) = &x.parent {
+            w.uint(tag::PARENT);
+            w.bin(p.as_bytes());
+        }
         for (t, v) in &x.unknown {
             w.uint(*t);
             w.raw(v);
@@ -360,6 +370,21 @@ pub fn encode_into(r: &JobRecord, out: &mut Vec<u8>) {
             w.raw(v);
         }
     }
+}
+
+/// The kind of an encoded record without decoding the rest (the claim
+/// path needs it for kind limits); `None` when the record does not start
+/// as an array record does (then decode it whole).
+pub fn peek_kind(b: &[u8]) -> Option<String> {
+    if b.first() != Some(&FORMAT_V1) {
+        return None;
+    }
+    let mut r = Reader::new(&b[1..]);
+    if r.peek_map() {
+        return None;
+    }
+    r.array().ok()?;
+    r.str().ok()
 }
 
 /// Decode a jobs row value. `Corruption` for an empty value, an unknown
@@ -468,6 +493,16 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
                     slot: r.uint()?,
                     missed: r.uint()?,
                 });
+            }
+            tag::PARENT => {
+                let b = r.bin()?;
+                let id: [u8; 16] = b.as_slice().try_into().map_err(|_| {
+                    Error::Corruption(format!(
+                        "job record does not decode: its parent id is {} bytes",
+                        b.len()
+                    ))
+                })?;
+                x.parent = Some(crate::ids::JobId::from_bytes(id));
             }
             _ => {
                 let v = r.skip()?.to_vec();

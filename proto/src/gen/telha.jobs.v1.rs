@@ -171,12 +171,16 @@ pub struct HeartbeatResponse {
     #[prost(message, repeated, tag = "1")]
     pub results: ::prost::alloc::vec::Vec<HeartbeatResult>,
 }
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct Complete {
     #[prost(bytes = "vec", optional, tag = "1")]
     pub result: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
     #[prost(enumeration = "Encoding", tag = "2")]
     pub result_encoding: i32,
+    /// Follow-up jobs, enqueued in the completion's atomic batch: they exist
+    /// if and only if the job completed. At most 10,000.
+    #[prost(message, repeated, tag = "3")]
+    pub then: ::prost::alloc::vec::Vec<NewJob>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Fail {
@@ -188,7 +192,7 @@ pub struct Fail {
     #[prost(uint64, optional, tag = "3")]
     pub retry_in_ms: ::core::option::Option<u64>,
 }
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct SubmitRequest {
     #[prost(message, optional, tag = "1")]
     pub token: ::core::option::Option<LeaseToken>,
@@ -197,7 +201,7 @@ pub struct SubmitRequest {
 }
 /// Nested message and enum types in `SubmitRequest`.
 pub mod submit_request {
-    #[derive(Clone, PartialEq, Eq, Hash, ::prost::Oneof)]
+    #[derive(Clone, PartialEq, ::prost::Oneof)]
     pub enum Outcome {
         #[prost(message, tag = "2")]
         Complete(super::Complete),
@@ -306,6 +310,9 @@ pub struct JobInfo {
     /// The schedule that enqueued it, when one did.
     #[prost(message, optional, tag = "27")]
     pub schedule: ::core::option::Option<ScheduleRef>,
+    /// The job whose completion enqueued it (`Complete.then`), when one did.
+    #[prost(bytes = "vec", optional, tag = "28")]
+    pub parent: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct WaitJobRequest {
@@ -398,6 +405,9 @@ pub struct ListRequest {
     /// Only the jobs this schedule enqueued (an empty name is INVALID_ARGUMENT).
     #[prost(string, optional, tag = "6")]
     pub schedule: ::core::option::Option<::prost::alloc::string::String>,
+    /// Only the follow-up jobs of this parent (16 id bytes).
+    #[prost(bytes = "vec", optional, tag = "7")]
+    pub parent: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ListResponse {
@@ -712,6 +722,66 @@ pub struct ScheduleNextTimesRequest {
 pub struct ScheduleNextTimesResponse {
     #[prost(uint64, repeated, tag = "1")]
     pub times_ms: ::prost::alloc::vec::Vec<u64>,
+}
+/// Flow control.
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct Limit {
+    /// At most this many leased at once (1 to 1,000,000).
+    #[prost(uint32, optional, tag = "1")]
+    pub concurrency: ::core::option::Option<u32>,
+    /// At most this many leases per second (over 0, at most 1,000,000).
+    #[prost(double, optional, tag = "2")]
+    pub rate: ::core::option::Option<f64>,
+    /// The token bucket's size (with a rate; default the rate rounded up).
+    #[prost(uint32, optional, tag = "3")]
+    pub burst: ::core::option::Option<u32>,
+    /// A scope's share of leases (1 to 1000; scope targets only).
+    #[prost(uint32, optional, tag = "4")]
+    pub weight: ::core::option::Option<u32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SetLimitRequest {
+    #[prost(string, tag = "1")]
+    pub target: ::prost::alloc::string::String,
+    #[prost(message, optional, tag = "2")]
+    pub limit: ::core::option::Option<Limit>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SetLimitResponse {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RemoveLimitRequest {
+    #[prost(string, tag = "1")]
+    pub target: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RemoveLimitResponse {
+    #[prost(bool, tag = "1")]
+    pub removed: bool,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct LimitsRequest {}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct LimitStatus {
+    #[prost(string, tag = "1")]
+    pub target: ::prost::alloc::string::String,
+    #[prost(message, optional, tag = "2")]
+    pub limit: ::core::option::Option<Limit>,
+    /// Leases it counts now (summed over the scopes of a `scope:*` target).
+    #[prost(uint64, tag = "3")]
+    pub leased: u64,
+    /// Its instances at their cap or out of tokens now.
+    #[prost(uint64, tag = "4")]
+    pub held: u64,
+    /// How often it held work back since the server opened the store.
+    #[prost(uint64, tag = "5")]
+    pub throttled_concurrency: u64,
+    #[prost(uint64, tag = "6")]
+    pub throttled_rate: u64,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct LimitsResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub limits: ::prost::alloc::vec::Vec<LimitStatus>,
 }
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
@@ -1660,6 +1730,79 @@ pub mod jobs_client {
                 .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "ScheduleResume"));
             self.inner.unary(req, path, codec).await
         }
+        /// Flow control (the core's set_limit / remove_limit / limits): a target
+        /// is `kind:<pattern>`, `scope:<uuid>`, `scope:*`,
+        /// `scope:<uuid>/kind:<pattern>` or `scope:*/kind:<pattern>`; a bad target
+        /// or setting is INVALID_ARGUMENT. Durable.
+        pub async fn set_limit(
+            &mut self,
+            request: impl tonic::IntoRequest<super::SetLimitRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::SetLimitResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/SetLimit",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "SetLimit"));
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn remove_limit(
+            &mut self,
+            request: impl tonic::IntoRequest<super::RemoveLimitRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::RemoveLimitResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/RemoveLimit",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "RemoveLimit"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Every limit with its use now, by target.
+        pub async fn limits(
+            &mut self,
+            request: impl tonic::IntoRequest<super::LimitsRequest>,
+        ) -> std::result::Result<tonic::Response<super::LimitsResponse>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/Limits",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut().insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Limits"));
+            self.inner.unary(req, path, codec).await
+        }
         /// One scheduler pass now: enqueue every due slot.
         pub async fn run_schedules(
             &mut self,
@@ -1920,6 +2063,29 @@ pub mod jobs_server {
             tonic::Response<super::ScheduleResponse>,
             tonic::Status,
         >;
+        /// Flow control (the core's set_limit / remove_limit / limits): a target
+        /// is `kind:<pattern>`, `scope:<uuid>`, `scope:*`,
+        /// `scope:<uuid>/kind:<pattern>` or `scope:*/kind:<pattern>`; a bad target
+        /// or setting is INVALID_ARGUMENT. Durable.
+        async fn set_limit(
+            &self,
+            request: tonic::Request<super::SetLimitRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::SetLimitResponse>,
+            tonic::Status,
+        >;
+        async fn remove_limit(
+            &self,
+            request: tonic::Request<super::RemoveLimitRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::RemoveLimitResponse>,
+            tonic::Status,
+        >;
+        /// Every limit with its use now, by target.
+        async fn limits(
+            &self,
+            request: tonic::Request<super::LimitsRequest>,
+        ) -> std::result::Result<tonic::Response<super::LimitsResponse>, tonic::Status>;
         /// One scheduler pass now: enqueue every due slot.
         async fn run_schedules(
             &self,
@@ -3257,6 +3423,135 @@ pub mod jobs_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ScheduleResumeSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/SetLimit" => {
+                    #[allow(non_camel_case_types)]
+                    struct SetLimitSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::SetLimitRequest>
+                    for SetLimitSvc<T> {
+                        type Response = super::SetLimitResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::SetLimitRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::set_limit(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = SetLimitSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/RemoveLimit" => {
+                    #[allow(non_camel_case_types)]
+                    struct RemoveLimitSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::RemoveLimitRequest>
+                    for RemoveLimitSvc<T> {
+                        type Response = super::RemoveLimitResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::RemoveLimitRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::remove_limit(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = RemoveLimitSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/Limits" => {
+                    #[allow(non_camel_case_types)]
+                    struct LimitsSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::LimitsRequest>
+                    for LimitsSvc<T> {
+                        type Response = super::LimitsResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::LimitsRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::limits(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = LimitsSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

@@ -93,7 +93,9 @@ async fn overview(ui: &Ui, q: Queue) -> Response<Body> {
     }))
 }
 
-const JOB_FILTERS: [&str; 6] = ["state", "kind", "scope", "schedule", "limit", "after"];
+const JOB_FILTERS: [&str; 7] = [
+    "state", "kind", "scope", "schedule", "parent", "limit", "after",
+];
 
 async fn jobs(q: Queue, req: &Req) -> Response<Body> {
     if let Some((k, _)) = req
@@ -118,6 +120,7 @@ async fn jobs(q: Queue, req: &Req) -> Response<Body> {
         scope: tri!(parse::<Scope>("scope", req.param("scope"))),
         kind: tri!(parse::<KindPattern>("kind", req.param("kind"))),
         schedule: req.param("schedule").map(str::to_string),
+        parent: tri!(parse::<JobId>("parent", req.param("parent"))),
         limit,
         after: req.param("after").map(str::to_string),
     };

@@ -10,6 +10,7 @@
 //! harness".
 
 mod check;
+mod followups;
 mod log;
 mod schedules;
 mod worker;
@@ -90,6 +91,29 @@ enum Cmd {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Kill an owner completing parents with follow-up jobs N times (per
+    /// sync mode), checking after each kill that children exist exactly
+    /// when their parent completed.
+    Followups {
+        /// Kills per sync mode.
+        #[arg(long, default_value_t = 20)]
+        kills: u32,
+        /// `sync_writes` off, on, or both (one run each).
+        #[arg(long, value_enum, default_value_t = Sync::Off)]
+        sync: Sync,
+        /// Seed for the kill delays (default: from the clock).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// The follow-up owner process (started by `followups`).
+    FollowupOwner {
+        #[arg(long)]
+        store: PathBuf,
+        #[arg(long)]
+        sync_writes: bool,
+        #[arg(long, default_value_t = 120)]
+        max_secs: u64,
+    },
     /// The schedule owner process (started by `schedules`).
     ScheduleOwner {
         #[arg(long)]
@@ -120,6 +144,34 @@ enum Cmd {
 
 fn main() {
     match Cli::parse().cmd {
+        Cmd::FollowupOwner {
+            store,
+            sync_writes,
+            max_secs,
+        } => followups::owner(&store, sync_writes, max_secs),
+        Cmd::Followups { kills, sync, seed } => {
+            let seed = seed.unwrap_or_else(|| log::now_us() ^ u64::from(std::process::id()));
+            let tmp = tempfile::Builder::new()
+                .prefix("telha-crash-followups")
+                .tempdir()
+                .expect("temp dir");
+            println!("telha-crash followups: seed {seed} (rerun with --seed {seed}), {kills} kills per mode");
+            let (mut passed, mut failed) = (0u32, 0u32);
+            for &sync_writes in modes(sync) {
+                let (p_, f_) = followups::run(&followups::Params {
+                    base: tmp
+                        .path()
+                        .join(if sync_writes { "sync-on" } else { "sync-off" }),
+                    kills,
+                    seed,
+                    sync_writes,
+                });
+                passed += p_;
+                failed += f_;
+            }
+            println!("{passed} passed, {failed} failed");
+            std::process::exit(if failed == 0 { 0 } else { 1 });
+        }
         Cmd::ScheduleOwner {
             store,
             sync_writes,

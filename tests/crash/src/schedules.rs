@@ -225,13 +225,13 @@ fn slots_of(q: &Queue) -> BTreeMap<u64, u32> {
 }
 
 #[derive(Default)]
-struct Checks {
+pub struct Checks {
     passed: u32,
     failed: u32,
 }
 
 impl Checks {
-    fn check(&mut self, name: &str, r: Result<(), String>) {
+    pub fn check(&mut self, name: &str, r: Result<(), String>) {
         match r {
             Ok(()) => {
                 self.passed += 1;
@@ -244,7 +244,7 @@ impl Checks {
         }
     }
 
-    fn done(self) -> (u32, u32) {
+    pub fn done(self) -> (u32, u32) {
         (self.passed, self.failed)
     }
 }
