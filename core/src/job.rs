@@ -247,6 +247,8 @@ pub struct Job {
     /// The schedule and slot that enqueued it, if a schedule did: which
     /// run of a timetable this lease is.
     pub schedule: Option<crate::schedule::ScheduleRef>,
+    /// The job whose completion enqueued it (`Completion::then`), if one did.
+    pub parent: Option<JobId>,
 }
 
 impl Job {

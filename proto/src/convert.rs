@@ -153,6 +153,7 @@ pub fn job_to_pb(j: Job) -> pb::Job {
         payload_encoding: encoding_to_pb(j.payload_encoding),
         timeout_ms: j.timeout_ms,
         schedule: j.schedule.map(crate::schedules::schedule_ref_to_pb),
+        parent: j.parent.map(|p| p.as_bytes().to_vec()),
     }
 }
 
@@ -173,6 +174,7 @@ pub fn job_from_pb(j: pb::Job) -> Result<Job> {
         worker_id: j.worker_id,
         timeout_ms: j.timeout_ms,
         schedule: j.schedule.map(crate::schedules::schedule_ref_from_pb),
+        parent: j.parent.as_deref().map(id_from_pb).transpose()?,
     })
 }
 

@@ -512,7 +512,10 @@ fn encodings_lease_ttls_and_cursors_survive_the_round_trip() {
             .unwrap()
             .jobs;
         assert_eq!(kids.len(), 1);
-        assert_eq!((kids[0].parent, &kids[0].payload[..]), (Some(parent), payload));
+        assert_eq!(
+            (kids[0].parent, &kids[0].payload[..]),
+            (Some(parent), payload)
+        );
     }
 
     // Get: every field as the embedded queue has it.

@@ -667,6 +667,7 @@ impl Engine {
                 worker_id: worker.to_string(),
                 timeout_ms: self.cfg.timeout_for(&rec.kind).map(limits::ms),
                 schedule: rec.ext.schedule.clone(),
+                parent: rec.ext.parent,
             });
             self.leases.insert(key, rec);
         }

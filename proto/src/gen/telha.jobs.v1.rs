@@ -99,6 +99,9 @@ pub struct Job {
     /// The schedule that enqueued it, when one did.
     #[prost(message, optional, tag = "14")]
     pub schedule: ::core::option::Option<ScheduleRef>,
+    /// The job whose completion enqueued it (`Complete.then`), when one did.
+    #[prost(bytes = "vec", optional, tag = "15")]
+    pub parent: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LeaseRequest {
