@@ -3,6 +3,7 @@
 
 use serde_json::json;
 use telha_jobs::{Limit, LimitStatus};
+use telha_jobs_server::json::{limit_json, limit_status_json as status_json};
 
 use crate::args::LimitsCmd;
 use crate::commands::Output;
@@ -66,25 +67,6 @@ pub fn describe(l: &Limit) -> String {
         parts.push(format!("weight {w}"));
     }
     parts.join(", ")
-}
-
-pub fn limit_json(l: &Limit) -> serde_json::Value {
-    json!({
-        "concurrency": l.concurrency,
-        "rate": l.rate,
-        "burst": l.effective_burst(),
-        "weight": l.weight,
-    })
-}
-
-pub fn status_json(s: &LimitStatus) -> serde_json::Value {
-    json!({
-        "target": s.target.label(),
-        "limit": limit_json(&s.limit),
-        "leased": s.leased,
-        "held": s.held,
-        "throttled": {"concurrency": s.throttled_concurrency, "rate": s.throttled_rate},
-    })
 }
 
 fn table(all: &[LimitStatus]) -> String {

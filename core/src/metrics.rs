@@ -240,6 +240,52 @@ pub(crate) fn render_paused(o: &mut String, p: &crate::control::Paused) {
     }
 }
 
+/// The flow-control limits: `telha_jobs_limit_leased{target}` (leases a
+/// limit counts now), `telha_jobs_limit_held{target}` (its instances held
+/// back now) and `telha_jobs_throttled_total{by, target}` (how often it
+/// held work back, by `concurrency` or `rate`).
+pub(crate) fn render_limits(o: &mut String, limits: &[crate::flow::LimitStatus]) {
+    header(
+        o,
+        "telha_jobs_limit_leased",
+        "gauge",
+        "Leases a flow-control limit counts now (summed over the scopes of a scope:* target).",
+    );
+    for l in limits {
+        let t = escape(&l.target.label());
+        let _ = writeln!(o, "telha_jobs_limit_leased{{target=\"{t}\"}} {}", l.leased);
+    }
+    header(
+        o,
+        "telha_jobs_limit_held",
+        "gauge",
+        "Instances of a limit at their cap or out of tokens now (scopes, for a scope:* target).",
+    );
+    for l in limits {
+        let t = escape(&l.target.label());
+        let _ = writeln!(o, "telha_jobs_limit_held{{target=\"{t}\"}} {}", l.held);
+    }
+    header(
+        o,
+        "telha_jobs_throttled_total",
+        "counter",
+        "Times a limit held work back (a lease took its last slot or token, or found none), by cap or rate.",
+    );
+    for l in limits {
+        let t = escape(&l.target.label());
+        let _ = writeln!(
+            o,
+            "telha_jobs_throttled_total{{by=\"concurrency\",target=\"{t}\"}} {}",
+            l.throttled_concurrency
+        );
+        let _ = writeln!(
+            o,
+            "telha_jobs_throttled_total{{by=\"rate\",target=\"{t}\"}} {}",
+            l.throttled_rate
+        );
+    }
+}
+
 /// `telha_jobs_subscriptions` and `telha_jobs_job_watches`: who listens.
 pub(crate) fn render_listeners(o: &mut String, subscriptions: usize, watches: usize) {
     single(

@@ -527,6 +527,7 @@ impl Queue {
         let e = self.engine()?;
         let mut out = e.metrics.render(&e.counts.stats(), e.leases.len());
         crate::metrics::render_paused(&mut out, &e.paused());
+        crate::metrics::render_limits(&mut out, &e.limits());
         let (subs, watches) = e.hub.counts();
         crate::metrics::render_listeners(&mut out, subs, watches);
         e.render_schedules(&mut out);

@@ -148,6 +148,7 @@ pub fn job_json(j: &JobInfo, full: bool) -> Json {
         "schedule": j.schedule.as_ref().map_or(Json::Null, |r| json!({
             "name": r.name, "slot_ms": r.slot, "slot": time(r.slot), "missed": r.missed,
         })),
+        "parent": j.parent.map(|p| p.to_string()),
     });
     if full {
         o["payload"] = bytes_json(&j.payload, j.payload_encoding);
@@ -224,5 +225,27 @@ pub fn schedule_json(i: &ScheduleInfo) -> Json {
         "last_job": i.last_job.map(|j| j.to_string()),
         "last_fired_at_ms": i.last_fired_at, "last_fired_at": opt_time(i.last_fired_at),
         "enqueued": i.enqueued, "skipped": i.skipped, "last_error": i.last_error,
+    })
+}
+
+/// A limit's settings: `burst` is the bucket size in effect (the rate
+/// rounded up when none was given), null without a rate.
+pub fn limit_json(l: &telha_jobs::Limit) -> Json {
+    json!({
+        "concurrency": l.concurrency,
+        "rate": l.rate,
+        "burst": l.effective_burst(),
+        "weight": l.weight,
+    })
+}
+
+/// One limit with its use now (`limits`, the page's overview).
+pub fn limit_status_json(s: &telha_jobs::LimitStatus) -> Json {
+    json!({
+        "target": s.target.label(),
+        "limit": limit_json(&s.limit),
+        "leased": s.leased,
+        "held": s.held,
+        "throttled": {"concurrency": s.throttled_concurrency, "rate": s.throttled_rate},
     })
 }

@@ -65,6 +65,11 @@ fn every_read_answers_its_documented_shape() {
         .unwrap();
     q.schedule_put(&Schedule::new("nightly", "0 3 * * *", "report"))
         .unwrap();
+    q.set_limit(
+        &"kind:ingest".parse().unwrap(),
+        telha_jobs::Limit::rate(2.5, 4),
+    )
+    .unwrap();
 
     let info = h.get("/api/v1/info").json();
     assert_eq!(info["auth_required"], json!(false));
@@ -88,6 +93,13 @@ fn every_read_answers_its_documented_shape() {
     );
     assert_eq!(o["leased_in_flight"], json!(1));
     assert_eq!(o["schedules"], json!(1));
+    let limit = json!({
+        "target": "kind:ingest",
+        "limit": {"concurrency": null, "rate": 2.5, "burst": 4, "weight": null},
+        "leased": 0, "held": 0, "throttled": {"concurrency": 0, "rate": 0},
+    });
+    assert_eq!(o["limits"], json!([limit]));
+    assert_eq!(h.get("/api/v1/limits").json(), json!({ "limits": [limit] }));
     assert!(o["throughput"]["points"].is_array());
     assert_eq!(h.get("/api/v1/stats").json(), o["stats"]);
     assert_eq!(
@@ -559,6 +571,7 @@ fn the_openapi_document_names_every_route() {
         "/pause",
         "/resume",
         "/leases",
+        "/limits",
         "/schedules",
         "/schedules/{name}/pause",
         "/schedules/{name}/resume",
@@ -567,7 +580,7 @@ fn the_openapi_document_names_every_route() {
     }
     assert_eq!(
         paths.len(),
-        22,
+        23,
         "a route in openapi.json that the tests do not know"
     );
 }

@@ -249,7 +249,7 @@ function paintOverview(o) {
   const table = h('table', { class: 'grid', testid: 'kinds-table' }, h('thead', {}, head), h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 9, class: 'muted' }, 'No jobs.'))), h('tfoot', {}, foot));
   fill($('overview') || S.view.data, cards, h('section', { class: 'card' }, h('h2', {}, 'Throughput'), sparkline(o.throughput)),
     h('section', { class: 'card' }, h('h2', {}, 'Jobs by kind and state'), tableWrap(table)),
-    scopesTable(st.by_scope || {}, new Set(paused.scopes || []), sum));
+    scopesTable(st.by_scope || {}, new Set(paused.scopes || []), sum), limitsTable(o.limits || []));
   const p = $('paused');
   if (!p) return;
   const items = [...(paused.kinds || []).map((k) => 'kind:' + k), ...(paused.scopes || []).map((s) => 'scope:' + s)];
@@ -257,6 +257,25 @@ function paintOverview(o) {
     canAct() ? btn('Resume', { class: 'small', testid: 'btn-resume-' + t }, () => act(`Resume ${t}?`, 'resume', { target: t },
       { ok: 'Resume', done: (r) => (r.changed ? 'Resumed ' : 'Was not paused: ') + t })) : null)))
     : h('p', { class: 'muted' }, 'Nothing is paused.'));
+}
+
+// Flow-control limits (set with `telha jobs limits set`): each one's
+// settings, the leases it counts and how often it held work back.
+function limitsTable(limits) {
+  const dash = (v) => (v == null ? '—' : String(v));
+  const head = h('tr', {}, ['target', 'concurrency', 'rate / s (burst)', 'weight', 'leased', 'held back now', 'throttled (cap / rate)']
+    .map((t, i) => h('th', { class: i ? 'num' : '' }, t)));
+  const rows = limits.map((l) => h('tr', { testid: 'limit-row' },
+    h('th', { scope: 'row' }, h('code', {}, l.target)),
+    h('td', { class: 'num' }, dash(l.limit.concurrency)),
+    h('td', { class: 'num' }, l.limit.rate == null ? '—' : `${l.limit.rate} (${l.limit.burst})`),
+    h('td', { class: 'num' }, dash(l.limit.weight)),
+    h('td', { class: 'num' }, String(l.leased)),
+    h('td', { class: 'num' }, l.held ? h('span', { class: 'badge' }, String(l.held)) : '0'),
+    h('td', { class: 'num' }, `${l.throttled.concurrency} / ${l.throttled.rate}`)));
+  return h('section', { class: 'card' }, h('h2', {}, 'Limits'),
+    rows.length ? tableWrap(h('table', { class: 'grid', testid: 'limits-table' }, h('thead', {}, head), h('tbody', {}, rows)))
+      : h('p', { class: 'muted' }, 'No limits. Set one with telha jobs limits set.'));
 }
 
 // Jobs per scope (tenant), the most pending first; the first SCOPES_SHOWN.
@@ -292,10 +311,11 @@ const jobs = {
     const form = h('form', { class: 'filters', id: 'filters' },
       h('label', {}, 'State ', state), h('label', {}, 'Kind ', kind), h('label', {}, 'Scope ', scope),
       h('button', { type: 'submit', id: 'filter-apply', testid: 'filter-apply', class: 'primary' }, 'Apply'),
-      p.schedule ? h('span', { class: 'badge' }, 'schedule ' + p.schedule) : null);
+      p.schedule ? h('span', { class: 'badge' }, 'schedule ' + p.schedule) : null,
+      p.parent ? h('span', { class: 'badge', testid: 'filter-parent' }, 'follow-ups of ' + p.parent) : null);
     form.addEventListener('submit', (e) => {
       e.preventDefault();
-      const want = jobsHref({ state: state.value, kind: kind.value.trim(), scope: scope.value.trim(), schedule: p.schedule });
+      const want = jobsHref({ state: state.value, kind: kind.value.trim(), scope: scope.value.trim(), schedule: p.schedule, parent: p.parent });
       if (location.hash === want) refresh(true); else location.hash = want;
     });
     const tools = h('div', { class: 'toolbar' });
@@ -316,7 +336,7 @@ const jobs = {
       data,
       load: (q) => {
         const u = new URLSearchParams({ limit: '50' });
-        for (const k of ['state', 'kind', 'scope', 'schedule', 'after']) if (q[k]) u.set(k, q[k]);
+        for (const k of ['state', 'kind', 'scope', 'schedule', 'parent', 'after']) if (q[k]) u.set(k, q[k]);
         return api('jobs?' + u);
       },
       paint: paintJobs,
@@ -411,6 +431,8 @@ function paintJob(j) {
     field('lease deadline', j.lease_deadline_ms != null ? when(null, j.lease_deadline_ms) : null),
     field('created', when(j.created_at, j.created_at_ms)),
     field('idempotency key', j.idempotency_key, 'job-idempotency'),
+    field('parent', j.parent ? h('a', { href: jobHref(j.parent), class: 'mono', testid: 'job-parent' }, j.parent) : null),
+    field('follow-ups', h('a', { href: jobsHref({ parent: j.id }), testid: 'job-follow-ups' }, 'jobs its completion enqueued')),
     field('schedule', sch ? [h('a', { href: jobsHref({ schedule: sch.name }) }, sch.name), ' slot ', sch.slot || String(sch.slot_ms), sch.missed ? ' (missed)' : ''] : null),
     field('cancel requested', j.cancel_requested == null ? null : 'yes: ' + (j.cancel_requested || '(no reason)'), 'job-cancel-requested'),
     field('expires', j.expires_at_ms != null ? when(j.expires_at, j.expires_at_ms) : null),

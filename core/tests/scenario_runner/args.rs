@@ -179,6 +179,8 @@ fn subset(want: &Json, got: &Json, at: &str) -> R<()> {
             Json::Array(g.clone())
         )),
         (w, g) if w == g => Ok(()),
+        // A number is its value: 4 and 4.0 are equal (JSON has one number type).
+        (Json::Number(w), Json::Number(g)) if w.as_f64() == g.as_f64() => Ok(()),
         (w, g) => Err(format!("{at}: wanted {w}, got {g}")),
     }
 }

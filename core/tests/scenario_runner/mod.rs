@@ -22,9 +22,10 @@ use std::time::Duration;
 mod args;
 mod control;
 mod events;
+mod flow;
 mod schedules;
 
-use args::{bytes_arg, check, config_of, ms, new_job_args, put_bytes, strs, uint};
+use args::{check, config_of, ms, new_job_args, put_bytes, strs, uint};
 use serde_json::{json, Map, Value as Json};
 use telha_jobs::{
     Config, Error, Job, JobId, JobInfo, JobStore, LeaseOptions, LeaseToken, ListQuery, NewJob,
@@ -178,13 +179,10 @@ impl Run {
             "enqueue_many" => self.enqueue_many(s),
             "lease" => self.lease(s),
             "extend" => self.extend(s),
-            "complete" => {
-                let t = self.token(s.get("lease"))?;
-                let result = bytes_arg(s, "result", "result_size")?;
-                self.q()?
-                    .complete(&t, result.as_deref())
-                    .map(|()| Json::Null)
-            }
+            "complete" => self.complete(s),
+            "set_limit" => self.set_limit(s),
+            "remove_limit" => self.remove_limit(s),
+            "limits" => self.limits(),
             "fail" => self.fail(s),
             "snooze" => self.snooze(s),
             "cancel" => self.cancel(s),
@@ -369,6 +367,10 @@ impl Run {
                 .map(str::parse)
                 .transpose()?,
             schedule: s.get("schedule").and_then(Json::as_str).map(str::to_string),
+            parent: match s.get("parent") {
+                Some(_) => Some(self.job_id(&json!({ "job": s["parent"] }))?),
+                None => None,
+            },
             ..ListQuery::default()
         };
         let page = self.q().map_err(Error::Storage)?.list(&q)?;
@@ -435,6 +437,7 @@ impl Run {
             "timeout_ms": j.timeout_ms,
             "schedule": j.schedule.as_ref().map(|r| r.name.clone()),
             "schedule_missed": j.schedule.as_ref().map(|r| r.missed),
+            "parent": j.parent.map(|p| self.name_of(&p)),
         });
         put_bytes(&mut o, "payload", Some(&j.payload));
         o
@@ -452,6 +455,7 @@ impl Run {
             "paused": i.paused, "expires": i.expires_at.is_some(),
             "schedule": i.schedule.as_ref().map(|r| r.name.clone()),
             "schedule_missed": i.schedule.as_ref().map(|r| r.missed),
+            "parent": i.parent.map(|p| self.name_of(&p)),
         });
         put_bytes(&mut o, "payload", Some(&i.payload));
         put_bytes(&mut o, "result", i.result.as_deref());

@@ -13,7 +13,7 @@ use telha_jobs::{JobId, JobInfo, KindPattern, ListQuery, Queue, Scope, State};
 
 use super::reply::{bad, core_error, error, ok, with_type, Body};
 use super::{Req, Ui};
-use crate::json::{job_json, schedule_json, stats_json, time};
+use crate::json::{job_json, limit_status_json, schedule_json, stats_json, time};
 use crate::service::now_ms;
 
 /// Payloads and results larger than this are not inlined in a job's
@@ -68,6 +68,10 @@ pub(crate) async fn get(ui: &Ui, q: Queue, rest: &str, req: &Req) -> Response<Bo
         ["jobs", id] => job(q, id).await,
         ["jobs", id, what @ ("payload" | "result")] => raw(q, id, what).await,
         ["leases"] => leases(q).await,
+        ["limits"] => {
+            let all = tri!(blocking(move || q.limits()).await);
+            ok(&json!({"limits": all.iter().map(limit_status_json).collect::<Vec<_>>()}))
+        }
         ["schedules"] => {
             let all = tri!(blocking(move || q.schedule_list()).await);
             ok(&json!({"schedules": all.iter().map(schedule_json).collect::<Vec<_>>()}))
@@ -77,10 +81,10 @@ pub(crate) async fn get(ui: &Ui, q: Queue, rest: &str, req: &Req) -> Response<Bo
 }
 
 async fn overview(ui: &Ui, q: Queue) -> Response<Body> {
-    let (s, schedules) = tri!(
+    let (s, schedules, limits) = tri!(
         blocking(move || {
             let s = q.stats()?;
-            Ok((s, q.schedule_list()?.len()))
+            Ok((s, q.schedule_list()?.len(), q.limits()?))
         })
         .await
     );
@@ -89,6 +93,7 @@ async fn overview(ui: &Ui, q: Queue) -> Response<Body> {
         "throughput": ui.throughput.json(),
         "leased_in_flight": s.total.leased,
         "schedules": schedules,
+        "limits": limits.iter().map(limit_status_json).collect::<Vec<_>>(),
         "now_ms": now_ms(),
     }))
 }
