@@ -10,6 +10,11 @@
 //!   kind cap and a rate limit configured but not reached, beside none
 //!   (target ≥ 0.9×).
 //!
+//! - fairness between a tenant of slow jobs (4 ms) and one of fast jobs
+//!   (1 ms), 4 workers: each one's share of leases and of processing time,
+//!   with plain round robin and with a per-scope concurrency cap of 2
+//!   (what the ARCHITECTURE's choice of lease-count fairness rests on).
+//!
 //! The compared variants run in alternating chunks (the order reversed
 //! every other round, a warm-up round first); each ratio is the median of
 //! the per-round ratios, the ratio of the totals beside it.
@@ -113,6 +118,39 @@ fn raw_lifecycle(n: usize) -> f64 {
         db.write(b).unwrap();
     }
     t.elapsed().as_secs_f64() * 1e6 / n as f64
+}
+
+/// Run 4 workers for `secs` over a slow and a fast tenant; answer each
+/// tenant's (leases, busy time).
+fn fairness(q: &Queue, slow: Scope, secs: f64) -> [(u64, Duration); 2] {
+    let stop = Instant::now() + Duration::from_secs_f64(secs);
+    let out = std::sync::Mutex::new([(0u64, Duration::ZERO); 2]);
+    std::thread::scope(|t| {
+        for w in 0..4 {
+            let (q, out) = (q, &out);
+            t.spawn(move || {
+                let worker = format!("fair-{w}");
+                let opts = LeaseOptions::default();
+                while Instant::now() < stop {
+                    let Some(j) = q.lease_next(&worker, &opts).unwrap() else {
+                        std::thread::yield_now();
+                        continue;
+                    };
+                    let (i, d) = if j.scope == slow {
+                        (0, Duration::from_millis(4))
+                    } else {
+                        (1, Duration::from_millis(1))
+                    };
+                    std::thread::sleep(d);
+                    q.complete(&j.token(), None).unwrap();
+                    let mut o = out.lock().unwrap();
+                    o[i].0 += 1;
+                    o[i].1 += d;
+                }
+            });
+        }
+    });
+    out.into_inner().unwrap()
 }
 
 fn median_ratio(t: &[[Duration; 3]], a: usize, b: usize) -> f64 {
@@ -273,4 +311,34 @@ fn main() {
             l / f
         ),
     );
+
+    drop((limited, free_q));
+
+    // (c) Fairness by lease count, and with a per-scope cap.
+    let secs = if quick { 0.5 } else { 3.0 };
+    for cap in [None, Some(2)] {
+        let (_d, q) = queue("flow-fair");
+        let (slow, fast) = (scope(1), scope(2));
+        fill(&q, slow, 5000);
+        fill(&q, fast, 20000);
+        if let Some(c) = cap {
+            q.set_limit(&LimitTarget::EachScope, Limit::concurrency(c))
+                .unwrap();
+        }
+        let r = fairness(&q, slow, secs);
+        let leases = r[0].0 + r[1].0;
+        let busy = (r[0].1 + r[1].1).as_secs_f64();
+        row(
+            &match cap {
+                None => "fairness, 4 workers, 4 ms vs 1 ms jobs, round robin".to_string(),
+                Some(c) => format!("fairness, the same with scope:* concurrency {c}"),
+            },
+            format!("{leases} leases"),
+            format!(
+                "slow tenant: {:.0} % of leases, {:.0} % of time",
+                100.0 * r[0].0 as f64 / leases as f64,
+                100.0 * r[0].1.as_secs_f64() / busy
+            ),
+        );
+    }
 }
