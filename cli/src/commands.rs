@@ -306,11 +306,25 @@ fn purge(db: &Target, a: PurgeArgs, json: bool) -> Result<Output, Failure> {
 }
 
 fn stats(db: &Target, json: bool) -> Result<Output, Failure> {
-    let s = store::open_read(db)?.stats()?;
+    let q = store::open_read(db)?;
+    let s = q.stats()?;
+    let limits = q.limits()?;
     Ok(if json {
-        Output::Json(render::stats_json(&s))
+        let mut o = render::stats_json(&s);
+        o["limits"] = serde_json::Value::Array(
+            limits
+                .iter()
+                .map(telha_jobs_server::json::limit_status_json)
+                .collect(),
+        );
+        Output::Json(o)
     } else {
-        Output::Text(render::stats_text(&s))
+        let mut t = render::stats_text(&s);
+        if !limits.is_empty() {
+            t.push('\n');
+            t.push_str(&crate::limits::table(&limits));
+        }
+        Output::Text(t)
     })
 }
 

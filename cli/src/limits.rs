@@ -69,7 +69,8 @@ pub fn describe(l: &Limit) -> String {
     parts.join(", ")
 }
 
-fn table(all: &[LimitStatus]) -> String {
+/// The limits as a table (`limits ls`, and under `stats`).
+pub fn table(all: &[LimitStatus]) -> String {
     let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     let rows: Vec<Vec<String>> = all
         .iter()

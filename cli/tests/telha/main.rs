@@ -8,6 +8,7 @@ mod check;
 mod commands;
 mod control;
 mod far_future;
+mod limits;
 mod locked;
 mod metrics;
 mod poison_log;
