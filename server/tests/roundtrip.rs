@@ -486,12 +486,11 @@ fn encodings_lease_ttls_and_cursors_survive_the_round_trip() {
     drop(stream);
 
     // Submit and SubmitMany carry the result's encoding.
-    // Both carry follow-up jobs, committed with the completion.
     c.complete_with(Completion {
         token: ja.token(),
         result: Some(v.clone()),
         encoding: Encoding::Bytes,
-        then: vec![telha_jobs::NewJob::new("child", b"of a".to_vec())],
+        then: Vec::new(),
     })
     .unwrap();
     let answers = c
@@ -499,25 +498,10 @@ fn encodings_lease_ttls_and_cursors_survive_the_round_trip() {
             token: jb.token(),
             result: Some(v.clone()),
             encoding: Encoding::Value,
-            then: vec![telha_jobs::NewJob::new("child", b"of b".to_vec())],
+            then: Vec::new(),
         }])
         .unwrap();
     assert!(answers[0].is_ok(), "{answers:?}");
-    for (parent, payload) in [(ja.id, &b"of a"[..]), (jb.id, &b"of b"[..])] {
-        let kids = c
-            .list(&telha_jobs::ListQuery {
-                parent: Some(parent),
-                ..telha_jobs::ListQuery::default()
-            })
-            .unwrap()
-            .jobs;
-        assert_eq!(kids.len(), 1);
-        assert_eq!(
-            (kids[0].parent, &kids[0].payload[..]),
-            (Some(parent), payload)
-        );
-    }
-
     // Get: every field as the embedded queue has it.
     let ia = c.get(&a.id).unwrap().unwrap();
     assert_eq!(ia, s.queue.get(&a.id).unwrap().unwrap());
@@ -555,4 +539,58 @@ fn a_lease_wait_too_long_to_represent_is_no_panic() {
     cancel.cancel();
     let none = c.lease_next("w", &forever.cancel(cancel)).unwrap();
     assert!(none.is_none());
+}
+
+#[test]
+fn follow_up_jobs_travel_with_complete_and_complete_many() {
+    let s = common::served();
+    let c = s.client();
+    for k in ["a", "b"] {
+        c.enqueue(k, b"p", EnqueueOptions::default()).unwrap();
+    }
+    let opts = LeaseOptions::default();
+    let ja = c.lease_next("w", &opts).unwrap().unwrap();
+    let jb = c.lease_next("w", &opts).unwrap().unwrap();
+    c.complete_with(
+        Completion::new(ja.token(), None)
+            .then(vec![telha_jobs::NewJob::new("child", b"of a".to_vec())]),
+    )
+    .unwrap();
+    let answers = c
+        .complete_many(vec![Completion::new(jb.token(), None)
+            .then(vec![telha_jobs::NewJob::new("child", b"of b".to_vec())])])
+        .unwrap();
+    assert!(answers[0].is_ok(), "{answers:?}");
+    for (parent, payload) in [(ja.id, &b"of a"[..]), (jb.id, &b"of b"[..])] {
+        let kids = c
+            .list(&ListQuery {
+                parent: Some(parent),
+                ..ListQuery::default()
+            })
+            .unwrap()
+            .jobs;
+        assert_eq!(kids.len(), 1);
+        assert_eq!(
+            (kids[0].parent, &kids[0].payload[..]),
+            (Some(parent), payload)
+        );
+    }
+    // The leased child says who its parent is, over the wire too.
+    let child = c.lease_next("w", &opts).unwrap().unwrap();
+    assert!(child.parent == Some(ja.id) || child.parent == Some(jb.id));
+    // A bad follow-up refuses the completion: nothing changes.
+    let jc = {
+        c.enqueue("c", b"p", EnqueueOptions::default()).unwrap();
+        c.lease_next("w", &LeaseOptions::default().kind("c").unwrap())
+            .unwrap()
+            .unwrap()
+    };
+    let bad = Completion::new(jc.token(), None)
+        .then(vec![telha_jobs::NewJob::new("NOT A KIND", b"".to_vec())]);
+    let e = c.complete_with(bad).unwrap_err();
+    assert_eq!(e.kind(), telha_jobs::ErrorKind::InvalidArgument);
+    assert_eq!(
+        c.get(&jc.id).unwrap().unwrap().state,
+        telha_jobs::State::Leased
+    );
 }
