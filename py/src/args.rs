@@ -418,9 +418,10 @@ pub fn new_job(
 
 /// One `enqueue_many` item: `(kind, payload)` or a dict with `kind`,
 /// `payload` and the enqueue options.
-pub fn enqueue_item(item: &Bound<'_, PyAny>, i: usize) -> PyResult<NewJob> {
+/// `name` names it in messages (`"enqueue_many item 3"`, `"then item 0"`).
+pub fn item_at(item: &Bound<'_, PyAny>, name: &str) -> PyResult<NewJob> {
     let py = item.py();
-    let at = format!("enqueue_many item {i}: ");
+    let at = format!("{name}: ");
     let kind_of = |k: &Bound<'_, PyAny>| -> PyResult<String> {
         k.extract()
             .map_err(|_| type_error(format!("{at}kind must be a str, got {}", type_name(k))))
@@ -437,28 +438,29 @@ pub fn enqueue_item(item: &Bound<'_, PyAny>, i: usize) -> PyResult<NewJob> {
     }
     let Ok(d) = item.cast::<PyDict>() else {
         return Err(type_error(format!(
-            "enqueue_many item {i} must be a (kind, payload) tuple or a dict, got {}",
+            "{name} must be a (kind, payload) tuple or a dict, got {}",
             type_name(item)
         )));
     };
     let opts = enqueue_options(Some(d), &at, &["kind", "payload"])?;
     let kind = match d.get_item("kind")? {
         Some(k) => kind_of(&k)?,
-        None => {
-            return Err(invalid(
-                py,
-                format!("enqueue_many item {i} has no \"kind\""),
-            ))
-        }
+        None => return Err(invalid(py, format!("{name} has no \"kind\""))),
     };
     new_job(kind, d.get_item("payload")?.as_ref(), opts, py)
 }
 
 /// The items of `enqueue_many` (a list or any iterable of items).
 pub fn enqueue_items(items: &Bound<'_, PyAny>) -> PyResult<Vec<NewJob>> {
+    items_of(items, "enqueue_many", "enqueue_many item")
+}
+
+/// A list (or any iterable) of `enqueue_many` items: `what` takes it,
+/// `item` names one in messages (followed by its index).
+pub fn items_of(items: &Bound<'_, PyAny>, what: &str, item: &str) -> PyResult<Vec<NewJob>> {
     let not_a_list = || {
         type_error(format!(
-            "enqueue_many takes a list of (kind, payload) tuples or dicts, got {}",
+            "{what} takes a list of (kind, payload) tuples or dicts, got {}",
             type_name(items)
         ))
     };
@@ -469,7 +471,7 @@ pub fn enqueue_items(items: &Bound<'_, PyAny>) -> PyResult<Vec<NewJob>> {
         .try_iter()
         .map_err(|_| not_a_list())?
         .enumerate()
-        .map(|(i, it)| enqueue_item(&it?, i))
+        .map(|(i, it)| item_at(&it?, &format!("{item} {i}")))
         .collect()
 }
 

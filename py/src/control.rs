@@ -235,9 +235,10 @@ pub fn complete_many(
     q: &dyn JobStore,
     jobs: &Bound<'_, PyAny>,
     results: Option<&Bound<'_, PyAny>>,
+    then: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<Option<Py<PyAny>>>> {
     let tokens = args::tokens(jobs, "complete_many")?;
-    let items: Vec<Completion> = match results {
+    let mut items: Vec<Completion> = match results {
         None => tokens
             .into_iter()
             .map(|t| Completion::new(t, None))
@@ -261,6 +262,7 @@ pub fn complete_many(
                 .collect::<PyResult<_>>()?
         }
     };
+    crate::flow::then_many(&mut items, then)?;
     if items.is_empty() {
         return Ok(vec![]);
     }

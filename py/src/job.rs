@@ -122,6 +122,12 @@ impl Job {
     fn schedule(&self) -> Option<crate::schedule::ScheduleRef> {
         crate::schedule::ScheduleRef::new(&self.inner.schedule)
     }
+    /// The id of the job whose completion enqueued it (`complete(...,
+    /// then=[...])`), or None.
+    #[getter]
+    fn parent(&self) -> Option<String> {
+        self.inner.parent.map(|p| p.to_string())
+    }
     /// The lease token as text, `"<id>:<generation>"`.
     #[getter]
     fn token(&self) -> String {
@@ -336,6 +342,11 @@ impl JobInfo {
     #[getter]
     fn schedule(&self) -> Option<crate::schedule::ScheduleRef> {
         crate::schedule::ScheduleRef::new(&self.inner.schedule)
+    }
+    /// The id of the job whose completion enqueued it, or None.
+    #[getter]
+    fn parent(&self) -> Option<String> {
+        self.inner.parent.map(|p| p.to_string())
     }
     /// How many older events were dropped to keep the log bounded.
     #[getter]

@@ -13,6 +13,7 @@
 //! `schedule_next_times`), stream.rs (a remote queue's PollJobs stream),
 //! watch.rs (`wait`, `JobWaiter`), events.rs (`subscribe`: `Subscription`,
 //! `Event`), notify.rs (the notifier thread that hands commits to asyncio),
+//! flow.rs (limits: set_limit, remove_limit, limits; complete's `then`),
 //! task.rs (running a call: the GIL released around the core, panics
 //! caught). node/src/batch.rs (batched napi values) has no
 //! Python counterpart. The Worker and asyncio layers are pure Python.
@@ -23,6 +24,7 @@ mod config;
 mod control;
 mod errors;
 mod events;
+mod flow;
 mod job;
 mod lease;
 mod notify;

@@ -13,7 +13,6 @@ use telha_jobs::limits::MAX_BATCH;
 use telha_jobs::JobStore;
 use telha_jobs_client::RemoteQueue;
 
-use crate::args::completion;
 use crate::errors::invalid;
 use crate::job::{Job, JobInfo};
 use crate::lease::{self, CancelWait};
@@ -312,18 +311,20 @@ impl Queue {
 
     /// Complete a leased job, with an optional result (`bytes` kept as
     /// bytes, another value encoded like payloads and read back as that
-    /// value). `LeaseLostError` when the lease is stale.
-    #[pyo3(signature = (job, result=None))]
+    /// value). `then`: follow-up jobs (`enqueue_many` items) enqueued in the
+    /// same atomic batch, each with `parent` this job; none if the
+    /// completion is refused or becomes a cancel. `LeaseLostError` when the
+    /// lease is stale.
+    #[pyo3(signature = (job, result=None, *, then=None))]
     fn complete(
         &self,
         py: Python<'_>,
         job: &Bound<'_, PyAny>,
         result: Option<&Bound<'_, PyAny>>,
+        then: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         task::guard(py, "complete", || {
-            let c = completion(args::token(job)?, result, "result")?;
-            let q = &*self.store;
-            task::run(py, || q.complete_with(c))
+            crate::flow::complete(py, &*self.store, job, result, then)
         })
     }
 
@@ -333,15 +334,17 @@ impl Queue {
     /// exception saying why not (`LeaseLostError` for a stale lease, `NotFoundError`,
     /// `InvalidArgumentError` for an oversized result); the others still
     /// complete. `QueueClosedError` / `StorageError` raise, and then none did.
-    #[pyo3(signature = (jobs, results=None))]
+    /// `then`: None, or one list of follow-ups (or None) per job.
+    #[pyo3(signature = (jobs, results=None, *, then=None))]
     fn complete_many(
         &self,
         py: Python<'_>,
         jobs: &Bound<'_, PyAny>,
         results: Option<&Bound<'_, PyAny>>,
+        then: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Option<Py<PyAny>>>> {
         task::guard(py, "complete_many", || {
-            control::complete_many(py, &*self.store, jobs, results)
+            control::complete_many(py, &*self.store, jobs, results, then)
         })
     }
 
@@ -551,10 +554,12 @@ impl Queue {
     /// the end) and `.corrupt` (rows skipped because they do not decode).
     /// A page shorter than `limit` has no `next`, except when one call read
     /// its bound of rows first. `after`: a JobInfo, a cursor, or a job id.
-    /// `schedule`: only the jobs that schedule enqueued.
-    #[pyo3(signature = (*, state=None, scope=None, kind=None, limit=None, after=None, schedule=None),
+    /// `schedule`: only the jobs that schedule enqueued; `parent` (a job
+    /// or id): only the follow-ups its completion enqueued.
+    #[pyo3(signature = (*, state=None, scope=None, kind=None, limit=None, after=None, schedule=None,
+        parent=None),
         text_signature = "($self, *, state=None, scope=None, kind=None, limit=100, after=None, \
-        schedule=None)")]
+        schedule=None, parent=None)")]
     #[allow(clippy::too_many_arguments)]
     fn list(
         &self,
@@ -565,11 +570,13 @@ impl Queue {
         limit: Option<&Bound<'_, PyAny>>,
         after: Option<&Bound<'_, PyAny>>,
         schedule: Option<&Bound<'_, PyAny>>,
+        parent: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         task::guard(py, "list", || {
             let q = &*self.store;
             let mut query = admin::list_query(py, q, state, scope, kind, limit, after)?;
             query.schedule = schedule.map(|s| args::text(s, "schedule")).transpose()?;
+            query.parent = parent.map(args::job_ref).transpose()?;
             let page = task::run(py, || q.list_full(&query))?;
             admin::list_answer(py, page)
         })
@@ -700,6 +707,38 @@ impl Queue {
     /// catch-up policy). How slots fire when `reaper_interval=0`.
     fn run_schedules(&self, py: Python<'_>) -> PyResult<schedule::RunReport> {
         task::guard(py, "run_schedules", || schedule::run(py, &*self.store))
+    }
+
+    /// Set (or replace) the flow-control limit on `target` (`"kind:embed"`,
+    /// `"kind:ingest:*"`, `"scope:<uuid>"`, `"scope:*"` (each scope),
+    /// `"scope:<uuid or *>/kind:<pattern>"`): `concurrency` leased at once,
+    /// `rate` leases a second (with `burst`), a scope's `weight`. Durable.
+    #[pyo3(signature = (target, *, concurrency=None, rate=None, burst=None, weight=None))]
+    fn set_limit(
+        &self,
+        py: Python<'_>,
+        target: &Bound<'_, PyAny>,
+        concurrency: Option<&Bound<'_, PyAny>>,
+        rate: Option<&Bound<'_, PyAny>>,
+        burst: Option<&Bound<'_, PyAny>>,
+        weight: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        task::guard(py, "set_limit", || {
+            let s = &*self.store;
+            crate::flow::set_limit(py, s, target, concurrency, rate, burst, weight)
+        })
+    }
+
+    /// Remove the limit on `target`; whether there was one.
+    fn remove_limit(&self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<bool> {
+        task::guard(py, "remove_limit", || {
+            crate::flow::remove_limit(py, &*self.store, target)
+        })
+    }
+
+    /// Every limit with its use now, as `LimitInfo`s sorted by target.
+    fn limits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+        task::guard(py, "limits", || crate::flow::limits(py, &*self.store))
     }
 
     /// Prometheus text exposition of the queue's metrics.

@@ -9,6 +9,7 @@ change :func:`open_store` and nothing else.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -178,6 +179,7 @@ class Run:
             "timeout_ms": None if j.timeout is None else round(j.timeout * 1000),
             "schedule": None if j.schedule is None else j.schedule.name,
             "schedule_missed": None if j.schedule is None else j.schedule.missed,
+            "parent": None if j.parent is None else self.name_of(j.parent),
         }
         put_bytes(o, "payload", j.raw_payload)
         return o
@@ -192,6 +194,7 @@ class Run:
             "expires": i.expires_at is not None,
             "schedule": None if i.schedule is None else i.schedule.name,
             "schedule_missed": None if i.schedule is None else i.schedule.missed,
+            "parent": None if i.parent is None else self.name_of(i.parent),
         }
         put_bytes(o, "payload", i.raw_payload)
         put_bytes(o, "result", i.raw_result)
@@ -247,6 +250,11 @@ class Run:
             kw["expires_at"] = s["expires_at_ms"] / 1000
         return kw
 
+    def item(self, j: dict[str, Any]) -> dict[str, Any]:
+        """An enqueue_many item (and a follow-up of complete's ``then``)."""
+        return dict(kind=j.get("kind", ""), payload=as_bytes(j, "payload") or b"",
+                    **self.enqueue_kw(j))
+
     def do(self, s: dict[str, Any]) -> Any:
         op = s["op"]
         if op == "enqueue":
@@ -256,8 +264,7 @@ class Run:
                 self.ids[s["as"]] = job_id
             return {"same_as": self.name_of(job_id)}
         if op == "enqueue_many":
-            items = [dict(kind=j.get("kind", ""), payload=as_bytes(j, "payload") or b"",
-                          **self.enqueue_kw(j)) for j in s["jobs"]]
+            items = [self.item(j) for j in s["jobs"]]
             ids = self.queue().enqueue_many(items)
             for j, job_id in zip(s["jobs"], ids):
                 if "as" in j:
@@ -281,8 +288,17 @@ class Run:
             answers = self.queue().extend_answers(tokens, s.get("worker", "w1"), progress=progress)
             return {"renewed": [a == "renewed" for a in answers], "answers": answers}
         if op == "complete":
-            self.queue().complete(self.token(s["lease"]), as_bytes(s, "result"))
+            then = [self.item(j) for j in s.get("then", [])]
+            self.queue().complete(self.token(s["lease"]), as_bytes(s, "result"), then=then)
             return None
+        if op == "set_limit":
+            self.queue().set_limit(s.get("target", ""), **{
+                k: s[k] for k in ("concurrency", "rate", "burst", "weight") if k in s})
+            return None
+        if op == "remove_limit":
+            return {"removed": self.queue().remove_limit(s.get("target", ""))}
+        if op == "limits":
+            return {"limits": [dataclasses.asdict(l) for l in self.queue().limits()]}
         if op == "fail":
             retry_in = s["retry_in_ms"] / 1000 if "retry_in_ms" in s else None
             self.queue().fail(self.token(s["lease"]), s.get("reason", ""),
@@ -328,6 +344,8 @@ class Run:
             return self.events(s)
         if op == "list":
             kw = {k: s[k] for k in ("state", "scope", "kind", "schedule") if k in s}
+            if "parent" in s:
+                kw["parent"] = self.ids[s["parent"]]
             page = self.queue().list(**kw)
             return {"jobs": [self.name_of(i.id) for i in page], "count": len(page)}
         if op.startswith("schedule_") or op == "run_schedules":

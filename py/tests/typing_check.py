@@ -220,3 +220,26 @@ async def async_schedules(aq: AsyncQueue) -> None:
     report: telha_jobs.RunReport = await aq.run_schedules()
     await aq.schedule_delete("tick")
     print(again, every, report, await aq.list(schedule="tick"))
+
+
+def flow(q: telha_jobs.Queue, job: telha_jobs.Job) -> None:
+    q.set_limit("kind:embed", concurrency=4, rate=2.5, burst=5)
+    q.set_limit("scope:*", weight=2)
+    infos: list[telha_jobs.LimitInfo] = q.limits()
+    held: int = infos[0].held if infos else 0
+    rate: float | None = infos[0].rate if infos else None
+    removed: bool = q.remove_limit("kind:embed")
+    print(held, rate, removed)
+    q.complete(job, {"ok": 1}, then=[("embed", b""), {"kind": "index", "priority": 3}])
+    q.complete_many([job], then=[[("embed", b"")]])
+    parent: str | None = job.parent
+    kids = q.list(parent=job)
+    print(parent, [k.parent for k in kids])
+
+
+async def async_flow(aq: AsyncQueue, job: telha_jobs.Job) -> None:
+    await aq.set_limit("kind:embed", concurrency=1)
+    infos: list[telha_jobs.LimitInfo] = await aq.limits()
+    print(infos, await aq.remove_limit("kind:embed"))
+    await aq.complete(job, None, then=[("embed", b"")])
+    await aq.complete_many([job], then=[None])

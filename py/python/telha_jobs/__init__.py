@@ -29,6 +29,11 @@ Producers wait for their jobs (``q.wait(job_id, timeout=30)``,
 Schedules enqueue a job for every slot of a cron or interval spec, exactly
 once per slot: ``q.schedule_put("nightly", "0 3 * * *", kind="compact")``.
 
+Flow control caps what is leased at once or per second, per kind or scope
+(``q.set_limit("kind:embed", concurrency=4, rate=10)``, ``q.limits()``),
+and a completion can enqueue follow-up jobs in its own atomic batch
+(``q.complete(job, result, then=[{"kind": "index", "payload": ...}])``).
+
 Every exception class name ends in ``Error`` (``LeaseLostError``,
 ``NotFoundError``, ...). The old names ``InvalidArgument``, ``NotFound``,
 ``LeaseLost``, ``StoreLocked``, ``QueueClosed`` and ``Permanent`` are
@@ -75,7 +80,7 @@ from ._native import (
     encode_payload,
     schedule_next_times,
 )
-from ._types import CorruptRecord, Enqueued, JobList
+from ._types import CorruptRecord, Enqueued, JobList, LimitInfo
 from .worker import Worker
 
 __all__ = [
@@ -92,6 +97,7 @@ __all__ = [
     "JobList",
     "Lease",
     "LeaseLostError",
+    "LimitInfo",
     "NotFoundError",
     "PermanentError",
     "Queue",

@@ -1,15 +1,16 @@
 """The job-control and operator calls of :class:`~telha_jobs.aio.AsyncQueue`
-(mixed in): cancel, delete, pause, resume, retry, get, list, reap, stats and
-metrics, each the :class:`~telha_jobs.Queue` method of the same name run on
+(mixed in): cancel, delete, pause, resume, retry, get, list, reap, stats,
+metrics and the flow-control limits (set_limit, remove_limit, limits), each the :class:`~telha_jobs.Queue` method of the same name run on
 the queue's executor, so the event loop never blocks on the store."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 from ._native import JobInfo, Queue
-from ._types import JobList
+from ._types import JobList, LimitInfo
 
 T = TypeVar("T")
 
@@ -66,7 +67,8 @@ class _AsyncControl:
         return await self._call(self.queue.get, job_id)
 
     async def list(self, **query: Any) -> JobList:
-        """As :meth:`Queue.list` (keywords state, scope, kind, limit, after)."""
+        """As :meth:`Queue.list` (keywords state, scope, kind, limit, after,
+        schedule, parent)."""
         return await self._call(self.queue.list, **query)
 
     async def reap(self) -> dict[str, int]:
@@ -77,3 +79,26 @@ class _AsyncControl:
 
     async def metrics(self) -> str:
         return await self._call(self.queue.metrics)
+
+    async def set_limit(
+        self,
+        target: str,
+        *,
+        concurrency: int | None = None,
+        rate: float | None = None,
+        burst: int | None = None,
+        weight: int | None = None,
+    ) -> None:
+        """As :meth:`Queue.set_limit`."""
+        await self._call(
+            self.queue.set_limit, target, concurrency=concurrency, rate=rate, burst=burst,
+            weight=weight,
+        )
+
+    async def remove_limit(self, target: str) -> bool:
+        """As :meth:`Queue.remove_limit`: whether there was one."""
+        return await self._call(self.queue.remove_limit, target)
+
+    async def limits(self) -> builtins.list[LimitInfo]:
+        """As :meth:`Queue.limits`: every limit with its use now, by target."""
+        return await self._call(self.queue.limits)

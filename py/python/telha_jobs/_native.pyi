@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, final
 
 from ._errors import TelhaError
-from ._types import Enqueued, JobList
+from ._types import Enqueued, JobList, LimitInfo
 
 __all__ = [
     "CancelWait",
@@ -90,6 +90,8 @@ _ScopeArg = str | uuid.UUID
 _IdArg = str | uuid.UUID
 # What ``wait`` takes: a leased Job, a JobInfo, or an id.
 _JobArg = Job | JobInfo | str | uuid.UUID
+# An enqueue_many item (and a follow-up of complete's ``then``).
+_Item = tuple[str, Any] | Mapping[str, Any]
 _Transition = Literal[
     "enqueued", "leased", "extended", "completed", "failed", "dead", "lease_expired", "released",
     "retried", "pruned", "purged", "cancelled", "cancel_requested", "deleted", "snoozed",
@@ -344,6 +346,9 @@ class Job:
     def schedule(self) -> ScheduleRef | None:
         """The schedule and slot that enqueued it, or None."""
     @property
+    def parent(self) -> str | None:
+        """The id of the job whose completion enqueued it (``then=``), or None."""
+    @property
     def token(self) -> str: ...
 
 @final
@@ -417,6 +422,9 @@ class JobInfo:
     @property
     def schedule(self) -> ScheduleRef | None:
         """The schedule and slot that enqueued it, or None."""
+    @property
+    def parent(self) -> str | None:
+        """The id of the job whose completion enqueued it (``then=``), or None."""
 
 @final
 class Event:
@@ -556,7 +564,7 @@ class Queue:
     ) -> Enqueued:
         """The job id (``.created`` False on an idempotency hit). An unknown
         option is InvalidArgumentError listing the valid ones."""
-    def enqueue_many(self, items: Iterable[tuple[str, Any] | Mapping[str, Any]]) -> list[Enqueued]: ...
+    def enqueue_many(self, items: Iterable[_Item]) -> list[Enqueued]: ...
     def lease_next(
         self,
         worker_id: str,
@@ -628,12 +636,21 @@ class Queue:
         """The transitions committed from now on, in commit order; ``buffer``
         (default 10,000, at most 1,000,000) events held for a slow reader,
         the rest counted in ``Event.missed``."""
-    def complete(self, job: Job | str, result: Any = None) -> None: ...
+    def complete(
+        self, job: Job | str, result: Any = None, *, then: Iterable[_Item] | None = None
+    ) -> None:
+        """``then``: follow-up jobs (``enqueue_many`` items) enqueued in the
+        completion's atomic batch, each with ``parent`` this job."""
     def complete_many(
-        self, jobs: Iterable[Job | str], results: Iterable[Any] | None = None
+        self,
+        jobs: Iterable[Job | str],
+        results: Iterable[Any] | None = None,
+        *,
+        then: Iterable[Iterable[_Item] | None] | None = None,
     ) -> list[TelhaError | None]:
         """Complete a batch in one call and one atomic write; per job None
-        (completed) or the exception saying why not (``LeaseLostError``, ...)."""
+        (completed) or the exception saying why not (``LeaseLostError``, ...).
+        ``then``: one list of follow-ups (or None) per job."""
     def fail(
         self,
         job: Job | str,
@@ -679,11 +696,13 @@ class Queue:
         limit: int = 100,
         after: JobInfo | _IdArg | None = None,
         schedule: str | None = None,
+        parent: _JobArg | None = None,
     ) -> JobList:
         """Up to ``limit`` jobs, 1 to ``limits.MAX_LIST_LIMIT`` (10,000);
         ``.next`` is the cursor for ``after`` (None at the end), ``.corrupt``
         the rows skipped. ``after``: a JobInfo, a cursor or a job id;
-        ``schedule``: only the jobs that schedule enqueued."""
+        ``schedule``: only the jobs that schedule enqueued; ``parent``: only
+        the follow-ups that job's completion enqueued."""
     def reap(self) -> dict[str, int]: ...
     def serve(
         self,
@@ -735,6 +754,23 @@ class Queue:
         """Slots that passed while paused are not caught up; NotFoundError."""
     def run_schedules(self) -> RunReport:
         """One scheduler pass now (how slots fire with ``reaper_interval=0``)."""
+    def set_limit(
+        self,
+        target: str,
+        *,
+        concurrency: int | None = None,
+        rate: float | None = None,
+        burst: int | None = None,
+        weight: int | None = None,
+    ) -> None:
+        """Set (or replace) the limit on ``target`` (``"kind:embed"``,
+        ``"kind:ingest:*"``, ``"scope:<uuid>"``, ``"scope:*"``,
+        ``"scope:<uuid or *>/kind:<pattern>"``), durably. Bad input is
+        InvalidArgumentError (a wrong type TypeError)."""
+    def remove_limit(self, target: str) -> bool:
+        """Whether there was a limit on ``target``."""
+    def limits(self) -> builtins.list[LimitInfo]:
+        """Every limit with its use now, sorted by target."""
 
 @final
 class JobStream:

@@ -1,6 +1,6 @@
 """Answer types built by the native module: :class:`Enqueued` (what
-``enqueue`` returns), :class:`JobList` (what ``list`` returns) and
-:class:`CorruptRecord`."""
+``enqueue`` returns), :class:`JobList` (what ``list`` returns),
+:class:`CorruptRecord` and :class:`LimitInfo` (what ``limits`` returns)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._native import JobInfo
 
-__all__ = ["CorruptRecord", "Enqueued", "JobList"]
+__all__ = ["CorruptRecord", "Enqueued", "JobList", "LimitInfo"]
 
 
 class Enqueued(str):
@@ -49,6 +49,30 @@ class CorruptRecord:
     error: str
 
 
+@dataclass(frozen=True)
+class LimitInfo:
+    """One flow-control limit (``Queue.limits``) and its use now.
+
+    ``target`` is its label (``"kind:embed"``, ``"scope:*"``, ...);
+    ``concurrency``, ``rate``, ``burst`` and ``weight`` are the settings as
+    given (None when not set; a rate without a burst uses the rate rounded
+    up). ``leased``: jobs leased now that it counts (summed over the scopes
+    for ``scope:*`` targets); ``held``: its instances at their cap or out
+    of tokens now (0 or 1, or the scopes held back for ``scope:*``);
+    ``throttled_concurrency`` / ``throttled_rate``: how often since the
+    store opened a lease took the last slot / token or was refused one."""
+
+    target: str
+    concurrency: int | None
+    rate: float | None
+    burst: int | None
+    weight: int | None
+    leased: int
+    held: int
+    throttled_concurrency: int
+    throttled_rate: int
+
+
 class JobList(list["JobInfo"]):
     """A page of ``Queue.list``: a ``list`` of :class:`JobInfo`, with
     :attr:`next`, the cursor to pass as ``list(after=...)`` for the next page
@@ -69,6 +93,6 @@ class JobList(list["JobInfo"]):
         return f"JobList({list.__repr__(self)}, next={self.next!r}, corrupt={self.corrupt!r})"
 
 
-for _cls in (Enqueued, CorruptRecord, JobList):
+for _cls in (Enqueued, CorruptRecord, JobList, LimitInfo):
     _cls.__module__ = "telha_jobs"
 del _cls

@@ -193,14 +193,23 @@ class AsyncQueue(_AsyncControl, _AsyncSchedules):
         sub = await self._call(self.queue.subscribe, kinds, scopes, transitions, buffer)
         return AsyncSubscription(sub)
 
-    async def complete(self, job: Job, result: Any = None) -> None:
-        await self._call(self.queue.complete, job, result)
+    async def complete(
+        self, job: Job, result: Any = None, *, then: Iterable[Any] | None = None
+    ) -> None:
+        """As :meth:`Queue.complete` (``then``: follow-up jobs, as
+        ``enqueue_many`` items, enqueued in the completion's batch)."""
+        await self._call(self.queue.complete, job, result, then=then)
 
     async def complete_many(
-        self, jobs: Sequence[Job], results: Sequence[Any] | None = None
+        self,
+        jobs: Sequence[Job],
+        results: Sequence[Any] | None = None,
+        *,
+        then: Sequence[Iterable[Any] | None] | None = None,
     ) -> list[TelhaError | None]:
-        """As :meth:`Queue.complete_many`."""
-        return await self._call(self.queue.complete_many, jobs, results)
+        """As :meth:`Queue.complete_many` (``then``: one list of follow-ups,
+        or None, per job)."""
+        return await self._call(self.queue.complete_many, jobs, results, then=then)
 
     async def fail(
         self, job: Job, reason: str, *, retryable: bool = True, retry_in: Any = None
