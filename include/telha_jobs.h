@@ -423,6 +423,22 @@ typedef struct tj_job_info tj_job_info;
 typedef struct tj_lease_options tj_lease_options;
 
 /**
+ * The settings of one limit, for `tj_queue_set_limit`: any of a
+ * concurrency cap, a rate (with an optional burst) and, on scope targets,
+ * a weight. Owned by the caller (`tj_limit_new` / `tj_limit_free`); the
+ * setters only record, `tj_queue_set_limit` checks the values. Not
+ * thread-safe while being set.
+ */
+typedef struct tj_limit tj_limit;
+
+/**
+ * Every limit with its use, as of the `tj_queue_limits` call, sorted by
+ * target label. Owned by the caller (`tj_limits_free`); the labels
+ * borrowed from it live until then. Immutable: readable from many threads.
+ */
+typedef struct tj_limits tj_limits;
+
+/**
  * A list query: filters, page size and the cursor. Owned by the caller
  * (`tj_list_options_new` / `tj_list_options_free`). Not thread-safe while
  * being set.
@@ -652,6 +668,69 @@ typedef struct tj_event {
    */
   uint32_t attempt;
 } tj_event;
+
+/**
+ * One limit and its use now (`tj_limits_get`). A plain value; `target` is
+ * borrowed from the `tj_limits` it came from. Each setting has a flag
+ * saying whether the limit sets it (the value is 0 when not).
+ */
+typedef struct tj_limit_status {
+  /**
+   * The target's label, e.g. `"kind:embed"` or `"scope:*"` (NUL-terminated).
+   */
+  const char *target;
+  /**
+   * Whether a concurrency cap is set.
+   */
+  bool has_concurrency;
+  /**
+   * The concurrency cap.
+   */
+  uint32_t concurrency;
+  /**
+   * Whether a rate is set.
+   */
+  bool has_rate;
+  /**
+   * The rate, leases per second (may be fractional).
+   */
+  double rate;
+  /**
+   * Whether a burst was given (without one, a rate's bucket holds the
+   * rate rounded up, at least 1).
+   */
+  bool has_burst;
+  /**
+   * The burst as given.
+   */
+  uint32_t burst;
+  /**
+   * Whether a scope weight is set.
+   */
+  bool has_weight;
+  /**
+   * The weight.
+   */
+  uint32_t weight;
+  /**
+   * Jobs leased now that the limit counts (for `scope:*` targets,
+   * summed over the scopes).
+   */
+  uint64_t leased;
+  /**
+   * How many of its instances are at their cap or out of tokens now: 0
+   * or 1, or for `scope:*` targets the number of scopes held back.
+   */
+  uint64_t held;
+  /**
+   * How often the cap held work back since the store was opened.
+   */
+  uint64_t throttled_concurrency;
+  /**
+   * How often the rate held work back since the store was opened.
+   */
+  uint64_t throttled_rate;
+} tj_limit_status;
 
 /**
  * The proof of a lease: the job id and the lease generation it was granted
@@ -1326,6 +1405,150 @@ void tj_subscription_close(const struct tj_subscription *sub);
 void tj_subscription_free(struct tj_subscription *sub);
 
 /**
+ * New limit settings with nothing set (`tj_queue_set_limit` refuses a
+ * limit that sets nothing). Never NULL.
+ */
+struct tj_limit *tj_limit_new(void);
+
+/**
+ * Free limit settings. NULL does nothing.
+ *
+ * # Safety
+ * `limit` is NULL or a `tj_limit` not freed before.
+ */
+void tj_limit_free(struct tj_limit *limit);
+
+/**
+ * At most `n` jobs of the target leased at once: 1 to 1000000 (checked by
+ * `tj_queue_set_limit`; to stop a target altogether, pause it).
+ *
+ * # Safety
+ * `limit` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_limit_set_concurrency(struct tj_limit *limit,
+                                   uint32_t n);
+
+/**
+ * At most `per_second` leases a second on average, a token bucket: over
+ * 0, at most 1000000 (0.5 is one lease every two seconds; checked by
+ * `tj_queue_set_limit`).
+ *
+ * # Safety
+ * `limit` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_limit_set_rate(struct tj_limit *limit,
+                            double per_second);
+
+/**
+ * How many leases may go at once after a quiet spell (the bucket's
+ * size): 1 to 1000000, only together with a rate (default: the rate
+ * rounded up, at least 1).
+ *
+ * # Safety
+ * `limit` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_limit_set_burst(struct tj_limit *limit,
+                             uint32_t burst);
+
+/**
+ * The scope's share of leases while other scopes have work too: 1 to
+ * 1000; only on `scope:<uuid>` and `scope:*` targets (default 1).
+ *
+ * # Safety
+ * `limit` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_limit_set_weight(struct tj_limit *limit,
+                              uint32_t weight);
+
+/**
+ * Set (or replace) the limit on `target`: `"kind:<kind or family:*>"`,
+ * `"scope:<uuid>"`, `"scope:*"` (each scope on its own),
+ * `"scope:<uuid>/kind:<pattern>"` or the same with `*` for the uuid (the
+ * kind within each scope on its own), with the
+ * settings of `*limit` (copied). Durable; takes effect for the next lease
+ * and counts the leases that exist now (a cap below them lets none go
+ * until enough settle; nothing running is taken back).
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, target, limit),
+ * `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_INVALID_ARGUMENT` (a malformed
+ * target, nothing set, a setting out of range, a burst without a rate, a
+ * weight on a target that is not a scope; nothing changes),
+ * `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` and `limit` are NULL or live; `target` is NULL or
+ * NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_queue_set_limit(const struct tj_queue *queue,
+                             const char *target,
+                             const struct tj_limit *limit,
+                             struct tj_error **err);
+
+/**
+ * Remove the limit on `target` (named as for `tj_queue_set_limit`);
+ * waiting lease calls wake. On success `*removed_out` (when not NULL) is
+ * false when there was none.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, target), `TJ_STATUS_INVALID_UTF8`,
+ * `TJ_STATUS_INVALID_ARGUMENT` (malformed target), `TJ_STATUS_STORAGE`,
+ * `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `target` is NULL or NUL-terminated;
+ * `removed_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_remove_limit(const struct tj_queue *queue,
+                                const char *target,
+                                bool *removed_out,
+                                struct tj_error **err);
+
+/**
+ * Every limit set, by target label, with how it is used now. On success
+ * `*limits_out` is a new `tj_limits` the caller frees with `tj_limits_free`.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, limits_out), `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `limits_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_limits(const struct tj_queue *queue,
+                          struct tj_limits **limits_out,
+                          struct tj_error **err);
+
+/**
+ * How many limits there are; 0 for NULL.
+ *
+ * # Safety
+ * `limits` is NULL or live.
+ */
+size_t tj_limits_count(const struct tj_limits *limits);
+
+/**
+ * Limit `index` (sorted by target label) into `*status_out`, its `target`
+ * borrowed from `limits`. Written only on success.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (limits, status_out),
+ * `TJ_STATUS_INVALID_ARGUMENT` when `index >= tj_limits_count(limits)`.
+ *
+ * # Safety
+ * `limits` is NULL or live; `status_out` and `err` are NULL or writable.
+ */
+tj_status tj_limits_get(const struct tj_limits *limits,
+                        size_t index,
+                        struct tj_limit_status *status_out,
+                        struct tj_error **err);
+
+/**
+ * Free a `tj_limits`. NULL does nothing.
+ *
+ * # Safety
+ * `limits` is NULL or a `tj_limits` not freed before.
+ */
+void tj_limits_free(struct tj_limits *limits);
+
+/**
  * Parse a job id from its text form (the canonical UUID string; hyphens,
  * braces and `urn:uuid:` are accepted as the `uuid` crate reads them) into
  * `*id_out`.
@@ -1523,6 +1746,17 @@ uint64_t tj_job_schedule_slot_ms(const struct tj_job *job);
  * `job` is NULL or live.
  */
 uint64_t tj_job_schedule_missed(const struct tj_job *job);
+
+/**
+ * The job whose completion enqueued this one (`tj_queue_complete_then`):
+ * true with its id in `*parent_out` (when not NULL), or false (nothing
+ * written) when no completion did, or for NULL.
+ *
+ * # Safety
+ * `job` is NULL or live; `parent_out` is NULL or writable.
+ */
+bool tj_job_parent(const struct tj_job *job,
+                   struct tj_id *parent_out);
 
 /**
  * Free a job info from `tj_queue_get`. NULL does nothing. Never free one
@@ -1816,6 +2050,17 @@ uint64_t tj_job_info_schedule_slot_ms(const struct tj_job_info *info);
 uint64_t tj_job_info_schedule_missed(const struct tj_job_info *info);
 
 /**
+ * The job whose completion enqueued this one (`tj_queue_complete_then`):
+ * true with its id in `*parent_out` (when not NULL), or false (nothing
+ * written) when no completion did, or for NULL.
+ *
+ * # Safety
+ * `info` is NULL or live; `parent_out` is NULL or writable.
+ */
+bool tj_job_info_parent(const struct tj_job_info *info,
+                        struct tj_id *parent_out);
+
+/**
  * New lease options: every scope (round-robin), every kind, no wait. Never NULL.
  */
 struct tj_lease_options *tj_lease_options_new(void);
@@ -1952,6 +2197,20 @@ tj_status tj_list_options_set_kind(struct tj_list_options *options,
 tj_status tj_list_options_set_schedule(struct tj_list_options *options,
                                        const char *name,
                                        struct tj_error **err);
+
+/**
+ * Only the follow-up jobs of job `*parent` (those its completion
+ * enqueued, `tj_queue_complete_then`); `parent` is copied. Filtered as
+ * rows are read, so pages can be short.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options, parent).
+ *
+ * # Safety
+ * `options` and `parent` are NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_list_options_set_parent(struct tj_list_options *options,
+                                     const struct tj_id *parent,
+                                     struct tj_error **err);
 
 /**
  * The most jobs per page: 1 to `TJ_MAX_LIST_LIMIT` (checked by
@@ -3394,6 +3653,36 @@ tj_status tj_queue_complete_with_encoding(const struct tj_queue *queue,
                                           size_t result_len,
                                           uint32_t encoding,
                                           struct tj_error **err);
+
+/**
+ * `tj_queue_complete_with_encoding` with follow-up jobs: the jobs of
+ * `then` (a `tj_batch` filled with `tj_batch_add`, copied; NULL or empty:
+ * none) are enqueued in the same atomic write as the completion, so they
+ * exist if and only if the job completed: none when the completion is
+ * refused, or when a cancel request turns it into a cancel. Each records
+ * this job as its parent (`tj_job_parent`, `tj_job_info_parent`,
+ * `tj_list_options_set_parent`). At most `TJ_MAX_BATCH` follow-ups; an
+ * idempotency key that names an existing job creates none for that item.
+ * The batch may be freed or reused once the call returns.
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors: as `tj_queue_complete_with_encoding`, and
+ * `TJ_STATUS_INVALID_ARGUMENT` for a bad follow-up (a malformed kind,
+ * scope or key, a payload over `max_payload_bytes`, too many): the job
+ * stays leased and nothing changes.
+ *
+ * # Safety
+ * As `tj_queue_complete`; `then` is NULL or a live `tj_batch` not being
+ * changed by another thread.
+ */
+tj_status tj_queue_complete_then(const struct tj_queue *queue,
+                                 const struct tj_token *token,
+                                 const uint8_t *result,
+                                 size_t result_len,
+                                 uint32_t encoding,
+                                 const struct tj_batch *then,
+                                 struct tj_error **err);
 
 /**
  * Fail the leased job of `*token`: it spends an attempt and retries after

@@ -252,3 +252,20 @@ pub unsafe extern "C" fn tj_job_schedule_slot_ms(job: *const tj_job) -> u64 {
 pub unsafe extern "C" fn tj_job_schedule_missed(job: *const tj_job) -> u64 {
     get(job, 0, |j| j.job.schedule.as_ref().map_or(0, |r| r.missed))
 }
+
+/// The job whose completion enqueued this one (`tj_queue_complete_then`):
+/// true with its id in `*parent_out` (when not NULL), or false (nothing
+/// written) when no completion did, or for NULL.
+///
+/// # Safety
+/// `job` is NULL or live; `parent_out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_parent(job: *const tj_job, parent_out: *mut tj_id) -> bool {
+    match get(job, None, |j| j.job.parent) {
+        Some(p) => {
+            write_opt(parent_out, p.into());
+            true
+        }
+        None => false,
+    }
+}

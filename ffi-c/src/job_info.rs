@@ -414,3 +414,23 @@ pub unsafe extern "C" fn tj_job_info_schedule_missed(info: *const tj_job_info) -
         i.info.schedule.as_ref().map_or(0, |r| r.missed)
     })
 }
+
+/// The job whose completion enqueued this one (`tj_queue_complete_then`):
+/// true with its id in `*parent_out` (when not NULL), or false (nothing
+/// written) when no completion did, or for NULL.
+///
+/// # Safety
+/// `info` is NULL or live; `parent_out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_job_info_parent(
+    info: *const tj_job_info,
+    parent_out: *mut tj_id,
+) -> bool {
+    match get(info, None, |i| i.info.parent) {
+        Some(p) => {
+            write_opt(parent_out, p.into());
+            true
+        }
+        None => false,
+    }
+}

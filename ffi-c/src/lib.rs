@@ -23,6 +23,7 @@ mod encoding;
 mod enqueue_options;
 mod error;
 mod events;
+mod flow;
 mod id;
 mod job;
 mod job_info;

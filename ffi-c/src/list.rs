@@ -6,6 +6,7 @@ use telha_jobs_core::{KindPattern, ListPage, ListQuery, Scope};
 
 use crate::boundary::{self, cstring, handle, handle_mut, string};
 use crate::error::{tj_error, Failure};
+use crate::id::tj_id;
 use crate::job_info::tj_job_info;
 use crate::status::{state_from_u32, tj_status};
 
@@ -146,6 +147,29 @@ pub unsafe extern "C" fn tj_list_options_set_schedule(
             return Err(Failure::invalid(format!("{F}: the schedule name is empty")));
         }
         o.query.schedule = Some(name.to_string());
+        Ok(())
+    })
+}
+
+/// Only the follow-up jobs of job `*parent` (those its completion
+/// enqueued, `tj_queue_complete_then`); `parent` is copied. Filtered as
+/// rows are read, so pages can be short.
+///
+/// Errors: `TJ_STATUS_NULL_ARGUMENT` (options, parent).
+///
+/// # Safety
+/// `options` and `parent` are NULL or live; `err` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_list_options_set_parent(
+    options: *mut tj_list_options,
+    parent: *const tj_id,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_list_options_set_parent";
+    boundary::run(F, err, || {
+        let o = handle_mut(F, "options", options)?;
+        let p = *handle(F, "parent", parent)?;
+        o.query.parent = Some(p.into());
         Ok(())
     })
 }

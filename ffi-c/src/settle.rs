@@ -1,6 +1,7 @@
 //! Settling leases: `tj_queue_extend` and `tj_queue_heartbeat`
 //! (heartbeats, the latter with progress), `_complete`,
-//! `_complete_with_encoding`, `_fail`, `_fail_in`, `_release` and `_snooze`.
+//! `_complete_with_encoding`, `_complete_then` (with follow-up jobs),
+//! `_fail`, `_fail_in`, `_release` and `_snooze`.
 //!
 //! Every settle call on a lease whose job has a cancel request records the
 //! job `cancelled` and answers `TJ_STATUS_CANCELLED`.
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use telha_jobs_core::{Completion, Failure, LeaseToken};
 
+use crate::batch::tj_batch;
 use crate::boundary::{self, bytes, handle, out, slice, string, Res};
 use crate::encoding::encoding_from_u32;
 use crate::error::tj_error;
@@ -207,6 +209,7 @@ pub unsafe extern "C" fn tj_queue_complete(
         result,
         result_len,
         0,
+        std::ptr::null(),
         err,
     )
 }
@@ -233,9 +236,45 @@ pub unsafe extern "C" fn tj_queue_complete_with_encoding(
     err: *mut *mut tj_error,
 ) -> tj_status {
     const F: &str = "tj_queue_complete_with_encoding";
-    complete(F, queue, token, result, result_len, encoding, err)
+    let none = std::ptr::null();
+    complete(F, queue, token, result, result_len, encoding, none, err)
 }
 
+/// `tj_queue_complete_with_encoding` with follow-up jobs: the jobs of
+/// `then` (a `tj_batch` filled with `tj_batch_add`, copied; NULL or empty:
+/// none) are enqueued in the same atomic write as the completion, so they
+/// exist if and only if the job completed: none when the completion is
+/// refused, or when a cancel request turns it into a cancel. Each records
+/// this job as its parent (`tj_job_parent`, `tj_job_info_parent`,
+/// `tj_list_options_set_parent`). At most `TJ_MAX_BATCH` follow-ups; an
+/// idempotency key that names an existing job creates none for that item.
+/// The batch may be freed or reused once the call returns.
+///
+/// Blocks for one RocksDB write.
+///
+/// Errors: as `tj_queue_complete_with_encoding`, and
+/// `TJ_STATUS_INVALID_ARGUMENT` for a bad follow-up (a malformed kind,
+/// scope or key, a payload over `max_payload_bytes`, too many): the job
+/// stays leased and nothing changes.
+///
+/// # Safety
+/// As `tj_queue_complete`; `then` is NULL or a live `tj_batch` not being
+/// changed by another thread.
+#[no_mangle]
+pub unsafe extern "C" fn tj_queue_complete_then(
+    queue: *const tj_queue,
+    token: *const tj_token,
+    result: *const u8,
+    result_len: usize,
+    encoding: u32,
+    then: *const tj_batch,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_queue_complete_then";
+    complete(F, queue, token, result, result_len, encoding, then, err)
+}
+
+#[allow(clippy::too_many_arguments)]
 fn complete(
     func: &'static str,
     queue: *const tj_queue,
@@ -243,6 +282,7 @@ fn complete(
     result: *const u8,
     result_len: usize,
     encoding: u32,
+    then: *const tj_batch,
     err: *mut *mut tj_error,
 ) -> tj_status {
     boundary::run(func, err, || {
@@ -254,11 +294,12 @@ fn complete(
         } else {
             Some(bytes(func, "result", result, result_len, q.max_payload)?.to_vec())
         };
+        let then = unsafe { then.as_ref() }.map_or_else(Vec::new, |b| b.jobs.clone());
         q.queue.complete_with(Completion {
             token,
             result,
             encoding,
-            then: Vec::new(),
+            then,
         })?;
         Ok(())
     })

@@ -71,6 +71,10 @@ tj_status op_paused(struct run *r, jval **obs, tj_error **err);
 tj_status op_wait(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_subscribe(struct run *r, const jval *s, tj_error **err);
 tj_status op_events(struct run *r, const jval *s, jval **obs, tj_error **err);
+/* scenario_control.c: flow control (complete's `then` is in op_settle). */
+tj_status op_set_limit(struct run *r, const jval *s, tj_error **err);
+tj_status op_remove_limit(struct run *r, const jval *s, jval **obs, tj_error **err);
+tj_status op_limits(struct run *r, jval **obs, tj_error **err);
 /* scenario_schedules.c: the schedule steps. op_schedule carries out
  * schedule_get, _list, _delete, _pause, _resume and run_schedules. */
 tj_status op_schedule_put(struct run *r, const jval *s, jval **obs, tj_error **err);

@@ -1,8 +1,9 @@
 /* The job-control steps of a conformance case (tests/scenarios/README.md):
  * snooze, cancel, cancel_many, delete, pause, resume and paused (fail with
- * retry_in_ms is in scenario_ops.c's op_settle); and the steps of results,
+ * retry_in_ms is in scenario_ops.c's op_settle); the steps of results,
  * events and progress: wait, subscribe, events (extend's progress is in
- * op_extend). */
+ * op_extend); and flow control: set_limit, remove_limit, limits
+ * (complete's follow-ups are in op_settle). */
 #define _XOPEN_SOURCE 700
 #include <time.h>
 
@@ -175,5 +176,69 @@ tj_status op_events(struct run *r, const jval *s, jval **obs, tj_error **err) {
     *obs = jnew_obj();
     jobj_put(*obs, "events", events);
     jobj_put(*obs, "missed", jnew_num((double)missed));
+    return st;
+}
+
+/* ------------------------------------------------------------ flow control */
+
+/* A u32 setting of set_limit: out-of-range numbers saturate, so the API
+ * (not the runner) refuses them. */
+static uint32_t u32_arg(double n) {
+    if (n <= 0) return 0;
+    if (n >= 4294967295.0) return UINT32_MAX;
+    return (uint32_t)n;
+}
+
+tj_status op_set_limit(struct run *r, const jval *s, tj_error **err) {
+    const char *target = jget_str(s, "target", NULL);
+    if (!target) return runner_error(r, "set_limit needs a target");
+    tj_limit *l = tj_limit_new();
+    tj_status st = TJ_STATUS_OK;
+    double n;
+    if (jget_num(s, "concurrency", &n)) st = tj_limit_set_concurrency(l, u32_arg(n));
+    if (st == TJ_STATUS_OK && jget_num(s, "rate", &n)) st = tj_limit_set_rate(l, n);
+    if (st == TJ_STATUS_OK && jget_num(s, "burst", &n)) st = tj_limit_set_burst(l, u32_arg(n));
+    if (st == TJ_STATUS_OK && jget_num(s, "weight", &n)) st = tj_limit_set_weight(l, u32_arg(n));
+    if (st == TJ_STATUS_OK) st = tj_queue_set_limit(r->q, target, l, err);
+    tj_limit_free(l);
+    return st;
+}
+
+tj_status op_remove_limit(struct run *r, const jval *s, jval **obs, tj_error **err) {
+    const char *target = jget_str(s, "target", NULL);
+    if (!target) return runner_error(r, "remove_limit needs a target");
+    bool removed = false;
+    tj_status st = tj_queue_remove_limit(r->q, target, &removed, err);
+    if (st != TJ_STATUS_OK) return st;
+    *obs = jnew_obj();
+    jobj_put(*obs, "removed", jnew_bool(removed));
+    return st;
+}
+
+tj_status op_limits(struct run *r, jval **obs, tj_error **err) {
+    tj_limits *ls = NULL;
+    tj_status st = tj_queue_limits(r->q, &ls, err);
+    if (st != TJ_STATUS_OK) return st;
+    jval *arr = jnew_arr();
+    for (size_t i = 0; i < tj_limits_count(ls) && st == TJ_STATUS_OK; i++) {
+        tj_limit_status l;
+        st = tj_limits_get(ls, i, &l, err);
+        if (st != TJ_STATUS_OK) break;
+        jval *o = jnew_obj();
+        jobj_put(o, "target", jnew_str(l.target));
+        jobj_put(o, "concurrency", l.has_concurrency ? jnew_num(l.concurrency) : jnew_null());
+        jobj_put(o, "rate", l.has_rate ? jnew_num(l.rate) : jnew_null());
+        jobj_put(o, "burst", l.has_burst ? jnew_num(l.burst) : jnew_null());
+        jobj_put(o, "weight", l.has_weight ? jnew_num(l.weight) : jnew_null());
+        jobj_put(o, "leased", jnew_num((double)l.leased));
+        jobj_put(o, "held", jnew_num((double)l.held));
+        jobj_put(o, "throttled_concurrency", jnew_num((double)l.throttled_concurrency));
+        jobj_put(o, "throttled_rate", jnew_num((double)l.throttled_rate));
+        jarr_push(arr, o);
+    }
+    tj_limits_free(ls);
+    if (st != TJ_STATUS_OK) { jfree(arr); return st; }
+    *obs = jnew_obj();
+    jobj_put(*obs, "limits", arr);
     return st;
 }

@@ -90,6 +90,8 @@ static jval *job_json(const struct run *r, const tj_job *j) {
     const char *sched = tj_job_schedule_name(j);
     jobj_put(o, "schedule", jnew_str(sched));
     jobj_put(o, "schedule_missed", sched ? jnew_num((double)tj_job_schedule_missed(j)) : jnew_null());
+    tj_id parent;
+    jobj_put(o, "parent", tj_job_parent(j, &parent) ? name_of(r, parent) : jnew_null());
     size_t len = 0;
     const uint8_t *p = tj_job_payload(j, &len);
     put_bytes(o, "payload", p, len, true);
@@ -122,6 +124,8 @@ jval *info_json(const struct run *r, const tj_job_info *i) {
     const char *sched = tj_job_info_schedule_name(i);
     jobj_put(o, "schedule", jnew_str(sched));
     jobj_put(o, "schedule_missed", sched ? jnew_num((double)tj_job_info_schedule_missed(i)) : jnew_null());
+    tj_id parent;
+    jobj_put(o, "parent", tj_job_info_parent(i, &parent) ? name_of(r, parent) : jnew_null());
     size_t len = 0;
     const uint8_t *p = tj_job_info_payload(i, &len);
     put_bytes(o, "payload", p, len, true);
@@ -204,10 +208,8 @@ tj_status op_enqueue(struct run *r, const jval *s, jval **obs, tj_error **err) {
     return st;
 }
 
-tj_status op_enqueue_many(struct run *r, const jval *s, tj_error **err) {
-    const jval *jobs = jget(s, "jobs");
-    if (!jobs || jobs->t != J_ARR) return runner_error(r, "enqueue_many needs jobs");
-    tj_batch *b = tj_batch_new();
+/* The items of enqueue_many's `jobs` (or complete's `then`) added to `b`. */
+static tj_status fill_batch(tj_batch *b, const jval *jobs, tj_error **err) {
     tj_status st = TJ_STATUS_OK;
     for (size_t i = 0; i < jobs->len && st == TJ_STATUS_OK; i++) {
         tj_enqueue_options *o = NULL;
@@ -219,6 +221,14 @@ tj_status op_enqueue_many(struct run *r, const jval *s, tj_error **err) {
         free(p);
         tj_enqueue_options_free(o);
     }
+    return st;
+}
+
+tj_status op_enqueue_many(struct run *r, const jval *s, tj_error **err) {
+    const jval *jobs = jget(s, "jobs");
+    if (!jobs || jobs->t != J_ARR) return runner_error(r, "enqueue_many needs jobs");
+    tj_batch *b = tj_batch_new();
+    tj_status st = fill_batch(b, jobs, err);
     tj_id *ids = jx_alloc((jobs->len + 1) * sizeof *ids);
     if (st == TJ_STATUS_OK) st = tj_queue_enqueue_many(r->q, b, ids, NULL, err);
     if (st == TJ_STATUS_OK)
@@ -320,7 +330,20 @@ tj_status op_settle(struct run *r, const char *op, const jval *s, tj_error **err
     if (strcmp(op, "complete") == 0) {
         uint8_t *p; size_t len; bool present;
         bytes_arg(s, "result", &p, &len, &present);
-        st = tj_queue_complete(r->q, &t, present ? p : NULL, len, err);
+        const jval *then = jget(s, "then");
+        if (!then) {
+            st = tj_queue_complete(r->q, &t, present ? p : NULL, len, err);
+            free(p);
+            return st;
+        }
+        if (then->t != J_ARR) { free(p); return runner_error(r, "complete's then must be a list"); }
+        /* Follow-ups: a bad item is refused by tj_queue_complete_then (the
+         * batch only copies), so the completion's answer is the step's. */
+        tj_batch *b = tj_batch_new();
+        st = fill_batch(b, then, err);
+        if (st == TJ_STATUS_OK)
+            st = tj_queue_complete_then(r->q, &t, present ? p : NULL, len, TJ_ENCODING_UNKNOWN, b, err);
+        tj_batch_free(b);
         free(p);
         return st;
     }
@@ -362,6 +385,15 @@ tj_status op_list(struct run *r, const jval *s, jval **obs, tj_error **err) {
     if (st == TJ_STATUS_OK && scope) st = tj_list_options_set_scope(o, scope, err);
     if (st == TJ_STATUS_OK && kind) st = tj_list_options_set_kind(o, kind, err);
     if (st == TJ_STATUS_OK && schedule) st = tj_list_options_set_schedule(o, schedule, err);
+    if (st == TJ_STATUS_OK && jget(s, "parent")) {
+        /* `parent` is a case name, looked up as a step's `job`. */
+        jval *ref = jnew_obj();
+        jobj_put(ref, "job", jnew_str(jget_str(s, "parent", "")));
+        tj_id parent;
+        st = job_id(r, ref, &parent, err);
+        jfree(ref);
+        if (st == TJ_STATUS_OK) st = tj_list_options_set_parent(o, &parent, err);
+    }
     tj_list_page *page = NULL;
     if (st == TJ_STATUS_OK) st = tj_queue_list(r->q, o, &page, err);
     tj_list_options_free(o);

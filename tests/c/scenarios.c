@@ -218,6 +218,9 @@ static tj_status do_step(struct run *r, const char *op, const jval *s, jval **ob
     if (strcmp(op, "pause") == 0) return op_pause(r, s, true, obs, err);
     if (strcmp(op, "resume") == 0) return op_pause(r, s, false, obs, err);
     if (strcmp(op, "paused") == 0) return op_paused(r, obs, err);
+    if (strcmp(op, "set_limit") == 0) return op_set_limit(r, s, err);
+    if (strcmp(op, "remove_limit") == 0) return op_remove_limit(r, s, obs, err);
+    if (strcmp(op, "limits") == 0) return op_limits(r, obs, err);
     if (strcmp(op, "get") == 0) return op_get(r, s, obs, err);
     if (strcmp(op, "wait") == 0) return op_wait(r, s, obs, err);
     if (strcmp(op, "subscribe") == 0) return op_subscribe(r, s, err);

@@ -2,7 +2,9 @@
  * CANCELLED, the settle that records it), cancel_many, delete, snooze,
  * fail with a retry delay, expiry, pause/resume, the kind's timeout; and
  * hostile input to each (NULL, bad UTF-8, malformed kinds/scopes/targets,
- * absurd delays): typed statuses, the store still usable. */
+ * absurd delays): typed statuses, the store still usable. Flow control
+ * (limits) and follow-up jobs (complete_then, parents) are in
+ * test_control_flow.h. */
 #include "harness.h"
 
 static const char BAD_UTF8[] = "emb\xff\xfe";
@@ -389,6 +391,8 @@ static void null_arguments_are_refused_by_name_and_the_store_stays_usable(void) 
     tmpdir_remove(dir);
 }
 
+#include "test_control_flow.h"
+
 static void job_control_on_a_closed_queue_answers_closed(void) {
     tj_error *err = NULL;
     char dir[64];
@@ -423,6 +427,7 @@ int main(void) {
         TEST(the_kinds_timeout_reaches_the_job),
         TEST(null_arguments_are_refused_by_name_and_the_store_stays_usable),
         TEST(job_control_on_a_closed_queue_answers_closed),
+        CONTROL_FLOW_TESTS,
     };
     return run_tests("test_control", tests, sizeof tests / sizeof tests[0]);
 }
