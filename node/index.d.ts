@@ -89,6 +89,12 @@ export declare class NativeQueue {
    * arrive after a `drain` (once per batch) and when the subscription ends.
    */
   subscribe(options: NativeSubscribeOptions | undefined | null, onWake: () => void): Promise<NativeSubscription>
+  /** Set (or replace) the limit on `target`. */
+  setLimit(target: string, settings: NativeLimit): Promise<void>
+  /** Remove the limit on `target`: whether there was one. */
+  removeLimit(target: string): Promise<boolean>
+  /** Every limit with its use now, sorted by target. */
+  limits(): Promise<LimitStatus[]>
   /** `enqueue` on the JS thread; `false` when it must go to the pool. */
   enqueueNow(kind: string, payload: unknown, options?: NativeEnqueueOptions | undefined | null): Enqueued | false
   /**
@@ -103,14 +109,14 @@ export declare class NativeQueue {
   leaseNow(workerId: string, max: number, kinds?: Array<string> | undefined | null, scopes?: Array<string> | undefined | null): LeasedBatch | false
   /**
    * `complete` on the JS thread (`undefined` when done); `false` when it
-   * must go to the pool.
+   * must go to the pool (also for more than [`NOW_MAX_BATCH`] follow-ups).
    */
-  completeNow(id: string, generation: number, result: unknown): undefined | false
+  completeNow(id: string, generation: number, result: unknown, thenKinds?: string[] | null, thenPayloads?: unknown[] | null, thenOptions?: Array<NativeEnqueueOptions | undefined | null> | null): undefined | false
   /**
    * `completeMany` on the JS thread; `false` when it must go to the pool
-   * (also for more than [`NOW_MAX_BATCH`] jobs).
+   * (also for more than [`NOW_MAX_BATCH`] jobs or follow-ups).
    */
-  completeManyNow(ids: string, generations: Float64Array, results?: unknown[] | null, nulls?: Uint8Array | null): Array<string | null> | null | false
+  completeManyNow(ids: string, generations: Float64Array, results?: unknown[] | null, nulls?: Uint8Array | null, thenKinds?: string[] | null, thenPayloads?: unknown[] | null, thenOptions?: Array<NativeEnqueueOptions | undefined | null> | null, thenCounts?: Uint32Array | null): Array<string | null> | null | false
   get runsNow(): boolean
   /**
    * Open (or create) the store at `path`. `options` are read through the
@@ -157,21 +163,27 @@ export declare class NativeQueue {
    * `INVALID_ARGUMENT` for the whole call.
    */
   extend(ids: string, generations: Float64Array, workerId: string, progress?: unknown[] | null): Promise<Uint8Array>
-  /** Complete a leased job with an optional result (`undefined`: none). */
-  complete(id: string, generation: number, result: unknown): Promise<void>
+  /**
+   * Complete a leased job with an optional result (`undefined`: none)
+   * and follow-up jobs (`then*`: parallel arrays as `enqueueMany`
+   * takes them), enqueued in the completion's atomic batch.
+   */
+  complete(id: string, generation: number, result: unknown, thenKinds?: string[] | null, thenPayloads?: unknown[] | null, thenOptions?: Array<NativeEnqueueOptions | undefined | null> | null): Promise<void>
   /**
    * Complete many leased jobs in one call and one atomic write (`ids`
    * joined with `,`). `results[i]` is job i's
    * result (`undefined`: none). Without `results`, `nulls` (one byte per
    * job) marks the jobs whose result is `null` (1) or none (0): results
    * that are all null or undefined, the Worker's common case, then cross
-   * without a napi call per job. Resolves with null when every job was
+   * without a napi call per job. Follow-up jobs (`then*`, as for
+   * `complete`) are flattened over the batch, `thenCounts[i]` of them
+   * job i's. Resolves with null when every job was
    * completed, else per job: null when completed, or the code of why not
    * (`ABORTED` for a lost lease, `NOT_FOUND`, `INVALID_ARGUMENT` for a
-   * result over the size limit). `CLOSED` or `STORAGE` rejects the call,
-   * and then none was completed.
+   * result over the size limit or a bad follow-up). `CLOSED` or
+   * `STORAGE` rejects the call, and then none was completed.
    */
-  completeMany(ids: string, generations: Float64Array, results?: unknown[] | null, nulls?: Uint8Array | null): Promise<Array<string | null> | null>
+  completeMany(ids: string, generations: Float64Array, results?: unknown[] | null, nulls?: Uint8Array | null, thenKinds?: string[] | null, thenPayloads?: unknown[] | null, thenOptions?: Array<NativeEnqueueOptions | undefined | null> | null, thenCounts?: Uint32Array | null): Promise<Array<string | null> | null>
   /**
    * Fail a leased job (retried after backoff, or after `retryInMs` when
    * given, unless not `retryable` or out of attempts).
@@ -456,6 +468,11 @@ export interface Job {
    * enqueued by a call.
    */
   schedule: ScheduleRef | null
+  /**
+   * The id of the job whose completion enqueued it (`complete(job,
+   * result, { then })`), or null.
+   */
+  parent: string | null
 }
 
 /** One entry of a job's event log. */
@@ -568,6 +585,11 @@ export interface JobInfo {
    * })` filters by its name), or null for a job enqueued by a call.
    */
   schedule: ScheduleRef | null
+  /**
+   * The id of the job whose completion enqueued it (`list({ parent })`
+   * lists a job's follow-ups), or null.
+   */
+  parent: string | null
 }
 
 /**
@@ -579,9 +601,9 @@ export interface JobInfo {
  * workerId, payloadEncoding) as indices into `strings`, [`LeasedBatch::REFS`] per job, the batch's
  * distinct values (usually four); every payload in one `Buffer`; and the
  * payloads read as values by index (holes where a payload reads as its
- * bytes), and the schedules of the jobs a schedule enqueued, each with its
- * job's index (absent when none was). lib/telha.js assembles the `Job`
- * objects.
+ * bytes), and the schedules of the jobs a schedule enqueued and the parents
+ * of follow-up jobs, each with its job's index (absent when none was).
+ * lib/telha.js assembles the `Job` objects.
  */
 export interface LeasedBatch {
   ids: string
@@ -591,6 +613,16 @@ export interface LeasedBatch {
   payloads: Buffer
   decoded: unknown[]
   schedules?: Array<LeasedSchedule>
+  /** The parents of the follow-up jobs in the batch (absent when none is). */
+  parents?: Array<LeasedParent>
+}
+
+/** The parent of job `at` of a [`LeasedBatch`] (its `Job.parent`). */
+export interface LeasedParent {
+  /** The job's index in the batch. */
+  at: number
+  /** The parent job's id. */
+  id: string
 }
 
 /** The schedule of job `at` of a [`LeasedBatch`] (its `Job.schedule`). */
@@ -639,6 +671,34 @@ export interface Limits {
   maxDurationMs: number
 }
 
+/** One limit and how it is used now (`limits()`), sorted by target. */
+export interface LimitStatus {
+  /**
+   * What it applies to: `kind:<kind or family:*>`, `scope:<uuid>`,
+   * `scope:*`, `scope:<uuid>/kind:<pattern>` or `scope:*\/kind:<pattern>`.
+   */
+  target: string
+  /** At most this many leased at once, or null. */
+  concurrency: number | null
+  /** At most this many leases a second (a token bucket), or null. */
+  rate: number | null
+  /** The bucket size as given, or null (then the rate rounded up). */
+  burst: number | null
+  /** A scope's share of leases while others have work, or null (1). */
+  weight: number | null
+  /** Jobs leased now that it counts (summed over scopes for `scope:*`). */
+  leased: number
+  /**
+   * How many of its instances are at their cap or out of tokens now
+   * (0 or 1; for `scope:*` targets the scopes held back).
+   */
+  held: number
+  /** How often the cap held work back since the store was opened. */
+  throttledConcurrency: number
+  /** How often the rate held work back since the store was opened. */
+  throttledRate: number
+}
+
 /** One page of `list`. */
 export interface ListPage {
   /** The matching jobs, in key order (scope, state, priority, time). */
@@ -679,6 +739,17 @@ export interface NativeEnqueueOptions {
   expiresAt?: number
 }
 
+/**
+ * The settings of `setLimit`, as lib/telha.js passes them (types checked
+ * there, ranges here and in the core).
+ */
+export interface NativeLimit {
+  concurrency?: number
+  rate?: number
+  burst?: number
+  weight?: number
+}
+
 /** Filters of `list`. */
 export interface NativeListOptions {
   state?: string
@@ -687,6 +758,7 @@ export interface NativeListOptions {
   limit?: number
   after?: string
   schedule?: string
+  parent?: string
 }
 
 /**

@@ -18,6 +18,7 @@ describe('over a remote queue: the job-control suite', () => { require('./contro
 describe('over a remote queue: the Worker job-control suite', () => { require('./worker_control.test.js') })
 describe('over a remote queue: the wait, events and progress suite', () => { require('./events.test.js') })
 describe('over a remote queue: the schedules suite', () => { require('./schedules.test.js') })
+describe('over a remote queue: the flow-control and follow-up suite', () => { require('./flow.test.js') })
 
 test('serve and connect in one process share the queue', async (t) => {
   const { local, server } = await serveTemp(t)

@@ -28,10 +28,11 @@ const REFS = 4
  * numbers in one Float64Array, kind / scope / workerId / payloadEncoding as
  * indices into a table of the batch's distinct strings, one payload
  * Buffer, the payloads that read as values, and the schedules of the jobs
- * a schedule enqueued (absent when none was), each with its job's index.
+ * a schedule enqueued and the parents of follow-up jobs (absent when none
+ * was), each with its job's index.
  */
 function jobsFrom (batch) {
-  const { ids: joined, nums, refs, strings, payloads, decoded, schedules } = batch
+  const { ids: joined, nums, refs, strings, payloads, decoded, schedules, parents } = batch
   if (joined.length === 0) return []
   const ids = joined.split(',')
   const jobs = new Array(ids.length)
@@ -58,11 +59,15 @@ function jobsFrom (batch) {
       timeoutMs: Number.isNaN(nums[k + 7]) ? null : nums[k + 7],
       priority: nums[k + 4],
       workerId: strings[refs[r + 2]],
-      schedule: null
+      schedule: null,
+      parent: null
     }
   }
   if (schedules) {
     for (const { at, name, slot, missed } of schedules) jobs[at].schedule = { name, slot, missed }
+  }
+  if (parents) {
+    for (const { at, id } of parents) jobs[at].parent = id
   }
   return jobs
 }

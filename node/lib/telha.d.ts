@@ -20,6 +20,7 @@ import type {
 } from '../index'
 import type { Subscription, QueueEvents, WaitOptions, EnqueueAndWaitOptions, SubscribeFilter } from './events'
 import type { ScheduleInfo, RunReport, ScheduleOptions } from './schedules'
+import type { LimitStatus, LimitTarget, LimitSettings, CompleteOptions, CompleteManyOptions } from './flow'
 
 export type { Job, JobInfo, JobEvent, ListPage, ReapReport, Stats, StateCounts, CorruptRecord, Enqueued, ConfigKey, Limits, CancelReport, Paused, SubscriptionEvent }
 
@@ -282,6 +283,8 @@ export interface ListOptions {
   after?: string
   /** Only the jobs the schedule of this name enqueued (`JobInfo.schedule.name`; an empty name is `INVALID_ARGUMENT`). */
   schedule?: string
+  /** Only the follow-up jobs of this job (its id; `JobInfo.parent`), enqueued by `complete(job, result, { then })`. */
+  parent?: string
 }
 
 /** Options of {@link Queue.connect}. */
@@ -437,18 +440,24 @@ export declare class Queue {
    * `cancelled`).
    */
   extendAnswers(jobs: LeaseRef[], workerId: string, options?: ExtendOptions): Promise<Array<'renewed' | 'lost' | 'cancelled'>>
-  /** Complete a leased job, with an optional result. `ABORTED` when the lease is lost. */
-  complete(job: LeaseRef, result?: PayloadValue): Promise<void>
+  /**
+   * Complete a leased job, with an optional result and follow-up jobs
+   * (`then`, see {@link CompleteOptions}) enqueued in the same atomic
+   * write. `ABORTED` when the lease is lost (and no follow-up is created).
+   */
+  complete(job: LeaseRef, result?: PayloadValue, options?: CompleteOptions): Promise<void>
   /**
    * Complete many leased jobs in one call and one atomic write: far fewer
    * trips off the event loop, and far fewer RocksDB writes, than one
    * `complete` each. `results[i]` is job i's result. Resolves, per job, with
    * `null` when completed, else the code of why not: `ABORTED` (lease lost,
    * or the job named a second time), `NOT_FOUND`, or `INVALID_ARGUMENT` (a
-   * result over the size limit); those jobs are untouched. A `CLOSED` or
-   * `STORAGE` error rejects the call, and then none was completed.
+   * result over the size limit, or a bad follow-up); those jobs are
+   * untouched. `options.then[i]` are job i's follow-up jobs (see
+   * {@link CompleteOptions}). A `CLOSED` or `STORAGE` error rejects the
+   * call, and then none was completed.
    */
-  completeMany(jobs: LeaseRef[], results?: PayloadValue[]): Promise<Array<ErrorCodeName | null>>
+  completeMany(jobs: LeaseRef[], results?: PayloadValue[], options?: CompleteManyOptions): Promise<Array<ErrorCodeName | null>>
   /**
    * Fail a leased job: retried after backoff, or dead when `retryable` is
    * false (default true) or it is out of attempts; `retryInMs` retries it
@@ -540,6 +549,18 @@ export declare class Queue {
    */
   list(options?: ListOptions): Promise<ListPage>
   /**
+   * Set (or replace) a flow-control limit, durable across reopens: a
+   * concurrency cap, a rate (token bucket) and, for scope targets, a
+   * weight (see {@link LimitSettings}, {@link LimitTarget}). Leases hold
+   * back exactly at the cap or when out of tokens; other work is not held.
+   * `await q.setLimit('scope:*', { concurrency: 4 })` caps each tenant.
+   */
+  setLimit(target: LimitTarget, settings: LimitSettings): Promise<void>
+  /** Remove the limit on `target`: whether there was one. A malformed target is `INVALID_ARGUMENT`. */
+  removeLimit(target: LimitTarget): Promise<boolean>
+  /** Every limit with its settings (null where unset) and its use now, sorted by target. */
+  limits(): Promise<LimitStatus[]>
+  /**
    * Create or replace a schedule: from now on each of its slots enqueues
    * exactly one job (idempotency key `schedule:<name>:<slot ms>`; the job's
    * `schedule` names it). Every bad input (spec, zone, name, kind, numbers,
@@ -579,6 +600,7 @@ export { Worker, Permanent, Snooze, Retry } from './worker'
 export type { HandlerContext, Handler, WorkerOptions } from './worker'
 export { Subscription, QueueEvents } from './events'
 export type { WaitOptions, EnqueueAndWaitOptions, SubscribeFilter, NextOptions, Transition, QueueEvent, QueueEventMap } from './events'
+export type { LimitStatus, LimitTarget, LimitSettings, CompleteOptions, CompleteManyOptions } from './flow'
 export { scheduleNextTimes } from './schedules'
 export type { ScheduleInfo, ScheduleRef, RunReport, ScheduleOptions, NextTimesOptions, CatchUp } from './schedules'
 

@@ -14,14 +14,13 @@ const {
 } = require('./check.js')
 const { tokens, jobsFrom } = require('./batch.js')
 const { putArgs, scheduleNextTimes, scheduleName } = require('./schedules.js')
+const { ENQUEUE_KEYS, enqueueOptions, enqueueItems, completeArgs, completeManyArgs, limitSettings } = require('./flow.js')
 
 /** The stable error codes, in the core's order. */
 const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c, c])))
 
-const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt'])
-const ITEM_KEYS = new Set(['kind', 'payload', ...ENQUEUE_KEYS])
 const LEASE_KEYS = new Set(['kinds', 'scope', 'waitMs', 'signal'])
-const LIST_KEYS = new Set(['state', 'scope', 'kind', 'limit', 'after', 'schedule'])
+const LIST_KEYS = new Set(['state', 'scope', 'kind', 'limit', 'after', 'schedule', 'parent'])
 const FAIL_KEYS = new Set(['retryable', 'retryInMs'])
 const CANCEL_KEYS = new Set(['reason'])
 const CANCEL_MANY_KEYS = new Set(['kind', 'scope', 'state', 'reason'])
@@ -132,24 +131,6 @@ function openOptions (o) {
       { type: 'DeprecationWarning', code: 'TELHA_NESTED_BACKOFF' })
   }
   return o
-}
-
-function enqueueOptions (o, name) {
-  if (o === undefined || o === null) return undefined
-  let runAt = o.runAt
-  if (runAt instanceof Date) runAt = runAt.getTime()
-  let expiresAt = o.expiresAt
-  if (expiresAt instanceof Date) expiresAt = expiresAt.getTime()
-  return {
-    scope: optStr(o.scope, `${name}.scope`),
-    priority: optNum(o.priority, `${name}.priority`),
-    delayMs: optNum(o.delayMs, `${name}.delayMs`),
-    runAt: optNum(runAt, `${name}.runAt`),
-    idempotencyKey: optStr(o.idempotencyKey, `${name}.idempotencyKey`),
-    maxAttempts: optNum(o.maxAttempts, `${name}.maxAttempts`),
-    expiresInMs: optNum(o.expiresInMs, `${name}.expiresInMs`),
-    expiresAt: optNum(expiresAt, `${name}.expiresAt`)
-  }
 }
 
 function leaseFilters (o) {
@@ -297,29 +278,7 @@ class Queue {
   }
 
   async #enqueueMany (items) {
-    if (!Array.isArray(items)) throw typeError('enqueueMany takes an array of [kind, payload] pairs or { kind, payload, ...options } objects')
-    const kinds = new Array(items.length)
-    const payloads = new Array(items.length)
-    let opts
-    for (let i = 0; i < items.length; i++) {
-      const it = items[i]
-      if (Array.isArray(it)) {
-        if (it.length < 1 || it.length > 2) throw typeError(`items[${i}] must be a [kind, payload] pair`)
-        kinds[i] = str(it[0], `items[${i}][0] (kind)`)
-        payloads[i] = it[1]
-      } else if (it !== null && typeof it === 'object') {
-        options(it, `items[${i}]`, ITEM_KEYS)
-        kinds[i] = str(it.kind, `items[${i}].kind`)
-        payloads[i] = it.payload
-        const eo = enqueueOptions(it, `items[${i}]`)
-        if (Object.values(eo).some((v) => v !== undefined)) {
-          opts = opts || new Array(items.length).fill(undefined)
-          opts[i] = eo
-        }
-      } else {
-        throw typeError(`items[${i}] must be a [kind, payload] pair or a { kind, payload } object`)
-      }
-    }
+    const { kinds, payloads, opts } = enqueueItems(items)
     // One kind for the whole batch (the common case) crosses as one string.
     const one = kinds.length > 0 && kinds.every((k) => k === kinds[0])
     return this.#native.enqueueMany(one ? kinds[0] : kinds, payloads, opts)
@@ -384,14 +343,17 @@ class Queue {
     return this.#native.extend(ids, gens, workerId, progress ?? null)
   }
 
-  async complete (job, result) {
+  async complete (job, result, opts) {
     const t = token(job, 'job')
-    const r = await onLoop(() => this.#native.completeNow(t.id, t.generation, result))
-    if (r === false) await this.#native.complete(t.id, t.generation, result)
+    // Follow-up jobs (`then`) cross as enqueueMany's parallel arrays.
+    const then = opts === undefined || opts === null ? [] : completeArgs(opts)
+    const r = await onLoop(() => this.#native.completeNow(t.id, t.generation, result, ...then))
+    if (r === false) await this.#native.complete(t.id, t.generation, result, ...then)
   }
 
-  async completeMany (jobs, results) {
+  async completeMany (jobs, results, opts) {
     const { ids, gens, count } = tokens(jobs, 'jobs')
+    const then = opts === undefined || opts === null ? [] : completeManyArgs(opts, count)
     if (results !== undefined && results !== null) {
       if (!Array.isArray(results)) throw typeError('results must be an array (one result per job) or undefined')
       if (results.length !== count) throw invalidArgument(`results has ${results.length} entries for ${count} jobs`)
@@ -409,8 +371,8 @@ class Queue {
       }
     }
     const rs = nulls ? null : (results ?? undefined)
-    let codes = await onLoop(() => this.#native.completeManyNow(ids, gens, rs, nulls))
-    if (codes === false) codes = await this.#native.completeMany(ids, gens, rs, nulls)
+    let codes = await onLoop(() => this.#native.completeManyNow(ids, gens, rs, nulls, ...then))
+    if (codes === false) codes = await this.#native.completeMany(ids, gens, rs, nulls, ...then)
     return codes ?? new Array(count).fill(null)
   }
 
@@ -504,7 +466,8 @@ class Queue {
       kind: optStr(o.kind, 'kind'),
       limit: optNum(o.limit, 'limit'),
       after: optStr(o.after, 'after'),
-      schedule: optStr(o.schedule, 'schedule')
+      schedule: optStr(o.schedule, 'schedule'),
+      parent: optStr(o.parent, 'parent')
     })
     // `next` is null at the end, as documented (napi leaves a None out).
     page.next ??= null
@@ -519,6 +482,11 @@ class Queue {
   async schedulePause (name) { return this.#native.schedulePause(scheduleName(name)) }
   async scheduleResume (name) { return this.#native.scheduleResume(scheduleName(name)) }
   async runSchedules () { return this.#native.runSchedules() }
+
+  // Flow control (flow.js checks the settings; the core the target and ranges).
+  async setLimit (target, settings) { await this.#native.setLimit(str(target, 'target'), limitSettings(settings)) }
+  async removeLimit (target) { return this.#native.removeLimit(str(target, 'target')) }
+  async limits () { return this.#native.limits() }
 
   async reap () { return this.#native.reap() }
   async stats () { return this.#native.stats() }

@@ -3,7 +3,7 @@
 
 import { EventEmitter } from 'node:events'
 import type { Job } from '../index'
-import type { Queue, PayloadValue } from './telha'
+import type { Queue, PayloadValue, EnqueueItem } from './telha'
 
 /** What a handler gets beside its job. */
 export interface HandlerContext {
@@ -32,6 +32,14 @@ export interface HandlerContext {
    * job settles is not sent.
    */
   progress(value: PayloadValue): void
+  /**
+   * Follow-up jobs for this job's completion (items as
+   * {@link Queue.enqueueMany} takes them): enqueued in the completion's
+   * atomic write when the handler returns, each with `parent` set to this
+   * job's id; dropped when it throws. Calls add up. A refused follow-up
+   * fails the job permanently, like a result that cannot be stored.
+   */
+  followUp(items: EnqueueItem[]): void
 }
 
 /** A job handler: its return value is the job's result; a throw fails the job. */

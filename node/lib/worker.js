@@ -84,6 +84,7 @@ class Entry {
     this.settled = null // a deferred, made when stop() waits for it
     this.done = false
     this.progress = null // the latest report not yet sent (its bytes), for the next heartbeat
+    this.then = null // follow-up jobs for the completion (ctx.followUp)
   }
 
   /** Resolves once the job is settled (completed, failed, released or lost). */
@@ -120,6 +121,17 @@ class Context {
    */
   progress (value) {
     this.#entry.progress = progressBytes(value)
+  }
+
+  /**
+   * Follow-up jobs (items as `enqueueMany` takes them) for the completion
+   * of this job: enqueued in its atomic write if the handler returns (see
+   * `complete`'s `then`); dropped if it throws. Calls add up.
+   */
+  followUp (items) {
+    if (!Array.isArray(items)) throw typeError('followUp takes an array of [kind, payload] pairs or { kind, payload, ...options } objects')
+    const e = this.#entry
+    e.then = e.then ? e.then.concat(items) : items.slice()
   }
 }
 
@@ -359,8 +371,8 @@ class Worker extends EventEmitter {
           return
         }
         if (code !== 'INVALID_ARGUMENT') throw error
-        // The result cannot be stored (not encodable, or too large).
-        error = new Permanent(`the handler's result cannot be stored: ${error ? error.message : 'over the size limit'}`, { cause: error })
+        // The result cannot be stored (not encodable, or too large), or a follow-up job is refused.
+        error = new Permanent(`the handler's result or follow-up jobs cannot be stored: ${error ? error.message : 'over the size limit'}`, { cause: error })
       }
       if (error instanceof Snooze) {
         await this.#queue.snooze(job, error.delayMs)
@@ -436,20 +448,22 @@ class Worker extends EventEmitter {
     if (!n) return
     const jobs = new Array(n)
     const results = new Array(n)
+    let then = null
     for (let i = 0; i < n; i++) {
       jobs[i] = pairs[2 * i].job
       results[i] = pairs[2 * i + 1]
+      if (pairs[2 * i].then) (then ??= new Array(n).fill(null))[i] = pairs[2 * i].then
     }
     let codes
     try {
-      codes = await this.#queue.completeMany(jobs, results)
+      codes = await this.#queue.completeMany(jobs, results, then ? { then } : undefined)
     } catch (e) {
       if (!e || e.code !== 'INVALID_ARGUMENT') {
         for (let i = 0; i < n; i++) this.#completed(pairs[2 * i], results[i], (e && e.code) || 'STORAGE', e)
         return
       }
-      // Some result cannot be encoded: settle one by one to find it.
-      await Promise.all(jobs.map((job, i) => this.#queue.complete(job, results[i]).then(
+      // Some result (or follow-up) cannot be encoded: settle one by one to find it.
+      await Promise.all(jobs.map((job, i) => this.#queue.complete(job, results[i], then && then[i] ? { then: then[i] } : undefined).then(
         () => this.#completed(pairs[2 * i], results[i], null, null),
         (err) => this.#completed(pairs[2 * i], results[i], (err && err.code) || 'STORAGE', err)
       )))

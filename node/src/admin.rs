@@ -23,6 +23,7 @@ pub struct NativeListOptions {
     pub limit: Option<f64>,
     pub after: Option<String>,
     pub schedule: Option<String>,
+    pub parent: Option<String>,
 }
 
 fn list_query(o: Option<NativeListOptions>) -> Result<ListQuery, Failure> {
@@ -36,6 +37,7 @@ fn list_query(o: Option<NativeListOptions>) -> Result<ListQuery, Failure> {
         }
         q.after = o.after;
         q.schedule = o.schedule;
+        q.parent = o.parent.map(|p| p.parse::<JobId>()).transpose()?;
     }
     Ok(q)
 }

@@ -45,9 +45,9 @@ impl EnqueuedBatch {
 /// workerId, payloadEncoding) as indices into `strings`, [`LeasedBatch::REFS`] per job, the batch's
 /// distinct values (usually four); every payload in one `Buffer`; and the
 /// payloads read as values by index (holes where a payload reads as its
-/// bytes), and the schedules of the jobs a schedule enqueued, each with its
-/// job's index (absent when none was). lib/telha.js assembles the `Job`
-/// objects.
+/// bytes), and the schedules of the jobs a schedule enqueued and the parents
+/// of follow-up jobs, each with its job's index (absent when none was).
+/// lib/telha.js assembles the `Job` objects.
 #[napi(object, object_from_js = false)]
 pub struct LeasedBatch {
     pub ids: String,
@@ -61,6 +61,17 @@ pub struct LeasedBatch {
     #[napi(ts_type = "unknown[]")]
     pub decoded: Decoded,
     pub schedules: Option<Vec<LeasedSchedule>>,
+    /// The parents of the follow-up jobs in the batch (absent when none is).
+    pub parents: Option<Vec<LeasedParent>>,
+}
+
+/// The parent of job `at` of a [`LeasedBatch`] (its `Job.parent`).
+#[napi(object, object_from_js = false)]
+pub struct LeasedParent {
+    /// The job's index in the batch.
+    pub at: u32,
+    /// The parent job's id.
+    pub id: String,
 }
 
 /// The schedule of job `at` of a [`LeasedBatch`] (its `Job.schedule`).
@@ -89,6 +100,7 @@ impl LeasedBatch {
         let mut payloads = Vec::with_capacity(jobs.iter().map(|j| j.payload.len()).sum());
         let mut decoded = Vec::with_capacity(jobs.len());
         let mut schedules: Option<Vec<LeasedSchedule>> = None;
+        let mut parents: Option<Vec<LeasedParent>> = None;
         let mut scope = String::new();
         for (i, j) in jobs.into_iter().enumerate() {
             if i > 0 {
@@ -132,6 +144,12 @@ impl LeasedBatch {
                     missed: count(r.missed),
                 });
             }
+            if let Some(p) = j.parent {
+                parents.get_or_insert_with(Vec::new).push(LeasedParent {
+                    at: i as u32,
+                    id: p.to_string(),
+                });
+            }
             decoded.push(telha_jobs::payload::read(&j.payload, j.payload_encoding));
             payloads.extend_from_slice(&j.payload);
         }
@@ -143,6 +161,7 @@ impl LeasedBatch {
             payloads: Bytes(payloads),
             decoded: Decoded(decoded),
             schedules,
+            parents,
         }
     }
 }

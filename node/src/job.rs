@@ -86,6 +86,10 @@ pub struct Job {
     /// enqueued by a call.
     #[napi(ts_type = "ScheduleRef | null")]
     pub schedule: OrNull<ScheduleRef>,
+    /// The id of the job whose completion enqueued it (`complete(job,
+    /// result, { then })`), or null.
+    #[napi(ts_type = "string | null")]
+    pub parent: OrNull<String>,
 }
 
 /// One entry of a job's event log.
@@ -190,6 +194,10 @@ pub struct JobInfo {
     /// })` filters by its name), or null for a job enqueued by a call.
     #[napi(ts_type = "ScheduleRef | null")]
     pub schedule: OrNull<ScheduleRef>,
+    /// The id of the job whose completion enqueued it (`list({ parent })`
+    /// lists a job's follow-ups), or null.
+    #[napi(ts_type = "string | null")]
+    pub parent: OrNull<String>,
 }
 
 impl JobInfo {
@@ -234,6 +242,7 @@ impl JobInfo {
             progress_bytes: OrNull(j.progress.clone().map(Bytes)),
             progress: OrNull(j.progress.map(|p| Payload::new(p, Encoding::Unknown))),
             schedule: OrNull(j.schedule.map(ScheduleRef::from_core)),
+            parent: OrNull(j.parent.map(|p| p.to_string())),
         }
     }
 }

@@ -13,7 +13,8 @@
 //! `errors.rs` (one table from `ErrorKind` to JS `code`s), `schedule.rs`
 //! (schedules: put, get, list, pause, run, next times), `task.rs` (how
 //! a call runs, and its panic boundary), `watch.rs` (waiting for a job) and
-//! `events.rs` (subscriptions to committed transitions).
+//! `events.rs` (subscriptions to committed transitions), `flow.rs` (limits
+//! and follow-up jobs).
 
 #![deny(clippy::all)]
 
@@ -24,6 +25,7 @@ mod config;
 mod control;
 mod errors;
 mod events;
+mod flow;
 mod job;
 mod now;
 mod payload;

@@ -22,15 +22,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use napi::bindgen_prelude::{Either, Env, Float64Array, Uint8Array, Undefined, Unknown};
+use napi::bindgen_prelude::{
+    Either, Env, Float64Array, Uint32Array, Uint8Array, Undefined, Unknown,
+};
 use napi::{sys, JsValue};
 use napi_derive::napi;
 
-use telha_jobs::{Completion, Encoding, JobStore};
+use telha_jobs::{Completion, Encoding, JobStore, NewJob};
 
 use crate::args::{self, batch_max, enqueue_options, lease_options, tokens, Arg};
 use crate::batch::LeasedBatch;
 use crate::errors::{code, Failure};
+use crate::flow::{follow_ups, split_follow_ups};
 use crate::job::Enqueued;
 use crate::payload;
 use crate::queue::{NativeEnqueueOptions, NativeQueue, Outcomes};
@@ -211,9 +214,10 @@ impl NativeQueue {
         id: &str,
         generation: f64,
         result: &Unknown,
+        then: Vec<NewJob>,
     ) -> Result<Op<(), Undefined>, Failure> {
         let token = args::token(id, generation)?;
-        let mut c = Completion::new(token, None);
+        let mut c = Completion::new(token, None).then(then);
         if Arg::new(env, result).ty() != napi::ValueType::Undefined {
             let (bytes, encoding) = bytes_of(env, result.raw(), || "result".into())?;
             c.result = Some(bytes);
@@ -223,6 +227,7 @@ impl NativeQueue {
         Ok(Op::new("complete", move || Ok(q.complete_with(c)?), |_| ()))
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn complete_many_op(
         &self,
         env: &Env,
@@ -230,10 +235,17 @@ impl NativeQueue {
         generations: &Float64Array,
         results: Option<&Unknown>,
         nulls: Option<&Uint8Array>,
+        then: Vec<NewJob>,
+        then_counts: Option<&[u32]>,
     ) -> Result<Op<Option<Outcomes>, Option<Outcomes>>, Failure> {
         let tokens = tokens(ids, generations)?;
         let results = results.map(|r| Arg::new(env, r));
-        let mut items: Vec<Completion> = tokens.iter().map(|t| Completion::new(*t, None)).collect();
+        let then = split_follow_ups(then, then_counts, tokens.len())?;
+        let mut items: Vec<Completion> = tokens
+            .iter()
+            .zip(then)
+            .map(|(t, then)| Completion::new(*t, None).then(then))
+            .collect();
         match results.filter(|r| !r.is_nullish()) {
             Some(r) => {
                 let values = r.items("results")?;
@@ -349,30 +361,40 @@ impl NativeQueue {
     }
 
     /// `complete` on the JS thread (`undefined` when done); `false` when it
-    /// must go to the pool.
-    #[napi(ts_return_type = "undefined | false")]
+    /// must go to the pool (also for more than [`NOW_MAX_BATCH`] follow-ups).
+    #[napi(
+        ts_args_type = "id: string, generation: number, result: unknown, thenKinds?: string[] | null, thenPayloads?: unknown[] | null, thenOptions?: Array<NativeEnqueueOptions | undefined | null> | null",
+        ts_return_type = "undefined | false"
+    )]
+    #[allow(clippy::too_many_arguments)]
     pub fn complete_now(
         &self,
         env: Env,
         id: String,
         generation: f64,
         result: Unknown,
+        then_kinds: Option<Vec<String>>,
+        then_payloads: Option<Unknown>,
+        then_options: Option<Vec<Option<NativeEnqueueOptions>>>,
     ) -> napi::Result<Now<Undefined>> {
-        if !self.may_run_now() {
+        let many = then_kinds.as_ref().is_some_and(|k| k.len() > NOW_MAX_BATCH);
+        if many || !self.may_run_now() {
             return Ok(Either::B(DECLINED));
         }
         let op = guard(&env, "complete", || {
-            self.complete_op(&env, &id, generation, &result)
+            let then = follow_ups(&env, then_kinds, then_payloads.as_ref(), then_options)?;
+            self.complete_op(&env, &id, generation, &result, then)
         })?;
         op.now(&env).map(Either::A)
     }
 
     /// `completeMany` on the JS thread; `false` when it must go to the pool
-    /// (also for more than [`NOW_MAX_BATCH`] jobs).
+    /// (also for more than [`NOW_MAX_BATCH`] jobs or follow-ups).
     #[napi(
-        ts_args_type = "ids: string, generations: Float64Array, results?: unknown[] | null, nulls?: Uint8Array | null",
+        ts_args_type = "ids: string, generations: Float64Array, results?: unknown[] | null, nulls?: Uint8Array | null, thenKinds?: string[] | null, thenPayloads?: unknown[] | null, thenOptions?: Array<NativeEnqueueOptions | undefined | null> | null, thenCounts?: Uint32Array | null",
         ts_return_type = "Array<string | null> | null | false"
     )]
+    #[allow(clippy::too_many_arguments)]
     pub fn complete_many_now(
         &self,
         env: Env,
@@ -380,12 +402,26 @@ impl NativeQueue {
         generations: Float64Array,
         results: Option<Unknown>,
         nulls: Option<Uint8Array>,
+        then_kinds: Option<Vec<String>>,
+        then_payloads: Option<Unknown>,
+        then_options: Option<Vec<Option<NativeEnqueueOptions>>>,
+        then_counts: Option<Uint32Array>,
     ) -> napi::Result<Now<Option<Outcomes>>> {
-        if generations.len() > NOW_MAX_BATCH || !self.may_run_now() {
+        let many = then_kinds.as_ref().is_some_and(|k| k.len() > NOW_MAX_BATCH);
+        if many || generations.len() > NOW_MAX_BATCH || !self.may_run_now() {
             return Ok(Either::B(DECLINED));
         }
         let op = guard(&env, "completeMany", || {
-            self.complete_many_op(&env, &ids, &generations, results.as_ref(), nulls.as_ref())
+            let then = follow_ups(&env, then_kinds, then_payloads.as_ref(), then_options)?;
+            self.complete_many_op(
+                &env,
+                &ids,
+                &generations,
+                results.as_ref(),
+                nulls.as_ref(),
+                then,
+                then_counts.as_deref(),
+            )
         })?;
         op.now(&env).map(Either::A)
     }

@@ -13,17 +13,18 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{
-    AsyncTask, Either, Env, Float64Array, Object, Uint8Array, Undefined, Unknown,
+    AsyncTask, Either, Env, Float64Array, Object, Uint32Array, Uint8Array, Undefined, Unknown,
 };
 use napi::sys;
 use napi_derive::napi;
 
-use telha_jobs::{CancelWait, Encoding, ErrorKind, JobStore, NewJob, Queue};
+use telha_jobs::{CancelWait, Encoding, ErrorKind, JobStore, Queue};
 
-use crate::args::{self, batch_max, enqueue_options, lease_options, tokens, Arg};
+use crate::args::{self, batch_max, lease_options, tokens, Arg};
 use crate::batch::{Copied, EnqueuedBatch, LeasedBatch};
 use crate::config;
 use crate::errors::Failure;
+use crate::flow::{follow_ups, new_jobs};
 use crate::job::Enqueued;
 use crate::now::Store;
 use crate::payload;
@@ -236,28 +237,7 @@ impl NativeQueue {
                 Either::A(k) => vec![k; payloads.len()],
                 Either::B(v) => v,
             };
-            if payloads.len() != kinds.len() {
-                return Err(Failure::Invalid(
-                    "enqueueMany: as many payloads as kinds".into(),
-                ));
-            }
-            let mut options = options.unwrap_or_default().into_iter();
-            let jobs = kinds
-                .into_iter()
-                .zip(payloads)
-                .enumerate()
-                .map(|(i, (kind, p))| {
-                    let (payload, encoding) = bytes_of(&env, p, || format!("items[{i}].payload"))?;
-                    let mut options =
-                        enqueue_options(options.next().flatten(), &format!("items[{i}]"))?;
-                    options.encoding = encoding;
-                    Ok(NewJob {
-                        kind,
-                        payload,
-                        options,
-                    })
-                })
-                .collect::<Result<Vec<_>, Failure>>()?;
+            let jobs = new_jobs(&env, kinds, payloads, options, "items")?;
             let q = self.q.clone();
             Ok(Op::task(
                 "enqueueMany",
@@ -364,18 +344,28 @@ impl NativeQueue {
         })
     }
 
-    /// Complete a leased job with an optional result (`undefined`: none).
-    #[napi(ts_return_type = "Promise<void>")]
+    /// Complete a leased job with an optional result (`undefined`: none)
+    /// and follow-up jobs (`then*`: parallel arrays as `enqueueMany`
+    /// takes them), enqueued in the completion's atomic batch.
+    #[napi(
+        ts_args_type = "id: string, generation: number, result: unknown, thenKinds?: string[] | null, thenPayloads?: unknown[] | null, thenOptions?: Array<NativeEnqueueOptions | undefined | null> | null",
+        ts_return_type = "Promise<void>"
+    )]
+    #[allow(clippy::too_many_arguments)]
     pub fn complete(
         &self,
         env: Env,
         id: String,
         generation: f64,
         result: Unknown,
+        then_kinds: Option<Vec<String>>,
+        then_payloads: Option<Unknown>,
+        then_options: Option<Vec<Option<NativeEnqueueOptions>>>,
     ) -> napi::Result<AsyncTask<Op<(), Undefined>>> {
         guard(&env, "complete", || {
+            let then = follow_ups(&env, then_kinds, then_payloads.as_ref(), then_options)?;
             Ok(AsyncTask::new(
-                self.complete_op(&env, &id, generation, &result)?,
+                self.complete_op(&env, &id, generation, &result, then)?,
             ))
         })
     }
@@ -385,15 +375,18 @@ impl NativeQueue {
     /// result (`undefined`: none). Without `results`, `nulls` (one byte per
     /// job) marks the jobs whose result is `null` (1) or none (0): results
     /// that are all null or undefined, the Worker's common case, then cross
-    /// without a napi call per job. Resolves with null when every job was
+    /// without a napi call per job. Follow-up jobs (`then*`, as for
+    /// `complete`) are flattened over the batch, `thenCounts[i]` of them
+    /// job i's. Resolves with null when every job was
     /// completed, else per job: null when completed, or the code of why not
     /// (`ABORTED` for a lost lease, `NOT_FOUND`, `INVALID_ARGUMENT` for a
-    /// result over the size limit). `CLOSED` or `STORAGE` rejects the call,
-    /// and then none was completed.
+    /// result over the size limit or a bad follow-up). `CLOSED` or
+    /// `STORAGE` rejects the call, and then none was completed.
     #[napi(
-        ts_args_type = "ids: string, generations: Float64Array, results?: unknown[] | null, nulls?: Uint8Array | null",
+        ts_args_type = "ids: string, generations: Float64Array, results?: unknown[] | null, nulls?: Uint8Array | null, thenKinds?: string[] | null, thenPayloads?: unknown[] | null, thenOptions?: Array<NativeEnqueueOptions | undefined | null> | null, thenCounts?: Uint32Array | null",
         ts_return_type = "Promise<Array<string | null> | null>"
     )]
+    #[allow(clippy::too_many_arguments)]
     pub fn complete_many(
         &self,
         env: Env,
@@ -401,14 +394,21 @@ impl NativeQueue {
         generations: Float64Array,
         results: Option<Unknown>,
         nulls: Option<Uint8Array>,
+        then_kinds: Option<Vec<String>>,
+        then_payloads: Option<Unknown>,
+        then_options: Option<Vec<Option<NativeEnqueueOptions>>>,
+        then_counts: Option<Uint32Array>,
     ) -> napi::Result<AsyncTask<Op<Option<Outcomes>, Option<Outcomes>>>> {
         guard(&env, "completeMany", || {
+            let then = follow_ups(&env, then_kinds, then_payloads.as_ref(), then_options)?;
             Ok(AsyncTask::new(self.complete_many_op(
                 &env,
                 &ids,
                 &generations,
                 results.as_ref(),
                 nulls.as_ref(),
+                then,
+                then_counts.as_deref(),
             )?))
         })
     }

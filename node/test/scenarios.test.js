@@ -179,11 +179,16 @@ class Run {
     return this.q
   }
 
+  /** A job's parent in an answer: its name, or null. */
+  parentName (id) {
+    return id === null || id === undefined ? null : this.nameOf(id)
+  }
+
   jobJson (j) {
     const o = {
       job: this.nameOf(j.id), kind: j.kind, scope: j.scope, attempts: j.attempts,
       max_attempts: j.maxAttempts, generation: j.generation, priority: j.priority,
-      worker_id: j.workerId, timeout_ms: j.timeoutMs, ...scheduleJson(j.schedule)
+      worker_id: j.workerId, timeout_ms: j.timeoutMs, ...scheduleJson(j.schedule), parent: this.parentName(j.parent)
     }
     putBytes(o, 'payload', j.payloadBytes)
     return o
@@ -196,7 +201,8 @@ class Run {
       worker_id: i.workerId ?? null, last_error: i.lastError ?? null,
       idempotency_key: i.idempotencyKey ?? null, events: i.events.map((e) => e.transition),
       cancel_requested: i.cancelRequested ?? null, snoozes: i.snoozes, paused: i.paused,
-      expires: i.expiresAt !== undefined && i.expiresAt !== null, ...scheduleJson(i.schedule)
+      expires: i.expiresAt !== undefined && i.expiresAt !== null, ...scheduleJson(i.schedule),
+      parent: this.parentName(i.parent)
     }
     putBytes(o, 'payload', i.payloadBytes)
     putBytes(o, 'result', i.resultBytes)
@@ -233,6 +239,11 @@ class Run {
     return { events, missed }
   }
 
+  /** `enqueue_many`'s jobs and `complete`'s `then`: items as `enqueueMany` takes them. */
+  items (jobs) {
+    return jobs.map((j) => ({ kind: j.kind ?? '', payload: bytesArg(j, 'payload') ?? Buffer.alloc(0), ...this.enqueueOptions(j) }))
+  }
+
   enqueueOptions (s) {
     const o = {}
     if ('scope' in s) o.scope = s.scope
@@ -255,8 +266,7 @@ class Run {
         return { same_as: this.nameOf(id) }
       }
       case 'enqueue_many': {
-        const items = s.jobs.map((j) => ({ kind: j.kind ?? '', payload: bytesArg(j, 'payload') ?? Buffer.alloc(0), ...this.enqueueOptions(j) }))
-        const ids = await this.queue().enqueueMany(items)
+        const ids = await this.queue().enqueueMany(this.items(s.jobs))
         s.jobs.forEach((j, i) => { if ('as' in j) this.ids.set(j.as, ids[i]) })
         return null
       }
@@ -278,7 +288,7 @@ class Run {
         return { renewed: answers.map((a) => a === 'renewed'), answers }
       }
       case 'complete':
-        await this.queue().complete(this.token(s.lease), bytesArg(s, 'result'))
+        await this.queue().complete(this.token(s.lease), bytesArg(s, 'result'), 'then' in s ? { then: this.items(s.then) } : undefined)
         return null
       case 'fail':
         await this.queue().fail(this.token(s.lease), s.reason ?? '', { retryable: s.retryable ?? true, retryInMs: s.retry_in_ms })
@@ -330,6 +340,7 @@ class Run {
       case 'list': {
         const o = {}
         for (const k of ['state', 'scope', 'kind', 'schedule']) if (k in s) o[k] = s[k]
+        if ('parent' in s) o.parent = this.jobId({ job: s.parent })
         const page = await this.queue().list(o)
         return { jobs: page.jobs.map((i) => this.nameOf(i.id)), count: page.jobs.length }
       }
@@ -356,6 +367,21 @@ class Run {
         if ('anchor_ms' in s) o.anchor = s.anchor_ms
         return { times: scheduleNextTimes(s.spec ?? '', o) }
       }
+      case 'set_limit': {
+        const l = {}
+        for (const k of ['concurrency', 'rate', 'burst', 'weight']) if (k in s) l[k] = s[k]
+        await this.queue().setLimit(String(s.target ?? ''), l)
+        return null
+      }
+      case 'remove_limit':
+        return { removed: await this.queue().removeLimit(String(s.target ?? '')) }
+      case 'limits':
+        return {
+          limits: (await this.queue().limits()).map((l) => ({
+            target: l.target, concurrency: l.concurrency, rate: l.rate, burst: l.burst, weight: l.weight,
+            leased: l.leased, held: l.held, throttled_concurrency: l.throttledConcurrency, throttled_rate: l.throttledRate
+          }))
+        }
       case 'reap': {
         const r = await this.queue().reap()
         return { expired: r.expired, dead: r.dead, pruned: r.pruned, expired_unstarted: r.expiredUnstarted }

@@ -5,7 +5,8 @@ import {
   type Job, type JobInfo, type TelhaError, type ErrorCodeName, type Settings, type ConfigKey, type Enqueued,
   type CancelReport, type Paused,
   Subscription, QueueEvents, type SubscriptionEvent, type QueueEvent, type Transition,
-  scheduleNextTimes, type ScheduleInfo, type ScheduleRef, type RunReport, type ScheduleOptions, type CatchUp
+  scheduleNextTimes, type ScheduleInfo, type ScheduleRef, type RunReport, type ScheduleOptions, type CatchUp,
+  type LimitStatus, type LimitSettings, type CompleteOptions
 } from 'telha-jobs'
 
 async function main (): Promise<void> {
@@ -207,4 +208,29 @@ async function waitAndWatch (q: Queue): Promise<void> {
   void new Subscription()
 }
 
+// Flow control and follow-up jobs.
+async function flow (q: Queue): Promise<void> {
+  const settings: LimitSettings = { concurrency: 4, rate: 0.5, burst: 2 }
+  await q.setLimit('scope:*/kind:img:*', settings)
+  const removed: boolean = await q.removeLimit('kind:embed')
+  const ls: LimitStatus[] = await q.limits()
+  const cap: number | null = ls[0].concurrency
+  const job = await q.leaseNext('w')
+  const opts: CompleteOptions = { then: [['embed', { page: 1 }], { kind: 'embed', priority: 1 }] }
+  if (job) {
+    const parent: string | null = job.parent
+    await q.complete(job, null, opts)
+    await q.completeMany([job], [null], { then: [null] })
+    const kids = await q.list({ parent: job.id })
+    console.log(parent, kids.jobs[0].parent)
+  }
+  const w = new Worker(q, async (_j, ctx) => { ctx.followUp([['embed', 1]]) })
+  console.log(removed, cap, ls[0].throttledRate, w.workerId)
+  // @ts-expect-error concurrency is a number
+  await q.setLimit('kind:embed', { concurrency: '2' })
+  // @ts-expect-error unknown complete option
+  if (job) await q.complete(job, null, { next: [] })
+}
+
 void main
+void flow
