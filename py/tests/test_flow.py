@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -229,5 +230,80 @@ def test_the_async_queue_has_limits_and_follow_ups(queue: telha_jobs.Queue) -> N
         assert len(await aq.list(parent=a.id)) == 1
         assert await aq.remove_limit("kind:embed") is True
         assert await aq.limits() == []
+
+    asyncio.run(main())
+
+
+def _wait(cond: Any, timeout: float = 20.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.01)
+
+
+def test_a_worker_handler_completes_with_follow_ups(queue: telha_jobs.Queue) -> None:
+    # Over connect() the Worker batches completions: the follow-ups ride
+    # along in complete_many; embedded, each goes with its own complete.
+    for n in range(6):
+        queue.enqueue("ingest", {"n": n})
+
+    def handler(job: telha_jobs.Job) -> Any:
+        lease = telha_jobs.current_lease()
+        assert lease is not None
+        if job.kind == "ingest":
+            n = job.payload["n"]
+            lease.follow_up([("embed", {"n": n})])
+            lease.follow_up([{"kind": "index", "payload": {"n": n}}])
+            if n == 5:
+                raise telha_jobs.PermanentError("the handler failed: no follow-ups")
+        return "ok"
+
+    w = telha_jobs.Worker(queue, handler, concurrency=2, poll_wait=0.05)
+    w.start()
+    _wait(lambda: queue.stats()["total"]["completed"] == 15 and queue.stats()["total"]["dead"] == 1)
+    w.stop(5.0)
+    for p in queue.list(kind="ingest"):
+        kids = queue.list(parent=p)
+        if p.state == "completed":
+            assert sorted(k.kind for k in kids) == ["embed", "index"], p
+            assert all(k.payload == p.payload for k in kids)
+        else:
+            assert p.state == "dead" and kids == []
+
+
+def test_follow_up_takes_a_list_of_items() -> None:
+    lease = telha_jobs.Lease.__new__(telha_jobs.Lease)
+    lease._then = None
+    with pytest.raises(TypeError):
+        lease.follow_up(("embed", b""))
+    with pytest.raises(TypeError):
+        lease.follow_up("embed")
+    lease.follow_up([])
+    assert lease._then is None
+
+
+def test_an_async_worker_handler_completes_with_follow_ups(queue: telha_jobs.Queue) -> None:
+    from telha_jobs.aio import AsyncWorker
+
+    async def main() -> None:
+        aq = AsyncQueue(queue)
+        for n in range(4):
+            await aq.enqueue("ingest", n)
+
+        async def handler(job: telha_jobs.Job) -> None:
+            if job.kind == "ingest":
+                lease = telha_jobs.current_lease()
+                assert lease is not None
+                lease.follow_up([("embed", job.payload)])
+
+        w = AsyncWorker(aq, handler, concurrency=2, poll_wait=0.05)
+        runner = asyncio.create_task(w.run())
+        while (await aq.stats())["total"]["completed"] < 8:
+            await asyncio.sleep(0.02)
+        await w.stop(5.0)
+        await asyncio.wait_for(runner, 10.0)
+        for p in await aq.list(kind="ingest"):
+            kids = await aq.list(parent=p)
+            assert [k.payload for k in kids] == [p.payload]
 
     asyncio.run(main())

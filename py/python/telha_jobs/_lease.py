@@ -89,6 +89,7 @@ class Lease:
 
     __slots__ = (
         "job", "ttl", "next_beat", "expires", "timeout_at", "_lost", "_why", "_event", "_progress",
+        "_then",
     )
 
     _events_lock = threading.Lock()
@@ -121,6 +122,8 @@ class Lease:
         self._event: threading.Event | None = None
         # The latest progress report not yet sent, encoded.
         self._progress: bytes | None = None
+        # Follow-up jobs for the completion (``follow_up``), or None.
+        self._then: list[Any] | None = None
 
     @property
     def lost(self) -> bool:
@@ -171,6 +174,23 @@ class Lease:
         b = _encode_progress(value)
         with Lease._events_lock:
             self._progress = b or None
+
+    def follow_up(self, jobs: Any) -> None:
+        """Add follow-up jobs (``enqueue_many`` items: ``(kind, payload)``
+        tuples or dicts) to this job's completion: when the handler returns,
+        they are enqueued in the completion's own atomic write, so they exist
+        if and only if the job completed (none when the handler raises, or
+        when a cancel turns the completion into a cancel). Each records this
+        job as its ``parent``. Calls add up; the items are checked when the
+        completion is sent (a bad one fails the job for good, as a result
+        that cannot be stored does)."""
+        if isinstance(jobs, (str, bytes, dict, tuple)):
+            raise TypeError("follow_up takes a list of enqueue_many items, not one item")
+        items = list(jobs)
+        if items:
+            if self._then is None:
+                self._then = []
+            self._then.extend(items)
 
     def _take_progress(self) -> bytes | None:
         """The report for the heartbeat being sent (then none is pending)."""

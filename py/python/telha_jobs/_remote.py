@@ -340,8 +340,12 @@ class SettleBatch:
         self.calls += 1
         self.sent += len(batch)
         try:
+            # A Worker's items are its leases: their follow-up jobs ride along.
+            then = [getattr(item, "_then", None) for item, _, _ in batch]
             errors: Sequence[object] = self._queue.complete_many(
-                [job for _, job, _ in batch], [r for _, _, r in batch]
+                [job for _, job, _ in batch],
+                [r for _, _, r in batch],
+                then=then if any(t is not None for t in then) else None,
             )
         except QueueClosedError as e:
             errors = [e] * len(batch)

@@ -475,7 +475,7 @@ class AsyncWorker:
         q = self.queue
         try:
             if how == "complete":
-                await q.complete(lease.job, arg)
+                await q.complete(lease.job, arg, then=lease._then)
                 self.counts["completed"] += 1
             elif how == "snooze":
                 await q.snooze(lease.job, arg)

@@ -488,7 +488,7 @@ class Worker:
         q = self.queue
         try:
             if how == "complete":
-                q.complete(lease.job, arg)
+                q.complete(lease.job, arg, then=lease._then)
                 self._count("completed")
             elif how == "snooze":
                 q.snooze(lease.job, arg)
