@@ -64,7 +64,14 @@ test('the overview shows the counts of stats, and follows them live', { timeout:
   const before = Number(await tid(page, 'count-email-pending'));
   const q = await H.Queue.connect(main.grpc);
   await q.enqueue('email', { to: 'late@example.com' });
+  // A flow-control limit shows on the overview's limits card.
+  await q.setLimit('kind:email', { concurrency: 3, rate: 2.5 });
+  await until(async () => (await page.locator(sel('limit-row')).count()) === 1, 8000, 'the limit to show');
+  const row = await page.locator(sel('limit-row')).innerText();
+  assert.ok(row.includes('kind:email') && row.includes('2.5 (3)'), row);
+  assert.equal(await q.removeLimit('kind:email'), true);
   await q.close();
+  await until(async () => (await page.locator(sel('limit-row')).count()) === 0, 8000, 'the limit to go');
   await until(async () => Number(await tid(page, 'count-email-pending')) === before + 1, 8000, 'the poll to show the new job');
   await until(() => matchesStats(page, main), 8000, 'cells to match stats again');
   assert.deepEqual(seen.errors, []);
