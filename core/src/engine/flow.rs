@@ -2,14 +2,23 @@
 //! (`limit/<target label>` → `Limit::encode`), enforced in memory by the
 //! [`super::limiter::Limiter`].
 //!
+//! Also the follow-up jobs of a completion (`Completion::then`), staged
+//! into the completion's batch.
+//!
 //! Setting or removing a limit takes `pause_gate` exclusively, as a pause
 //! does: no claim is between its check and its commit while the rules
 //! change, so a new cap counts exactly the leases that exist.
 
+use rustc_hash::FxHashMap as HashMap;
+
 use crate::error::{Error, Result};
 use crate::flow::{Limit, LimitStatus, LimitTarget};
+use crate::job::{JobId, NewJob, Scope};
+use crate::limits;
 use crate::store::{self as st};
 
+use super::enqueue::Origin;
+use super::transition::Tx;
 use super::Engine;
 
 const PREFIX: &[u8] = b"limit/";
@@ -82,6 +91,33 @@ impl Engine {
         self.limiter.install(rules, self.now(), &self.bands);
         // A raised or removed limit may free work a poller waits for.
         self.notifier.bump_always();
+        Ok(())
+    }
+
+    /// `InvalidArgument` for more follow-up jobs than a batch takes.
+    pub(super) fn check_then(then: &[NewJob]) -> Result<()> {
+        if then.len() > limits::MAX_BATCH {
+            return Err(Error::invalid(format!(
+                "a completion takes at most {} follow-up jobs, got {}",
+                limits::MAX_BATCH,
+                then.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Stage the follow-up jobs of `parent`, which this batch completes.
+    pub(super) fn stage_then(
+        &self,
+        tx: &mut Tx<'_>,
+        parent: JobId,
+        then: Vec<NewJob>,
+        now: u64,
+        in_batch: &mut HashMap<(Scope, String), JobId>,
+    ) -> Result<()> {
+        for j in then {
+            self.stage_new(tx, j, now, in_batch, Origin::Parent(parent))?;
+        }
         Ok(())
     }
 

@@ -20,23 +20,23 @@ use super::transition::Tx;
 use super::Engine;
 
 /// A claimed row: its key, its record bytes (jobs path) or kind (kind path).
-type Found = (JobKey, Option<Vec<u8>>, Option<String>);
+pub(super) type Found = (JobKey, Option<Vec<u8>>, Option<String>);
 
 /// A job claimed in memory, not yet moved on disk.
-struct Claim {
-    group: Group,
-    key: JobKey,
+pub(super) struct Claim {
+    pub group: Group,
+    pub key: JobKey,
     /// The record bytes when found through the jobs CF.
-    value: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
     /// The kind when found through the kind index.
-    kind: Option<String>,
+    pub kind: Option<String>,
     /// `Some(kind the limiter was told)` while the claim holds
     /// flow-control slots it must give back if it does not become a lease.
-    reserved: Option<Option<String>>,
+    pub reserved: Option<Option<String>>,
 }
 
 /// What one look into a (scope, priority) found.
-enum Got {
+pub(super) enum Got {
     Claim(Found, Option<Option<String>>),
     /// Nothing ready there (or nothing wanted).
     Nothing,
@@ -95,7 +95,7 @@ impl Engine {
 
     /// The scopes to poll, in order, each with its round-robin position
     /// (`None` for scopes the caller named).
-    fn scopes_for(
+    pub(super) fn scopes_for(
         &self,
         opts: &LeaseOptions,
     ) -> Vec<(Option<usize>, Scope, std::sync::Arc<ScopeBands>)> {
@@ -180,121 +180,8 @@ impl Engine {
         }
     }
 
-    /// Claim up to `max` ready jobs, most urgent first within each scope.
-    /// Scopes take turns; with weights a scope's turn is its weight in
-    /// claims, and a batch goes round again while work is left.
-    fn claim(&self, opts: &LeaseOptions, max: usize) -> Result<Vec<Claim>> {
-        let mut claims: Vec<Claim> = Vec::new();
-        let paused = self.paused();
-        let limited = self.limiter.active();
-        let weighted = limited && opts.scopes.is_empty() && self.limiter.weighted();
-        loop {
-            let round_start = claims.len();
-            self.claim_round(opts, max, &paused, limited, weighted, &mut claims)?;
-            if !weighted || claims.len() >= max || claims.len() == round_start {
-                return Ok(claims);
-            }
-        }
-    }
-
-    /// One visit of every scope `opts` polls (see [`Engine::claim`]).
-    fn claim_round(
-        &self,
-        opts: &LeaseOptions,
-        max: usize,
-        paused: &Paused,
-        limited: bool,
-        weighted: bool,
-        claims: &mut Vec<Claim>,
-    ) -> Result<()> {
-        use std::sync::atomic::Ordering::{Relaxed, SeqCst};
-        'scopes: for (at, scope, sb) in self.scopes_for(opts) {
-            let before = claims.len();
-            let epoch = sb.epoch.load(SeqCst);
-            if limited
-                && self
-                    .limiter
-                    .scope_blocked(scope, self.now(), at.is_some(), &self.bands)
-                    .is_some()
-            {
-                continue;
-            }
-            // This scope's share of the batch in this turn.
-            let room = if weighted {
-                let w = self.limiter.weight(&scope) as usize;
-                let used = if at == Some(self.rr.load(Relaxed)) {
-                    self.rr_used.load(Relaxed) as usize
-                } else {
-                    0
-                };
-                w.saturating_sub(used).max(1)
-            } else {
-                max
-            };
-            let stop = max.min(before.saturating_add(room));
-            let mut empty = true;
-            let mut held = false;
-            for (prio, group) in sb.groups() {
-                let mut g = bands::lock(&group);
-                // Read the clock under the lock: an enqueue that noted its row
-                // before we locked read the clock before us, so its job is due.
-                let now = self.now();
-                while claims.len() < stop {
-                    match self.claim_in_group(&mut g, scope, prio, opts, paused, now) {
-                        Ok(Got::Claim((key, value, kind), reserved)) => {
-                            let scope_full = reserved.is_some() && self.bands.is_held(&scope);
-                            claims.push(Claim {
-                                group: group.clone(),
-                                key,
-                                value,
-                                kind,
-                                reserved,
-                            });
-                            if scope_full {
-                                held = true;
-                                break;
-                            }
-                        }
-                        Ok(Got::Nothing) => break,
-                        Ok(Got::Held) => {
-                            held = true;
-                            break;
-                        }
-                        Err(e) => {
-                            drop(g);
-                            self.unclaim(claims, &HashMap::default());
-                            return Err(e);
-                        }
-                    }
-                }
-                empty &= g.pending == Cursor::EMPTY && g.failed == Cursor::EMPTY;
-                if claims.len() >= stop || held {
-                    break;
-                }
-            }
-            if let Some(at) = at {
-                let got = claims.len() - before;
-                if got > 0 {
-                    if self.rr.swap(at, Relaxed) == at {
-                        self.rr_used.fetch_add(got as u32, Relaxed);
-                    } else {
-                        self.rr_used.store(got as u32, Relaxed);
-                    }
-                } else if empty && !held {
-                    // Nothing pending or failed anywhere in it: stop visiting
-                    // it until a row is written to it again.
-                    self.bands.deactivate(at, &sb, epoch);
-                }
-            }
-            if claims.len() >= max {
-                break 'scopes;
-            }
-        }
-        Ok(())
-    }
-
     /// Find and claim the most urgent ready job of one (scope, priority).
-    fn claim_in_group(
+    pub(super) fn claim_in_group(
         &self,
         g: &mut BandGroup,
         scope: Scope,
@@ -534,7 +421,7 @@ impl Engine {
 
     /// Give claims back after a failed commit (their rows are still there),
     /// with the flow-control slots they still hold.
-    fn unclaim(&self, claims: &[Claim], kinds: &HashMap<JobId, String>) {
+    pub(super) fn unclaim(&self, claims: &[Claim], kinds: &HashMap<JobId, String>) {
         for c in claims {
             if let Some(r) = &c.reserved {
                 self.limiter

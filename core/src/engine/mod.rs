@@ -3,6 +3,7 @@
 mod admin;
 mod bands;
 mod check;
+mod claim;
 mod control;
 mod enqueue;
 mod flow;
@@ -10,6 +11,7 @@ mod hub;
 mod lease;
 mod leases;
 mod limiter;
+mod notifier;
 mod pause;
 mod prune;
 mod purge;
@@ -24,7 +26,7 @@ use std::hash::{Hash, Hasher};
 use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, RwLock, Weak};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use rocksdb::{ColumnFamily, WriteBatch, WriteOptions, DB};
@@ -42,52 +44,10 @@ use crate::store::{self as st};
 pub use admin::CheckReport;
 pub(crate) use bands::Bands;
 pub(crate) use leases::Leases;
+pub(crate) use notifier::Notifier;
 pub(crate) use schedules::Wake;
 
 const STRIPES: usize = 64;
-
-/// Wakes long-polling leasers when work may have arrived.
-#[derive(Debug, Default)]
-pub(crate) struct Notifier {
-    epoch: Mutex<u64>,
-    cv: Condvar,
-    waiters: AtomicUsize,
-}
-
-impl Notifier {
-    /// Wake every waiter (cheap when none waits).
-    pub fn bump(&self) {
-        if self.waiters.load(Ordering::SeqCst) > 0 {
-            let mut e = self.epoch.lock().unwrap_or_else(|p| p.into_inner());
-            *e = e.wrapping_add(1);
-            self.cv.notify_all();
-        }
-    }
-
-    /// Register as a waiter *before* looking for work, so an enqueue that
-    /// lands after the look always bumps.
-    pub fn register(&self) -> u64 {
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        *self.epoch.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub fn unregister(&self) {
-        self.waiters.fetch_sub(1, Ordering::SeqCst);
-    }
-
-    /// Sleep until the epoch moves past `seen` or `timeout` passes; returns the new epoch.
-    pub fn wait(&self, seen: u64, timeout: Duration) -> u64 {
-        let g = self.epoch.lock().unwrap_or_else(|p| p.into_inner());
-        if *g != seen {
-            return *g;
-        }
-        let (g, _) = self
-            .cv
-            .wait_timeout(g, timeout)
-            .unwrap_or_else(|p| p.into_inner());
-        *g
-    }
-}
 
 /// One open store. Shared by every `Queue` handle of the process that
 /// opened the same path; `Send + Sync`, called from any thread.
@@ -568,15 +528,6 @@ impl Engine {
         }
         self.notifier.bump_always();
         self.hub.close_all();
-    }
-}
-
-impl Notifier {
-    /// Wake waiters even if none registered (shutdown).
-    pub fn bump_always(&self) {
-        let mut e = self.epoch.lock().unwrap_or_else(|p| p.into_inner());
-        *e = e.wrapping_add(1);
-        self.cv.notify_all();
     }
 }
 

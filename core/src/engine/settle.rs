@@ -14,7 +14,6 @@ use crate::payload::Encoding;
 use crate::store::codec;
 use crate::store::keys::JobKey;
 
-use super::enqueue::Origin;
 use super::leases::{self, Entry, LeaseEntry};
 use super::transition::Tx;
 use super::Engine;
@@ -97,33 +96,6 @@ impl Engine {
         // Idempotency stripes before the lease entry (the lock order).
         let _stripes = self.prepare_new(&c.then)?;
         self.settle_then(&c.token, Outcome::Completed(c.result, c.encoding), c.then)
-    }
-
-    /// `InvalidArgument` for more follow-up jobs than a batch takes.
-    fn check_then(then: &[NewJob]) -> Result<()> {
-        if then.len() > limits::MAX_BATCH {
-            return Err(Error::invalid(format!(
-                "a completion takes at most {} follow-up jobs, got {}",
-                limits::MAX_BATCH,
-                then.len()
-            )));
-        }
-        Ok(())
-    }
-
-    /// Stage the follow-up jobs of `parent`, which this batch completes.
-    fn stage_then(
-        &self,
-        tx: &mut Tx<'_>,
-        parent: JobId,
-        then: Vec<NewJob>,
-        now: u64,
-        in_batch: &mut HashMap<(Scope, String), JobId>,
-    ) -> Result<()> {
-        for j in then {
-            self.stage_new(tx, j, now, in_batch, Origin::Parent(parent))?;
-        }
-        Ok(())
     }
 
     /// Complete many leased jobs in one atomic batch. Per item, in order:
