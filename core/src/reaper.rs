@@ -66,6 +66,8 @@ pub(crate) fn pass(e: &Engine) -> Result<ReapReport> {
     let now = e.now();
     // Unpin whatever DB state idle bands' cached iterators still hold.
     e.bands.clear_iterators();
+    // Forget the flow-control state of tenants that hold nothing.
+    e.limiter.sweep(now);
     let (expired, dead) = e.expire_leases(now)?;
     let expired_unstarted = e.expire_unstarted(now, e.cfg.prune_batch)?;
     let (pruned, corrupt) = e.prune_finished(now, e.cfg.prune_batch)?;

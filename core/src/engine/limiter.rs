@@ -508,6 +508,31 @@ impl Limiter {
         }
     }
 
+    /// Drop the per-scope instances (of `scope:*` rules) that hold no lease
+    /// and whose bucket has refilled: they would start afresh the same.
+    /// Keeps the limiter's memory to the tenants that are busy (the reaper
+    /// pass calls it).
+    pub fn sweep(&self, now: u64) {
+        if !self.active() {
+            return;
+        }
+        let mut st = self.lock();
+        for r in st.rules.iter_mut().filter(|r| r.per_scope()) {
+            let keys: Vec<Scope> = r.insts.keys().copied().collect();
+            for k in keys {
+                // Bring the bucket up to date, then drop it if idle and full.
+                let _ = r.inst(k, now);
+                r.tidy(k);
+            }
+        }
+    }
+
+    /// Instances kept, over every rule (for tests).
+    #[cfg(test)]
+    pub fn instances(&self) -> usize {
+        self.lock().rules.iter().map(|r| r.insts.len()).sum()
+    }
+
     /// Every rule with its use now.
     pub fn status(&self, now: u64) -> Vec<LimitStatus> {
         let mut st = self.lock();

@@ -81,3 +81,28 @@ fn a_scope_weight_prefers_its_own_rule() {
     assert_eq!((l.weight(&scope(1)), l.weight(&scope(2))), (5, 2));
     assert!(l.weighted());
 }
+
+#[test]
+fn a_sweep_forgets_idle_tenants_once_their_buckets_refill() {
+    let (l, b) = (Limiter::default(), Bands::default());
+    l.install(vec![(LimitTarget::EachScope, Limit::rate(10.0, 1))], 0, &b);
+    for i in 1..=50 {
+        assert!(matches!(
+            l.reserve(scope(i), None, 0, &b),
+            Reserve::Granted(_)
+        ));
+        l.note_leased(scope(i), "a");
+    }
+    let done: Vec<(Scope, String)> = (1..=49).map(|i| (scope(i), "a".to_string())).collect();
+    l.unleased(&done, &b);
+    assert_eq!(l.instances(), 50, "their buckets are still empty");
+    l.sweep(50);
+    assert_eq!(l.instances(), 50, "half a token later, still refilling");
+    l.sweep(100);
+    assert_eq!(
+        l.instances(),
+        1,
+        "only the tenant that holds a lease is kept"
+    );
+    assert_eq!(l.status(100)[0].leased, 1);
+}

@@ -16,7 +16,10 @@ use telha_jobs::{Completion, Config, JobId, LeaseOptions, ListQuery, NewJob, Que
 
 use crate::schedules::Checks;
 
-const PARENTS: usize = 20_000;
+/// Parents enqueued before the first kill, and after each kill's checks
+/// (so the late kills still find work).
+const PARENTS: usize = 5_000;
+const MORE_PER_KILL: usize = 1_000;
 const CHILDREN: usize = 3;
 
 fn config(sync_writes: bool) -> Config {
@@ -71,15 +74,10 @@ pub struct Params {
 pub fn run(p: &Params) -> (u32, u32) {
     let store = p.base.join("store");
     std::fs::create_dir_all(&p.base).expect("base dir");
+    let mut seeded = 0;
     {
         let q = Queue::open(&store, config(p.sync_writes)).expect("open");
-        for chunk in (0..PARENTS).collect::<Vec<_>>().chunks(1000) {
-            let jobs = chunk
-                .iter()
-                .map(|i| NewJob::new("crash:parent", format!("p{i}")))
-                .collect();
-            q.enqueue_many(jobs).expect("enqueue the parents");
-        }
+        seed(&q, &mut seeded, PARENTS);
         q.close();
     }
     let mut rng = SmallRng::seed_from_u64(p.seed ^ 0x0f01_10a5);
@@ -112,7 +110,7 @@ pub fn run(p: &Params) -> (u32, u32) {
                 return checks.done();
             }
         };
-        let verdict = verify(&q);
+        let verdict = verify(&q, seeded);
         if let Ok(n) = &verdict {
             last = *n;
         }
@@ -129,22 +127,35 @@ pub fn run(p: &Params) -> (u32, u32) {
                 Err(format!("{:?}", report.problems))
             },
         );
+        seed(&q, &mut seeded, MORE_PER_KILL);
         q.close();
     }
     println!(
-        "follow-up crash ({} sync): {} kills over {:.1} s, {} parents completed, {} children",
+        "follow-up crash ({} sync): {} kills over {:.1} s, {} of {} parents completed, {} children",
         if p.sync_writes { "on" } else { "off" },
         p.kills,
         started.elapsed().as_secs_f64(),
         last.0,
+        seeded - MORE_PER_KILL,
         last.1
     );
     checks.done()
 }
 
+/// Enqueue `n` more parents (`seeded` counts them all).
+fn seed(q: &Queue, seeded: &mut usize, n: usize) {
+    for c in (0..n).step_by(1000) {
+        let jobs = (c..(c + 1000).min(n))
+            .map(|i| NewJob::new("crash:parent", format!("p{}", *seeded + i)))
+            .collect();
+        q.enqueue_many(jobs).expect("enqueue the parents");
+    }
+    *seeded += n;
+}
+
 /// Every job by kind: parents by state, children by parent. Answers
 /// (completed parents, children) when the invariant holds.
-fn verify(q: &Queue) -> Result<(usize, usize), String> {
+fn verify(q: &Queue, seeded: usize) -> Result<(usize, usize), String> {
     let mut parents: BTreeMap<JobId, State> = BTreeMap::new();
     let mut children: BTreeMap<JobId, Vec<usize>> = BTreeMap::new();
     let mut after = None;
@@ -182,8 +193,8 @@ fn verify(q: &Queue) -> Result<(usize, usize), String> {
             None => break,
         }
     }
-    if parents.len() != PARENTS {
-        return Err(format!("{} parents, not {PARENTS}", parents.len()));
+    if parents.len() != seeded {
+        return Err(format!("{} parents, not {seeded}", parents.len()));
     }
     let mut completed = 0;
     let mut total = 0;
