@@ -29,20 +29,28 @@ impl Engine {
     /// Check new jobs as `enqueue_many` does (kind, payload, options,
     /// times), and lock the idempotency stripes their keys need.
     pub(super) fn prepare_new(&self, jobs: &[NewJob]) -> Result<Vec<MutexGuard<'_, ()>>> {
+        self.check_new(jobs)?;
+        Ok(self.idem_guards(self.stripes_of(jobs.iter())))
+    }
+
+    /// Check new jobs as `enqueue_many` does: kind, payload, options, times.
+    pub(super) fn check_new(&self, jobs: &[NewJob]) -> Result<()> {
         let now = self.now();
         for j in jobs {
             self.validate_new(j)?;
             let ready = Self::ready_at(j, now)?;
             Self::expires_at(j, now, ready)?;
         }
-        let stripes: BTreeSet<usize> = jobs
-            .iter()
-            .filter_map(|j| {
-                let k = j.options.idempotency_key.as_ref()?;
-                Some(self.idem_stripe(&j.options.scope.unwrap_or(Scope::SYSTEM), k))
-            })
-            .collect();
-        Ok(self.idem_guards(stripes))
+        Ok(())
+    }
+
+    /// The idempotency stripes of the new jobs that carry a key.
+    pub(super) fn stripes_of<'j>(&self, jobs: impl Iterator<Item = &'j NewJob>) -> BTreeSet<usize> {
+        jobs.filter_map(|j| {
+            let k = j.options.idempotency_key.as_ref()?;
+            Some(self.idem_stripe(&j.options.scope.unwrap_or(Scope::SYSTEM), k))
+        })
+        .collect()
     }
 
     pub fn validate_new(&self, j: &NewJob) -> Result<()> {

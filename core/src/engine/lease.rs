@@ -190,17 +190,15 @@ impl Engine {
         paused: &Paused,
         now: u64,
     ) -> Result<Got> {
-        let (blocked, needs_kind) = if self.limiter.active() {
-            let b = if self.limiter.needs_kind() {
-                self.limiter.blocked_kinds(scope, now).0
-            } else {
-                Vec::new()
-            };
-            (b, self.limiter.needs_kind())
-        } else {
-            (Vec::new(), false)
-        };
+        // Flow control: whether claims take slots, need the job's kind, and
+        // which kinds a limit holds back in this scope now.
         let limited = self.limiter.active();
+        let needs_kind = limited && self.limiter.needs_kind();
+        let blocked = if needs_kind {
+            self.limiter.blocked_kinds(scope, now).0
+        } else {
+            Vec::new()
+        };
         let BandGroup {
             pending,
             failed,

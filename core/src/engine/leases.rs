@@ -109,29 +109,17 @@ impl Leases {
 
     /// Every live lease's key and kind (to count them at open).
     pub fn snapshot_kinds(&self) -> Vec<(JobKey, String)> {
-        let entries: Vec<Entry> = self
-            .shards
-            .iter()
-            .flat_map(|s| {
-                s.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .values()
-                    .cloned()
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        entries
-            .iter()
-            .filter_map(|e| {
-                let e = lock(e);
-                e.live.then(|| (e.key, e.record.kind.clone()))
-            })
-            .collect()
+        self.live(|e| (e.key, e.record.kind.clone()))
     }
 
-    /// Every live entry (for consistency checks). Entry locks are never
-    /// taken while a shard lock is held (settlers hold an entry, then a shard).
+    /// Every live entry (for consistency checks).
     pub fn snapshot(&self) -> Vec<(JobId, JobKey, u64)> {
+        self.live(|e| (e.key.id, e.key, e.record.generation))
+    }
+
+    /// `f` of every live entry. Entry locks are never taken while a shard
+    /// lock is held (settlers hold an entry, then a shard).
+    fn live<T>(&self, f: impl Fn(&LeaseEntry) -> T) -> Vec<T> {
         let entries: Vec<Entry> = self
             .shards
             .iter()
@@ -147,7 +135,7 @@ impl Leases {
             .iter()
             .filter_map(|e| {
                 let e = lock(e);
-                e.live.then(|| (e.key.id, e.key, e.record.generation))
+                e.live.then(|| f(&e))
             })
             .collect()
     }

@@ -114,7 +114,7 @@ impl Engine {
         for (i, c) in items.iter().enumerate() {
             let ok = self.check_result(c.result.as_ref()).and_then(|()| {
                 Self::check_then(&c.then)?;
-                self.prepare_new(&c.then).map(drop)
+                self.check_new(&c.then)
             });
             match ok {
                 Err(e) => answers[i] = Some(Err(e)),
@@ -122,18 +122,12 @@ impl Engine {
             }
         }
         // Every follow-up's idempotency stripe, before the lease entries.
-        let all_then: Vec<&NewJob> = by_job
-            .values()
-            .flatten()
-            .flat_map(|&i| items[i].then.iter())
-            .collect();
-        let stripes: std::collections::BTreeSet<usize> = all_then
-            .iter()
-            .filter_map(|j| {
-                let k = j.options.idempotency_key.as_ref()?;
-                Some(self.idem_stripe(&j.options.scope.unwrap_or(Scope::SYSTEM), k))
-            })
-            .collect();
+        let stripes = self.stripes_of(
+            by_job
+                .values()
+                .flatten()
+                .flat_map(|&i| items[i].then.iter()),
+        );
         let _stripes = self.idem_guards(stripes);
         let mut held: Vec<(Entry, Vec<usize>)> = Vec::with_capacity(by_job.len());
         for (id, idx) in by_job {
