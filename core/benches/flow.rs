@@ -29,8 +29,21 @@ use telha_jobs::{Config, EnqueueOptions, LeaseOptions, Limit, LimitTarget, NewJo
 
 const PAYLOAD: &[u8] = b"{\"doc\":\"s3://bucket/key/0001.pdf\",\"tenant\":42,\"pages\":12}";
 
+/// A temp dir under `TELHA_BENCH_DIR` (as every bench here), else the
+/// system's.
+fn dir(name: &str) -> tempfile::TempDir {
+    let base = std::env::var_os("TELHA_BENCH_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&base).unwrap();
+    tempfile::Builder::new()
+        .prefix(name)
+        .tempdir_in(base)
+        .unwrap()
+}
+
 fn queue(name: &str) -> (tempfile::TempDir, Queue) {
-    let d = tempfile::Builder::new().prefix(name).tempdir().unwrap();
+    let d = dir(name);
     let cfg = Config {
         reaper_interval: Duration::ZERO,
         completed_retention: None,
