@@ -13,6 +13,7 @@ use telha_jobs_proto::status::from_status;
 use telha_jobs_proto::v1 as pb;
 use tokio::sync::oneshot;
 
+use crate::deadline::{long_poll, within};
 use crate::{Client, RemoteQueue};
 
 /// The longest wait one `WaitJob` call asks for (the server caps it there).
@@ -37,14 +38,10 @@ async fn wait_call(
         id: id.as_bytes().to_vec(),
         timeout_ms: ms(wait),
     };
-    let fut = c.wait_job(req);
-    let r = match request_timeout.and_then(|t| t.checked_add(wait)) {
-        Some(t) => tokio::time::timeout(t, fut).await.map_err(|_| {
-            Error::Storage(format!("telha server {url} did not answer within {t:?}"))
-        })?,
-        None => fut.await,
-    }
-    .map_err(|s| from_status(&s, url))?
+    let r = within(url, long_poll(request_timeout, wait), async {
+        c.wait_job(req).await.map_err(|s| from_status(&s, url))
+    })
+    .await?
     .into_inner();
     let job = r
         .job
@@ -108,11 +105,15 @@ impl RemoteQueue {
         let (sub, sink) = Subscription::channel(options)?;
         let mut c = self.client()?;
         let url = self.inner.url.clone();
+        let limit = self.inner.request_timeout;
         let streaming = self.block(async move {
-            c.watch_events(req)
-                .await
-                .map(tonic::Response::into_inner)
-                .map_err(|s| from_status(&s, &url))
+            within(&url, limit, async {
+                c.watch_events(req)
+                    .await
+                    .map(tonic::Response::into_inner)
+                    .map_err(|s| from_status(&s, &url))
+            })
+            .await
         })??;
         let mut closed = self.closed_rx();
         let url = self.inner.url.clone();
@@ -175,7 +176,13 @@ async fn events_feed(
                 }
             }
             Ok(None) => return sink.end(None),
-            Err(st) => return sink.end(Some(from_status(&st, url).to_string())),
+            // The subscription wraps the message in its own `Storage`.
+            Err(st) => {
+                return sink.end(Some(match from_status(&st, url) {
+                    Error::Storage(m) => m,
+                    e => e.to_string(),
+                }))
+            }
         }
     }
 }

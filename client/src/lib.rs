@@ -33,13 +33,28 @@
 //!
 //! The server's answers map back onto the core's kinds exactly (the kind
 //! travels with the status), with the server's message. What only the
-//! network adds: an unreachable server or a lost connection is `Storage`
-//! naming the URL; a missing or wrong token (`UNAUTHENTICATED`) and a
+//! network adds: an unreachable server, a lost connection or a call past
+//! its deadline is `Storage` naming the URL (`timed out after 2.0 s waiting
+//! for http://…`); a missing or wrong token (`UNAUTHENTICATED`) and a
 //! request over the server's size limit are `InvalidArgument`; every call
 //! after [`JobStore::close`] is `Closed`.
+//!
+//! # Deadlines
+//!
+//! Every call ends by its deadline whatever the server does (accepts and
+//! never answers, stops reading, is paused): `connect` within
+//! `connect_timeout` (TCP, TLS, the HTTP/2 handshake and one round trip);
+//! a unary call within `request_timeout`; a long poll (`lease_next` with a
+//! wait, `wait`, a `WaitJob` of a watch) within its wait plus
+//! `request_timeout`; the opening of a `PollJobs` or `WatchEvents` stream
+//! within `request_timeout`. An open stream and an idle connection are
+//! pinged after `keep_alive_interval` of silence and dropped when the ping
+//! goes unanswered for `keep_alive_timeout`: a silent stream ends with
+//! `Storage` within their sum. See [`ConnectOptions::with_timeout`].
 
 #![warn(missing_docs)]
 
+mod deadline;
 mod driver;
 mod events;
 mod schedules;
@@ -60,7 +75,10 @@ use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
+pub use deadline::{KEEP_ALIVE_INTERVAL_DEFAULT, KEEP_ALIVE_MIN, KEEP_ALIVE_TIMEOUT_DEFAULT};
 pub use stream::JobStream;
+
+use deadline::within;
 
 /// How long `connect` waits for the server by default.
 pub const CONNECT_TIMEOUT_DEFAULT: Duration = Duration::from_secs(10);
@@ -72,7 +90,8 @@ pub const MESSAGE_LIMIT: usize = 1 << 30;
 pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 /// How to connect. `ConnectOptions::default()`: no token, 10 s to connect,
-/// 60 s per call, public web PKI roots for `https://`.
+/// 60 s per call, a ping after 10 s of silence answered within 10 s, public
+/// web PKI roots for `https://`.
 #[derive(Clone)]
 pub struct ConnectOptions {
     /// Sent as `authorization: Bearer <token>` on every call.
@@ -82,6 +101,13 @@ pub struct ConnectOptions {
     /// The deadline of one call (a waiting lease gets its wait on top);
     /// `None`: no deadline (a dead server is still noticed by keep-alive).
     pub request_timeout: Option<Duration>,
+    /// How long the connection (idle, or a stream waiting for its next
+    /// message) may go without a frame from the server before the client
+    /// pings it.
+    pub keep_alive_interval: Duration,
+    /// How long a ping may go unanswered before the connection is dropped:
+    /// its calls and streams fail with `Storage`, the next call reconnects.
+    pub keep_alive_timeout: Duration,
     /// For `https://`: trust this CA certificate (PEM) instead of the
     /// public web PKI roots (e.g. a self-signed server certificate).
     pub ca_cert_pem: Option<Vec<u8>>,
@@ -96,9 +122,27 @@ impl Default for ConnectOptions {
             token: None,
             connect_timeout: CONNECT_TIMEOUT_DEFAULT,
             request_timeout: Some(REQUEST_TIMEOUT_DEFAULT),
+            keep_alive_interval: KEEP_ALIVE_INTERVAL_DEFAULT,
+            keep_alive_timeout: KEEP_ALIVE_TIMEOUT_DEFAULT,
             ca_cert_pem: None,
             tls_domain: None,
         }
+    }
+}
+
+impl ConnectOptions {
+    /// One `timeout` for everything, as the front ends' `timeout` /
+    /// `timeoutMs` / `--timeout` give it: `connect` and each call get
+    /// `timeout` (a long poll its wait on top), and a silent connection is
+    /// pinged after `timeout` and dropped `timeout` later, both held between
+    /// [`KEEP_ALIVE_MIN`] and their defaults (so with `timeout` 2 s a silent
+    /// stream ends within 4 s; with 60 s, within 20 s).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self.request_timeout = Some(timeout);
+        self.keep_alive_interval = timeout.clamp(KEEP_ALIVE_MIN, KEEP_ALIVE_INTERVAL_DEFAULT);
+        self.keep_alive_timeout = timeout.clamp(KEEP_ALIVE_MIN, KEEP_ALIVE_TIMEOUT_DEFAULT);
+        self
     }
 }
 
@@ -108,6 +152,8 @@ impl std::fmt::Debug for ConnectOptions {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("connect_timeout", &self.connect_timeout)
             .field("request_timeout", &self.request_timeout)
+            .field("keep_alive_interval", &self.keep_alive_interval)
+            .field("keep_alive_timeout", &self.keep_alive_timeout)
             .field("ca_cert_pem", &self.ca_cert_pem.as_ref().map(Vec::len))
             .field("tls_domain", &self.tls_domain)
             .finish()
@@ -158,10 +204,24 @@ fn invalid(msg: String) -> Error {
     Error::InvalidArgument(msg)
 }
 
+/// `Storage` naming the URL, with every cause in the chain (tonic's own
+/// message is often just "transport error").
+fn unreachable(url: &str, e: &dyn std::error::Error) -> Error {
+    let mut msg = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        msg = format!("{msg}: {s}");
+        src = s.source();
+    }
+    Error::Storage(format!("cannot reach telha server at {url}: {msg}"))
+}
+
 impl RemoteQueue {
     /// Connect to the server at `url` (`http://host:port`, `https://…`
     /// for TLS, or `unix:/path/to.sock` for a server's Unix-domain socket
-    /// on this machine) and check that it answers.
+    /// on this machine) and check that it answers (one `Get` of the nil job
+    /// id: any answer of the server's, even a refused token, will do; the
+    /// token is checked by the first real call, as before).
     ///
     /// Errors: `InvalidArgument` for a malformed URL, a scheme other than
     /// http/https/unix, a `unix:` URL without a path or with TLS settings,
@@ -202,8 +262,8 @@ impl RemoteQueue {
         endpoint = endpoint
             .connect_timeout(options.connect_timeout)
             .tcp_nodelay(true)
-            .http2_keep_alive_interval(Duration::from_secs(20))
-            .keep_alive_timeout(Duration::from_secs(20))
+            .http2_keep_alive_interval(options.keep_alive_interval)
+            .keep_alive_timeout(options.keep_alive_timeout)
             .keep_alive_while_idle(true);
         if scheme == "https" {
             let mut tls = ClientTlsConfig::new();
@@ -228,25 +288,23 @@ impl RemoteQueue {
         };
         let rt = driver::Driver::new()?;
         let timeout = options.connect_timeout;
-        let channel = rt
-            .block_on(async { tokio::time::timeout(timeout, endpoint.connect()).await })?
-            .map_err(|_| {
-                Error::Storage(format!(
-                    "cannot reach telha server at {url}: no answer within {timeout:?}"
-                ))
-            })?
-            .map_err(|e| {
-                let mut msg = e.to_string();
-                let mut src = std::error::Error::source(&e);
-                while let Some(s) = src {
-                    msg = format!("{msg}: {s}");
-                    src = s.source();
-                }
-                Error::Storage(format!("cannot reach telha server at {url}: {msg}"))
-            })?;
-        let client = JobsClient::with_interceptor(channel, auth)
-            .max_decoding_message_size(MESSAGE_LIMIT)
-            .max_encoding_message_size(MESSAGE_LIMIT);
+        let client = rt.block_on(within(&url, Some(timeout), async {
+            let channel = endpoint.connect().await.map_err(|e| unreachable(&url, &e))?;
+            let mut client = JobsClient::with_interceptor(channel, auth)
+                .max_decoding_message_size(MESSAGE_LIMIT)
+                .max_encoding_message_size(MESSAGE_LIMIT);
+            // The TCP connect and HTTP/2 handshake succeed against anything
+            // that accepts connections: one round trip proves a server.
+            let probe = pb::GetRequest {
+                id: vec![0; 16],
+            };
+            match client.get(probe).await {
+                Ok(_) => Ok(client),
+                // A status the server sent (no local cause): it answers.
+                Err(s) if std::error::Error::source(&s).is_none() => Ok(client),
+                Err(s) => Err(unreachable(&url, &s)),
+            }
+        }))??;
         let (close_tx, _) = watch::channel(false);
         Ok(RemoteQueue {
             inner: Arc::new(Inner {
@@ -288,11 +346,15 @@ impl RemoteQueue {
         };
         let mut c = self.client()?;
         let url = self.inner.url.clone();
+        let limit = self.inner.request_timeout;
         let streaming = self.block(async move {
-            c.poll_jobs(req)
-                .await
-                .map(tonic::Response::into_inner)
-                .map_err(|s| from_status(&s, &url))
+            within(&url, limit, async {
+                c.poll_jobs(req)
+                    .await
+                    .map(tonic::Response::into_inner)
+                    .map_err(|s| from_status(&s, &url))
+            })
+            .await
         })??;
         Ok(JobStream::new(self.clone(), streaming))
     }
@@ -341,21 +403,11 @@ impl RemoteQueue {
         let url = &self.inner.url;
         let timeout = self.inner.request_timeout;
         let fut = f(c);
-        self.block(async move {
-            let r = match timeout {
-                Some(t) => match tokio::time::timeout(t, fut).await {
-                    Ok(r) => r,
-                    Err(_) => {
-                        return Err(Error::Storage(format!(
-                            "telha server {url} did not answer within {t:?}"
-                        )))
-                    }
-                },
-                None => fut.await,
-            };
-            r.map(tonic::Response::into_inner)
+        self.block(within(url, timeout, async move {
+            fut.await
+                .map(tonic::Response::into_inner)
                 .map_err(|s| from_status(&s, url))
-        })?
+        }))?
     }
 }
 

@@ -14,6 +14,7 @@ use telha_jobs_proto::convert as cv;
 use telha_jobs_proto::status::{from_item_error, from_status};
 use telha_jobs_proto::v1 as pb;
 
+use crate::deadline::{long_poll, within};
 use crate::{RemoteQueue, CANCEL_POLL};
 
 fn submit(token: &LeaseToken, outcome: pb::submit_request::Outcome) -> pb::SubmitRequest {
@@ -59,20 +60,14 @@ impl JobStore for RemoteQueue {
         let url = self.inner.url.clone();
         // The call's deadline is the request timeout plus the wait; a wait
         // too long to add to it ("forever") has no deadline.
-        let timeout = self.inner.request_timeout.and_then(|t| t.checked_add(wait));
+        let limit = long_poll(self.inner.request_timeout, wait);
         let cancel = options.cancel.clone();
         let r = self.block(async move {
-            let call = async {
-                let fut = c.lease(req);
-                match timeout {
-                    Some(t) => tokio::time::timeout(t, fut).await.unwrap_or_else(|_| {
-                        Err(tonic::Status::unavailable(format!(
-                            "no answer within {t:?}"
-                        )))
-                    }),
-                    None => fut.await,
-                }
-            };
+            let call = within(&url, limit, async {
+                c.lease(req)
+                    .await
+                    .map_err(|s| from_status(&s, &url))
+            });
             // A cancelled wait drops the call: the server's drop guard then
             // ends its wait and gives back anything it leased meanwhile.
             let cancelled = async {
@@ -93,13 +88,12 @@ impl JobStore for RemoteQueue {
         })?;
         match r {
             None => Ok(Vec::new()),
-            Some(Ok(resp)) => resp
+            Some(resp) => resp?
                 .into_inner()
                 .jobs
                 .into_iter()
                 .map(cv::job_from_pb)
                 .collect(),
-            Some(Err(s)) => Err(from_status(&s, &url)),
         }
     }
 

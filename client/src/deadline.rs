@@ -1,0 +1,56 @@
+//! Every remote call ends by its deadline, whatever the peer does.
+//!
+//! tonic's own timeouts cover less than a caller expects: the endpoint's
+//! `connect_timeout` bounds the TCP connect only (the HTTP/2 handshake does
+//! not wait for the server's SETTINGS, so a listener that accepts and never
+//! answers "connects"), and a request to a server that stopped reading waits
+//! until HTTP/2 keep-alive drops the connection. So the client bounds each
+//! call itself, on its own clock ([`within`]): a unary call by the request
+//! timeout, a long poll by its wait plus the request timeout, the opening of
+//! a stream (the server's response headers) by the request timeout. Between
+//! calls, and on an open stream, keep-alive pings notice a peer that went
+//! silent within `keep_alive_interval + keep_alive_timeout`.
+
+use std::future::Future;
+use std::time::Duration;
+
+use telha_jobs::{Error, Result};
+
+/// How long an idle connection goes before the client pings it, by default.
+pub const KEEP_ALIVE_INTERVAL_DEFAULT: Duration = Duration::from_secs(10);
+/// How long a ping may go unanswered before the connection is dropped (its
+/// calls and streams then fail with `Storage`), by default.
+pub const KEEP_ALIVE_TIMEOUT_DEFAULT: Duration = Duration::from_secs(10);
+/// The shortest keep-alive interval and timeout
+/// [`crate::ConnectOptions::with_timeout`] derives: pings more often than
+/// this would cost more than the seconds they save.
+pub const KEEP_ALIVE_MIN: Duration = Duration::from_secs(1);
+
+/// The error of a call that ran out of time: the transport's kind
+/// (`Storage`), saying how long it waited and for whom.
+pub(crate) fn timed_out(url: &str, after: Duration) -> Error {
+    Error::Storage(format!(
+        "timed out after {:.1} s waiting for {url}",
+        after.as_secs_f64()
+    ))
+}
+
+/// `fut`, or [`timed_out`] once `limit` has passed (`None`: no limit).
+pub(crate) async fn within<T>(
+    url: &str,
+    limit: Option<Duration>,
+    fut: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    match limit {
+        Some(t) => tokio::time::timeout(t, fut)
+            .await
+            .unwrap_or_else(|_| Err(timed_out(url, t))),
+        None => fut.await,
+    }
+}
+
+/// The deadline of a call that waits up to `wait` on the server: the wait
+/// plus the request timeout (`None` when either is unbounded).
+pub(crate) fn long_poll(request: Option<Duration>, wait: Duration) -> Option<Duration> {
+    request.and_then(|t| t.checked_add(wait))
+}
