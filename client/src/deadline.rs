@@ -54,3 +54,29 @@ pub(crate) async fn within<T>(
 pub(crate) fn long_poll(request: Option<Duration>, wait: Duration) -> Option<Duration> {
     request.and_then(|t| t.checked_add(wait))
 }
+
+/// A call's status as the core's error, through the shared table; when the
+/// connection itself failed (a status with a local cause: keep-alive gave
+/// up on a silent server, the peer closed) the message says so and names
+/// the causes, which tonic's own ("operation was canceled") does not.
+pub(crate) fn from_status(s: &tonic::Status, url: &str) -> Error {
+    let e = telha_jobs_proto::status::from_status(s, url);
+    let Some(mut cause) = std::error::Error::source(s) else {
+        return e;
+    };
+    if !matches!(e, Error::Storage(_)) {
+        return e;
+    }
+    let mut msg = s.message().to_string();
+    loop {
+        let t = cause.to_string();
+        if !msg.contains(&t) {
+            msg = format!("{msg}: {t}");
+        }
+        match cause.source() {
+            Some(next) => cause = next,
+            None => break,
+        }
+    }
+    Error::Storage(format!("lost the connection to {url}: {msg}"))
+}

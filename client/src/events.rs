@@ -9,11 +9,10 @@ use telha_jobs::watch::{EventSink, WatchSink};
 use telha_jobs::{Error, JobId, JobInfo, JobWatch, Result, SubscribeOptions, Subscription};
 use telha_jobs_proto::convert as cv;
 use telha_jobs_proto::events as ev;
-use telha_jobs_proto::status::from_status;
 use telha_jobs_proto::v1 as pb;
 use tokio::sync::oneshot;
 
-use crate::deadline::{long_poll, within};
+use crate::deadline::{from_status, long_poll, within};
 use crate::{Client, RemoteQueue};
 
 /// The longest wait one `WaitJob` call asks for (the server caps it there).

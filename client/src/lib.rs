@@ -67,7 +67,6 @@ use std::time::Duration;
 
 use telha_jobs::{Error, LeaseOptions, Result};
 use telha_jobs_proto::convert as cv;
-use telha_jobs_proto::status::from_status;
 use telha_jobs_proto::v1 as pb;
 use telha_jobs_proto::v1::jobs_client::JobsClient;
 use tokio::sync::watch;
@@ -78,7 +77,7 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 pub use deadline::{KEEP_ALIVE_INTERVAL_DEFAULT, KEEP_ALIVE_MIN, KEEP_ALIVE_TIMEOUT_DEFAULT};
 pub use stream::JobStream;
 
-use deadline::within;
+use deadline::{from_status, within};
 
 /// How long `connect` waits for the server by default.
 pub const CONNECT_TIMEOUT_DEFAULT: Duration = Duration::from_secs(10);
@@ -289,15 +288,16 @@ impl RemoteQueue {
         let rt = driver::Driver::new()?;
         let timeout = options.connect_timeout;
         let client = rt.block_on(within(&url, Some(timeout), async {
-            let channel = endpoint.connect().await.map_err(|e| unreachable(&url, &e))?;
+            let channel = endpoint
+                .connect()
+                .await
+                .map_err(|e| unreachable(&url, &e))?;
             let mut client = JobsClient::with_interceptor(channel, auth)
                 .max_decoding_message_size(MESSAGE_LIMIT)
                 .max_encoding_message_size(MESSAGE_LIMIT);
             // The TCP connect and HTTP/2 handshake succeed against anything
             // that accepts connections: one round trip proves a server.
-            let probe = pb::GetRequest {
-                id: vec![0; 16],
-            };
+            let probe = pb::GetRequest { id: vec![0; 16] };
             match client.get(probe).await {
                 Ok(_) => Ok(client),
                 // A status the server sent (no local cause): it answers.

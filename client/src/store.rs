@@ -11,10 +11,10 @@ use telha_jobs::{
     RunReport, Schedule, ScheduleInfo, State, Stats, SubscribeOptions, Subscription,
 };
 use telha_jobs_proto::convert as cv;
-use telha_jobs_proto::status::{from_item_error, from_status};
+use telha_jobs_proto::status::from_item_error;
 use telha_jobs_proto::v1 as pb;
 
-use crate::deadline::{long_poll, within};
+use crate::deadline::{from_status, long_poll, within};
 use crate::{RemoteQueue, CANCEL_POLL};
 
 fn submit(token: &LeaseToken, outcome: pb::submit_request::Outcome) -> pb::SubmitRequest {
@@ -64,9 +64,7 @@ impl JobStore for RemoteQueue {
         let cancel = options.cancel.clone();
         let r = self.block(async move {
             let call = within(&url, limit, async {
-                c.lease(req)
-                    .await
-                    .map_err(|s| from_status(&s, &url))
+                c.lease(req).await.map_err(|s| from_status(&s, &url))
             });
             // A cancelled wait drops the call: the server's drop guard then
             // ends its wait and gives back anything it leased meanwhile.

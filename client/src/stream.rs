@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use telha_jobs::{Job, Result};
 use telha_jobs_proto::convert as cv;
-use telha_jobs_proto::status::from_status;
 use telha_jobs_proto::v1 as pb;
 
+use crate::deadline::from_status;
 use crate::RemoteQueue;
 
 /// Leases pushed by the server (see [`RemoteQueue::poll_jobs`]). Dropping

@@ -24,13 +24,20 @@ fn options() -> ConnectOptions {
 }
 
 /// `f` fails with `Storage` within `limit` + [`SLACK`]; its error.
-fn fails_within<T: std::fmt::Debug>(what: &str, limit: Duration, f: impl FnOnce() -> telha_jobs::Result<T>) -> Error {
+fn fails_within<T: std::fmt::Debug>(
+    what: &str,
+    limit: Duration,
+    f: impl FnOnce() -> telha_jobs::Result<T>,
+) -> Error {
     let start = Instant::now();
     let e = f().expect_err(what);
     let took = start.elapsed();
     println!("{what}: {e} after {took:?}");
     assert_eq!(e.kind(), ErrorKind::Storage, "{what}: {e}");
-    assert!(took <= limit + SLACK, "{what}: {took:?} for a {limit:?} deadline: {e}");
+    assert!(
+        took <= limit + SLACK,
+        "{what}: {took:?} for a {limit:?} deadline: {e}"
+    );
     e
 }
 
@@ -85,19 +92,24 @@ impl Drop for Proxy {
     }
 }
 
-/// Copy `from` to `to` while not frozen; frozen, read nothing (so the
-/// sender's data waits in the kernel, as with a stopped process).
+/// Copy `from` to `to` while not frozen; frozen, write nothing (so the
+/// sender's data waits, as with a stopped process). Bytes read in the
+/// instant the freeze began are held until it ends.
 fn pump(mut from: TcpStream, mut to: TcpStream, frozen: &AtomicBool, done: &AtomicBool) {
-    from.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
+    from.set_read_timeout(Some(Duration::from_millis(10)))
+        .unwrap();
     let mut buf = vec![0u8; 64 * 1024];
-    while !done.load(Ordering::SeqCst) {
-        if frozen.load(Ordering::SeqCst) {
+    let hold = || {
+        while frozen.load(Ordering::SeqCst) && !done.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(10));
-            continue;
         }
+    };
+    while !done.load(Ordering::SeqCst) {
+        hold();
         match from.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
+                hold();
                 if to.write_all(&buf[..n]).is_err() {
                     break;
                 }
@@ -117,7 +129,8 @@ fn connect_to_a_listener_that_never_answers_times_out_by_its_deadline() {
     let url = format!("http://{}", l.local_addr().unwrap());
     let e = fails_within("connect", TIMEOUT, || RemoteQueue::connect(&url, options()));
     assert!(
-        e.to_string().contains(&format!("timed out after 1.0 s waiting for {url}")),
+        e.to_string()
+            .contains(&format!("timed out after 1.0 s waiting for {url}")),
         "{e}"
     );
     drop(l);
@@ -137,13 +150,24 @@ fn calls_through_a_silent_connection_end_by_their_deadlines_then_work_again() {
     fails_within("enqueue", TIMEOUT, || {
         c.enqueue("idle", b"y", EnqueueOptions::default())
     });
-    let wait = LeaseOptions::default().kind("busy").unwrap().wait(Duration::from_secs(1));
-    fails_within("lease_next with a 1 s wait", TIMEOUT + Duration::from_secs(1), || {
-        c.lease_next("w", &wait)
+    let wait = LeaseOptions::default()
+        .kind("busy")
+        .unwrap()
+        .wait(Duration::from_secs(1));
+    fails_within(
+        "lease_next with a 1 s wait",
+        TIMEOUT + Duration::from_secs(1),
+        || c.lease_next("w", &wait),
+    );
+    fails_within("subscribe", TIMEOUT, || {
+        c.subscribe(SubscribeOptions::default())
     });
-    fails_within("subscribe", TIMEOUT, || c.subscribe(SubscribeOptions::default()));
-    fails_within("poll_jobs", TIMEOUT, || c.poll_jobs("w", &LeaseOptions::default(), 4));
-    fails_within("a new connect", TIMEOUT, || RemoteQueue::connect(&proxy.url, options()));
+    fails_within("poll_jobs", TIMEOUT, || {
+        c.poll_jobs("w", &LeaseOptions::default(), 4)
+    });
+    fails_within("a new connect", TIMEOUT, || {
+        RemoteQueue::connect(&proxy.url, options())
+    });
     proxy.freeze(false);
     // The same client again (reconnecting if keep-alive dropped the
     // connection meanwhile).
@@ -176,7 +200,10 @@ fn open_streams_end_when_the_connection_goes_silent() {
     let start = Instant::now();
     let e = loop {
         match sub.recv(Some(Duration::from_millis(100))) {
-            Ok(None) => assert!(start.elapsed() <= keep_alive + SLACK, "the event stream still lives"),
+            Ok(None) => assert!(
+                start.elapsed() <= keep_alive + SLACK,
+                "the event stream still lives"
+            ),
             Ok(Some(ev)) => panic!("an event through a frozen proxy: {ev:?}"),
             Err(e) => break e,
         }
