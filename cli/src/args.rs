@@ -47,6 +47,14 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
 
+    /// With --server: the deadline of connecting and of each call ("2s",
+    /// "500ms"; a long wait gets its own length on top); a silent server
+    /// is then also dropped within twice this (between 1 s and 10 s each)
+    /// [default: $TELHA_TIMEOUT, else 10 s to connect and no per-call
+    /// deadline, a silent server dropped within 20 s].
+    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Option<Duration>,
+
     #[command(subcommand)]
     pub command: Top,
 }

@@ -57,7 +57,26 @@ fn main() -> ExitCode {
         .or_else(|| std::env::var("TELHA_SERVER").ok())
         .filter(|s| !s.trim().is_empty());
     let target = match server {
-        Some(url) => store::Target::Remote { url, token },
+        Some(url) => {
+            let timeout = match cli.timeout {
+                Some(t) => Some(t),
+                None => match std::env::var("TELHA_TIMEOUT") {
+                    Ok(v) if !v.trim().is_empty() => match humantime::parse_duration(v.trim()) {
+                        Ok(t) => Some(t),
+                        Err(e) => {
+                            eprintln!("telha: TELHA_TIMEOUT={v:?} is not a duration ({e})");
+                            return store::Exit::Usage.into();
+                        }
+                    },
+                    _ => None,
+                },
+            };
+            store::Target::Remote {
+                url,
+                token,
+                timeout,
+            }
+        }
         None => store::Target::Local(db),
     };
     // The queue is opened and dropped inside `run`, so the store is closed

@@ -186,12 +186,20 @@ fn put(db: &Target, a: PutArgs, json: bool) -> Result<Output, Failure> {
 fn next(db: &Target, a: NextArgs, json: bool) -> Result<Output, Failure> {
     let n = usize::try_from(a.n).unwrap_or(usize::MAX);
     let after = a.after.unwrap_or_else(now_ms);
-    let times =
-        match db {
-            Target::Local(_) => next_times(&a.spec, a.tz.as_deref(), a.anchor, after, n)?,
-            Target::Remote { url, token } => store::connect_remote(url, token)?
-                .schedule_next_times(&a.spec, a.tz.as_deref(), a.anchor, Some(after), n)?,
-        };
+    let times = match db {
+        Target::Local(_) => next_times(&a.spec, a.tz.as_deref(), a.anchor, after, n)?,
+        Target::Remote {
+            url,
+            token,
+            timeout,
+        } => store::connect_remote(url, token, *timeout)?.schedule_next_times(
+            &a.spec,
+            a.tz.as_deref(),
+            a.anchor,
+            Some(after),
+            n,
+        )?,
+    };
     if json {
         return Ok(Output::Json(json!({
             "spec": a.spec, "timezone": a.tz, "anchor_ms": a.anchor, "after_ms": after,

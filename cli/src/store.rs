@@ -94,27 +94,48 @@ pub fn store_path(db: Option<&Path>) -> PathBuf {
 #[derive(Debug, Clone)]
 pub enum Target {
     Local(PathBuf),
-    Remote { url: String, token: Option<String> },
+    Remote {
+        url: String,
+        token: Option<String>,
+        /// `--timeout` / `TELHA_TIMEOUT`.
+        timeout: Option<Duration>,
+    },
 }
 
 /// A client of the server; every command then runs through it (the
 /// server's host holds the store, so nothing is opened here).
-fn connect(url: &str, token: &Option<String>) -> Result<Box<dyn JobStore>, Failure> {
-    Ok(Box::new(connect_remote(url, token)?))
+fn connect(
+    url: &str,
+    token: &Option<String>,
+    timeout: Option<Duration>,
+) -> Result<Box<dyn JobStore>, Failure> {
+    Ok(Box::new(connect_remote(url, token, timeout)?))
 }
 
 /// The client itself, for what only a server answers beyond `JobStore`
 /// (`schedules next`).
-pub fn connect_remote(url: &str, token: &Option<String>) -> Result<RemoteQueue, Failure> {
+pub fn connect_remote(
+    url: &str,
+    token: &Option<String>,
+    timeout: Option<Duration>,
+) -> Result<RemoteQueue, Failure> {
+    let options = match timeout {
+        Some(t) => ConnectOptions::default().with_timeout(t),
+        // A bulk purge or retry of a big store may take longer than the
+        // default per-call deadline: no deadline per call unless asked. A
+        // server that stops answering is still dropped by HTTP/2
+        // keep-alive (10 s of silence, then 10 s for the ping's answer),
+        // and `connect` itself holds its 10 s.
+        None => ConnectOptions {
+            request_timeout: None,
+            ..ConnectOptions::default()
+        },
+    };
     let q = RemoteQueue::connect(
         url,
         ConnectOptions {
             token: token.clone(),
-            // A bulk purge or retry of a big store may take longer than the
-            // default per-call deadline; a dead server is still noticed by
-            // HTTP/2 keep-alive.
-            request_timeout: None,
-            ..ConnectOptions::default()
+            ..options
         },
     )?;
     Ok(q)
@@ -124,7 +145,11 @@ pub fn connect_remote(url: &str, token: &Option<String>) -> Result<RemoteQueue, 
 pub fn open_read(t: &Target) -> Result<Box<dyn JobStore>, Failure> {
     match t {
         Target::Local(p) => Ok(Box::new(open_read_local(p)?)),
-        Target::Remote { url, token } => connect(url, token),
+        Target::Remote {
+            url,
+            token,
+            timeout,
+        } => connect(url, token, *timeout),
     }
 }
 
@@ -133,7 +158,11 @@ pub fn open_read(t: &Target) -> Result<Box<dyn JobStore>, Failure> {
 pub fn open_write(t: &Target, must_exist: bool) -> Result<Box<dyn JobStore>, Failure> {
     match t {
         Target::Local(p) => Ok(Box::new(open_write_local(p, must_exist)?)),
-        Target::Remote { url, token } => connect(url, token),
+        Target::Remote {
+            url,
+            token,
+            timeout,
+        } => connect(url, token, *timeout),
     }
 }
 

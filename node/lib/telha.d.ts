@@ -291,7 +291,12 @@ export interface ListOptions {
 export interface ConnectOptions {
   /** The server's bearer token (default: `$TELHA_TOKEN`). A wrong one: every call rejects. */
   token?: string
-  /** How long to try to reach the server before rejecting with `STORAGE` (ms, up to `limits.maxDurationMs`; default 10000). */
+  /**
+   * The deadline of connecting and of each call, in ms (up to `limits.maxDurationMs`): past it the
+   * call rejects with `STORAGE` ("timed out after …"); a waiting call (`leaseNext` with `waitMs`,
+   * `wait`) gets its wait on top, and a silent connection is dropped within twice this (each half
+   * held between 1 s and 10 s). Default: 10 s to connect, 60 s per call.
+   */
   timeoutMs?: number
   /** For `https://`: a PEM file of the CA to trust instead of the public web roots (a self-signed server). */
   caCert?: string

@@ -87,7 +87,7 @@ impl NativeQueue {
             if let Some(opts) = options {
                 o.token = opts.token;
                 if let Some(t) = opts.timeout_ms {
-                    o.connect_timeout = setting_ms(t, "timeoutMs")?;
+                    o = o.with_timeout(setting_ms(t, "timeoutMs")?);
                 }
                 if let Some(ca) = opts.ca_cert {
                     o.ca_cert_pem = Some(read_pem(&ca, "caCert")?);

@@ -25,9 +25,12 @@ const STOP_GRACE_DEFAULT: Duration = Duration::from_secs(5);
 /// `https://` for TLS, or `unix:/path/to.sock` for its Unix socket).
 /// Returns a `Queue` with the same methods, types and errors as an
 /// embedded one. `token`: the server's bearer token (default:
-/// `$TELHA_TOKEN`). `timeout`: how long to try to reach the server (seconds
-/// or a timedelta, at most `limits.MAX_DURATION`) before raising
-/// `StorageError`. `ca_cert`: for `https://`, a PEM file of
+/// `$TELHA_TOKEN`). `timeout` (seconds or a timedelta, at most
+/// `limits.MAX_DURATION`): the deadline of connecting and of each call (a
+/// waiting call gets its wait on top), past which it raises `StorageError`
+/// ("timed out after …"); a silent connection is also dropped within twice
+/// `timeout` (each half held between 1 s and 10 s). Default: 10 s to
+/// connect, 60 s per call, 10 s + 10 s keep-alive. `ca_cert`: for `https://`, a PEM file of
 /// the CA to trust instead of the public web roots (a self-signed server).
 #[pyfunction]
 #[pyo3(signature = (url, token=None, *, timeout=None, ca_cert=None))]
@@ -44,7 +47,7 @@ pub fn connect(
         let mut o = ConnectOptions::default();
         o.token = token.or_else(|| std::env::var("TELHA_TOKEN").ok().filter(|t| !t.is_empty()));
         if let Some(t) = timeout {
-            o.connect_timeout = args::duration(t, "timeout")?;
+            o = o.with_timeout(args::duration(t, "timeout")?);
         }
         if let Some(path) = ca_cert {
             o.ca_cert_pem = Some(read_pem(py, &path, "ca_cert")?);

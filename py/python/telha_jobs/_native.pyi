@@ -156,8 +156,10 @@ def connect(
 ) -> Queue:
     """A :class:`Queue` over a ``telha serve`` server at ``url``
     (``http://host:port``, ``https://`` for TLS; ``ca_cert``: a PEM CA to
-    trust). ``token`` defaults to ``$TELHA_TOKEN``; an unreachable server
-    raises :class:`StorageError` after ``timeout`` seconds (default 10)."""
+    trust). ``token`` defaults to ``$TELHA_TOKEN``. ``timeout`` is the
+    deadline of connecting and of each call (a waiting call gets its wait
+    on top): past it the call raises :class:`StorageError` ("timed out
+    after ..."). Default: 10 s to connect, 60 s per call."""
 
 def _call_cost(payload: Any = None, detach: bool = False) -> int:
     """Benchmark only: a call with no store work (payload conversion, GIL hand-off)."""

@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._errors import CancelledError, LeaseLostError, QueueClosedError, TelhaError
+from ._errors import CancelledError, LeaseLostError, QueueClosedError, StorageError, TelhaError
 from ._native import Job, Queue
 
-__all__ = ["PREFETCH_FRACTION", "Prefetch", "SettleBatch"]
+__all__ = ["PREFETCH_FRACTION", "Prefetch", "SettleBatch", "unanswered"]
 
 log = logging.getLogger("telha_jobs")
 
@@ -36,6 +36,13 @@ PREFETCH_FRACTION = 0.25
 # How long one stream wait lasts before the feeder looks around (stop,
 # stale leases).
 FEED_SLICE = 0.2
+
+
+def unanswered(remote: bool, err: BaseException) -> bool:
+    """A remote settle that got no answer (timed out, connection lost): it
+    may have landed, so failing the job now could undo a completion; left
+    alone, an unsettled lease expires after its TTL and the job runs again."""
+    return remote and isinstance(err, StorageError)
 
 
 def fresh(job: Job, arrived: float, now: float) -> bool:

@@ -21,7 +21,7 @@ from ._aio_schedules import _AsyncSchedules
 from ._errors import CancelledError, LeaseLostError, QueueClosedError, TelhaError
 from ._lease import Lease, _current
 from ._native import CancelWait, Job, JobInfo, Queue, connect
-from ._remote import Prefetch, SettleBatch
+from ._remote import Prefetch, SettleBatch, unanswered
 from ._types import Enqueued
 from .worker import (
     NEW_COUNTS,
@@ -512,7 +512,7 @@ class AsyncWorker:
             pass
         except Exception as e:  # noqa: BLE001 - a TelhaError, or (batched) a result that does not encode
             log.error("worker %s: settling %s failed: %s", self.worker_id, lease.job.id, e)
-            if how != "fail":
+            if how != "fail" and not unanswered(q.queue.remote, e):
                 try:
                     await q.fail(lease.job, f"could not {how}: {e}", retryable=True)
                     self.counts["failed"] += 1

@@ -21,7 +21,7 @@ from ._errors import (
 )
 from ._lease import Lease, PermanentError, Retry, Snooze, _current
 from ._native import MAX_BATCH, CancelWait, Job, Queue
-from ._remote import Prefetch, SettleBatch
+from ._remote import Prefetch, SettleBatch, unanswered
 
 __all__ = ["Worker", "default_worker_id"]
 
@@ -333,8 +333,11 @@ class Worker:
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop leasing; wait up to ``timeout`` seconds (default
-        ``stop_timeout``) for running handlers; release the jobs still held
-        (no attempt spent). Idempotent; callable from any thread."""
+        ``stop_timeout``) for running handlers; send the completions
+        gathered; release the jobs still held (no attempt spent). Returns
+        within ``timeout`` even when the server stops answering: the rest
+        goes on in the background, and a lease never released expires after
+        its TTL. Idempotent; callable from any thread."""
         timeout = self.stop_timeout if timeout is None else seconds(timeout, "timeout")
         self._stopping.set()
         self._cancel.cancel()
@@ -344,10 +347,19 @@ class Worker:
         for t in self._threads:
             if t is not threading.current_thread():
                 t.join(join_timeout(end - time.monotonic()))
-        # The completions queued so far go out before anything is released;
-        # then the prefetched leases go back (see `Prefetch.close`).
+        finish = threading.Thread(target=self._finish, name=f"{self.worker_id}-stop", daemon=True)
+        finish.start()
+        finish.join(join_timeout(max(0.0, end - time.monotonic())))
+        if finish.is_alive():
+            log.warning("worker %s: stop timed out settling and releasing; going on in the background", self.worker_id)
+        self._stopped.set()
+
+    def _finish(self) -> None:
+        """The network half of :meth:`stop`: the completions queued so far
+        go out before anything is released; then the prefetched leases go
+        back (see `Prefetch.close`), then the ones handlers still hold."""
         if self._batch is not None:
-            self._batch.close(join_timeout(max(end - time.monotonic(), 5.0)))
+            self._batch.close(5.0)
         if self._prefetch is not None:
             self._prefetch.close()
         with self._cond:
@@ -365,7 +377,6 @@ class Worker:
                 log.warning("worker %s: release of %s failed: %s", self.worker_id, lease.job.id, e)
         if self._heart is not None and self._heart is not threading.current_thread():
             self._heart.join(5.0)
-        self._stopped.set()
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait until the worker has stopped; True when it has."""
@@ -518,6 +529,8 @@ class Worker:
                 lease.job.id,
                 lease.job.generation,
             )
+        elif unanswered(self.queue.remote, err):
+            log.error("worker %s: settling %s got no answer: %s", self.worker_id, lease.job.id, err)
         elif not isinstance(err, QueueClosedError):
             # A result over the size limit (or, batched, one that does not
             # encode): fail the job with the reason.
