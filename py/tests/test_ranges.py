@@ -178,8 +178,16 @@ def test_every_edge_value_for_connect_serve_and_workers(local_queue: telha_jobs.
     in_range = s is not None and 0 <= s <= limits.MAX_DURATION
     server = local_queue.serve("127.0.0.1:0")
     try:
-        got = outcome(lambda: telha_jobs.connect(server.url, timeout=v))
-        assert (v is None or in_range) == (not isinstance(got, BaseException)), (v, got)
+        try:
+            got = telha_jobs.connect(server.url, timeout=v)
+        except (*TYPED, telha_jobs.StorageError) as e:
+            got = e
+        if isinstance(got, telha_jobs.StorageError) and s is not None and s < 1.0:
+            # In range, but too short for connect's round trip (issue 48:
+            # the timeout covers it): timed out, as asked.
+            assert "timed out" in str(got), got
+        else:
+            assert (v is None or in_range) == (not isinstance(got, BaseException)), (v, got)
         if not isinstance(got, BaseException):
             if v is None or (s is not None and s >= 1.0):  # time enough to reach it
                 assert got.stats()["total"]["pending"] == 0

@@ -152,6 +152,10 @@ def settle_batch_size(n: object) -> int:
     return n
 
 
+# How long `stop` waits past its timeout to settle and release (milliseconds
+# when the queue answers): a silent server holds it no longer.
+STOP_GRACE = 0.5
+
 NEW_COUNTS = (
     "completed", "failed", "lost", "released", "cancelled", "snoozed", "timed_out", "prefetch_released",
 )
@@ -335,9 +339,10 @@ class Worker:
         """Stop leasing; wait up to ``timeout`` seconds (default
         ``stop_timeout``) for running handlers; send the completions
         gathered; release the jobs still held (no attempt spent). Returns
-        within ``timeout`` even when the server stops answering: the rest
-        goes on in the background, and a lease never released expires after
-        its TTL. Idempotent; callable from any thread."""
+        within ``timeout`` (plus at most ``STOP_GRACE``, 0.5 s, for that
+        network part) even when the server stops answering: the rest goes
+        on in the background, and a lease never released expires after its
+        TTL. Idempotent; callable from any thread."""
         timeout = self.stop_timeout if timeout is None else seconds(timeout, "timeout")
         self._stopping.set()
         self._cancel.cancel()
@@ -349,15 +354,14 @@ class Worker:
                 t.join(join_timeout(end - time.monotonic()))
         finish = threading.Thread(target=self._finish, name=f"{self.worker_id}-stop", daemon=True)
         finish.start()
-        finish.join(join_timeout(max(0.0, end - time.monotonic())))
+        finish.join(join_timeout(max(STOP_GRACE, end - time.monotonic())))
         if finish.is_alive():
             log.warning("worker %s: stop timed out settling and releasing; going on in the background", self.worker_id)
         self._stopped.set()
 
     def _finish(self) -> None:
-        """The network half of :meth:`stop`: the completions queued so far
-        go out before anything is released; then the prefetched leases go
-        back (see `Prefetch.close`), then the ones handlers still hold."""
+        """:meth:`stop`'s network half: the completions queued so far go out,
+        then the prefetched leases go back, then the ones handlers hold."""
         if self._batch is not None:
             self._batch.close(5.0)
         if self._prefetch is not None:
