@@ -9,7 +9,11 @@
 # (issue 15); test_wait.py: a Node producer waiting for 1,000 jobs that Python
 # Worker processes complete through `telha serve` (issue 18);
 # test_schedules.py: a schedule put from Python, listed from Node and the
-# CLI, firing into Python and Node worker processes (issue 17). `make
+# CLI, firing into Python and Node worker processes (issue 17);
+# test_deadlines.py: Python, Node (deadline_client.js) and CLI calls against
+# a listener that never answers and a SIGSTOPped `telha serve` end by their
+# deadlines and work again after SIGCONT, and a Worker paused past its TTL
+# runs no job twice and stops in time (issue 48). `make
 # bench-fleet` (in `make bench`): worker processes through `telha serve`
 # beside the in-process Worker (tests/remote/bench_fleet.py).
 
