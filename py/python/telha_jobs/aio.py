@@ -25,10 +25,13 @@ from ._remote import Prefetch, SettleBatch
 from ._types import Enqueued
 from .worker import (
     NEW_COUNTS,
+    UNSTORABLE,
     after_heartbeat,
     default_worker_id,
     delivery,
+    failure_reason,
     outcome,
+    refusal,
     prefetch_size,
     restore_progress,
     seconds,
@@ -285,6 +288,9 @@ class AsyncWorker:
         self._wake: asyncio.Event | None = None
         self._beat_at = 0.0
         self.counts = dict.fromkeys(NEW_COUNTS, 0)
+        # Why it stopped by itself (its queue was closed under it), or None.
+        self.stop_reason: str | None = None
+        self._halting: asyncio.Task[None] | None = None
 
     async def run(self) -> None:
         """Lease and handle jobs until stopped."""
@@ -342,15 +348,25 @@ class AsyncWorker:
         timeout = self.stop_timeout if timeout is None else seconds(timeout, "timeout")
         if self._handlers:
             await asyncio.wait(set(self._handlers), timeout=None if timeout == float("inf") else timeout)
+        try:
+            await self._wind_down()
+        finally:
+            self._done.set()
+
+    async def _wind_down(self) -> None:
+        """stop()'s part after the handlers had their time."""
         # Batched completions go out before anything is released (see Worker.stop).
-        if self._batch is not None:
-            await self.queue._call(self._batch.close)
-            await asyncio.sleep(0)  # the answers' callbacks run
-            if self._booking:
-                await asyncio.gather(*self._booking, return_exceptions=True)
-        if self._prefetch is not None:
-            await self.queue._call(self._prefetch.close)
-            await asyncio.sleep(0)  # its counts (call_soon_threadsafe) land
+        try:
+            if self._batch is not None:
+                await self.queue._call(self._batch.close)
+                await asyncio.sleep(0)  # the answers' callbacks run
+                if self._booking:
+                    await asyncio.gather(*self._booking, return_exceptions=True)
+            if self._prefetch is not None:
+                await self.queue._call(self._prefetch.close)
+                await asyncio.sleep(0)  # its counts (call_soon_threadsafe) land
+        except Exception as e:  # noqa: BLE001 - the AsyncQueue closed: its threads are gone
+            log.warning("worker %s: stopping: %s", self.worker_id, failure_reason(e))
         left = list(self._leases.values())
         self._leases.clear()
         for t in list(self._handlers):
@@ -362,9 +378,26 @@ class AsyncWorker:
                 self.counts["released"] += 1
             except CancelledError:  # the release recorded it cancelled
                 self.counts["cancelled"] += 1
-            except TelhaError as e:
+            except Exception as e:  # noqa: BLE001 - the others are still released
                 log.warning("worker %s: release of %s failed: %s", self.worker_id, lease.job.id, e)
-        self._done.set()
+
+    def _error(self, what: str, e: BaseException) -> None:
+        """An exception from the Worker's own machinery: logged and counted
+        (``counts["errors"]``); the task that met it goes on. A queue
+        closed under the Worker stops it instead (:attr:`stop_reason`)."""
+        if isinstance(e, QueueClosedError) or self.queue.queue.closed:
+            self._halt(f"its queue was closed ({failure_reason(e)})")
+            return
+        log.error("worker %s: %s failed: %s", self.worker_id, what, failure_reason(e), exc_info=e)
+        self.counts["errors"] += 1
+
+    def _halt(self, why: str) -> None:
+        """The Worker cannot go on: say why and stop it (in a task of its own)."""
+        if self.stop_reason is not None or self._stopping is None or self._stopping.is_set():
+            return
+        self.stop_reason = why
+        log.error("worker %s: stopping: %s", self.worker_id, why)
+        self._halting = asyncio.ensure_future(self.stop())
 
     async def _poll(self) -> None:
         assert self._stopping is not None
@@ -373,17 +406,14 @@ class AsyncWorker:
                 job = await self.queue.lease_next(
                     self.worker_id, kinds=self.kinds, scope=self.scope, wait=self.poll_wait
                 )
-            except QueueClosedError:
-                return
-            except TelhaError as e:
-                log.error("worker %s: lease failed: %s", self.worker_id, e)
-                await asyncio.sleep(1.0)
+            except Exception as e:  # noqa: BLE001 - logged and counted, or it stops the Worker
+                self._error("lease", e)
+                await self._pause(1.0)
                 continue
             if job is None:
                 continue
             if self._stopping.is_set():
-                await self.queue.release(job)
-                self.counts["released"] += 1
+                await self._give_back_now(job)
                 return
             task = asyncio.create_task(self._run_one(job))
             self._handlers.add(task)
@@ -391,6 +421,22 @@ class AsyncWorker:
                 await asyncio.shield(task)
             finally:
                 self._handlers.discard(task)
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait ``seconds`` or until the Worker stops."""
+        assert self._stopping is not None
+        try:
+            await asyncio.wait_for(self._stopping.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    async def _give_back_now(self, job: Job) -> None:
+        """Release a job leased as the stop began (no handler ran it)."""
+        try:
+            await self.queue.release(job)
+            self.counts["released"] += 1
+        except Exception as e:  # noqa: BLE001 - it expires and is leased again
+            log.warning("worker %s: release of %s failed: %s", self.worker_id, job.id, e)
 
     def _count_threadsafe(self, loop: asyncio.AbstractEventLoop) -> Callable[[str], None]:
         def count(what: str) -> None:
@@ -405,20 +451,30 @@ class AsyncWorker:
         p = self._prefetch
         loop = asyncio.get_running_loop()
         while not self._stopping.is_set():
-            fut = loop.run_in_executor(self.queue._pool, p.take, self.poll_wait)
+            try:
+                fut = loop.run_in_executor(self.queue._pool, p.take, self.poll_wait)
+            except Exception as e:  # noqa: BLE001 - the AsyncQueue's threads are gone
+                self._error("taking a prefetched lease", e)
+                await self._pause(1.0)
+                continue
             try:
                 got = await asyncio.shield(fut)
             except asyncio.CancelledError:
                 # A lease taken in that instant would have no handler: give it back.
                 fut.add_done_callback(self._give_back)
                 raise
+            except Exception as e:  # noqa: BLE001 - logged and counted; the task goes on
+                self._error("taking a prefetched lease", e)
+                await self._pause(1.0)
+                continue
             if got is None:
                 if p.ended:
+                    if not self._stopping.is_set():  # the feed ended by itself: the queue closed
+                        self._halt("its lease stream ended: the queue was closed")
                     return
                 continue
             if self._stopping.is_set():
-                await self.queue.release(got[0])
-                self.counts["released"] += 1
+                await self._give_back_now(got[0])
                 return
             task = asyncio.create_task(self._run_one(*got))
             self._handlers.add(task)
@@ -430,10 +486,14 @@ class AsyncWorker:
     def _give_back(self, fut: asyncio.Future[tuple[Job, float] | None]) -> None:
         got = None if fut.cancelled() or fut.exception() is not None else fut.result()
         if got is not None:
-            self.queue._pool.submit(self.queue.queue.release, got[0])
+            try:
+                self.queue._pool.submit(self.queue.queue.release, got[0])
+            except RuntimeError:  # the pool is shut down: the lease expires
+                pass
 
     def _batched(self, lease: Lease, result: Any, err: object) -> None:
-        """A batched completion's answer (on the loop; see `SettleBatch`)."""
+        """A batched completion's answer (on the loop; see `SettleBatch`):
+        each job booked on its own, so one that cannot be stored fails alone."""
         if err is None:
             self.counts["completed"] += 1
             return
@@ -443,9 +503,15 @@ class AsyncWorker:
             coro = self._settle_failed(lease, "complete", err)
         else:
             return
-        task = asyncio.ensure_future(coro)
+        task = asyncio.ensure_future(self._guarded(f"booking the completion of {lease.job.id}", coro))
         self._booking.add(task)
         task.add_done_callback(self._booking.discard)
+
+    async def _guarded(self, what: str, coro: Awaitable[None]) -> None:
+        try:
+            await coro
+        except Exception as e:  # noqa: BLE001 - logged and counted, never a dead task
+            self._error(what, e)
 
     async def _run_one(self, job: Job, since: float | None = None) -> None:
         lease = Lease(job, since)
@@ -460,9 +526,12 @@ class AsyncWorker:
         except asyncio.CancelledError:
             raise
         except Exception as e:
-            await self._settle(lease, *outcome(e))
+            await self._guarded(f"settling {job.id}", self._settle_outcome(lease, e))
         else:
-            await self._settle(lease, "complete", result, None)
+            await self._guarded(f"settling {job.id}", self._settle(lease, "complete", result, None))
+
+    async def _settle_outcome(self, lease: Lease, e: Exception) -> None:
+        await self._settle(lease, *outcome(e, lease))
 
     async def _settle(self, lease: Lease, how: str, arg: Any, extra: Any) -> None:
         if self._leases.pop(delivery(lease.job), None) is not lease:
@@ -486,20 +555,16 @@ class AsyncWorker:
             else:
                 await q.fail(lease.job, arg, retryable=bool(extra))
                 self.counts["failed"] += 1
-        except Exception as e:  # noqa: BLE001 - booked (or raised again) below
-            if not isinstance(e, TelhaError) and self._batch is None:
-                raise
+        except Exception as e:  # noqa: BLE001 - a result that does not encode is one (see refusal)
             await self._settle_failed(lease, how, e)
 
     async def _settle_failed(self, lease: Lease, how: str, err: Exception) -> None:
         """Book a refused settle, as one job's answer (see Worker._settle_failed)."""
-        q = self.queue
-        try:
-            raise err
-        except CancelledError:
+        why = refusal(how, err)
+        if why == "cancelled":
             lease._mark_lost("cancelled")
             self.counts["cancelled"] += 1
-        except LeaseLostError:
+        elif why == "lost":
             lease._mark_lost()
             self.counts["lost"] += 1
             log.warning(
@@ -508,16 +573,28 @@ class AsyncWorker:
                 lease.job.id,
                 lease.job.generation,
             )
-        except QueueClosedError:
-            pass
-        except Exception as e:  # noqa: BLE001 - a TelhaError, or (batched) a result that does not encode
-            log.error("worker %s: settling %s failed: %s", self.worker_id, lease.job.id, e)
+        elif why == "closed":
+            self._error(f"settling {lease.job.id}", err)
+        elif why == "unstorable":
+            reason = UNSTORABLE + failure_reason(err)
+            log.error("worker %s: job %s: %s", self.worker_id, lease.job.id, reason)
+            await self._fail_for(lease, reason, False, "failed")
+        else:
+            self._error(f"settling {lease.job.id} ({how})", err)
             if how != "fail":
-                try:
-                    await q.fail(lease.job, f"could not {how}: {e}", retryable=True)
-                    self.counts["failed"] += 1
-                except TelhaError:
-                    pass
+                await self._fail_for(lease, f"could not {how}: {failure_reason(err)}", True, "failed")
+
+    async def _fail_for(self, lease: Lease, reason: str, retryable: bool, count: str) -> None:
+        """Fail a job the Worker itself gave up on (see Worker._fail_for)."""
+        try:
+            await self.queue.fail(lease.job, reason, retryable=retryable)
+            self.counts[count] += 1
+        except CancelledError:
+            self.counts["cancelled"] += 1
+        except LeaseLostError:
+            self.counts["lost"] += 1
+        except Exception as e:  # noqa: BLE001 - logged and counted
+            self._error(f"failing {lease.job.id}", e)
 
     async def _time_out(self, leases: Sequence[Lease]) -> None:
         for lease in leases:
@@ -526,50 +603,48 @@ class AsyncWorker:
             if not held:
                 continue
             log.warning("worker %s: job %s %s", self.worker_id, lease.job.id, timeout_reason(lease))
-            try:
-                await self.queue.fail(lease.job, timeout_reason(lease), retryable=True)
-                self.counts["timed_out"] += 1
-            except CancelledError:
-                self.counts["cancelled"] += 1
-            except LeaseLostError:
-                self.counts["lost"] += 1
-            except TelhaError as e:
-                log.error("worker %s: failing %s for its timeout failed: %s", self.worker_id, lease.job.id, e)
+            await self._fail_for(lease, timeout_reason(lease), True, "timed_out")
 
     async def _heartbeat(self) -> None:
         while True:
-            now = time.time()
-            late = timed_out(list(self._leases.values()), now)
-            if late:
-                await self._time_out(late)
-            due = [l for l in self._leases.values() if l.next_beat <= now]
-            if due:
-                sent = time.time()
-                failed = False
-                reports = take_progress(due)  # the handlers' latest progress rides along
-                try:
-                    answers = await self.queue.extend_answers(
-                        [l.job for l in due], self.worker_id, reports
-                    )
-                except QueueClosedError:
-                    return
-                except TelhaError as e:
-                    log.error("worker %s: heartbeat failed: %s", self.worker_id, e)
-                    restore_progress(due, reports)
-                    # Unrenewed past its deadline, a lease is lost (see Worker).
-                    failed = True
-                    answers = ["renewed" if time.time() < l.expires else "lost" for l in due]
-                now = after_heartbeat(self.worker_id, due, answers, failed, sent)
-            nxt = min(
-                (min(l.next_beat, l.timeout_at) for l in self._leases.values()), default=now + 0.5
-            )
-            pause = min(max(nxt - now, 0.01), 0.5)
-            assert self._wake is not None
-            self._wake.clear()
-            self._beat_at = now + pause
             try:
-                await asyncio.wait_for(self._wake.wait(), pause)
-            except asyncio.TimeoutError:
-                pass
-            finally:
-                self._beat_at = 0.0
+                await self._beat_once()
+            except Exception as e:  # noqa: BLE001 - never lose the heartbeat task
+                self._error("heartbeat", e)
+                await self._pause(0.1)
+
+    async def _beat_once(self) -> None:
+        """One pass of the heartbeat task."""
+        now = time.time()
+        late = timed_out(list(self._leases.values()), now)
+        if late:
+            await self._time_out(late)
+        due = [l for l in self._leases.values() if l.next_beat <= now]
+        if due:
+            sent = time.time()
+            failed = False
+            reports = take_progress(due)  # the handlers' latest progress rides along
+            try:
+                answers = await self.queue.extend_answers(
+                    [l.job for l in due], self.worker_id, reports
+                )
+            except Exception as e:  # noqa: BLE001 - counted; a closed queue stops the Worker
+                restore_progress(due, reports)
+                self._error("heartbeat", e)
+                # Unrenewed past its deadline, a lease is lost (see Worker).
+                failed = True
+                answers = ["renewed" if time.time() < l.expires else "lost" for l in due]
+            now = after_heartbeat(self.worker_id, due, answers, failed, sent)
+        nxt = min(
+            (min(l.next_beat, l.timeout_at) for l in self._leases.values()), default=now + 0.5
+        )
+        pause = min(max(nxt - now, 0.01), 0.5)
+        assert self._wake is not None
+        self._wake.clear()
+        self._beat_at = now + pause
+        try:
+            await asyncio.wait_for(self._wake.wait(), pause)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._beat_at = 0.0
