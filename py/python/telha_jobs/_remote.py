@@ -106,19 +106,26 @@ class Prefetch:
         """The next fresh lease and when it arrived (``time.time()``),
         waiting up to ``timeout`` seconds; None when none came or the
         worker is stopping. Stale leases met on the way are released."""
+        got = self.take_many(1, timeout)
+        return got[0] if got else None
+
+    def take_many(self, most: int, timeout: float) -> list[tuple[Job, float]]:
+        """Up to ``most`` fresh leases and when each arrived, waiting up to
+        ``timeout`` seconds for the first; [] when none came or the worker
+        is stopping. Stale leases met on the way are released."""
         end = time.monotonic() + timeout
         stale: list[Job] = []
-        got: tuple[Job, float] | None = None
+        got: list[tuple[Job, float]] = []
         with self._cond:
             while self._taking and not self._stopping:
                 now = time.time()
-                while self._buf:
+                while self._buf and len(got) < most:
                     job, arrived = self._buf.popleft()
                     if fresh(job, arrived, now):
-                        got = (job, arrived)
-                        break
-                    stale.append(job)
-                if got is not None:
+                        got.append((job, arrived))
+                    else:
+                        stale.append(job)
+                if got:
                     break
                 left = end - time.monotonic()
                 if left <= 0:
@@ -265,18 +272,23 @@ def one_per_job(items: list[tuple[Any, Job, Any]], most: int) -> tuple[list[Any]
     the rest. ``complete_many`` answers a job named twice "lost" the second
     time without reading its generation: two deliveries of one job settling
     together (an expired lease and its successor, both run here) would lose
-    the live one. A later delivery of a job waits for the next call."""
+    the live one. A later delivery of a job waits for the next call. Walks
+    only as far as the batch needs (the rest can be long: a loop tick of
+    thousands of completions)."""
     batch: list[Any] = []
-    rest: list[Any] = []
+    later: list[Any] = []
     seen: set[str] = set()
-    for item in items:
+    i = 0
+    while i < len(items) and len(batch) < most:
+        item = items[i]
         job_id = item[1].id
-        if len(batch) < most and job_id not in seen:
+        if job_id in seen:
+            later.append(item)
+        else:
             seen.add(job_id)
             batch.append(item)
-        else:
-            rest.append(item)
-    return batch, rest
+        i += 1
+    return batch, later + items[i:] if later else items[i:]
 
 
 class SettleBatch:
