@@ -74,7 +74,8 @@ class AsyncWorker:
 
     Jobs are leased for all free slots at once (refilled once a quarter of
     the slots are free, or when none runs), and completions go in
-    ``complete_many`` batches of up to ``settle_batch``: once per loop tick
+    ``complete_many`` batches of up to ``settle_batch`` (default: 64 on a
+    remote queue, ``max(64, concurrency // 4)`` on an embedded one): once per loop tick
     on an embedded queue, ``settle_linger`` seconds after the first on a
     remote one (which also leases ahead: ``prefetch``). ``settle_calls`` /
     ``settle_sent`` count the ``complete_many`` calls made and the
@@ -92,7 +93,7 @@ class AsyncWorker:
         poll_wait: float = 1.0,
         stop_timeout: float = 30.0,
         prefetch: int | None = None,
-        settle_batch: int = 64,
+        settle_batch: int | None = None,
         settle_linger: float = 0.002,
     ) -> None:
         from .aio import AsyncQueue
@@ -114,7 +115,14 @@ class AsyncWorker:
         self.poll_wait = seconds(poll_wait, "poll_wait")
         self.stop_timeout = seconds(stop_timeout, "stop_timeout")
         self.prefetch = prefetch_size(prefetch, concurrency, queue.queue.remote)
-        self.settle_batch = settle_batch_size(settle_batch)
+        # A tick's completions in as few calls as they fit: on a busy loop
+        # each call's answer waits for the GIL, so the batch sets the rate
+        # at high concurrency (remote: 64, a message the server handles
+        # without delaying the others).
+        self.settle_batch = (
+            settle_batch_size(settle_batch) if settle_batch is not None
+            else 64 if queue.queue.remote else max(64, concurrency // 4)
+        )
         self.settle_linger = seconds(settle_linger, "settle_linger")
         # A lease call takes at most the free slots, so it is never larger
         # than `concurrency`; with handlers running it waits until a quarter
