@@ -272,7 +272,8 @@ class Worker extends EventEmitter {
     if (job.timeoutMs !== null && job.timeoutMs !== undefined) {
       entry.timer = longTimeout(() => this.#timeout(entry), job.timeoutMs)
     }
-    this.#runJob(entry)
+    // Fire and forget: whatever its settle code meets is reported, never unhandled.
+    this.#runJob(entry).catch((e) => this.#report(e))
   }
 
   /**
@@ -292,8 +293,9 @@ class Worker extends EventEmitter {
     const err = abortError(`timed out after ${ms} ms: job ${job.id} ran past its kind's timeout`, 'TIMEOUT', 'TimeoutError')
     abortEntry(entry, err)
     this.#queue.fail(job, `timed out after ${ms} ms`, { retryable: true })
-      .then(() => this.emit('failed', job, err), (e) => this.#settleError(job, e))
+      .then(() => this.#emitSafe('failed', job, err), (e) => this.#settleError(job, e))
       .finally(() => this.#settled(entry))
+      .catch((e) => this.#report(e))
   }
 
   async #runJob (entry) {
@@ -323,7 +325,7 @@ class Worker extends EventEmitter {
       if (entry.released) {
         await entry.releasing // the result is dropped: the job went back to pending
       } else if (entry.lost) {
-        this.emit('lost', job)
+        this.#emitSafe('lost', job)
       } else {
         await this.#settle(job, null, error)
       }
@@ -343,15 +345,11 @@ class Worker extends EventEmitter {
   #completed (entry, result, code, error) {
     const { job } = entry
     if (code === null) {
-      try {
-        this.emit('completed', job, result)
-      } catch (e) {
-        this.#report(e) // a throwing listener, as #settle reports it
-      }
+      this.#emitSafe('completed', job, result)
       this.#settled(entry)
       return
     }
-    this.#settle(job, code, error).finally(() => this.#settled(entry))
+    this.#settle(job, code, error).finally(() => this.#settled(entry)).catch((e) => this.#report(e))
   }
 
   /**
@@ -363,11 +361,11 @@ class Worker extends EventEmitter {
     try {
       if (code !== null) {
         if (code === 'ABORTED' || code === 'NOT_FOUND') {
-          this.emit('lost', job)
+          this.#emitSafe('lost', job)
           return
         }
         if (code === 'CANCELLED') {
-          this.emit('cancelled', job)
+          this.#emitSafe('cancelled', job)
           return
         }
         if (code !== 'INVALID_ARGUMENT') throw error
@@ -376,13 +374,13 @@ class Worker extends EventEmitter {
       }
       if (error instanceof Snooze) {
         await this.#queue.snooze(job, error.delayMs)
-        this.emit('snoozed', job, error.delayMs)
+        this.#emitSafe('snoozed', job, error.delayMs)
         return
       }
       const permanent = error instanceof Permanent || (error !== null && typeof error === 'object' && error.permanent === true)
       const retryInMs = error instanceof Retry ? error.afterMs : undefined
       await this.#queue.fail(job, reasonOf(error), { retryable: !permanent, retryInMs })
-      this.emit('failed', job, error)
+      this.#emitSafe('failed', job, error)
     } catch (e) {
       this.#settleError(job, e)
     }
@@ -390,8 +388,8 @@ class Worker extends EventEmitter {
 
   /** A settle the store refused: the lease was lost, the job cancelled, or a real error. */
   #settleError (job, e) {
-    if (e && e.code === 'ABORTED') this.emit('lost', job)
-    else if (e && e.code === 'CANCELLED') this.emit('cancelled', job)
+    if (e && e.code === 'ABORTED') this.#emitSafe('lost', job)
+    else if (e && e.code === 'CANCELLED') this.#emitSafe('cancelled', job)
     else this.#report(e)
   }
 
@@ -406,13 +404,18 @@ class Worker extends EventEmitter {
     // (calls on the event loop settle at once): send a batch once it is as
     // large as one that still runs on the loop (FLUSH_AT jobs), not later.
     if (this.#local && this.#completions.length >= 2 * FLUSH_AT) {
-      this.#flush()
+      this.#flushSafe()
       return
     }
     if (!this.#flushScheduled) {
       this.#flushScheduled = true
-      setImmediate(() => { this.#flush() })
+      setImmediate(() => { this.#flushSafe() })
     }
+  }
+
+  /** A flush nobody awaits: what it meets is reported, and no completion is left unsettled. */
+  #flushSafe () {
+    this.#flush().catch((e) => this.#report(e))
   }
 
   async #flush () {
@@ -484,9 +487,23 @@ class Worker extends EventEmitter {
     if (retryMs !== undefined) interval = Math.min(interval, retryMs)
     // Past what one timer keeps, setTimeout fires at once: beat then instead
     // (early is safe; a lease that long needs no exact period).
-    this.#beatTimer = setTimeout(() => { this.#beat() }, Math.min(interval, TIMER_MAX_MS))
+    this.#beatTimer = setTimeout(() => { this.#beatSafe() }, Math.min(interval, TIMER_MAX_MS))
   }
 
+  /** A heartbeat from its timer: what it meets is reported, and the next one is scheduled all the same. */
+  async #beatSafe () {
+    let retryMs
+    try {
+      retryMs = await this.#beat()
+    } catch (e) {
+      this.#report(e)
+      retryMs = 100
+    }
+    this.#beatTimer = null
+    this.#scheduleBeat(retryMs)
+  }
+
+  /** One batched heartbeat; returns how soon to retry (undefined: the usual period). */
   async #beat () {
     const entries = [...this.#active.values()].filter((e) => !e.lost && !e.released && !e.cancelled && !e.timedOut)
     let retryMs
@@ -516,8 +533,7 @@ class Worker extends EventEmitter {
         retryMs = 100
       }
     }
-    this.#beatTimer = null
-    this.#scheduleBeat(retryMs)
+    return retryMs
   }
 
   #lose (entry) {
@@ -578,9 +594,26 @@ class Worker extends EventEmitter {
     }
   }
 
+  /** An event for the caller's listeners: a listener that throws is reported, and the Worker goes on. */
+  #emitSafe (name, ...args) {
+    try {
+      this.emit(name, ...args)
+    } catch (e) {
+      this.#report(e)
+    }
+  }
+
+  /** An error for the 'error' listeners, else (or when one throws) a process warning; never throws. */
   #report (e) {
-    if (this.listenerCount('error') > 0) this.emit('error', e)
-    else process.emitWarning(`telha-jobs Worker ${this.#workerId}: ${e && e.stack ? e.stack : e}`)
+    if (this.listenerCount('error') > 0) {
+      try {
+        this.emit('error', e)
+        return
+      } catch (thrown) {
+        e = thrown
+      }
+    }
+    process.emitWarning(`telha-jobs Worker ${this.#workerId}: ${e && e.stack ? e.stack : e}`)
   }
 }
 

@@ -18,6 +18,12 @@ measures one round of the two figures of `make bench`'s table
 (enqueue + lease_next + complete, one job at a time) and "batch_lifecycle"
 (enqueue_many, lease_many, then complete each: the Python Queue has no
 complete_many).
+
+After them, AsyncWorker's rates (bench_async.py, issue 52): handlers that
+``await asyncio.sleep(0.005)`` at concurrency 1 to 2,000 beside the ideal
+(concurrency x 200/s) and the core's batched lifecycle, and a no-op handler
+beside the threaded Worker's; ``--async-only`` measures just those (with the
+core's figures for the comparison).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import bench_async
 import telha_jobs
 
 # bench_ref.rs's PAYLOAD, byte for byte.
@@ -229,6 +236,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=50_000)
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3, help="alternating Rust/Python rounds; the median of each figure is shown")
+    ap.add_argument("--async-only", action="store_true", help="only the AsyncWorker rows (and the core's figures)")
     a = ap.parse_args()
     if a.json:
         with tempfile.TemporaryDirectory(prefix="telha-py-bench") as d:
@@ -244,14 +252,23 @@ def main() -> None:
     rust_runs: list[dict[str, float]] = []
     py_runs: list[dict[str, float]] = []
     cost_runs: list[dict[str, float]] = []
+    async_runs: list[dict[str, float]] = []
     for r in range(a.rounds):
         with tempfile.TemporaryDirectory(prefix="telha-py-bench") as d:
             cmd = [*shlex.split(a.ref), "--n", str(a.n), "--batch", str(a.batch), "--dir", d]
             got = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
             rust_runs.append({k: float(v) for k, v in got.items()})
-            py_runs.append(python_figures(Path(d) / f"py{r}", a.n, a.batch))
-            cost_runs.append(call_costs(4 * a.n))
+            if not a.async_only:
+                py_runs.append(python_figures(Path(d) / f"py{r}", a.n, a.batch))
+                cost_runs.append(call_costs(4 * a.n))
+            async_runs.append(bench_async.figures(Path(d) / f"async{r}"))
     rust = {k: statistics.median(run[k] for run in rust_runs) for k in rust_runs[0]}
+    if a.async_only:
+        print(f"telha-jobs AsyncWorker benchmark: median of {a.rounds} rounds, Rust core measured in the same run")
+        short = bench_async.report(bench_async.median_figures(async_runs), rust["batch_lifecycle"])
+        if short:
+            print(f"below target this run: {', '.join(short)}")
+        return
     py = {k: statistics.median(run[k] for run in py_runs) for k in py_runs[0]}
 
     print(
@@ -286,6 +303,7 @@ def main() -> None:
     print(f"  {'Rust core enqueue':<58}{1e6 / rust['enqueue']:>7.3f}")
     print(f"  {'Python lease_next + complete, whole pair':<58}{1e6 / py['lease_complete']:>7.3f}")
     print(f"  {'Rust core lease_next + complete':<58}{1e6 / rust['lease_complete']:>7.3f}")
+    short += bench_async.report(bench_async.median_figures(async_runs), rust["batch_lifecycle"])
     if short:
         print(f"below target this run: {', '.join(short)}")
 

@@ -51,7 +51,8 @@ def test_results_failures_and_permanent_failures(target: Target) -> None:
         assert b is not None and b.state == "dead" and b.attempts == 1
         assert b.last_error == "PermanentError: bad document"
         assert w.counts == {"completed": 1, "failed": 3, "lost": 0, "released": 0,
-                            "cancelled": 0, "snoozed": 0, "timed_out": 0, "prefetch_released": 0}
+                            "cancelled": 0, "snoozed": 0, "timed_out": 0, "prefetch_released": 0,
+                            "errors": 0}
 
 
 def test_auto_heartbeat_keeps_a_job_leased_well_past_its_ttl(target: Target) -> None:
@@ -306,7 +307,8 @@ def check_the_job_completed_by_its_last_delivery(
     assert all(lease.lost for _, lease in calls[:-1])
     assert lost_at_return[info.generation] is False, "the delivery that completed was flagged lost"
     assert counts == {"completed": 1, "failed": 0, "lost": info.generation - 1, "released": 0,
-                      "cancelled": 0, "snoozed": 0, "timed_out": 0, "prefetch_released": 0}
+                      "cancelled": 0, "snoozed": 0, "timed_out": 0, "prefetch_released": 0,
+                      "errors": 0}
 
 
 def check_a_relapsed_lease_completes(q: telha_jobs.Queue, local: telha_jobs.Queue) -> None:

@@ -230,7 +230,7 @@ def test_the_async_worker_leases_ahead_and_batches_too(served: str) -> None:
 
     w = asyncio.run(main())
     assert w.counts["completed"] == n and w.counts["prefetch_released"] == 0, w.counts
-    assert w._batch is not None and w._batch.sent == n and w._batch.calls * 4 <= n, (w._batch.calls, n)
+    assert w.settle_sent == n and w.settle_calls * 4 <= n, (w.settle_calls, n)
     for info in completed_once(q, ids[:100]):
         assert info.result == {"n": ids.index(info.id)}
     assert q.stats()["total"]["leased"] == 0

@@ -89,7 +89,7 @@ class Lease:
 
     __slots__ = (
         "job", "ttl", "next_beat", "expires", "timeout_at", "_lost", "_why", "_event", "_progress",
-        "_then",
+        "_then", "_unstorable",
     )
 
     _events_lock = threading.Lock()
@@ -124,6 +124,9 @@ class Lease:
         self._progress: bytes | None = None
         # Follow-up jobs for the completion (``follow_up``), or None.
         self._then: list[Any] | None = None
+        # The error of the latest progress value that could not be encoded:
+        # a handler that lets it propagate fails its job for good.
+        self._unstorable: Exception | None = None
 
     @property
     def lost(self) -> bool:
@@ -170,8 +173,15 @@ class Lease:
         :class:`InvalidArgumentError` here. Only the latest report is kept;
         the worker's next heartbeat carries it (no extra write per report),
         and it then shows in ``JobInfo.progress`` and as a ``progress`` event.
-        Empty bytes are no report."""
-        b = _encode_progress(value)
+        Empty bytes are no report. A value that cannot be encoded raises
+        here (``TypeError``); a handler that lets that error propagate
+        fails its job for good, with the error as its reason (the same value
+        would be refused on every retry)."""
+        try:
+            b = _encode_progress(value)
+        except Exception as e:
+            self._unstorable = e
+            raise
         with Lease._events_lock:
             self._progress = b or None
 

@@ -113,19 +113,26 @@ class Prefetch:
         """The next fresh lease and when it arrived (``time.time()``),
         waiting up to ``timeout`` seconds; None when none came or the
         worker is stopping. Stale leases met on the way are released."""
+        got = self.take_many(1, timeout)
+        return got[0] if got else None
+
+    def take_many(self, most: int, timeout: float) -> list[tuple[Job, float]]:
+        """Up to ``most`` fresh leases and when each arrived, waiting up to
+        ``timeout`` seconds for the first; [] when none came or the worker
+        is stopping. Stale leases met on the way are released."""
         end = time.monotonic() + timeout
         stale: list[Job] = []
-        got: tuple[Job, float] | None = None
+        got: list[tuple[Job, float]] = []
         with self._cond:
             while self._taking and not self._stopping:
                 now = time.time()
-                while self._buf:
+                while self._buf and len(got) < most:
                     job, arrived = self._buf.popleft()
                     if fresh(job, arrived, now):
-                        got = (job, arrived)
-                        break
-                    stale.append(job)
-                if got is not None:
+                        got.append((job, arrived))
+                    else:
+                        stale.append(job)
+                if got:
                     break
                 left = end - time.monotonic()
                 if left <= 0:
@@ -184,7 +191,7 @@ class Prefetch:
                 self._count("lost")
             except QueueClosedError:
                 return
-            except TelhaError as e:  # it expires and is leased again
+            except Exception as e:  # noqa: BLE001 - it expires and is leased again
                 log.warning("worker %s: release of %s failed: %s", self._worker_id, job.id, e)
 
     def _sweep(self) -> None:
@@ -202,33 +209,49 @@ class Prefetch:
 
     def _feed(self) -> None:
         while True:
-            with self._cond:
-                if self._stopping:
-                    return
             try:
-                # Woken often enough to sweep well inside the shortest TTL.
-                jobs = self._stream.next_batch(self._slice)
-            except QueueClosedError:
-                with self._cond:
-                    self._stopping = True
-                    self._cond.notify_all()
-                return
-            except TelhaError as e:
-                jobs = None
-                log.error("worker %s: lease stream failed: %s", self._worker_id, e)
-            if jobs is None:  # the stream ended or failed: open another
-                if not self._reopen():
+                if not self._feed_once():
                     return
-                continue
-            if jobs:
-                arrived = time.time()
+            except Exception:  # noqa: BLE001 - never lose the feed thread
+                log.exception("worker %s: lease stream", self._worker_id)
+                try:
+                    self._count("errors")
+                except Exception:  # noqa: BLE001 - the Worker's loop is gone
+                    pass
                 with self._cond:
-                    self._buf.extend((j, arrived) for j in jobs)
-                    ttl = min(j.lease_ttl for j in jobs)
-                    self._slice = max(0.005, min(self._slice, ttl * PREFETCH_FRACTION / 4))
-                    self._last = time.monotonic()
-                    self._cond.notify_all()
-            self._sweep()
+                    if self._stopping:
+                        return
+                    self._cond.wait(0.1)
+
+    def _feed_once(self) -> bool:
+        """One read of the stream; False when the feed ends."""
+        with self._cond:
+            if self._stopping:
+                return False
+        try:
+            # Woken often enough to sweep well inside the shortest TTL.
+            jobs = self._stream.next_batch(self._slice)
+        except QueueClosedError:
+            with self._cond:
+                self._stopping = True
+                self._cond.notify_all()
+            return False
+        except TelhaError as e:
+            jobs = None
+            log.error("worker %s: lease stream failed: %s", self._worker_id, e)
+            self._count("errors")
+        if jobs is None:  # the stream ended or failed: open another
+            return self._reopen()
+        if jobs:
+            arrived = time.time()
+            with self._cond:
+                self._buf.extend((j, arrived) for j in jobs)
+                ttl = min(j.lease_ttl for j in jobs)
+                self._slice = max(0.005, min(self._slice, ttl * PREFETCH_FRACTION / 4))
+                self._last = time.monotonic()
+                self._cond.notify_all()
+        self._sweep()
+        return True
 
     def _reopen(self) -> bool:
         while True:
@@ -242,9 +265,13 @@ class Prefetch:
                 self._stream = self._open()
                 return True
             except QueueClosedError:
+                with self._cond:
+                    self._stopping = True
+                    self._cond.notify_all()
                 return False
-            except TelhaError as e:
+            except Exception as e:  # noqa: BLE001 - tried again in a second
                 log.error("worker %s: lease stream: %s", self._worker_id, e)
+                self._count("errors")
 
 
 def one_per_job(items: list[tuple[Any, Job, Any]], most: int) -> tuple[list[Any], list[Any]]:
@@ -252,18 +279,23 @@ def one_per_job(items: list[tuple[Any, Job, Any]], most: int) -> tuple[list[Any]
     the rest. ``complete_many`` answers a job named twice "lost" the second
     time without reading its generation: two deliveries of one job settling
     together (an expired lease and its successor, both run here) would lose
-    the live one. A later delivery of a job waits for the next call."""
+    the live one. A later delivery of a job waits for the next call. Walks
+    only as far as the batch needs (the rest can be long: a loop tick of
+    thousands of completions)."""
     batch: list[Any] = []
-    rest: list[Any] = []
+    later: list[Any] = []
     seen: set[str] = set()
-    for item in items:
+    i = 0
+    while i < len(items) and len(batch) < most:
+        item = items[i]
         job_id = item[1].id
-        if len(batch) < most and job_id not in seen:
+        if job_id in seen:
+            later.append(item)
+        else:
             seen.add(job_id)
             batch.append(item)
-        else:
-            rest.append(item)
-    return batch, rest
+        i += 1
+    return batch, later + items[i:] if later else items[i:]
 
 
 class SettleBatch:
@@ -328,20 +360,29 @@ class SettleBatch:
 
     def _run(self) -> None:
         while True:
-            with self._cond:
-                while not self._items and not self._closing:
-                    self._cond.wait()
-                if not self._items:
+            try:
+                if not self._run_once():
                     return
-                end = time.monotonic() + self._linger
-                while len(self._items) < self._max and not (self._closing or self._hurry):
-                    left = end - time.monotonic()
-                    if left <= 0:
-                        break
-                    self._cond.wait(left)
-                self._hurry = False
-                batch, self._items = one_per_job(self._items, self._max)
-            self._send(batch)
+            except Exception:  # noqa: BLE001 - never lose the settle thread
+                log.exception("settling a batch of completions failed")
+
+    def _run_once(self) -> bool:
+        """Gather and send one batch; False once closed with nothing left."""
+        with self._cond:
+            while not self._items and not self._closing:
+                self._cond.wait()
+            if not self._items:
+                return False
+            end = time.monotonic() + self._linger
+            while len(self._items) < self._max and not (self._closing or self._hurry):
+                left = end - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            self._hurry = False
+            batch, self._items = one_per_job(self._items, self._max)
+        self._send(batch)
+        return True
 
     def _send(self, batch: list[tuple[Any, Job, Any]]) -> None:
         self.calls += 1

@@ -72,8 +72,55 @@ def join_timeout(seconds: float) -> float:
 
 
 def failure_reason(e: BaseException) -> str:
-    text = str(e)
+    try:
+        text = str(e)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not end a Worker thread
+        text = "(its str() raised)"
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+# The reasons a job is failed for good with when what its handler produced
+# cannot be stored (the Node Worker's words, so both read the same).
+UNSTORABLE = "Permanent: the handler's result or follow-up jobs cannot be stored: "
+UNSTORABLE_PROGRESS = "Permanent: the handler's progress value cannot be stored: "
+
+
+# What encoding a value raises (py/src/payload.rs): TypeError for a type it
+# cannot encode, InvalidArgumentError (a ValueError) past a limit,
+# UnicodeEncodeError (a ValueError) for a str it cannot carry.
+UNENCODABLE = (TypeError, ValueError, OverflowError, RecursionError)
+
+
+def refusal(how: str, err: BaseException) -> str:
+    """What a settle's error means, for both Workers: "cancelled" (the
+    settle recorded the job cancelled), "lost", "closed" (the queue is
+    closed: the Worker cannot go on), "unstorable" (a completion whose
+    result or follow-ups do not encode or are refused as arguments: the
+    same values would be refused on every retry, so the job fails for
+    good), or "error" (anything else: the store or the network)."""
+    if isinstance(err, CancelledError):
+        return "cancelled"
+    if isinstance(err, LeaseLostError):
+        return "lost"
+    if isinstance(err, QueueClosedError):
+        return "closed"
+    if how == "complete" and isinstance(err, UNENCODABLE):
+        return "unstorable"
+    return "error"
+
+
+def raised_by_progress(lease: Lease, e: BaseException) -> bool:
+    """Whether a handler's exception is (or was raised from) the error its
+    ``progress()`` call met encoding a value."""
+    bad = lease._unstorable
+    seen = 0
+    cur: BaseException | None = e
+    while cur is not None and bad is not None and seen < 16:
+        if cur is bad:
+            return True
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    return False
 
 
 def after_heartbeat(
@@ -130,10 +177,14 @@ def timeout_reason(lease: Lease) -> str:
     return f"timed out after {lease.job.timeout:g}s (the kind's timeout)"
 
 
-def outcome(e: Exception) -> tuple[str, Any, Any]:
+def outcome(e: Exception, lease: Lease | None = None) -> tuple[str, Any, Any]:
     """How a handler's exception settles its job: ``(how, arg, extra)``
     for ``_settle``: Snooze → snooze; Retry → fail retryably after its
-    delay; PermanentError → fail for good; anything else → fail retryably."""
+    delay; PermanentError, or the error of a progress value that cannot be
+    stored, → fail for good; anything else → fail retryably."""
+    if lease is not None and raised_by_progress(lease, e):
+        assert lease._unstorable is not None
+        return "fail", UNSTORABLE_PROGRESS + failure_reason(lease._unstorable), False
     if isinstance(e, Snooze):
         return "snooze", e.seconds, None
     if isinstance(e, Retry):
@@ -158,6 +209,7 @@ STOP_GRACE = 0.5
 
 NEW_COUNTS = (
     "completed", "failed", "lost", "released", "cancelled", "snoozed", "timed_out", "prefetch_released",
+    "errors",
 )
 
 
@@ -262,6 +314,8 @@ class Worker:
         self._heart: threading.Thread | None = None
         self._counts = dict.fromkeys(NEW_COUNTS, 0)
         self._beat_at = 0.0  # when the heartbeat thread next wakes by itself
+        self._stop_begun = False
+        self._stop_reason: str | None = None  # why it stopped by itself
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -271,9 +325,18 @@ class Worker:
         return bool(self._threads) and not self._stopped.is_set()
 
     @property
+    def stop_reason(self) -> str | None:
+        """Why the Worker stopped by itself (its queue was closed under
+        it), or None: it is running, or :meth:`stop` stopped it."""
+        with self._cond:
+            return self._stop_reason
+
+    @property
     def counts(self) -> dict[str, int]:
         """Jobs this worker completed, failed, found lost, released on stop,
-        saw cancelled, snoozed, and failed for running past their timeout."""
+        saw cancelled, snoozed, and failed for running past their timeout;
+        ``errors``: exceptions its own machinery met (a store call that
+        failed, say), each logged, none of which ended a thread."""
         with self._cond:
             return dict(self._counts)
 
@@ -344,6 +407,11 @@ class Worker:
         on in the background, and a lease never released expires after its
         TTL. Idempotent; callable from any thread."""
         timeout = self.stop_timeout if timeout is None else seconds(timeout, "timeout")
+        with self._cond:
+            begun, self._stop_begun = self._stop_begun, True
+        if begun:  # another thread stops it: wait for that
+            self._stopped.wait(join_timeout(timeout + 10.0))
+            return
         self._stopping.set()
         self._cancel.cancel()
         if self._prefetch is not None:
@@ -377,7 +445,7 @@ class Worker:
                 self._count("released")
             except CancelledError:  # the release recorded it cancelled
                 self._count("cancelled")
-            except TelhaError as e:
+            except Exception as e:  # noqa: BLE001 - the others are still released
                 log.warning("worker %s: release of %s failed: %s", self.worker_id, lease.job.id, e)
         if self._heart is not None and self._heart is not threading.current_thread():
             self._heart.join(5.0)
@@ -401,6 +469,36 @@ class Worker:
         with self._cond:
             self._counts[what] += 1
 
+    def _error(self, what: str, e: BaseException) -> None:
+        """An exception from the Worker's own machinery: logged and counted
+        (``counts["errors"]``); the thread that met it goes on. A queue
+        closed under the Worker is no such error: it stops the Worker."""
+        if isinstance(e, QueueClosedError) or self.queue.closed:
+            self._halt(f"its queue was closed ({failure_reason(e)})")
+            return
+        log.error("worker %s: %s failed: %s", self.worker_id, what, failure_reason(e), exc_info=e)
+        self._count("errors")
+
+    def _halt(self, why: str) -> None:
+        """The Worker cannot go on (its queue was closed): say why, and stop
+        it from a thread of its own (stop() joins the Worker's threads)."""
+        with self._cond:
+            if self._stop_reason is not None or self._stopping.is_set():
+                return
+            self._stop_reason = why
+        log.error("worker %s: stopping: %s", self.worker_id, why)
+        threading.Thread(target=self.stop, name=f"{self.worker_id}-halt", daemon=True).start()
+
+    def _give_back(self, job: Job) -> None:
+        """Release a job leased as the stop began (no handler ran it)."""
+        try:
+            self.queue.release(job)
+            self._count("released")
+        except TelhaError:
+            pass
+        except Exception as e:  # noqa: BLE001 - never end the thread
+            self._error("releasing a job", e)
+
     def _loop(self) -> None:
         q = self.queue
         while not self._stopping.is_set():
@@ -412,21 +510,15 @@ class Worker:
                     wait=self.poll_wait,
                     cancel=self._cancel,
                 )
-            except QueueClosedError:
-                return
-            except TelhaError as e:
-                log.error("worker %s: lease failed: %s", self.worker_id, e)
+            except Exception as e:  # noqa: BLE001 - logged and counted, or it stops the Worker
+                self._error("lease", e)
                 self._stopping.wait(1.0)
                 continue
             if job is None:
                 continue
             if self._stopping.is_set():
                 # Leased in the instant the stop began: hand it straight back.
-                try:
-                    q.release(job)
-                    self._count("released")
-                except TelhaError:
-                    pass
+                self._give_back(job)
                 return
             self._run_one(job)
 
@@ -434,17 +526,20 @@ class Worker:
         p = self._prefetch
         assert p is not None
         while not self._stopping.is_set():
-            got = p.take(self.poll_wait)
+            try:
+                got = p.take(self.poll_wait)
+            except Exception as e:  # noqa: BLE001 - logged and counted; the thread goes on
+                self._error("taking a prefetched lease", e)
+                self._stopping.wait(1.0)
+                continue
             if got is None:
                 if p.ended:
+                    if not self._stopping.is_set():  # the feed ended by itself: the queue closed
+                        self._halt("its lease stream ended: the queue was closed")
                     return
                 continue
             if self._stopping.is_set():
-                try:
-                    self.queue.release(got[0])
-                    self._count("released")
-                except TelhaError:
-                    pass
+                self._give_back(got[0])
                 return
             self._run_one(*got)
 
@@ -460,23 +555,30 @@ class Worker:
             try:
                 result = self.handler(job)
             except Exception as e:  # the handler's failure is the job's
-                self._settle(lease, *outcome(e))
+                self._settle_guarded(lease, None, e)
             except BaseException:
                 # SystemExit / KeyboardInterrupt raised in the handler is not
                 # the job's fault: hand it back untouched, then let it end the thread.
                 with self._cond:
                     held = self._leases.pop(delivery(job), None) is lease
                 if held:
-                    try:
-                        self.queue.release(job)
-                        self._count("released")
-                    except TelhaError:
-                        pass
+                    self._give_back(job)
                 raise
             else:
-                self._settle(lease, "complete", result, None)
+                self._settle_guarded(lease, result, None)
         finally:
             _current.reset(token)
+
+    def _settle_guarded(self, lease: Lease, result: Any, raised: Exception | None) -> None:
+        """Settle a handler's outcome; whatever goes wrong doing so is the
+        Worker's error (logged, counted), never the end of its thread."""
+        try:
+            if raised is None:
+                self._settle(lease, "complete", result, None)
+            else:
+                self._settle(lease, *outcome(raised, lease))
+        except Exception as e:  # noqa: BLE001 - see the docstring
+            self._error(f"settling {lease.job.id}", e)
 
     def _settle(self, lease: Lease, how: str, arg: Any, extra: Any) -> None:
         with self._cond:
@@ -488,16 +590,17 @@ class Worker:
         self._settle_now(lease, how, arg, extra)
 
     def _batched(self, lease: Lease, result: Any, err: object) -> None:
-        """A batched completion's answer (see `SettleBatch`)."""
-        if err is None:
-            self._count("completed")
-        elif err is SettleBatch.UNSENT:
-            try:
+        """A batched completion's answer (see `SettleBatch`): each job is
+        booked on its own, so one that cannot be stored fails alone."""
+        try:
+            if err is None:
+                self._count("completed")
+            elif err is SettleBatch.UNSENT:
                 self._settle_now(lease, "complete", result, None)
-            except Exception as e:  # noqa: BLE001 - a result that does not encode
-                self._settle_failed(lease, "complete", e)
-        elif isinstance(err, TelhaError):
-            self._settle_failed(lease, "complete", err)
+            elif isinstance(err, Exception):
+                self._settle_failed(lease, "complete", err)
+        except Exception as e:  # noqa: BLE001 - never lose the settle thread
+            self._error(f"booking the completion of {lease.job.id}", e)
 
     def _settle_now(self, lease: Lease, how: str, arg: Any, extra: Any) -> None:
         q = self.queue
@@ -514,17 +617,18 @@ class Worker:
             else:
                 q.fail(lease.job, arg, retryable=bool(extra))
                 self._count("failed")
-        except TelhaError as e:
+        except Exception as e:  # noqa: BLE001 - a result that does not encode is one (see refusal)
             self._settle_failed(lease, how, e)
 
     def _settle_failed(self, lease: Lease, how: str, err: Exception) -> None:
         """Book a settle the queue refused, as one job's answer: the same
         whether it came from a single call or from a batch."""
-        if isinstance(err, CancelledError):
+        why = refusal(how, err)
+        if why == "cancelled":
             # The settle recorded the job cancelled (what a cancel asks for).
             lease._mark_lost("cancelled")
             self._count("cancelled")
-        elif isinstance(err, LeaseLostError):
+        elif why == "lost":
             lease._mark_lost()
             self._count("lost")
             log.warning(
@@ -533,18 +637,34 @@ class Worker:
                 lease.job.id,
                 lease.job.generation,
             )
-        elif unanswered(self.queue.remote, err):
-            log.error("worker %s: settling %s got no answer: %s", self.worker_id, lease.job.id, err)
-        elif not isinstance(err, QueueClosedError):
-            # A result over the size limit (or, batched, one that does not
-            # encode): fail the job with the reason.
-            log.error("worker %s: settling %s failed: %s", self.worker_id, lease.job.id, err)
+        elif why == "closed":
+            self._error(f"settling {lease.job.id}", err)
+        elif why == "unstorable":
+            # The same values would be refused on every retry: fail it for good.
+            reason = UNSTORABLE + failure_reason(err)
+            log.error("worker %s: job %s: %s", self.worker_id, lease.job.id, reason)
+            self._fail_for(lease, reason, False, "failed")
+        else:
+            self._error(f"settling {lease.job.id} ({how})", err)
+            if unanswered(self.queue.remote, err):
+                # No answer: it may have landed, and failing it now could
+                # undo a completion; unsettled, its lease expires (TTL).
+                return
             if how != "fail":
-                try:
-                    self.queue.fail(lease.job, f"could not {how}: {err}", retryable=True)
-                    self._count("failed")
-                except TelhaError:
-                    pass
+                self._fail_for(lease, f"could not {how}: {failure_reason(err)}", True, "failed")
+
+    def _fail_for(self, lease: Lease, reason: str, retryable: bool, count: str) -> None:
+        """Fail a job the Worker itself gave up on (``count``: what to count
+        when the queue took it); a refusal is booked as any settle's."""
+        try:
+            self.queue.fail(lease.job, reason, retryable=retryable)
+            self._count(count)
+        except CancelledError:
+            self._count("cancelled")
+        except LeaseLostError:
+            self._count("lost")
+        except Exception as e:  # noqa: BLE001 - logged and counted
+            self._error(f"failing {lease.job.id}", e)
 
     def _time_out(self, leases: Sequence[Lease]) -> None:
         """Fail the jobs whose handlers ran past their timeout (retryably)
@@ -556,52 +676,54 @@ class Worker:
             if not held:
                 continue
             log.warning("worker %s: job %s %s", self.worker_id, lease.job.id, timeout_reason(lease))
-            try:
-                self.queue.fail(lease.job, timeout_reason(lease), retryable=True)
-                self._count("timed_out")
-            except CancelledError:
-                self._count("cancelled")
-            except LeaseLostError:
-                self._count("lost")
-            except TelhaError as e:
-                log.error("worker %s: failing %s for its timeout failed: %s", self.worker_id, lease.job.id, e)
+            self._fail_for(lease, timeout_reason(lease), True, "timed_out")
 
     def _heartbeat(self) -> None:
-        q = self.queue
         while True:
-            with self._cond:
-                if self._stopped.is_set() or (self._stopping.is_set() and not self._leases):
-                    return
-                now = time.time()
-                late = timed_out(list(self._leases.values()), now)
-                due = [l for l in self._leases.values() if l.next_beat <= now and l not in late]
-                if not due and not late:
-                    nxt = min(
-                        (min(l.next_beat, l.timeout_at) for l in self._leases.values()),
-                        default=now + 0.5,
-                    )
-                    pause = min(max(nxt - now, 0.01), 0.5)
-                    self._beat_at = now + pause
-                    self._cond.wait(pause)
-                    self._beat_at = 0.0
-                    continue
-            if late:
-                self._time_out(late)
-            if not due:
-                continue
-            sent = time.time()
-            failed = False
-            # The handlers' latest progress rides on this heartbeat.
-            reports = take_progress(due)
             try:
-                answers = q.extend_answers([l.job for l in due], self.worker_id, progress=reports)
-            except QueueClosedError:
-                return
-            except TelhaError as e:
-                log.error("worker %s: heartbeat failed: %s", self.worker_id, e)
-                restore_progress(due, reports)
-                # Unrenewed past its deadline (the server unreachable, say),
-                # a lease is lost: the handler is told, as when extend says so.
-                failed = True
-                answers = ["renewed" if time.time() < l.expires else "lost" for l in due]
-            after_heartbeat(self.worker_id, due, answers, failed, sent)
+                if not self._beat_once():
+                    return
+            except Exception as e:  # noqa: BLE001 - never lose the heartbeat thread
+                self._error("heartbeat", e)
+                self._stopping.wait(0.1)
+
+    def _beat_once(self) -> bool:
+        """One pass of the heartbeat thread; False when it should end."""
+        q = self.queue
+        with self._cond:
+            if self._stopped.is_set() or (self._stopping.is_set() and not self._leases):
+                return False
+            now = time.time()
+            late = timed_out(list(self._leases.values()), now)
+            due = [l for l in self._leases.values() if l.next_beat <= now and l not in late]
+            if not due and not late:
+                nxt = min(
+                    (min(l.next_beat, l.timeout_at) for l in self._leases.values()),
+                    default=now + 0.5,
+                )
+                pause = min(max(nxt - now, 0.01), 0.5)
+                self._beat_at = now + pause
+                self._cond.wait(pause)
+                self._beat_at = 0.0
+                return True
+        if late:
+            self._time_out(late)
+        if not due:
+            return True
+        sent = time.time()
+        failed = False
+        # The handlers' latest progress rides on this heartbeat.
+        reports = take_progress(due)
+        try:
+            answers = q.extend_answers([l.job for l in due], self.worker_id, progress=reports)
+        except Exception as e:  # noqa: BLE001 - counted; a closed queue stops the Worker
+            restore_progress(due, reports)
+            self._error("heartbeat", e)
+            if self._stopping.is_set():
+                return not isinstance(e, QueueClosedError)
+            # Unrenewed past its deadline (the server unreachable, say),
+            # a lease is lost: the handler is told, as when extend says so.
+            failed = True
+            answers = ["renewed" if time.time() < l.expires else "lost" for l in due]
+        after_heartbeat(self.worker_id, due, answers, failed, sent)
+        return True
