@@ -304,6 +304,26 @@ pub(crate) fn render_listeners(o: &mut String, subscriptions: usize, watches: us
     );
 }
 
+/// The scope set: `telha_jobs_scopes_active` (scopes a poller without a
+/// scope filter visits) and `telha_jobs_scopes_parked` (scopes whose only
+/// work is delayed, out of the walk until it is due).
+pub(crate) fn render_scopes(o: &mut String, active: usize, parked: usize) {
+    single(
+        o,
+        "telha_jobs_scopes_active",
+        "gauge",
+        "Scopes that may have ready work (visited by any-scope polls).",
+        active as u64,
+    );
+    single(
+        o,
+        "telha_jobs_scopes_parked",
+        "gauge",
+        "Scopes whose earliest job is not yet due (not visited until then).",
+        parked as u64,
+    );
+}
+
 /// The schedules: `telha_jobs_schedules` (how many), and per schedule
 /// `telha_jobs_schedule_lag_seconds` (its last slot's enqueue minus the
 /// slot), `telha_jobs_schedule_enqueued_total` and

@@ -2,6 +2,7 @@
 //! band group's lock, move it to leased in one batch outside the lock.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rocksdb::ReadOptions;
@@ -94,12 +95,13 @@ impl Engine {
     }
 
     /// The scopes to poll, in order, each with its round-robin position
-    /// (`None` for scopes the caller named).
-    pub(super) fn scopes_for(
-        &self,
-        opts: &LeaseOptions,
-    ) -> Vec<(Option<usize>, Scope, std::sync::Arc<ScopeBands>)> {
+    /// (`None` for scopes the caller named). Without names, a lazy walk of
+    /// the active scopes: a poll that stops at the first scope with work
+    /// looks at no other.
+    pub(super) fn scopes_for(&self, opts: &LeaseOptions) -> ScopeWalk<'_> {
         if opts.scopes.is_empty() {
+            // Scopes parked until a due time that has come are active again.
+            self.bands.wake_due(self.now());
             // Round-robin over the active scopes: start just after the scope that was
             // served last, so idle scopes never hand their turn to a neighbour.
             let last = self.rr.load(std::sync::atomic::Ordering::Relaxed);
@@ -110,25 +112,37 @@ impl Engine {
                         < self.limiter.weight(&s)
                 });
             let start = if keep { last } else { last.wrapping_add(1) };
-            self.bands
-                .rotated(start)
-                .into_iter()
-                .map(|(at, s, b)| (Some(at), s, b))
-                .collect()
+            ScopeWalk::Active(self.bands.rotation(start))
         } else {
-            opts.scopes
-                .iter()
-                .filter(|s| !self.bands.is_held(s))
-                .filter_map(|s| self.bands.get(s).map(|b| (None, *s, b)))
-                .collect()
+            ScopeWalk::Named(
+                opts.scopes
+                    .iter()
+                    .filter(|s| !self.bands.is_held(s))
+                    .filter_map(|s| self.bands.get(s).map(|b| (*s, b)))
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+            )
         }
     }
 
-    /// The earliest known due time among the bands `opts` polls.
+    /// The earliest known due time among the bands `opts` polls. Called
+    /// after a poll found nothing, which left active only the scopes it
+    /// could not rule out (work arrived meanwhile, or every ready kind is
+    /// filtered, paused or limited): parked scopes answer with one load.
     fn next_due(&self, opts: &LeaseOptions) -> Option<u64> {
         let mut best: Option<u64> = self.limiter.wake_at();
         let paused = self.paused();
         let now = self.now();
+        let note = |best: &mut Option<u64>, t: u64| {
+            if t != u64::MAX {
+                *best = Some(best.map_or(t, |b| b.min(t)));
+            }
+        };
+        if opts.scopes.is_empty() {
+            // A parked scope's time bounds every band in it (waking early
+            // only costs a poll).
+            note(&mut best, self.bands.parked_until().unwrap_or(u64::MAX));
+        }
         for (_, scope, sb) in self.scopes_for(opts) {
             let blocked = if self.limiter.needs_kind() {
                 self.limiter.blocked_kinds(scope, now).0
@@ -147,9 +161,10 @@ impl Engine {
                         .min()
                         .unwrap_or(u64::MAX)
                 };
-                if t != u64::MAX {
-                    best = Some(best.map_or(t, |b| b.min(t)));
-                }
+                note(&mut best, t);
+            }
+            if best.is_some_and(|b| b <= now) {
+                break; // due now: no other scope can say sooner
             }
         }
         best
@@ -245,13 +260,20 @@ impl Engine {
             } else {
                 None
             };
-            let cursor = if state == State::Pending {
-                pending
+            let (cursor, slot) = if state == State::Pending {
+                (&mut *pending, &mut *pending_it)
             } else {
-                failed
+                (&mut *failed, &mut *failed_it)
             };
-            cursor.from = pos.successor();
+            let prefix = keys::job_band_prefix(&scope, state, prio);
+            *cursor = past_claim(slot, &prefix, pos, *cursor);
             claimed.insert((state, pos));
+            if *pending == Cursor::EMPTY && *failed == Cursor::EMPTY {
+                // Nothing ready left in this group, so no kind-index row:
+                // its kind cursors are empty too (bounded memory).
+                kinds.clear();
+                kind_its.clear();
+            }
             Ok(Got::Claim(
                 (JobKey::at(scope, state, prio, pos), Some(v), None),
                 reserved,
@@ -293,7 +315,22 @@ impl Engine {
                     None
                 };
                 if let Some(c) = kinds.get_mut(&kind) {
-                    c.from = pos.successor();
+                    let prefix = keys::kind_band_prefix(&scope, &kind, prio);
+                    let mut slot = kind_its.remove(kind.as_str());
+                    *c = past_claim(&mut slot, &prefix, pos, *c);
+                    if let Some(it) = slot {
+                        kind_its.insert(kind.clone(), it);
+                    }
+                }
+                // Every ready row has a kind-index row: with every kind
+                // band empty, the group's pending and failed bands are too
+                // (so a scope drained by kind-filtered pollers leaves the
+                // active set like any other).
+                if kinds.values().all(|c| *c == Cursor::EMPTY) {
+                    *pending = Cursor::EMPTY;
+                    *failed = Cursor::EMPTY;
+                    kinds.clear();
+                    kind_its.clear();
                 }
                 let state = match v.first().and_then(|b| State::from_byte(*b)) {
                     Some(s @ (State::Pending | State::Failed)) => s,
@@ -432,8 +469,18 @@ impl Engine {
                 State::Failed => g.failed.note_insert(pos),
                 _ => g.pending.note_insert(pos),
             }
-            if let Some(k) = c.kind.as_ref().or_else(|| kinds.get(&c.key.id)) {
-                g.kind_cursor(k).note_insert(pos);
+            // A jobs-path claim may have emptied the group's kind cursors:
+            // its kind comes from the record when the commit got no further.
+            let kind = c
+                .kind
+                .clone()
+                .or_else(|| kinds.get(&c.key.id).cloned())
+                .or_else(|| {
+                    let v = c.value.as_deref()?;
+                    codec::peek_kind(v).or_else(|| codec::decode(v).ok().map(|r| r.kind))
+                });
+            if let Some(k) = kind {
+                g.kind_cursor(&k).note_insert(pos);
             }
             drop(g);
             self.bands.activate(c.key.scope);
@@ -574,6 +621,37 @@ impl Engine {
     }
 }
 
+/// The cursor of a band after claiming its row at `pos`, found by the
+/// band's iterator `slot` (still positioned there): the next row, or empty
+/// when there is none. One step of an open iterator, so that the claim of a
+/// band's last row leaves it empty and its scope leaves the active set
+/// without another seek. `old` with its start moved past `pos` when the
+/// step cannot tell.
+fn past_claim(slot: &mut Option<BandIter>, prefix: &[u8], pos: Pos, old: Cursor) -> Cursor {
+    let fallback = Cursor {
+        from: pos.successor(),
+        ..old
+    };
+    let Some(it) = slot.as_mut() else {
+        return fallback;
+    };
+    it.0.next();
+    match it.0.key() {
+        Some(k) => match k.strip_prefix(prefix).and_then(keys::decode_pos) {
+            Some(next) => Cursor {
+                from: next,
+                next_ts: next.ts,
+            },
+            None => fallback,
+        },
+        None if it.0.status().is_ok() => {
+            *slot = None; // empty: do not keep the DB state pinned
+            Cursor::EMPTY
+        }
+        None => fallback,
+    }
+}
+
 /// Whether a limit holds `kind` back (see `Limiter::blocked_kinds`).
 fn is_blocked(blocked: &[crate::kind::KindPattern], kind: &str) -> bool {
     blocked.iter().any(|p| p.matches(kind))
@@ -584,6 +662,23 @@ fn is_blocked(blocked: &[crate::kind::KindPattern], kind: &str) -> bool {
 fn wanted(opts: &LeaseOptions, paused: &Paused, kind: &str) -> bool {
     (opts.kinds.is_empty() || opts.kinds.iter().any(|p| p.matches(kind)))
         && !paused.kinds.iter().any(|p| p.matches(kind))
+}
+
+/// The scopes a poll visits (see [`Engine::scopes_for`]).
+pub(super) enum ScopeWalk<'a> {
+    Active(super::scopes::Rotation<'a>),
+    Named(std::vec::IntoIter<(Scope, Arc<ScopeBands>)>),
+}
+
+impl Iterator for ScopeWalk<'_> {
+    type Item = (Option<usize>, Scope, Arc<ScopeBands>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            ScopeWalk::Active(r) => r.next().map(|(at, s, b)| (Some(at), s, b)),
+            ScopeWalk::Named(v) => v.next().map(|(s, b)| (None, s, b)),
+        }
+    }
 }
 
 struct Unregister<'a>(&'a Engine);

@@ -18,6 +18,7 @@ mod purge;
 mod recover;
 mod schedules;
 mod scope_counts;
+mod scopes;
 mod settle;
 mod transition;
 
