@@ -530,8 +530,9 @@ impl Queue {
         crate::metrics::render_limits(&mut out, &e.limits());
         let (subs, watches) = e.hub.counts();
         crate::metrics::render_listeners(&mut out, subs, watches);
-        let (active, parked) = e.bands.sizes();
-        crate::metrics::render_scopes(&mut out, active, parked);
+        let (active, parked, held) = e.bands.sizes();
+        let counters = e.counts.scopes_held();
+        crate::metrics::render_scopes(&mut out, active, parked, (held, counters));
         e.render_schedules(&mut out);
         Ok(out)
     }

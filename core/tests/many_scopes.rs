@@ -165,3 +165,93 @@ fn scopes_drained_by_kind_filtered_pollers_leave_the_walk() {
     assert_eq!(gauge(&s, "telha_jobs_scopes_active"), 0.0);
     assert_consistent(&s.q);
 }
+
+/// Issue 50: what the engine holds per scope follows the scopes that have
+/// work, not every scope ever seen.
+#[test]
+fn memory_per_scope_returns_to_the_live_scopes_after_pruning() {
+    let s = TestStore::with_config(telha_jobs::Config {
+        completed_retention: Some(SEC),
+        ..test_config()
+    });
+    let live = |i: u128| Scope::from_uuid(uuid::Uuid::from_u128(0x11fe_0000 + i));
+    // Live: three scopes with a job due tomorrow (band state and counters),
+    // a paused scope without jobs (band state), a scope whose only job is
+    // leased (counters: its band state is not needed until it settles).
+    for i in 0..3 {
+        s.enqueue_with(
+            "embed",
+            EnqueueOptions {
+                scope: Some(live(i)),
+                delay: Some(Duration::from_secs(86_400)),
+                ..EnqueueOptions::default()
+            },
+        );
+    }
+    s.q.pause(&telha_jobs::PauseTarget::Scope(live(3))).unwrap();
+    s.enqueue_with(
+        "embed",
+        EnqueueOptions {
+            scope: Some(live(4)),
+            ..EnqueueOptions::default()
+        },
+    );
+    let held =
+        s.q.lease_next("w", &LeaseOptions::default().scope(live(4)))
+            .unwrap()
+            .unwrap();
+    let prune_all = || loop {
+        s.advance(2 * SEC);
+        if s.q.reap().unwrap().pruned == 0 {
+            break;
+        }
+    };
+    let (batch, batches) = (1_000, 200);
+    for b in 0..batches {
+        let jobs = (0..batch)
+            .map(|i| job(scope(1_000_000 + b * batch + i), "embed"))
+            .collect();
+        s.q.enqueue_many(jobs).unwrap();
+        let leased =
+            s.q.lease_many("w", batch, &LeaseOptions::default())
+                .unwrap();
+        assert_eq!(leased.len(), batch);
+        let done = leased
+            .iter()
+            .map(|j| telha_jobs::Completion::new(j.token(), None))
+            .collect();
+        assert!(s.q.complete_many(done).unwrap().iter().all(|r| r.is_ok()));
+        if b % 20 == 19 {
+            prune_all();
+            // Bounded between passes too.
+            assert_eq!(gauge(&s, "telha_jobs_scopes_in_memory"), 4.0, "batch {b}");
+        }
+    }
+    prune_all();
+    assert_eq!(gauge(&s, "telha_jobs_scopes_in_memory"), 4.0);
+    assert_eq!(gauge(&s, "telha_jobs_scope_counters_in_memory"), 4.0);
+    // A forgotten scope comes back on its next enqueue, counted exactly.
+    let again = scope(1_000_000);
+    for _ in 0..2 {
+        s.enqueue_with(
+            "embed",
+            EnqueueOptions {
+                scope: Some(again),
+                ..EnqueueOptions::default()
+            },
+        );
+    }
+    for _ in 0..2 {
+        let j = s.must_lease("w");
+        assert_eq!(j.scope, again);
+        s.q.complete(&j.token(), None).unwrap();
+    }
+    assert!(s.lease("w").is_none());
+    s.q.complete(&held.token(), None).unwrap();
+    assert_consistent(&s.q);
+    prune_all();
+    // The leased job's scope was rebuilt by nothing: a completion needs no
+    // band state. Left: the delayed three and the paused one.
+    assert_eq!(gauge(&s, "telha_jobs_scopes_in_memory"), 4.0);
+    assert_eq!(gauge(&s, "telha_jobs_scope_counters_in_memory"), 3.0);
+}

@@ -162,6 +162,23 @@ impl ScopeBands {
             .clone()
     }
 
+    /// Nothing here a poller could find: every band empty and nothing
+    /// claimed, and no other thread holding a group (see
+    /// [`Bands::forget_idle`], which holds the scope set's write lock, so
+    /// it only tries the group locks). Kind cursors are not looked at: with
+    /// the pending and failed bands empty there is no kind-index row.
+    pub fn is_idle(&self) -> bool {
+        let Ok(prios) = self.prios.try_read() else {
+            return false;
+        };
+        prios.values().all(|g| {
+            Arc::strong_count(g) == 1
+                && g.try_lock().is_ok_and(|g| {
+                    g.pending == Cursor::EMPTY && g.failed == Cursor::EMPTY && g.claimed.is_empty()
+                })
+        })
+    }
+
     /// The groups, most urgent first.
     pub fn groups(&self) -> Vec<(u8, Group)> {
         self.prios

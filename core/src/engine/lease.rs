@@ -304,6 +304,9 @@ impl Engine {
                     }
                 }
                 let Some((kind, pos, v)) = best else {
+                    // Kind bands seen empty need no cursor (bounded memory
+                    // under many kinds); a row written later notes one.
+                    kinds.retain(|_, c| *c != Cursor::EMPTY);
                     return Ok(Got::Nothing);
                 };
                 let reserved = if limited {

@@ -51,8 +51,15 @@ impl Default for Bands {
 
 #[derive(Debug, Default)]
 struct BandsInner {
-    order: Vec<Scope>,
+    /// Round-robin position → scope. Positions are handed out in first-seen
+    /// order and never reused: a forgotten scope comes back at the end, as
+    /// a new tenant would.
+    order: HashMap<usize, Scope>,
+    next_at: usize,
     map: HashMap<Scope, (usize, Arc<ScopeBands>)>,
+    /// Scopes [`Bands::forget_idle`] looks at: new ones, and those a poller
+    /// took out of the walk since its last pass.
+    drained: HashSet<Scope>,
     /// Round-robin position → scope, for the scopes that may have ready work.
     active: BTreeMap<usize, Scope>,
     /// (due time, position) of the parked scopes, and each one's due time.
@@ -104,9 +111,11 @@ impl Bands {
             return b.clone();
         }
         let b = Arc::new(ScopeBands::default());
-        let at = w.order.len();
+        let at = w.next_at;
+        w.next_at += 1;
         w.map.insert(s, (at, b.clone()));
-        w.order.push(s);
+        w.order.insert(at, s);
+        w.drained.insert(s);
         b
     }
 
@@ -139,7 +148,9 @@ impl Bands {
     pub fn deactivate(&self, at: usize, sb: &ScopeBands, epoch: u64) {
         let mut w = self.write();
         if sb.epoch.load(Ordering::SeqCst) == epoch {
-            w.active.remove(&at);
+            if let Some(s) = w.active.remove(&at) {
+                w.drained.insert(s);
+            }
         }
     }
 
@@ -168,8 +179,9 @@ impl Bands {
             }
             w.parked.pop_first();
             w.parked_at.remove(&at);
-            let s = w.order[at];
-            w.active.insert(at, s);
+            if let Some(&s) = w.order.get(&at) {
+                w.active.insert(at, s);
+            }
         }
         self.wake.store(w.earliest_parked(), Ordering::SeqCst);
     }
@@ -246,17 +258,55 @@ impl Bands {
 
     /// The scope at round-robin position `at`.
     pub fn scope_at(&self, at: usize) -> Option<Scope> {
-        self.read().order.get(at).copied()
+        self.read().order.get(&at).copied()
     }
 
-    /// (active, parked) scope counts, for metrics.
-    pub fn sizes(&self) -> (usize, usize) {
+    /// (active, parked, held in memory) scope counts, for metrics.
+    pub fn sizes(&self) -> (usize, usize, usize) {
         let r = self.read();
-        (r.active.len(), r.parked.len())
+        (r.active.len(), r.parked.len(), r.map.len())
     }
 
-    pub fn scopes(&self) -> Vec<Scope> {
-        self.read().order.clone()
+    /// Forget the band state of every scope a poller has nothing to find
+    /// in: out of the walk (not active, parked, paused or held), every band
+    /// empty, nothing claimed, and no other thread holding its bands (a
+    /// writer about to note a row holds its group). The next row written
+    /// to it builds it afresh, which is exact: a forgotten band was empty,
+    /// and an absent one is. Only the scopes deactivated or created since
+    /// the last pass are looked at (and those still busy then); the write
+    /// lock is taken per chunk, and group locks only by `try_lock` (the
+    /// lock order puts groups above the scope set). Returns how many.
+    pub fn forget_idle(&self) -> usize {
+        let candidates: Vec<Scope> = std::mem::take(&mut self.write().drained)
+            .into_iter()
+            .collect();
+        let mut forgotten = 0;
+        for chunk in candidates.chunks(1024) {
+            let mut w = self.write();
+            for s in chunk {
+                let Some((at, sb)) = w.map.get(s) else {
+                    continue;
+                };
+                let at = *at;
+                if w.active.contains_key(&at)
+                    || w.parked_at.contains_key(&at)
+                    || w.paused.contains(s)
+                    || w.held.contains(s)
+                {
+                    // Back in the walk, or kept: a later deactivation
+                    // (after the resume or the unhold) brings it back here.
+                    continue;
+                }
+                if Arc::strong_count(sb) != 1 || !sb.is_idle() {
+                    w.drained.insert(*s); // busy right now: next pass
+                    continue;
+                }
+                w.map.remove(s);
+                w.order.remove(&at);
+                forgotten += 1;
+            }
+        }
+        forgotten
     }
 
     /// Drop every cached iterator (reaper passes, and before the DB closes).
@@ -374,6 +424,32 @@ mod tests {
         b.activate(s1);
         b.park(0, &sb1, seen, 300);
         assert_eq!(b.rotated(0).len(), 2);
+    }
+
+    #[test]
+    fn an_idle_scope_is_forgotten_and_comes_back_last_in_the_turn() {
+        let b = Bands::default();
+        let (s1, s2) = (Scope::from_bytes([1; 16]), Scope::from_bytes([2; 16]));
+        b.activate(s1);
+        b.activate(s2);
+        b.pause(s2);
+        let sb = b.scope(s1);
+        b.deactivate(0, &sb, sb.epoch.load(Ordering::SeqCst));
+        assert_eq!(b.forget_idle(), 0, "held by this test");
+        drop(sb);
+        // A band with a row noted is not idle.
+        lock(&b.scope(s1).group(0)).pending = super::super::bands::Cursor {
+            from: crate::store::keys::Pos::MAX,
+            next_ts: 5,
+        };
+        assert_eq!(b.forget_idle(), 0);
+        lock(&b.scope(s1).group(0)).pending = super::super::bands::Cursor::EMPTY;
+        assert_eq!(b.forget_idle(), 1, "the paused one stays");
+        assert_eq!(b.sizes(), (0, 0, 1));
+        b.activate(s1);
+        b.resume(s2);
+        let order: Vec<Scope> = b.rotated(0).into_iter().map(|r| r.1).collect();
+        assert_eq!(order, vec![s2, s1], "s1 is a new tenant now");
     }
 
     #[test]
