@@ -1,11 +1,9 @@
 //! lease_next / lease_many: find the most urgent ready job, claim it under its
 //! band group's lock, move it to leased in one batch outside the lock.
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use rocksdb::ReadOptions;
 
 use crate::control::Paused;
 use crate::error::{Error, Result};
@@ -16,7 +14,8 @@ use crate::store::codec;
 use crate::store::keys::{self, JobKey, Pos};
 use crate::store::{self as st};
 
-use super::bands::{self, BandGroup, BandIter, Cursor, Group, ScopeBands};
+use super::bands::{self, BandGroup, Cursor, Group, ScopeBands};
+use super::peek::past_claim;
 use super::transition::Tx;
 use super::Engine;
 
@@ -357,106 +356,6 @@ impl Engine {
         }
     }
 
-    /// The first unclaimed row of a band that is due, reading from the
-    /// band's cursor with the iterator bounded to the band. Moves the cursor
-    /// past what it learns is dead, and records when the band's head is due.
-    #[allow(clippy::too_many_arguments)]
-    fn peek(
-        &self,
-        cf: &rocksdb::ColumnFamily,
-        prefix: &[u8],
-        state: Option<State>,
-        cursor: &mut Cursor,
-        slot: &mut Option<BandIter>,
-        now: u64,
-        claimed: &HashSet<(State, Pos)>,
-    ) -> Result<Option<(Pos, Vec<u8>)>> {
-        let found = self.peek_with(cf, prefix, state, cursor, slot, now, claimed);
-        if !matches!(found, Ok(Some(_))) {
-            // Idle, empty or failed: do not keep the DB state pinned.
-            *slot = None;
-        }
-        found
-    }
-
-    /// `state` is the band's state (jobs CF), or `None` in the kind index,
-    /// where each entry's value says it.
-    #[allow(clippy::too_many_arguments)]
-    fn peek_with(
-        &self,
-        cf: &rocksdb::ColumnFamily,
-        prefix: &[u8],
-        state: Option<State>,
-        cursor: &mut Cursor,
-        slot: &mut Option<BandIter>,
-        now: u64,
-        claimed: &HashSet<(State, Pos)>,
-    ) -> Result<Option<(Pos, Vec<u8>)>> {
-        // Refresh the band's iterator (to see every commit before this lock
-        // was taken), or create one bounded to the band.
-        if let Some(it) = slot.as_mut() {
-            if it.0.refresh().is_err() {
-                *slot = None;
-            }
-        }
-        let it = match slot {
-            Some(it) => &mut it.0,
-            None => {
-                let mut ro = ReadOptions::default();
-                ro.set_iterate_lower_bound(prefix.to_vec());
-                if let Some(upper) = keys::prefix_end(prefix) {
-                    ro.set_iterate_upper_bound(upper);
-                }
-                let it = self.db().raw_iterator_cf_opt(cf, ro);
-                // SAFETY: see `BandIter`: the engine drops every cached
-                // iterator before it closes the DB this one borrows.
-                let it = unsafe {
-                    std::mem::transmute::<
-                        rocksdb::DBRawIteratorWithThreadMode<'_, rocksdb::DB>,
-                        rocksdb::DBRawIteratorWithThreadMode<'static, rocksdb::DB>,
-                    >(it)
-                };
-                &mut slot.insert(BandIter(it)).0
-            }
-        };
-        let mut target = Vec::with_capacity(prefix.len() + 24);
-        target.extend_from_slice(prefix);
-        target.extend_from_slice(&cursor.from.encode());
-        it.seek(&target);
-        let mut first = true;
-        while let Some(k) = it.key() {
-            let Some(pos) = k.strip_prefix(prefix).and_then(keys::decode_pos) else {
-                let e = Error::Corruption("malformed key inside a band".into());
-                self.report_corrupt(k, None, &e);
-                it.next();
-                continue;
-            };
-            if first {
-                // Everything between the old cursor and here is dead.
-                cursor.from = pos;
-                first = false;
-            }
-            if pos.ts > now {
-                cursor.next_ts = pos.ts;
-                return Ok(None);
-            }
-            let row_state = state.or_else(|| {
-                it.value()
-                    .and_then(|v| v.first())
-                    .and_then(|b| State::from_byte(*b))
-            });
-            if row_state.is_some_and(|st| claimed.contains(&(st, pos))) {
-                it.next();
-                continue;
-            }
-            cursor.next_ts = pos.ts;
-            return Ok(Some((pos, it.value().unwrap_or_default().to_vec())));
-        }
-        it.status()?;
-        *cursor = Cursor::EMPTY;
-        Ok(None)
-    }
-
     /// Give claims back after a failed commit (their rows are still there),
     /// with the flow-control slots they still hold.
     pub(super) fn unclaim(&self, claims: &[Claim], kinds: &HashMap<JobId, String>) {
@@ -621,37 +520,6 @@ impl Engine {
                 .unreserve(c.key.scope, r.as_deref(), &self.bands);
             self.notifier.bump();
         }
-    }
-}
-
-/// The cursor of a band after claiming its row at `pos`, found by the
-/// band's iterator `slot` (still positioned there): the next row, or empty
-/// when there is none. One step of an open iterator, so that the claim of a
-/// band's last row leaves it empty and its scope leaves the active set
-/// without another seek. `old` with its start moved past `pos` when the
-/// step cannot tell.
-fn past_claim(slot: &mut Option<BandIter>, prefix: &[u8], pos: Pos, old: Cursor) -> Cursor {
-    let fallback = Cursor {
-        from: pos.successor(),
-        ..old
-    };
-    let Some(it) = slot.as_mut() else {
-        return fallback;
-    };
-    it.0.next();
-    match it.0.key() {
-        Some(k) => match k.strip_prefix(prefix).and_then(keys::decode_pos) {
-            Some(next) => Cursor {
-                from: next,
-                next_ts: next.ts,
-            },
-            None => fallback,
-        },
-        None if it.0.status().is_ok() => {
-            *slot = None; // empty: do not keep the DB state pinned
-            Cursor::EMPTY
-        }
-        None => fallback,
     }
 }
 

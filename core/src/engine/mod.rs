@@ -13,6 +13,7 @@ mod leases;
 mod limiter;
 mod notifier;
 mod pause;
+mod peek;
 mod prune;
 mod purge;
 mod recover;

@@ -143,10 +143,12 @@ impl Engine {
     }
 
     /// The reaper pass's sweep of per-scope memory: band state of idle
-    /// scopes, counters of scopes without jobs, pruning cursors of bands
-    /// with no row left in their state.
-    pub(crate) fn forget_idle(&self) {
+    /// scopes, kind cursors of kinds a busy group no longer has, counters
+    /// of scopes without jobs, pruning cursors of bands with no row left in
+    /// their state.
+    pub(crate) fn forget_idle(&self) -> Result<()> {
         self.bands.forget_idle();
+        self.tidy_kind_cursors()?;
         self.counts.sweep();
         let stale: Vec<(Scope, State, u8)> = {
             let c = self.prune_cursors.lock().unwrap_or_else(|p| p.into_inner());
@@ -162,5 +164,6 @@ impl Engine {
                 c.remove(&k);
             }
         }
+        Ok(())
     }
 }

@@ -309,10 +309,18 @@ impl Bands {
         forgotten
     }
 
+    /// Every scope held in memory, with its bands.
+    pub fn all(&self) -> Vec<(Scope, Arc<ScopeBands>)> {
+        self.read()
+            .map
+            .iter()
+            .map(|(s, (_, b))| (*s, b.clone()))
+            .collect()
+    }
+
     /// Drop every cached iterator (reaper passes, and before the DB closes).
     pub fn clear_iterators(&self) {
-        let all: Vec<Arc<ScopeBands>> = self.read().map.values().map(|(_, b)| b.clone()).collect();
-        for sb in all {
+        for (_, sb) in self.all() {
             for (_, g) in sb.groups() {
                 lock(&g).clear_iterators();
             }
