@@ -2,12 +2,12 @@
 //! set after N lifecycles with a new scope per job, beside the same run with
 //! one scope for all, each in a fresh process.
 //!
-//! `cargo run --release -p telha-jobs --example soak_scopes -- [--n N] [--batch B]`
+//! `cargo run --release -p telha-jobs --example soak_scopes -- [--n N] [--batch B] [--reap-every R]`
 //! (`make bench-memory`, N = 1,000,000 unless `SOAK_N` says otherwise).
 //! Each run enqueues, leases and completes `batch` jobs at a time
 //! (`enqueue_many`, `lease_many`, `complete_many`, a fresh idempotency key
 //! per job) on a manual clock that moves one second per batch, with
-//! `completed_retention` one second and a reaper pass every ten batches, so
+//! `completed_retention` one second and a reaper pass every R batches (10), so
 //! finished jobs are pruned as they would be in service. RocksDB's memory
 //! settings are the store's own (its `OPTIONS` file, printed), unchanged.
 
@@ -90,7 +90,7 @@ fn rocksdb_memory_settings(dir: &std::path::Path) -> Vec<String> {
 }
 
 /// One run in this process: prints `rss_kib=<n> hwm_kib=<n>` and settings.
-fn child(new_scope_each: bool, n: usize, batch: usize) {
+fn child(new_scope_each: bool, n: usize, batch: usize, reap_every: usize) {
     let base = std::env::var_os("TELHA_BENCH_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(std::env::temp_dir);
@@ -132,7 +132,7 @@ fn child(new_scope_each: bool, n: usize, batch: usize) {
             .collect();
         q.complete_many(done).expect("complete");
         clock.advance(Duration::from_secs(1));
-        if b % 10 == 9 {
+        if b % reap_every == reap_every - 1 {
             q.reap().expect("reap");
         }
     }
@@ -160,8 +160,9 @@ fn child(new_scope_each: bool, n: usize, batch: usize) {
 fn main() {
     let n = num("--n", 1_000_000);
     let batch = num("--batch", 1_000);
+    let reap_every = num("--reap-every", 10).max(1);
     if let Some(mode) = arg("--mode") {
-        child(mode == "new", n, batch);
+        child(mode == "new", n, batch, reap_every);
         return;
     }
     let exe = std::env::current_exe().expect("own path");
