@@ -9,7 +9,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/telha-jobs/target
 CARGO ?= cargo
 PROFILE := --release
 
-.PHONY: all deps build test test-core lint fmt doc demo demo-rust bench bench-core bench-quick install clean-store generated
+.PHONY: all deps build test test-core lint fmt doc demo demo-rust bench bench-core bench-quick bench-memory install clean-store generated
 
 # Each front end (C, Python, Node, CLI) keeps its rules in mk/<name>.mk and
 # adds its targets to these lists; `make test` runs them after the core.
@@ -72,6 +72,12 @@ BENCH_REF = $(CARGO) run $(PROFILE) -q -p telha-jobs --example bench_ref --
 
 bench-quick:
 	$(CARGO) bench -p telha-jobs --bench queue -- --quick
+
+## Resident memory after SOAK_N lifecycles with a new scope per job, beside
+## one scope for all, each in a fresh process (issue 50). A few minutes.
+SOAK_N ?= 1000000
+bench-memory:
+	$(CARGO) run $(PROFILE) -q -p telha-jobs --example soak_scopes -- --n $(SOAK_N)
 
 ## Installs what the front ends' mk/ files contribute (library, header,
 ## pkg-config file, CLI) under $$(PREFIX).

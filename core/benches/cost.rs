@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use rocksdb::{ColumnFamilyDescriptor, Options, WriteBatch, DB};
 use telha_jobs::store::{counters_merge, COUNTERS_MERGE_NAME};
-use telha_jobs::{Config, EnqueueOptions, LeaseOptions, NewJob, Queue};
+use telha_jobs::{Config, EnqueueOptions, LeaseOptions, NewJob, Queue, Scope};
 
 fn dir(name: &str) -> tempfile::TempDir {
     let base = std::env::var_os("TELHA_BENCH_DIR")
@@ -150,6 +150,41 @@ fn core_pairs(n: usize) -> f64 {
     (n / 1000 * 1000) as f64 / t0.elapsed().as_secs_f64()
 }
 
+/// µs per lease_next + complete on the any-scope poll with `scopes` active
+/// scopes of one ready job each beside a busy scope (issue 49: a lease must
+/// not cost more with more tenants waiting), over `n` pairs.
+fn active_scopes_us(scopes: usize, n: usize) -> f64 {
+    let (_d, q) = queue("active");
+    let payload = vec![5u8; 56];
+    let in_scope = |sc: Scope| {
+        NewJob::new("embed", payload.clone()).with(EnqueueOptions {
+            scope: Some(sc),
+            ..EnqueueOptions::default()
+        })
+    };
+    let busy = Scope::from_uuid(uuid::Uuid::from_u128(1));
+    for _ in 0..n.div_ceil(1000) {
+        q.enqueue_many((0..1000).map(|_| in_scope(busy)).collect())
+            .unwrap();
+    }
+    let all: Vec<Scope> = (0..scopes)
+        .map(|i| Scope::from_uuid(uuid::Uuid::from_u128(1_000 + i as u128)))
+        .collect();
+    for chunk in all.chunks(1000) {
+        q.enqueue_many(chunk.iter().map(|sc| in_scope(*sc)).collect())
+            .unwrap();
+    }
+    let t0 = Instant::now();
+    for _ in 0..n {
+        let j = q
+            .lease_next("w", &LeaseOptions::default())
+            .unwrap()
+            .unwrap();
+        q.complete(&j.token(), None).unwrap();
+    }
+    t0.elapsed().as_secs_f64() * 1e6 / n as f64
+}
+
 /// µs per lifecycle (enqueue, lease, complete) with a payload of `len` bytes.
 fn lifecycle_us(n: usize, len: usize) -> f64 {
     let (_d, q) = queue("lifecycle");
@@ -199,6 +234,33 @@ fn main() {
     );
     if pairs_only {
         return;
+    }
+    // Lease cost against the number of active scopes (1 thread).
+    let counts: &[usize] = if quick {
+        &[1, 1_000, 10_000]
+    } else {
+        &[1, 1_000, 10_000, 100_000]
+    };
+    let per = (n / 5).max(1_000);
+    let mut one = 0.0;
+    for &c in counts {
+        // The best of three stores: the rows are compared with each other,
+        // and a loaded machine only ever makes a run slower.
+        let us = (0..3)
+            .map(|_| active_scopes_us(c, per))
+            .fold(f64::INFINITY, f64::min);
+        if c == 1 {
+            one = us;
+        }
+        row(
+            &format!("lease_next + complete, {c} active scopes + a busy one"),
+            format!("{us:.1} µs"),
+            format!(
+                "{:.2}× 1 scope (≤ 1.5×), {:.2}× raw",
+                us / one,
+                us * raw_pairs / 1e6
+            ),
+        );
     }
     let small = lifecycle_us(n, 100);
     row(

@@ -69,6 +69,33 @@ impl<K: std::hash::Hash + Eq + Clone> CountMap<K> {
     fn clear(&self) {
         self.0.write().unwrap_or_else(|p| p.into_inner()).clear();
     }
+
+    /// Drop the keys whose counts are all zero. Exact: an absent key
+    /// counts zero, and a later delta recreates it (under the write lock,
+    /// so no `add` is between its read and its increments meanwhile).
+    fn sweep(&self) {
+        self.0
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|_, c| c.iter().any(|a| a.load(Ordering::Relaxed) != 0));
+    }
+
+    fn len(&self) -> usize {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// The keys with a non-zero count in any of `states`.
+    fn keys_with(&self, states: &[State]) -> Vec<K> {
+        let r = self.0.read().unwrap_or_else(|p| p.into_inner());
+        r.iter()
+            .filter(|(_, c)| {
+                states
+                    .iter()
+                    .any(|st| c[st.index()].load(Ordering::Relaxed) != 0)
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
 }
 
 /// The in-memory mirror of the counters column family: per kind and per
@@ -87,6 +114,32 @@ impl Counts {
 
     pub fn add_scope(&self, scope: &Scope, delta: &PerState<i64>) {
         self.by_scope.add(scope, delta);
+    }
+
+    /// The scopes with a job in one of `states` (exact: the counters are).
+    pub fn scopes_with(&self, states: &[State]) -> Vec<Scope> {
+        self.by_scope.keys_with(states)
+    }
+
+    /// Forget the kinds and scopes that have no job in any state (the
+    /// reaper's pass), so memory follows the jobs kept, not every scope
+    /// ever seen. Returns the per-scope entries kept.
+    pub fn sweep(&self) -> usize {
+        self.by_kind.sweep();
+        self.by_scope.sweep();
+        self.by_scope.len()
+    }
+
+    /// Whether `scope` has a job in `state`.
+    pub fn has(&self, scope: &Scope, state: State) -> bool {
+        let r = self.by_scope.0.read().unwrap_or_else(|p| p.into_inner());
+        r.get(scope)
+            .is_some_and(|c| c[state.index()].load(Ordering::Relaxed) != 0)
+    }
+
+    /// Per-scope entries held in memory (for metrics).
+    pub fn scopes_held(&self) -> usize {
+        self.by_scope.len()
     }
 
     /// Forget the per-scope counts (before they are rebuilt by a scan).
@@ -301,6 +354,42 @@ pub(crate) fn render_listeners(o: &mut String, subscriptions: usize, watches: us
         "gauge",
         "Pending waits for a job to finish (Queue::wait, WaitJob).",
         watches as u64,
+    );
+}
+
+/// The scope set: `telha_jobs_scopes_active` (scopes a poller without a
+/// scope filter visits), `telha_jobs_scopes_parked` (scopes whose only
+/// work is delayed, out of the walk until it is due), and what the engine
+/// holds per scope: `telha_jobs_scopes_in_memory` (band state) and
+/// `telha_jobs_scope_counters_in_memory` (the counters' mirror).
+pub(crate) fn render_scopes(o: &mut String, active: usize, parked: usize, held: (usize, usize)) {
+    single(
+        o,
+        "telha_jobs_scopes_in_memory",
+        "gauge",
+        "Scopes whose band state is held in memory (forgotten when idle).",
+        held.0 as u64,
+    );
+    single(
+        o,
+        "telha_jobs_scope_counters_in_memory",
+        "gauge",
+        "Scopes whose counters are mirrored in memory (those with jobs).",
+        held.1 as u64,
+    );
+    single(
+        o,
+        "telha_jobs_scopes_active",
+        "gauge",
+        "Scopes that may have ready work (visited by any-scope polls).",
+        active as u64,
+    );
+    single(
+        o,
+        "telha_jobs_scopes_parked",
+        "gauge",
+        "Scopes whose earliest job is not yet due (not visited until then).",
+        parked as u64,
     );
 }
 

@@ -521,7 +521,7 @@ impl Queue {
 
     /// Prometheus text exposition: job counts, leases in flight, transitions
     /// and corrupt records since open, reaper passes, what is paused, live
-    /// subscriptions and job watches.
+    /// subscriptions and job watches, the scopes pollers visit.
     /// `Closed` after `close`.
     pub fn metrics(&self) -> Result<String> {
         let e = self.engine()?;
@@ -530,6 +530,9 @@ impl Queue {
         crate::metrics::render_limits(&mut out, &e.limits());
         let (subs, watches) = e.hub.counts();
         crate::metrics::render_listeners(&mut out, subs, watches);
+        let (active, parked, held) = e.bands.sizes();
+        let counters = e.counts.scopes_held();
+        crate::metrics::render_scopes(&mut out, active, parked, (held, counters));
         e.render_schedules(&mut out);
         Ok(out)
     }

@@ -18,13 +18,15 @@
 //! after the commit, so a poller that no longer sees a claim also no longer
 //! sees the row.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use crate::job::{Scope, State};
+use crate::job::State;
+
+pub(crate) use super::scopes::Bands;
 use crate::store::keys::Pos;
 
 /// Where the live rows of a band begin, as far as this process knows.
@@ -160,6 +162,23 @@ impl ScopeBands {
             .clone()
     }
 
+    /// Nothing here a poller could find: every band empty and nothing
+    /// claimed, and no other thread holding a group (see
+    /// [`Bands::forget_idle`], which holds the scope set's write lock, so
+    /// it only tries the group locks). Kind cursors are not looked at: with
+    /// the pending and failed bands empty there is no kind-index row.
+    pub fn is_idle(&self) -> bool {
+        let Ok(prios) = self.prios.try_read() else {
+            return false;
+        };
+        prios.values().all(|g| {
+            Arc::strong_count(g) == 1
+                && g.try_lock().is_ok_and(|g| {
+                    g.pending == Cursor::EMPTY && g.failed == Cursor::EMPTY && g.claimed.is_empty()
+                })
+        })
+    }
+
     /// The groups, most urgent first.
     pub fn groups(&self) -> Vec<(u8, Group)> {
         self.prios
@@ -168,174 +187,6 @@ impl ScopeBands {
             .iter()
             .map(|(p, g)| (*p, g.clone()))
             .collect()
-    }
-}
-
-/// Every scope this process has seen, in first-seen order for round-robin,
-/// and the subset that may have work (*active*), so that a poller with no
-/// scope filter visits busy tenants only, however many idle ones exist.
-///
-/// A scope becomes active when a pending or failed row is written to it
-/// ([`Bands::activate`], after the row's cursor was lowered) and inactive when
-/// a poller finds its pending and failed bands empty. The scope's `epoch`,
-/// bumped by every activation before it looks at the active set, keeps a
-/// poller from deactivating a scope that received work while it looked.
-#[derive(Debug, Default)]
-pub(crate) struct Bands {
-    inner: RwLock<BandsInner>,
-}
-
-#[derive(Debug, Default)]
-struct BandsInner {
-    order: Vec<Scope>,
-    map: HashMap<Scope, (usize, Arc<ScopeBands>)>,
-    active: BTreeSet<usize>,
-    /// Paused scopes: never active while paused, so pollers without a
-    /// scope filter do not even look at them.
-    paused: HashSet<Scope>,
-    /// Scopes held back by a flow-control limit (at their cap, or out of
-    /// tokens): inactive like paused ones until the limit frees them.
-    held: HashSet<Scope>,
-}
-
-impl Bands {
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, BandsInner> {
-        self.inner.read().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BandsInner> {
-        self.inner.write().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub fn scope(&self, s: Scope) -> Arc<ScopeBands> {
-        if let Some((_, b)) = self.read().map.get(&s) {
-            return b.clone();
-        }
-        let mut w = self.write();
-        if let Some((_, b)) = w.map.get(&s) {
-            return b.clone();
-        }
-        let b = Arc::new(ScopeBands::default());
-        let at = w.order.len();
-        w.map.insert(s, (at, b.clone()));
-        w.order.push(s);
-        b
-    }
-
-    pub fn get(&self, s: &Scope) -> Option<Arc<ScopeBands>> {
-        self.read().map.get(s).map(|(_, b)| b.clone())
-    }
-
-    /// `s` may have work (call after lowering the cursor of the row written).
-    pub fn activate(&self, s: Scope) {
-        let sb = self.scope(s);
-        sb.epoch.fetch_add(1, Ordering::SeqCst);
-        let at = {
-            let r = self.read();
-            if r.paused.contains(&s) || r.held.contains(&s) {
-                return;
-            }
-            match r.map.get(&s) {
-                Some((at, _)) if r.active.contains(at) => return,
-                Some((at, _)) => *at,
-                None => return,
-            }
-        };
-        self.write().active.insert(at);
-    }
-
-    /// `s` was seen empty by a poller that read `epoch` before it looked;
-    /// deactivate it unless work arrived since.
-    pub fn deactivate(&self, at: usize, sb: &ScopeBands, epoch: u64) {
-        let mut w = self.write();
-        if sb.epoch.load(Ordering::SeqCst) == epoch {
-            w.active.remove(&at);
-        }
-    }
-
-    /// The active scopes with their round-robin position, starting at the
-    /// first position at or after `start` and wrapping.
-    pub fn rotated(&self, start: usize) -> Vec<(usize, Scope, Arc<ScopeBands>)> {
-        let r = self.read();
-        let n = r.order.len();
-        if n == 0 {
-            return Vec::new();
-        }
-        let start = start % n;
-        r.active
-            .range(start..)
-            .chain(r.active.range(..start))
-            .map(|&at| {
-                let s = r.order[at];
-                (at, s, r.map[&s].1.clone())
-            })
-            .collect()
-    }
-
-    /// Pause `s`: it leaves the active set until [`Bands::resume`].
-    pub fn pause(&self, s: Scope) {
-        let sb = self.scope(s);
-        let mut w = self.write();
-        w.paused.insert(s);
-        if let Some((at, _)) = w.map.get(&s).map(|(at, b)| (*at, b.clone())) {
-            w.active.remove(&at);
-        }
-        drop(w);
-        // A poller that read the epoch before the pause must not
-        // reactivate it by mistake: deactivation compares epochs.
-        sb.epoch.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// Resume `s`: active again (a poller deactivates it if it is empty).
-    pub fn resume(&self, s: Scope) {
-        self.write().paused.remove(&s);
-        self.activate(s);
-    }
-
-    /// Hold `s` back (a limit is reached): it leaves the active set until
-    /// [`Bands::unhold`], without a poller ever seeking in it.
-    pub fn hold(&self, s: Scope) {
-        let sb = self.scope(s);
-        let mut w = self.write();
-        w.held.insert(s);
-        if let Some((at, _)) = w.map.get(&s).map(|(at, b)| (*at, b.clone())) {
-            w.active.remove(&at);
-        }
-        drop(w);
-        sb.epoch.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// End the hold of `s` (a slot or a token freed): active again.
-    pub fn unhold(&self, s: Scope) {
-        let was = self.write().held.remove(&s);
-        if was {
-            self.activate(s);
-        }
-    }
-
-    /// Whether `s` is paused or held back.
-    pub fn is_held(&self, s: &Scope) -> bool {
-        let r = self.read();
-        r.paused.contains(s) || r.held.contains(s)
-    }
-
-    /// The scope at round-robin position `at`.
-    pub fn scope_at(&self, at: usize) -> Option<Scope> {
-        self.read().order.get(at).copied()
-    }
-
-    pub fn scopes(&self) -> Vec<Scope> {
-        self.read().order.clone()
-    }
-
-    /// Drop every cached iterator (reaper passes, and before the DB closes).
-    pub fn clear_iterators(&self) {
-        let all: Vec<Arc<ScopeBands>> = self.read().map.values().map(|(_, b)| b.clone()).collect();
-        for sb in all {
-            for (_, g) in sb.groups() {
-                lock(&g).clear_iterators();
-            }
-        }
     }
 }
 
@@ -354,37 +205,5 @@ mod tests {
         c.note_insert(Pos { ts: 10, id });
         assert_eq!((c.from.ts, c.next_ts), (10, 10));
         assert!(c.maybe_ready(10) && !c.maybe_ready(9));
-    }
-
-    #[test]
-    fn round_robin_rotates_over_active_scopes() {
-        let b = Bands::default();
-        let (s1, s2, idle) = (
-            Scope::from_bytes([1; 16]),
-            Scope::from_bytes([2; 16]),
-            Scope::from_bytes([3; 16]),
-        );
-        b.scope(idle);
-        b.activate(s1);
-        b.activate(s2);
-        b.activate(s1);
-        let firsts: Vec<Scope> = (1..5).map(|i| b.rotated(i)[0].1).collect();
-        assert_eq!(firsts, vec![s1, s2, s1, s1]);
-        assert_eq!(b.rotated(0).len(), 2, "the idle scope is not visited");
-    }
-
-    #[test]
-    fn a_scope_that_got_work_while_a_poller_looked_stays_active() {
-        let b = Bands::default();
-        let s = Scope::from_bytes([1; 16]);
-        b.activate(s);
-        let sb = b.scope(s);
-        let seen = sb.epoch.load(Ordering::SeqCst);
-        b.activate(s); // work arrives while the poller scans
-        b.deactivate(0, &sb, seen);
-        assert_eq!(b.rotated(0).len(), 1);
-        let seen = sb.epoch.load(Ordering::SeqCst);
-        b.deactivate(0, &sb, seen);
-        assert!(b.rotated(0).is_empty());
     }
 }

@@ -68,11 +68,20 @@ impl Engine {
             let stop = max.min(before.saturating_add(room));
             let mut empty = true;
             let mut held = false;
-            for (prio, group) in sb.groups() {
+            // When the scope's earliest row is due, if this visit looks at
+            // every band of it through the jobs CF (no kind filter).
+            let mut soonest = (opts.kinds.is_empty()
+                && paused.kinds.is_empty()
+                && !(limited && self.limiter.needs_kind()))
+            .then_some(u64::MAX);
+            let mut now = 0;
+            let groups = sb.groups();
+            let last = groups.len().saturating_sub(1);
+            for (i, (prio, group)) in groups.into_iter().enumerate() {
                 let mut g = bands::lock(&group);
                 // Read the clock under the lock: an enqueue that noted its row
                 // before we locked read the clock before us, so its job is due.
-                let now = self.now();
+                now = self.now();
                 while claims.len() < stop {
                     match self.claim_in_group(&mut g, scope, prio, opts, paused, now) {
                         Ok(Got::Claim((key, value, kind), reserved)) => {
@@ -102,7 +111,12 @@ impl Engine {
                     }
                 }
                 empty &= g.pending == Cursor::EMPTY && g.failed == Cursor::EMPTY;
+                if let Some(t) = soonest.as_mut() {
+                    *t = (*t).min(g.next_ts());
+                }
                 if claims.len() >= stop || held {
+                    // The less urgent groups were not looked at.
+                    empty &= i == last;
                     break;
                 }
             }
@@ -114,10 +128,17 @@ impl Engine {
                     } else {
                         self.rr_used.store(got as u32, Relaxed);
                     }
-                } else if empty && !held {
-                    // Nothing pending or failed anywhere in it: stop visiting
-                    // it until a row is written to it again.
+                }
+                if empty && !held {
+                    // Nothing pending or failed anywhere in it (it may have
+                    // just given its last job): stop visiting it until a
+                    // row is written to it again.
                     self.bands.deactivate(at, &sb, epoch);
+                } else if let Some(t) = soonest.filter(|t| got == 0 && !held && *t > now) {
+                    // Only delayed or backing-off work: not before then.
+                    if t != u64::MAX {
+                        self.bands.park(at, &sb, epoch, t);
+                    }
                 }
             }
             if claims.len() >= max {

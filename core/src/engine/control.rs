@@ -177,7 +177,7 @@ impl Engine {
         codec::truncate_utf8(&mut reason, MAX_DETAIL_LEN);
         let scopes = match f.scope {
             Some(s) => vec![s],
-            None => self.scopes(),
+            None => self.scopes_with(states),
         };
         let mut report = CancelReport::default();
         for scope in scopes {

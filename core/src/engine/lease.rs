@@ -1,10 +1,9 @@
 //! lease_next / lease_many: find the most urgent ready job, claim it under its
 //! band group's lock, move it to leased in one batch outside the lock.
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashMap as HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use rocksdb::ReadOptions;
 
 use crate::control::Paused;
 use crate::error::{Error, Result};
@@ -15,7 +14,8 @@ use crate::store::codec;
 use crate::store::keys::{self, JobKey, Pos};
 use crate::store::{self as st};
 
-use super::bands::{self, BandGroup, BandIter, Cursor, Group, ScopeBands};
+use super::bands::{self, BandGroup, Cursor, Group, ScopeBands};
+use super::peek::past_claim;
 use super::transition::Tx;
 use super::Engine;
 
@@ -94,12 +94,13 @@ impl Engine {
     }
 
     /// The scopes to poll, in order, each with its round-robin position
-    /// (`None` for scopes the caller named).
-    pub(super) fn scopes_for(
-        &self,
-        opts: &LeaseOptions,
-    ) -> Vec<(Option<usize>, Scope, std::sync::Arc<ScopeBands>)> {
+    /// (`None` for scopes the caller named). Without names, a lazy walk of
+    /// the active scopes: a poll that stops at the first scope with work
+    /// looks at no other.
+    pub(super) fn scopes_for(&self, opts: &LeaseOptions) -> ScopeWalk<'_> {
         if opts.scopes.is_empty() {
+            // Scopes parked until a due time that has come are active again.
+            self.bands.wake_due(self.now());
             // Round-robin over the active scopes: start just after the scope that was
             // served last, so idle scopes never hand their turn to a neighbour.
             let last = self.rr.load(std::sync::atomic::Ordering::Relaxed);
@@ -110,25 +111,37 @@ impl Engine {
                         < self.limiter.weight(&s)
                 });
             let start = if keep { last } else { last.wrapping_add(1) };
-            self.bands
-                .rotated(start)
-                .into_iter()
-                .map(|(at, s, b)| (Some(at), s, b))
-                .collect()
+            ScopeWalk::Active(self.bands.rotation(start))
         } else {
-            opts.scopes
-                .iter()
-                .filter(|s| !self.bands.is_held(s))
-                .filter_map(|s| self.bands.get(s).map(|b| (None, *s, b)))
-                .collect()
+            ScopeWalk::Named(
+                opts.scopes
+                    .iter()
+                    .filter(|s| !self.bands.is_held(s))
+                    .filter_map(|s| self.bands.get(s).map(|b| (*s, b)))
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+            )
         }
     }
 
-    /// The earliest known due time among the bands `opts` polls.
+    /// The earliest known due time among the bands `opts` polls. Called
+    /// after a poll found nothing, which left active only the scopes it
+    /// could not rule out (work arrived meanwhile, or every ready kind is
+    /// filtered, paused or limited): parked scopes answer with one load.
     fn next_due(&self, opts: &LeaseOptions) -> Option<u64> {
         let mut best: Option<u64> = self.limiter.wake_at();
         let paused = self.paused();
         let now = self.now();
+        let note = |best: &mut Option<u64>, t: u64| {
+            if t != u64::MAX {
+                *best = Some(best.map_or(t, |b| b.min(t)));
+            }
+        };
+        if opts.scopes.is_empty() {
+            // A parked scope's time bounds every band in it (waking early
+            // only costs a poll).
+            note(&mut best, self.bands.parked_until().unwrap_or(u64::MAX));
+        }
         for (_, scope, sb) in self.scopes_for(opts) {
             let blocked = if self.limiter.needs_kind() {
                 self.limiter.blocked_kinds(scope, now).0
@@ -147,9 +160,10 @@ impl Engine {
                         .min()
                         .unwrap_or(u64::MAX)
                 };
-                if t != u64::MAX {
-                    best = Some(best.map_or(t, |b| b.min(t)));
-                }
+                note(&mut best, t);
+            }
+            if best.is_some_and(|b| b <= now) {
+                break; // due now: no other scope can say sooner
             }
         }
         best
@@ -245,13 +259,20 @@ impl Engine {
             } else {
                 None
             };
-            let cursor = if state == State::Pending {
-                pending
+            let (cursor, slot) = if state == State::Pending {
+                (&mut *pending, &mut *pending_it)
             } else {
-                failed
+                (&mut *failed, &mut *failed_it)
             };
-            cursor.from = pos.successor();
+            let prefix = keys::job_band_prefix(&scope, state, prio);
+            *cursor = past_claim(slot, &prefix, pos, *cursor);
             claimed.insert((state, pos));
+            if *pending == Cursor::EMPTY && *failed == Cursor::EMPTY {
+                // Nothing ready left in this group, so no kind-index row:
+                // its kind cursors are empty too (bounded memory).
+                kinds.clear();
+                kind_its.clear();
+            }
             Ok(Got::Claim(
                 (JobKey::at(scope, state, prio, pos), Some(v), None),
                 reserved,
@@ -282,6 +303,9 @@ impl Engine {
                     }
                 }
                 let Some((kind, pos, v)) = best else {
+                    // Kind bands seen empty need no cursor (bounded memory
+                    // under many kinds); a row written later notes one.
+                    kinds.retain(|_, c| *c != Cursor::EMPTY);
                     return Ok(Got::Nothing);
                 };
                 let reserved = if limited {
@@ -293,7 +317,22 @@ impl Engine {
                     None
                 };
                 if let Some(c) = kinds.get_mut(&kind) {
-                    c.from = pos.successor();
+                    let prefix = keys::kind_band_prefix(&scope, &kind, prio);
+                    let mut slot = kind_its.remove(kind.as_str());
+                    *c = past_claim(&mut slot, &prefix, pos, *c);
+                    if let Some(it) = slot {
+                        kind_its.insert(kind.clone(), it);
+                    }
+                }
+                // Every ready row has a kind-index row: with every kind
+                // band empty, the group's pending and failed bands are too
+                // (so a scope drained by kind-filtered pollers leaves the
+                // active set like any other).
+                if kinds.values().all(|c| *c == Cursor::EMPTY) {
+                    *pending = Cursor::EMPTY;
+                    *failed = Cursor::EMPTY;
+                    kinds.clear();
+                    kind_its.clear();
                 }
                 let state = match v.first().and_then(|b| State::from_byte(*b)) {
                     Some(s @ (State::Pending | State::Failed)) => s,
@@ -317,106 +356,6 @@ impl Engine {
         }
     }
 
-    /// The first unclaimed row of a band that is due, reading from the
-    /// band's cursor with the iterator bounded to the band. Moves the cursor
-    /// past what it learns is dead, and records when the band's head is due.
-    #[allow(clippy::too_many_arguments)]
-    fn peek(
-        &self,
-        cf: &rocksdb::ColumnFamily,
-        prefix: &[u8],
-        state: Option<State>,
-        cursor: &mut Cursor,
-        slot: &mut Option<BandIter>,
-        now: u64,
-        claimed: &HashSet<(State, Pos)>,
-    ) -> Result<Option<(Pos, Vec<u8>)>> {
-        let found = self.peek_with(cf, prefix, state, cursor, slot, now, claimed);
-        if !matches!(found, Ok(Some(_))) {
-            // Idle, empty or failed: do not keep the DB state pinned.
-            *slot = None;
-        }
-        found
-    }
-
-    /// `state` is the band's state (jobs CF), or `None` in the kind index,
-    /// where each entry's value says it.
-    #[allow(clippy::too_many_arguments)]
-    fn peek_with(
-        &self,
-        cf: &rocksdb::ColumnFamily,
-        prefix: &[u8],
-        state: Option<State>,
-        cursor: &mut Cursor,
-        slot: &mut Option<BandIter>,
-        now: u64,
-        claimed: &HashSet<(State, Pos)>,
-    ) -> Result<Option<(Pos, Vec<u8>)>> {
-        // Refresh the band's iterator (to see every commit before this lock
-        // was taken), or create one bounded to the band.
-        if let Some(it) = slot.as_mut() {
-            if it.0.refresh().is_err() {
-                *slot = None;
-            }
-        }
-        let it = match slot {
-            Some(it) => &mut it.0,
-            None => {
-                let mut ro = ReadOptions::default();
-                ro.set_iterate_lower_bound(prefix.to_vec());
-                if let Some(upper) = keys::prefix_end(prefix) {
-                    ro.set_iterate_upper_bound(upper);
-                }
-                let it = self.db().raw_iterator_cf_opt(cf, ro);
-                // SAFETY: see `BandIter`: the engine drops every cached
-                // iterator before it closes the DB this one borrows.
-                let it = unsafe {
-                    std::mem::transmute::<
-                        rocksdb::DBRawIteratorWithThreadMode<'_, rocksdb::DB>,
-                        rocksdb::DBRawIteratorWithThreadMode<'static, rocksdb::DB>,
-                    >(it)
-                };
-                &mut slot.insert(BandIter(it)).0
-            }
-        };
-        let mut target = Vec::with_capacity(prefix.len() + 24);
-        target.extend_from_slice(prefix);
-        target.extend_from_slice(&cursor.from.encode());
-        it.seek(&target);
-        let mut first = true;
-        while let Some(k) = it.key() {
-            let Some(pos) = k.strip_prefix(prefix).and_then(keys::decode_pos) else {
-                let e = Error::Corruption("malformed key inside a band".into());
-                self.report_corrupt(k, None, &e);
-                it.next();
-                continue;
-            };
-            if first {
-                // Everything between the old cursor and here is dead.
-                cursor.from = pos;
-                first = false;
-            }
-            if pos.ts > now {
-                cursor.next_ts = pos.ts;
-                return Ok(None);
-            }
-            let row_state = state.or_else(|| {
-                it.value()
-                    .and_then(|v| v.first())
-                    .and_then(|b| State::from_byte(*b))
-            });
-            if row_state.is_some_and(|st| claimed.contains(&(st, pos))) {
-                it.next();
-                continue;
-            }
-            cursor.next_ts = pos.ts;
-            return Ok(Some((pos, it.value().unwrap_or_default().to_vec())));
-        }
-        it.status()?;
-        *cursor = Cursor::EMPTY;
-        Ok(None)
-    }
-
     /// Give claims back after a failed commit (their rows are still there),
     /// with the flow-control slots they still hold.
     pub(super) fn unclaim(&self, claims: &[Claim], kinds: &HashMap<JobId, String>) {
@@ -432,8 +371,18 @@ impl Engine {
                 State::Failed => g.failed.note_insert(pos),
                 _ => g.pending.note_insert(pos),
             }
-            if let Some(k) = c.kind.as_ref().or_else(|| kinds.get(&c.key.id)) {
-                g.kind_cursor(k).note_insert(pos);
+            // A jobs-path claim may have emptied the group's kind cursors:
+            // its kind comes from the record when the commit got no further.
+            let kind = c
+                .kind
+                .clone()
+                .or_else(|| kinds.get(&c.key.id).cloned())
+                .or_else(|| {
+                    let v = c.value.as_deref()?;
+                    codec::peek_kind(v).or_else(|| codec::decode(v).ok().map(|r| r.kind))
+                });
+            if let Some(k) = kind {
+                g.kind_cursor(&k).note_insert(pos);
             }
             drop(g);
             self.bands.activate(c.key.scope);
@@ -584,6 +533,23 @@ fn is_blocked(blocked: &[crate::kind::KindPattern], kind: &str) -> bool {
 fn wanted(opts: &LeaseOptions, paused: &Paused, kind: &str) -> bool {
     (opts.kinds.is_empty() || opts.kinds.iter().any(|p| p.matches(kind)))
         && !paused.kinds.iter().any(|p| p.matches(kind))
+}
+
+/// The scopes a poll visits (see [`Engine::scopes_for`]).
+pub(super) enum ScopeWalk<'a> {
+    Active(super::scopes::Rotation<'a>),
+    Named(std::vec::IntoIter<(Scope, Arc<ScopeBands>)>),
+}
+
+impl Iterator for ScopeWalk<'_> {
+    type Item = (Option<usize>, Scope, Arc<ScopeBands>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            ScopeWalk::Active(r) => r.next().map(|(at, s, b)| (Some(at), s, b)),
+            ScopeWalk::Named(v) => v.next().map(|(s, b)| (None, s, b)),
+        }
+    }
 }
 
 struct Unregister<'a>(&'a Engine);

@@ -13,11 +13,13 @@ mod leases;
 mod limiter;
 mod notifier;
 mod pause;
+mod peek;
 mod prune;
 mod purge;
 mod recover;
 mod schedules;
 mod scope_counts;
+mod scopes;
 mod settle;
 mod transition;
 

@@ -61,7 +61,7 @@ impl Engine {
         let mut corrupt = Vec::new();
         let mut resume: HashMap<(Scope, State, u8), keys::Pos> = HashMap::new();
         let mut tx = Tx::new(self);
-        'scopes: for scope in self.scopes() {
+        'scopes: for scope in self.scopes_with(&[state]) {
             let sp = keys::job_state_prefix(&scope, state);
             let mut ro = ReadOptions::default();
             ro.set_iterate_lower_bound(sp.to_vec());

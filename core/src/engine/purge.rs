@@ -27,7 +27,7 @@ impl Engine {
         // also moved by an operator retry. Hold both kinds of lock per batch.
         let _maintenance = self.maintenance.lock().unwrap_or_else(|p| p.into_inner());
         let mut report = PurgeReport::default();
-        for scope in self.scopes() {
+        for scope in self.scopes_with(&[state]) {
             let mut from = keys::job_state_prefix(&scope, state).to_vec();
             loop {
                 let _locks = (state == State::Dead).then(|| self.all_job_locks());

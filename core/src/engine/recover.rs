@@ -65,7 +65,6 @@ impl Engine {
                     continue;
                 }
             };
-            let scope_bands = self.bands.scope(key.scope);
             match key.state {
                 State::Leased => {
                     match it.value().map(codec::decode) {
@@ -79,8 +78,10 @@ impl Engine {
                     continue;
                 }
                 State::Pending | State::Failed => {
+                    // Band state only for scopes with ready work (a scope
+                    // with only finished rows needs none).
                     self.bands.activate(key.scope);
-                    let g = scope_bands.group(key.priority);
+                    let g = self.bands.scope(key.scope).group(key.priority);
                     let mut g = bands::lock(&g);
                     let c = Cursor {
                         from: key.pos(),
@@ -134,9 +135,35 @@ impl Engine {
         Ok(())
     }
 
-    /// Scopes known to this process (every scope with rows, and every scope
-    /// enqueued to since open).
-    pub fn scopes(&self) -> Vec<Scope> {
-        self.bands.scopes()
+    /// The scopes with a job in one of `states`, from the exact counters
+    /// (band state is only held for scopes with work: see
+    /// `Bands::forget_idle`).
+    pub fn scopes_with(&self, states: &[State]) -> Vec<Scope> {
+        self.counts.scopes_with(states)
+    }
+
+    /// The reaper pass's sweep of per-scope memory: band state of idle
+    /// scopes, kind cursors of kinds a busy group no longer has, counters
+    /// of scopes without jobs, pruning cursors of bands with no row left in
+    /// their state.
+    pub(crate) fn forget_idle(&self) -> Result<()> {
+        self.bands.forget_idle();
+        self.tidy_kind_cursors()?;
+        self.counts.sweep();
+        let stale: Vec<(Scope, State, u8)> = {
+            let c = self.prune_cursors.lock().unwrap_or_else(|p| p.into_inner());
+            c.keys().copied().collect()
+        };
+        let stale: Vec<_> = stale
+            .into_iter()
+            .filter(|(s, st, _)| !self.counts.has(s, *st))
+            .collect();
+        if !stale.is_empty() {
+            let mut c = self.prune_cursors.lock().unwrap_or_else(|p| p.into_inner());
+            for k in stale {
+                c.remove(&k);
+            }
+        }
+        Ok(())
     }
 }
