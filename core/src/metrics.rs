@@ -11,6 +11,7 @@ use std::sync::RwLock;
 use crate::event::Event;
 use crate::ids::Scope;
 use crate::job::{State, StateCounts, Stats};
+use crate::scopes::{ScopeCounts, StatsQuery};
 use crate::state::PerState;
 
 /// Exact counts per state for each key of a map (a kind, a scope).
@@ -65,10 +66,6 @@ impl<K: std::hash::Hash + Eq + Clone> CountMap<K> {
         }
         (out, total)
     }
-
-    fn clear(&self) {
-        self.0.write().unwrap_or_else(|p| p.into_inner()).clear();
-    }
 }
 
 /// The in-memory mirror of the counters column family: per kind and per
@@ -77,7 +74,7 @@ impl<K: std::hash::Hash + Eq + Clone> CountMap<K> {
 #[derive(Debug, Default)]
 pub(crate) struct Counts {
     by_kind: CountMap<String>,
-    by_scope: CountMap<Scope>,
+    by_scope: ScopeCounts,
 }
 
 impl Counts {
@@ -99,25 +96,39 @@ impl Counts {
     pub fn totals(&self) -> (PerState<i64>, PerState<i64>) {
         (
             self.by_kind.snapshot(|k| k.clone()).1,
-            self.by_scope.snapshot(|s| *s).1,
+            self.by_scope.total(),
         )
     }
 
-    pub fn stats(&self) -> Stats {
+    /// Every scope with jobs (the consistency check's whole view).
+    pub fn scopes_all(&self) -> BTreeMap<Scope, PerState<i64>> {
+        self.by_scope.all()
+    }
+
+    /// The per-kind and total counts, and one page of per-scope ones.
+    pub fn stats(&self, q: &StatsQuery) -> crate::error::Result<Stats> {
+        let page = self.by_scope.page(q)?;
         let (kinds, total) = self.by_kind.snapshot(|k| k.clone());
-        let (scopes, _) = self.by_scope.snapshot(|s| *s);
-        Stats {
+        Ok(Stats {
             by_kind: kinds
                 .iter()
                 .map(|(k, a)| (k.clone(), StateCounts::from_per_state(a)))
                 .collect(),
-            by_scope: scopes
-                .iter()
-                .map(|(s, a)| (*s, StateCounts::from_per_state(a)))
-                .collect(),
+            by_scope: page.scopes,
+            scopes_next: page.next,
+            scope_order: q.scope_order,
             total: StateCounts::from_per_state(&total),
             paused: Default::default(),
-        }
+        })
+    }
+
+    /// The per-kind and total counts only (no scope).
+    pub fn kind_stats(&self) -> Stats {
+        let none = StatsQuery {
+            scope_limit: 0,
+            ..StatsQuery::default()
+        };
+        self.stats(&none).unwrap_or_default()
     }
 }
 
