@@ -188,6 +188,7 @@ fn every_read_answers_its_documented_shape() {
     for a in [
         "/assets/app.js",
         "/assets/dom.js",
+        "/assets/scopes.js",
         "/assets/app.css",
         "/assets/favicon.svg",
     ] {
