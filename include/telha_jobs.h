@@ -79,6 +79,17 @@
 #define TJ_LIST_SCAN_BUDGET 100000
 
 /**
+ * The most scopes one `tj_queue_stats_page` returns
+ * (`tj_stats_options_set_scope_limit`).
+ */
+#define TJ_MAX_SCOPE_LIMIT 10000
+
+/**
+ * The scopes `tj_queue_stats` returns (the most pending first).
+ */
+#define TJ_STATS_SCOPE_LIMIT_DEFAULT 100
+
+/**
  * The hard ceiling of `max_payload_bytes` (1 GiB).
  */
 #define TJ_MAX_PAYLOAD_BYTES_LIMIT 1073741824
@@ -507,11 +518,19 @@ typedef struct tj_schedule_info tj_schedule_info;
 typedef struct tj_schedule_list tj_schedule_list;
 
 /**
- * Exact counts per kind, per scope and state, as of the `tj_queue_stats` call. Owned
+ * Exact counts per kind and state, and one page of per-scope counts, as of
+ * the `tj_queue_stats` (or `tj_queue_stats_page`) call. Owned
  * by the caller (`tj_stats_free`); strings borrowed from it live until
  * then. Immutable: readable from many threads.
  */
 typedef struct tj_stats tj_stats;
+
+/**
+ * Which scopes `tj_queue_stats_page` returns. Owned by the caller
+ * (`tj_stats_options_new` / `tj_stats_options_free`). Not thread-safe
+ * while being set.
+ */
+typedef struct tj_stats_options tj_stats_options;
 
 /**
  * Which events a subscription receives, and how many it buffers. Empty
@@ -3802,7 +3821,8 @@ tj_status tj_stats_kind(const struct tj_stats *stats,
                         struct tj_error **err);
 
 /**
- * How many scopes have jobs (scopes with none are omitted); 0 for NULL.
+ * How many scopes this page holds (scopes with no jobs are omitted; see
+ * `tj_stats_scopes_next` for whether more follow); 0 for NULL.
  *
  * # Safety
  * `stats` is NULL or live.
@@ -3810,7 +3830,8 @@ tj_status tj_stats_kind(const struct tj_stats *stats,
 size_t tj_stats_scope_count(const struct tj_stats *stats);
 
 /**
- * Scope `index` (scopes sorted by id): its UUID, hyphenated (borrowed from
+ * Scope `index` in the page's order (the most first for a count order, by
+ * id for `"name"`): its UUID, hyphenated (borrowed from
  * `stats`), and counts. Either out-pointer may be NULL; they are written
  * only on success.
  *
@@ -3856,6 +3877,106 @@ tj_status tj_stats_paused(const struct tj_stats *stats,
  * `s` is NULL or a string from this library not freed before.
  */
 void tj_string_free(char *s);
+
+/**
+ * New stats options: the `TJ_STATS_SCOPE_LIMIT_DEFAULT` scopes with the
+ * most pending jobs, from the start. Never NULL.
+ */
+struct tj_stats_options *tj_stats_options_new(void);
+
+/**
+ * Free stats options. NULL does nothing.
+ *
+ * # Safety
+ * `options` is NULL or a `tj_stats_options` not freed before.
+ */
+void tj_stats_options_free(struct tj_stats_options *options);
+
+/**
+ * The order: `"pending"`, `"leased"` or `"dead"` (the most first, ties by
+ * id) or `"name"` (by id, ascending). Resets the cursor's meaning: pass
+ * only cursors of the same order.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT`, `TJ_STATUS_INVALID_UTF8`,
+ * `TJ_STATUS_INVALID_ARGUMENT` for another word (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `order` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_stats_options_set_scope_order(struct tj_stats_options *options,
+                                           const char *order,
+                                           struct tj_error **err);
+
+/**
+ * At most `limit` scopes (0: none, and no pass over them).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT`, `TJ_STATUS_INVALID_ARGUMENT` over
+ * `TJ_MAX_SCOPE_LIMIT` (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_stats_options_set_scope_limit(struct tj_stats_options *options,
+                                           size_t limit,
+                                           struct tj_error **err);
+
+/**
+ * Start after this cursor: a previous page's `tj_stats_scopes_next`
+ * (copied), of the same order. NULL clears it (from the start).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options), `TJ_STATUS_INVALID_UTF8`.
+ * A malformed cursor is refused by `tj_queue_stats_page`.
+ *
+ * # Safety
+ * `options` is NULL or live; `after` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_stats_options_set_scopes_after(struct tj_stats_options *options,
+                                            const char *after,
+                                            struct tj_error **err);
+
+/**
+ * Only scopes whose id (lowercase hyphenated text) starts with `prefix`
+ * (copied). NULL clears it.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options), `TJ_STATUS_INVALID_UTF8`.
+ * A prefix that cannot start a scope id is refused by
+ * `tj_queue_stats_page`.
+ *
+ * # Safety
+ * `options` is NULL or live; `prefix` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_stats_options_set_scope_prefix(struct tj_stats_options *options,
+                                            const char *prefix,
+                                            struct tj_error **err);
+
+/**
+ * Exact job counts per kind and state, whole, and the page of per-scope
+ * counts `options` asks for (NULL: as `tj_queue_stats`). On success
+ * `*stats_out` is a new `tj_stats` the caller frees; pass
+ * `tj_stats_scopes_next(stats)` to `tj_stats_options_set_scopes_after` for
+ * the next page. Never blocks on I/O: the name order reads a range of
+ * the in-memory counts, a count order passes over every scope held.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, stats_out),
+ * `TJ_STATUS_INVALID_ARGUMENT` (a cursor of another order or malformed, a
+ * prefix that cannot start a scope id), `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` and `options` are NULL or live; `stats_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_stats_page(const struct tj_queue *queue,
+                              const struct tj_stats_options *options,
+                              struct tj_stats **stats_out,
+                              struct tj_error **err);
+
+/**
+ * The cursor of the page after this one (borrowed from `stats`), or NULL
+ * when this page is the last (and for NULL).
+ *
+ * # Safety
+ * `stats` is NULL or live.
+ */
+const char *tj_stats_scopes_next(const struct tj_stats *stats);
 
 /**
  * The stable name of `status` (`"OK"`, `"ABORTED"`, ... the same codes as

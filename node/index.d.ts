@@ -44,8 +44,8 @@ export declare class NativeQueue {
   list(options?: NativeListOptions | undefined | null): Promise<ListPage>
   /** One reaper pass now. */
   reap(): Promise<ReapReport>
-  /** Exact counts per kind, per scope and state. */
-  stats(): Promise<Stats>
+  /** Exact counts per kind and state, and one page of per-scope counts. */
+  stats(options?: NativeStatsOptions | undefined | null): Promise<Stats>
   /** Prometheus text exposition. */
   metrics(): Promise<string>
   /**
@@ -791,6 +791,14 @@ export interface NativeServeOptions {
   uiReadOnly?: boolean
 }
 
+/** The per-scope page of `stats`. */
+export interface NativeStatsOptions {
+  scopeOrder?: string
+  scopeLimit?: number
+  scopesAfter?: string
+  scopePrefix?: string
+}
+
 /** Filters of `subscribe`, as lib/events.js passes them (types checked there). */
 export interface NativeSubscribeOptions {
   kinds?: Array<string>
@@ -921,6 +929,14 @@ export interface ScheduleRef {
   missed: number
 }
 
+/** One scope's counts in `stats().scopes`. */
+export interface ScopeCounts {
+  /** The scope's UUID. */
+  scope: string
+  /** Its counts. */
+  counts: StateCounts
+}
+
 /** Job counts per state. */
 export interface StateCounts {
   pending: number
@@ -937,8 +953,17 @@ export interface Stats {
   total: StateCounts
   /** Counts per kind; kinds with no jobs left are omitted. */
   byKind: Record<string, StateCounts>
-  /** Counts per scope (its UUID); scopes with no jobs left are omitted. */
+  /**
+   * Counts per scope (its UUID) of this page; scopes with no jobs left
+   * are omitted. (The JS wrapper rebuilds it from `scopes`, in order.)
+   */
   byScope: Record<string, StateCounts>
+  /** The same page in its order: the most first, or by scope id. */
+  scopes: Array<ScopeCounts>
+  /** The order the page was picked by: pending, leased, dead or name. */
+  scopeOrder: string
+  /** More scopes follow: pass as `scopesAfter`; null on the last page. */
+  scopesNext?: string
   /** What is paused (kinds and families, scopes). */
   paused: Paused
 }

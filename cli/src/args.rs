@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use telha_jobs::limits::MAX_LIST_LIMIT;
-use telha_jobs::{CatchUp, JobId, KindPattern, Scope, State};
+use telha_jobs::limits::{MAX_LIST_LIMIT, MAX_SCOPE_LIMIT};
+use telha_jobs::{CatchUp, JobId, KindPattern, Scope, ScopeOrder, State};
 
 /// Operate a telha-jobs store: list, inspect and repair jobs, read counts
 /// and metrics, enqueue.
@@ -127,8 +127,9 @@ pub enum Jobs {
     Retry(RetryArgs),
     /// Delete completed, dead or cancelled jobs older than a duration.
     Purge(PurgeArgs),
-    /// Exact job counts per kind and state.
-    Stats,
+    /// Exact job counts per kind and state, and the scopes with the most
+    /// pending jobs (--scopes all for every scope).
+    Stats(StatsArgs),
     /// The Prometheus text exposition (with the dead-letter gauge).
     Metrics,
     /// The store's format, and a full scan cross-checking every row, index
@@ -301,6 +302,28 @@ pub struct RetryArgs {
     pub yes: bool,
 }
 
+/// How many scopes `stats` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScopeCount {
+    /// At most this many (the first page).
+    Top(usize),
+    /// Every scope (paged through).
+    All,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// How many scopes to show (0 for none), or "all".
+    #[arg(long, value_parser = parse_scope_count, default_value = "20", value_name = "N|all")]
+    pub scopes: ScopeCount,
+    /// Which scopes first: pending, leased, dead (the most first) or name.
+    #[arg(long, value_parser = parse_scope_order, default_value = "pending", value_name = "ORDER")]
+    pub scope_order: ScopeOrder,
+    /// Only scopes whose id starts with this (hex digits and dashes).
+    #[arg(long, value_name = "PREFIX")]
+    pub scope_prefix: Option<String>,
+}
+
 #[derive(Debug, Args)]
 pub struct PurgeArgs {
     /// completed, dead or cancelled.
@@ -461,6 +484,22 @@ fn parse_limit_target(s: &str) -> Result<telha_jobs::LimitTarget, String> {
 }
 
 fn parse_scope(s: &str) -> Result<Scope, String> {
+    s.parse().map_err(|e: telha_jobs::Error| reason(e))
+}
+
+fn parse_scope_count(s: &str) -> Result<ScopeCount, String> {
+    if s == "all" {
+        return Ok(ScopeCount::All);
+    }
+    match s.parse::<usize>() {
+        Ok(n) if n <= MAX_SCOPE_LIMIT => Ok(ScopeCount::Top(n)),
+        _ => Err(format!(
+            "{s:?} is not \"all\" or a number from 0 to {MAX_SCOPE_LIMIT}"
+        )),
+    }
+}
+
+fn parse_scope_order(s: &str) -> Result<ScopeOrder, String> {
     s.parse().map_err(|e: telha_jobs::Error| reason(e))
 }
 

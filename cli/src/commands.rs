@@ -8,12 +8,13 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value as Json};
+use telha_jobs::limits::MAX_SCOPE_LIMIT;
 use telha_jobs::{
     CorruptRecord, EnqueueOptions, JobId, JobInfo, JobStore, KindPattern, ListPage, ListQuery,
-    Scope, State,
+    Scope, State, StatsQuery,
 };
 
-use crate::args::{EnqueueArgs, Jobs, LsArgs, PurgeArgs, RetryArgs};
+use crate::args::{EnqueueArgs, Jobs, LsArgs, PurgeArgs, RetryArgs, ScopeCount, StatsArgs};
 use crate::control;
 use crate::render;
 use crate::store::{self, Exit, Failure, Target};
@@ -39,7 +40,7 @@ pub fn run(cmd: Jobs, db: &Target, json: bool) -> Result<Output, Failure> {
             None => retry_bulk(db, a, json),
         },
         Jobs::Purge(a) => purge(db, a, json),
-        Jobs::Stats => stats(db, json),
+        Jobs::Stats(a) => stats(db, &a, json),
         Jobs::Metrics => metrics(db, json),
         Jobs::Check => check(db, json),
         Jobs::Enqueue(a) => enqueue(db, a, json),
@@ -305,9 +306,28 @@ fn purge(db: &Target, a: PurgeArgs, json: bool) -> Result<Output, Failure> {
     )))
 }
 
-fn stats(db: &Target, json: bool) -> Result<Output, Failure> {
+/// The counts, with one page of scopes or (`--scopes all`) every page
+/// merged.
+fn stats(db: &Target, a: &StatsArgs, json: bool) -> Result<Output, Failure> {
     let q = store::open_read(db)?;
-    let s = q.stats()?;
+    let mut query = StatsQuery {
+        scope_order: a.scope_order,
+        scope_limit: match a.scopes {
+            ScopeCount::Top(n) => n,
+            ScopeCount::All => MAX_SCOPE_LIMIT,
+        },
+        scope_prefix: a.scope_prefix.clone(),
+        ..StatsQuery::default()
+    };
+    let mut s = q.stats_with(&query)?;
+    if a.scopes == ScopeCount::All {
+        while let Some(next) = s.scopes_next.take() {
+            query.scopes_after = Some(next);
+            let page = q.stats_with(&query)?;
+            s.by_scope.extend(page.by_scope);
+            s.scopes_next = page.scopes_next;
+        }
+    }
     let limits = q.limits()?;
     Ok(if json {
         let mut o = render::stats_json(&s);

@@ -281,14 +281,24 @@ pub fn stats_text(s: &Stats) -> String {
     rows.push(row("(all kinds)", &s.total));
     let mut out = table(&header("KIND"), &rows);
     // Per scope only when there is more than the default scope.
-    if s.by_scope.keys().any(|sc| *sc != Scope::default()) {
+    if s.by_scope.keys().any(|sc| *sc != Scope::default()) || s.scopes_next.is_some() {
         let rows: Vec<Vec<String>> = s
-            .by_scope
+            .scopes_ranked()
             .iter()
             .map(|(sc, c)| row(&sc.to_string(), c))
             .collect();
         out.push('\n');
         out.push_str(&table(&header("SCOPE"), &rows));
+        if s.scopes_next.is_some() {
+            let by = match s.scope_order.state() {
+                Some(st) => format!("the {} with the most {st} jobs", rows.len()),
+                None => format!("the first {} by id", rows.len()),
+            };
+            let _ = writeln!(
+                out,
+                "(scopes: {by}; more exist: --scopes all lists every one)"
+            );
+        }
     }
     if let Some(p) = paused_line(&s.paused) {
         let _ = writeln!(out, "paused: {p}");

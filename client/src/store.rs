@@ -8,7 +8,7 @@ use telha_jobs::{
     CancelFilter, CancelOutcome, CancelReport, Completion, EnqueueOptions, Enqueued, Error,
     Failure, Job, JobId, JobInfo, JobStore, JobWatch, LeaseOptions, LeaseToken, Limit, LimitStatus,
     LimitTarget, ListPage, ListQuery, NewJob, PauseTarget, Paused, PurgeReport, ReapReport, Result,
-    RunReport, Schedule, ScheduleInfo, State, Stats, SubscribeOptions, Subscription,
+    RunReport, Schedule, ScheduleInfo, State, Stats, StatsQuery, SubscribeOptions, Subscription,
 };
 use telha_jobs_proto::convert as cv;
 use telha_jobs_proto::status::from_item_error;
@@ -353,8 +353,9 @@ impl JobStore for RemoteQueue {
         cv::purge_from_pb(r)
     }
 
-    fn stats(&self) -> Result<Stats> {
-        let r = self.call(|mut c| async move { c.stats(pb::StatsRequest {}).await })?;
+    fn stats_with(&self, query: &StatsQuery) -> Result<Stats> {
+        let req = cv::stats_query_to_pb(query);
+        let r = self.call(|mut c| async move { c.stats(req).await })?;
         cv::stats_from_pb(&r)
     }
 

@@ -15,6 +15,7 @@ use crate::job::{
     ListQuery, NewJob, PurgeReport, ReapReport, State, Stats,
 };
 use crate::schedule::{RunReport, Schedule, ScheduleInfo};
+use crate::scopes::StatsQuery;
 use crate::watch::{JobWatch, SubscribeOptions, Subscription};
 use crate::{Queue, Result};
 use std::time::Duration;
@@ -165,8 +166,12 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     fn reap(&self) -> Result<ReapReport>;
     /// See [`Queue::purge`].
     fn purge(&self, state: State, cutoff_ms: u64) -> Result<PurgeReport>;
-    /// See [`Queue::stats`].
-    fn stats(&self) -> Result<Stats>;
+    /// See [`Queue::stats`]: the default page of scopes.
+    fn stats(&self) -> Result<Stats> {
+        self.stats_with(&StatsQuery::default())
+    }
+    /// See [`Queue::stats_with`].
+    fn stats_with(&self, query: &StatsQuery) -> Result<Stats>;
     /// See [`Queue::metrics`].
     fn metrics(&self) -> Result<String>;
     /// See [`Queue::close`]: later calls answer `Closed`, waits in progress
@@ -302,8 +307,8 @@ impl JobStore for Queue {
     fn purge(&self, state: State, cutoff_ms: u64) -> Result<PurgeReport> {
         Queue::purge(self, state, cutoff_ms)
     }
-    fn stats(&self) -> Result<Stats> {
-        Queue::stats(self)
+    fn stats_with(&self, query: &StatsQuery) -> Result<Stats> {
+        Queue::stats_with(self, query)
     }
     fn metrics(&self) -> Result<String> {
         Queue::metrics(self)

@@ -439,16 +439,34 @@ pub struct ListPage {
 }
 
 /// Exact counts, kept in the same batches as the moves (never a scan).
+/// The totals and per-kind counts are whole; the per-scope counts are one
+/// page ([`StatsQuery`](crate::StatsQuery); by default the 100 scopes with
+/// the most pending jobs).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {
     /// Counts per kind; kinds with no jobs left are omitted.
     pub by_kind: std::collections::BTreeMap<String, StateCounts>,
-    /// Counts per scope (tenant); scopes with no jobs left are omitted.
+    /// Counts per scope (tenant) for this page's scopes; scopes with no jobs
+    /// left are omitted. [`Stats::scopes_ranked`] gives them in the page's
+    /// order.
     pub by_scope: std::collections::BTreeMap<crate::ids::Scope, StateCounts>,
+    /// More scopes follow: pass this as `StatsQuery::scopes_after` (same
+    /// order) for the next page. `None`: this page is the last.
+    pub scopes_next: Option<String>,
+    /// The order the page was picked by.
+    pub scope_order: crate::scopes::ScopeOrder,
     /// Counts over every kind.
     pub total: StateCounts,
     /// What is paused (kinds and scopes).
     pub paused: crate::control::Paused,
+}
+
+impl Stats {
+    /// This page's scopes in its order: for a count order the most first
+    /// (ties by scope), for the name order by scope.
+    pub fn scopes_ranked(&self) -> Vec<(crate::ids::Scope, StateCounts)> {
+        crate::scopes::ranked(self.scope_order, &self.by_scope)
+    }
 }
 
 /// What one reaper pass did.

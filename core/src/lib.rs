@@ -56,6 +56,7 @@ mod reaper;
 pub mod schedule;
 #[cfg(feature = "rocksdb")]
 mod scheduler;
+pub mod scopes;
 pub mod state;
 pub mod store;
 #[cfg(feature = "rocksdb")]
@@ -81,6 +82,7 @@ pub use payload::Encoding;
 #[cfg(feature = "rocksdb")]
 pub use queue::{CheckReport, Queue};
 pub use schedule::{CatchUp, RunReport, Schedule, ScheduleInfo, ScheduleRef};
+pub use scopes::{ScopeOrder, StatsQuery};
 pub use state::{PerState, State, StateCounts};
 pub use store::format::StoreFormat;
 #[cfg(feature = "rocksdb")]

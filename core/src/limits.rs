@@ -25,6 +25,12 @@ pub const MAX_LIST_LIMIT: usize = 10_000;
 /// The most rows one `list` call reads before it returns a page (possibly
 /// short) with a cursor, so a filtered list never scans without bound.
 pub const LIST_SCAN_BUDGET: usize = 100_000;
+/// The most scopes one `stats` call returns (`StatsQuery::scope_limit`).
+pub const MAX_SCOPE_LIMIT: usize = 10_000;
+/// The most scopes one by-name `stats` page examines before it returns
+/// (possibly short) with a cursor: scopes whose jobs are all gone stay in
+/// memory with zero counts and are skipped, never listed.
+pub const SCOPE_SCAN_BUDGET: usize = 100_000;
 /// The hard ceiling for `max_payload_bytes` (RocksDB values are u32-sized).
 pub const MAX_PAYLOAD_BYTES_LIMIT: usize = 1 << 30;
 /// The largest progress report a heartbeat may carry, in bytes (the

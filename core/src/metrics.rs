@@ -11,6 +11,7 @@ use std::sync::RwLock;
 use crate::event::Event;
 use crate::ids::Scope;
 use crate::job::{State, StateCounts, Stats};
+use crate::scopes::{ScopeCounts, StatsQuery};
 use crate::state::PerState;
 
 /// Exact counts per state for each key of a map (a kind, a scope).
@@ -66,10 +67,6 @@ impl<K: std::hash::Hash + Eq + Clone> CountMap<K> {
         (out, total)
     }
 
-    fn clear(&self) {
-        self.0.write().unwrap_or_else(|p| p.into_inner()).clear();
-    }
-
     /// Drop the keys whose counts are all zero. Exact: an absent key
     /// counts zero, and a later delta recreates it (under the write lock,
     /// so no `add` is between its read and its increments meanwhile).
@@ -79,23 +76,6 @@ impl<K: std::hash::Hash + Eq + Clone> CountMap<K> {
             .unwrap_or_else(|p| p.into_inner())
             .retain(|_, c| c.iter().any(|a| a.load(Ordering::Relaxed) != 0));
     }
-
-    fn len(&self) -> usize {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
-    /// The keys with a non-zero count in any of `states`.
-    fn keys_with(&self, states: &[State]) -> Vec<K> {
-        let r = self.0.read().unwrap_or_else(|p| p.into_inner());
-        r.iter()
-            .filter(|(_, c)| {
-                states
-                    .iter()
-                    .any(|st| c[st.index()].load(Ordering::Relaxed) != 0)
-            })
-            .map(|(k, _)| k.clone())
-            .collect()
-    }
 }
 
 /// The in-memory mirror of the counters column family: per kind and per
@@ -104,7 +84,7 @@ impl<K: std::hash::Hash + Eq + Clone> CountMap<K> {
 #[derive(Debug, Default)]
 pub(crate) struct Counts {
     by_kind: CountMap<String>,
-    by_scope: CountMap<Scope>,
+    by_scope: ScopeCounts,
 }
 
 impl Counts {
@@ -132,9 +112,7 @@ impl Counts {
 
     /// Whether `scope` has a job in `state`.
     pub fn has(&self, scope: &Scope, state: State) -> bool {
-        let r = self.by_scope.0.read().unwrap_or_else(|p| p.into_inner());
-        r.get(scope)
-            .is_some_and(|c| c[state.index()].load(Ordering::Relaxed) != 0)
+        self.by_scope.has(scope, state)
     }
 
     /// Per-scope entries held in memory (for metrics).
@@ -152,25 +130,39 @@ impl Counts {
     pub fn totals(&self) -> (PerState<i64>, PerState<i64>) {
         (
             self.by_kind.snapshot(|k| k.clone()).1,
-            self.by_scope.snapshot(|s| *s).1,
+            self.by_scope.total(),
         )
     }
 
-    pub fn stats(&self) -> Stats {
+    /// Every scope with jobs (the consistency check's whole view).
+    pub fn scopes_all(&self) -> BTreeMap<Scope, PerState<i64>> {
+        self.by_scope.all()
+    }
+
+    /// The per-kind and total counts, and one page of per-scope ones.
+    pub fn stats(&self, q: &StatsQuery) -> crate::error::Result<Stats> {
+        let page = self.by_scope.page(q)?;
         let (kinds, total) = self.by_kind.snapshot(|k| k.clone());
-        let (scopes, _) = self.by_scope.snapshot(|s| *s);
-        Stats {
+        Ok(Stats {
             by_kind: kinds
                 .iter()
                 .map(|(k, a)| (k.clone(), StateCounts::from_per_state(a)))
                 .collect(),
-            by_scope: scopes
-                .iter()
-                .map(|(s, a)| (*s, StateCounts::from_per_state(a)))
-                .collect(),
+            by_scope: page.scopes,
+            scopes_next: page.next,
+            scope_order: q.scope_order,
             total: StateCounts::from_per_state(&total),
             paused: Default::default(),
-        }
+        })
+    }
+
+    /// The per-kind and total counts only (no scope).
+    pub fn kind_stats(&self) -> Stats {
+        let none = StatsQuery {
+            scope_limit: 0,
+            ..StatsQuery::default()
+        };
+        self.stats(&none).unwrap_or_default()
     }
 }
 

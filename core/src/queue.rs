@@ -11,6 +11,7 @@ pub use crate::engine::CheckReport;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::flow::{Limit, LimitStatus, LimitTarget};
+use crate::scopes::StatsQuery;
 use crate::watch::{JobWatch, SubscribeOptions, Subscription};
 
 /// How often a [`Queue::wait`] looks at its handle's `closed` flag.
@@ -510,11 +511,28 @@ impl Queue {
         self.writable()?.purge(state, cutoff_ms)
     }
 
-    /// Exact counts per kind and state (no scan), and what is paused.
-    /// `Closed` after `close`.
+    /// Exact counts per kind and state (no scan), and what is paused, with
+    /// the default page of per-scope counts ([`StatsQuery::default`]: the
+    /// 100 scopes with the most pending jobs; `scopes_next` says more
+    /// exist). `Closed` after `close`.
     pub fn stats(&self) -> Result<Stats> {
+        self.stats_with(&StatsQuery::default())
+    }
+
+    /// [`stats`](Self::stats) with the per-scope counts paged by `query`:
+    /// the totals and per-kind counts are whole either way. The name order
+    /// reads a range of an ordered map from the cursor; a count order reads
+    /// an index ordered by count, first updated with the scopes that
+    /// changed since the last count-ordered call (with a prefix: one pass
+    /// over the prefix's range).
+    ///
+    /// Errors: `InvalidArgument` (a limit over
+    /// [`MAX_SCOPE_LIMIT`](crate::limits::MAX_SCOPE_LIMIT), a cursor of
+    /// another order, a prefix that is not the start of a scope id);
+    /// `Closed`.
+    pub fn stats_with(&self, query: &StatsQuery) -> Result<Stats> {
         let e = self.engine()?;
-        let mut s = e.counts.stats();
+        let mut s = e.counts.stats(query)?;
         s.paused = (*e.paused()).clone();
         Ok(s)
     }
@@ -525,7 +543,7 @@ impl Queue {
     /// `Closed` after `close`.
     pub fn metrics(&self) -> Result<String> {
         let e = self.engine()?;
-        let mut out = e.metrics.render(&e.counts.stats(), e.leases.len());
+        let mut out = e.metrics.render(&e.counts.kind_stats(), e.leases.len());
         crate::metrics::render_paused(&mut out, &e.paused());
         crate::metrics::render_limits(&mut out, &e.limits());
         let (subs, watches) = e.hub.counts();

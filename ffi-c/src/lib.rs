@@ -39,6 +39,7 @@ mod schedule_info;
 mod schedule_queue;
 mod settle;
 mod stats;
+mod stats_options;
 mod status;
 mod wait;
 

@@ -15,6 +15,11 @@ pub const TJ_MAX_LIST_LIMIT: usize = 10000;
 /// The most rows one `tj_queue_list` reads before it returns a page
 /// (possibly short) with a cursor.
 pub const TJ_LIST_SCAN_BUDGET: usize = 100000;
+/// The most scopes one `tj_queue_stats_page` returns
+/// (`tj_stats_options_set_scope_limit`).
+pub const TJ_MAX_SCOPE_LIMIT: usize = 10000;
+/// The scopes `tj_queue_stats` returns (the most pending first).
+pub const TJ_STATS_SCOPE_LIMIT_DEFAULT: usize = 100;
 /// The hard ceiling of `max_payload_bytes` (1 GiB).
 pub const TJ_MAX_PAYLOAD_BYTES_LIMIT: usize = 1073741824;
 /// The latest time a job may be scheduled for, and any time the library
@@ -53,6 +58,11 @@ mod tests {
         assert_eq!(TJ_MAX_BATCH, limits::MAX_BATCH);
         assert_eq!(TJ_MAX_LIST_LIMIT, limits::MAX_LIST_LIMIT);
         assert_eq!(TJ_LIST_SCAN_BUDGET, limits::LIST_SCAN_BUDGET);
+        assert_eq!(TJ_MAX_SCOPE_LIMIT, limits::MAX_SCOPE_LIMIT);
+        assert_eq!(
+            TJ_STATS_SCOPE_LIMIT_DEFAULT,
+            telha_jobs_core::scopes::STATS_SCOPE_LIMIT_DEFAULT
+        );
         assert_eq!(TJ_MAX_PAYLOAD_BYTES_LIMIT, limits::MAX_PAYLOAD_BYTES_LIMIT);
         assert_eq!(TJ_MAX_INSTANT_MS, limits::MAX_INSTANT_MS);
         assert_eq!(

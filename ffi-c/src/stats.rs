@@ -69,20 +69,24 @@ impl From<ReapReport> for tj_reap_report {
     }
 }
 
-/// Exact counts per kind, per scope and state, as of the `tj_queue_stats` call. Owned
+/// Exact counts per kind and state, and one page of per-scope counts, as of
+/// the `tj_queue_stats` (or `tj_queue_stats_page`) call. Owned
 /// by the caller (`tj_stats_free`); strings borrowed from it live until
 /// then. Immutable: readable from many threads.
 #[allow(non_camel_case_types)]
 pub struct tj_stats {
     total: tj_state_counts,
     kinds: Vec<(CString, tj_state_counts)>,
-    /// Scope UUIDs (hyphenated) and their counts, sorted by scope.
+    /// Scope UUIDs (hyphenated) and their counts, in the page's order.
     scopes: Vec<(CString, tj_state_counts)>,
+    /// The next page's cursor; `None` on the last page.
+    pub(crate) scopes_next: Option<CString>,
     paused: Vec<CString>,
 }
 
 impl tj_stats {
     pub(crate) fn new(s: Stats) -> Self {
+        let ranked = s.scopes_ranked();
         tj_stats {
             total: s.total.into(),
             kinds: s
@@ -90,11 +94,11 @@ impl tj_stats {
                 .into_iter()
                 .map(|(k, c)| (cstring(&k), c.into()))
                 .collect(),
-            scopes: s
-                .by_scope
+            scopes: ranked
                 .into_iter()
                 .map(|(sc, c)| (cstring(&sc.to_string()), c.into()))
                 .collect(),
+            scopes_next: s.scopes_next.as_deref().map(cstring),
             paused: paused_labels(&s.paused),
         }
     }
@@ -165,7 +169,8 @@ pub unsafe extern "C" fn tj_stats_kind(
     })
 }
 
-/// How many scopes have jobs (scopes with none are omitted); 0 for NULL.
+/// How many scopes this page holds (scopes with no jobs are omitted; see
+/// `tj_stats_scopes_next` for whether more follow); 0 for NULL.
 ///
 /// # Safety
 /// `stats` is NULL or live.
@@ -174,7 +179,8 @@ pub unsafe extern "C" fn tj_stats_scope_count(stats: *const tj_stats) -> usize {
     unsafe { stats.as_ref() }.map_or(0, |s| s.scopes.len())
 }
 
-/// Scope `index` (scopes sorted by id): its UUID, hyphenated (borrowed from
+/// Scope `index` in the page's order (the most first for a count order, by
+/// id for `"name"`): its UUID, hyphenated (borrowed from
 /// `stats`), and counts. Either out-pointer may be NULL; they are written
 /// only on success.
 ///

@@ -15,6 +15,7 @@ describe('over a remote queue: the lifecycle suite', () => { require('./lifecycl
 describe('over a remote queue: the payload suite', () => { require('./payload.test.js') })
 describe('over a remote queue: the Worker suite', () => { require('./worker.test.js') })
 describe('over a remote queue: the job-control suite', () => { require('./control.test.js') })
+describe('over a remote queue: the scope pages suite', () => { require('./scope_pages.test.js') })
 describe('over a remote queue: the Worker job-control suite', () => { require('./worker_control.test.js') })
 describe('over a remote queue: the wait, events and progress suite', () => { require('./events.test.js') })
 describe('over a remote queue: the schedules suite', () => { require('./schedules.test.js') })

@@ -9,6 +9,7 @@ import type {
   ListPage,
   ReapReport,
   Stats,
+  ScopeCounts,
   StateCounts,
   CorruptRecord,
   Enqueued,
@@ -22,7 +23,7 @@ import type { Subscription, QueueEvents, WaitOptions, EnqueueAndWaitOptions, Sub
 import type { ScheduleInfo, RunReport, ScheduleOptions } from './schedules'
 import type { LimitStatus, LimitTarget, LimitSettings, CompleteOptions, CompleteManyOptions } from './flow'
 
-export type { Job, JobInfo, JobEvent, ListPage, ReapReport, Stats, StateCounts, CorruptRecord, Enqueued, ConfigKey, Limits, CancelReport, Paused, SubscriptionEvent }
+export type { Job, JobInfo, JobEvent, ListPage, ReapReport, Stats, ScopeCounts, StateCounts, CorruptRecord, Enqueued, ConfigKey, Limits, CancelReport, Paused, SubscriptionEvent }
 
 /**
  * The stable `code` of every error the store raises, mapped one-to-one from
@@ -592,10 +593,27 @@ export declare class Queue {
   runSchedules(): Promise<RunReport>
   /** Run one reaper pass now: expire leases, prune completed jobs past their retention. */
   reap(): Promise<ReapReport>
-  /** Exact counts per kind and state (never a scan). */
-  stats(): Promise<Stats>
+  /**
+   * Exact counts per kind and state (never a scan), whole; `byScope` (and
+   * `scopes`, the same as an array) is one page in its order: by default
+   * the 100 scopes with the most pending jobs. `scopesNext` is the next
+   * page's cursor (pass as `scopesAfter`), null on the last page.
+   */
+  stats(options?: StatsOptions): Promise<Stats>
   /** Prometheus text exposition of the store's metrics. */
   metrics(): Promise<string>
+}
+
+/** Which scopes {@link Queue.stats} returns. */
+export interface StatsOptions {
+  /** `pending` (default), `leased` or `dead`: the most first; `name`: by scope id. */
+  scopeOrder?: 'pending' | 'leased' | 'dead' | 'name'
+  /** At most this many scopes: 0 to 10,000, default 100. */
+  scopeLimit?: number
+  /** The previous answer's `scopesNext` (same order). */
+  scopesAfter?: string
+  /** Only scopes whose id starts with this (hex digits and dashes). */
+  scopePrefix?: string
 }
 
 /** What {@link Queue.pause} and {@link Queue.resume} name: exactly one of a kind (or family) and a scope. */

@@ -21,6 +21,7 @@ const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) =
 
 const LEASE_KEYS = new Set(['kinds', 'scope', 'waitMs', 'signal'])
 const LIST_KEYS = new Set(['state', 'scope', 'kind', 'limit', 'after', 'schedule', 'parent'])
+const STATS_KEYS = new Set(['scopeOrder', 'scopeLimit', 'scopesAfter', 'scopePrefix'])
 const FAIL_KEYS = new Set(['retryable', 'retryInMs'])
 const CANCEL_KEYS = new Set(['reason'])
 const CANCEL_MANY_KEYS = new Set(['kind', 'scope', 'state', 'reason'])
@@ -489,7 +490,20 @@ class Queue {
   async limits () { return this.#native.limits() }
 
   async reap () { return this.#native.reap() }
-  async stats () { return this.#native.stats() }
+  async stats (opts) {
+    const o = options(opts, 'stats options', STATS_KEYS)
+    const s = await this.#native.stats({
+      scopeOrder: optStr(o.scopeOrder, 'scopeOrder'),
+      scopeLimit: optNum(o.scopeLimit, 'scopeLimit'),
+      scopesAfter: optStr(o.scopesAfter, 'scopesAfter'),
+      scopePrefix: optStr(o.scopePrefix, 'scopePrefix')
+    })
+    // byScope in the page's order (the native map has none); `scopesNext`
+    // is null on the last page, as documented (napi leaves a None out).
+    s.byScope = Object.fromEntries(s.scopes.map((x) => [x.scope, x.counts]))
+    s.scopesNext ??= null
+    return s
+  }
   async metrics () { return this.#native.metrics() }
 }
 

@@ -4,12 +4,13 @@
 use napi::bindgen_prelude::{AsyncTask, Env, Undefined};
 use napi_derive::napi;
 
-use telha_jobs::{JobId, KindPattern, ListQuery, Scope, State};
+use telha_jobs::limits::MAX_SCOPE_LIMIT;
+use telha_jobs::{JobId, KindPattern, ListQuery, Scope, ScopeOrder, State, StatsQuery};
 
-use crate::args::list_limit;
+use crate::args::{list_limit, whole};
 use crate::config;
 use crate::errors::Failure;
-use crate::job::{CorruptRecord, JobInfo, ListPage, ReapReport, Stats};
+use crate::job::{CorruptRecord, JobInfo, ListPage, ReapReport, ScopeCounts, Stats};
 use crate::payload::Plain;
 use crate::queue::NativeQueue;
 use crate::task::{guard, Guarded, Op};
@@ -38,6 +39,30 @@ fn list_query(o: Option<NativeListOptions>) -> Result<ListQuery, Failure> {
         q.after = o.after;
         q.schedule = o.schedule;
         q.parent = o.parent.map(|p| p.parse::<JobId>()).transpose()?;
+    }
+    Ok(q)
+}
+
+/// The per-scope page of `stats`.
+#[napi(object)]
+pub struct NativeStatsOptions {
+    pub scope_order: Option<String>,
+    pub scope_limit: Option<f64>,
+    pub scopes_after: Option<String>,
+    pub scope_prefix: Option<String>,
+}
+
+fn stats_query(o: Option<NativeStatsOptions>) -> Result<StatsQuery, Failure> {
+    let mut q = StatsQuery::default();
+    if let Some(o) = o {
+        if let Some(s) = o.scope_order {
+            q.scope_order = s.parse::<ScopeOrder>()?;
+        }
+        if let Some(l) = o.scope_limit {
+            q.scope_limit = whole(l, "scopeLimit", 0, MAX_SCOPE_LIMIT as u64)? as usize;
+        }
+        q.scopes_after = o.scopes_after;
+        q.scope_prefix = o.scope_prefix;
     }
     Ok(q)
 }
@@ -127,27 +152,43 @@ impl NativeQueue {
         )
     }
 
-    /// Exact counts per kind, per scope and state.
+    /// Exact counts per kind and state, and one page of per-scope counts.
     #[napi(ts_return_type = "Promise<Stats>")]
-    pub fn stats(&self) -> AsyncTask<Op<Stats, Stats>> {
-        let q = self.store().clone();
-        Op::task(
-            "stats",
-            move || {
-                let s = q.stats()?;
-                Ok(Stats {
-                    total: s.total.into(),
-                    by_kind: s.by_kind.into_iter().map(|(k, c)| (k, c.into())).collect(),
-                    by_scope: s
-                        .by_scope
-                        .into_iter()
-                        .map(|(sc, c)| (sc.to_string(), c.into()))
-                        .collect(),
-                    paused: crate::control::Paused::from_core(s.paused),
-                })
-            },
-            |v| v,
-        )
+    pub fn stats(
+        &self,
+        env: Env,
+        options: Option<NativeStatsOptions>,
+    ) -> napi::Result<AsyncTask<Op<Stats, Stats>>> {
+        guard(&env, "stats", || {
+            let query = stats_query(options)?;
+            let q = self.store().clone();
+            Ok(Op::task(
+                "stats",
+                move || {
+                    let s = q.stats_with(&query)?;
+                    let ranked = s.scopes_ranked();
+                    Ok(Stats {
+                        total: s.total.into(),
+                        by_kind: s.by_kind.into_iter().map(|(k, c)| (k, c.into())).collect(),
+                        by_scope: ranked
+                            .iter()
+                            .map(|(sc, c)| (sc.to_string(), (*c).into()))
+                            .collect(),
+                        scopes: ranked
+                            .into_iter()
+                            .map(|(sc, c)| ScopeCounts {
+                                scope: sc.to_string(),
+                                counts: c.into(),
+                            })
+                            .collect(),
+                        scope_order: s.scope_order.as_str().to_string(),
+                        scopes_next: s.scopes_next,
+                        paused: crate::control::Paused::from_core(s.paused),
+                    })
+                },
+                |v| v,
+            ))
+        })
     }
 
     /// Prometheus text exposition.

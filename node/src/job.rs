@@ -328,11 +328,27 @@ pub struct Stats {
     /// Counts per kind; kinds with no jobs left are omitted.
     #[napi(ts_type = "Record<string, StateCounts>")]
     pub by_kind: HashMap<String, StateCounts>,
-    /// Counts per scope (its UUID); scopes with no jobs left are omitted.
+    /// Counts per scope (its UUID) of this page; scopes with no jobs left
+    /// are omitted. (The JS wrapper rebuilds it from `scopes`, in order.)
     #[napi(ts_type = "Record<string, StateCounts>")]
     pub by_scope: HashMap<String, StateCounts>,
+    /// The same page in its order: the most first, or by scope id.
+    pub scopes: Vec<ScopeCounts>,
+    /// The order the page was picked by: pending, leased, dead or name.
+    pub scope_order: String,
+    /// More scopes follow: pass as `scopesAfter`; null on the last page.
+    pub scopes_next: Option<String>,
     /// What is paused (kinds and families, scopes).
     pub paused: Paused,
+}
+
+/// One scope's counts in `stats().scopes`.
+#[napi(object, object_from_js = false)]
+pub struct ScopeCounts {
+    /// The scope's UUID.
+    pub scope: String,
+    /// Its counts.
+    pub counts: StateCounts,
 }
 
 /// What an enqueue did.

@@ -145,6 +145,7 @@ class Run {
     this.saved = new Map() // store files before write_store_file
     this.subs = new Map() // name -> Subscription
     this.lastSeq = new Map() // per subscription, for the seq check
+    this.cursors = new Map() // stats page cursors by name
   }
 
   nameOf (id) {
@@ -387,8 +388,14 @@ class Run {
         return { expired: r.expired, dead: r.dead, pruned: r.pruned, expired_unstarted: r.expiredUnstarted }
       }
       case 'stats': {
-        const st = await this.queue().stats()
-        return { ...st.total, by_kind: st.byKind, by_scope: st.byScope }
+        const o = {}
+        if ('scope_order' in s) o.scopeOrder = s.scope_order
+        if ('scope_limit' in s) o.scopeLimit = s.scope_limit
+        if ('scope_prefix' in s) o.scopePrefix = s.scope_prefix
+        if ('after' in s) o.scopesAfter = this.cursors.get(s.after)
+        const st = await this.queue().stats(o)
+        if (s.as && st.scopesNext !== null) this.cursors.set(s.as, st.scopesNext)
+        return { ...st.total, by_kind: st.byKind, by_scope: st.byScope, scopes: Object.keys(st.byScope), has_next: st.scopesNext !== null }
       }
       case 'sleep_ms':
         await sleep(s.ms)

@@ -2,9 +2,10 @@
 //! counts and stats, pauses, cancel filters and outcomes, reap and purge
 //! reports (re-exported by [`crate::convert`]).
 
+use telha_jobs::scopes::STATS_SCOPE_LIMIT_DEFAULT;
 use telha_jobs::{
     CancelFilter, CancelOutcome, Error, PauseTarget, Paused, PerState, PurgeReport, ReapReport,
-    Result, State, StateCounts, Stats,
+    Result, ScopeOrder, State, StateCounts, Stats, StatsQuery,
 };
 
 use crate::convert::{
@@ -36,7 +37,52 @@ fn counts_from_pb(c: &pb::StateCounts) -> StateCounts {
     StateCounts::from_per_state(&a)
 }
 
-/// The wire form of the counts.
+/// The wire form of a scope order.
+pub fn scope_order_to_pb(o: ScopeOrder) -> pb::ScopeOrder {
+    match o {
+        ScopeOrder::Leased => pb::ScopeOrder::Leased,
+        ScopeOrder::Dead => pb::ScopeOrder::Dead,
+        ScopeOrder::Name => pb::ScopeOrder::Name,
+        _ => pb::ScopeOrder::Pending,
+    }
+}
+
+/// A scope order from the wire (unspecified: pending).
+pub fn scope_order_from_pb(o: i32) -> Result<ScopeOrder> {
+    match pb::ScopeOrder::try_from(o) {
+        Ok(pb::ScopeOrder::Unspecified | pb::ScopeOrder::Pending) => Ok(ScopeOrder::Pending),
+        Ok(pb::ScopeOrder::Leased) => Ok(ScopeOrder::Leased),
+        Ok(pb::ScopeOrder::Dead) => Ok(ScopeOrder::Dead),
+        Ok(pb::ScopeOrder::Name) => Ok(ScopeOrder::Name),
+        Err(_) => Err(invalid(format!(
+            "scope order {o} is not one of pending (1), leased (2), dead (3), name (4)"
+        ))),
+    }
+}
+
+/// A stats query for the wire.
+pub fn stats_query_to_pb(q: &StatsQuery) -> pb::StatsRequest {
+    pb::StatsRequest {
+        scope_order: scope_order_to_pb(q.scope_order) as i32,
+        scope_limit: Some(u32::try_from(q.scope_limit).unwrap_or(u32::MAX)),
+        scopes_after: q.scopes_after.clone(),
+        scope_prefix: q.scope_prefix.clone(),
+    }
+}
+
+/// A stats query from the wire (an empty request is the default query).
+pub fn stats_query_from_pb(r: &pb::StatsRequest) -> Result<StatsQuery> {
+    Ok(StatsQuery {
+        scope_order: scope_order_from_pb(r.scope_order)?,
+        scope_limit: r
+            .scope_limit
+            .map_or(STATS_SCOPE_LIMIT_DEFAULT, |n| n as usize),
+        scopes_after: r.scopes_after.clone(),
+        scope_prefix: r.scope_prefix.clone(),
+    })
+}
+
+/// The wire form of the counts (the scopes in the page's order).
 pub fn stats_to_pb(s: &Stats) -> pb::StatsResponse {
     pb::StatsResponse {
         by_kind: s
@@ -48,13 +94,15 @@ pub fn stats_to_pb(s: &Stats) -> pb::StatsResponse {
         paused_kinds: s.paused.kinds.iter().map(ToString::to_string).collect(),
         paused_scopes: scopes_to_pb(&s.paused.scopes),
         by_scope: s
-            .by_scope
+            .scopes_ranked()
             .iter()
             .map(|(sc, c)| pb::ScopeCounts {
                 scope: sc.as_bytes().to_vec(),
                 counts: Some(counts_to_pb(c)),
             })
             .collect(),
+        scopes_next: s.scopes_next.clone(),
+        scope_order: scope_order_to_pb(s.scope_order) as i32,
     }
 }
 
@@ -74,6 +122,8 @@ pub fn stats_from_pb(s: &pb::StatsResponse) -> Result<Stats> {
                 Ok((scope_from_pb(&b.scope)?, c))
             })
             .collect::<Result<_>>()?,
+        scopes_next: s.scopes_next.clone(),
+        scope_order: scope_order_from_pb(s.scope_order)?,
         total: s.total.as_ref().map(counts_from_pb).unwrap_or_default(),
         paused: paused_from_pb(&s.paused_kinds, &s.paused_scopes)?,
     })

@@ -9,8 +9,10 @@
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyType};
-use telha_jobs::limits::MAX_LIST_LIMIT;
-use telha_jobs::{JobStore, ListPage, ListQuery, Paused, ReapReport, State, StateCounts, Stats};
+use telha_jobs::limits::{MAX_LIST_LIMIT, MAX_SCOPE_LIMIT};
+use telha_jobs::{
+    JobStore, ListPage, ListQuery, Paused, ReapReport, State, StateCounts, Stats, StatsQuery,
+};
 
 use crate::args;
 use crate::errors::type_error;
@@ -119,8 +121,36 @@ pub fn paused_answer<'py>(py: Python<'py>, p: &Paused) -> PyResult<Bound<'py, Py
     Ok(d)
 }
 
+/// `stats(scope_order=, scope_limit=, scopes_after=, scope_prefix=)`.
+pub fn stats_query(
+    py: Python<'_>,
+    order: Option<&Bound<'_, PyAny>>,
+    limit: Option<&Bound<'_, PyAny>>,
+    after: Option<&Bound<'_, PyAny>>,
+    prefix: Option<&Bound<'_, PyAny>>,
+) -> PyResult<StatsQuery> {
+    fn given<'a, 'py>(o: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
+        o.filter(|v| !v.is_none())
+    }
+    let mut q = StatsQuery::default();
+    if let Some(o) = given(order) {
+        q.scope_order = args::parse(py, &args::text(o, "scope_order")?)?;
+    }
+    if let Some(l) = given(limit) {
+        q.scope_limit = args::int_in(l, "scope_limit", 0, MAX_SCOPE_LIMIT as u64)? as usize;
+    }
+    q.scopes_after = given(after)
+        .map(|a| args::text(a, "scopes_after"))
+        .transpose()?;
+    q.scope_prefix = given(prefix)
+        .map(|p| args::text(p, "scope_prefix"))
+        .transpose()?;
+    Ok(q)
+}
+
 /// `stats()`: `{"total": {state: n}, "by_kind": {kind: {state: n}},
-/// "by_scope": {scope uuid: {state: n}}, "paused": {"kinds": [...],
+/// "by_scope": {scope uuid: {state: n}} (one page, in its order),
+/// "scope_order": str, "scopes_next": str | None, "paused": {"kinds": [...],
 /// "scopes": [...]}}`.
 pub fn stats_answer<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
     let by_kind = PyDict::new(py);
@@ -128,13 +158,15 @@ pub fn stats_answer<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDi
         by_kind.set_item(k, counts_dict(py, c)?)?;
     }
     let by_scope = PyDict::new(py);
-    for (sc, c) in &s.by_scope {
+    for (sc, c) in &s.scopes_ranked() {
         by_scope.set_item(sc.to_string(), counts_dict(py, c)?)?;
     }
     let d = PyDict::new(py);
     d.set_item("total", counts_dict(py, &s.total)?)?;
     d.set_item("by_kind", by_kind)?;
     d.set_item("by_scope", by_scope)?;
+    d.set_item("scope_order", s.scope_order.as_str())?;
+    d.set_item("scopes_next", s.scopes_next.as_deref())?;
     d.set_item("paused", paused_answer(py, &s.paused)?)?;
     Ok(d)
 }

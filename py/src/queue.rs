@@ -610,11 +610,29 @@ impl Queue {
     }
 
     /// Exact counts: `{"total": {state: n}, "by_kind": {kind: {state: n}},
-    /// "paused": {"kinds": [...], "scopes": [...]}}`.
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// "by_scope": {scope: {state: n}}, "scope_order", "scopes_next",
+    /// "paused": {"kinds": [...], "scopes": [...]}}`. The totals and
+    /// per-kind counts are whole; `by_scope` is one page, in its order:
+    /// `scope_order` "pending" (default), "leased" or "dead" (the most
+    /// first) or "name"; at most `scope_limit` (default 100, 0 for none);
+    /// `scopes_after`: the previous answer's `scopes_next` (None at the
+    /// end); `scope_prefix`: only scopes whose id starts with it.
+    #[pyo3(signature = (*, scope_order=None, scope_limit=None, scopes_after=None, scope_prefix=None),
+        text_signature = "($self, *, scope_order='pending', scope_limit=100, scopes_after=None, \
+        scope_prefix=None)")]
+    fn stats<'py>(
+        &self,
+        py: Python<'py>,
+        scope_order: Option<&Bound<'py, PyAny>>,
+        scope_limit: Option<&Bound<'py, PyAny>>,
+        scopes_after: Option<&Bound<'py, PyAny>>,
+        scope_prefix: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         task::guard(py, "stats", || {
             let q = &*self.store;
-            let s = task::run(py, || q.stats())?;
+            let query =
+                admin::stats_query(py, scope_order, scope_limit, scopes_after, scope_prefix)?;
+            let s = task::run(py, || q.stats_with(&query))?;
             admin::stats_answer(py, &s)
         })
     }

@@ -141,6 +141,7 @@ class Run:
         self.saved: dict[str, bytes] = {}  # store files before write_store_file
         self.subs: dict[str, telha_jobs.Subscription] = {}
         self.last_seq: dict[str, int] = {}  # per subscription, for the seq check
+        self.cursors: dict[str, str] = {}  # stats page cursors by name
 
     # -- references -----------------------------------------------------
     def name_of(self, job_id: str) -> str:
@@ -353,8 +354,19 @@ class Run:
         if op == "reap":
             return self.queue().reap()
         if op == "stats":
-            st = self.queue().stats()
-            return dict(st["total"], by_kind=st["by_kind"], by_scope=st["by_scope"])
+            kw = {k: s[k] for k in ("scope_order", "scope_limit", "scope_prefix") if k in s}
+            if "after" in s:
+                kw["scopes_after"] = self.cursors[s["after"]]
+            st = self.queue().stats(**kw)
+            if "as" in s and st["scopes_next"] is not None:
+                self.cursors[s["as"]] = st["scopes_next"]
+            return dict(
+                st["total"],
+                by_kind=st["by_kind"],
+                by_scope=st["by_scope"],
+                scopes=list(st["by_scope"]),
+                has_next=st["scopes_next"] is not None,
+            )
         if op == "sleep_ms":
             time.sleep(s["ms"] / 1000)
             return None

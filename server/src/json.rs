@@ -181,7 +181,9 @@ pub fn paused_json(p: &Paused) -> Json {
     })
 }
 
-/// `stats`: the counts per kind, per scope and over all, and what is paused.
+/// `stats`: the counts per kind and over all, one page of per-scope counts
+/// (in the page's order; `scopes_next` is the next page's cursor, null at
+/// the end), and what is paused.
 pub fn stats_json(s: &Stats) -> Json {
     let by_kind: Map<String, Json> = s
         .by_kind
@@ -189,12 +191,13 @@ pub fn stats_json(s: &Stats) -> Json {
         .map(|(k, c)| (k.clone(), counts_json(c)))
         .collect();
     let by_scope: Map<String, Json> = s
-        .by_scope
+        .scopes_ranked()
         .iter()
         .map(|(sc, c)| (sc.to_string(), counts_json(c)))
         .collect();
     json!({
-        "by_kind": by_kind, "by_scope": by_scope, "total": counts_json(&s.total),
+        "by_kind": by_kind, "by_scope": by_scope, "scope_order": s.scope_order.as_str(),
+        "scopes_next": s.scopes_next, "total": counts_json(&s.total),
         "paused": paused_json(&s.paused),
     })
 }

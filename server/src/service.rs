@@ -353,13 +353,14 @@ impl Jobs for JobsService {
 
     async fn stats(
         &self,
-        _req: Request<pb::StatsRequest>,
+        req: Request<pb::StatsRequest>,
     ) -> Result<Response<pb::StatsResponse>, Status> {
-        let r = self
-            .shared
-            .run(|q| q.stats())
-            .await
-            .map(|s| cv::stats_to_pb(&s));
+        let r = async {
+            let q = cv::stats_query_from_pb(req.get_ref()).map_err(bad)?;
+            let s = self.shared.run(move |s| s.stats_with(&q)).await?;
+            Ok(cv::stats_to_pb(&s))
+        }
+        .await;
         self.done("Stats", r)
     }
 

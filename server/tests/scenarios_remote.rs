@@ -168,8 +168,8 @@ impl JobStore for Served {
     fn purge(&self, state: State, cutoff_ms: u64) -> Result<PurgeReport> {
         self.remote.purge(state, cutoff_ms)
     }
-    fn stats(&self) -> Result<Stats> {
-        self.remote.stats()
+    fn stats_with(&self, query: &telha_jobs::StatsQuery) -> Result<Stats> {
+        self.remote.stats_with(query)
     }
     fn metrics(&self) -> Result<String> {
         self.remote.metrics()

@@ -102,6 +102,32 @@ fn every_read_answers_its_documented_shape() {
     assert_eq!(h.get("/api/v1/limits").json(), json!({ "limits": [limit] }));
     assert!(o["throughput"]["points"].is_array());
     assert_eq!(h.get("/api/v1/stats").json(), o["stats"]);
+    assert_eq!(o["stats"]["scope_order"], json!("pending"));
+    assert_eq!(o["stats"]["scopes_next"], Json::Null, "every scope fits");
+    let sc = h.get("/api/v1/scopes").json();
+    assert_eq!(sc["order"], json!("name"));
+    assert_eq!(sc["next"], Json::Null);
+    let rows = sc["scopes"].as_array().unwrap();
+    assert_eq!(rows[0]["scope"], json!(nil));
+    assert_eq!(rows[0]["counts"]["total"], json!(3));
+    let first = h.get("/api/v1/scopes?limit=1&order=dead").json();
+    assert_eq!(first["scopes"].as_array().unwrap().len(), 1);
+    let after = first["next"].as_str().map(str::to_string);
+    if let Some(after) = after {
+        let rest = h
+            .get(&format!("/api/v1/scopes?order=dead&after={after}"))
+            .json();
+        assert!(rest["scopes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["scope"] != first["scopes"][0]["scope"]));
+    }
+    let st = h.get("/api/v1/stats?limit=0").json();
+    assert_eq!(st["by_scope"], json!({}));
+    assert_eq!(st["by_kind"], o["stats"]["by_kind"], "kinds stay whole");
+    assert_eq!(h.get("/api/v1/stats?limit=5000").status, 400);
+    assert_eq!(h.get("/api/v1/scopes?prefix=xyz").status, 400);
     assert_eq!(
         h.get("/api/v1/throughput").json()["interval_ms"],
         json!(5000)
@@ -162,6 +188,7 @@ fn every_read_answers_its_documented_shape() {
     for a in [
         "/assets/app.js",
         "/assets/dom.js",
+        "/assets/scopes.js",
         "/assets/app.css",
         "/assets/favicon.svg",
     ] {
@@ -557,6 +584,7 @@ fn the_openapi_document_names_every_route() {
         "/logout",
         "/overview",
         "/stats",
+        "/scopes",
         "/throughput",
         "/jobs",
         "/jobs/{id}",
@@ -580,7 +608,7 @@ fn the_openapi_document_names_every_route() {
     }
     assert_eq!(
         paths.len(),
-        23,
+        24,
         "a route in openapi.json that the tests do not know"
     );
 }

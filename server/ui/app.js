@@ -1,6 +1,7 @@
-// telha-jobs operator page, part 2 of 2: login, routing and polling, and the
-// views (overview, jobs, one job, workers, schedules). Vanilla ES module, no
-// build step, nothing fetched but this server's /api/v1.
+// telha-jobs operator page, part 2 of 3: login, routing and polling, and the
+// views (overview, jobs, one job, workers, schedules; the scopes in
+// scopes.js). Vanilla ES module, no build step, nothing fetched but this
+// server's /api/v1.
 
 import {
   STATES,
@@ -22,7 +23,6 @@ import {
   rel,
   when,
   scopeText,
-  NIL,
   stateBadge,
   notice,
   errText,
@@ -30,6 +30,7 @@ import {
   act,
   hooks,
 } from './dom.js';
+import { scopesCard, scopesView } from './scopes.js';
 
 // ---------------------------------------------------------------- login
 
@@ -249,7 +250,7 @@ function paintOverview(o) {
   const table = h('table', { class: 'grid', testid: 'kinds-table' }, h('thead', {}, head), h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 9, class: 'muted' }, 'No jobs.'))), h('tfoot', {}, foot));
   fill($('overview') || S.view.data, cards, h('section', { class: 'card' }, h('h2', {}, 'Throughput'), sparkline(o.throughput)),
     h('section', { class: 'card' }, h('h2', {}, 'Jobs by kind and state'), tableWrap(table)),
-    scopesTable(st.by_scope || {}, new Set(paused.scopes || []), sum), limitsTable(o.limits || []));
+    scopesCard(st, new Set(paused.scopes || [])), limitsTable(o.limits || []));
   const p = $('paused');
   if (!p) return;
   const items = [...(paused.kinds || []).map((k) => 'kind:' + k), ...(paused.scopes || []).map((s) => 'scope:' + s)];
@@ -276,27 +277,6 @@ function limitsTable(limits) {
   return h('section', { class: 'card' }, h('h2', {}, 'Limits'),
     rows.length ? tableWrap(h('table', { class: 'grid', testid: 'limits-table' }, h('thead', {}, head), h('tbody', {}, rows)))
       : h('p', { class: 'muted' }, 'No limits. Set one with telha jobs limits set.'));
-}
-
-// Jobs per scope (tenant), the most pending first; the first SCOPES_SHOWN.
-const SCOPES_SHOWN = 20;
-function scopesTable(byScope, pausedScopes, sum) {
-  const scopes = Object.keys(byScope);
-  if (!scopes.length) return null;
-  scopes.sort((a, b) => (byScope[b].pending || 0) - (byScope[a].pending || 0) || (a < b ? -1 : 1));
-  const cell = (sc, state, n) => h('td', { class: 'num' },
-    h('a', { href: jobsHref(state === 'total' ? { scope: sc } : { scope: sc, state }), testid: `scope-count-${sc}-${state}`, class: n ? '' : 'zero' }, String(n ?? 0)));
-  const rows = scopes.slice(0, SCOPES_SHOWN).map((sc) => {
-    const c = byScope[sc];
-    return h('tr', {},
-      h('th', { scope: 'row', class: 'mono' }, h('a', { href: jobsHref({ scope: sc }) }, sc === NIL ? 'default' : sc),
-        pausedScopes.has(sc) ? h('span', { class: 'badge' }, 'paused') : null),
-      STATES.map((s) => cell(sc, s, c[s])), cell(sc, 'total', sum(c)));
-  });
-  const head = h('tr', {}, h('th', {}, 'scope'), STATES.map((s) => h('th', { class: 'num' }, s)), h('th', { class: 'num' }, 'total'));
-  const more = scopes.length > SCOPES_SHOWN ? h('p', { class: 'muted' }, `${scopes.length - SCOPES_SHOWN} more scopes (the ${SCOPES_SHOWN} with the most pending are shown).`) : null;
-  return h('section', { class: 'card' }, h('h2', {}, 'Jobs by scope and state'),
-    tableWrap(h('table', { class: 'grid', testid: 'scopes-table' }, h('thead', {}, head), h('tbody', {}, rows))), more);
 }
 
 // ---------------------------------------------------------------- jobs browser
@@ -521,7 +501,7 @@ function paintSchedules(r) {
     : h('p', { class: 'muted' }, 'No schedules.'));
 }
 
-const VIEWS = { overview, jobs, job, workers, schedules };
+const VIEWS = { overview, jobs, job, workers, schedules, scopes: scopesView };
 
 // ---------------------------------------------------------------- start
 

@@ -1,4 +1,4 @@
-// telha-jobs operator page, part 1 of 2: state, DOM helpers, notices, the
+// telha-jobs operator page, part 1 of 3: state, DOM helpers, notices, the
 // confirmation modal and the API client (app.js has the login, the router
 // and the views). Job data only ever reaches the DOM through textContent /
 // text nodes / setAttribute (never innerHTML).

@@ -15,6 +15,8 @@
 
 struct named_id { char *name; tj_id id; };
 struct named_token { char *name; tj_token token; };
+/* A stats page's cursor, named by the step's `as`. */
+struct named_cursor { char *name; char *cursor; };
 /* A subscription of the case, with the seq it answered last (0: none yet). */
 struct named_sub { char *name; tj_subscription *sub; uint64_t last_seq; };
 
@@ -29,6 +31,8 @@ struct run {
     size_t nleases;
     struct named_sub subs[MAX_NAMES];
     size_t nsubs;
+    struct named_cursor cursors[MAX_NAMES];
+    size_t ncursors;
     pid_t holder;
     int holder_stdin;
     /* A store file as it was before write_store_file. */
@@ -58,7 +62,7 @@ tj_status op_retry(struct run *r, const jval *s, tj_error **err);
 tj_status op_get(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_list(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_reap(struct run *r, jval **obs, tj_error **err);
-tj_status op_stats(struct run *r, jval **obs, tj_error **err);
+tj_status op_stats(struct run *r, const jval *s, jval **obs, tj_error **err);
 /* scenario_control.c: the job-control steps. */
 tj_status op_snooze(struct run *r, const jval *s, tj_error **err);
 tj_status op_cancel(struct run *r, const jval *s, jval **obs, tj_error **err);

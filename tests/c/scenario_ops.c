@@ -409,10 +409,34 @@ tj_status op_list(struct run *r, const jval *s, jval **obs, tj_error **err) {
     return st;
 }
 
-tj_status op_stats(struct run *r, jval **obs, tj_error **err) {
+static const char *cursor_named(const struct run *r, const char *name) {
+    for (size_t i = 0; i < r->ncursors; i++)
+        if (strcmp(r->cursors[i].name, name) == 0) return r->cursors[i].cursor;
+    return NULL;
+}
+
+tj_status op_stats(struct run *r, const jval *s, jval **obs, tj_error **err) {
+    tj_stats_options *o = tj_stats_options_new();
+    tj_status st = TJ_STATUS_OK;
+    const char *order = jget_str(s, "scope_order", NULL), *prefix = jget_str(s, "scope_prefix", NULL),
+               *after = jget_str(s, "after", NULL), *as = jget_str(s, "as", NULL);
+    double limit;
+    if (order) st = tj_stats_options_set_scope_order(o, order, err);
+    if (st == TJ_STATUS_OK && jget_num(s, "scope_limit", &limit)) st = tj_stats_options_set_scope_limit(o, (size_t)limit, err);
+    if (st == TJ_STATUS_OK && prefix) st = tj_stats_options_set_scope_prefix(o, prefix, err);
+    if (st == TJ_STATUS_OK && after) {
+        const char *c = cursor_named(r, after);
+        st = c ? tj_stats_options_set_scopes_after(o, c, err) : runner_error(r, "no cursor named %s", after);
+    }
     tj_stats *stats = NULL;
-    tj_status st = tj_queue_stats(r->q, &stats, err);
+    if (st == TJ_STATUS_OK) st = tj_queue_stats_page(r->q, o, &stats, err);
+    tj_stats_options_free(o);
     if (st != TJ_STATUS_OK) return st;
+    const char *next = tj_stats_scopes_next(stats);
+    if (as && next && r->ncursors < MAX_NAMES) {
+        r->cursors[r->ncursors].name = strdup(as);
+        r->cursors[r->ncursors++].cursor = strdup(next);
+    }
     *obs = counts_json(tj_stats_total(stats));
     jval *by = jnew_obj();
     for (size_t i = 0; i < tj_stats_kind_count(stats); i++) {
@@ -421,13 +445,18 @@ tj_status op_stats(struct run *r, jval **obs, tj_error **err) {
         if (tj_stats_kind(stats, i, &kind, &c, NULL) == TJ_STATUS_OK) jobj_put(by, kind, counts_json(c));
     }
     jobj_put(*obs, "by_kind", by);
-    jval *bs = jnew_obj();
+    jval *bs = jnew_obj(), *order_of = jnew_arr();
     for (size_t i = 0; i < tj_stats_scope_count(stats); i++) {
         const char *scope = NULL;
         tj_state_counts c;
-        if (tj_stats_scope(stats, i, &scope, &c, NULL) == TJ_STATUS_OK) jobj_put(bs, scope, counts_json(c));
+        if (tj_stats_scope(stats, i, &scope, &c, NULL) == TJ_STATUS_OK) {
+            jobj_put(bs, scope, counts_json(c));
+            jarr_push(order_of, jnew_str(scope));
+        }
     }
     jobj_put(*obs, "by_scope", bs);
+    jobj_put(*obs, "scopes", order_of);
+    jobj_put(*obs, "has_next", jnew_bool(next != NULL));
     tj_stats_free(stats);
     return st;
 }

@@ -227,7 +227,7 @@ static tj_status do_step(struct run *r, const char *op, const jval *s, jval **ob
     if (strcmp(op, "events") == 0) return op_events(r, s, obs, err);
     if (strcmp(op, "list") == 0) return op_list(r, s, obs, err);
     if (strcmp(op, "reap") == 0) return op_reap(r, obs, err);
-    if (strcmp(op, "stats") == 0) return op_stats(r, obs, err);
+    if (strcmp(op, "stats") == 0) return op_stats(r, s, obs, err);
     if (strcmp(op, "schedule_put") == 0) return op_schedule_put(r, s, obs, err);
     if (strcmp(op, "schedule_next") == 0) return op_schedule_next(r, s, obs, err);
     if (strncmp(op, "schedule_", 9) == 0 || strcmp(op, "run_schedules") == 0) return op_schedule(r, op, s, obs, err);
@@ -370,6 +370,7 @@ static bool run_case(const char *file, char *why, size_t whylen) {
     for (size_t i = 0; i < r->nids; i++) free(r->ids[i].name);
     for (size_t i = 0; i < r->nleases; i++) free(r->leases[i].name);
     for (size_t i = 0; i < r->nsubs; i++) { tj_subscription_free(r->subs[i].sub); free(r->subs[i].name); }
+    for (size_t i = 0; i < r->ncursors; i++) { free(r->cursors[i].name); free(r->cursors[i].cursor); }
     free(r);
     jfree(c);
     return ok;

@@ -334,6 +334,71 @@ fn stats_counts_per_state_and_kind_as_the_core_does() {
 }
 
 #[test]
+fn stats_prints_the_top_scopes_and_all_of_them_with_scopes_all() {
+    let dir = tempfile::tempdir().unwrap();
+    // 30 scopes: scope i holds i + 1 pending jobs, so the top is known.
+    let scopes: Vec<telha_jobs::Scope> = (0..30u8)
+        .map(|i| telha_jobs::Scope::from_bytes([i + 1; 16]))
+        .collect();
+    {
+        let q = Queue::open(dir.path(), config()).unwrap();
+        let jobs = scopes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, sc)| std::iter::repeat_n(*sc, i + 1))
+            .map(|sc| telha_jobs::NewJob {
+                options: telha_jobs::EnqueueOptions {
+                    scope: Some(sc),
+                    ..Default::default()
+                },
+                ..telha_jobs::NewJob::new("embed", vec![])
+            })
+            .collect();
+        q.enqueue_many(jobs).unwrap();
+        q.close();
+    }
+    let text = telha(dir.path(), &["jobs", "stats"]).ok().to_string();
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| scopes.iter().any(|s| l.starts_with(&s.to_string())))
+        .collect();
+    assert_eq!(rows.len(), 20, "the top 20 by default: {text}");
+    assert!(
+        rows[0].starts_with(&scopes[29].to_string()),
+        "most pending first: {text}"
+    );
+    assert!(text.contains("--scopes all"), "{text}");
+    let all = telha(dir.path(), &["jobs", "stats", "--scopes", "all", "--json"]).json();
+    let listed: Vec<&String> = all["by_scope"].as_object().unwrap().keys().collect();
+    assert_eq!(listed.len(), 30);
+    assert_eq!(*listed[0], scopes[29].to_string());
+    assert_eq!(all["scopes_next"], serde_json::Value::Null);
+    let by_name = telha(
+        dir.path(),
+        &[
+            "jobs",
+            "stats",
+            "--scopes",
+            "5",
+            "--scope-order",
+            "name",
+            "--json",
+        ],
+    )
+    .json();
+    let first: Vec<String> = by_name["by_scope"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    let want: Vec<String> = scopes[..5].iter().map(ToString::to_string).collect();
+    assert_eq!(first, want);
+    assert!(by_name["scopes_next"].is_string());
+    telha(dir.path(), &["jobs", "stats", "--scopes", "many"]).fails(2, "--scopes");
+}
+
+#[test]
 fn enqueue_writes_a_job_the_core_reads_back() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("new-store");

@@ -293,9 +293,9 @@ impl Engine {
                 r.scanned
             ));
         }
-        let mem = self.counts.stats();
+        let mem = self.counts.kind_stats();
         let disk_scopes = marked.then_some(&disk_scopes);
-        self.check_scopes(&mut r, &scoped, disk_scopes, &mem);
+        self.check_scopes(&mut r, &scoped, disk_scopes, &self.counts.scopes_all());
         for (kind, c) in &r.scanned {
             let m = mem.by_kind.get(kind).copied().unwrap_or_default();
             let want = crate::job::StateCounts::from_per_state(c);
@@ -320,7 +320,7 @@ impl Engine {
         r: &mut CheckReport,
         scanned: &BTreeMap<Scope, PerState<i64>>,
         disk: Option<&BTreeMap<Scope, PerState<i64>>>,
-        mem: &crate::job::Stats,
+        mem: &BTreeMap<Scope, PerState<i64>>,
     ) {
         // Unmarked: a store from before them, opened read-only (kept in
         // memory only, never written).
@@ -329,14 +329,9 @@ impl Engine {
                 "per-scope counters on disk {disk:?} differ from a full scan {scanned:?}"
             ));
         }
-        let want: BTreeMap<Scope, crate::job::StateCounts> = scanned
-            .iter()
-            .map(|(s, c)| (*s, crate::job::StateCounts::from_per_state(c)))
-            .collect();
-        if mem.by_scope != want {
+        if mem != scanned {
             r.problems.push(format!(
-                "in-memory per-scope counts {:?} differ from a full scan {want:?}",
-                mem.by_scope
+                "in-memory per-scope counts {mem:?} differ from a full scan {scanned:?}"
             ));
         }
     }

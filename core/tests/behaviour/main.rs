@@ -44,6 +44,7 @@ mod poison;
 mod retry;
 mod schedules;
 mod scope_counts;
+mod scope_pages;
 mod settle;
 mod store;
 mod waits;

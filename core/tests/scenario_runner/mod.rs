@@ -24,9 +24,10 @@ mod control;
 mod events;
 mod flow;
 mod schedules;
+mod stats;
 
 use args::{check, config_of, ms, new_job_args, put_bytes, strs, uint};
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 use telha_jobs::{
     Config, Error, Job, JobId, JobInfo, JobStore, LeaseOptions, LeaseToken, ListQuery, NewJob,
     Queue, Scope,
@@ -129,6 +130,7 @@ fn run_file(path: &Path) -> R<()> {
         saved: HashMap::new(),
         subs: HashMap::new(),
         last_seq: HashMap::new(),
+        cursors: HashMap::new(),
     };
     run.store = Some(open_store(&run.path, &run.config).map_err(|e| format!("open: {e}"))?);
     let steps = case
@@ -162,6 +164,8 @@ struct Run {
     /// delivered.
     subs: HashMap<String, telha_jobs::Subscription>,
     last_seq: HashMap<String, u64>,
+    /// `stats` page cursors by name (`stats … as`).
+    cursors: HashMap<String, String>,
 }
 
 impl Run {
@@ -218,26 +222,7 @@ impl Run {
                 json!({"expired": r.expired, "dead": r.dead, "pruned": r.pruned,
                                 "expired_unstarted": r.expired_unstarted})
             }),
-            "stats" => self.q()?.stats().map(|st| {
-                let counts = |c: &telha_jobs::StateCounts| {
-                    json!({"pending": c.pending, "leased": c.leased, "failed": c.failed,
-                           "completed": c.completed, "dead": c.dead, "cancelled": c.cancelled})
-                };
-                let mut o = counts(&st.total);
-                let by: Map<String, Json> = st
-                    .by_kind
-                    .iter()
-                    .map(|(k, c)| (k.clone(), counts(c)))
-                    .collect();
-                o["by_kind"] = Json::Object(by);
-                let by: Map<String, Json> = st
-                    .by_scope
-                    .iter()
-                    .map(|(sc, c)| (sc.to_string(), counts(c)))
-                    .collect();
-                o["by_scope"] = Json::Object(by);
-                o
-            }),
+            "stats" => self.stats(s),
             "sleep_ms" => {
                 std::thread::sleep(ms(s.get("ms").unwrap_or(&Json::Null))?);
                 Ok(Json::Null)

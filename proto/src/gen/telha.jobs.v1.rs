@@ -436,8 +436,22 @@ pub struct StateCounts {
     #[prost(uint64, tag = "6")]
     pub cancelled: u64,
 }
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct StatsRequest {}
+/// The totals and per-kind counts are always whole; the per-scope counts are
+/// one page. An empty request: the 100 scopes with the most pending jobs.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StatsRequest {
+    #[prost(enumeration = "ScopeOrder", tag = "1")]
+    pub scope_order: i32,
+    /// At most this many scopes (absent: 100; 0: none; at most 10,000).
+    #[prost(uint32, optional, tag = "2")]
+    pub scope_limit: ::core::option::Option<u32>,
+    /// The previous response's scopes_next (same order).
+    #[prost(string, optional, tag = "3")]
+    pub scopes_after: ::core::option::Option<::prost::alloc::string::String>,
+    /// Only scopes whose canonical text starts with this.
+    #[prost(string, optional, tag = "4")]
+    pub scope_prefix: ::core::option::Option<::prost::alloc::string::String>,
+}
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct StatsResponse {
     #[prost(map = "string, message", tag = "1")]
@@ -451,9 +465,15 @@ pub struct StatsResponse {
     pub paused_kinds: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
     #[prost(bytes = "vec", repeated, tag = "4")]
     pub paused_scopes: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
-    /// Counts per scope (16-byte scope ids); scopes with no jobs are omitted.
+    /// Counts per scope (16-byte scope ids) of this page, in its order;
+    /// scopes with no jobs are omitted.
     #[prost(message, repeated, tag = "5")]
     pub by_scope: ::prost::alloc::vec::Vec<ScopeCounts>,
+    /// More scopes follow: send as scopes_after. Absent: the last page.
+    #[prost(string, optional, tag = "6")]
+    pub scopes_next: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(enumeration = "ScopeOrder", tag = "7")]
+    pub scope_order: i32,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ScopeCounts {
@@ -909,6 +929,42 @@ impl Encoding {
             "ENCODING_UNKNOWN" => Some(Self::Unknown),
             "ENCODING_BYTES" => Some(Self::Bytes),
             "ENCODING_VALUE" => Some(Self::Value),
+            _ => None,
+        }
+    }
+}
+/// Which scopes Stats returns, in which order. UNSPECIFIED is PENDING.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum ScopeOrder {
+    Unspecified = 0,
+    Pending = 1,
+    Leased = 2,
+    Dead = 3,
+    Name = 4,
+}
+impl ScopeOrder {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "SCOPE_ORDER_UNSPECIFIED",
+            Self::Pending => "SCOPE_ORDER_PENDING",
+            Self::Leased => "SCOPE_ORDER_LEASED",
+            Self::Dead => "SCOPE_ORDER_DEAD",
+            Self::Name => "SCOPE_ORDER_NAME",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "SCOPE_ORDER_UNSPECIFIED" => Some(Self::Unspecified),
+            "SCOPE_ORDER_PENDING" => Some(Self::Pending),
+            "SCOPE_ORDER_LEASED" => Some(Self::Leased),
+            "SCOPE_ORDER_DEAD" => Some(Self::Dead),
+            "SCOPE_ORDER_NAME" => Some(Self::Name),
             _ => None,
         }
     }

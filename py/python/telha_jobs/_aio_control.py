@@ -74,8 +74,23 @@ class _AsyncControl:
     async def reap(self) -> dict[str, int]:
         return await self._call(self.queue.reap)
 
-    async def stats(self) -> dict[str, Any]:
-        return await self._call(self.queue.stats)
+    async def stats(
+        self,
+        *,
+        scope_order: str | None = None,
+        scope_limit: int | None = None,
+        scopes_after: str | None = None,
+        scope_prefix: str | None = None,
+    ) -> dict[str, Any]:
+        """As :meth:`Queue.stats`: whole totals and per-kind counts, one page
+        of per-scope counts."""
+        return await self._call(
+            self.queue.stats,
+            scope_order=scope_order,
+            scope_limit=scope_limit,
+            scopes_after=scopes_after,
+            scope_prefix=scope_prefix,
+        )
 
     async def metrics(self) -> str:
         return await self._call(self.queue.metrics)

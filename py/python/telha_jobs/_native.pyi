@@ -78,6 +78,7 @@ MAX_CATCH_UP_LIMIT: int
 DEFAULT_MAX_CATCH_UP: int
 
 _State = Literal["pending", "leased", "completed", "failed", "dead", "cancelled"]
+_ScopeOrder = Literal["pending", "leased", "dead", "name"]
 _ExtendAnswer = Literal["renewed", "lost", "cancelled"]
 _Encoding = Literal["unknown", "bytes", "value"]
 _CatchUp = Literal["skip", "one", "all"]
@@ -721,7 +722,17 @@ class Queue:
         ``ui=True`` also serves the operator web page (on ``metrics_listen``,
         default ``127.0.0.1:7451``; see ``Server.ui_url``)."""
     def purge(self, state: _State, before: _Instant) -> int: ...
-    def stats(self) -> dict[str, dict[str, Any]]: ...
+    def stats(
+        self,
+        *,
+        scope_order: _ScopeOrder = "pending",
+        scope_limit: int = 100,
+        scopes_after: str | None = None,
+        scope_prefix: str | None = None,
+    ) -> dict[str, Any]:
+        """Whole totals and per-kind counts; ``by_scope`` is one page (default:
+        the 100 scopes with the most pending jobs), ``scopes_next`` the next
+        page's cursor (None on the last page)."""
     def metrics(self) -> str: ...
     def schedule_put(
         self,

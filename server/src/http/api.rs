@@ -1,6 +1,7 @@
 //! The API's reads (`GET /api/v1/…`). Every one is a counter read or one
 //! bounded `list` page: none scans the store (the overview's counts are
-//! the exact per-kind counters; the leases view reads the leased rows,
+//! the exact per-kind counters and the top [`OVERVIEW_SCOPES`] scopes; the
+//! scopes view pages by cursor; the leases view reads the leased rows,
 //! bounded by [`MAX_LEASES_SHOWN`]).
 
 use std::collections::BTreeMap;
@@ -9,11 +10,14 @@ use std::str::FromStr;
 use hyper::body::Bytes;
 use hyper::Response;
 use serde_json::{json, Value as Json};
-use telha_jobs::{JobId, JobInfo, KindPattern, ListQuery, Queue, Scope, State};
+use telha_jobs::scopes::STATS_SCOPE_LIMIT_DEFAULT;
+use telha_jobs::{
+    JobId, JobInfo, KindPattern, ListQuery, Queue, Scope, ScopeOrder, State, StatsQuery,
+};
 
 use super::reply::{bad, core_error, error, ok, with_type, Body};
 use super::{Req, Ui};
-use crate::json::{job_json, limit_status_json, schedule_json, stats_json, time};
+use crate::json::{counts_json, job_json, limit_status_json, schedule_json, stats_json, time};
 use crate::service::now_ms;
 
 /// Payloads and results larger than this are not inlined in a job's
@@ -24,6 +28,11 @@ pub(crate) const INLINE_MAX: usize = 64 * 1024;
 pub(crate) const MAX_PAGE: usize = 500;
 /// The leases view shows at most this many leases.
 pub(crate) const MAX_LEASES_SHOWN: usize = 2000;
+/// The overview shows this many scopes (the most pending first); the
+/// scopes view pages through the rest.
+pub(crate) const OVERVIEW_SCOPES: usize = 20;
+/// A scopes page holds at most this many scopes.
+pub(crate) const MAX_SCOPE_PAGE: usize = 1000;
 
 /// Run a core call on the blocking pool; its error as an answer.
 pub(crate) async fn blocking<T: Send + 'static>(
@@ -60,9 +69,11 @@ pub(crate) async fn get(ui: &Ui, q: Queue, rest: &str, req: &Req) -> Response<Bo
     match parts.as_slice() {
         ["overview"] => overview(ui, q).await,
         ["stats"] => {
-            let s = tri!(blocking(move || q.stats()).await);
+            let query = tri!(stats_query(req, STATS_SCOPE_LIMIT_DEFAULT));
+            let s = tri!(blocking(move || q.stats_with(&query)).await);
             ok(&stats_json(&s))
         }
+        ["scopes"] => scopes(q, req).await,
         ["throughput"] => ok(&ui.throughput.json()),
         ["jobs"] => jobs(q, req).await,
         ["jobs", id] => job(q, id).await,
@@ -80,10 +91,68 @@ pub(crate) async fn get(ui: &Ui, q: Queue, rest: &str, req: &Req) -> Response<Bo
     }
 }
 
+/// The per-scope part of a stats request: `order` (pending, leased, dead,
+/// name), `limit`, `after` (the previous page's `scopes_next`), `prefix`.
+fn stats_query(req: &Req, limit: usize) -> Result<StatsQuery, Response<Body>> {
+    const FILTERS: [&str; 4] = ["order", "limit", "after", "prefix"];
+    if let Some((k, _)) = req
+        .query
+        .iter()
+        .find(|(k, _)| !FILTERS.contains(&k.as_str()))
+    {
+        return Err(bad(format!(
+            "unknown parameter {k:?} (parameters: {})",
+            FILTERS.join(", ")
+        )));
+    }
+    let scope_limit = match req.param("limit") {
+        None => limit,
+        Some(l) => match l.parse::<usize>() {
+            Ok(n) if n <= MAX_SCOPE_PAGE => n,
+            _ => {
+                return Err(bad(format!(
+                    "limit: {l:?} is not a number from 0 to {MAX_SCOPE_PAGE}"
+                )))
+            }
+        },
+    };
+    Ok(StatsQuery {
+        scope_order: parse::<ScopeOrder>("order", req.param("order"))?.unwrap_or_default(),
+        scope_limit,
+        scopes_after: req.param("after").map(str::to_string),
+        scope_prefix: req.param("prefix").map(str::to_string),
+    })
+}
+
+/// `GET /api/v1/scopes`: one page of per-scope counts (default: by name,
+/// 50 a page), without the per-kind counts.
+async fn scopes(q: Queue, req: &Req) -> Response<Body> {
+    let mut query = tri!(stats_query(req, 50));
+    if req.param("order").is_none() {
+        query.scope_order = ScopeOrder::Name;
+    }
+    let s = tri!(blocking(move || q.stats_with(&query)).await);
+    let scopes: Vec<Json> = s
+        .scopes_ranked()
+        .iter()
+        .map(|(sc, c)| json!({"scope": sc.to_string(), "counts": counts_json(c)}))
+        .collect();
+    ok(&json!({
+        "scopes": scopes,
+        "order": s.scope_order.as_str(),
+        "next": s.scopes_next,
+        "paused": s.paused.scopes.iter().map(ToString::to_string).collect::<Vec<_>>(),
+    }))
+}
+
 async fn overview(ui: &Ui, q: Queue) -> Response<Body> {
     let (s, schedules, limits) = tri!(
         blocking(move || {
-            let s = q.stats()?;
+            let top = StatsQuery {
+                scope_limit: OVERVIEW_SCOPES,
+                ..StatsQuery::default()
+            };
+            let s = q.stats_with(&top)?;
             Ok((s, q.schedule_list()?.len(), q.limits()?))
         })
         .await

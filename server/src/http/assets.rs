@@ -35,6 +35,12 @@ const ASSETS: &[Asset] = &[
         body: include_str!("../../ui/dom.js"),
     },
     Asset {
+        path: "/assets/scopes.js",
+        file: "scopes.js",
+        ctype: "text/javascript; charset=utf-8",
+        body: include_str!("../../ui/scopes.js"),
+    },
+    Asset {
         path: "/assets/app.css",
         file: "app.css",
         ctype: "text/css; charset=utf-8",
