@@ -242,10 +242,10 @@ class Prefetch:
 
 def one_per_job(items: list[tuple[Any, Job, Any]], most: int) -> tuple[list[Any], list[Any]]:
     """Up to ``most`` items for the next call, one delivery per job id, and
-    the rest. ``complete_many`` answers a job named twice "lost" the second
-    time without reading its generation: two deliveries of one job settling
-    together (an expired lease and its successor, both run here) would lose
-    the live one. A later delivery of a job waits for the next call."""
+    the rest. Two deliveries of one job settling together (an expired lease
+    and its successor, both run here) go in separate calls, so neither
+    answer depends on how a server orders the items of one job; a later
+    delivery of a job waits for the next call."""
     batch: list[Any] = []
     rest: list[Any] = []
     seen: set[str] = set()
