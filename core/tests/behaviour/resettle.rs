@@ -6,6 +6,9 @@
 use super::*;
 use telha_jobs::{CancelOutcome, Completion, Failure};
 
+/// One settle call of a token.
+type Settle<'a> = dyn Fn(&LeaseToken) -> telha_jobs::Result<()> + 'a;
+
 /// A job leased by `worker`, and its record right after `settle` took it.
 fn settled(
     s: &TestStore,
@@ -113,7 +116,7 @@ fn a_repeated_snooze_past_max_snoozes_answers_ok_from_failed_and_dead() {
 #[test]
 fn a_repeat_after_a_cancel_request_answers_cancelled_again() {
     let s = TestStore::new();
-    let settles: [(&str, &dyn Fn(&LeaseToken) -> telha_jobs::Result<()>); 4] = [
+    let settles: [(&str, &Settle); 4] = [
         ("complete", &|t| s.q.complete(t, Some(b"r"))),
         ("fail", &|t| s.q.fail(t, "boom", true)),
         ("release", &|t| s.q.release(t)),
