@@ -3634,11 +3634,17 @@ tj_status tj_queue_heartbeat(const struct tj_queue *queue,
  * Only the token is checked, not the worker. The result's encoding is
  * recorded as `TJ_ENCODING_UNKNOWN` (see `tj_queue_complete_with_encoding`).
  *
+ * Retry-safe: repeated with the same token after it took effect (a lost
+ * reply), it answers as the first call did (`TJ_STATUS_OK`, or
+ * `TJ_STATUS_CANCELLED`) and changes nothing; the first result and
+ * follow-ups stand. The same holds for `tj_queue_fail`, `tj_queue_release`
+ * and `tj_queue_snooze`, each repeating itself.
+ *
  * Blocks for one RocksDB write.
  *
  * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, result with a non-zero
  * length), `TJ_STATUS_ABORTED` for a stale token or a job no longer leased
- * (nothing changes), `TJ_STATUS_CANCELLED` when the job has a cancel
+ * by it that this call did not leave (nothing changes), `TJ_STATUS_CANCELLED` when the job has a cancel
  * request (it is recorded cancelled, the result kept), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_INVALID_ARGUMENT` for
  * a result over `max_payload_bytes`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
  *
@@ -3712,7 +3718,7 @@ tj_status tj_queue_complete_then(const struct tj_queue *queue,
  *
  * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token, reason),
  * `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_ABORTED` (stale token, nothing
- * changes), `TJ_STATUS_CANCELLED` (the job had a cancel request: it is
+ * changes; a repeat of this fail answers as it did), `TJ_STATUS_CANCELLED` (the job had a cancel request: it is
  * recorded cancelled, not retried), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
  *
  * # Safety
@@ -3732,8 +3738,9 @@ tj_status tj_queue_fail(const struct tj_queue *queue,
  * Blocks for one RocksDB write.
  *
  * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token), `TJ_STATUS_ABORTED`
- * (stale token), `TJ_STATUS_CANCELLED` (the job had a cancel request: it
- * is recorded cancelled), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ * (stale token; a repeat of this release answers as it did),
+ * `TJ_STATUS_CANCELLED` (the job had a cancel request: it is recorded
+ * cancelled), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
  *
  * # Safety
  * `queue` and `token` are NULL or live; `err` is NULL or writable.
@@ -3768,7 +3775,8 @@ tj_status tj_queue_fail_in(const struct tj_queue *queue,
  * Blocks for one RocksDB write.
  *
  * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, token), `TJ_STATUS_INVALID_ARGUMENT`
- * for a delay over `TJ_MAX_DURATION_MS`, `TJ_STATUS_ABORTED` (stale token),
+ * for a delay over `TJ_MAX_DURATION_MS`, `TJ_STATUS_ABORTED` (stale token;
+ * a repeat of this snooze answers as it did),
  * `TJ_STATUS_CANCELLED`, `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_STORAGE`,
  * `TJ_STATUS_CLOSED`.
  *

@@ -316,9 +316,17 @@ impl Queue {
     /// Complete a leased job, with an optional result (copied). The token is
     /// checked, not the worker id.
     ///
+    /// Retry-safe: repeated with the same token after it took effect (a
+    /// reply lost on the way), it answers as the first call did (`Ok`, or
+    /// `Cancelled`) and changes nothing; the first call's result and
+    /// follow-ups stand. Decided from the record: the job is still in the
+    /// state that settle left it, under the token's generation.
+    ///
     /// Errors: `InvalidArgument` for a result over `max_payload_bytes`;
-    /// `Aborted` for a stale token or a job no longer leased (nothing
-    /// changes); `NotFound` when there is no such job; `Storage`; `Closed`.
+    /// `Aborted` for a stale token or a job no longer leased by it that
+    /// this settle did not leave (nothing changes); `NotFound` when there
+    /// is no such job; `Cancelled` when it was cancelled while leased (it
+    /// is recorded cancelled, the result kept); `Storage`; `Closed`.
     pub fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
         self.complete_with(Completion::new(*token, result.map(|r| r.to_vec())))
     }
@@ -332,8 +340,10 @@ impl Queue {
     /// Complete many leased jobs (each with an optional result) in one
     /// atomic write: the batch form of [`Queue::complete`]. Answers per item,
     /// in order: `Ok`, or why that item changed nothing — `Aborted` (stale
-    /// token, or a job named a second time in the call), `NotFound`,
-    /// `InvalidArgument` (a result over `max_payload_bytes`).
+    /// token), `NotFound`, `InvalidArgument` (a result over
+    /// `max_payload_bytes`), `Cancelled`. Each item is retry-safe as
+    /// [`Queue::complete`] is: a token completed by an earlier call, or
+    /// named again in this one, answers as its completion did.
     ///
     /// The outer error is for the whole call, and then nothing was
     /// completed: `Storage`, `Closed`.
@@ -345,8 +355,13 @@ impl Queue {
     /// `retryable` or out of attempts. Spends one attempt; `reason` (cut to
     /// 4096 bytes) becomes the job's `last_error`.
     ///
-    /// Errors: `Aborted` for a stale token or a job no longer leased (nothing
-    /// changes); `NotFound` when there is no such job; `Storage`; `Closed`.
+    /// Retry-safe as [`Queue::complete`]: repeated with the same token
+    /// while the job is still failed (or dead) by it, it answers `Ok` again
+    /// and spends no second attempt.
+    ///
+    /// Errors: `Aborted` for a stale token or a job no longer leased by it
+    /// (nothing changes); `NotFound` when there is no such job; `Cancelled`
+    /// when it was cancelled while leased; `Storage`; `Closed`.
     pub fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {
         let mut f = Failure::new(*token, reason);
         f.retryable = retryable;
@@ -364,7 +379,9 @@ impl Queue {
     /// Hand a leased job back to pending until now + `delay` without
     /// spending an attempt (event `snoozed`; the job's snooze count goes
     /// up). Past the kind's `max_snoozes`, a snooze counts as a failed
-    /// attempt retried after `delay`.
+    /// attempt retried after `delay`. Retry-safe as [`Queue::complete`]:
+    /// repeated while the job is still pending from this snooze, it answers
+    /// `Ok` again (the delay and snooze count of the first call stand).
     ///
     /// Errors: as [`Queue::fail`]; `InvalidArgument` for a delay over 100
     /// years; `Cancelled` when the job was cancelled while leased (it is
@@ -457,7 +474,9 @@ impl Queue {
     }
 
     /// Hand a leased job back to pending without spending an attempt, at its
-    /// old place in line (a worker shutting down gracefully).
+    /// old place in line (a worker shutting down gracefully). Retry-safe as
+    /// [`Queue::complete`]: repeated while the job is still pending from
+    /// this release, it answers `Ok` again.
     ///
     /// Errors: as [`Queue::fail`].
     pub fn release(&self, token: &LeaseToken) -> Result<()> {

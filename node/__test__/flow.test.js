@@ -128,7 +128,11 @@ test('a refused completion creates no follow-up: bad item, stale lease, cancel r
   assert.equal((await q.get(id)).state, 'leased')
   assert.equal((await q.list({ parent: id })).jobs.length, 0)
   await q.complete(job, null, { then: [['embed', 1]] })
-  await assert.rejects(q.complete(job, null, { then: [['embed', 2]] }), { code: 'ABORTED' })
+  // A repeat (a retry) answers as the first and stages no follow-ups; a
+  // stale lease is refused and stages none either.
+  await q.complete(job, null, { then: [['embed', 2]] })
+  assert.equal((await q.list({ parent: id })).jobs.length, 1)
+  await assert.rejects(q.complete({ id, generation: job.generation + 1 }, null, { then: [['embed', 2]] }), { code: 'ABORTED' })
   assert.equal((await q.list({ parent: id })).jobs.length, 1)
   // A cancel request turns the completion into a cancel, with no follow-ups.
   const id2 = await q.enqueue('ingest', null)

@@ -450,16 +450,20 @@ export declare class Queue {
    * Complete a leased job, with an optional result and follow-up jobs
    * (`then`, see {@link CompleteOptions}) enqueued in the same atomic
    * write. `ABORTED` when the lease is lost (and no follow-up is created).
+   * Repeated with the same lease after it took effect (a retry after a
+   * lost reply), it resolves as the first call did and changes nothing; so
+   * do `fail`, `release` and `snooze`.
    */
   complete(job: LeaseRef, result?: PayloadValue, options?: CompleteOptions): Promise<void>
   /**
    * Complete many leased jobs in one call and one atomic write: far fewer
    * trips off the event loop, and far fewer RocksDB writes, than one
    * `complete` each. `results[i]` is job i's result. Resolves, per job, with
-   * `null` when completed, else the code of why not: `ABORTED` (lease lost,
-   * or the job named a second time), `NOT_FOUND`, or `INVALID_ARGUMENT` (a
-   * result over the size limit, or a bad follow-up); those jobs are
-   * untouched. `options.then[i]` are job i's follow-up jobs (see
+   * `null` when completed, else the code of why not: `ABORTED` (lease
+   * lost), `NOT_FOUND`, `CANCELLED`, or `INVALID_ARGUMENT` (a result over
+   * the size limit, or a bad follow-up); those jobs are untouched. A lease
+   * completed before, in this call or an earlier one, answers as its
+   * completion did. `options.then[i]` are job i's follow-up jobs (see
    * {@link CompleteOptions}). A `CLOSED` or `STORAGE` error rejects the
    * call, and then none was completed.
    */

@@ -422,10 +422,10 @@ class Worker extends EventEmitter {
     this.#flushScheduled = false
     let pairs = this.#completions
     this.#completions = []
-    // One delivery per job in a batch: `completeMany` answers a job named
-    // twice "lost" the second time without reading its generation, so two
-    // deliveries of one job finishing in the same turn (an expired lease and
-    // its successor) would lose the live one too. Later ones go next batch.
+    // One delivery per job in a batch: two deliveries of one job finishing
+    // in the same turn (an expired lease and its successor) go in separate
+    // calls, so neither answer depends on how a server orders the items of
+    // one job. Later ones go next batch.
     if (pairs.length > 2) {
       const seen = new Set()
       for (let i = 0; i < pairs.length; i += 2) {

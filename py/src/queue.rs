@@ -314,7 +314,8 @@ impl Queue {
     /// value). `then`: follow-up jobs (`enqueue_many` items) enqueued in the
     /// same atomic batch, each with `parent` this job; none if the
     /// completion is refused or becomes a cancel. `LeaseLostError` when the
-    /// lease is stale.
+    /// lease is stale. Repeated with the same job after it took effect (a
+    /// retry), it answers as the first call did and changes nothing.
     #[pyo3(signature = (job, result=None, *, then=None))]
     fn complete(
         &self,

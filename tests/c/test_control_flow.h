@@ -226,8 +226,12 @@ static void complete_then_creates_children_that_record_their_parent(void) {
     CHECK(children_of(q, p) == 2);
     /* The batch was copied: it is still the caller's. */
     CHECK(tj_batch_len(b) == 2);
-    /* A stale token: ABORTED, and no more children. */
-    CHECK_STATUS(TJ_STATUS_ABORTED, tj_queue_complete_then(q, &t, NULL, 0, 0, b, &err));
+    /* The same completion again (a retry): answered as the first, and no
+     * more children. A stale token: ABORTED, and none either. */
+    CHECK_OK(tj_queue_complete_then(q, &t, NULL, 0, 0, b, &err));
+    CHECK(children_of(q, p) == 2);
+    tj_token stale = {t.id, t.generation + 1};
+    CHECK_STATUS(TJ_STATUS_ABORTED, tj_queue_complete_then(q, &stale, NULL, 0, 0, b, &err));
     CHECK(children_of(q, p) == 2);
     tj_batch_free(b);
     tj_job_free(j);

@@ -1,6 +1,7 @@
-//! Settling leases: extend, complete, fail, release, and the reaper's expiry.
+//! Settling leases: complete, fail, release, snooze, and the reaper's expiry.
 //! Every one checks the lease generation under the lease entry's lock and
-//! moves the row in one batch; a stale token is `Aborted` and changes nothing.
+//! moves the row in one batch; a stale token is `Aborted` and changes nothing,
+//! unless it repeats the settle that ended its lease (`resettle`).
 
 use std::collections::BTreeMap;
 
@@ -8,13 +9,14 @@ use crate::error::{Error, Result};
 use crate::event::Event;
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::job::{validate_worker_id, Completion, JobId, LeaseToken, NewJob, Scope, State};
+use crate::job::{Completion, JobId, LeaseToken, NewJob, Scope, State};
 use crate::limits;
 use crate::payload::Encoding;
 use crate::store::codec;
 use crate::store::keys::JobKey;
 
 use super::leases::{self, Entry, LeaseEntry};
+use super::resettle::{SettleOp, OVER_SNOOZED};
 use super::transition::Tx;
 use super::Engine;
 
@@ -35,31 +37,52 @@ enum Outcome {
     Snoozed(u64),
 }
 
+impl Outcome {
+    /// The call that asked for it (none for the reaper's expiry).
+    fn op(&self) -> Option<SettleOp> {
+        match self {
+            Outcome::Completed(..) => Some(SettleOp::Complete),
+            Outcome::Failed { expired: true, .. } => None,
+            Outcome::Failed { .. } => Some(SettleOp::Fail),
+            Outcome::Released => Some(SettleOp::Release),
+            Outcome::Snoozed(_) => Some(SettleOp::Snooze),
+        }
+    }
+}
+
 /// The answer to a settle whose job had a cancel request: the move was
 /// made (the job is cancelled), and the holder learns why.
-fn cancelled_answer(reason: &str, id: &JobId) -> Error {
+pub(super) fn cancelled_answer(reason: &str, id: &JobId) -> Error {
     Error::Cancelled(format!("job {id} was cancelled while leased: {reason}"))
 }
 
 impl Engine {
-    /// The live lease entry for `token`, or why there is none.
-    fn entry_for(&self, token: &LeaseToken) -> Result<Entry> {
-        match self.leases.get(&token.id) {
-            Some(e) => Ok(e),
-            None => Err(self.not_leased(&token.id)?),
-        }
-    }
-
     /// The error for a token whose job holds no lease: `NotFound` when the
     /// job does not exist, `Aborted` when it has moved on.
-    fn not_leased(&self, id: &JobId) -> Result<Error> {
+    pub(super) fn not_leased(&self, id: &JobId) -> Result<Error> {
         Ok(match self.key_of(id)? {
             None => Error::NotFound(format!("no job {id}")),
             Some(k) => Error::Aborted(format!("job {id} is {} and holds no lease", k.state)),
         })
     }
 
-    fn check_token(e: &LeaseEntry, token: &LeaseToken) -> Result<()> {
+    /// A token with no live lease: what an earlier settle of it by the
+    /// same call answered (a retry), else `otherwise`.
+    fn settled_before(
+        &self,
+        token: &LeaseToken,
+        op: Option<SettleOp>,
+        otherwise: Error,
+    ) -> Result<()> {
+        if let (Some(op), Error::Aborted(_)) = (op, &otherwise) {
+            if let Some(answer) = self.repeated_settle(token, op)? {
+                return answer;
+            }
+        }
+        Err(otherwise)
+    }
+
+    pub(super) fn check_token(e: &LeaseEntry, token: &LeaseToken) -> Result<()> {
         if !e.live {
             return Err(Error::Aborted(format!(
                 "job {} is no longer leased",
@@ -102,9 +125,9 @@ impl Engine {
     /// `Ok`, or why that item changed nothing (`Aborted`, `NotFound`, or
     /// `InvalidArgument` for an oversized result). Each token is checked on
     /// its own: when a job is named more than once, the first item holding
-    /// its live lease completes it and every other item answers `Aborted`
-    /// (a stale generation as such, a repeat of the live token as a second
-    /// `complete` would). The outer error (a failed write) means nothing
+    /// its live lease completes it, a repeat of that token answers what it
+    /// answered (as a second `complete` would), and a stale generation
+    /// answers `Aborted`. The outer error (a failed write) means nothing
     /// was completed.
     pub fn complete_many(&self, mut items: Vec<Completion>) -> Result<Vec<Result<()>>> {
         let mut answers: Vec<Option<Result<()>>> = (0..items.len()).map(|_| None).collect();
@@ -135,7 +158,9 @@ impl Engine {
                 Some(e) => held.push((e, idx)),
                 None => {
                     for i in idx {
-                        answers[i] = Some(Err(self.not_leased(&id)?));
+                        let why = self.not_leased(&id)?;
+                        let op = Some(SettleOp::Complete);
+                        answers[i] = Some(self.settled_before(&items[i].token, op, why));
                     }
                 }
             }
@@ -145,6 +170,7 @@ impl Engine {
         let mut tx = Tx::new(self);
         let mut moved = Vec::new();
         let mut in_batch: HashMap<(Scope, String), JobId> = HashMap::default();
+        let mut repeats = Vec::new();
         for (gi, (g, idx)) in guards.iter().enumerate() {
             let mut winner = None;
             for &i in idx.iter() {
@@ -153,10 +179,13 @@ impl Engine {
                         winner = Some(i);
                         continue;
                     }
-                    (Ok(()), Some(_)) => Err(Error::Aborted(format!(
-                        "job {} is named twice in one complete_many; the first completes it",
-                        items[i].token.id
-                    ))),
+                    (Ok(()), Some(w)) => {
+                        repeats.push((w, i));
+                        continue;
+                    }
+                    (Err(e), _) if !g.live => {
+                        self.settled_before(&items[i].token, Some(SettleOp::Complete), e)
+                    }
                     (Err(e), _) => Err(e),
                 };
                 answers[i] = Some(verdict);
@@ -183,6 +212,13 @@ impl Engine {
             answers[i] = Some(match cancel {
                 Some(reason) => Err(cancelled_answer(&reason, &id)),
                 None => Ok(()),
+            });
+        }
+        for (w, i) in repeats {
+            answers[i] = Some(match &answers[w] {
+                Some(Ok(())) => Ok(()),
+                Some(Err(Error::Cancelled(m))) => Err(Error::Cancelled(m.clone())),
+                _ => Err(Error::Storage("complete_many: no answer".into())),
             });
         }
         Ok(answers
@@ -226,9 +262,19 @@ impl Engine {
     /// Settle `token`; when the job completes, `then` is enqueued in the
     /// same batch (the caller validated it and holds its stripes).
     fn settle_then(&self, token: &LeaseToken, outcome: Outcome, then: Vec<NewJob>) -> Result<()> {
-        let entry = self.entry_for(token)?;
+        let op = outcome.op();
+        let Some(entry) = self.leases.get(&token.id) else {
+            return self.settled_before(token, op, self.not_leased(&token.id)?);
+        };
         let mut e = leases::lock(&entry);
-        Self::check_token(&e, token)?;
+        if let Err(stale) = Self::check_token(&e, token) {
+            // Not live: a settle of this lease committed while we waited.
+            if !e.live {
+                drop(e);
+                return self.settled_before(token, op, stale);
+            }
+            return Err(stale);
+        }
         let now = self.now();
         let mut tx = Tx::new(self);
         let cancel = e.record.ext.cancel_requested.clone();
@@ -261,22 +307,19 @@ impl Engine {
         if let Some(reason) = rec.ext.cancel_requested.take() {
             // Whatever the holder submits, or the lease expiring, records
             // the cancel; a completion's result is kept with it.
-            let what = match outcome {
-                Outcome::Completed(result, encoding) => {
-                    rec.result = result;
-                    rec.ext.result_encoding = encoding;
-                    "it completed"
-                }
-                Outcome::Failed { expired: true, .. } => "its lease expired",
-                Outcome::Failed { .. } => "it failed",
-                Outcome::Released => "it was released",
-                Outcome::Snoozed(_) => "it was snoozed",
-            };
-            rec.log(
-                now,
-                Event::Cancelled,
-                format!("{reason} ({worker}: {what})"),
-            );
+            let what = outcome
+                .op()
+                .map_or("its lease expired", SettleOp::cancelled_what);
+            if let Outcome::Completed(result, encoding) = outcome {
+                rec.result = result;
+                rec.ext.result_encoding = encoding;
+            }
+            // The reason gives way to the suffix, which a repeated settle
+            // reads (`resettle`).
+            let suffix = format!(" ({worker}: {what})");
+            let mut reason = reason;
+            codec::truncate_utf8(&mut reason, codec::MAX_DETAIL_LEN - suffix.len());
+            rec.log(now, Event::Cancelled, format!("{reason}{suffix}"));
             let new = JobKey {
                 state: State::Cancelled,
                 ts: now,
@@ -291,7 +334,7 @@ impl Engine {
                 if rec.ext.snoozes > self.cfg.max_snoozes_for(&rec.kind) {
                     Outcome::Failed {
                         reason: format!(
-                            "snoozed more than max_snoozes ({}) times",
+                            "{OVER_SNOOZED} ({}) times",
                             self.cfg.max_snoozes_for(&rec.kind)
                         ),
                         retryable: true,
@@ -381,147 +424,6 @@ impl Engine {
         Ok(state)
     }
 
-    /// Renew each lease whose generation and worker still match. Per token:
-    /// the new deadline, or `Aborted` (lease lost) / `NotFound`. A token that
-    /// appears twice gets the same answer twice.
-    pub fn extend(&self, tokens: &[LeaseToken], worker: &str) -> Result<Vec<Result<u64>>> {
-        self.heartbeat(tokens, &[], worker)
-    }
-
-    /// [`Engine::extend`], each token with an optional progress report
-    /// (`progress[i]` for `tokens[i]`; shorter, or empty bytes, means
-    /// none). A renewal that
-    /// carries progress writes it into the record in the same write (an
-    /// `progress` move instead of `extended`), even when the deadline does
-    /// not move. A report over `MAX_PROGRESS_BYTES`, or more reports than
-    /// tokens, is `InvalidArgument` for the whole call (nothing renewed).
-    pub fn heartbeat(
-        &self,
-        tokens: &[LeaseToken],
-        progress: &[Option<Vec<u8>>],
-        worker: &str,
-    ) -> Result<Vec<Result<u64>>> {
-        validate_worker_id(worker)?;
-        validate_progress(tokens.len(), progress)?;
-        let now = self.now();
-        // Each job once, in id order, so overlapping extends cannot deadlock.
-        let mut by_job: BTreeMap<JobId, Vec<usize>> = BTreeMap::new();
-        for (i, t) in tokens.iter().enumerate() {
-            by_job.entry(t.id).or_default().push(i);
-        }
-        let mut answers: Vec<Option<Result<u64>>> = (0..tokens.len()).map(|_| None).collect();
-        let mut held: Vec<(Entry, Vec<usize>)> = Vec::new();
-        for (id, idx) in by_job {
-            match self.leases.get(&id) {
-                Some(e) => held.push((e, idx)),
-                None => {
-                    for i in idx {
-                        answers[i] = Some(Err(self.not_leased(&id)?));
-                    }
-                }
-            }
-        }
-        let mut guards: Vec<_> = held.iter().map(|(e, idx)| (leases::lock(e), idx)).collect();
-        let mut tx = Tx::new(self);
-        let mut moved = Vec::new();
-        for (gi, (g, idx)) in guards.iter().enumerate() {
-            let mut renew = Vec::new();
-            for &i in idx.iter() {
-                let token = &tokens[i];
-                let verdict = Self::check_token(g, token).and_then(|()| {
-                    if g.record.worker_id.as_deref() == Some(worker) {
-                        Ok(())
-                    } else {
-                        Err(Error::Aborted(format!(
-                            "job {} is leased by worker {:?}, not {worker:?}",
-                            token.id,
-                            g.record.worker_id.as_deref().unwrap_or("")
-                        )))
-                    }
-                });
-                match verdict {
-                    Ok(()) => renew.push(i),
-                    Err(err) => answers[i] = Some(Err(err)),
-                }
-            }
-            let report = renew.iter().rev().find_map(|&i| {
-                progress
-                    .get(i)
-                    .and_then(Option::as_ref)
-                    .filter(|p| !p.is_empty())
-            });
-            if renew.is_empty() {
-                continue;
-            }
-            if let Some(reason) = &g.record.ext.cancel_requested {
-                // Not renewed: the holder stops, and a holder that does
-                // not loses the job at its deadline all the same.
-                for i in renew {
-                    answers[i] = Some(Err(cancelled_answer(reason, &tokens[i].id)));
-                }
-                continue;
-            }
-            let ttl = limits::ms(self.cfg.lease_ttl_for(&g.record.kind));
-            let mut deadline = now.saturating_add(ttl).min(limits::MAX_INSTANT_MS);
-            if let (Some(max), Some(at)) = (
-                self.cfg.max_lease_total_for(&g.record.kind),
-                g.record.ext.leased_at,
-            ) {
-                let end = at.saturating_add(limits::ms(max));
-                if now >= end {
-                    for i in renew {
-                        answers[i] = Some(Err(Error::Aborted(format!(
-                            "job {} has been leased for {} ms, past max_lease_total ({} ms): not renewed",
-                            tokens[i].id,
-                            now - at,
-                            limits::ms(max)
-                        ))));
-                    }
-                    continue;
-                }
-                deadline = deadline.min(end);
-            }
-            let deadline = deadline.max(g.key.ts);
-            if deadline == g.key.ts && report.is_none() {
-                for i in renew {
-                    answers[i] = Some(Ok(deadline));
-                }
-                continue;
-            }
-            let mut rec = g.record.clone();
-            rec.lease_deadline = Some(deadline);
-            let event = match report {
-                Some(p) => {
-                    rec.ext.progress = Some(p.clone());
-                    Event::Progress
-                }
-                None => Event::Extended,
-            };
-            let new = JobKey {
-                ts: deadline,
-                ..g.key
-            };
-            tx.stage(event, Some(&g.key), Some(&new), &rec)?;
-            moved.push((gi, new, rec, renew));
-        }
-        tx.commit()?;
-        for (gi, new, rec, renew) in moved {
-            let g = &mut guards[gi].0;
-            g.key = new;
-            g.record = rec;
-            for i in renew {
-                answers[i] = Some(Ok(new.ts));
-            }
-        }
-        drop(guards);
-        Ok(answers
-            .into_iter()
-            .map(|a| {
-                a.unwrap_or_else(|| Err(Error::Storage("extend left a token unanswered".into())))
-            })
-            .collect())
-    }
-
     /// The reaper's half: every lease past its deadline goes back to pending
     /// with backoff, or dead when out of attempts. Returns (expired, dead).
     pub fn expire_leases(&self, now: u64) -> Result<(usize, usize)> {
@@ -556,25 +458,4 @@ impl Engine {
         }
         Ok((expired, dead))
     }
-}
-
-/// Progress reports are checked before any lease is touched, so a bad one
-/// renews nothing (a Worker checks each report when its handler makes it).
-fn validate_progress(tokens: usize, progress: &[Option<Vec<u8>>]) -> Result<()> {
-    if progress.len() > tokens {
-        return Err(Error::invalid(format!(
-            "{} progress reports for {tokens} leases; at most one per lease",
-            progress.len()
-        )));
-    }
-    for (i, p) in progress.iter().enumerate() {
-        if let Some(p) = p.as_ref().filter(|p| p.len() > limits::MAX_PROGRESS_BYTES) {
-            return Err(Error::invalid(format!(
-                "progress for lease {i} is {} bytes; at most {} (a small number, string or map)",
-                p.len(),
-                limits::MAX_PROGRESS_BYTES
-            )));
-        }
-    }
-    Ok(())
 }

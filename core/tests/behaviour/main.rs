@@ -41,6 +41,7 @@ mod filters;
 mod order;
 mod payloads;
 mod poison;
+mod resettle;
 mod retry;
 mod schedules;
 mod scope_counts;

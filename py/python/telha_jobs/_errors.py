@@ -57,8 +57,10 @@ class NotFoundError(TelhaError):
 
 class LeaseLostError(TelhaError):
     """The lease is stale (error kind ``ABORTED``): the job was reaped,
-    released, settled or leased again since. Nothing was changed; stop
-    working on it.
+    settled another way, moved by an operator or leased again since.
+    Nothing was changed; stop working on it. (The same ``complete`` /
+    ``fail`` / ``release`` / ``snooze`` repeated with the same lease, a
+    retry, is not stale: it answers as the first call did.)
 
     ``LeaseLost`` is a deprecated alias of this class (removed in the next
     release)."""

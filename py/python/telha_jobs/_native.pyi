@@ -643,7 +643,10 @@ class Queue:
         self, job: Job | str, result: Any = None, *, then: Iterable[_Item] | None = None
     ) -> None:
         """``then``: follow-up jobs (``enqueue_many`` items) enqueued in the
-        completion's atomic batch, each with ``parent`` this job."""
+        completion's atomic batch, each with ``parent`` this job. Repeated
+        with the same lease after it took effect (a retry), it answers as
+        the first call did and changes nothing (as do fail, release and
+        snooze)."""
     def complete_many(
         self,
         jobs: Iterable[Job | str],
@@ -652,8 +655,10 @@ class Queue:
         then: Iterable[Iterable[_Item] | None] | None = None,
     ) -> list[TelhaError | None]:
         """Complete a batch in one call and one atomic write; per job None
-        (completed) or the exception saying why not (``LeaseLostError``, ...).
-        ``then``: one list of follow-ups (or None) per job."""
+        (completed) or the exception saying why not (``LeaseLostError``, ...);
+        a lease completed before, in this call or an earlier one, answers
+        as its completion did. ``then``: one list of follow-ups (or None)
+        per job."""
     def fail(
         self,
         job: Job | str,

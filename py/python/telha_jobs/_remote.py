@@ -276,12 +276,12 @@ class Prefetch:
 
 def one_per_job(items: list[tuple[Any, Job, Any]], most: int) -> tuple[list[Any], list[Any]]:
     """Up to ``most`` items for the next call, one delivery per job id, and
-    the rest. ``complete_many`` answers a job named twice "lost" the second
-    time without reading its generation: two deliveries of one job settling
-    together (an expired lease and its successor, both run here) would lose
-    the live one. A later delivery of a job waits for the next call. Walks
-    only as far as the batch needs (the rest can be long: a loop tick of
-    thousands of completions)."""
+    the rest. Two deliveries of one job settling together (an expired lease
+    and its successor, both run here) go in separate calls, so neither
+    answer depends on how a server orders the items of one job; a later
+    delivery of a job waits for the next call. Walks only as far as the
+    batch needs (the rest can be long: a loop tick of thousands of
+    completions)."""
     batch: list[Any] = []
     later: list[Any] = []
     seen: set[str] = set()
