@@ -463,7 +463,11 @@ fn malformed_requests_are_invalid_argument_and_the_server_stays_up() {
             assert!(!st.message().is_empty(), "{what}");
         }
         // Still up, and nothing was enqueued by the refused calls.
-        let stats = c.stats(pb::StatsRequest::default()).await.unwrap().into_inner();
+        let stats = c
+            .stats(pb::StatsRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
         assert_eq!(stats.total.unwrap_or_default().pending, 0);
     });
 }
