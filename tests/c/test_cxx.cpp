@@ -100,11 +100,17 @@ int main() {
             break;
     }
     check(seen == "enqueued leased progress(50%) completed ", "events_from_cxx");
+    // A repeat of the settled lease's token (a retry whose reply was lost)
+    // answers as the first did; a token of another generation is stale.
+    check(tj_queue_complete(q.get(), &t, nullptr, 0, nullptr) == TJ_STATUS_OK,
+          "a_repeated_complete_answers_ok");
+    tj_token old = t;
+    old.generation += 1;
     e = nullptr;
-    s = tj_queue_complete(q.get(), &t, nullptr, 0, &e);
+    s = tj_queue_complete(q.get(), &old, nullptr, 0, &e);
     Error stale(e);
     check(s == TJ_STATUS_ABORTED && stale && std::strlen(tj_error_message(stale.get())) > 0,
-          "second_complete_is_aborted_with_a_message");
+          "a_stale_generation_is_aborted_with_a_message");
     check(std::string(tj_status_name(TJ_STATUS_CLOSED)) == "CLOSED", "status_names");
 
     sub.reset();
