@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._errors import QueueClosedError
 from ._native import Event, JobWaiter, Subscription
-from .worker import seconds
+from ._worker_rules import seconds
 
 if TYPE_CHECKING:
     from ._native import JobInfo

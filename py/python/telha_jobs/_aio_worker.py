@@ -28,7 +28,7 @@ from ._errors import CancelledError, LeaseLostError, QueueClosedError
 from ._lease import Lease, _current
 from ._native import CancelWait, Job, Queue
 from ._remote import Prefetch, SettleBatch, one_per_job, unanswered
-from .worker import (
+from ._worker_rules import (
     NEW_COUNTS,
     UNSTORABLE,
     after_heartbeat,
