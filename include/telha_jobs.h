@@ -206,6 +206,12 @@ enum tj_status
    */
   TJ_STATUS_WRONG_STATE = 10,
   /**
+   * The call could not be answered now and may succeed if repeated:
+   * a write whose outcome is unknown fenced the queue (every later call
+   * answers this too; close it and open the store again). Retryable.
+   */
+  TJ_STATUS_UNAVAILABLE = 11,
+  /**
    * A required pointer argument was NULL; the message names it.
    */
   TJ_STATUS_NULL_ARGUMENT = 100,

@@ -400,7 +400,7 @@ export interface EnqueuedBatch {
 /**
  * The stable error codes, in the core's order: `INVALID_ARGUMENT`,
  * `NOT_FOUND`, `ABORTED`, `STORE_LOCKED`, `STORAGE`, `CORRUPTION`,
- * `CLOSED`, `UNSUPPORTED_FORMAT`, `CANCELLED`, `WRONG_STATE`.
+ * `CLOSED`, `UNSUPPORTED_FORMAT`, `CANCELLED`, `WRONG_STATE`, `UNAVAILABLE`.
  */
 export declare function errorCodes(): Array<string>
 

@@ -59,6 +59,8 @@ impl Failure {
 /// `Closed` and `Cancelled` (answers to a lease holder) cannot come from a
 /// short-lived single-handle process; should one appear it is reported as
 /// an internal storage-side failure rather than as the user's mistake.
+/// `Unavailable` (a server that cannot be reached, is closing, or did not
+/// answer within `--timeout`) keeps the exit code transport failures had.
 pub fn exit_for(kind: ErrorKind) -> Exit {
     match kind {
         ErrorKind::InvalidArgument | ErrorKind::WrongState => Exit::Usage,
@@ -69,7 +71,8 @@ pub fn exit_for(kind: ErrorKind) -> Exit {
         | ErrorKind::Corruption
         | ErrorKind::Aborted
         | ErrorKind::Closed
-        | ErrorKind::Cancelled => Exit::Storage,
+        | ErrorKind::Cancelled
+        | ErrorKind::Unavailable => Exit::Storage,
         _ => Exit::Storage,
     }
 }
@@ -234,7 +237,7 @@ mod tests {
     fn every_error_kind_has_a_documented_exit_code() {
         let codes: Vec<u8> = ErrorKind::ALL.iter().map(|k| exit_for(*k) as u8).collect();
         // InvalidArgument, NotFound, Aborted, StoreLocked, Storage, Corruption,
-        // Closed, UnsupportedFormat, Cancelled, WrongState
-        assert_eq!(codes, [2, 1, 4, 3, 4, 4, 4, 5, 4, 2]);
+        // Closed, UnsupportedFormat, Cancelled, WrongState, Unavailable
+        assert_eq!(codes, [2, 1, 4, 3, 4, 4, 4, 5, 4, 2, 4]);
     }
 }

@@ -19,17 +19,17 @@ use telha_jobs::{Error, Result};
 /// How long an idle connection goes before the client pings it, by default.
 pub const KEEP_ALIVE_INTERVAL_DEFAULT: Duration = Duration::from_secs(10);
 /// How long a ping may go unanswered before the connection is dropped (its
-/// calls and streams then fail with `Storage`), by default.
+/// calls and streams then fail with `Unavailable`), by default.
 pub const KEEP_ALIVE_TIMEOUT_DEFAULT: Duration = Duration::from_secs(10);
 /// The shortest keep-alive interval and timeout
 /// [`crate::ConnectOptions::with_timeout`] derives: pings more often than
 /// this would cost more than the seconds they save.
 pub const KEEP_ALIVE_MIN: Duration = Duration::from_secs(1);
 
-/// The error of a call that ran out of time: the transport's kind
-/// (`Storage`), saying how long it waited and for whom.
+/// The error of a call that ran out of time: `Unavailable` (its outcome is
+/// unknown; repeating it may succeed), saying how long it waited and for whom.
 pub(crate) fn timed_out(url: &str, after: Duration) -> Error {
-    Error::Storage(format!(
+    Error::unavailable(format!(
         "timed out after {:.1} s waiting for {url}",
         after.as_secs_f64()
     ))
@@ -57,14 +57,19 @@ pub(crate) fn long_poll(request: Option<Duration>, wait: Duration) -> Option<Dur
 
 /// A call's status as the core's error, through the shared table; when the
 /// connection itself failed (a status with a local cause: keep-alive gave
-/// up on a silent server, the peer closed) the message says so and names
-/// the causes, which tonic's own ("operation was canceled") does not.
+/// up on a silent server, the peer closed) it is `Unavailable` whatever
+/// code tonic chose (the call's outcome is unknown), and the message says
+/// so and names the causes, which tonic's own ("operation was canceled")
+/// does not.
 pub(crate) fn from_status(s: &tonic::Status, url: &str) -> Error {
     let e = telha_jobs_proto::status::from_status(s, url);
     let Some(mut cause) = std::error::Error::source(s) else {
         return e;
     };
-    if !matches!(e, Error::Storage(_)) {
+    if !matches!(
+        e,
+        Error::Storage(_) | Error::Unavailable { leader: None, .. }
+    ) {
         return e;
     }
     let mut msg = s.message().to_string();
@@ -78,5 +83,16 @@ pub(crate) fn from_status(s: &tonic::Status, url: &str) -> Error {
             None => break,
         }
     }
-    Error::Storage(format!("lost the connection to {url}: {msg}"))
+    transport(format!("lost the connection to {url}: {msg}"))
+}
+
+/// A failed connection as the core's error: `Unavailable` (retryable),
+/// except a TLS peer the client does not trust, which no retry fixes:
+/// `Storage`, as before there was a retryable kind.
+pub(crate) fn transport(msg: String) -> Error {
+    if msg.contains("certificate") {
+        Error::Storage(msg)
+    } else {
+        Error::unavailable(msg)
+    }
 }

@@ -33,9 +33,10 @@
 //!
 //! The server's answers map back onto the core's kinds exactly (the kind
 //! travels with the status), with the server's message. What only the
-//! network adds: an unreachable server, a lost connection or a call past
-//! its deadline is `Storage` naming the URL (`timed out after 2.0 s waiting
-//! for http://…`); a missing or wrong token (`UNAUTHENTICATED`) and a
+//! network adds: an unreachable server, a lost connection, a server that is
+//! shutting down or a call past its deadline is `Unavailable` naming the URL
+//! (`timed out after 2.0 s waiting for http://…`): retryable, its outcome
+//! unknown; a missing or wrong token (`UNAUTHENTICATED`) and a
 //! request over the server's size limit are `InvalidArgument`; every call
 //! after [`JobStore::close`] is `Closed`.
 //!
@@ -50,7 +51,7 @@
 //! within `request_timeout`. An open stream and an idle connection are
 //! pinged after `keep_alive_interval` of silence and dropped when the ping
 //! goes unanswered for `keep_alive_timeout`: a silent stream ends with
-//! `Storage` within their sum. See [`ConnectOptions::with_timeout`].
+//! `Unavailable` within their sum. See [`ConnectOptions::with_timeout`].
 
 #![warn(missing_docs)]
 
@@ -105,7 +106,7 @@ pub struct ConnectOptions {
     /// pings it.
     pub keep_alive_interval: Duration,
     /// How long a ping may go unanswered before the connection is dropped:
-    /// its calls and streams fail with `Storage`, the next call reconnects.
+    /// its calls and streams fail with `Unavailable`, the next call reconnects.
     pub keep_alive_timeout: Duration,
     /// For `https://`: trust this CA certificate (PEM) instead of the
     /// public web PKI roots (e.g. a self-signed server certificate).
@@ -203,8 +204,9 @@ fn invalid(msg: String) -> Error {
     Error::InvalidArgument(msg)
 }
 
-/// `Storage` naming the URL, with every cause in the chain (tonic's own
-/// message is often just "transport error").
+/// `Unavailable` naming the URL (`Storage` for an untrusted certificate),
+/// with every cause in the chain (tonic's own message is often just
+/// "transport error").
 fn unreachable(url: &str, e: &dyn std::error::Error) -> Error {
     let mut msg = e.to_string();
     let mut src = e.source();
@@ -212,7 +214,7 @@ fn unreachable(url: &str, e: &dyn std::error::Error) -> Error {
         msg = format!("{msg}: {s}");
         src = s.source();
     }
-    Error::Storage(format!("cannot reach telha server at {url}: {msg}"))
+    deadline::transport(format!("cannot reach telha server at {url}: {msg}"))
 }
 
 impl RemoteQueue {
@@ -225,7 +227,7 @@ impl RemoteQueue {
     /// Errors: `InvalidArgument` for a malformed URL, a scheme other than
     /// http/https/unix, a `unix:` URL without a path or with TLS settings,
     /// a token that is not a valid header value or TLS settings that do not
-    /// load; `Storage` when the server cannot be reached within
+    /// load; `Unavailable` when the server cannot be reached within
     /// `connect_timeout` (the message names the URL).
     pub fn connect(url: &str, options: ConnectOptions) -> Result<RemoteQueue> {
         not_in_runtime()?;

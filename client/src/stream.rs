@@ -38,8 +38,8 @@ impl JobStream {
     /// comes). `Ok(Some(empty))` when the timeout passed, `Ok(None)` once
     /// the server ended the stream (it is shutting down).
     ///
-    /// Errors: as the server's lease (`Closed`, `Storage`), and `Storage`
-    /// when the connection is lost.
+    /// Errors: as the server's lease (`Closed`, `Storage`), and
+    /// `Unavailable` when the connection is lost or the server is closing.
     pub fn next_batch(&mut self, timeout: Option<Duration>) -> Result<Option<Vec<Job>>> {
         let Some(mut s) = self.inner.take() else {
             return Ok(None);

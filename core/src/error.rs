@@ -37,6 +37,13 @@ pub enum ErrorKind {
     /// The job exists but is in a state the operation does not apply to
     /// (cancel of a finished job, delete of a leased one); nothing changed.
     WrongState,
+    /// The call could not be answered now and may succeed if repeated,
+    /// later or at another endpoint: no server reachable, a server closing,
+    /// not the leader, or a write whose outcome is unknown (which fences the
+    /// engine that made it). Retryable by definition: the remote client
+    /// retries it within the call's deadline; the answer may carry the URL
+    /// of the endpoint to try ([`Error::leader_hint`]).
+    Unavailable,
 }
 
 impl ErrorKind {
@@ -53,11 +60,12 @@ impl ErrorKind {
             ErrorKind::UnsupportedFormat => "UNSUPPORTED_FORMAT",
             ErrorKind::Cancelled => "CANCELLED",
             ErrorKind::WrongState => "WRONG_STATE",
+            ErrorKind::Unavailable => "UNAVAILABLE",
         }
     }
 
     /// Every kind, in the order of their stable numbering (C status `index + 1`).
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::InvalidArgument,
         ErrorKind::NotFound,
         ErrorKind::Aborted,
@@ -68,7 +76,14 @@ impl ErrorKind {
         ErrorKind::UnsupportedFormat,
         ErrorKind::Cancelled,
         ErrorKind::WrongState,
+        ErrorKind::Unavailable,
     ];
+
+    /// Whether repeating the same call (with the same token or idempotency
+    /// key) may succeed: only [`ErrorKind::Unavailable`].
+    pub fn is_retryable(self) -> bool {
+        self == ErrorKind::Unavailable
+    }
 }
 
 impl std::fmt::Display for ErrorKind {
@@ -129,6 +144,18 @@ pub enum Error {
     /// changed. The message names the job, its state and what to do.
     #[error("wrong state: {0}")]
     WrongState(String),
+
+    /// The call could not be answered now (see [`ErrorKind::Unavailable`]);
+    /// repeating it may succeed. `leader`, when known, is the URL of the
+    /// endpoint that can answer (a remote server's `telha-leader` hint).
+    #[error("unavailable: {reason}")]
+    Unavailable {
+        /// Why: no server reachable, server closing, not the leader,
+        /// outcome unknown; names the endpoint when there is one.
+        reason: String,
+        /// The endpoint to try instead, when the answer named one.
+        leader: Option<String>,
+    },
 }
 
 impl Error {
@@ -145,6 +172,23 @@ impl Error {
             Error::UnsupportedFormat(_) => ErrorKind::UnsupportedFormat,
             Error::Cancelled(_) => ErrorKind::Cancelled,
             Error::WrongState(_) => ErrorKind::WrongState,
+            Error::Unavailable { .. } => ErrorKind::Unavailable,
+        }
+    }
+
+    /// An [`Error::Unavailable`] without a leader hint.
+    pub fn unavailable(reason: impl Into<String>) -> Self {
+        Error::Unavailable {
+            reason: reason.into(),
+            leader: None,
+        }
+    }
+
+    /// The endpoint an [`Error::Unavailable`] answer named, if any.
+    pub fn leader_hint(&self) -> Option<&str> {
+        match self {
+            Error::Unavailable { leader, .. } => leader.as_deref(),
+            _ => None,
         }
     }
 

@@ -41,6 +41,10 @@ pub enum tj_status {
     /// The job is in a state the call does not apply to (cancelling a
     /// finished job, deleting a leased one): nothing changed.
     TJ_STATUS_WRONG_STATE = 10,
+    /// The call could not be answered now and may succeed if repeated:
+    /// a write whose outcome is unknown fenced the queue (every later call
+    /// answers this too; close it and open the store again). Retryable.
+    TJ_STATUS_UNAVAILABLE = 11,
     /// A required pointer argument was NULL; the message names it.
     TJ_STATUS_NULL_ARGUMENT = 100,
     /// A string argument was not valid UTF-8; the message names it.
@@ -57,7 +61,7 @@ pub enum tj_status {
 
 impl tj_status {
     /// Every status, for `tj_status_name` and the tests.
-    pub(crate) const ALL: [tj_status; 15] = [
+    pub(crate) const ALL: [tj_status; 16] = [
         tj_status::TJ_STATUS_OK,
         tj_status::TJ_STATUS_INVALID_ARGUMENT,
         tj_status::TJ_STATUS_NOT_FOUND,
@@ -69,6 +73,7 @@ impl tj_status {
         tj_status::TJ_STATUS_UNSUPPORTED_FORMAT,
         tj_status::TJ_STATUS_CANCELLED,
         tj_status::TJ_STATUS_WRONG_STATE,
+        tj_status::TJ_STATUS_UNAVAILABLE,
         tj_status::TJ_STATUS_NULL_ARGUMENT,
         tj_status::TJ_STATUS_INVALID_UTF8,
         tj_status::TJ_STATUS_PANIC,
@@ -88,6 +93,7 @@ impl tj_status {
             ErrorKind::UnsupportedFormat => tj_status::TJ_STATUS_UNSUPPORTED_FORMAT,
             ErrorKind::Cancelled => tj_status::TJ_STATUS_CANCELLED,
             ErrorKind::WrongState => tj_status::TJ_STATUS_WRONG_STATE,
+            ErrorKind::Unavailable => tj_status::TJ_STATUS_UNAVAILABLE,
             // ErrorKind is non_exhaustive: a kind added to the core before
             // this table learns it still reaches C as a storage failure.
             _ => tj_status::TJ_STATUS_STORAGE,
@@ -107,6 +113,7 @@ impl tj_status {
             tj_status::TJ_STATUS_UNSUPPORTED_FORMAT => c"UNSUPPORTED_FORMAT",
             tj_status::TJ_STATUS_CANCELLED => c"CANCELLED",
             tj_status::TJ_STATUS_WRONG_STATE => c"WRONG_STATE",
+            tj_status::TJ_STATUS_UNAVAILABLE => c"UNAVAILABLE",
             tj_status::TJ_STATUS_NULL_ARGUMENT => c"NULL_ARGUMENT",
             tj_status::TJ_STATUS_INVALID_UTF8 => c"INVALID_UTF8",
             tj_status::TJ_STATUS_PANIC => c"PANIC",

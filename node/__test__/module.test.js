@@ -12,7 +12,7 @@ test('CommonJS require exposes the API', () => {
   assert.ok(new telha.Permanent('x') instanceof Error)
   assert.deepEqual(Object.keys(telha.ErrorCode), [
     'INVALID_ARGUMENT', 'NOT_FOUND', 'ABORTED', 'STORE_LOCKED', 'STORAGE', 'CORRUPTION', 'CLOSED', 'UNSUPPORTED_FORMAT',
-    'CANCELLED', 'WRONG_STATE'
+    'CANCELLED', 'WRONG_STATE', 'UNAVAILABLE'
   ])
   assert.equal(telha, require('..'))
 })

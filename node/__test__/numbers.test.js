@@ -200,7 +200,7 @@ test('connect timeoutMs and server close graceMs: taken, or a RangeError naming 
     if (v >= 0 && v <= limits.maxDurationMs) {
       // Taken: connected, or timed out (a timeout under a millisecond can).
       if (r.ok) await r.value.close()
-      else assert.equal(r.error.code, 'STORAGE', `timeoutMs ${v}: ${r.error}`)
+      else assert.equal(r.error.code, 'UNAVAILABLE', `timeoutMs ${v}: ${r.error}`)
     } else {
       assertRange(r, v, 'timeoutMs')
     }

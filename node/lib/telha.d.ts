@@ -41,6 +41,7 @@ export type ErrorCodeName =
   | 'UNSUPPORTED_FORMAT'
   | 'CANCELLED'
   | 'WRONG_STATE'
+  | 'UNAVAILABLE'
 
 /** `ErrorCode.ABORTED === 'ABORTED'`, … (frozen). */
 export declare const ErrorCode: Readonly<{ [K in ErrorCodeName]: K }>
@@ -70,6 +71,10 @@ export declare const ErrorCode: Readonly<{ [K in ErrorCodeName]: K }>
  *   Stop working on it (a lost lease, beside `ABORTED`).
  * - `WRONG_STATE`: the job is in a state the call does not apply to
  *   (cancel of a finished job, delete of a leased one); nothing changed.
+ * - `UNAVAILABLE`: retryable: no server reachable, a server shutting down
+ *   or restarting, a remote call past its deadline (its outcome unknown),
+ *   or a queue fenced by a write whose outcome is unknown. The remote
+ *   client has already retried it within the call's deadline.
  */
 export interface TelhaError extends Error {
   code: ErrorCodeName

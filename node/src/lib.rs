@@ -44,7 +44,7 @@ use crate::task::{guard, on_thread, testing::PanicsWhenConverted, Guarded, Op};
 
 /// The stable error codes, in the core's order: `INVALID_ARGUMENT`,
 /// `NOT_FOUND`, `ABORTED`, `STORE_LOCKED`, `STORAGE`, `CORRUPTION`,
-/// `CLOSED`, `UNSUPPORTED_FORMAT`, `CANCELLED`, `WRONG_STATE`.
+/// `CLOSED`, `UNSUPPORTED_FORMAT`, `CANCELLED`, `WRONG_STATE`, `UNAVAILABLE`.
 #[napi]
 pub fn error_codes() -> Vec<&'static str> {
     errors::all_codes()

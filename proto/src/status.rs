@@ -12,11 +12,17 @@
 //! | `UnsupportedFormat` (a store of a newer format) | `FAILED_PRECONDITION` |
 //! | `Cancelled` (the lease's job was cancelled) | `ABORTED` |
 //! | `WrongState` | `FAILED_PRECONDITION` |
+//! | `Unavailable` (retryable; may carry a [`LEADER_TRAILER`]) | `UNAVAILABLE` |
+//!
+//! A server answers the core's `Closed` (its store closed under it: the
+//! server is shutting down) as `Unavailable`, since for a remote caller
+//! that is retryable: a restarted server, or another endpoint, answers.
+//! A client's own closed handle stays `Closed`.
 //!
 //! Back on the client, a status that carries the [`ERROR_KIND_TRAILER`]
 //! maps to exactly that kind; one that does not came from the transport or
 //! from tonic itself: `UNAVAILABLE` (no server, connection lost) is
-//! `Storage`, `UNAUTHENTICATED` (missing or wrong token) and
+//! `Unavailable`, `UNAUTHENTICATED` (missing or wrong token) and
 //! `RESOURCE_EXHAUSTED`/`OUT_OF_RANGE` (a message over the size limit) are
 //! `InvalidArgument`, anything else `Storage`. The message is the server's.
 
@@ -29,6 +35,10 @@ use crate::v1;
 
 /// The metadata key carrying the core kind's stable code (`ABORTED`, ...).
 pub const ERROR_KIND_TRAILER: &str = "telha-error-kind";
+
+/// The metadata key of an `Unavailable` answer's hint: the URL of the
+/// endpoint that can answer (the leader, in a cluster).
+pub const LEADER_TRAILER: &str = "telha-leader";
 
 /// The gRPC code of a core error kind.
 pub fn code_of(kind: ErrorKind) -> Code {
@@ -43,6 +53,7 @@ pub fn code_of(kind: ErrorKind) -> Code {
         ErrorKind::UnsupportedFormat => Code::FailedPrecondition,
         ErrorKind::Cancelled => Code::Aborted,
         ErrorKind::WrongState => Code::FailedPrecondition,
+        ErrorKind::Unavailable => Code::Unavailable,
         _ => Code::Unknown,
     }
 }
@@ -59,6 +70,7 @@ pub fn message_of(e: &Error) -> String {
         | Error::UnsupportedFormat(m)
         | Error::Cancelled(m)
         | Error::WrongState(m) => m.clone(),
+        Error::Unavailable { reason, .. } => reason.clone(),
         other => other.to_string(),
     }
 }
@@ -83,15 +95,24 @@ pub fn error_of(kind: ErrorKind, msg: String, location: &str) -> Error {
         ErrorKind::UnsupportedFormat => Error::UnsupportedFormat(msg),
         ErrorKind::Cancelled => Error::Cancelled(msg),
         ErrorKind::WrongState => Error::WrongState(msg),
+        ErrorKind::Unavailable => Error::unavailable(msg),
         _ => Error::Storage(msg),
     }
 }
 
-/// The status a core error is answered with.
+/// The status a core error is answered with. The core's `Closed` (the
+/// server's store is closing) is answered `Unavailable`; an
+/// `Unavailable` with a leader hint carries it in [`LEADER_TRAILER`].
 pub fn to_status(e: &Error) -> Status {
+    if matches!(e, Error::Closed) {
+        return to_status(&Error::unavailable("the telha server is closing"));
+    }
     let mut s = Status::new(code_of(e.kind()), message_of(e));
     if let Ok(v) = e.kind().code().parse() {
         s.metadata_mut().insert(ERROR_KIND_TRAILER, v);
+    }
+    if let Some(v) = e.leader_hint().and_then(|l| l.parse().ok()) {
+        s.metadata_mut().insert(LEADER_TRAILER, v);
     }
     s
 }
@@ -106,7 +127,16 @@ pub fn from_status(s: &Status, location: &str) -> Error {
         .and_then(|v| v.to_str().ok())
         .and_then(kind_from_code)
     {
-        return error_of(kind, msg, location);
+        let leader = s
+            .metadata()
+            .get(LEADER_TRAILER)
+            .and_then(|v| v.to_str().ok())
+            .filter(|l| !l.is_empty())
+            .map(str::to_string);
+        return match error_of(kind, msg, location) {
+            Error::Unavailable { reason, .. } => Error::Unavailable { reason, leader },
+            e => e,
+        };
     }
     match s.code() {
         Code::InvalidArgument => Error::InvalidArgument(msg),
@@ -120,7 +150,9 @@ pub fn from_status(s: &Status, location: &str) -> Error {
         Code::ResourceExhausted | Code::OutOfRange => {
             Error::InvalidArgument(format!("request refused by {location}: {msg}"))
         }
-        Code::Unavailable => Error::Storage(format!("telha server {location} unavailable: {msg}")),
+        Code::Unavailable => {
+            Error::unavailable(format!("telha server {location} unavailable: {msg}"))
+        }
         code => Error::Storage(format!("telha server {location}: {code:?}: {msg}")),
     }
 }
@@ -138,6 +170,7 @@ pub fn kind_to_pb(kind: ErrorKind) -> v1::ErrorKind {
         ErrorKind::UnsupportedFormat => v1::ErrorKind::UnsupportedFormat,
         ErrorKind::Cancelled => v1::ErrorKind::Cancelled,
         ErrorKind::WrongState => v1::ErrorKind::WrongState,
+        ErrorKind::Unavailable => v1::ErrorKind::Unavailable,
         _ => v1::ErrorKind::Unspecified,
     }
 }
@@ -154,6 +187,7 @@ pub fn kind_from_pb(kind: i32) -> ErrorKind {
         Ok(v1::ErrorKind::UnsupportedFormat) => ErrorKind::UnsupportedFormat,
         Ok(v1::ErrorKind::Cancelled) => ErrorKind::Cancelled,
         Ok(v1::ErrorKind::WrongState) => ErrorKind::WrongState,
+        Ok(v1::ErrorKind::Unavailable) => ErrorKind::Unavailable,
         _ => ErrorKind::Storage,
     }
 }
@@ -180,6 +214,11 @@ mod tests {
         for kind in ErrorKind::ALL {
             let e = error_of(kind, "the reason".into(), "http://h:1");
             let back = from_status(&to_status(&e), "http://h:1");
+            if kind == ErrorKind::Closed {
+                // A server's closing store is retryable for its callers.
+                assert_eq!(back.kind(), ErrorKind::Unavailable);
+                continue;
+            }
             assert_eq!(back.kind(), kind);
             if kind != ErrorKind::Closed && kind != ErrorKind::StoreLocked {
                 assert_eq!(message_of(&back), "the reason");
@@ -215,10 +254,32 @@ mod tests {
     #[test]
     fn transport_statuses_map_to_documented_kinds() {
         let k = |c| from_status(&Status::new(c, "x"), "u").kind();
-        assert_eq!(k(Code::Unavailable), ErrorKind::Storage);
+        assert_eq!(k(Code::Unavailable), ErrorKind::Unavailable);
+        assert_eq!(k(Code::Internal), ErrorKind::Storage);
         assert_eq!(k(Code::Unauthenticated), ErrorKind::InvalidArgument);
         assert_eq!(k(Code::ResourceExhausted), ErrorKind::InvalidArgument);
         assert_eq!(k(Code::Aborted), ErrorKind::Aborted);
         assert_eq!(k(Code::DataLoss), ErrorKind::Corruption);
+    }
+
+    #[test]
+    fn an_unavailable_answer_carries_its_leader_hint_and_a_bare_one_none() {
+        let e = Error::Unavailable {
+            reason: "not the leader".into(),
+            leader: Some("http://b:7450".into()),
+        };
+        let s = to_status(&e);
+        assert_eq!(s.code(), Code::Unavailable);
+        assert_eq!(s.metadata().get(LEADER_TRAILER).unwrap(), "http://b:7450");
+        let back = from_status(&s, "http://a:7450");
+        assert_eq!(back.kind(), ErrorKind::Unavailable);
+        assert!(back.kind().is_retryable());
+        assert_eq!(back.leader_hint(), Some("http://b:7450"));
+        assert_eq!(message_of(&back), "not the leader");
+        let bare = from_status(&to_status(&Error::unavailable("closing")), "u");
+        assert_eq!(bare.leader_hint(), None);
+        let closing = from_status(&to_status(&Error::Closed), "u");
+        assert_eq!(closing.kind(), ErrorKind::Unavailable);
+        assert!(message_of(&closing).contains("closing"), "{closing}");
     }
 }

@@ -24,6 +24,7 @@ const CLASS_NAMES: [(ErrorKind, &str); ErrorKind::ALL.len()] = [
     (ErrorKind::UnsupportedFormat, "UnsupportedFormatError"),
     (ErrorKind::Cancelled, "CancelledError"),
     (ErrorKind::WrongState, "WrongStateError"),
+    (ErrorKind::Unavailable, "UnavailableError"),
 ];
 
 struct Classes {
@@ -52,7 +53,8 @@ fn classes(py: Python<'_>) -> PyResult<&Classes> {
 
 /// The Python exception for a core error: the class mapped from its kind
 /// (`TelhaError` for a kind this build does not know), with the core's
-/// message; `StoreLockedError` also carries the store `path`.
+/// message; `StoreLockedError` also carries the store `path`, and
+/// `UnavailableError` the `leader` hint (a URL or `None`).
 pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
     let msg = e.to_string();
     let build = || -> PyResult<PyErr> {
@@ -67,6 +69,9 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
         let exc = cls.bind(py).call1((msg.clone(),))?;
         if let Error::StoreLocked { path, .. } = &e {
             exc.setattr("path", path.display().to_string())?;
+        }
+        if let Error::Unavailable { leader, .. } = &e {
+            exc.setattr("leader", leader.clone())?;
         }
         Ok(PyErr::from_value(exc))
     };

@@ -26,6 +26,7 @@ def test_the_exception_hierarchy_maps_every_core_kind() -> None:
         telha_jobs.UnsupportedFormatError: "UNSUPPORTED_FORMAT",
         telha_jobs.CancelledError: "CANCELLED",
         telha_jobs.WrongStateError: "WRONG_STATE",
+        telha_jobs.UnavailableError: "UNAVAILABLE",
     }
     for cls, code in pairs.items():
         assert issubclass(cls, telha_jobs.TelhaError) and cls.code == code
@@ -35,6 +36,10 @@ def test_the_exception_hierarchy_maps_every_core_kind() -> None:
     # A handler that stops on a lost lease stops on a cancel too.
     assert issubclass(telha_jobs.CancelledError, telha_jobs.LeaseLostError)
     assert not issubclass(telha_jobs.WrongStateError, telha_jobs.LeaseLostError)
+    # Retryable, so never mistaken for a storage failure or a lost lease.
+    assert not issubclass(telha_jobs.UnavailableError, telha_jobs.StorageError)
+    assert not issubclass(telha_jobs.UnavailableError, telha_jobs.LeaseLostError)
+    assert telha_jobs.UnavailableError.leader is None
 
 
 # Raised by handlers to ask the Worker for something, not errors: the names
@@ -63,6 +68,7 @@ def test_every_exception_class_name_ends_in_error() -> None:
         "UnsupportedFormatError",
         "CancelledError",
         "WrongStateError",
+        "UnavailableError",
         "PermanentError",
     }
 

@@ -96,7 +96,7 @@ def test_a_server_dropped_without_stop_stops(serve: Callable[..., Served]) -> No
     assert telha_jobs.connect(url).stats()["total"]["pending"] == 0
     del server
     gc.collect()
-    with pytest.raises(telha_jobs.StorageError):
+    with pytest.raises(telha_jobs.UnavailableError):
         telha_jobs.connect(url, timeout=2.0).stats()
     assert not local.closed
 
@@ -113,7 +113,7 @@ def test_a_wrong_or_missing_token_is_refused_clearly(serve: Callable[..., Served
 
 def test_an_unreachable_server_is_a_clear_error_not_a_hang() -> None:
     t0 = time.monotonic()
-    with pytest.raises(telha_jobs.StorageError, match="127.0.0.1:9"):
+    with pytest.raises(telha_jobs.UnavailableError, match="127.0.0.1:9"):
         telha_jobs.connect("http://127.0.0.1:9", timeout=1.0).stats()
     assert time.monotonic() - t0 < 30.0
     with pytest.raises(telha_jobs.InvalidArgumentError):

@@ -214,17 +214,20 @@ fn error_kinds_map_back_exactly_with_the_servers_message() {
     let e = c.enqueue("embed", b"", far).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert!(e.to_string().contains("run_at"), "{e}");
-    // Aborted: above. Closed: the store closed under the server.
+    // Aborted: above. The store closed under the server: the server is
+    // closing, which its callers may retry (a restart answers).
     s.queue.close();
     let e = c.stats().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
-    // Storage: nobody listening.
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.to_string().contains("closing"), "{e}");
+    // Unavailable (retryable): nobody listening.
     let gone = telha_jobs_client::RemoteQueue::connect(
         "http://127.0.0.1:1",
         telha_jobs_client::ConnectOptions::default(),
     )
     .unwrap_err();
-    assert_eq!(gone.kind(), ErrorKind::Storage);
+    assert_eq!(gone.kind(), ErrorKind::Unavailable);
+    assert!(gone.kind().is_retryable());
     assert!(gone.to_string().contains("http://127.0.0.1:1"), "{gone}");
     // InvalidArgument: a bad URL.
     for bad in ["not a url", "ftp://127.0.0.1:7450", ""] {

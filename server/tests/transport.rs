@@ -204,7 +204,7 @@ fn unix_urls_with_bad_parts_are_typed_errors() {
         },
     )
     .unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Storage, "{e}");
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
     assert!(e.to_string().contains(&missing), "{e}");
     let e = RemoteQueue::connect(
         &missing,

@@ -119,12 +119,12 @@ def silent() -> Iterator[str]:
 
 
 def fails_in_time(what: str, limit: float, call: Callable[[], Any]) -> str:
-    """``call()`` raises StorageError within ``limit`` + SLACK_S; its message."""
+    """``call()`` raises UnavailableError within ``limit`` + SLACK_S; its message."""
     start = time.monotonic()
-    with pytest.raises(telha_jobs.StorageError) as e:
+    with pytest.raises(telha_jobs.UnavailableError) as e:
         call()
     took = time.monotonic() - start
-    print(f"{what}: StorageError after {took:.2f} s (deadline {limit:.1f} s): {e.value}")
+    print(f"{what}: UnavailableError after {took:.2f} s (deadline {limit:.1f} s): {e.value}")
     assert took <= limit + SLACK_S, f"{what}: {took:.2f} s, deadline {limit} s: {e.value}"
     return str(e.value)
 
@@ -185,7 +185,7 @@ def test_python_open_streams_end_when_the_server_goes_silent(served: Served) -> 
         print(f"WatchEvents stream: StorageError {took:.2f} s after the pause: {e.value}")
         assert took <= KEEP_ALIVE_S + SLACK_S
         # The PollJobs stream on the same (dropped) connection ends too.
-        with pytest.raises(telha_jobs.StorageError):
+        with pytest.raises(telha_jobs.UnavailableError):
             while stream.next_batch(0.2) == []:
                 assert time.monotonic() - start <= KEEP_ALIVE_S + SLACK_S, "the PollJobs stream is still open"
     finally:
@@ -245,7 +245,7 @@ def test_node_against_a_silent_listener_and_a_paused_server(silent: str, served:
     report = json.loads(r.stdout.strip().splitlines()[-1])
     print(f"node: {report}")
     for check in report["checks"]:
-        assert check["code"] == "STORAGE", check
+        assert check["code"] == "UNAVAILABLE", check
         assert check["took_ms"] <= check["deadline_ms"] + SLACK_S * 1000, check
     assert report["after_resume"] == "ok", report
 

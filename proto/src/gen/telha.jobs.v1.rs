@@ -862,6 +862,10 @@ pub enum ErrorKind {
     UnsupportedFormat = 8,
     Cancelled = 9,
     WrongState = 10,
+    /// Retryable: no server reachable, the server closing, not the leader, or
+    /// a write whose outcome is unknown. Travels as gRPC UNAVAILABLE with the
+    /// telha-error-kind trailer and, when known, a telha-leader trailer.
+    Unavailable = 11,
 }
 impl ErrorKind {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -881,6 +885,7 @@ impl ErrorKind {
             Self::UnsupportedFormat => "ERROR_KIND_UNSUPPORTED_FORMAT",
             Self::Cancelled => "ERROR_KIND_CANCELLED",
             Self::WrongState => "ERROR_KIND_WRONG_STATE",
+            Self::Unavailable => "ERROR_KIND_UNAVAILABLE",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -897,6 +902,7 @@ impl ErrorKind {
             "ERROR_KIND_UNSUPPORTED_FORMAT" => Some(Self::UnsupportedFormat),
             "ERROR_KIND_CANCELLED" => Some(Self::Cancelled),
             "ERROR_KIND_WRONG_STATE" => Some(Self::WrongState),
+            "ERROR_KIND_UNAVAILABLE" => Some(Self::Unavailable),
             _ => None,
         }
     }

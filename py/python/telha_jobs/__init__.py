@@ -55,6 +55,7 @@ from ._errors import (
     StoreLocked,
     StoreLockedError,
     TelhaError,
+    UnavailableError,
     UnsupportedFormatError,
     WrongStateError,
 )
@@ -112,6 +113,7 @@ __all__ = [
     "StoreLockedError",
     "Subscription",
     "TelhaError",
+    "UnavailableError",
     "UnsupportedFormatError",
     "Worker",
     "WrongStateError",

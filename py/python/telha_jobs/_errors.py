@@ -21,6 +21,7 @@ __all__ = [
     "UnsupportedFormatError",
     "CancelledError",
     "WrongStateError",
+    "UnavailableError",
     # Deprecated aliases (removed in the next release).
     "InvalidArgument",
     "NotFound",
@@ -127,6 +128,18 @@ class WrongStateError(TelhaError):
     code = "WRONG_STATE"
 
 
+class UnavailableError(TelhaError):
+    """The call could not be answered now and may succeed if repeated (error
+    kind ``UNAVAILABLE``): no server reachable, a server shutting down or
+    restarting, a call past its deadline (its outcome unknown), or a queue
+    fenced by a write whose outcome is unknown. The remote client has
+    already retried it within the call's deadline; ``leader`` is the URL of
+    the endpoint the answer named, or ``None``."""
+
+    code = "UNAVAILABLE"
+    leader: str | None = None
+
+
 # Deprecated aliases, kept for one release: the same class objects.
 InvalidArgument = InvalidArgumentError
 NotFound = NotFoundError
@@ -136,6 +149,6 @@ QueueClosed = QueueClosedError
 
 for _cls in (TelhaError, InvalidArgumentError, NotFoundError, LeaseLostError, StoreLockedError,
              StorageError, CorruptionError, QueueClosedError, UnsupportedFormatError,
-             CancelledError, WrongStateError):
+             CancelledError, WrongStateError, UnavailableError):
     _cls.__module__ = "telha_jobs"
 del _cls

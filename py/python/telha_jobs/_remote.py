@@ -16,7 +16,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._errors import CancelledError, LeaseLostError, QueueClosedError, StorageError, TelhaError
+from ._errors import (
+    CancelledError,
+    LeaseLostError,
+    QueueClosedError,
+    StorageError,
+    TelhaError,
+    UnavailableError,
+)
 from ._native import Job, Queue
 
 __all__ = ["PREFETCH_FRACTION", "Prefetch", "SettleBatch", "unanswered"]
@@ -39,10 +46,12 @@ FEED_SLICE = 0.2
 
 
 def unanswered(remote: bool, err: BaseException) -> bool:
-    """A remote settle that got no answer (timed out, connection lost): it
-    may have landed, so failing the job now could undo a completion; left
-    alone, an unsettled lease expires after its TTL and the job runs again."""
-    return remote and isinstance(err, StorageError)
+    """A remote settle that got no answer (``UnavailableError``: timed out,
+    connection lost, server restarting) or failed on the server's side
+    (``StorageError``): it may have landed, so failing the job now could
+    undo a completion; left alone, an unsettled lease expires after its TTL
+    and the job runs again."""
+    return remote and isinstance(err, (StorageError, UnavailableError))
 
 
 def fresh(job: Job, arrived: float, now: float) -> bool:

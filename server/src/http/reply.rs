@@ -70,7 +70,10 @@ pub(crate) fn core_error(e: &Error) -> Response<Body> {
         ErrorKind::InvalidArgument => 400,
         ErrorKind::NotFound => 404,
         ErrorKind::Aborted | ErrorKind::WrongState => 409,
-        ErrorKind::Closed | ErrorKind::Storage | ErrorKind::StoreLocked => 503,
+        ErrorKind::Closed
+        | ErrorKind::Storage
+        | ErrorKind::StoreLocked
+        | ErrorKind::Unavailable => 503,
         ErrorKind::Cancelled => 409,
         _ => 500,
     };
