@@ -46,7 +46,10 @@ impl Queue {
     /// the store is already open in this process with a different config;
     /// `StoreLocked` when another process owns it; `Storage` when the
     /// directory or RocksDB cannot be opened, or a close of the same store
-    /// takes over 30 s; `Corruption` from RocksDB.
+    /// takes over 30 s; `Corruption` from RocksDB; `Unavailable` while a
+    /// handle of this process still holds the store's fenced engine (a
+    /// commit's outcome was unknown: every call of it answers `Unavailable`
+    /// until its last handle is dropped; then the store opens afresh).
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Queue> {
         Self::open_with_clock(path, config, Arc::new(SystemClock))
     }

@@ -249,7 +249,10 @@ impl Engine {
             let existing = reg.get(&canon).map(|w| (w.upgrade(), w.strong_count()));
             match existing {
                 Some((Some(e), _)) if !e.shutting_down.load(Ordering::SeqCst) => {
-                    e.check_fenced()?;
+                    if let Err(err) = e.check_fenced() {
+                        drop(reg);
+                        return Err(err);
+                    }
                     if e.cfg != cfg {
                         drop(reg);
                         return Err(Error::invalid(format!(
