@@ -49,7 +49,7 @@ use crate::store::{self as st, Store};
 
 pub use admin::CheckReport;
 pub(crate) use bands::Bands;
-pub(crate) use commit::Commit;
+pub(crate) use commit::{unavailable, Commit};
 pub(crate) use leases::Leases;
 pub(crate) use notifier::Notifier;
 pub(crate) use schedules::Wake;
