@@ -457,5 +457,48 @@ fn main() {
             format!("{:.2}× raw sync put cost", raw / r),
         );
     }
+    // Keyed enqueue_many(100) with sync_writes: each batch holds most of
+    // the 64 idempotency stripes across its fsync, so concurrent keyed
+    // batches queue behind each other (the contention a replicated commit
+    // would magnify; the baseline for the cluster stages).
+    for threads in [1, 16] {
+        let (_d, q) = store("keyed", true);
+        let batches = if threads == 1 {
+            s.sync_ops / 10
+        } else {
+            s.sync_ops / 40
+        };
+        let t0 = Instant::now();
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let q = q.clone();
+                std::thread::spawn(move || keyed_batches(&q, t, batches))
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let el = t0.elapsed();
+        let n = threads * batches;
+        let raw = if threads == 1 { raw_sync } else { raw_sync16 };
+        t.row(
+            &format!("keyed enqueue_many(100) with sync_writes, {threads} thread(s)"),
+            format!("{:.0} jobs/s", per_sec(n * 100, el)),
+            format!("{:.2}× raw sync put cost/batch", raw / per_sec(n, el)),
+        );
+    }
     let _ = t.rows.len();
+}
+
+/// `batches` batches of 100 jobs, each with its own idempotency key.
+fn keyed_batches(q: &Queue, thread: usize, batches: usize) {
+    for b in 0..batches {
+        let jobs = (0..100)
+            .map(|i| {
+                let key = format!("t{thread}-b{b}-j{i}");
+                NewJob::new("embed", PAYLOAD).with(EnqueueOptions::default().idempotency_key(key))
+            })
+            .collect();
+        q.enqueue_many(jobs).unwrap();
+    }
 }

@@ -46,7 +46,10 @@ impl Queue {
     /// the store is already open in this process with a different config;
     /// `StoreLocked` when another process owns it; `Storage` when the
     /// directory or RocksDB cannot be opened, or a close of the same store
-    /// takes over 30 s; `Corruption` from RocksDB.
+    /// takes over 30 s; `Corruption` from RocksDB; `Unavailable` while a
+    /// handle of this process still holds the store's fenced engine (a
+    /// commit's outcome was unknown: every call of it answers `Unavailable`
+    /// until its last handle is dropped; then the store opens afresh).
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Queue> {
         Self::open_with_clock(path, config, Arc::new(SystemClock))
     }
@@ -60,13 +63,17 @@ impl Queue {
         config: Config,
         clock: Arc<dyn Clock>,
     ) -> Result<Queue> {
-        let engine = Engine::open(path.as_ref(), config, clock)?;
-        Ok(Queue {
+        Ok(Queue::over(Engine::open(path.as_ref(), config, clock)?))
+    }
+
+    /// A handle over `engine` (one open of it: closing it lets go of one).
+    pub(crate) fn over(engine: Arc<Engine>) -> Queue {
+        Queue {
             inner: Arc::new(Handle {
                 engine: RwLock::new(Some(engine)),
                 closed: AtomicBool::new(false),
             }),
-        })
+        }
     }
 
     /// Open the store at `path` read-only, for inspection (`get`, `list`,
@@ -92,13 +99,7 @@ impl Queue {
     /// Errors: `InvalidArgument` when `config` fails [`Config::validate`];
     /// otherwise as [`Queue::open_read_only`].
     pub fn open_read_only_with_config(path: impl AsRef<Path>, config: Config) -> Result<Queue> {
-        let engine = Engine::open_read_only(path.as_ref(), config)?;
-        Ok(Queue {
-            inner: Arc::new(Handle {
-                engine: RwLock::new(Some(engine)),
-                closed: AtomicBool::new(false),
-            }),
-        })
+        Ok(Queue::over(Engine::open_read_only(path.as_ref(), config)?))
     }
 
     /// Whether this handle came from [`Queue::open_read_only`].
@@ -117,13 +118,18 @@ impl Queue {
         Ok(e)
     }
 
+    /// The engine, for one call: `Closed` after `close`, `Unavailable` once
+    /// the engine is fenced (every call of `Queue` passes here).
     pub(crate) fn engine(&self) -> Result<Arc<Engine>> {
-        self.inner
+        let e = self
+            .inner
             .engine
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
-            .ok_or(Error::Closed)
+            .ok_or(Error::Closed)?;
+        e.check_fenced()?;
+        Ok(e)
     }
 
     /// Close this handle and its clones: later calls answer `Closed`, waits

@@ -45,14 +45,24 @@ impl Reaper {
         Reaper { stop, thread }
     }
 
+    /// Tell the thread to stop after its pass in progress, without waiting
+    /// for it (a fence, under the writer's locks).
+    pub fn signal(&self) {
+        let (m, cv) = &*self.stop;
+        *m.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cv.notify_all();
+    }
+
+    /// Whether the thread has ended (tests of a fence).
+    #[cfg(test)]
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
+    }
+
     /// Signal the thread and wait for it (unless this is the reaper thread,
     /// dropping the last engine reference from inside its own pass).
     pub fn stop(mut self) {
-        {
-            let (m, cv) = &*self.stop;
-            *m.lock().unwrap_or_else(|p| p.into_inner()) = true;
-            cv.notify_all();
-        }
+        self.signal();
         if let Some(t) = self.thread.take() {
             if t.thread().id() != std::thread::current().id() {
                 let _ = t.join();

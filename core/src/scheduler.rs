@@ -41,7 +41,7 @@ impl Scheduler {
                     return;
                 }
                 let Some(e) = engine.upgrade() else { return };
-                if e.shutting_down.load(Ordering::SeqCst) {
+                if e.shutting_down.load(Ordering::SeqCst) || e.is_fenced() {
                     return;
                 }
                 if e.run_schedules().is_err() {
@@ -55,6 +55,17 @@ impl Scheduler {
             })
             .ok();
         Scheduler { wake, thread }
+    }
+
+    /// Tell the thread to stop, without waiting for it (a fence).
+    pub fn signal(&self) {
+        self.wake.stop();
+    }
+
+    /// Whether the thread has ended (tests of a fence).
+    #[cfg(test)]
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
     }
 
     /// Stop the thread and wait for it (unless called from it).

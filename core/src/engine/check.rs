@@ -22,7 +22,7 @@ impl Engine {
     /// comparisons with memory (leases, counts) are exact on a quiet one.
     pub fn check(&self) -> Result<CheckReport> {
         let mut r = CheckReport {
-            format: self.format,
+            format: self.format(),
             ..CheckReport::default()
         };
         // Every disk read goes through one snapshot: rows, indexes and

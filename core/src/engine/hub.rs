@@ -272,6 +272,13 @@ impl Hub {
     /// The store is closing: every subscription ends (`Closed`) and every
     /// watch fires (its reader then finds the queue closed).
     pub fn close_all(&self) {
+        self.end_all(None);
+    }
+
+    /// [`Hub::close_all`], the subscriptions ending as `Unavailable` with
+    /// `fenced` when given (a fenced engine), else as closed. Takes the
+    /// hub's delivery, pending, subs and waiters locks, never `order`.
+    pub fn end_all(&self, fenced: Option<String>) {
         // What was committed before the close still reaches its readers.
         self.0.deliver();
         self.0.closed.store(true, Ordering::SeqCst);
@@ -279,7 +286,10 @@ impl Hub {
         let subs = std::mem::take(&mut *lock(&self.0.subs));
         self.0.subs_n.store(0, Ordering::Release);
         for (s, _) in subs {
-            s.end(None);
+            match &fenced {
+                Some(why) => s.end_unavailable(why.clone()),
+                None => s.end(None),
+            }
         }
         let waiters = std::mem::take(&mut *lock(&self.0.waiters));
         self.0.waiters_n.store(0, Ordering::SeqCst);

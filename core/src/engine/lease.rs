@@ -70,6 +70,8 @@ impl Engine {
             if is_closed() || self.shutting_down.load(std::sync::atomic::Ordering::SeqCst) {
                 return Err(Error::Closed);
             }
+            // A fence wakes the waiters (`Engine::fence`).
+            self.check_fenced()?;
             let got = self.try_lease(worker, opts, max)?;
             if !got.is_empty() || opts.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
                 return Ok(got);

@@ -4,6 +4,8 @@ mod admin;
 mod bands;
 mod check;
 mod claim;
+mod close;
+mod commit;
 mod control;
 mod enqueue;
 mod flow;
@@ -30,10 +32,10 @@ use std::hash::{Hash, Hasher};
 use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock, Weak};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use rocksdb::{ColumnFamily, WriteBatch, WriteOptions, DB};
+use rocksdb::{ColumnFamily, DB};
 
 use crate::clock::Clock;
 use crate::config::Config;
@@ -43,15 +45,20 @@ use crate::metrics::{Counts, Metrics};
 use crate::reaper::Reaper;
 use crate::store::codec::{self, JobRecord};
 use crate::store::keys::{self, JobKey};
-use crate::store::{self as st};
+use crate::store::{self as st, Store};
 
 pub use admin::CheckReport;
 pub(crate) use bands::Bands;
+pub(crate) use commit::{unavailable, Commit};
 pub(crate) use leases::Leases;
 pub(crate) use notifier::Notifier;
 pub(crate) use schedules::Wake;
 
 const STRIPES: usize = 64;
+
+/// Makes a fresh engine's [`Commit`] over its store (`commit::Local`, or a
+/// test's wrapper of it).
+pub(crate) type MakeCommit<'a> = dyn Fn(Arc<Store>, &Config) -> Box<dyn Commit> + 'a;
 
 /// One open store. Shared by every `Queue` handle of the process that
 /// opened the same path; `Send + Sync`, called from any thread.
@@ -83,10 +90,21 @@ const STRIPES: usize = 64;
 /// registered engine closes, and is never taken under any of these. No
 /// lock is held across an fsync but a lease entry's (which only blocks
 /// other calls on the same job) and the stripes of an enqueue.
+///
+/// A fence (`commit.rs`) runs inside a write, under whatever its writer
+/// holds: it takes only the reaper and scheduler slots (leaves) and the
+/// hub's own locks below `order`, and joins no thread.
 pub(crate) struct Engine {
-    /// The RocksDB handle; closed in `drop`, after the cached iterators.
-    db: ManuallyDrop<DB>,
-    /// `db`'s column family handles, looked up once (see [`CfHandles`]).
+    /// The store (RocksDB, the pid and format files) this engine borrows.
+    /// Let go in `drop` after the cached iterators and `commit`, under the
+    /// registry lock; the store closes when its last owner lets go.
+    store: ManuallyDrop<Arc<Store>>,
+    /// Where every write goes (`commit.rs`); let go before `store`.
+    commit: ManuallyDrop<Box<dyn Commit>>,
+    /// Set, with the reason, when a commit's outcome was unknown: every
+    /// later call answers `Unavailable` (see `commit.rs`).
+    fenced: OnceLock<String>,
+    /// The store's column family handles, looked up once (see [`CfHandles`]).
     cfs: CfHandles,
     /// The canonical store directory (the registry key).
     pub path: PathBuf,
@@ -95,8 +113,6 @@ pub(crate) struct Engine {
     pub cfg: Config,
     /// Every TTL, deadline, backoff and retention reads this clock.
     pub clock: Arc<dyn Clock>,
-    /// Write options of every commit (`sync_writes`).
-    wopts: WriteOptions,
     /// Band cursors, claims and cached iterators: how pollers find work.
     pub bands: Bands,
     /// The leased jobs, rebuilt from the leased rows at open.
@@ -144,8 +160,6 @@ pub(crate) struct Engine {
     pub pause_gate: RwLock<()>,
     /// Opened with [`Engine::open_read_only`]: never written, never registered.
     pub read_only: bool,
-    /// The store's format, read from its marker after the open.
-    pub format: Option<crate::store::format::StoreFormat>,
     /// Held by pruning and purging, which both delete completed rows.
     pub maintenance: Mutex<()>,
     /// Set once the engine is in the registry. An engine whose open failed
@@ -160,9 +174,10 @@ pub(crate) struct Engine {
 ///
 /// Each pointer points at a `ColumnFamily` that the single-threaded `DB`
 /// owns in its map. The map changes only through `&mut DB`
-/// (`create_cf`, `drop_cf`), which the engine never takes: `db` is private,
-/// handed out as `&DB` only, and dropped last in `Engine::drop`. So every
-/// pointer is valid for as long as `&self` of the engine is.
+/// (`create_cf`, `drop_cf`), which nothing takes: the [`Store`] hands its
+/// `DB` out as `&DB` only, and the engine holds the store until the last
+/// step of `Engine::drop`. So every pointer is valid for as long as `&self`
+/// of the engine is.
 struct CfHandles([Option<std::ptr::NonNull<ColumnFamily>>; st::ALL_CFS.len()]);
 
 // SAFETY: `ColumnFamily` is `Send + Sync`; these are shared references to
@@ -212,6 +227,20 @@ fn registry() -> MutexGuard<'static, HashMap<PathBuf, Weak<Engine>>> {
 impl Engine {
     /// Open (or share) the engine for `path`.
     pub fn open(path: &Path, cfg: Config, clock: Arc<dyn Clock>) -> Result<Arc<Engine>> {
+        Self::open_with(path, cfg, clock, &|store, cfg| {
+            Box::new(commit::Local::new(store, cfg.sync_writes))
+        })
+    }
+
+    /// [`Engine::open`], a fresh engine's commits made by `commit` (tests
+    /// wrap the embedded one). A fenced engine is not shared: its store
+    /// answers `Unavailable` until every handle of it is dropped.
+    pub(crate) fn open_with(
+        path: &Path,
+        cfg: Config,
+        clock: Arc<dyn Clock>,
+        commit: &MakeCommit<'_>,
+    ) -> Result<Arc<Engine>> {
         cfg.validate()?;
         let canon = st::canonical(path)?;
         let started = Instant::now();
@@ -220,6 +249,10 @@ impl Engine {
             let existing = reg.get(&canon).map(|w| (w.upgrade(), w.strong_count()));
             match existing {
                 Some((Some(e), _)) if !e.shutting_down.load(Ordering::SeqCst) => {
+                    if let Err(err) = e.check_fenced() {
+                        drop(reg);
+                        return Err(err);
+                    }
                     if e.cfg != cfg {
                         drop(reg);
                         return Err(Error::invalid(format!(
@@ -251,7 +284,7 @@ impl Engine {
                     continue;
                 }
                 None => {
-                    let e = Arc::new(Engine::open_fresh(&canon, cfg, clock)?);
+                    let e = Arc::new(Engine::open_fresh(&canon, cfg, clock, commit)?);
                     reg.insert(canon.clone(), Arc::downgrade(&e));
                     e.registered.store(true, Ordering::SeqCst);
                     drop(reg);
@@ -273,7 +306,7 @@ impl Engine {
     /// A read-only engine for inspection: outside the registry, no reaper.
     pub fn open_read_only(path: &Path, cfg: Config) -> Result<Arc<Engine>> {
         cfg.validate()?;
-        let db = st::open_read_only(path)?;
+        let store = Arc::new(Store::open_read_only(path)?);
         let path = path
             .canonicalize()
             .map_err(|e| Error::Storage(format!("cannot resolve {}: {e}", path.display())))?;
@@ -281,29 +314,49 @@ impl Engine {
             reaper_interval: Duration::ZERO,
             ..cfg
         };
-        let e = Engine::with_db(db, &path, cfg, Arc::new(crate::clock::SystemClock), true);
+        // Never called: `write` refuses a read-only engine first.
+        let commit = Box::new(commit::Local::new(store.clone(), false));
+        let e = Engine::with_store(
+            store,
+            commit,
+            &path,
+            cfg,
+            Arc::new(crate::clock::SystemClock),
+        );
         e.recover()?;
         Ok(Arc::new(e))
     }
 
-    fn open_fresh(path: &Path, cfg: Config, clock: Arc<dyn Clock>) -> Result<Engine> {
-        let db = st::open(path)?;
-        let e = Engine::with_db(db, path, cfg, clock, false);
+    fn open_fresh(
+        path: &Path,
+        cfg: Config,
+        clock: Arc<dyn Clock>,
+        commit: &MakeCommit<'_>,
+    ) -> Result<Engine> {
+        let store = Arc::new(Store::open(path)?);
+        let commit = commit(store.clone(), &cfg);
+        let e = Engine::with_store(store, commit, path, cfg, clock);
         e.recover()?;
         Ok(e)
     }
 
-    fn with_db(db: DB, path: &Path, cfg: Config, clock: Arc<dyn Clock>, read_only: bool) -> Engine {
-        let mut wopts = WriteOptions::default();
-        wopts.set_sync(cfg.sync_writes);
-        let cfs = CfHandles::new(&db);
+    fn with_store(
+        store: Arc<Store>,
+        commit: Box<dyn Commit>,
+        path: &Path,
+        cfg: Config,
+        clock: Arc<dyn Clock>,
+    ) -> Engine {
+        let cfs = CfHandles::new(store.db());
         Engine {
-            db: ManuallyDrop::new(db),
+            read_only: store.read_only(),
+            store: ManuallyDrop::new(store),
+            commit: ManuallyDrop::new(commit),
+            fenced: OnceLock::new(),
             cfs,
             path: path.to_path_buf(),
             cfg,
             clock,
-            wopts,
             bands: Bands::default(),
             leases: Leases::default(),
             counts: Counts::default(),
@@ -324,25 +377,28 @@ impl Engine {
             prune_cursors: Mutex::new(HashMap::new()),
             paused: RwLock::new(Arc::default()),
             pause_gate: RwLock::new(()),
-            read_only,
-            format: crate::store::format::check(path).ok().flatten(),
             maintenance: Mutex::new(()),
             registered: AtomicBool::new(false),
         }
     }
 
     pub fn db(&self) -> &DB {
-        &self.db
+        self.store.db()
+    }
+
+    /// The store's format, read from its marker after the open.
+    pub fn format(&self) -> Option<crate::store::format::StoreFormat> {
+        self.store.format()
     }
 
     /// The handle of the column family `name` (one of [`st::ALL_CFS`]);
     /// `Corruption` when the store lacks it.
     pub fn cf(&self, name: &str) -> Result<&ColumnFamily> {
         match self.cfs.get(name) {
-            // SAFETY: see `CfHandles`: the handle lives in `self.db`'s map,
-            // which nothing changes while the engine lives.
+            // SAFETY: see `CfHandles`: the handle lives in the store's `DB`
+            // map, which nothing changes while the engine lives.
             Some(p) => Ok(unsafe { p.as_ref() }),
-            None => st::cf(&self.db, name),
+            None => st::cf(self.db(), name),
         }
     }
 
@@ -369,18 +425,11 @@ impl Engine {
             return Err(Error::Closed);
         }
         let sub = self.hub.subscribe(options)?;
-        if self.shutting_down.load(Ordering::SeqCst) {
-            // `close_all` may have run before the registration.
+        if self.shutting_down.load(Ordering::SeqCst) || self.is_fenced() {
+            // `close_all` (or a fence) may have run before the registration.
             sub.close();
         }
         Ok(sub)
-    }
-
-    pub fn write(&self, batch: WriteBatch) -> Result<()> {
-        if self.read_only {
-            return Err(Error::invalid("the store is open read-only"));
-        }
-        self.db.write_opt(batch, &self.wopts).map_err(Error::from)
     }
 
     fn stripe<'a, T: Hash>(locks: &'a [Mutex<()>], k: &T) -> MutexGuard<'a, ()> {
@@ -406,7 +455,10 @@ impl Engine {
 
     /// The jobs key the id index holds for `id`.
     pub fn key_of(&self, id: &JobId) -> Result<Option<JobKey>> {
-        match self.db.get_pinned_cf(self.cf(st::CF_IDS)?, id.as_bytes())? {
+        match self
+            .db()
+            .get_pinned_cf(self.cf(st::CF_IDS)?, id.as_bytes())?
+        {
             Some(v) => JobKey::decode(&v).map(Some),
             None => Ok(None),
         }
@@ -414,7 +466,10 @@ impl Engine {
 
     /// The record at `key`, decoded.
     pub fn record_at(&self, key: &JobKey) -> Result<Option<JobRecord>> {
-        match self.db.get_pinned_cf(self.cf(st::CF_JOBS)?, key.encode())? {
+        match self
+            .db()
+            .get_pinned_cf(self.cf(st::CF_JOBS)?, key.encode())?
+        {
             Some(v) => codec::decode(&v)
                 .map(Some)
                 .map_err(|e| Error::Corruption(format!("job {}: {e}", key.id))),
@@ -431,7 +486,7 @@ impl Engine {
             return Ok(rec.payload.clone());
         };
         match self
-            .db
+            .db()
             .get_pinned_cf(self.cf(st::CF_PAYLOADS)?, id.as_bytes())?
         {
             Some(p) if p.len() as u64 == len => Ok(p.to_vec()),
@@ -492,86 +547,5 @@ impl Engine {
             g.kind_cursor(kind).note_insert(pos);
         }
         self.bands.activate(key.scope);
-    }
-
-    /// A `Queue` handle lets go of this engine (close or drop). The last one
-    /// shuts it down: no new open shares it from then on, the reaper is
-    /// stopped (and joined, so its pass's reference is gone), waiters wake;
-    /// RocksDB closes when the last reference drops, at the latest when the
-    /// calls in progress end. Others only wake their waiters.
-    pub fn release_handle(self: Arc<Engine>) {
-        let last = {
-            let _reg = registry();
-            let last = self.handles.fetch_sub(1, Ordering::SeqCst) == 1;
-            if last {
-                self.shutting_down.store(true, Ordering::SeqCst);
-            }
-            last
-        };
-        if last {
-            self.begin_shutdown();
-        } else {
-            self.notifier.bump_always();
-        }
-    }
-
-    /// Stop the reaper and wake every waiter; the engine is dropped when the
-    /// last reference lets go of it.
-    pub fn begin_shutdown(&self) {
-        self.shutting_down.store(true, Ordering::SeqCst);
-        if let Some(r) = self.reaper.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            r.stop();
-        }
-        if let Some(s) = self
-            .scheduler
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
-            s.stop();
-        }
-        self.notifier.bump_always();
-        self.hub.close_all();
-    }
-}
-
-impl Drop for Engine {
-    fn drop(&mut self) {
-        if let Some(r) = self
-            .reaper
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
-            r.stop();
-        }
-        if let Some(s) = self
-            .scheduler
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
-            s.stop();
-        }
-        // Cached band iterators borrow the DB: they go first.
-        self.bands.clear_iterators();
-        // Close RocksDB while holding the registry, so a concurrent open of
-        // the same path waits for the LOCK to be released. (An engine that
-        // never made it into the registry is dropped by its opener, which
-        // holds the registry lock already.)
-        let mut reg = self.registered.load(Ordering::SeqCst).then(registry);
-        if let Some(reg) = reg.as_mut() {
-            if reg.get(&self.path).is_some_and(|w| w.strong_count() == 0) {
-                reg.remove(&self.path);
-            }
-        }
-        if !self.read_only {
-            let _ = self.db.flush_wal(true);
-            // Before the LOCK is released, or we could remove the next owner's file.
-            st::remove_pid_file(&self.path);
-        }
-        // SAFETY: `db` is never touched again: this is the engine's drop.
-        unsafe { ManuallyDrop::drop(&mut self.db) };
-        drop(reg);
     }
 }

@@ -97,3 +97,7 @@ pub fn counters_merge(
 mod db;
 #[cfg(feature = "rocksdb")]
 pub use db::*;
+#[cfg(feature = "rocksdb")]
+mod owner;
+#[cfg(feature = "rocksdb")]
+pub(crate) use owner::Store;

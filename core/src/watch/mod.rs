@@ -143,6 +143,9 @@ enum End {
     Closed,
     /// The feed failed (a lost connection): `Storage` with this message.
     Lost(String),
+    /// The engine was fenced (an unknown commit outcome): `Unavailable`
+    /// with this message.
+    Unavailable(String),
 }
 
 type Notify = Arc<dyn Fn() + Send + Sync>;
@@ -248,6 +251,7 @@ impl Subscription {
         match &st.end {
             Some(End::Closed) => Some(Err(Error::Closed)),
             Some(End::Lost(m)) => Some(Err(Error::Storage(m.clone()))),
+            Some(End::Unavailable(m)) => Some(Err(crate::engine::unavailable(m))),
             None => None,
         }
     }
@@ -396,7 +400,10 @@ impl Iterator for &Subscription {
             Ok(Some(ev)) => Some(Ok(ev)),
             Ok(None) | Err(Error::Closed) => None,
             Err(e) => {
-                if matches!(lock(&self.sh.st).end, Some(End::Lost(_))) {
+                if matches!(
+                    lock(&self.sh.st).end,
+                    Some(End::Lost(_) | End::Unavailable(_))
+                ) {
                     lock(&self.sh.st).end = Some(End::Closed);
                 }
                 Some(Err(e))
@@ -481,9 +488,18 @@ impl EventSink {
     /// End the subscription: `None` as closed (`Closed`), `Some(msg)` as a
     /// lost feed (`Storage`). The first end wins.
     pub fn end(&self, lost: Option<String>) {
+        self.end_as(lost.map_or(End::Closed, End::Lost));
+    }
+
+    /// End the subscription as `Unavailable` with `why` (a fenced engine).
+    pub(crate) fn end_unavailable(&self, why: String) {
+        self.end_as(End::Unavailable(why));
+    }
+
+    fn end_as(&self, end: End) {
         let mut st = lock(&self.sh.st);
         if st.end.is_none() {
-            st.end = Some(lost.map_or(End::Closed, End::Lost));
+            st.end = Some(end);
         }
         let (w, n) = (st.waker.take(), st.notify.clone());
         drop(st);

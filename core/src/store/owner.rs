@@ -1,0 +1,82 @@
+//! [`Store`]: the owner of an open store's RocksDB handle and of the two
+//! files beside it (`telha.format`, `telha.pid`).
+//!
+//! Split from the engine so that something else than the engine can own
+//! the store and outlive an engine (a replicated state machine applies
+//! batches to the store whether or not an engine runs on it, and drops a
+//! fenced engine without closing the store). The engine holds an
+//! `Arc<Store>` and borrows the `DB` from it; the store closes when its
+//! last owner lets go.
+
+use std::path::{Path, PathBuf};
+
+use rocksdb::DB;
+
+use super::format::{self, StoreFormat};
+use crate::error::Result;
+
+/// An open store: the RocksDB handle, its directory and its format.
+///
+/// Dropping the last reference flushes (and syncs) the WAL, removes the pid
+/// file and closes RocksDB, which releases its `LOCK` to the next opener,
+/// in that order. A read-only store only closes its handle.
+pub(crate) struct Store {
+    /// Closed after `drop` removed the pid file (fields drop after the
+    /// body). Never handed out as `&mut DB`, so its column family map never
+    /// changes while the store is open (the engine caches pointers into it).
+    db: DB,
+    /// The directory, as the opener named it (the engine canonicalizes it
+    /// first).
+    path: PathBuf,
+    /// Opened with [`Store::open_read_only`]: never written.
+    read_only: bool,
+    /// The store's format, read from its marker after the open.
+    format: Option<StoreFormat>,
+}
+
+impl Store {
+    /// Open the store at `path` read-write, creating or upgrading it (see
+    /// [`super::open`]: the format check, the marker, the pid file).
+    pub fn open(path: &Path) -> Result<Store> {
+        let db = super::open(path)?;
+        Ok(Store::new(db, path, false))
+    }
+
+    /// Open the store at `path` read-only (see [`super::open_read_only`]).
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        let db = super::open_read_only(path)?;
+        Ok(Store::new(db, path, true))
+    }
+
+    fn new(db: DB, path: &Path, read_only: bool) -> Store {
+        Store {
+            db,
+            path: path.to_path_buf(),
+            read_only,
+            format: format::check(path).ok().flatten(),
+        }
+    }
+
+    pub fn db(&self) -> &DB {
+        &self.db
+    }
+
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    pub fn format(&self) -> Option<StoreFormat> {
+        self.format
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if !self.read_only {
+            let _ = self.db.flush_wal(true);
+            // Before the LOCK is released, or we could remove the next owner's file.
+            super::remove_pid_file(&self.path);
+        }
+        // `db` closes now, as the fields drop.
+    }
+}
