@@ -74,9 +74,7 @@ impl Commit for Local {
 
 /// The answer of every call to a fenced engine.
 pub(crate) fn unavailable(why: &str) -> Error {
-    // Issue 36 (b) adds `Error::Unavailable`; until it lands on main this
-    // branch answers `Storage` with an `unavailable:` prefix.
-    Error::Storage(format!("unavailable: {why}"))
+    Error::unavailable(format!("the queue is fenced: {why}"))
 }
 
 impl Engine {

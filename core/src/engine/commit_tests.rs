@@ -61,7 +61,7 @@ fn open_switched(path: &Path, next: &Arc<AtomicU8>) -> Queue {
 }
 
 fn is_unavailable<T: std::fmt::Debug>(r: crate::Result<T>) -> bool {
-    matches!(r, Err(Error::Storage(ref m)) if m.starts_with("unavailable:"))
+    matches!(r, Err(ref e) if e.kind() == crate::ErrorKind::Unavailable)
 }
 
 /// Whether the engine's reaper and scheduler threads have ended; polled
