@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._errors import CancelledError, LeaseLostError, QueueClosedError
 from ._lease import Lease, _current
-from ._native import CancelWait, Job, Queue
+from ._native import MAX_BATCH, CancelWait, Job, Queue
 from ._remote import Prefetch, SettleBatch, fresh, one_per_job
 from ._worker_rules import (
     NEW_COUNTS,
@@ -294,7 +294,7 @@ class AsyncWorker:
                 await self._slot.wait()
                 continue
             try:
-                got = await self._take(free)
+                got = await self._take(min(free, MAX_BATCH))
             except Exception as e:  # noqa: BLE001 - logged and counted, or it stops the Worker
                 self._error("lease", e)
                 await self._pause(1.0)
