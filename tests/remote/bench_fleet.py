@@ -11,7 +11,11 @@ Rows (jobs/s, no-op handlers, 60-byte payload):
 - fleet: 4 Python + 4 Node worker processes (Worker, concurrency 4 each)
   on one `telha serve` (target >= 0.5x the in-process Python Worker);
 - 4 Python worker processes, leasing ahead (the default) and with
-  ``prefetch=0`` (one lease_next call per job: the path before issue 15).
+  ``prefetch=0`` (one lease_next call per job: the path before issue 15);
+- 4 Python worker processes, ``Worker(concurrency=1)`` each;
+- issue 37's ratios: the 4-process Python fleets (concurrency 1, and 4)
+  against the core's batched lifecycle on 4 threads (``lease_many`` +
+  ``complete_many``; targets 0.5x and 0.7x).
 
 Each fleet row: the server is started on a fresh store (and stopped) by
 pid, the jobs are enqueued with their kind paused, the workers start and
@@ -87,9 +91,10 @@ def stop(p: subprocess.Popen[str]) -> None:
         p.wait()
 
 
-def fleet(telha: str, base: Path, n: int, py: int, node: int, prefetch: int | None) -> float:
+def fleet(telha: str, base: Path, n: int, py: int, node: int, prefetch: int | None,
+          concurrency: int = 4) -> float:
     """Jobs/s of `py` Python and `node` Node worker processes through one
-    `telha serve` process."""
+    `telha serve` process (each Python one a Worker of `concurrency`)."""
     base.mkdir(parents=True)
     cfg = base / "telha.toml"
     cfg.write_text(CONFIG)
@@ -105,9 +110,8 @@ def fleet(telha: str, base: Path, n: int, py: int, node: int, prefetch: int | No
         q.pause(kind="bench")
         fill(q, n)
         for i in range(py):
-            cmd = [sys.executable, str(HERE / "prefetch_worker.py"), url, "noop", f"py-{i}"]
-            if prefetch is not None:
-                cmd.append(str(prefetch))
+            cmd = [sys.executable, str(HERE / "prefetch_worker.py"), url, "noop", f"py-{i}",
+                   "default" if prefetch is None else str(prefetch), str(concurrency)]
             procs.append(start(cmd, node_env()))
         for i in range(node):
             procs.append(start(["node", str(HERE / "node_bench_worker.js"), "remote", url, f"node-{i}"], node_env()))
@@ -139,6 +143,14 @@ ROWS = [
     ("fleet: 4 Python + 4 Node processes", "fleet", "py_local"),
     ("4 Python processes, leasing ahead", "py4", "py_local"),
     ("4 Python processes, prefetch=0", "py4_noprefetch", "py_local"),
+    ("4 Python processes, Worker(concurrency=1)", "py4_c1", "py_local"),
+]
+
+# Issue 37: Python fleets beside the core's batched lifecycle on 4 threads
+# (`lease_many` + `complete_many`, bench_ref's batch_pollers4).
+ISSUE37 = [
+    ("4 Python processes, Worker(concurrency=1)", "py4_c1", 0.5),
+    ("4 Python processes, Worker(concurrency=4)", "py4", 0.7),
 ]
 
 
@@ -155,12 +167,13 @@ def main() -> None:
             base = Path(d)
             cmd = [*shlex.split(a.ref), "--n", str(a.jobs), "--dir", str(base)]
             rust = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-            run = {"pollers4": float(rust["pollers4"]), "raw_put": float(rust["raw_put"])}
+            run = {k: float(rust[k]) for k in ("pollers4", "batch_pollers4", "raw_put")}
             run["py_local"] = local_python(base, a.jobs)
             run["node_local"] = local_node(base, a.jobs)
             run["fleet"] = fleet(a.telha, base / "fleet", a.jobs, 4, 4, None)
             run["py4"] = fleet(a.telha, base / "py4", a.jobs, 4, 0, None)
             run["py4_noprefetch"] = fleet(a.telha, base / "py4-0", a.jobs, 4, 0, 0)
+            run["py4_c1"] = fleet(a.telha, base / "py4-c1", a.jobs, 4, 0, None, concurrency=1)
             runs.append(run)
             print(f"round {r + 1}: " + ", ".join(f"{k} {v:,.0f}" for k, v in run.items()), flush=True)
     med = {k: statistics.median(run[k] for run in runs) for k in runs[0]}
@@ -173,7 +186,12 @@ def main() -> None:
         v = med[key]
         print(f"{label:<44}{v:>10,.0f}{v / med['py_local']:>11.2f}x{v / med['pollers4']:>9.2f}x")
     print(f"{'Rust core, 4 pollers (lease_next + complete)':<44}{med['pollers4']:>10,.0f}")
+    print(f"{'Rust core, 4 threads lease_many + complete_many':<44}{med['batch_pollers4']:>10,.0f}")
     print(f"{'raw RocksDB single-put batch (ceiling)':<44}{med['raw_put']:>10,.0f}")
+    for label, key, target in ISSUE37:
+        r = med[key] / med["batch_pollers4"]
+        print(f"issue 37: {label} vs the core's batched 4 threads: {r:.2f}x (target >= {target}x) "
+              + ("ok" if r >= target else "BELOW"))
     ratio = med["fleet"] / med["py_local"]
     print(f"fleet vs in-process Python Worker: {ratio:.2f}x (target >= 0.5x) "
           + ("ok" if ratio >= 0.5 else "BELOW"))

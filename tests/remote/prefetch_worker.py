@@ -1,12 +1,13 @@
 """A Python worker process for test_prefetch.py and the fleet bench.
 
-    python prefetch_worker.py URL MODE [WORKER_ID [PREFETCH]]
+    python prefetch_worker.py URL MODE [WORKER_ID [PREFETCH [CONCURRENCY]]]
 
 MODE "hang": a Worker (concurrency 1, prefetch 8) whose handler never
 returns, so the process holds one running and eight prefetched leases until
 it is killed. MODE "noop": a Worker (concurrency 4, the default prefetch)
 whose handler returns at once, one job at a time (PREFETCH: the Worker's
-``prefetch``, default its own); on SIGTERM it stops and prints its counts
+``prefetch``, "default" or left out for its own; CONCURRENCY: its
+``concurrency``, default 4); on SIGTERM it stops and prints its counts
 as JSON. Prints "ready" once its Worker started.
 """
 
@@ -23,7 +24,8 @@ import telha_jobs
 def main() -> None:
     url, mode = sys.argv[1:3]
     worker_id = sys.argv[3] if len(sys.argv) > 3 else None
-    prefetch = int(sys.argv[4]) if len(sys.argv) > 4 else None
+    prefetch = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] != "default" else None
+    concurrency = int(sys.argv[5]) if len(sys.argv) > 5 else 4
     q = telha_jobs.connect(url, timeout=10.0)
     if mode == "hang":
         forever = threading.Event()
@@ -36,7 +38,7 @@ def main() -> None:
         print("ready", flush=True)
         forever.wait()
         return
-    w = telha_jobs.Worker(q, lambda job: None, worker_id=worker_id, concurrency=4, poll_wait=0.2,
+    w = telha_jobs.Worker(q, lambda job: None, worker_id=worker_id, concurrency=concurrency, poll_wait=0.2,
                           prefetch=prefetch)
     print("ready", flush=True)
     w.run()  # until SIGTERM; running jobs settle, queued completions are sent

@@ -139,7 +139,7 @@ def test_completions_go_in_batches_each_job_completed_once(served: str) -> None:
 
 def test_stop_sends_the_completions_gathered_in_a_batch(served: str) -> None:
     q = telha_jobs.connect(served, timeout=10.0)
-    quick, slow = q.enqueue_many([("a", "quick"), ("a", "slow")])
+    quick, slow, later = q.enqueue_many([("a", "quick"), ("a", "slow"), ("a", "later")])
     release = threading.Event()
 
     def handler(job: telha_jobs.Job) -> Any:
@@ -148,8 +148,10 @@ def test_stop_sends_the_completions_gathered_in_a_batch(served: str) -> None:
         return job.payload
 
     # A linger far past the test: only a full batch, every handler idle, or
-    # stop() sends it; one handler stays busy, so only stop() can.
-    w = telha_jobs.Worker(q, handler, concurrency=2, prefetch=2, settle_linger=600.0, poll_wait=0.1)
+    # stop() sends it. A batch lingers only while prefetched leases wait
+    # ("later", behind the slow one); the one handler stays busy, so only
+    # stop() can send it.
+    w = telha_jobs.Worker(q, handler, concurrency=1, prefetch=2, settle_linger=600.0, poll_wait=0.1)
     w.start()
     stopper = None
     try:
@@ -167,9 +169,12 @@ def test_stop_sends_the_completions_gathered_in_a_batch(served: str) -> None:
     finally:
         release.set()
         w.stop()
-    assert w.counts["completed"] == 2 and w.counts["released"] == 0, w.counts
+    assert w.counts["completed"] == 2, w.counts
     infos = completed_once(q, [quick, slow])
     assert [i.result for i in infos] == ["quick", "slow"]
+    # Never started: released back (at stop, or as it went stale), no attempt spent.
+    info = q.get(later)
+    assert info is not None and info.state == "pending" and info.attempts == 0, info
     q.close()
 
 

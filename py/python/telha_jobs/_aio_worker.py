@@ -15,6 +15,7 @@ path (lease, run, complete) makes one thread hop per batch, not per job.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import logging
 import math
@@ -26,18 +27,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._errors import CancelledError, LeaseLostError, QueueClosedError
 from ._lease import Lease, _current
-from ._native import CancelWait, Job, Queue
-from ._remote import Prefetch, SettleBatch, one_per_job, unanswered
+from ._native import MAX_BATCH, CancelWait, Job, Queue
+from ._remote import Prefetch, SettleBatch, fresh, one_per_job
 from ._worker_rules import (
     NEW_COUNTS,
-    UNSTORABLE,
     after_heartbeat,
     default_worker_id,
     delivery,
     failure_reason,
     outcome,
     prefetch_size,
-    refusal,
+    refused,
     restore_progress,
     seconds,
     settle_batch_size,
@@ -115,20 +115,21 @@ class AsyncWorker:
         self.poll_wait = seconds(poll_wait, "poll_wait")
         self.stop_timeout = seconds(stop_timeout, "stop_timeout")
         self.prefetch = prefetch_size(prefetch, concurrency, queue.queue.remote)
-        # A tick's completions in as few calls as they fit: on a busy loop
-        # each call's answer waits for the GIL, so the batch sets the rate
-        # at high concurrency (remote: 64, a message the server handles
-        # without delaying the others).
+        # A tick's completions in as few calls as they fit (on a busy loop
+        # each answer waits for the GIL); remote: 64, a modest message.
         self.settle_batch = (
             settle_batch_size(settle_batch) if settle_batch is not None
             else 64 if queue.queue.remote else max(64, concurrency // 4)
         )
         self.settle_linger = seconds(settle_linger, "settle_linger")
-        # A lease call takes at most the free slots, so it is never larger
-        # than `concurrency`; with handlers running it waits until a quarter
-        # of the slots are free rather than leasing one job per completion.
+        # With handlers running, a lease call waits until a quarter of the
+        # slots (and the lease-ahead) are free. On an embedded queue it
+        # leases that many ahead too (a remote one has its prefetch): a
+        # freed slot starts a job at once, not after a lease round trip;
+        # none waits here past the prefetch fraction of its TTL (`fresh`).
         self._refill_at = max(1, math.ceil(concurrency / 4))
-        self._remote = queue.queue.remote
+        self._ahead_max = 0 if queue.queue.remote else self._refill_at
+        self._ahead: collections.deque[tuple[Job, float]] = collections.deque()
         self._prefetch: Prefetch | None = None
         self._cancel = CancelWait()  # ends a waiting lease call when stopping
         # Running deliveries by (job id, generation), as in Worker.
@@ -229,6 +230,9 @@ class AsyncWorker:
             except Exception as e:  # noqa: BLE001 - the AsyncQueue closed: its threads are gone
                 log.warning("worker %s: stopping: %s", self.worker_id, failure_reason(e))
             await asyncio.sleep(0)  # its counts (call_soon_threadsafe) land
+        for job, _ in list(self._ahead):  # leased ahead, never started
+            await self._give_back_now(job)
+        self._ahead.clear()
         left = list(self._leases.values())
         self._leases.clear()
         for t in list(self._handlers.values()):
@@ -284,13 +288,13 @@ class AsyncWorker:
     async def _lease_loop(self) -> None:
         assert self._stopping is not None and self._slot is not None
         while not self._stopping.is_set():
-            free = self.concurrency - self._running
+            free = self.concurrency + self._ahead_max - self._running - len(self._ahead)
             if free <= 0 or (self._running > 0 and free < self._refill_at):
                 self._slot.clear()
                 await self._slot.wait()
                 continue
             try:
-                got = await self._take(free)
+                got = await self._take(min(free, MAX_BATCH))
             except Exception as e:  # noqa: BLE001 - logged and counted, or it stops the Worker
                 self._error("lease", e)
                 await self._pause(1.0)
@@ -305,7 +309,10 @@ class AsyncWorker:
                     await self._give_back_now(job)
                 return
             for job, since in got:
-                self._start(job, since)
+                if self._running < self.concurrency:
+                    self._start(job, since)
+                else:
+                    self._ahead.append((job, time.time() if since is None else since))
 
     async def _take(self, most: int) -> list[tuple[Job, float | None]] | None:
         """Up to ``most`` leases, waiting off the loop (up to ``poll_wait``)
@@ -384,8 +391,26 @@ class AsyncWorker:
             # turn less per job).
             self._handlers.pop(lease, None)
             self._running -= 1
+            self._start_ahead()
             assert self._slot is not None
             self._slot.set()
+
+    def _start_ahead(self) -> None:
+        """Start the jobs leased ahead while slots are free; release those
+        that waited too long (no attempt spent)."""
+        if self._stopping is not None and self._stopping.is_set():
+            return  # released by stop()
+        now = time.time()
+        while self._ahead and self._running < self.concurrency:
+            job, leased = self._ahead.popleft()
+            if fresh(job, leased, now):
+                self._start(job, leased)
+                continue
+            self.counts["prefetch_released"] += 1
+            try:
+                self.queue._pool.submit(self.queue.queue.release, job)
+            except RuntimeError:  # the pool is shut down: the lease expires
+                return
 
     async def _guarded(self, what: str, coro: Awaitable[None]) -> None:
         try:
@@ -403,18 +428,19 @@ class AsyncWorker:
         if len(self._out) >= self.settle_batch:
             self._pump()  # a full batch goes now
         elif not self._sending and self._flush_at is None:
-            # After this loop tick (every completion it brings rides along)
-            # on an embedded queue; `settle_linger` after the first on a remote one.
+            # After this loop tick (every completion it brings rides along);
+            # on a remote queue `settle_linger` after the first while there
+            # are prefetched leases to go on with (without, no lingering).
             loop = asyncio.get_running_loop()
-            if self._remote and self.settle_linger > 0:
+            p = self._prefetch
+            if p is not None and self.settle_linger > 0 and p.waiting:
                 self._flush_at = loop.call_later(self.settle_linger, self._flush_now)
             else:
                 self._flush_at = loop.call_soon(self._flush_now)
 
     def _flush_now(self) -> None:
-        """Send what is gathered (the tick or the linger ended; or the
-        prefetch ran dry, and the leases held in the batch may be what keeps
-        the server from sending more)."""
+        """Send what is gathered (the tick or the linger ended, or the
+        prefetch ran dry: the batch's leases may hold the server back)."""
         if self._flush_at is not None:
             self._flush_at.cancel()
             self._flush_at = None
@@ -422,11 +448,8 @@ class AsyncWorker:
 
     def _pump(self) -> None:
         """Start ``complete_many`` calls: a partial batch only when no call
-        is out (the next one fills meanwhile), full ones beside those out,
-        up to `SENDS` at once. Several calls out at once matter on a busy
-        loop: each call waits for the GIL to hand back its answer (up to
-        the interpreter's switch interval, 5 ms), and a single call out
-        would cap completions at a batch per wait."""
+        is out, full ones beside those out, up to `SENDS` at once (each call
+        waits for the GIL to hand back its answer, up to 5 ms on a busy loop)."""
         while self._out and len(self._sending) < SENDS and (
             not self._sending or len(self._out) >= self.settle_batch
         ):
@@ -504,32 +527,14 @@ class AsyncWorker:
             await self._settle_failed(lease, how, e)
 
     async def _settle_failed(self, lease: Lease, how: str, err: Exception) -> None:
-        """Book a refused settle, as one job's answer (see Worker._settle_failed)."""
-        why = refusal(how, err)
-        if why == "cancelled":
-            lease._mark_lost("cancelled")
-            self.counts["cancelled"] += 1
-        elif why == "lost":
-            lease._mark_lost()
-            self.counts["lost"] += 1
-            log.warning(
-                "worker %s: lease of %s (generation %d) was lost before it settled",
-                self.worker_id,
-                lease.job.id,
-                lease.job.generation,
-            )
-        elif why == "closed":
-            self._error(f"settling {lease.job.id}", err)
-        elif why == "unstorable":
-            reason = UNSTORABLE + failure_reason(err)
-            log.error("worker %s: job %s: %s", self.worker_id, lease.job.id, reason)
-            await self._fail_for(lease, reason, False, "failed")
-        else:
-            self._error(f"settling {lease.job.id} ({how})", err)
-            # A remote settle that got no answer may have landed: failing
-            # the job now could undo a completion (see unanswered()).
-            if how != "fail" and not unanswered(self.queue.queue.remote, err):
-                await self._fail_for(lease, f"could not {how}: {failure_reason(err)}", True, "failed")
+        """Book a refused settle, as one job's answer (see `refused`)."""
+        count, report, fail = refused(self.worker_id, lease, how, err, self.queue.queue.remote)
+        if count is not None:
+            self.counts[count] += 1
+        if report is not None:
+            self._error(report, err)
+        if fail is not None:
+            await self._fail_for(lease, fail[0], fail[1], "failed")
 
     async def _fail_for(self, lease: Lease, reason: str, retryable: bool, count: str) -> None:
         """Fail a job the Worker itself gave up on (see Worker._fail_for)."""

@@ -114,9 +114,10 @@ class Prefetch:
 
     @property
     def waiting(self) -> int:
-        """Leases waiting for a handler."""
-        with self._cond:
-            return len(self._buf)
+        """Leases waiting for a handler. Read without the lock (a deque's
+        length is one atomic read): a settle batch asks it while holding
+        its own lock, and the feeder calls into the batch holding this one."""
+        return len(self._buf)
 
     def take(self, timeout: float) -> tuple[Job, float] | None:
         """The next fresh lease and when it arrived (``time.time()``),
@@ -328,11 +329,13 @@ class SettleBatch:
         *,
         max_batch: int = 64,
         linger: float = 0.002,
+        busy: Callable[[], bool] | None = None,
     ) -> None:
         self._queue = queue
         self._done = done
         self._max = max_batch
         self._linger = linger
+        self._busy = busy
         self._items: list[tuple[Any, Job, Any]] = []
         self._cond = threading.Condition()
         self._closing = False
@@ -383,7 +386,11 @@ class SettleBatch:
             if not self._items:
                 return False
             end = time.monotonic() + self._linger
-            while len(self._items) < self._max and not (self._closing or self._hurry):
+            # Lingering pays only while the handlers have other leases to
+            # go on with; with none, the leases this batch holds may be
+            # what keeps the server from sending more.
+            lingering = self._linger > 0 and (self._busy is None or self._busy())
+            while lingering and len(self._items) < self._max and not (self._closing or self._hurry):
                 left = end - time.monotonic()
                 if left <= 0:
                     break

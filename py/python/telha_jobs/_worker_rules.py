@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ._errors import CancelledError, InvalidArgumentError, LeaseLostError, QueueClosedError
+from ._errors import CancelledError, InvalidArgumentError, LeaseLostError, QueueClosedError, StorageError
 from ._lease import Lease, PermanentError, Retry, Snooze
 from ._native import MAX_BATCH, Job
 
@@ -99,6 +99,41 @@ def refusal(how: str, err: BaseException) -> str:
     if how == "complete" and isinstance(err, UNENCODABLE):
         return "unstorable"
     return "error"
+
+
+def refused(
+    worker_id: str, lease: Lease, how: str, err: BaseException, remote: bool
+) -> tuple[str | None, str | None, tuple[str, bool] | None]:
+    """What a Worker does with a settle the queue refused (both Workers, a
+    single call's answer or a batch's, alike): ``(count, report, fail)`` —
+    the count to bump, the "what failed" to log and count as the Worker's
+    own error (``_error``), and ``(reason, retryable)`` to fail the job
+    with. The lease is marked and the answer logged here."""
+    why = refusal(how, err)
+    job = lease.job
+    if why == "cancelled":
+        # The settle recorded the job cancelled (what a cancel asks for).
+        lease._mark_lost("cancelled")
+        return "cancelled", None, None
+    if why == "lost":
+        lease._mark_lost()
+        log.warning(
+            "worker %s: lease of %s (generation %d) was lost before it settled",
+            worker_id, job.id, job.generation,
+        )
+        return "lost", None, None
+    if why == "closed":
+        return None, f"settling {job.id}", None
+    if why == "unstorable":
+        # The same values would be refused on every retry: fail it for good.
+        reason = UNSTORABLE + failure_reason(err)
+        log.error("worker %s: job %s: %s", worker_id, job.id, reason)
+        return None, None, (reason, False)
+    # No answer from a remote queue: it may have landed, and failing it now
+    # could undo a completion (see `unanswered`); unsettled, it expires.
+    if how == "fail" or (remote and isinstance(err, StorageError)):
+        return None, f"settling {job.id} ({how})", None
+    return None, f"settling {job.id} ({how})", (f"could not {how}: {failure_reason(err)}", True)
 
 
 def raised_by_progress(lease: Lease, e: BaseException) -> bool:
@@ -205,12 +240,25 @@ NEW_COUNTS = (
 )
 
 
+# The least a remote Worker leases ahead by default: the leases that cover
+# one round trip (a settle reaching the server, the next lease coming back,
+# a few milliseconds on a loaded host) at the rate fast handlers take them.
+# With 4 leases ahead, one process of Worker(concurrency=1) idled between
+# small batches; measured (make bench-fleet) 32 gave about three times the
+# rate. The stream's capacity is fixed when it opens, so this is a floor, not
+# a window that follows the rate; what waits past a quarter of its TTL is
+# released back (see _remote.PREFETCH_FRACTION), and slow handlers should
+# pass a small ``prefetch``.
+PREFETCH_FLOOR = 32
+
+
 def prefetch_size(prefetch: object, concurrency: int, remote: bool) -> int:
-    """A Worker's ``prefetch``: None is ``4 * concurrency`` on a remote
-    queue, 0 on an embedded one (it never leases ahead: a local lease costs
-    what a prefetch would)."""
+    """A Worker's ``prefetch``: None is ``max(4 * concurrency, 32)`` on a
+    remote queue (within ``MAX_BATCH`` with the running ones), 0 on an
+    embedded one (whose Workers lease ahead on their own, a few jobs per
+    handler: see ``LeaseAhead``)."""
     if prefetch is None:
-        return 4 * concurrency if remote else 0
+        return max(0, min(max(4 * concurrency, PREFETCH_FLOOR), MAX_BATCH - concurrency)) if remote else 0
     if isinstance(prefetch, bool) or not isinstance(prefetch, int):
         raise TypeError("prefetch must be an int")
     if prefetch < 0 or prefetch + concurrency > MAX_BATCH:
@@ -218,3 +266,30 @@ def prefetch_size(prefetch: object, concurrency: int, remote: bool) -> int:
             f"prefetch must be >= 0 and prefetch + concurrency <= {MAX_BATCH}, got {prefetch}"
         )
     return prefetch if remote else 0
+
+
+# An embedded queue's handler thread leases ahead as many jobs as its
+# handler runs in about this long (and at most AHEAD_MAX): a fast handler
+# then costs one lease_many per handful of jobs, while a job leased ahead
+# waits in that thread only a few milliseconds (never past the prefetch
+# fraction of its TTL: it is released instead) and a slow handler leases
+# one job at a time, leaving the rest to other workers.
+AHEAD_BUDGET = 0.005
+AHEAD_MAX = 16
+
+
+class LeaseAhead:
+    """How many jobs one handler thread leases at once, sized by time: the
+    handler's recent run time (a moving average) into ``AHEAD_BUDGET``."""
+
+    __slots__ = ("size", "_avg")
+
+    def __init__(self) -> None:
+        self.size = 1
+        self._avg: float | None = None
+
+    def ran(self, took: float) -> None:
+        """One handler run took ``took`` seconds."""
+        avg = took if self._avg is None else self._avg + (took - self._avg) / 8
+        self._avg = avg
+        self.size = max(1, min(AHEAD_MAX, int(AHEAD_BUDGET / avg) if avg > 0 else AHEAD_MAX))

@@ -12,11 +12,11 @@ from typing import Any
 from ._errors import CancelledError, InvalidArgumentError, LeaseLostError, QueueClosedError, TelhaError
 from ._lease import Lease, PermanentError, Retry, Snooze, _current
 from ._native import CancelWait, Job, Queue
-from ._remote import Prefetch, SettleBatch, unanswered
+from ._remote import Prefetch, SettleBatch, fresh
 from ._worker_rules import (
     NEW_COUNTS,
+    LeaseAhead,
     STOP_GRACE,
-    UNSTORABLE,
     after_heartbeat,
     default_worker_id,
     delivery,
@@ -24,7 +24,7 @@ from ._worker_rules import (
     join_timeout,
     outcome,
     prefetch_size,
-    refusal,
+    refused,
     restore_progress,
     seconds,
     settle_batch_size,
@@ -65,14 +65,19 @@ class Worker:
       SIGINT / SIGTERM do the same while :meth:`run` blocks on the main thread.
     - On a remote queue (``connect()``) it leases ahead: the server pushes
       up to ``prefetch`` leases beyond the running ones through one PollJobs
-      stream (default ``4 * concurrency``; 0: one ``lease_next`` call per
-      job, as on an embedded queue). A prefetched lease that waited past a
+      stream (default ``max(4 * concurrency, 32)``; 0: one ``lease_next``
+      call per job). A prefetched lease that waited past a
       quarter of its TTL is released back unstarted (no attempt spent;
       counted ``prefetch_released``) instead of reaching a handler.
       Completions are sent in ``complete_many`` batches of up to
-      ``settle_batch``, ``settle_linger`` seconds after the first; each
+      ``settle_batch``, ``settle_linger`` seconds after the first while
+      prefetched leases wait (at once when none does); each
       job's answer is booked as a single ``complete``'s would be, and
       :meth:`stop` sends what is queued before it returns.
+    - On an embedded queue each thread leases a few jobs at once (as many
+      as its handler runs in about 5 ms, at most 16; one that waited past a
+      quarter of its TTL is released unstarted) and completions go in
+      ``complete_many`` batches of what gathered while the last call ran.
 
     Handlers run in threads: the queue releases the GIL around every store
     call, so leasing and settling overlap with Python work in other threads.
@@ -154,15 +159,24 @@ class Worker:
         """Start the handler and heartbeat threads and return at once."""
         if self._threads:
             raise RuntimeError("Worker already started")
-        if self.prefetch > 0:
-            # Opens the stream first: a bad filter or an unreachable server raises here.
+        # Completions go in complete_many batches: on a remote queue
+        # lingering while there is other work (see SettleBatch); on an
+        # embedded one a batch is what gathered while the previous call ran.
+        remote = self.queue.remote
+        if remote and self.prefetch == 0:
+            pass  # one call per job, as asked
+        else:
             self._batch = SettleBatch(
                 self.queue,
                 self.worker_id,
                 self._batched,
                 max_batch=self.settle_batch,
-                linger=self.settle_linger,
+                linger=self.settle_linger if remote else 0.0,
+                busy=self._has_work,
             )
+        if self.prefetch > 0:
+            assert self._batch is not None
+            # Opens the stream first: a bad filter or an unreachable server raises here.
             try:
                 self._prefetch = Prefetch(
                     self.queue,
@@ -275,6 +289,12 @@ class Worker:
 
     # -- threads -----------------------------------------------------------
 
+    def _has_work(self) -> bool:
+        """Whether a handler has another lease to go on with (a completion
+        may then wait a little to ride in a larger batch)."""
+        p = self._prefetch
+        return p is not None and p.waiting > 0
+
     def _count(self, what: str) -> None:
         with self._cond:
             self._counts[what] += 1
@@ -299,22 +319,29 @@ class Worker:
         log.error("worker %s: stopping: %s", self.worker_id, why)
         threading.Thread(target=self.stop, name=f"{self.worker_id}-halt", daemon=True).start()
 
-    def _give_back(self, job: Job) -> None:
-        """Release a job leased as the stop began (no handler ran it)."""
+    def _give_back(self, job: Job, what: str = "released") -> None:
+        """Release a job leased as the stop began, or one that waited too
+        long in a lease-ahead (no handler ran it)."""
         try:
             self.queue.release(job)
-            self._count("released")
+            self._count(what)
         except TelhaError:
             pass
         except Exception as e:  # noqa: BLE001 - never end the thread
             self._error("releasing a job", e)
 
     def _loop(self) -> None:
+        """An embedded queue's handler thread: it leases a few jobs ahead
+        (``LeaseAhead``: as many as its handler runs within a few
+        milliseconds), so a fast handler costs one ``lease_many`` per
+        handful of jobs instead of a ``lease_next`` each."""
         q = self.queue
+        ahead = LeaseAhead()
         while not self._stopping.is_set():
             try:
-                job = q.lease_next(
+                jobs = q.lease_many(
                     self.worker_id,
+                    ahead.size,
                     kinds=self.kinds,
                     scope=self.scope,
                     wait=self.poll_wait,
@@ -324,13 +351,21 @@ class Worker:
                 self._error("lease", e)
                 self._stopping.wait(1.0)
                 continue
-            if job is None:
+            if not jobs:
                 continue
-            if self._stopping.is_set():
-                # Leased in the instant the stop began: hand it straight back.
-                self._give_back(job)
-                return
-            self._run_one(job)
+            leased = time.time()
+            for i, job in enumerate(jobs):
+                if self._stopping.is_set():
+                    # Leased ahead, or in the instant the stop began: hand it straight back.
+                    for rest in jobs[i:]:
+                        self._give_back(rest)
+                    return
+                started = time.time()
+                if i and not fresh(job, leased, started):
+                    self._give_back(job, "prefetch_released")
+                    continue
+                self._run_one(job, leased if i else None)
+                ahead.ran(time.time() - started)
 
     def _loop_prefetched(self) -> None:
         p = self._prefetch
@@ -396,6 +431,8 @@ class Worker:
         if not held:
             return  # released by stop(), or failed for its timeout, already
         if how == "complete" and self._batch is not None and self._batch.add(lease, lease.job, arg):
+            if self._prefetch is not None and not self._has_work():
+                self._batch.nudge()  # nothing else to do: no lingering
             return  # booked by `_batched` once its batch is sent
         self._settle_now(lease, how, arg, extra)
 
@@ -432,36 +469,14 @@ class Worker:
 
     def _settle_failed(self, lease: Lease, how: str, err: Exception) -> None:
         """Book a settle the queue refused, as one job's answer: the same
-        whether it came from a single call or from a batch."""
-        why = refusal(how, err)
-        if why == "cancelled":
-            # The settle recorded the job cancelled (what a cancel asks for).
-            lease._mark_lost("cancelled")
-            self._count("cancelled")
-        elif why == "lost":
-            lease._mark_lost()
-            self._count("lost")
-            log.warning(
-                "worker %s: lease of %s (generation %d) was lost before it settled",
-                self.worker_id,
-                lease.job.id,
-                lease.job.generation,
-            )
-        elif why == "closed":
-            self._error(f"settling {lease.job.id}", err)
-        elif why == "unstorable":
-            # The same values would be refused on every retry: fail it for good.
-            reason = UNSTORABLE + failure_reason(err)
-            log.error("worker %s: job %s: %s", self.worker_id, lease.job.id, reason)
-            self._fail_for(lease, reason, False, "failed")
-        else:
-            self._error(f"settling {lease.job.id} ({how})", err)
-            if unanswered(self.queue.remote, err):
-                # No answer: it may have landed, and failing it now could
-                # undo a completion; unsettled, its lease expires (TTL).
-                return
-            if how != "fail":
-                self._fail_for(lease, f"could not {how}: {failure_reason(err)}", True, "failed")
+        whether it came from a single call or from a batch (see `refused`)."""
+        count, report, fail = refused(self.worker_id, lease, how, err, self.queue.remote)
+        if count is not None:
+            self._count(count)
+        if report is not None:
+            self._error(report, err)
+        if fail is not None:
+            self._fail_for(lease, fail[0], fail[1], "failed")
 
     def _fail_for(self, lease: Lease, reason: str, retryable: bool, count: str) -> None:
         """Fail a job the Worker itself gave up on (``count``: what to count
