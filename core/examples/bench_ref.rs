@@ -11,6 +11,9 @@
 //! - `lease_batch_complete_many`: `lease_many(batch)` + one `complete_many`;
 //! - `lifecycle`: enqueue + lease_next + complete, one job at a time;
 //! - `pollers4`: 4 threads each `lease_next` + `complete` over a backlog;
+//! - `batch_pollers4`: 4 threads each `lease_many(batch)` + one
+//!   `complete_many` over a backlog (the core's batched lifecycle the
+//!   fleet bench compares remote Workers with);
 //! - `batch_lifecycle`: `enqueue_many(batch)` + `lease_many(batch)` +
 //!   `complete_many`, `batch` jobs at a time; `batch_lifecycle_each`: the
 //!   same with one `complete` per job (the shape of C and Python);
@@ -244,16 +247,56 @@ fn main() {
     }
     let pollers4 = per_sec(n, t);
     q.close();
+    let batch_pollers4 = batch_pollers(&store("batch_pollers"), n, batch, 4);
 
     println!(
         "{{\"n\":{n},\"batch\":{batch},\"raw_put\":{raw:.0},\"enqueue\":{enqueue:.0},\
          \"enqueue_batch\":{enqueue_batch:.0},\"lease_complete\":{lease_complete:.0},\
          \"lease_batch_complete\":{lease_batch_complete:.0},\
          \"lease_batch_complete_many\":{lease_batch_complete_many:.0},\"lifecycle\":{lifecycle:.0},\
-         \"pollers4\":{pollers4:.0},\"batch_lifecycle\":{batch_lifecycle:.0},\
+         \"pollers4\":{pollers4:.0},\"batch_pollers4\":{batch_pollers4:.0},\"batch_lifecycle\":{batch_lifecycle:.0},\
          \"batch_lifecycle_each\":{batch_lifecycle_each:.0},\"raw_lifecycle\":{raw_lifecycle:.0},\
          \"raw_batch_lifecycle\":{raw_batch_lifecycle:.0}}}"
     );
+}
+
+/// Jobs/s of `threads` threads each `lease_many(batch)` + one
+/// `complete_many` over a backlog of `n` jobs.
+fn batch_pollers(q: &Queue, n: usize, batch: usize, threads: usize) -> f64 {
+    for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+        q.enqueue_many(
+            chunk
+                .iter()
+                .map(|_| NewJob::new("bench", PAYLOAD))
+                .collect(),
+        )
+        .expect("enqueue_many");
+    }
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for w in 0..threads {
+            s.spawn(move || {
+                let worker = format!("w{w}");
+                let opts = LeaseOptions::default();
+                loop {
+                    let jobs = q.lease_many(&worker, batch, &opts).expect("lease_many");
+                    if jobs.is_empty() {
+                        break;
+                    }
+                    let items = jobs
+                        .iter()
+                        .map(|j| telha_jobs::Completion::new(j.token(), None))
+                        .collect();
+                    for a in q.complete_many(items).expect("complete_many") {
+                        a.expect("complete");
+                    }
+                }
+            });
+        }
+    });
+    let rate = per_sec(n, t);
+    q.close();
+    rate
 }
 
 /// Jobs/s through the least a three-state queue writes in raw RocksDB:

@@ -11,7 +11,11 @@ Rows (jobs/s, no-op handlers, 60-byte payload):
 - fleet: 4 Python + 4 Node worker processes (Worker, concurrency 4 each)
   on one `telha serve` (target >= 0.5x the in-process Python Worker);
 - 4 Python worker processes, leasing ahead (the default) and with
-  ``prefetch=0`` (one lease_next call per job: the path before issue 15).
+  ``prefetch=0`` (one lease_next call per job: the path before issue 15);
+- 4 Node worker processes, Worker(concurrency 1) and (concurrency 4) each,
+  default settings (leasing ahead), against the core's batched lifecycle
+  (`batch_pollers4`: 4 threads of lease_many + complete_many; issue 37's
+  targets >= 0.5x and >= 0.7x).
 
 Each fleet row: the server is started on a fresh store (and stopped) by
 pid, the jobs are enqueued with their kind paused, the workers start and
@@ -87,7 +91,8 @@ def stop(p: subprocess.Popen[str]) -> None:
         p.wait()
 
 
-def fleet(telha: str, base: Path, n: int, py: int, node: int, prefetch: int | None) -> float:
+def fleet(telha: str, base: Path, n: int, py: int, node: int, prefetch: int | None,
+          node_concurrency: int = 4) -> float:
     """Jobs/s of `py` Python and `node` Node worker processes through one
     `telha serve` process."""
     base.mkdir(parents=True)
@@ -110,7 +115,8 @@ def fleet(telha: str, base: Path, n: int, py: int, node: int, prefetch: int | No
                 cmd.append(str(prefetch))
             procs.append(start(cmd, node_env()))
         for i in range(node):
-            procs.append(start(["node", str(HERE / "node_bench_worker.js"), "remote", url, f"node-{i}"], node_env()))
+            procs.append(start(["node", str(HERE / "node_bench_worker.js"), "remote", url, f"node-{i}",
+                                str(node_concurrency)], node_env()))
         for p in procs:
             assert p.stdout is not None
             got = p.stdout.readline().strip()
@@ -139,7 +145,12 @@ ROWS = [
     ("fleet: 4 Python + 4 Node processes", "fleet", "py_local"),
     ("4 Python processes, leasing ahead", "py4", "py_local"),
     ("4 Python processes, prefetch=0", "py4_noprefetch", "py_local"),
+    ("4 Node processes, concurrency 1", "node4_c1", "batch_pollers4"),
+    ("4 Node processes, concurrency 4", "node4_c4", "batch_pollers4"),
 ]
+
+# Rows with a target against the core's batched lifecycle (issue 37).
+CORE_TARGETS = {"node4_c1": 0.5, "node4_c4": 0.7}
 
 
 def main() -> None:
@@ -155,12 +166,15 @@ def main() -> None:
             base = Path(d)
             cmd = [*shlex.split(a.ref), "--n", str(a.jobs), "--dir", str(base)]
             rust = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-            run = {"pollers4": float(rust["pollers4"]), "raw_put": float(rust["raw_put"])}
+            run = {"pollers4": float(rust["pollers4"]), "raw_put": float(rust["raw_put"]),
+                   "batch_pollers4": float(rust["batch_pollers4"])}
             run["py_local"] = local_python(base, a.jobs)
             run["node_local"] = local_node(base, a.jobs)
             run["fleet"] = fleet(a.telha, base / "fleet", a.jobs, 4, 4, None)
             run["py4"] = fleet(a.telha, base / "py4", a.jobs, 4, 0, None)
             run["py4_noprefetch"] = fleet(a.telha, base / "py4-0", a.jobs, 4, 0, 0)
+            run["node4_c1"] = fleet(a.telha, base / "node4-1", a.jobs, 0, 4, None, 1)
+            run["node4_c4"] = fleet(a.telha, base / "node4-4", a.jobs, 0, 4, None, 4)
             runs.append(run)
             print(f"round {r + 1}: " + ", ".join(f"{k} {v:,.0f}" for k, v in run.items()), flush=True)
     med = {k: statistics.median(run[k] for run in runs) for k in runs[0]}
@@ -173,7 +187,13 @@ def main() -> None:
         v = med[key]
         print(f"{label:<44}{v:>10,.0f}{v / med['py_local']:>11.2f}x{v / med['pollers4']:>9.2f}x")
     print(f"{'Rust core, 4 pollers (lease_next + complete)':<44}{med['pollers4']:>10,.0f}")
+    print(f"{'Rust core, 4 threads lease_many + complete_many':<44}{med['batch_pollers4']:>10,.0f}")
     print(f"{'raw RocksDB single-put batch (ceiling)':<44}{med['raw_put']:>10,.0f}")
+    for key, target in CORE_TARGETS.items():
+        label = next(lb for lb, k, _ in ROWS if k == key)
+        r = med[key] / med["batch_pollers4"]
+        print(f"{label} vs core batched lifecycle: {r:.2f}x (target >= {target}x) "
+              + ("ok" if r >= target else "BELOW"))
     ratio = med["fleet"] / med["py_local"]
     print(f"fleet vs in-process Python Worker: {ratio:.2f}x (target >= 0.5x) "
           + ("ok" if ratio >= 0.5 else "BELOW"))
