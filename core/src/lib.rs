@@ -61,6 +61,7 @@ pub mod state;
 pub mod store;
 #[cfg(feature = "rocksdb")]
 pub mod watch;
+mod would_block;
 
 #[cfg(feature = "rocksdb")]
 pub use api::JobStore;

@@ -63,6 +63,15 @@ export interface WorkerOptions {
    * over `Queue.connect` whatever the server's clock says).
    */
   heartbeatMs?: number
+  /**
+   * On a remote queue (`Queue.connect`), the most leases held ahead beyond
+   * the running ones (default 64, at most `limits.maxBatch - concurrency`;
+   * 0: lease only when a handler is free). The window in use is sized by
+   * time: enough to cover a lease round trip at the rate handlers take
+   * jobs, and never so many that one waits past a quarter of its TTL (one
+   * that did is released, no attempt spent). Ignored on an embedded queue.
+   */
+  maxPrefetch?: number
 }
 
 /**

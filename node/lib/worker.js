@@ -7,142 +7,25 @@
 // its lease is lost (code ABORTED), its job is cancelled (CANCELLED, seen at
 // a heartbeat) or it runs past its kind's timeout (TIMEOUT: the job is then
 // failed retryably at once), and on `stop()` releases what is left without
-// spending attempts. Types and docs: telha.d.ts.
+// spending attempts. On a remote queue it leases ahead (prefetch.js). Its
+// running jobs' entries are entry.js, its heartbeat heartbeat.js. Types and
+// docs: telha.d.ts.
 
 const { EventEmitter } = require('node:events')
 const os = require('node:os')
 const crypto = require('node:crypto')
-const native = require('../index.js')
-const { LIMITS, TIMER_MAX_MS, typeError, rangeError, invalidArgument, options, str, optInt, optMs, strList, longTimeout } = require('./check.js')
+const { LIMITS, typeError, rangeError, options, str, optInt, optMs, strList, longTimeout } = require('./check.js')
 const { Permanent, Snooze, Retry, reasonOf } = require('./outcomes.js')
+const { Entry, Context, abortError, abortEntry, deferred } = require('./entry.js')
+const { Heartbeat } = require('./heartbeat.js')
+const { Prefetch } = require('./prefetch.js')
 
 /** The largest completion batch that runs on the event loop (node/src/now.rs: NOW_MAX_BATCH). */
 const FLUSH_AT = 64
-const WORKER_KEYS = new Set(['workerId', 'kinds', 'scope', 'concurrency', 'pollMs', 'heartbeatMs'])
+/** A remote Worker's default `maxPrefetch`. */
+const MAX_PREFETCH = 64
+const WORKER_KEYS = new Set(['workerId', 'kinds', 'scope', 'concurrency', 'pollMs', 'heartbeatMs', 'maxPrefetch'])
 const STOP_KEYS = new Set(['graceMs'])
-
-function abortError (message, code, name = 'AbortError') {
-  const e = new Error(message)
-  e.name = name
-  e.code = code
-  return e
-}
-
-/**
- * What the Worker keys a running job by: its lease generation and id. A lease
- * that expired under its handler can come back to this Worker as the next
- * generation while the old handler still runs or settles; keyed by id alone,
- * the old delivery's settle removed the new one (never heartbeated again,
- * its signal never aborted, the job expired until it was dead).
- */
-function deliveryKey (job) {
-  return `${job.generation}:${job.id}`
-}
-
-function deferred () {
-  let resolve
-  const promise = new Promise((r) => { resolve = r })
-  return { promise, resolve }
-}
-
-/** The handler's signal, made on first use (most handlers never look). */
-function signalOf (entry) {
-  if (!entry.ctl) {
-    entry.ctl = new AbortController()
-    if (entry.abortReason) entry.ctl.abort(entry.abortReason)
-  }
-  return entry.ctl.signal
-}
-
-function abortEntry (entry, reason) {
-  entry.abortReason = reason
-  if (entry.ctl) entry.ctl.abort(reason)
-}
-
-/** A running job's entry: its lease, its signal, whether it settled. */
-class Entry {
-  constructor (job) {
-    this.job = job
-    this.key = deliveryKey(job)
-    this.ctl = null // created when the handler reads its signal
-    this.abortReason = null
-    // The TTL the lease was granted with. Never `deadline - now`: the
-    // deadline is on the store owner's clock (a remote queue's server),
-    // which this process's clock need not agree with.
-    this.ttl = job.leaseTtlMs
-    // When the lease runs out, on this process's clock, unless a heartbeat
-    // renews it: when none gets through by then (a remote queue's server
-    // unreachable), it is lost.
-    this.expires = Date.now() + this.ttl
-    this.lost = false
-    this.cancelled = false // a cancel request came back from a heartbeat
-    this.timedOut = false // ran past job.timeoutMs: failed, its slot freed
-    this.timer = null // cancels the timeout
-    this.released = false
-    this.releasing = null
-    this.finished = false
-    this.settled = null // a deferred, made when stop() waits for it
-    this.done = false
-    this.progress = null // the latest report not yet sent (its bytes), for the next heartbeat
-    this.then = null // follow-up jobs for the completion (ctx.followUp)
-  }
-
-  /** Resolves once the job is settled (completed, failed, released or lost). */
-  whenSettled () {
-    if (!this.settled) {
-      this.settled = deferred()
-      if (this.done) this.settled.resolve()
-    }
-    return this.settled.promise
-  }
-
-  markSettled () {
-    this.done = true
-    if (this.settled) this.settled.resolve()
-  }
-}
-
-/** The handler's second argument (a class: no closure per job for the getter). */
-class Context {
-  #entry
-  constructor (entry, workerId, queue) {
-    this.#entry = entry
-    this.workerId = workerId
-    this.queue = queue
-  }
-
-  get signal () { return signalOf(this.#entry) }
-
-  /**
-   * Report progress: encoded now (a Buffer as it is, a value with the
-   * payload convention; over `limits.maxProgressBytes` is INVALID_ARGUMENT,
-   * thrown here), kept as this delivery's latest, and sent with the
-   * Worker's next batched heartbeat (no write of its own).
-   */
-  progress (value) {
-    this.#entry.progress = progressBytes(value)
-  }
-
-  /**
-   * Follow-up jobs (items as `enqueueMany` takes them) for the completion
-   * of this job: enqueued in its atomic write if the handler returns (see
-   * `complete`'s `then`); dropped if it throws. Calls add up.
-   */
-  followUp (items) {
-    if (!Array.isArray(items)) throw typeError('followUp takes an array of [kind, payload] pairs or { kind, payload, ...options } objects')
-    const e = this.#entry
-    e.then = e.then ? e.then.concat(items) : items.slice()
-  }
-}
-
-/** A progress report's bytes, checked against the core's limit. */
-function progressBytes (value) {
-  const bytes = value instanceof Uint8Array ? Buffer.from(value) : native.encodePayload(value)
-  if (bytes.length > LIMITS.maxProgressBytes) {
-    throw invalidArgument(`progress is ${bytes.length} bytes as stored, over the limit of ${LIMITS.maxProgressBytes} (limits.maxProgressBytes)`)
-  }
-  return bytes
-}
 
 class Worker extends EventEmitter {
   #queue
@@ -154,13 +37,15 @@ class Worker extends EventEmitter {
   #refillAt
   #pollMs
   #heartbeatMs
+  #maxPrefetch
+  #beat
+  #prefetch = null // a remote queue's lease-ahead, while running
   #active = new Map() // deliveryKey(job) -> entry, while its lease is held
   #busy = 0 // handlers running (what `concurrency` bounds)
   #stopping = false
   #poll = null
   #running = null
   #slot = null
-  #beatTimer = null
   #fatal = null
   #completions = []
   #flushScheduled = false
@@ -187,6 +72,11 @@ class Worker extends EventEmitter {
     this.#pollMs = optMs(o.pollMs, 'pollMs') ?? 1000
     this.#heartbeatMs = optMs(o.heartbeatMs, 'heartbeatMs')
     if (this.#heartbeatMs === 0) throw rangeError('heartbeatMs must be > 0')
+    // Leases held ahead beyond the running ones (remote queues only: an
+    // embedded lease costs what a prefetch would).
+    this.#maxPrefetch = optInt(o.maxPrefetch, 'maxPrefetch', 0, LIMITS.maxBatch - this.#concurrency) ??
+      Math.max(0, Math.min(MAX_PREFETCH, LIMITS.maxBatch - this.#concurrency))
+    this.#beat = new Heartbeat(queue, this.#workerId, this.#heartbeatMs, this.#active, (e) => this.#report(e))
   }
 
   get workerId () { return this.#workerId }
@@ -206,6 +96,7 @@ class Worker extends EventEmitter {
     const graceMs = o.graceMs === Infinity ? Infinity : (optMs(o.graceMs, 'graceMs') ?? 30000)
     this.#stopping = true
     if (this.#poll) this.#poll.abort()
+    if (this.#prefetch) this.#prefetch.close().catch((e) => this.#report(e))
     this.#wakeSlot()
     // A grace longer than one timer keeps (~24.8 days) is still waited out.
     const cancel = graceMs === Infinity ? null : longTimeout(() => this.#releaseAll(), graceMs)
@@ -217,19 +108,36 @@ class Worker extends EventEmitter {
   }
 
   async #loop () {
+    const prefetch = this.#queue.remote === true && this.#maxPrefetch > 0
+      ? new Prefetch(this.#queue, this.#workerId, { kinds: this.#kinds, scope: this.#scope }, {
+        takers: this.#concurrency,
+        maxPrefetch: this.#maxPrefetch,
+        pollMs: this.#pollMs,
+        onError: (e) => this.#report(e)
+      })
+      : null
+    this.#prefetch = prefetch
     try {
       while (!this.#stopping) {
         // A slot frees when its handler returns: the next lease overlaps
         // the previous jobs' completion round trip.
         const free = this.#concurrency - this.#busy
         // Refill in batches: with jobs still running, wait until a quarter
-        // of the slots are free rather than leasing one job per completion.
-        if (free <= 0 || (this.#busy > 0 && free < this.#refillAt)) {
+        // of the slots are free rather than leasing one job per completion
+        // (a prefetched lease is taken at once: it costs no round trip).
+        if (free <= 0 || (!prefetch && this.#busy > 0 && free < this.#refillAt)) {
           await this.#slotFree()
           continue
         }
         let jobs
         try {
+          if (prefetch) {
+            for (const { job, at } of await prefetch.take(free)) {
+              if (this.#stopping) this.#releaseOne(job)
+              else this.#start(job, at)
+            }
+            continue
+          }
           jobs = await this.#lease(free)
         } catch (e) {
           if (e && e.code === 'CLOSED') {
@@ -246,6 +154,8 @@ class Worker extends EventEmitter {
         }
       }
     } finally {
+      if (prefetch) await prefetch.close().catch((e) => this.#report(e))
+      this.#prefetch = null
       await this.#drain()
     }
     if (this.#fatal) throw this.#fatal
@@ -264,11 +174,11 @@ class Worker extends EventEmitter {
     }
   }
 
-  #start (job) {
-    const entry = new Entry(job)
+  #start (job, leasedAt) {
+    const entry = new Entry(job, leasedAt)
     this.#active.set(entry.key, entry)
     this.#busy++
-    this.#scheduleBeat()
+    this.#beat.schedule()
     if (job.timeoutMs !== null && job.timeoutMs !== undefined) {
       entry.timer = longTimeout(() => this.#timeout(entry), job.timeoutMs)
     }
@@ -475,84 +385,6 @@ class Worker extends EventEmitter {
     for (let i = 0; i < n; i++) this.#completed(pairs[2 * i], results[i], codes[i], null)
   }
 
-  #scheduleBeat (retryMs) {
-    if (this.#beatTimer || this.#active.size === 0) return
-    let interval = this.#heartbeatMs
-    if (interval === undefined) {
-      // A third of the shortest TTL the running leases were granted with.
-      let ttl = Infinity
-      for (const e of this.#active.values()) ttl = Math.min(ttl, e.ttl)
-      interval = Math.max(10, ttl / 3)
-    }
-    if (retryMs !== undefined) interval = Math.min(interval, retryMs)
-    // Past what one timer keeps, setTimeout fires at once: beat then instead
-    // (early is safe; a lease that long needs no exact period).
-    this.#beatTimer = setTimeout(() => { this.#beatSafe() }, Math.min(interval, TIMER_MAX_MS))
-  }
-
-  /** A heartbeat from its timer: what it meets is reported, and the next one is scheduled all the same. */
-  async #beatSafe () {
-    let retryMs
-    try {
-      retryMs = await this.#beat()
-    } catch (e) {
-      this.#report(e)
-      retryMs = 100
-    }
-    this.#beatTimer = null
-    this.#scheduleBeat(retryMs)
-  }
-
-  /** One batched heartbeat; returns how soon to retry (undefined: the usual period). */
-  async #beat () {
-    const entries = [...this.#active.values()].filter((e) => !e.lost && !e.released && !e.cancelled && !e.timedOut)
-    let retryMs
-    if (entries.length) {
-      const sent = Date.now()
-      // The latest progress of each delivery rides on this heartbeat.
-      const reports = entries.map((e) => e.progress)
-      const opts = reports.some((r) => r !== null) ? { progress: reports } : undefined
-      try {
-        const jobs = entries.map((e) => e.job)
-        // A stand-in queue with only `extend` (booleans) has no cancel answer.
-        const answers = typeof this.#queue.extendAnswers === 'function'
-          ? await this.#queue.extendAnswers(jobs, this.#workerId, opts)
-          : (await this.#queue.extend(jobs, this.#workerId, opts)).map((ok) => ok ? 'renewed' : 'lost')
-        // Sent: a report made since waits for the next heartbeat.
-        entries.forEach((e, i) => { if (e.progress === reports[i]) e.progress = null })
-        answers.forEach((a, i) => {
-          if (a === 'renewed') entries[i].expires = sent + entries[i].ttl
-          else if (a === 'cancelled') this.#cancel(entries[i])
-          else this.#lose(entries[i])
-        })
-      } catch (e) {
-        this.#report(e)
-        // Unrenewed past its deadline, a lease is lost, as if extend said so.
-        const now = Date.now()
-        for (const entry of entries) if (now >= entry.expires && !entry.lost) this.#lose(entry)
-        retryMs = 100
-      }
-    }
-    return retryMs
-  }
-
-  #lose (entry) {
-    entry.lost = true
-    abortEntry(entry, abortError(`lease lost: job ${entry.job.id} was reaped or leased by another worker; stop working on it`, 'ABORTED'))
-  }
-
-  /**
-   * A heartbeat answered cancelled: abort the handler (code CANCELLED). It
-   * still settles (whatever it returns or throws), which records the job
-   * cancelled; the store answers that settle CANCELLED ('cancelled' event).
-   */
-  #cancel (entry) {
-    entry.cancelled = true
-    if (entry.timer) entry.timer()
-    entry.timer = null
-    abortEntry(entry, abortError(`cancelled: job ${entry.job.id} was cancelled; stop working on it`, 'CANCELLED'))
-  }
-
   #releaseOne (job) {
     this.#queue.release(job).catch((e) => {
       if (!e || e.code !== 'ABORTED') this.#report(e)
@@ -588,10 +420,7 @@ class Worker extends EventEmitter {
       await Promise.race(pending)
       if ([...this.#active.values()].every((e) => e.released)) break
     }
-    if (this.#beatTimer) {
-      clearTimeout(this.#beatTimer)
-      this.#beatTimer = null
-    }
+    this.#beat.stop()
   }
 
   /** An event for the caller's listeners: a listener that throws is reported, and the Worker goes on. */

@@ -32,6 +32,7 @@ mod payload;
 mod queue;
 mod remote;
 mod schedule;
+mod stall;
 mod task;
 mod watch;
 

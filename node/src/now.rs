@@ -9,8 +9,9 @@
 //!
 //! Each answers `false` without doing anything when the call must go to the
 //! pool instead: a remote queue (a network round trip), `sync_writes` (an
-//! fsync per write), RocksDB stopping or slowing writes
-//! (`Queue::write_stalled`), or a batch over [`NOW_MAX_BATCH`]. The
+//! fsync per write), a write that could wait on RocksDB (a stall, a
+//! flush, a memtable near full: `Queue::would_block`, cached by
+//! `stall.rs`), or a batch over [`NOW_MAX_BATCH`]. The
 //! caller then makes the pool call (`enqueue`, `leaseMany`, ...), which
 //! takes the same arguments. Errors are the pool call's, thrown here and
 //! turned into a rejection by the wrapper's `async` method.
@@ -18,9 +19,8 @@
 //! The arguments are converted by the same `*_op` builders as the pool
 //! calls, and the work runs inside the same panic boundaries (`Op::now`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use napi::bindgen_prelude::{
     Either, Env, Float64Array, Uint32Array, Uint8Array, Undefined, Unknown,
@@ -97,46 +97,6 @@ impl std::ops::Deref for Store {
     }
 }
 
-/// How long a read of RocksDB's stall state is trusted.
-pub const PROBE_EVERY: Duration = Duration::from_micros(100);
-
-/// The last read of RocksDB's stall state (`Queue::write_stalled`), and
-/// when it was made.
-#[derive(Debug)]
-pub(crate) struct Probe {
-    base: Instant,
-    /// Nanoseconds after `base` of the last read, plus one (0: never read).
-    at: AtomicU64,
-    stalled: AtomicBool,
-}
-
-impl Probe {
-    pub(crate) fn new() -> Self {
-        Probe {
-            base: Instant::now(),
-            at: AtomicU64::new(0),
-            stalled: AtomicBool::new(false),
-        }
-    }
-
-    fn stalled(&self, q: &Arc<dyn JobStore>) -> bool {
-        let Some(local) = q.as_local() else {
-            return true;
-        };
-        let now = u64::try_from(self.base.elapsed().as_nanos())
-            .unwrap_or(u64::MAX - 1)
-            .saturating_add(1);
-        let at = self.at.load(Ordering::Relaxed);
-        if at != 0 && now.saturating_sub(at) < PROBE_EVERY.as_nanos() as u64 {
-            return self.stalled.load(Ordering::Relaxed);
-        }
-        let stalled = local.write_stalled();
-        self.stalled.store(stalled, Ordering::Relaxed);
-        self.at.store(now, Ordering::Relaxed);
-        stalled
-    }
-}
-
 /// An answer of a `*Now` call: the call's answer, or `false` when it did
 /// nothing and the pool call must be made instead.
 type Now<J> = Either<Guarded<J>, bool>;
@@ -156,14 +116,14 @@ fn bytes_of(
 /// The calls' work, shared by the pool form (`queue.rs`) and the JS-thread
 /// form (below).
 impl NativeQueue {
-    /// Whether a short call may run on the JS thread now. RocksDB's stall
-    /// state is read at most every [`PROBE_EVERY`] (the read takes its DB
-    /// mutex, about 1 µs: a tenth of an enqueue's own work).
+    /// Whether a short call may run on the JS thread now: never while a
+    /// write could wait on RocksDB (`stall.rs`: an atomic, refreshed off
+    /// this thread).
     fn may_run_now(&self) -> bool {
         self.fast
             && self.store().in_flight() == 0
             && !self.serving.load(Ordering::Relaxed)
-            && !self.probe.stalled(self.store().arc())
+            && !self.stall.blocked()
     }
 
     pub(crate) fn enqueue_op(

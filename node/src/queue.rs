@@ -109,8 +109,8 @@ pub struct NativeQueue {
     /// An embedded store without `sync_writes`: its short calls may run on
     /// the JS thread (`now.rs`).
     pub(crate) fast: bool,
-    /// RocksDB's stall state, read at most every 100 µs (`now.rs`).
-    pub(crate) probe: crate::now::Probe,
+    /// Whether a write could wait on RocksDB now (`stall.rs`).
+    pub(crate) stall: crate::stall::StallWatch,
     /// Set by `serve`: the server's threads write to the store too.
     pub(crate) serving: AtomicBool,
 }
@@ -122,10 +122,10 @@ impl NativeQueue {
             .and_then(|l| l.config().ok())
             .is_some_and(|c| !c.sync_writes);
         NativeQueue {
+            stall: crate::stall::StallWatch::new(&q, fast),
             q: Store::new(q),
             fast,
             serving: AtomicBool::new(false),
-            probe: crate::now::Probe::new(),
         }
     }
 

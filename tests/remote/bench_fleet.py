@@ -13,6 +13,7 @@ Rows (jobs/s, no-op handlers, 60-byte payload):
 - 4 Python worker processes, leasing ahead (the default) and with
   ``prefetch=0`` (one lease_next call per job: the path before issue 15);
 - 4 Python worker processes, ``Worker(concurrency=1)`` each;
+- 4 Node worker processes, ``Worker(concurrency: 1)`` and ``(concurrency: 4)``;
 - issue 37's ratios: the 4-process Python fleets (concurrency 1, and 4)
   against the core's batched lifecycle on 4 threads (``lease_many`` +
   ``complete_many``; targets 0.5x and 0.7x).
@@ -92,7 +93,7 @@ def stop(p: subprocess.Popen[str]) -> None:
 
 
 def fleet(telha: str, base: Path, n: int, py: int, node: int, prefetch: int | None,
-          concurrency: int = 4) -> float:
+          concurrency: int = 4, node_concurrency: int = 4) -> float:
     """Jobs/s of `py` Python and `node` Node worker processes through one
     `telha serve` process (each Python one a Worker of `concurrency`)."""
     base.mkdir(parents=True)
@@ -114,7 +115,8 @@ def fleet(telha: str, base: Path, n: int, py: int, node: int, prefetch: int | No
                    "default" if prefetch is None else str(prefetch), str(concurrency)]
             procs.append(start(cmd, node_env()))
         for i in range(node):
-            procs.append(start(["node", str(HERE / "node_bench_worker.js"), "remote", url, f"node-{i}"], node_env()))
+            procs.append(start(["node", str(HERE / "node_bench_worker.js"), "remote", url, f"node-{i}",
+                                str(node_concurrency)], node_env()))
         for p in procs:
             assert p.stdout is not None
             got = p.stdout.readline().strip()
@@ -144,6 +146,8 @@ ROWS = [
     ("4 Python processes, leasing ahead", "py4", "py_local"),
     ("4 Python processes, prefetch=0", "py4_noprefetch", "py_local"),
     ("4 Python processes, Worker(concurrency=1)", "py4_c1", "py_local"),
+    ("4 Node processes, Worker(concurrency: 1)", "node4_c1", "batch_pollers4"),
+    ("4 Node processes, Worker(concurrency: 4)", "node4_c4", "batch_pollers4"),
 ]
 
 # Issue 37: Python fleets beside the core's batched lifecycle on 4 threads
@@ -151,6 +155,8 @@ ROWS = [
 ISSUE37 = [
     ("4 Python processes, Worker(concurrency=1)", "py4_c1", 0.5),
     ("4 Python processes, Worker(concurrency=4)", "py4", 0.7),
+    ("4 Node processes, Worker(concurrency: 1)", "node4_c1", 0.5),
+    ("4 Node processes, Worker(concurrency: 4)", "node4_c4", 0.7),
 ]
 
 
@@ -174,6 +180,8 @@ def main() -> None:
             run["py4"] = fleet(a.telha, base / "py4", a.jobs, 4, 0, None)
             run["py4_noprefetch"] = fleet(a.telha, base / "py4-0", a.jobs, 4, 0, 0)
             run["py4_c1"] = fleet(a.telha, base / "py4-c1", a.jobs, 4, 0, None, concurrency=1)
+            run["node4_c1"] = fleet(a.telha, base / "node4-c1", a.jobs, 0, 4, None, node_concurrency=1)
+            run["node4_c4"] = fleet(a.telha, base / "node4-c4", a.jobs, 0, 4, None, node_concurrency=4)
             runs.append(run)
             print(f"round {r + 1}: " + ", ".join(f"{k} {v:,.0f}" for k, v in run.items()), flush=True)
     med = {k: statistics.median(run[k] for run in runs) for k in runs[0]}

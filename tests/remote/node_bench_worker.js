@@ -1,11 +1,12 @@
 'use strict'
 // A Node worker process for the fleet bench (bench_fleet.py).
 //
-//   node node_bench_worker.js remote URL WORKER_ID
+//   node node_bench_worker.js remote URL WORKER_ID [CONCURRENCY]
 //   node node_bench_worker.js local STORE_DIR JOBS
 //
-// "remote": a Worker (concurrency 4, no-op handler, one job at a time) on
-// Queue.connect(URL); prints "ready", works until SIGTERM, then stops.
+// "remote": a Worker (concurrency CONCURRENCY, default 4; no-op handler,
+// one job at a time, default lease-ahead) on Queue.connect(URL); prints
+// "ready", works until SIGTERM, then stops.
 // "local": the in-process reference: enqueues JOBS into an embedded store,
 // runs the same Worker until all are completed, prints {"rate": jobs/s}.
 const path = require('node:path')
@@ -13,9 +14,9 @@ const { Queue, Worker } = require(process.env.TELHA_NODE_PKG || path.join(__dirn
 
 const PAYLOAD = { doc: 's3://bucket/key/0001.pdf', tenant: 42, pages: 12 }
 
-async function remote (url, workerId) {
+async function remote (url, workerId, concurrency) {
   const q = await Queue.connect(url, { timeoutMs: 10000 })
-  const w = new Worker(q, async () => null, { workerId, concurrency: 4, pollMs: 200 })
+  const w = new Worker(q, async () => null, { workerId, concurrency, pollMs: 200 })
   const stopped = new Promise((resolve) => process.once('SIGTERM', resolve))
   const running = w.run()
   process.stdout.write('ready\n')
@@ -45,8 +46,8 @@ async function local (dir, jobs) {
   process.stdout.write(JSON.stringify({ rate: jobs / s }) + '\n')
 }
 
-const [mode, a, b] = process.argv.slice(2)
-const main = mode === 'local' ? local(a, Number(b)) : remote(a, b)
+const [mode, a, b, c] = process.argv.slice(2)
+const main = mode === 'local' ? local(a, Number(b)) : remote(a, b, Number(c || 4))
 main.catch((e) => {
   process.stderr.write(`${e && e.stack ? e.stack : e}\n`)
   process.exit(1)

@@ -1,0 +1,97 @@
+'use strict'
+// A Worker on a remote queue leases ahead (lib/prefetch.js, issue 37):
+// jobs wait leased for a free handler, every job still completes once,
+// `stop()` hands the waiting leases back without spending attempts, and
+// `maxPrefetch: 0` leases only for a free handler.
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { Queue, Worker } = require('..')
+const { serveTemp, sleep } = require('./helpers.js')
+
+/** Resolves with the first of `tries` reads of `read()` that `ok` accepts; rejects after. */
+async function eventually (read, ok, tries = 500) {
+  let v
+  for (let i = 0; i < tries; i++) {
+    v = await read()
+    if (ok(v)) return v
+    await sleep(10)
+  }
+  throw new Error(`never reached: last ${JSON.stringify(v)}`)
+}
+
+test('a remote Worker at concurrency 1 holds leases ahead and completes each job once', async (t) => {
+  const { local, server } = await serveTemp(t)
+  const q = await Queue.connect(server.url)
+  t.after(() => q.close())
+  const ids = await q.enqueueMany(Array.from({ length: 40 }, (_, i) => ['pre', i]))
+  let release
+  const gate = new Promise((resolve) => { release = resolve })
+  const seen = new Map()
+  const w = new Worker(q, async (job) => {
+    seen.set(job.id, (seen.get(job.id) || 0) + 1)
+    await gate
+    return job.payload
+  }, { concurrency: 1, pollMs: 100 })
+  let done = 0
+  w.on('completed', () => { done++ })
+  const run = w.run()
+  // The first handler is held: the jobs leased beyond it wait in the prefetch.
+  const held = await eventually(() => local.stats(), (s) => s.total.leased >= 2)
+  assert.ok(held.total.leased <= 1 + 64, `held ${held.total.leased}: over maxPrefetch`)
+  assert.equal(seen.size, 1)
+  release()
+  await eventually(async () => done, (n) => n === ids.length)
+  await w.stop()
+  await run
+  const s = await local.stats()
+  assert.equal(s.total.completed, ids.length)
+  assert.equal(s.total.leased, 0)
+  for (const id of ids) assert.equal(seen.get(id), 1)
+})
+
+test('stop() releases the prefetched leases without spending attempts', async (t) => {
+  const { local, server } = await serveTemp(t)
+  const q = await Queue.connect(server.url)
+  t.after(() => q.close())
+  const ids = await q.enqueueMany(Array.from({ length: 10 }, (_, i) => ['pre', i]))
+  let started = null
+  const w = new Worker(q, async (job, { signal }) => {
+    started = job.id
+    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
+  }, { concurrency: 1, pollMs: 100 })
+  const run = w.run()
+  await eventually(() => local.stats(), (s) => s.total.leased >= 2 && started !== null)
+  await w.stop({ graceMs: 50 })
+  await run
+  const s = await local.stats()
+  assert.equal(s.total.leased, 0)
+  assert.equal(s.total.pending, ids.length)
+  for (const id of ids) assert.equal((await local.get(id)).attempts, 0)
+})
+
+test('maxPrefetch 0 leases only for a free handler; a bad maxPrefetch is refused', async (t) => {
+  const { local, server } = await serveTemp(t)
+  const q = await Queue.connect(server.url)
+  t.after(() => q.close())
+  await q.enqueueMany(Array.from({ length: 6 }, (_, i) => ['pre', i]))
+  let release
+  const gate = new Promise((resolve) => { release = resolve })
+  let running = 0
+  const w = new Worker(q, async () => { running++; await gate }, { concurrency: 2, pollMs: 100, maxPrefetch: 0 })
+  let done = 0
+  w.on('completed', () => { done++ })
+  const run = w.run()
+  await eventually(async () => running, (n) => n === 2)
+  // Both handlers held: whatever the Worker holds is what runs.
+  for (let i = 0; i < 5; i++) {
+    assert.equal((await local.stats()).total.leased, 2)
+    await sleep(10)
+  }
+  release()
+  await eventually(async () => done, (n) => n === 6)
+  await w.stop()
+  await run
+  assert.throws(() => new Worker(q, async () => {}, { maxPrefetch: -1 }), RangeError)
+  assert.throws(() => new Worker(q, async () => {}, { maxPrefetch: 1.5 }), RangeError)
+  assert.throws(() => new Worker(q, async () => {}, { concurrency: 10, maxPrefetch: 1e9 }), RangeError)
+})
