@@ -207,6 +207,19 @@ fn main() {
     // `-- --pairs`: only the pair figures (for profiling the lease path).
     let pairs_only = std::env::args().any(|a| a == "--pairs");
     let n = if quick { 5_000 } else { 50_000 };
+    // `-- --lifecycle-only N`: only N core lifecycles, nothing printed but
+    // their cost (for callgrind: every instruction is the engine's).
+    if let Some(i) = std::env::args().position(|a| a == "--lifecycle-only") {
+        let n = std::env::args()
+            .nth(i + 1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(20_000);
+        println!(
+            "lifecycle, 100-byte payload: {:.1} µs",
+            lifecycle_us(n, 100)
+        );
+        return;
+    }
     println!(
         "telha-jobs per-call cost ({}), raw = RocksDB batches of the engine's shape, same run",
         if quick { "quick" } else { "full" }

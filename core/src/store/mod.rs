@@ -93,6 +93,26 @@ pub fn counters_merge(
     Some(crate::state::merge_counter_values(existing, operands))
 }
 
+/// The registered name of [`counters_filter`].
+pub const COUNTERS_FILTER_NAME: &str = "telha_counters_drop_zero_scopes_v1";
+
+/// The counters family's compaction filter: a per-scope row whose value
+/// counts zero in every state is dropped (issue 50: a scope that came and
+/// went leaves no row behind). Exact whatever runs concurrently: the filter
+/// sees a value RocksDB has already merged, and an absent row adds up as
+/// zeros do, so merge operands written later sum to the same counts with or
+/// without it. Kind rows, the marker and malformed rows are kept.
+#[cfg(feature = "rocksdb")]
+pub fn counters_filter(_level: u32, key: &[u8], value: &[u8]) -> rocksdb::CompactionDecision {
+    let zero = scope_of_counter_key(key).is_some()
+        && crate::state::decode_counter_values(value).is_some_and(|v| v.iter().all(|x| *x == 0));
+    if zero {
+        rocksdb::CompactionDecision::Remove
+    } else {
+        rocksdb::CompactionDecision::Keep
+    }
+}
+
 #[cfg(feature = "rocksdb")]
 mod db;
 #[cfg(feature = "rocksdb")]
