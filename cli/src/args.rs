@@ -39,8 +39,11 @@ pub struct Cli {
     /// Run `jobs` and `schedules` commands through the telha server at URL
     /// (http://host:port or https://...) instead of opening a store
     /// [default: $TELHA_SERVER]. Works while that server holds the store.
+    /// Several servers: repeat it, or give a comma list
+    /// (http://a:7450,http://b:7450): the first that answers is used, and a
+    /// call whose server fails moves to the next.
     #[arg(long, global = true, value_name = "URL")]
-    pub server: Option<String>,
+    pub server: Vec<String>,
 
     /// The bearer token, read from this file (`--server` clients and
     /// `serve`) [default: $TELHA_TOKEN].

@@ -52,8 +52,10 @@ fn main() -> ExitCode {
     if let Top::Serve(a) = cli.command {
         return serve::run(a, &db, token).into();
     }
-    let server = cli
-        .server
+    // Repeated --server flags and comma lists make one list (the client
+    // checks its items).
+    let server = Some(cli.server.join(","))
+        .filter(|s| !s.is_empty())
         .or_else(|| std::env::var("TELHA_SERVER").ok())
         .filter(|s| !s.trim().is_empty());
     let target = match server {

@@ -88,6 +88,11 @@ impl Driver {
         })
     }
 
+    /// Enter the runtime's context (channels spawn their workers on it).
+    pub(crate) fn enter(&self) -> Result<tokio::runtime::EnterGuard<'_>> {
+        Ok(self.rt.as_ref().ok_or(Error::Closed)?.enter())
+    }
+
     /// Run `f` to completion on this thread, driving the connection.
     pub(crate) fn block_on<F: Future>(&self, f: F) -> Result<F::Output> {
         let rt = self.rt.as_ref().ok_or(Error::Closed)?;

@@ -13,7 +13,8 @@ use telha_jobs_proto::v1 as pb;
 use tokio::sync::oneshot;
 
 use crate::deadline::{from_status, long_poll, within};
-use crate::{Client, RemoteQueue};
+use crate::retry::Safe;
+use crate::RemoteQueue;
 
 /// The longest wait one `WaitJob` call asks for (the server caps it there).
 const WAIT_CALL: Duration = Duration::from_secs(60);
@@ -25,23 +26,21 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// One `WaitJob` call: the job and whether it is terminal.
-async fn wait_call(
-    mut c: Client,
-    url: &str,
-    id: JobId,
-    wait: Duration,
-    request_timeout: Option<Duration>,
-) -> Result<(JobInfo, bool)> {
-    let req = pb::WaitJobRequest {
-        id: id.as_bytes().to_vec(),
-        timeout_ms: ms(wait),
-    };
-    let r = within(url, long_poll(request_timeout, wait), async {
-        c.wait_job(req).await.map_err(|s| from_status(&s, url))
-    })
-    .await?
-    .into_inner();
+/// One `WaitJob` long poll, repeated after a lost connection (for what is
+/// left of its wait): the job and whether it is terminal.
+async fn wait_call(q: &RemoteQueue, id: JobId, wait: Duration) -> Result<(JobInfo, bool)> {
+    let start = Instant::now();
+    let limit = long_poll(q.inner.request_timeout, wait);
+    let r = q
+        .retried(Safe::Always, limit, |mut c| {
+            let req = pb::WaitJobRequest {
+                id: id.as_bytes().to_vec(),
+                timeout_ms: ms(wait.saturating_sub(start.elapsed())),
+            };
+            async move { c.wait_job(req).await }
+        })
+        .await
+        .result?;
     let job = r
         .job
         .ok_or_else(|| Error::Storage("server answered a wait without the job".into()))?;
@@ -56,14 +55,8 @@ impl RemoteQueue {
         loop {
             let left = deadline.map_or(WAIT_CALL, |d| d.saturating_duration_since(Instant::now()));
             let wait = left.min(WAIT_CALL);
-            let (c, url, rt) = (
-                self.client()?,
-                self.inner.url.clone(),
-                self.inner.request_timeout,
-            );
-            let id = *id;
-            let (job, done) =
-                self.block(async move { wait_call(c, &url, id, wait, rt).await })??;
+            self.check_open()?;
+            let (job, done) = self.block(wait_call(self, *id, wait))??;
             // Until the caller's own clock says the time is up: the
             // server's timer may end a call a fraction of a ms early.
             if done || deadline.is_some_and(|d| Instant::now() >= d) {
@@ -77,14 +70,9 @@ impl RemoteQueue {
     /// until the job is terminal; dropping the watch stops them.
     pub(crate) fn watch_remote(&self, id: &JobId) -> Result<JobWatch> {
         let (w, sink) = JobWatch::channel(*id);
-        let (c, url, rt) = (
-            self.client()?,
-            self.inner.url.clone(),
-            self.inner.request_timeout,
-        );
+        self.check_open()?;
         let id = *id;
-        let (job, done) =
-            self.block(async move { wait_call(c, &url, id, Duration::ZERO, rt).await })??;
+        let (job, done) = self.block(wait_call(self, id, Duration::ZERO))??;
         if done {
             sink.fire(Some(Ok(job)));
             return Ok(w);
@@ -103,7 +91,7 @@ impl RemoteQueue {
         let req = ev::subscribe_to_pb(&options);
         let (sub, sink) = Subscription::channel(options)?;
         let mut c = self.client()?;
-        let url = self.inner.url.clone();
+        let url = self.url();
         let limit = self.inner.request_timeout;
         let streaming = self.block(async move {
             within(&url, limit, async {
@@ -115,7 +103,7 @@ impl RemoteQueue {
             .await
         })??;
         let mut closed = self.closed_rx();
-        let url = self.inner.url.clone();
+        let url = self.url();
         self.spawn(async move {
             tokio::select! {
                 () = events_feed(streaming, &sink, &url) => {}
@@ -129,13 +117,11 @@ impl RemoteQueue {
 async fn watch_feed(q: RemoteQueue, id: JobId, sink: WatchSink, mut stop: oneshot::Receiver<()>) {
     let mut closed = q.closed_rx();
     loop {
-        let Ok(c) = q.client() else {
+        if q.check_open().is_err() {
             return sink.fire(Some(Err(Error::Closed)));
-        };
-        let url = q.inner.url.clone();
-        let rt = q.inner.request_timeout;
+        }
         tokio::select! {
-            r = wait_call(c, &url, id, WAIT_CALL, rt) => match r {
+            r = wait_call(&q, id, WAIT_CALL) => match r {
                 Ok((_, false)) => continue,
                 Ok((job, true)) => return sink.fire(Some(Ok(job))),
                 Err(e) => return sink.fire(Some(Err(e))),

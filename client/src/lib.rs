@@ -27,16 +27,41 @@
 //!
 //! URLs: `http://host:port`, `https://host:port` (TLS) or `unix:PATH` (a
 //! server's Unix-domain socket on this machine, `telha serve --listen
-//! unix:PATH`).
+//! unix:PATH`), or a comma-separated list of them
+//! (`http://a:7450,http://b:7450`, at most [`MAX_ENDPOINTS`]).
+//!
+//! # Retries
+//!
+//! A call whose outcome is unknown (the transport failed after the request
+//! may have been sent) or that the server answered `Unavailable` is
+//! repeated with jittered backoff ([`BACKOFF_BASE`] doubling to
+//! [`BACKOFF_MAX`]) until its deadline, on the next server of the list,
+//! or on the one a `telha-leader` hint names ([`LEADER_TRAILER`]). What is
+//! repeated: settles and their `_many` forms (a repeat is answered from
+//! the record, as the first attempt was), extend and heartbeat, leases and
+//! long polls (for what is left of the wait; a lost lease reply leaves a
+//! lease that expires: late, never lost), reads, and control operations
+//! (a repeat that finds its own work done, a deleted job or schedule, a
+//! cancelled or retried job, answers success rather than `NotFound` or
+//! `WrongState`). An enqueue is repeated only when every job carries an
+//! idempotency key; with two or more servers the client gives unkeyed
+//! enqueues a UUIDv7 key ([`ConnectOptions::auto_idempotency_key`]
+//! opts out). An unkeyed enqueue that may have taken effect answers
+//! `Unavailable` saying so. A `PollJobs` stream that loses its connection
+//! is opened again (within the request timeout). Event subscriptions
+//! (`WatchEvents`) are not resumed: they end, as before. Every repeat is
+//! counted ([`RemoteQueue::retries`], `telha_client_retries_total{reason}`
+//! at the end of [`JobStore::metrics`](telha_jobs::JobStore::metrics)'s
+//! text) and logged at debug level (`tracing`, target
+//! `telha_jobs_client`).
 //!
 //! # Errors
 //!
 //! The server's answers map back onto the core's kinds exactly (the kind
 //! travels with the status), with the server's message. What only the
-//! network adds: an unreachable server, a lost connection, a server that is
-//! shutting down or a call past its deadline is `Unavailable` naming the URL
-//! (`timed out after 2.0 s waiting for http://…`): retryable, its outcome
-//! unknown; a missing or wrong token (`UNAUTHENTICATED`) and a
+//! network adds: an unreachable server, a lost connection that was not
+//! repeated, or a call past its deadline is `Unavailable` naming the URL
+//! (`timed out after 2.0 s waiting for http://…`); a missing or wrong token (`UNAUTHENTICATED`) and a
 //! request over the server's size limit are `InvalidArgument`; every call
 //! after [`JobStore::close`] is `Closed`.
 //!
@@ -51,20 +76,22 @@
 //! within `request_timeout`. An open stream and an idle connection are
 //! pinged after `keep_alive_interval` of silence and dropped when the ping
 //! goes unanswered for `keep_alive_timeout`: a silent stream ends with
-//! `Unavailable` within their sum. See [`ConnectOptions::with_timeout`].
+//! `Storage` within their sum. See [`ConnectOptions::with_timeout`].
 
 #![warn(missing_docs)]
 
 mod deadline;
 mod driver;
+mod endpoints;
 mod events;
+mod retry;
 mod schedules;
 mod store;
 mod stream;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use telha_jobs::{Error, LeaseOptions, Result};
 use telha_jobs_proto::convert as cv;
@@ -73,12 +100,14 @@ use telha_jobs_proto::v1::jobs_client::JobsClient;
 use tokio::sync::watch;
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::Channel;
 
 pub use deadline::{KEEP_ALIVE_INTERVAL_DEFAULT, KEEP_ALIVE_MIN, KEEP_ALIVE_TIMEOUT_DEFAULT};
+pub use endpoints::MAX_ENDPOINTS;
+pub use retry::{RetryReason, BACKOFF_BASE, BACKOFF_MAX, LEADER_TRAILER};
 pub use stream::JobStream;
 
-use deadline::{from_status, within};
+use retry::{unavailable, Safe};
 
 /// How long `connect` waits for the server by default.
 pub const CONNECT_TIMEOUT_DEFAULT: Duration = Duration::from_secs(10);
@@ -106,7 +135,7 @@ pub struct ConnectOptions {
     /// pings it.
     pub keep_alive_interval: Duration,
     /// How long a ping may go unanswered before the connection is dropped:
-    /// its calls and streams fail with `Unavailable`, the next call reconnects.
+    /// its calls and streams fail with `Storage`, the next call reconnects.
     pub keep_alive_timeout: Duration,
     /// For `https://`: trust this CA certificate (PEM) instead of the
     /// public web PKI roots (e.g. a self-signed server certificate).
@@ -114,6 +143,12 @@ pub struct ConnectOptions {
     /// For `https://`: the name to check the certificate against, when it
     /// differs from the URL's host.
     pub tls_domain: Option<String>,
+    /// With a list of two or more servers, give every enqueue that has no
+    /// idempotency key a fresh UUIDv7 one, so that an enqueue whose reply
+    /// was lost can be repeated without a duplicate (default `true`).
+    /// `false`: unkeyed enqueues are repeated only when they certainly
+    /// never reached a server. One server: no key is added.
+    pub auto_idempotency_key: bool,
 }
 
 impl Default for ConnectOptions {
@@ -126,6 +161,7 @@ impl Default for ConnectOptions {
             keep_alive_timeout: KEEP_ALIVE_TIMEOUT_DEFAULT,
             ca_cert_pem: None,
             tls_domain: None,
+            auto_idempotency_key: true,
         }
     }
 }
@@ -156,6 +192,7 @@ impl std::fmt::Debug for ConnectOptions {
             .field("keep_alive_timeout", &self.keep_alive_timeout)
             .field("ca_cert_pem", &self.ca_cert_pem.as_ref().map(Vec::len))
             .field("tls_domain", &self.tls_domain)
+            .field("auto_idempotency_key", &self.auto_idempotency_key)
             .finish()
     }
 }
@@ -175,12 +212,15 @@ impl tonic::service::Interceptor for Auth {
 pub(crate) type Client = JobsClient<InterceptedService<Channel, Auth>>;
 
 pub(crate) struct Inner {
-    pub(crate) url: String,
+    pub(crate) endpoints: endpoints::Endpoints,
     rt: driver::Driver,
-    pub(crate) client: Client,
     closed: AtomicBool,
     close_tx: watch::Sender<bool>,
-    request_timeout: Option<Duration>,
+    pub(crate) request_timeout: Option<Duration>,
+    /// Give unkeyed enqueues a UUIDv7 key (a list of 2+ servers, and the
+    /// caller did not opt out).
+    pub(crate) auto_key: bool,
+    pub(crate) retries: retry::RetryStats,
 }
 
 /// A client of a telha-jobs server: the queue's operations over gRPC.
@@ -194,7 +234,7 @@ pub struct RemoteQueue {
 impl std::fmt::Debug for RemoteQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteQueue")
-            .field("url", &self.inner.url)
+            .field("url", &self.url())
             .field("closed", &self.inner.closed.load(Ordering::SeqCst))
             .finish()
     }
@@ -204,81 +244,92 @@ fn invalid(msg: String) -> Error {
     Error::InvalidArgument(msg)
 }
 
-/// `Unavailable` naming the URL (`Storage` for an untrusted certificate),
-/// with every cause in the chain (tonic's own message is often just
-/// "transport error").
-fn unreachable(url: &str, e: &dyn std::error::Error) -> Error {
+/// The causes of a transport error, joined (tonic's own message is often
+/// just "transport error").
+fn causes(e: &dyn std::error::Error) -> String {
     let mut msg = e.to_string();
     let mut src = e.source();
     while let Some(s) = src {
-        msg = format!("{msg}: {s}");
+        let t = s.to_string();
+        if !msg.contains(&t) {
+            msg = format!("{msg}: {t}");
+        }
         src = s.source();
     }
-    deadline::transport(format!("cannot reach telha server at {url}: {msg}"))
+    msg
+}
+
+/// Try the list in order until a server answers the probe, for at most
+/// `timeout`; the one that answered becomes current.
+async fn probe(eps: &endpoints::Endpoints, timeout: Duration) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    let mut last = String::new();
+    for n in 0.. {
+        for i in 0..eps.listed() {
+            eps.set(i);
+            let (_, url, mut client) = eps.current();
+            let left = deadline.saturating_duration_since(Instant::now());
+            let probe = pb::GetRequest { id: vec![0; 16] };
+            match tokio::time::timeout(left, client.get(probe)).await {
+                Ok(Ok(_)) => return Ok(()),
+                // A status the server sent (no local cause): it answers.
+                Ok(Err(s)) if std::error::Error::source(&s).is_none() => return Ok(()),
+                Ok(Err(s)) => last = format!("cannot reach telha server at {url}: {}", causes(&s)),
+                Err(_) => {
+                    last = format!(
+                        "timed out after {:.1} s waiting for {url}",
+                        timeout.as_secs_f64()
+                    )
+                }
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        tokio::time::sleep(retry::backoff(n).min(left)).await;
+    }
+    eps.set(0);
+    Err(unavailable(if eps.listed() == 1 {
+        last
+    } else {
+        format!(
+            "no telha server of {} answered within {:.1} s; the last: {last}",
+            eps.urls().join(","),
+            timeout.as_secs_f64()
+        )
+    }))
 }
 
 impl RemoteQueue {
-    /// Connect to the server at `url` (`http://host:port`, `https://…`
-    /// for TLS, or `unix:/path/to.sock` for a server's Unix-domain socket
-    /// on this machine) and check that it answers (one `Get` of the nil job
-    /// id: any answer of the server's, even a refused token, will do; the
-    /// token is checked by the first real call, as before).
+    /// Connect to the server at `url`, or to the first of a
+    /// comma-separated list of servers that answers
+    /// (`http://a:7450,http://b:7450`): each `http://host:port`,
+    /// `https://…` for TLS, or `unix:/path/to.sock` for a server's
+    /// Unix-domain socket on this machine. A server answers when one `Get`
+    /// of the nil job id gets any answer of its own (even a refused token;
+    /// the token is checked by the first real call). The list is tried in
+    /// order, again and again with jittered backoff, until
+    /// `connect_timeout` has passed.
     ///
-    /// Errors: `InvalidArgument` for a malformed URL, a scheme other than
-    /// http/https/unix, a `unix:` URL without a path or with TLS settings,
-    /// a token that is not a valid header value or TLS settings that do not
-    /// load; `Unavailable` when the server cannot be reached within
-    /// `connect_timeout` (the message names the URL).
+    /// Later calls go to the server that answered; when its transport
+    /// fails or it answers `Unavailable`, a call moves to the next server
+    /// of the list, or to the one a `telha-leader` hint names, and is
+    /// repeated within its deadline when that is safe (see the crate docs,
+    /// "Retries").
+    ///
+    /// Errors: `InvalidArgument` naming the item for an empty item, a
+    /// repeated URL or more than [`MAX_ENDPOINTS`] of them, a malformed
+    /// URL, a scheme other than http/https/unix, a `unix:` URL without a
+    /// path or with TLS settings; also a token that is not a valid header
+    /// value or TLS settings that do not load; `Unavailable` when no server
+    /// answered within `connect_timeout` (the message names the URLs).
     pub fn connect(url: &str, options: ConnectOptions) -> Result<RemoteQueue> {
         not_in_runtime()?;
-        let url = url.trim().trim_end_matches('/').to_string();
-        let mut endpoint = Endpoint::from_shared(url.clone())
-            .map_err(|e| invalid(format!("server URL {url:?}: {e}")))?;
-        let unix = url.starts_with("unix:");
-        let scheme = if unix {
-            let path = url.trim_start_matches("unix:").trim_start_matches("//");
-            if path.is_empty() {
-                return Err(invalid(format!(
-                    "server URL {url:?}: unix: needs a socket path (unix:/run/telha.sock)"
-                )));
-            }
-            if options.ca_cert_pem.is_some() || options.tls_domain.is_some() {
-                return Err(invalid(format!(
-                    "server URL {url:?}: a Unix socket is served without TLS; \
-                     ca_cert / tls_domain apply to https:// only"
-                )));
-            }
-            "unix".to_string()
-        } else {
-            endpoint.uri().scheme_str().unwrap_or("").to_string()
-        };
-        if scheme != "http" && scheme != "https" && scheme != "unix" {
-            return Err(invalid(format!(
-                "server URL {url:?}: the scheme must be http://, https:// or unix:"
-            )));
-        }
-        if !unix && endpoint.uri().host().is_none() {
-            return Err(invalid(format!("server URL {url:?} has no host")));
-        }
-        endpoint = endpoint
-            .connect_timeout(options.connect_timeout)
-            .tcp_nodelay(true)
-            .http2_keep_alive_interval(options.keep_alive_interval)
-            .keep_alive_timeout(options.keep_alive_timeout)
-            .keep_alive_while_idle(true);
-        if scheme == "https" {
-            let mut tls = ClientTlsConfig::new();
-            tls = match &options.ca_cert_pem {
-                Some(pem) => tls.ca_certificate(Certificate::from_pem(pem)),
-                None => tls.with_webpki_roots(),
-            };
-            if let Some(d) = &options.tls_domain {
-                tls = tls.domain_name(d.clone());
-            }
-            endpoint = endpoint
-                .tls_config(tls)
-                .map_err(|e| invalid(format!("TLS settings for {url}: {e}")))?;
-        }
+        let urls = endpoints::parse_list(url, &options)?;
         let auth = match &options.token {
             None => Auth(None),
             Some(t) => {
@@ -288,41 +339,49 @@ impl RemoteQueue {
             }
         };
         let rt = driver::Driver::new()?;
+        let endpoints = {
+            let _in = rt.enter()?;
+            endpoints::Endpoints::new(&urls, &options, auth)?
+        };
         let timeout = options.connect_timeout;
-        let client = rt.block_on(within(&url, Some(timeout), async {
-            let channel = endpoint
-                .connect()
-                .await
-                .map_err(|e| unreachable(&url, &e))?;
-            let mut client = JobsClient::with_interceptor(channel, auth)
-                .max_decoding_message_size(MESSAGE_LIMIT)
-                .max_encoding_message_size(MESSAGE_LIMIT);
-            // The TCP connect and HTTP/2 handshake succeed against anything
-            // that accepts connections: one round trip proves a server.
-            let probe = pb::GetRequest { id: vec![0; 16] };
-            match client.get(probe).await {
-                Ok(_) => Ok(client),
-                // A status the server sent (no local cause): it answers.
-                Err(s) if std::error::Error::source(&s).is_none() => Ok(client),
-                Err(s) => Err(unreachable(&url, &s)),
-            }
-        }))??;
+        rt.block_on(probe(&endpoints, timeout))??;
         let (close_tx, _) = watch::channel(false);
         Ok(RemoteQueue {
             inner: Arc::new(Inner {
-                url,
+                endpoints,
                 rt,
-                client,
                 closed: AtomicBool::new(false),
                 close_tx,
                 request_timeout: options.request_timeout,
+                auto_key: options.auto_idempotency_key && urls.len() > 1,
+                retries: retry::RetryStats::default(),
             }),
         })
     }
 
-    /// The server URL this client talks to.
-    pub fn url(&self) -> &str {
-        &self.inner.url
+    /// The server URL this client talks to now (the list's first that
+    /// answered, or the one it moved to since).
+    pub fn url(&self) -> String {
+        self.inner.endpoints.current().1
+    }
+
+    /// Every server URL the list named, in order.
+    pub fn urls(&self) -> Vec<String> {
+        self.inner.endpoints.urls()
+    }
+
+    /// How many calls this client repeated for `reason` since it connected.
+    pub fn retries(&self, reason: RetryReason) -> u64 {
+        self.inner.retries.get(reason)
+    }
+
+    /// This client's own counters as Prometheus text
+    /// (`telha_client_retries_total{reason}`); [`JobStore::metrics`] of a
+    /// `RemoteQueue` appends them to the server's.
+    ///
+    /// [`JobStore::metrics`]: telha_jobs::JobStore::metrics
+    pub fn client_metrics(&self) -> String {
+        self.inner.retries.text()
     }
 
     /// Open a `PollJobs` stream: the server pushes leases (as `worker_id`,
@@ -346,26 +405,34 @@ impl RemoteQueue {
             kinds: cv::kinds_to_pb(&options.kinds),
             capacity,
         };
-        let mut c = self.client()?;
-        let url = self.inner.url.clone();
-        let limit = self.inner.request_timeout;
-        let streaming = self.block(async move {
-            within(&url, limit, async {
-                c.poll_jobs(req)
-                    .await
-                    .map(tonic::Response::into_inner)
-                    .map_err(|s| from_status(&s, &url))
-            })
-            .await
-        })??;
-        Ok(JobStream::new(self.clone(), streaming))
+        let streaming = self.open_poll(&req)?;
+        Ok(JobStream::new(self.clone(), req, streaming))
     }
 
-    pub(crate) fn client(&self) -> Result<Client> {
+    /// Open a `PollJobs` stream (the server's response headers), retried
+    /// as a lease is, within the request timeout.
+    pub(crate) fn open_poll(
+        &self,
+        req: &pb::PollJobsRequest,
+    ) -> Result<tonic::Streaming<pb::PollJobsResponse>> {
+        self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.poll_jobs(r).await }
+        })
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.inner.closed.load(Ordering::SeqCst) {
             return Err(Error::Closed);
         }
-        Ok(self.inner.client.clone())
+        Ok(())
+    }
+
+    /// The current endpoint's client, for the calls that are not retried
+    /// (event streams).
+    pub(crate) fn client(&self) -> Result<Client> {
+        self.check_open()?;
+        Ok(self.inner.endpoints.current().2)
     }
 
     /// Run `f` in the background on this client's runtime.
@@ -394,22 +461,43 @@ impl RemoteQueue {
         })?
     }
 
-    /// One unary call with the request deadline, its status mapped.
-    fn call<T, F, Fut>(&self, f: F) -> Result<T>
+    /// One unary call with the request deadline, its status mapped,
+    /// repeated as `safe` allows (retry.rs).
+    pub(crate) fn call<T, F, Fut>(&self, safe: Safe, f: F) -> Result<T>
     where
-        F: FnOnce(Client) -> Fut,
+        F: Fn(Client) -> Fut + Send,
         Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>> + Send,
         T: Send,
     {
-        let c = self.client()?;
-        let url = &self.inner.url;
-        let timeout = self.inner.request_timeout;
-        let fut = f(c);
-        self.block(within(url, timeout, async move {
-            fut.await
-                .map(tonic::Response::into_inner)
-                .map_err(|s| from_status(&s, url))
-        }))?
+        self.call_repeat(safe, self.inner.request_timeout, f).result
+    }
+
+    /// [`RemoteQueue::call`] with its own deadline, saying whether an
+    /// earlier attempt may have taken effect.
+    pub(crate) fn call_repeat<T, F, Fut>(
+        &self,
+        safe: Safe,
+        limit: Option<Duration>,
+        f: F,
+    ) -> retry::Outcome<T>
+    where
+        F: Fn(Client) -> Fut + Send,
+        Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>> + Send,
+        T: Send,
+    {
+        if let Err(e) = self.check_open() {
+            return retry::Outcome {
+                result: Err(e),
+                repeated: false,
+            };
+        }
+        match self.block(self.retried(safe, limit, f)) {
+            Ok(o) => o,
+            Err(e) => retry::Outcome {
+                result: Err(e),
+                repeated: false,
+            },
+        }
     }
 }
 

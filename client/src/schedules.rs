@@ -8,6 +8,7 @@ use telha_jobs::{Result, RunReport, Schedule, ScheduleInfo};
 use telha_jobs_proto::schedules as sc;
 use telha_jobs_proto::v1 as pb;
 
+use crate::retry::Safe;
 use crate::RemoteQueue;
 
 impl RemoteQueue {
@@ -34,7 +35,10 @@ impl RemoteQueue {
             after_ms,
             n: u32::try_from(n).unwrap_or(u32::MAX),
         };
-        let r = self.call(|mut c| async move { c.schedule_next_times(req).await })?;
+        let r = self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.schedule_next_times(r).await }
+        })?;
         Ok(r.times_ms)
     }
 
@@ -42,19 +46,26 @@ impl RemoteQueue {
         let req = pb::SchedulePutRequest {
             schedule: Some(sc::schedule_to_pb(s)),
         };
-        let r = self.call(|mut c| async move { c.schedule_put(req).await })?;
+        let r = self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.schedule_put(r).await }
+        })?;
         sc::schedule_response_from_pb(r)
     }
 
     pub(crate) fn schedule_get_remote(&self, name: &str) -> Result<ScheduleInfo> {
         let req = pb::ScheduleGetRequest { name: name.into() };
-        let r = self.call(|mut c| async move { c.schedule_get(req).await })?;
+        let r = self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.schedule_get(r).await }
+        })?;
         sc::schedule_response_from_pb(r)
     }
 
     pub(crate) fn schedule_list_remote(&self) -> Result<Vec<ScheduleInfo>> {
-        let r =
-            self.call(|mut c| async move { c.schedule_list(pb::ScheduleListRequest {}).await })?;
+        let r = self.call(Safe::Always, |mut c| async move {
+            c.schedule_list(pb::ScheduleListRequest {}).await
+        })?;
         r.schedules
             .into_iter()
             .map(sc::schedule_info_from_pb)
@@ -63,25 +74,36 @@ impl RemoteQueue {
 
     pub(crate) fn schedule_delete_remote(&self, name: &str) -> Result<()> {
         let req = pb::ScheduleDeleteRequest { name: name.into() };
-        self.call(|mut c| async move { c.schedule_delete(req).await })?;
-        Ok(())
+        let o = self.call_repeat(Safe::Always, self.inner.request_timeout, |mut c| {
+            let r = req.clone();
+            async move { c.schedule_delete(r).await }
+        });
+        match o.result {
+            // The repeat of a delete that took effect finds no schedule.
+            Err(e) if o.repeated && e.kind() == telha_jobs::ErrorKind::NotFound => Ok(()),
+            r => r.map(drop),
+        }
     }
 
     pub(crate) fn schedule_pause_remote(&self, name: &str, on: bool) -> Result<ScheduleInfo> {
         let req = pb::SchedulePauseRequest { name: name.into() };
-        let r = self.call(|mut c| async move {
-            if on {
-                c.schedule_pause(req).await
-            } else {
-                c.schedule_resume(req).await
+        let r = self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move {
+                if on {
+                    c.schedule_pause(r).await
+                } else {
+                    c.schedule_resume(r).await
+                }
             }
         })?;
         sc::schedule_response_from_pb(r)
     }
 
     pub(crate) fn run_schedules_remote(&self) -> Result<RunReport> {
-        let r =
-            self.call(|mut c| async move { c.run_schedules(pb::RunSchedulesRequest {}).await })?;
+        let r = self.call(Safe::Always, |mut c| async move {
+            c.run_schedules(pb::RunSchedulesRequest {}).await
+        })?;
         Ok(sc::run_report_from_pb(r.report))
     }
 }

@@ -2,20 +2,45 @@
 //! answered with the core's error kinds.
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use telha_jobs::{
     CancelFilter, CancelOutcome, CancelReport, Completion, EnqueueOptions, Enqueued, Error,
-    Failure, Job, JobId, JobInfo, JobStore, JobWatch, LeaseOptions, LeaseToken, Limit, LimitStatus,
-    LimitTarget, ListPage, ListQuery, NewJob, PauseTarget, Paused, PurgeReport, ReapReport, Result,
-    RunReport, Schedule, ScheduleInfo, State, Stats, StatsQuery, SubscribeOptions, Subscription,
+    ErrorKind, Failure, Job, JobId, JobInfo, JobStore, JobWatch, LeaseOptions, LeaseToken, Limit,
+    LimitStatus, LimitTarget, ListPage, ListQuery, NewJob, PauseTarget, Paused, PurgeReport,
+    ReapReport, Result, RunReport, Schedule, ScheduleInfo, State, Stats, StatsQuery,
+    SubscribeOptions, Subscription,
 };
 use telha_jobs_proto::convert as cv;
 use telha_jobs_proto::status::from_item_error;
 use telha_jobs_proto::v1 as pb;
 
-use crate::deadline::{from_status, long_poll, within};
+use crate::deadline::long_poll;
+use crate::retry::Safe;
 use crate::{RemoteQueue, CANCEL_POLL};
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis().min(u64::MAX as u128) as u64
+}
+
+/// An enqueue is repeated after a lost reply only with a key.
+fn safety(keyed: bool) -> Safe {
+    if keyed {
+        Safe::Always
+    } else {
+        Safe::IfNotSent
+    }
+}
+
+impl RemoteQueue {
+    /// With a list of servers (and unless the caller opted out), a fresh
+    /// UUIDv7 key for an enqueue that has none: its repeat is then safe.
+    fn auto_key(&self, o: &mut EnqueueOptions) {
+        if self.inner.auto_key && o.idempotency_key.is_none() {
+            o.idempotency_key = Some(uuid::Uuid::now_v7().to_string());
+        }
+    }
+}
 
 fn submit(token: &LeaseToken, outcome: pb::submit_request::Outcome) -> pb::SubmitRequest {
     pb::SubmitRequest {
@@ -25,14 +50,19 @@ fn submit(token: &LeaseToken, outcome: pb::submit_request::Outcome) -> pb::Submi
 }
 
 impl JobStore for RemoteQueue {
-    fn enqueue(&self, kind: &str, payload: &[u8], options: EnqueueOptions) -> Result<Enqueued> {
+    fn enqueue(&self, kind: &str, payload: &[u8], mut options: EnqueueOptions) -> Result<Enqueued> {
+        self.auto_key(&mut options);
+        let safe = safety(options.idempotency_key.is_some());
         let job = cv::new_job_to_pb(NewJob {
             kind: kind.to_string(),
             payload: payload.to_vec(),
             options,
         });
-        let r = self
-            .call(|mut c| async move { c.enqueue(pb::EnqueueRequest { job: Some(job) }).await })?;
+        let req = pb::EnqueueRequest { job: Some(job) };
+        let r = self.call(safe, |mut c| {
+            let r = req.clone();
+            async move { c.enqueue(r).await }
+        })?;
         cv::enqueued_from_pb(
             r.enqueued
                 .as_ref()
@@ -40,10 +70,17 @@ impl JobStore for RemoteQueue {
         )
     }
 
-    fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
-        let jobs = jobs.into_iter().map(cv::new_job_to_pb).collect();
-        let r = self
-            .call(|mut c| async move { c.enqueue_many(pb::EnqueueManyRequest { jobs }).await })?;
+    fn enqueue_many(&self, mut jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
+        for j in &mut jobs {
+            self.auto_key(&mut j.options);
+        }
+        let safe = safety(jobs.iter().all(|j| j.options.idempotency_key.is_some()));
+        let jobs: Vec<pb::NewJob> = jobs.into_iter().map(cv::new_job_to_pb).collect();
+        let req = pb::EnqueueManyRequest { jobs };
+        let r = self.call(safe, |mut c| {
+            let r = req.clone();
+            async move { c.enqueue_many(r).await }
+        })?;
         r.enqueued.iter().map(cv::enqueued_from_pb).collect()
     }
 
@@ -54,17 +91,21 @@ impl JobStore for RemoteQueue {
             scopes: cv::scopes_to_pb(&options.scopes),
             kinds: cv::kinds_to_pb(&options.kinds),
             max: u32::try_from(max).unwrap_or(u32::MAX),
-            wait_ms: wait.as_millis().min(u64::MAX as u128) as u64,
+            wait_ms: ms(wait),
         };
-        let mut c = self.client()?;
-        let url = self.inner.url.clone();
         // The call's deadline is the request timeout plus the wait; a wait
-        // too long to add to it ("forever") has no deadline.
+        // too long to add to it ("forever") has no deadline. A repeat asks
+        // for what is left of the wait (a lost reply leaves its lease to
+        // expire: late, never lost).
         let limit = long_poll(self.inner.request_timeout, wait);
         let cancel = options.cancel.clone();
+        let start = Instant::now();
+        self.check_open()?;
         let r = self.block(async move {
-            let call = within(&url, limit, async {
-                c.lease(req).await.map_err(|s| from_status(&s, &url))
+            let call = self.retried(Safe::Always, limit, |mut c| {
+                let mut r = req.clone();
+                r.wait_ms = ms(wait.saturating_sub(start.elapsed()));
+                async move { c.lease(r).await }
             });
             // A cancelled wait drops the call: the server's drop guard then
             // ends its wait and gives back anything it leased meanwhile.
@@ -80,18 +121,13 @@ impl JobStore for RemoteQueue {
                 }
             };
             tokio::select! {
-                r = call => Some(r),
+                r = call => Some(r.result),
                 _ = cancelled => None,
             }
         })?;
         match r {
             None => Ok(Vec::new()),
-            Some(resp) => resp?
-                .into_inner()
-                .jobs
-                .into_iter()
-                .map(cv::job_from_pb)
-                .collect(),
+            Some(resp) => resp?.jobs.into_iter().map(cv::job_from_pb).collect(),
         }
     }
 
@@ -132,7 +168,10 @@ impl JobStore for RemoteQueue {
                 .map(|p| p.clone().unwrap_or_default())
                 .collect(),
         };
-        let r = self.call(|mut c| async move { c.heartbeat(req).await })?;
+        let r = self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.heartbeat(r).await }
+        })?;
         if r.results.len() != tokens.len() {
             return Err(Error::Storage(format!(
                 "server answered {} heartbeats for {} tokens",
@@ -140,7 +179,7 @@ impl JobStore for RemoteQueue {
                 tokens.len()
             )));
         }
-        let url = &self.inner.url;
+        let url = &self.url();
         Ok(r.results
             .into_iter()
             .map(|h| match h.outcome {
@@ -157,7 +196,10 @@ impl JobStore for RemoteQueue {
             &token,
             pb::submit_request::Outcome::Complete(telha_jobs_proto::flow::complete_to_pb(c)),
         );
-        self.call(|mut c| async move { c.submit(req).await })?;
+        self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.submit(r).await }
+        })?;
         Ok(())
     }
 
@@ -177,14 +219,17 @@ impl JobStore for RemoteQueue {
                 })
                 .collect(),
         };
-        let r = self.call(|mut c| async move { c.submit_many(req).await })?;
+        let r = self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.submit_many(r).await }
+        })?;
         if r.results.len() != n {
             return Err(Error::Storage(format!(
                 "server answered {} results for {n} completions",
                 r.results.len()
             )));
         }
-        let url = &self.inner.url;
+        let url = &self.url();
         Ok(r.results
             .into_iter()
             .map(|s| match s.error {
@@ -203,7 +248,10 @@ impl JobStore for RemoteQueue {
                 retry_in_ms: f.retry_in.map(cv::duration_ms),
             }),
         );
-        self.call(|mut c| async move { c.submit(req).await })?;
+        self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.submit(r).await }
+        })?;
         Ok(())
     }
 
@@ -212,7 +260,10 @@ impl JobStore for RemoteQueue {
             token: Some(cv::token_to_pb(token)),
             delay_ms: None,
         };
-        self.call(|mut c| async move { c.release(req).await })?;
+        self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.release(r).await }
+        })?;
         Ok(())
     }
 
@@ -221,7 +272,10 @@ impl JobStore for RemoteQueue {
             token: Some(cv::token_to_pb(token)),
             delay_ms: Some(cv::duration_ms(delay)),
         };
-        self.call(|mut c| async move { c.release(req).await })?;
+        self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.release(r).await }
+        })?;
         Ok(())
     }
 
@@ -230,13 +284,27 @@ impl JobStore for RemoteQueue {
             id: id.as_bytes().to_vec(),
             reason: reason.to_string(),
         };
-        let r = self.call(|mut c| async move { c.cancel(req).await })?;
-        cv::cancel_outcome_from_pb(r.outcome)
+        let o = self.call_repeat(Safe::Always, self.inner.request_timeout, |mut c| {
+            let r = req.clone();
+            async move { c.cancel(r).await }
+        });
+        match o.result {
+            Ok(r) => cv::cancel_outcome_from_pb(r.outcome),
+            // The repeat of a cancel that took effect finds the job cancelled.
+            Err(e) if o.repeated && e.kind() == ErrorKind::WrongState => match self.get(id)? {
+                Some(j) if j.state == State::Cancelled => Ok(CancelOutcome::Cancelled),
+                _ => Err(e),
+            },
+            Err(e) => Err(e),
+        }
     }
 
     fn cancel_many(&self, filter: &CancelFilter) -> Result<CancelReport> {
         let req = cv::cancel_filter_to_pb(filter);
-        let r = self.call(|mut c| async move { c.cancel_many(req).await })?;
+        let r = self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.cancel_many(r).await }
+        })?;
         Ok(CancelReport {
             cancelled: r.cancelled,
             requested: r.requested,
@@ -248,32 +316,50 @@ impl JobStore for RemoteQueue {
         let req = pb::DeleteRequest {
             id: id.as_bytes().to_vec(),
         };
-        self.call(|mut c| async move { c.delete(req).await })?;
-        Ok(())
+        let o = self.call_repeat(Safe::Always, self.inner.request_timeout, |mut c| {
+            let r = req.clone();
+            async move { c.delete(r).await }
+        });
+        match o.result {
+            // The repeat of a delete that took effect finds no job.
+            Err(e) if o.repeated && e.kind() == ErrorKind::NotFound => Ok(()),
+            r => r.map(drop),
+        }
     }
 
     fn pause(&self, target: &PauseTarget) -> Result<bool> {
         let req = cv::pause_to_pb(target);
         Ok(self
-            .call(|mut c| async move { c.pause(req).await })?
+            .call(Safe::Always, |mut c| {
+                let r = req.clone();
+                async move { c.pause(r).await }
+            })?
             .changed)
     }
 
     fn resume(&self, target: &PauseTarget) -> Result<bool> {
         let req = cv::pause_to_pb(target);
         Ok(self
-            .call(|mut c| async move { c.resume(req).await })?
+            .call(Safe::Always, |mut c| {
+                let r = req.clone();
+                async move { c.resume(r).await }
+            })?
             .changed)
     }
 
     fn paused(&self) -> Result<Paused> {
-        let r = self.call(|mut c| async move { c.paused(pb::PausedRequest {}).await })?;
+        let r = self.call(Safe::Always, |mut c| async move {
+            c.paused(pb::PausedRequest {}).await
+        })?;
         cv::paused_from_pb(&r.kinds, &r.scopes)
     }
 
     fn set_limit(&self, target: &LimitTarget, limit: Limit) -> Result<()> {
         let req = telha_jobs_proto::flow::set_limit_to_pb(target, &limit);
-        self.call(|mut c| async move { c.set_limit(req).await })?;
+        self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.set_limit(r).await }
+        })?;
         Ok(())
     }
 
@@ -282,12 +368,17 @@ impl JobStore for RemoteQueue {
             target: target.label(),
         };
         Ok(self
-            .call(|mut c| async move { c.remove_limit(req).await })?
+            .call(Safe::Always, |mut c| {
+                let r = req.clone();
+                async move { c.remove_limit(r).await }
+            })?
             .removed)
     }
 
     fn limits(&self) -> Result<Vec<LimitStatus>> {
-        let r = self.call(|mut c| async move { c.limits(pb::LimitsRequest {}).await })?;
+        let r = self.call(Safe::Always, |mut c| async move {
+            c.limits(pb::LimitsRequest {}).await
+        })?;
         r.limits
             .into_iter()
             .map(telha_jobs_proto::flow::limit_status_from_pb)
@@ -321,26 +412,47 @@ impl JobStore for RemoteQueue {
         let req = pb::RetryRequest {
             id: id.as_bytes().to_vec(),
         };
-        self.call(|mut c| async move { c.retry(req).await })?;
-        Ok(())
+        let o = self.call_repeat(Safe::Always, self.inner.request_timeout, |mut c| {
+            let r = req.clone();
+            async move { c.retry(r).await }
+        });
+        match o.result {
+            // The repeat of a retry that took effect finds the job pending
+            // again (or already leased or done by then).
+            Err(e) if o.repeated && e.kind() == ErrorKind::WrongState => match self.get(id)? {
+                Some(j) if matches!(j.state, State::Pending | State::Leased | State::Completed) => {
+                    Ok(())
+                }
+                _ => Err(e),
+            },
+            r => r.map(drop),
+        }
     }
 
     fn get(&self, id: &JobId) -> Result<Option<JobInfo>> {
         let req = pb::GetRequest {
             id: id.as_bytes().to_vec(),
         };
-        let r = self.call(|mut c| async move { c.get(req).await })?;
+        let r = self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.get(r).await }
+        })?;
         r.job.map(cv::job_info_from_pb).transpose()
     }
 
     fn list(&self, query: &ListQuery) -> Result<ListPage> {
         let req = cv::list_query_to_pb(query);
-        let r = self.call(|mut c| async move { c.list(req).await })?;
+        let r = self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.list(r).await }
+        })?;
         cv::list_page_from_pb(r)
     }
 
     fn reap(&self) -> Result<ReapReport> {
-        let r = self.call(|mut c| async move { c.reap(pb::ReapRequest {}).await })?;
+        let r = self.call(Safe::Always, |mut c| async move {
+            c.reap(pb::ReapRequest {}).await
+        })?;
         cv::reap_from_pb(r)
     }
 
@@ -349,19 +461,33 @@ impl JobStore for RemoteQueue {
             state: cv::state_to_pb(state) as i32,
             cutoff_ms,
         };
-        let r = self.call(|mut c| async move { c.purge(req).await })?;
+        let r = self.call(Safe::Always, |mut c| {
+            let r = req;
+            async move { c.purge(r).await }
+        })?;
         cv::purge_from_pb(r)
     }
 
     fn stats_with(&self, query: &StatsQuery) -> Result<Stats> {
         let req = cv::stats_query_to_pb(query);
-        let r = self.call(|mut c| async move { c.stats(req).await })?;
+        let r = self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.stats(r).await }
+        })?;
         cv::stats_from_pb(&r)
     }
 
     fn metrics(&self) -> Result<String> {
-        let r = self.call(|mut c| async move { c.metrics(pb::MetricsRequest {}).await })?;
-        Ok(r.text)
+        let r = self.call(Safe::Always, |mut c| async move {
+            c.metrics(pb::MetricsRequest {}).await
+        })?;
+        // The server's counters, then this client's own.
+        let mut text = r.text;
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&self.client_metrics());
+        Ok(text)
     }
 
     /// Closes this client (every clone): calls in progress end with
@@ -380,6 +506,6 @@ impl JobStore for RemoteQueue {
         if self.is_closed() {
             return Err(Error::Closed);
         }
-        Ok(self.inner.url.clone())
+        Ok(self.url())
     }
 }

@@ -52,6 +52,15 @@ mod schedules;
 mod service;
 mod settle;
 mod stats;
+#[cfg(feature = "test-hooks")]
+pub mod testing;
+
+/// What the test hooks (feature `test-hooks`) hand to [`run`]; nothing
+/// without the feature.
+#[cfg(feature = "test-hooks")]
+type TestHooks = Option<Arc<testing::Hooks>>;
+#[cfg(not(feature = "test-hooks"))]
+type TestHooks = ();
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -259,6 +268,10 @@ impl Drop for ServerHandle {
 /// address cannot be bound (in use, a live server's socket at a Unix path
 /// included: a stale one is replaced); `Closed` when the queue is closed.
 pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
+    serve_with(store, options, TestHooks::default())
+}
+
+fn serve_with(store: Queue, options: ServeOptions, hooks: TestHooks) -> Result<ServerHandle> {
     if options
         .token
         .as_deref()
@@ -353,6 +366,7 @@ pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
                 limit,
                 closing_tx,
                 stop_rx,
+                hooks,
             ));
             rt.shutdown_timeout(grace);
         })
@@ -387,6 +401,7 @@ async fn run(
     limit: usize,
     closing: watch::Sender<bool>,
     stop: oneshot::Receiver<Duration>,
+    hooks: TestHooks,
 ) -> Duration {
     let check = auth::Check::new(token.as_deref());
     let svc = InterceptedService::new(
@@ -398,6 +413,10 @@ async fn run(
             move |req| check.grpc(req)
         },
     );
+    #[cfg(feature = "test-hooks")]
+    let svc = testing::Hooked::new(svc, hooks);
+    #[cfg(not(feature = "test-hooks"))]
+    let () = hooks;
 
     let (quit_tx, quit_rx) = watch::channel(false);
     let mut servers = Vec::new();

@@ -211,10 +211,12 @@ fn open_streams_end_when_the_connection_goes_silent() {
     println!("WatchEvents ended after {:?}: {e}", start.elapsed());
     assert_eq!(e.kind(), ErrorKind::Storage, "{e}");
     assert!(start.elapsed() <= keep_alive + SLACK);
+    // A lost PollJobs stream is opened again (issue 36), within the
+    // request timeout: through the frozen proxy that fails too.
     let e = jobs.next_batch(None).expect_err("the PollJobs stream ends");
     println!("PollJobs ended after {:?}: {e}", start.elapsed());
     assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
-    assert!(start.elapsed() <= keep_alive + SLACK);
+    assert!(start.elapsed() <= keep_alive + TIMEOUT + SLACK);
     proxy.freeze(false);
 }
 

@@ -216,8 +216,15 @@ fn error_kinds_map_back_exactly_with_the_servers_message() {
     assert!(e.to_string().contains("run_at"), "{e}");
     // Aborted: above. The store closed under the server: the server is
     // closing, which its callers may retry (a restart answers).
+    // The client retries that within its deadline (a restarted server would
+    // answer), so ask through one with a short one.
     s.queue.close();
-    let e = c.stats().unwrap_err();
+    let short = telha_jobs_client::RemoteQueue::connect(
+        &s.url,
+        telha_jobs_client::ConnectOptions::default().with_timeout(Duration::from_secs(1)),
+    )
+    .unwrap();
+    let e = short.stats().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
     assert!(e.to_string().contains("closing"), "{e}");
     // Unavailable (retryable): nobody listening.

@@ -4,6 +4,7 @@
 
 mod control;
 mod format;
+mod lists;
 mod requests;
 mod schedules;
 mod support;
