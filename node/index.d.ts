@@ -193,7 +193,8 @@ export declare class NativeQueue {
   release(id: string, generation: number): Promise<void>
   /**
    * Connect to a `telha serve` server at `url` (`http://host:port`,
-   * `https://…`, or `unix:/path/to.sock` for its Unix socket).
+   * `https://…`, or `unix:/path/to.sock` for its Unix socket), or to the
+   * first of a comma-separated list that answers.
    */
   static connect(url: string, options?: NativeConnectOptions | undefined | null): Promise<NativeQueue>
   /** Serve this embedded queue over gRPC from this process. */
@@ -725,6 +726,7 @@ export interface NativeConnectOptions {
   token?: string
   timeoutMs?: number
   caCert?: string
+  autoIdempotencyKey?: boolean
 }
 
 /** Options of one enqueue, as lib/telha.js passes them (types checked there). */

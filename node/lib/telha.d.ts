@@ -306,6 +306,12 @@ export interface ConnectOptions {
   timeoutMs?: number
   /** For `https://`: a PEM file of the CA to trust instead of the public web roots (a self-signed server). */
   caCert?: string
+  /**
+   * With two or more servers, give every enqueue without an idempotency key a UUIDv7 one, so that an
+   * enqueue whose reply was lost is repeated without a duplicate (default `true`; `false` opts out:
+   * unkeyed enqueues are then repeated only when they certainly never reached a server).
+   */
+  autoIdempotencyKey?: boolean
 }
 
 /** Options of {@link Queue.serve}. */
@@ -379,14 +385,20 @@ export declare class Queue {
   /**
    * Connect to a `telha serve` server (or a `queue.serve()` in another
    * process) at `url` (`http://host:port`; `https://` for TLS): a Queue with
-   * the same methods, errors and `Worker` support as an embedded one.
-   * Unreachable: rejects with `STORAGE` after `timeoutMs`.
+   * the same methods, errors and `Worker` support as an embedded one. Several
+   * servers (an array, or one comma-separated string; at most 64): the first
+   * that answers is used, a call whose server fails moves to the next, and a
+   * call whose reply was lost is repeated where that is safe (settles,
+   * leases, reads; enqueues with an idempotency key, see
+   * `autoIdempotencyKey`). A bad list (an empty item, a bad scheme, a
+   * repeat) rejects with `INVALID_ARGUMENT` naming the item. Unreachable:
+   * rejects after `timeoutMs`.
    *
    * ```js
-   * const q = await Queue.connect('http://10.0.0.5:7450', { token: process.env.TELHA_TOKEN })
+   * const q = await Queue.connect(['http://10.0.0.5:7450', 'http://10.0.0.6:7450'], { token: process.env.TELHA_TOKEN })
    * ```
    */
-  static connect(url: string, options?: ConnectOptions): Promise<Queue>
+  static connect(url: string | string[], options?: ConnectOptions): Promise<Queue>
   /**
    * Serve this embedded queue to other processes over gRPC from this
    * process. `INVALID_ARGUMENT` on a remote queue or a bad address.

@@ -148,7 +148,7 @@ function pauseTarget (target, name) {
   return { kind: optStr(o.kind, 'kind'), scope: optStr(o.scope, 'scope') }
 }
 
-const CONNECT_KEYS = new Set(['token', 'timeoutMs', 'caCert'])
+const CONNECT_KEYS = new Set(['token', 'timeoutMs', 'caCert', 'autoIdempotencyKey'])
 const SERVE_KEYS = new Set(['listen', 'token', 'tlsCert', 'tlsKey', 'metricsListen', 'ui', 'uiReadOnly'])
 
 /** How long `Server.close()` lets calls in flight finish by default. */
@@ -202,12 +202,22 @@ class Queue {
   }
 
   static async connect (url, opts) {
+    // Several servers: an array of URLs or one comma-separated string (the
+    // client checks each item and names a bad one).
+    if (Array.isArray(url)) {
+      url.forEach((u, i) => {
+        str(u, `url[${i}]`)
+        if (u.includes(',')) throw typeError(`url[${i}]: an item of a list of URLs contains a comma`)
+      })
+      url = url.join(',')
+    }
     str(url, 'url')
     const o = options(opts, 'Queue.connect options', CONNECT_KEYS)
     return new Queue(await native.NativeQueue.connect(url, {
       token: optStr(o.token, 'token'),
       timeoutMs: optNum(o.timeoutMs, 'timeoutMs'),
-      caCert: optStr(o.caCert, 'caCert')
+      caCert: optStr(o.caCert, 'caCert'),
+      autoIdempotencyKey: optBool(o.autoIdempotencyKey, 'autoIdempotencyKey')
     }))
   }
 

@@ -23,6 +23,7 @@ pub struct NativeConnectOptions {
     pub token: Option<String>,
     pub timeout_ms: Option<f64>,
     pub ca_cert: Option<String>,
+    pub auto_idempotency_key: Option<bool>,
 }
 
 /// Options of `NativeQueue.serve`.
@@ -75,7 +76,8 @@ fn serve_options(o: NativeServeOptions) -> Result<ServeOptions, Failure> {
 #[napi]
 impl NativeQueue {
     /// Connect to a `telha serve` server at `url` (`http://host:port`,
-    /// `https://…`, or `unix:/path/to.sock` for its Unix socket).
+    /// `https://…`, or `unix:/path/to.sock` for its Unix socket), or to the
+    /// first of a comma-separated list that answers.
     #[napi(ts_return_type = "Promise<NativeQueue>")]
     pub fn connect(
         env: Env,
@@ -91,6 +93,9 @@ impl NativeQueue {
                 }
                 if let Some(ca) = opts.ca_cert {
                     o.ca_cert_pem = Some(read_pem(&ca, "caCert")?);
+                }
+                if let Some(k) = opts.auto_idempotency_key {
+                    o.auto_idempotency_key = k;
                 }
             }
             if o.token.is_none() {

@@ -22,28 +22,36 @@ use crate::{args, task};
 const STOP_GRACE_DEFAULT: Duration = Duration::from_secs(5);
 
 /// Connect to a `telha serve` server (`url`: `http://host:port`,
-/// `https://` for TLS, or `unix:/path/to.sock` for its Unix socket).
+/// `https://` for TLS, or `unix:/path/to.sock` for its Unix socket), or to
+/// the first of several that answers (a list of URLs, or one string of
+/// comma-separated URLs: calls then move to the next server when one fails,
+/// and a call whose reply was lost is repeated where that is safe).
 /// Returns a `Queue` with the same methods, types and errors as an
 /// embedded one. `token`: the server's bearer token (default:
 /// `$TELHA_TOKEN`). `timeout` (seconds or a timedelta, at most
-/// `limits.MAX_DURATION`): the deadline of connecting and of each call (a
-/// waiting call gets its wait on top), past which it raises `StorageError`
-/// ("timed out after …"); a silent connection is also dropped within twice
-/// `timeout` (each half held between 1 s and 10 s). Default: 10 s to
-/// connect, 60 s per call, 10 s + 10 s keep-alive. `ca_cert`: for `https://`, a PEM file of
-/// the CA to trust instead of the public web roots (a self-signed server).
+/// `limits.MAX_DURATION`): the deadline of connecting and of each call
+/// (retries included; a waiting call gets its wait on top), past which it
+/// raises the transport's error ("timed out after …"); a silent connection
+/// is also dropped within twice `timeout` (each half held between 1 s and
+/// 10 s). Default: 10 s to connect, 60 s per call, 10 s + 10 s keep-alive.
+/// `ca_cert`: for `https://`, a PEM file of the CA to trust instead of the
+/// public web roots (a self-signed server). `auto_idempotency_key`: with
+/// two or more servers, unkeyed enqueues get a UUIDv7 idempotency key so
+/// that they can be repeated safely (default `True`; `False` opts out).
 #[pyfunction]
-#[pyo3(signature = (url, token=None, *, timeout=None, ca_cert=None))]
+#[pyo3(signature = (url, token=None, *, timeout=None, ca_cert=None, auto_idempotency_key=true))]
 // Field by field: `ConnectOptions` may grow fields.
 #[allow(clippy::field_reassign_with_default)]
 pub fn connect(
     py: Python<'_>,
-    url: &str,
+    url: &Bound<'_, PyAny>,
     token: Option<String>,
     timeout: Option<&Bound<'_, PyAny>>,
     ca_cert: Option<PathBuf>,
+    auto_idempotency_key: bool,
 ) -> PyResult<Queue> {
     task::guard(py, "connect", || {
+        let url = url_list(py, url)?;
         let mut o = ConnectOptions::default();
         o.token = token.or_else(|| std::env::var("TELHA_TOKEN").ok().filter(|t| !t.is_empty()));
         if let Some(t) = timeout {
@@ -52,10 +60,29 @@ pub fn connect(
         if let Some(path) = ca_cert {
             o.ca_cert_pem = Some(read_pem(py, &path, "ca_cert")?);
         }
-        let url = url.to_owned();
+        o.auto_idempotency_key = auto_idempotency_key;
         let q = task::run(py, move || RemoteQueue::connect(&url, o))?;
         Ok(Queue::from_remote(q))
     })
+}
+
+/// `url` as the client's comma list: a str as it is, a list or tuple of
+/// str joined (the client checks each item).
+fn url_list(py: Python<'_>, url: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(s) = url.extract::<String>() {
+        return Ok(s);
+    }
+    match url.extract::<Vec<String>>() {
+        Ok(v) if v.iter().any(|u| u.contains(',')) => Err(invalid(
+            py,
+            "url: an item of a list of URLs contains a comma",
+        )),
+        Ok(v) => Ok(v.join(",")),
+        Err(_) => Err(invalid(
+            py,
+            "url: a URL string, or a list of URL strings",
+        )),
+    }
 }
 
 fn read_pem(py: Python<'_>, path: &Path, what: &str) -> PyResult<Vec<u8>> {

@@ -149,18 +149,26 @@ def config_keys() -> list[ConfigKey]:
     """Every key ``Queue(...)`` accepts, from the core's table."""
 
 def connect(
-    url: str,
+    url: str | Sequence[str],
     token: str | None = None,
     *,
     timeout: _Seconds | None = None,
     ca_cert: str | os.PathLike[str] | None = None,
+    auto_idempotency_key: bool = True,
 ) -> Queue:
     """A :class:`Queue` over a ``telha serve`` server at ``url``
     (``http://host:port``, ``https://`` for TLS; ``ca_cert``: a PEM CA to
-    trust). ``token`` defaults to ``$TELHA_TOKEN``. ``timeout`` is the
-    deadline of connecting and of each call (a waiting call gets its wait
-    on top): past it the call raises :class:`StorageError` ("timed out
-    after ..."). Default: 10 s to connect, 60 s per call."""
+    trust), or over the first of several that answers (a list of URLs, or
+    one comma-separated string): a call whose server fails moves to the
+    next, and a call whose reply was lost is repeated where that is safe
+    (settles, leases, reads; enqueues with an idempotency key, which
+    ``auto_idempotency_key`` adds with two or more servers). A bad list
+    (an empty item, a bad scheme, a repeat, more than 64) raises
+    :class:`InvalidArgumentError` naming the item. ``token`` defaults to
+    ``$TELHA_TOKEN``. ``timeout`` is the deadline of connecting and of each
+    call, retries included (a waiting call gets its wait on top): past it
+    the call raises the transport's error ("timed out after ...").
+    Default: 10 s to connect, 60 s per call."""
 
 def _call_cost(payload: Any = None, detach: bool = False) -> int:
     """Benchmark only: a call with no store work (payload conversion, GIL hand-off)."""

@@ -53,7 +53,7 @@ class AsyncQueue(_AsyncControl, _AsyncSchedules):
 
     @classmethod
     async def connect(
-        cls, url: str, token: str | None = None, *, timeout: float | None = None
+        cls, url: str | Sequence[str], token: str | None = None, *, timeout: float | None = None
     ) -> AsyncQueue:
         """Connect to a ``telha serve`` server off the event loop (see
         :func:`telha_jobs.connect`)."""
