@@ -13,7 +13,10 @@
 # test_deadlines.py: Python, Node (deadline_client.js) and CLI calls against
 # a listener that never answers and a SIGSTOPped `telha serve` end by their
 # deadlines and work again after SIGCONT, and a Worker paused past its TTL
-# runs no job twice and stops in time (issue 48). `make
+# runs no job twice and stops in time (issue 48); test_restart.py: a
+# Python and a Node Worker on a list of two addresses ride out three
+# SIGKILLed restarts of `telha serve` with no error and each job once
+# (issue 36). `make
 # bench-fleet` (in `make bench`): worker processes through `telha serve`
 # beside the in-process Worker (tests/remote/bench_fleet.py).
 
