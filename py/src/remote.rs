@@ -78,10 +78,7 @@ fn url_list(py: Python<'_>, url: &Bound<'_, PyAny>) -> PyResult<String> {
             "url: an item of a list of URLs contains a comma",
         )),
         Ok(v) => Ok(v.join(",")),
-        Err(_) => Err(invalid(
-            py,
-            "url: a URL string, or a list of URL strings",
-        )),
+        Err(_) => Err(invalid(py, "url: a URL string, or a list of URL strings")),
     }
 }
 
