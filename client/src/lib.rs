@@ -274,7 +274,14 @@ async fn probe(eps: &endpoints::Endpoints, timeout: Duration) -> Result<()> {
                 Ok(Ok(_)) => return Ok(()),
                 // A status the server sent (no local cause): it answers.
                 Ok(Err(s)) if std::error::Error::source(&s).is_none() => return Ok(()),
-                Ok(Err(s)) => last = format!("cannot reach telha server at {url}: {}", causes(&s)),
+                Ok(Err(s)) => {
+                    last = format!("cannot reach telha server at {url}: {}", causes(&s));
+                    // A TLS peer the client does not trust: no retry
+                    // fixes that, so it is answered at once (`Storage`).
+                    if let e @ Error::Storage(_) = deadline::transport(last.clone()) {
+                        return Err(e);
+                    }
+                }
                 Err(_) => {
                     last = format!(
                         "timed out after {:.1} s waiting for {url}",
