@@ -60,7 +60,12 @@ pub mod testing;
 #[cfg(feature = "test-hooks")]
 type TestHooks = Option<Arc<testing::Hooks>>;
 #[cfg(not(feature = "test-hooks"))]
-type TestHooks = ();
+struct TestHooks;
+/// No hooks: what [`serve`] runs with.
+#[cfg(feature = "test-hooks")]
+const NO_HOOKS: TestHooks = None;
+#[cfg(not(feature = "test-hooks"))]
+const NO_HOOKS: TestHooks = TestHooks;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -268,7 +273,7 @@ impl Drop for ServerHandle {
 /// address cannot be bound (in use, a live server's socket at a Unix path
 /// included: a stale one is replaced); `Closed` when the queue is closed.
 pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
-    serve_with(store, options, TestHooks::default())
+    serve_with(store, options, NO_HOOKS)
 }
 
 fn serve_with(store: Queue, options: ServeOptions, hooks: TestHooks) -> Result<ServerHandle> {
@@ -416,7 +421,7 @@ async fn run(
     #[cfg(feature = "test-hooks")]
     let svc = testing::Hooked::new(svc, hooks);
     #[cfg(not(feature = "test-hooks"))]
-    let () = hooks;
+    let TestHooks = hooks;
 
     let (quit_tx, quit_rx) = watch::channel(false);
     let mut servers = Vec::new();
