@@ -2936,6 +2936,28 @@ tj_status tj_queue_reap(const struct tj_queue *queue,
                         struct tj_error **err);
 
 /**
+ * Operator action: delete the jobs in `state` (`TJ_STATE_COMPLETED`,
+ * `TJ_STATE_DEAD` or `TJ_STATE_CANCELLED`) that got there before
+ * `before_ms` (ms since the epoch), with their indexes, idempotency keys
+ * and counts, in batches of 1,000. Writes how many to `*purged_out` when
+ * not NULL. An error stops it with the earlier batches committed.
+ *
+ * Blocks for one RocksDB write per batch.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue), `TJ_STATUS_INVALID_ARGUMENT`
+ * (a state that is not a `tj_state` or not finished), `TJ_STATUS_STORAGE`,
+ * `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `purged_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_purge(const struct tj_queue *queue,
+                         uint32_t state,
+                         uint64_t before_ms,
+                         uint64_t *purged_out,
+                         struct tj_error **err);
+
+/**
  * Exact job counts per kind and state (kept with every write, never a
  * scan). On success `*stats_out` is a new `tj_stats` the caller frees.
  * Never blocks on I/O.

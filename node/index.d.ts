@@ -44,6 +44,12 @@ export declare class NativeQueue {
   list(options?: NativeListOptions | undefined | null): Promise<ListPage>
   /** One reaper pass now. */
   reap(): Promise<ReapReport>
+  /**
+   * Operator action: delete the `state` jobs (completed, dead or
+   * cancelled) that got there before `beforeMs` (ms since the epoch),
+   * with their indexes, idempotency keys and counts; how many.
+   */
+  purge(state: string, beforeMs: number): Promise<number>
   /** Exact counts per kind and state, and one page of per-scope counts. */
   stats(options?: NativeStatsOptions | undefined | null): Promise<Stats>
   /** Prometheus text exposition. */

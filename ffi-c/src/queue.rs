@@ -16,7 +16,7 @@ use crate::lease_options::tj_lease_options;
 use crate::list::{self, tj_list_options, tj_list_page};
 use crate::options::tj_options;
 use crate::stats::{tj_reap_report, tj_stats};
-use crate::status::tj_status;
+use crate::status::{state_from_u32, tj_status};
 
 /// An open store. Thread-safe: one `tj_queue*` may be used from many threads
 /// at once, and `tj_queue_close` may be called while other threads are in
@@ -445,6 +445,39 @@ pub unsafe extern "C" fn tj_queue_reap(
     boundary::run(F, err, || {
         let report = q(F, queue)?.queue.reap()?;
         write_opt(report_out, report.into());
+        Ok(())
+    })
+}
+
+/// Operator action: delete the jobs in `state` (`TJ_STATE_COMPLETED`,
+/// `TJ_STATE_DEAD` or `TJ_STATE_CANCELLED`) that got there before
+/// `before_ms` (ms since the epoch), with their indexes, idempotency keys
+/// and counts, in batches of 1,000. Writes how many to `*purged_out` when
+/// not NULL. An error stops it with the earlier batches committed.
+///
+/// Blocks for one RocksDB write per batch.
+///
+/// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue), `TJ_STATUS_INVALID_ARGUMENT`
+/// (a state that is not a `tj_state` or not finished), `TJ_STATUS_STORAGE`,
+/// `TJ_STATUS_CLOSED`.
+///
+/// # Safety
+/// `queue` is NULL or live; `purged_out` and `err` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_queue_purge(
+    queue: *const tj_queue,
+    state: u32,
+    before_ms: u64,
+    purged_out: *mut u64,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_queue_purge";
+    boundary::run(F, err, || {
+        let q = q(F, queue)?;
+        let state = state_from_u32(state)
+            .ok_or_else(|| Failure::invalid(format!("{F}: state {state} is not a tj_state")))?;
+        let r = q.queue.purge(state, before_ms)?;
+        write_opt(purged_out, r.purged as u64);
         Ok(())
     })
 }

@@ -615,6 +615,13 @@ export declare class Queue {
   /** Run one reaper pass now: expire leases, prune completed jobs past their retention. */
   reap(): Promise<ReapReport>
   /**
+   * Operator action: delete the `state` jobs (completed, dead or cancelled)
+   * that got there before `before` (a Date or ms since the epoch), with their
+   * indexes, idempotency keys and counts; resolves to how many. Any other
+   * state is `INVALID_ARGUMENT`; `before` outside 0 to year 9999, a `RangeError`.
+   */
+  purge(state: 'completed' | 'dead' | 'cancelled', before: Date | number): Promise<number>
+  /**
    * Exact counts per kind and state (never a scan), whole; `byScope` (and
    * `scopes`, the same as an array) is one page in its order: by default
    * the 100 scopes with the most pending jobs. `scopesNext` is the next

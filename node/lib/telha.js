@@ -500,6 +500,11 @@ class Queue {
   async limits () { return this.#native.limits() }
 
   async reap () { return this.#native.reap() }
+  async purge (state, before) {
+    const ms = optNum(before instanceof Date ? before.getTime() : before, 'before')
+    if (ms === undefined) throw typeError('purge needs before: a Date or a number of ms since the epoch')
+    return this.#native.purge(str(state, 'state'), ms)
+  }
   async stats (opts) {
     const o = options(opts, 'stats options', STATS_KEYS)
     const s = await this.#native.stats({

@@ -1,5 +1,5 @@
 //! The operator's calls on a `NativeQueue`: get, list, retry, reap,
-//! stats, metrics, and the effective settings.
+//! purge, stats, metrics, and the effective settings.
 
 use napi::bindgen_prelude::{AsyncTask, Env, Undefined};
 use napi_derive::napi;
@@ -7,7 +7,7 @@ use napi_derive::napi;
 use telha_jobs::limits::MAX_SCOPE_LIMIT;
 use telha_jobs::{JobId, KindPattern, ListQuery, Scope, ScopeOrder, State, StatsQuery};
 
-use crate::args::{list_limit, whole};
+use crate::args::{instant_ms, list_limit, whole};
 use crate::config;
 use crate::errors::Failure;
 use crate::job::{CorruptRecord, JobInfo, ListPage, ReapReport, ScopeCounts, Stats};
@@ -150,6 +150,28 @@ impl NativeQueue {
             },
             |v| v,
         )
+    }
+
+    /// Operator action: delete the `state` jobs (completed, dead or
+    /// cancelled) that got there before `beforeMs` (ms since the epoch),
+    /// with their indexes, idempotency keys and counts; how many.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn purge(
+        &self,
+        env: Env,
+        state: String,
+        before_ms: f64,
+    ) -> napi::Result<AsyncTask<Op<f64, f64>>> {
+        guard(&env, "purge", || {
+            let state = state.parse::<State>()?;
+            let cutoff = instant_ms(before_ms, "before")?;
+            let q = self.store().clone();
+            Ok(Op::task(
+                "purge",
+                move || Ok(crate::job::count(q.purge(state, cutoff)?.purged as u64)),
+                |v| v,
+            ))
+        })
     }
 
     /// Exact counts per kind and state, and one page of per-scope counts.

@@ -383,6 +383,8 @@ class Run {
             leased: l.leased, held: l.held, throttled_concurrency: l.throttledConcurrency, throttled_rate: l.throttledRate
           }))
         }
+      case 'purge':
+        return { purged: await this.queue().purge(s.state ?? '', Date.now() - (s.older_than_ms ?? 0)) }
       case 'reap': {
         const r = await this.queue().reap()
         return { expired: r.expired, dead: r.dead, pruned: r.pruned, expired_unstarted: r.expiredUnstarted }

@@ -56,6 +56,11 @@ def test_the_queue_api_as_coroutines(target: Target) -> None:
             assert len(await q.list(state="pending")) == 2
             assert "telha_jobs_jobs" in await q.metrics()
             assert (await q.reap())["expired"] == 0
+            assert await q.purge("completed", time.time() - 60) == 0
+            assert await q.purge("completed", time.time() + 60) == 1
+            assert await q.get(job_id) is None
+            with pytest.raises(telha_jobs.InvalidArgumentError):
+                await q.purge("pending", time.time())  # type: ignore[arg-type]
 
     run(main())
 

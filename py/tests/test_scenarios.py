@@ -353,6 +353,9 @@ class Run:
             return self.schedule_step(op, s)
         if op == "reap":
             return self.queue().reap()
+        if op == "purge":
+            cutoff_ms = int(time.time() * 1000) - s.get("older_than_ms", 0)
+            return {"purged": self.queue().purge(s.get("state", ""), cutoff_ms / 1000)}
         if op == "stats":
             kw = {k: s[k] for k in ("scope_order", "scope_limit", "scope_prefix") if k in s}
             if "after" in s:

@@ -1,5 +1,5 @@
 /* The job-control steps of a conformance case (tests/scenarios/README.md):
- * snooze, cancel, cancel_many, delete, pause, resume and paused (fail with
+ * snooze, cancel, cancel_many, purge, delete, pause, resume and paused (fail with
  * retry_in_ms is in scenario_ops.c's op_settle); the steps of results,
  * events and progress: wait, subscribe, events (extend's progress is in
  * op_extend); and flow control: set_limit, remove_limit, limits
@@ -40,6 +40,21 @@ tj_status op_cancel_many(struct run *r, const jval *s, jval **obs, tj_error **er
     *obs = jnew_obj();
     jobj_put(*obs, "cancelled", jnew_num((double)rep.cancelled));
     jobj_put(*obs, "requested", jnew_num((double)rep.requested));
+    return st;
+}
+
+/* `state` by name (an unknown one is a number no tj_state has: refused),
+ * the cutoff now minus `older_than_ms`. */
+tj_status op_purge(struct run *r, const jval *s, jval **obs, tj_error **err) {
+    uint32_t n = state_number(jget_str(s, "state", ""));
+    if (n == 0) n = 999;
+    double ago = 0;
+    jget_num(s, "older_than_ms", &ago);
+    uint64_t purged = 0;
+    tj_status st = tj_queue_purge(r->q, n, now_ms() - (uint64_t)ago, &purged, err);
+    if (st != TJ_STATUS_OK) return st;
+    *obs = jnew_obj();
+    jobj_put(*obs, "purged", jnew_num((double)purged));
     return st;
 }
 

@@ -139,6 +139,44 @@ static void cancel_many_by_kind_scope_and_state(void) {
     tmpdir_remove(dir);
 }
 
+static void purge_deletes_finished_jobs_before_the_cutoff(void) {
+    tj_error *err = NULL;
+    char dir[64];
+    tmpdir_make(dir);
+    tj_queue *q = open_store(dir, NULL);
+    REQUIRE(q != NULL);
+    tj_id done = enqueue(q, "embed", NULL);
+    tj_id live = enqueue(q, "embed", NULL);
+    tj_job *j = NULL;
+    CHECK_OK(tj_queue_lease_next(q, "w", NULL, &j, &err));
+    REQUIRE(j != NULL);
+    tj_token t = tj_job_token(j);
+    CHECK_OK(tj_queue_complete(q, &t, NULL, 0, &err));
+    tj_job_free(j);
+    uint64_t n = 99;
+    CHECK_OK(tj_queue_purge(q, TJ_STATE_COMPLETED, now_ms() - 60000, &n, &err));
+    CHECK(n == 0);
+    CHECK(state_of(q, done) == TJ_STATE_COMPLETED);
+    CHECK_OK(tj_queue_purge(q, TJ_STATE_COMPLETED, now_ms() + 60000, &n, &err));
+    CHECK(n == 1);
+    tj_job_info *info = NULL;
+    CHECK_OK(tj_queue_get(q, &done, &info, &err));
+    CHECK(info == NULL);
+    CHECK_OK(tj_queue_purge(q, TJ_STATE_DEAD, now_ms(), NULL, &err));
+    /* Refused, nothing changed, the count untouched. */
+    n = 77;
+    CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT, tj_queue_purge(q, TJ_STATE_PENDING, now_ms(), &n, &err));
+    CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT, tj_queue_purge(q, 999, now_ms(), &n, &err));
+    CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT, tj_queue_purge(q, 0, now_ms(), &n, &err));
+    CHECK_STATUS(TJ_STATUS_NULL_ARGUMENT, tj_queue_purge(NULL, TJ_STATE_DEAD, now_ms(), &n, &err));
+    CHECK(n == 77);
+    CHECK(state_of(q, live) == TJ_STATE_PENDING);
+    tj_queue_close(q);
+    CHECK_STATUS(TJ_STATUS_CLOSED, tj_queue_purge(q, TJ_STATE_DEAD, now_ms(), &n, &err));
+    tj_queue_free(q);
+    tmpdir_remove(dir);
+}
+
 static void delete_removes_unleased_jobs_and_refuses_a_leased_one(void) {
     tj_error *err = NULL;
     char dir[64];
@@ -423,6 +461,7 @@ int main(void) {
     static const struct tj_test tests[] = {
         TEST(cancel_each_state_and_a_leased_job_through_its_heartbeat),
         TEST(cancel_many_by_kind_scope_and_state),
+        TEST(purge_deletes_finished_jobs_before_the_cutoff),
         TEST(delete_removes_unleased_jobs_and_refuses_a_leased_one),
         TEST(snooze_keeps_attempts_and_fail_in_sets_the_retry),
         TEST(expiry_before_start),

@@ -1,5 +1,5 @@
 //! The job-control steps: fail with `retry_in_ms`, snooze, cancel,
-//! cancel_many, delete, pause, resume, paused.
+//! cancel_many, purge, delete, pause, resume, paused.
 
 use std::time::Duration;
 
@@ -47,6 +47,23 @@ impl Run {
         };
         let r = self.q().map_err(Error::Storage)?.cancel_many(&f)?;
         Ok(json!({"cancelled": r.cancelled, "requested": r.requested}))
+    }
+
+    /// `state` (text), `older_than_ms` (default 0): the cutoff is now
+    /// minus that.
+    pub(crate) fn purge(&self, s: &Json) -> Result<Json, Error> {
+        let state = s.get("state").and_then(Json::as_str).unwrap_or("");
+        let state = state.parse()?;
+        let ago = s.get("older_than_ms").and_then(Json::as_u64).unwrap_or(0);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let r = self
+            .q()
+            .map_err(Error::Storage)?
+            .purge(state, now.saturating_sub(ago))?;
+        Ok(json!({ "purged": r.purged }))
     }
 
     pub(crate) fn delete(&self, s: &Json) -> Result<Json, Error> {

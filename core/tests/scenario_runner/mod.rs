@@ -191,6 +191,7 @@ impl Run {
             "snooze" => self.snooze(s),
             "cancel" => self.cancel(s),
             "cancel_many" => self.cancel_many(s),
+            "purge" => self.purge(s),
             "delete" => self.delete(s),
             "pause" => self.pause(s, true),
             "resume" => self.pause(s, false),

@@ -1,11 +1,12 @@
 """The job-control and operator calls of :class:`~telha_jobs.aio.AsyncQueue`
-(mixed in): cancel, delete, pause, resume, retry, get, list, reap, stats,
+(mixed in): cancel, delete, pause, resume, retry, get, list, reap, purge, stats,
 metrics and the flow-control limits (set_limit, remove_limit, limits), each the :class:`~telha_jobs.Queue` method of the same name run on
 the queue's executor, so the event loop never blocks on the store."""
 
 from __future__ import annotations
 
 import builtins
+import datetime
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
@@ -73,6 +74,15 @@ class _AsyncControl:
 
     async def reap(self) -> dict[str, int]:
         return await self._call(self.queue.reap)
+
+    async def purge(
+        self,
+        state: Literal["completed", "dead", "cancelled"],
+        before: float | int | datetime.datetime,
+    ) -> int:
+        """As :meth:`Queue.purge`: delete the ``state`` jobs that got there
+        before ``before`` (seconds since the epoch or a datetime); how many."""
+        return await self._call(self.queue.purge, state, before)
 
     async def stats(
         self,
