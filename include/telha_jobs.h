@@ -398,6 +398,14 @@ typedef struct tj_batch tj_batch;
 typedef struct tj_cancel tj_cancel;
 
 /**
+ * A list of completions for one `tj_queue_complete_many`. Owned by the
+ * caller (`tj_completions_new` / `tj_completions_free`);
+ * `tj_completions_add` copies its arguments. Not thread-safe while being
+ * filled.
+ */
+typedef struct tj_completions tj_completions;
+
+/**
  * Options of an enqueue; every one is optional. Owned by the caller
  * (`tj_enqueue_options_new` / `tj_enqueue_options_free`); enqueue calls copy
  * what they need, so one options object may serve many enqueues. Not
@@ -556,6 +564,34 @@ typedef struct tj_subscribe_options tj_subscribe_options;
 typedef struct tj_subscription tj_subscription;
 
 /**
+ * A job id: the 16 bytes of a UUIDv7 (time-ordered). A plain value: copy it,
+ * compare it with `memcmp`, keep it as long as you like.
+ */
+typedef struct tj_id {
+  /**
+   * The UUID's bytes, big-endian (as in RFC 9562).
+   */
+  uint8_t bytes[16];
+} tj_id;
+
+/**
+ * The proof of a lease: the job id and the lease generation it was granted
+ * under. `extend`, `complete`, `fail` and `release` check the generation: a
+ * token from an older lease of the job answers `TJ_STATUS_ABORTED`. A plain
+ * value: copy it and keep it after the `tj_job` it came from is freed.
+ */
+typedef struct tj_token {
+  /**
+   * The leased job.
+   */
+  struct tj_id id;
+  /**
+   * The lease generation (every lease of a job bumps it).
+   */
+  uint64_t generation;
+} tj_token;
+
+/**
  * One settable key. Every string is static (never free it, valid for the
  * life of the process); `env` is NULL for a key without a variable.
  */
@@ -604,17 +640,6 @@ typedef struct tj_config_key {
    */
   const char *doc;
 } tj_config_key;
-
-/**
- * A job id: the 16 bytes of a UUIDv7 (time-ordered). A plain value: copy it,
- * compare it with `memcmp`, keep it as long as you like.
- */
-typedef struct tj_id {
-  /**
-   * The UUID's bytes, big-endian (as in RFC 9562).
-   */
-  uint8_t bytes[16];
-} tj_id;
 
 /**
  * What `tj_queue_cancel_many` did. A plain value.
@@ -756,23 +781,6 @@ typedef struct tj_limit_status {
    */
   uint64_t throttled_rate;
 } tj_limit_status;
-
-/**
- * The proof of a lease: the job id and the lease generation it was granted
- * under. `extend`, `complete`, `fail` and `release` check the generation: a
- * token from an older lease of the job answers `TJ_STATUS_ABORTED`. A plain
- * value: copy it and keep it after the `tj_job` it came from is freed.
- */
-typedef struct tj_token {
-  /**
-   * The leased job.
-   */
-  struct tj_id id;
-  /**
-   * The lease generation (every lease of a job bumps it).
-   */
-  uint64_t generation;
-} tj_token;
 
 /**
  * What one reaper pass (`tj_queue_reap`) did. A plain value.
@@ -970,6 +978,94 @@ bool tj_cancel_is_cancelled(const struct tj_cancel *cancel);
  * `cancel` is NULL or a `tj_cancel` not freed before, and no thread is using it.
  */
 void tj_cancel_free(struct tj_cancel *cancel);
+
+/**
+ * A new, empty list. Never NULL.
+ */
+struct tj_completions *tj_completions_new(void);
+
+/**
+ * Free a list. NULL does nothing.
+ *
+ * # Safety
+ * `completions` is NULL or a `tj_completions` not freed before.
+ */
+void tj_completions_free(struct tj_completions *completions);
+
+/**
+ * Add the completion of the lease `*token`: `result_len` bytes at `result`
+ * as its result (NULL with length 0: none), made as `encoding` (a
+ * `tj_encoding`), and the jobs of `then` (a `tj_batch`, copied; NULL or
+ * empty: none) as its follow-ups, enqueued in the same atomic write if and
+ * only if this job completes. Everything is copied. The result's size
+ * against `max_payload_bytes` and the follow-ups are checked by
+ * `tj_queue_complete_many`, per item.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (completions, token, result with a
+ * non-zero length), `TJ_STATUS_INVALID_ARGUMENT` (a number that is not a
+ * `tj_encoding`; a length over `TJ_MAX_PAYLOAD_BYTES_LIMIT`, the memory
+ * not read). Nothing is added on an error.
+ *
+ * # Safety
+ * `completions` is NULL or live and not used by another thread; `token` is
+ * NULL or live; `result` is NULL or holds `result_len` readable bytes;
+ * `then` is NULL or a live `tj_batch` not being changed by another thread;
+ * `err` is NULL or writable.
+ */
+tj_status tj_completions_add(struct tj_completions *completions,
+                             const struct tj_token *token,
+                             const uint8_t *result,
+                             size_t result_len,
+                             uint32_t encoding,
+                             const struct tj_batch *then,
+                             struct tj_error **err);
+
+/**
+ * How many completions the list holds (0 for NULL).
+ *
+ * # Safety
+ * `completions` is NULL or live.
+ */
+size_t tj_completions_len(const struct tj_completions *completions);
+
+/**
+ * Empty the list, to fill it again. NULL does nothing.
+ *
+ * # Safety
+ * `completions` is NULL or live.
+ */
+void tj_completions_clear(struct tj_completions *completions);
+
+/**
+ * Complete every lease of `completions` (with its result and follow-ups)
+ * in one atomic write: the batch form of `tj_queue_complete_then`. For
+ * item `i`, `statuses_out[i]` is `TJ_STATUS_OK`, or why that item changed
+ * nothing: `TJ_STATUS_ABORTED` (stale token), `TJ_STATUS_NOT_FOUND`,
+ * `TJ_STATUS_INVALID_ARGUMENT` (a result over `max_payload_bytes`, a bad
+ * follow-up), `TJ_STATUS_CANCELLED` (a cancel request: recorded
+ * cancelled, its follow-ups not enqueued). Each item is retry-safe as
+ * `tj_queue_complete` is: a token completed by an earlier call, or named
+ * again in this one, answers as its completion did. At most `TJ_MAX_BATCH`
+ * items. The list may be freed or reused once the call returns.
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors (for the whole call; nothing was written and `statuses_out` is
+ * not written): `TJ_STATUS_NULL_ARGUMENT` (queue, completions,
+ * statuses_out with a non-empty list), `TJ_STATUS_INVALID_ARGUMENT`
+ * (`statuses_len` smaller than the list, more than `TJ_MAX_BATCH` items),
+ * `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` and `completions` are NULL or live (`completions` not changed
+ * by another thread during the call); `statuses_out` is NULL or holds
+ * `statuses_len` writable elements; `err` is NULL or writable.
+ */
+tj_status tj_queue_complete_many(const struct tj_queue *queue,
+                                 const struct tj_completions *completions,
+                                 tj_status *statuses_out,
+                                 size_t statuses_len,
+                                 struct tj_error **err);
 
 /**
  * How many settable keys there are (`tj_config_key_at` takes 0 up to this,

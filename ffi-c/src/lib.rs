@@ -17,6 +17,7 @@
 mod batch;
 mod boundary;
 mod cancel;
+mod completions;
 mod config_keys;
 mod control;
 mod encoding;

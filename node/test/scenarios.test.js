@@ -291,6 +291,12 @@ class Run {
       case 'complete':
         await this.queue().complete(this.token(s.lease), bytesArg(s, 'result'), 'then' in s ? { then: this.items(s.then) } : undefined)
         return null
+      case 'complete_many': {
+        const items = s.items ?? []
+        const answers = await this.queue().completeMany(items.map((i) => this.token(i.lease)),
+          items.map((i) => bytesArg(i, 'result')), { then: items.map((i) => 'then' in i ? this.items(i.then) : null) })
+        return { answers: answers.map((a) => a ?? 'ok') }
+      }
       case 'fail':
         await this.queue().fail(this.token(s.lease), s.reason ?? '', { retryable: s.retryable ?? true, retryInMs: s.retry_in_ms })
         return null

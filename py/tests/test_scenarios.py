@@ -292,6 +292,14 @@ class Run:
             then = [self.item(j) for j in s.get("then", [])]
             self.queue().complete(self.token(s["lease"]), as_bytes(s, "result"), then=then)
             return None
+        if op == "complete_many":
+            items = s.get("items", [])
+            answers = self.queue().complete_many(
+                [self.token(i["lease"]) for i in items],
+                [as_bytes(i, "result") for i in items],
+                then=[[self.item(j) for j in i["then"]] if "then" in i else None for i in items],
+            )
+            return {"answers": ["ok" if a is None else a.code for a in answers]}
         if op == "set_limit":
             self.queue().set_limit(s.get("target", ""), **{
                 k: s[k] for k in ("concurrency", "rate", "burst", "weight") if k in s})

@@ -67,6 +67,7 @@ tj_status op_stats(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_snooze(struct run *r, const jval *s, tj_error **err);
 tj_status op_cancel(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_cancel_many(struct run *r, const jval *s, jval **obs, tj_error **err);
+tj_status op_complete_many(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_purge(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_delete(struct run *r, const jval *s, tj_error **err);
 tj_status op_pause(struct run *r, const jval *s, bool on, jval **obs, tj_error **err);

@@ -358,6 +358,47 @@ tj_status op_settle(struct run *r, const char *op, const jval *s, tj_error **err
     return tj_queue_release(r->q, &t, err);
 }
 
+/* `items`, each as `complete`'s arguments, through one tj_completions:
+ * `{"answers": ["ok" | status name, ...]}`. */
+tj_status op_complete_many(struct run *r, const jval *s, jval **obs, tj_error **err) {
+    const jval *items = jget(s, "items");
+    if (!items || items->t != J_ARR) return runner_error(r, "complete_many needs items");
+    tj_completions *c = tj_completions_new();
+    tj_status st = TJ_STATUS_OK;
+    for (size_t i = 0; i < items->len && st == TJ_STATUS_OK; i++) {
+        const jval *it = items->items[i];
+        tj_token t;
+        st = token_of(r, jget(it, "lease"), &t, err);
+        if (st != TJ_STATUS_OK) break;
+        uint8_t *p; size_t len; bool present;
+        bytes_arg(it, "result", &p, &len, &present);
+        const jval *then = jget(it, "then");
+        tj_batch *b = NULL;
+        if (then) {
+            if (then->t != J_ARR) { free(p); st = runner_error(r, "complete_many: then must be a list"); break; }
+            b = tj_batch_new();
+            st = fill_batch(b, then, err);
+        }
+        if (st == TJ_STATUS_OK)
+            st = tj_completions_add(c, &t, present ? p : NULL, len, TJ_ENCODING_UNKNOWN, b, err);
+        tj_batch_free(b);
+        free(p);
+    }
+    size_t n = tj_completions_len(c);
+    tj_status *sts = calloc(n ? n : 1, sizeof *sts);
+    if (st == TJ_STATUS_OK) st = tj_queue_complete_many(r->q, c, sts, n, err);
+    if (st == TJ_STATUS_OK) {
+        jval *answers = jnew_arr();
+        for (size_t i = 0; i < n; i++)
+            jarr_push(answers, jnew_str(sts[i] == TJ_STATUS_OK ? "ok" : tj_status_name(sts[i])));
+        *obs = jnew_obj();
+        jobj_put(*obs, "answers", answers);
+    }
+    free(sts);
+    tj_completions_free(c);
+    return st;
+}
+
 tj_status op_get(struct run *r, const jval *s, jval **obs, tj_error **err) {
     tj_id id;
     tj_status st = job_id(r, s, &id, err);

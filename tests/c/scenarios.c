@@ -214,6 +214,7 @@ static tj_status do_step(struct run *r, const char *op, const jval *s, jval **ob
     if (strcmp(op, "snooze") == 0) return op_snooze(r, s, err);
     if (strcmp(op, "cancel") == 0) return op_cancel(r, s, obs, err);
     if (strcmp(op, "cancel_many") == 0) return op_cancel_many(r, s, obs, err);
+    if (strcmp(op, "complete_many") == 0) return op_complete_many(r, s, obs, err);
     if (strcmp(op, "purge") == 0) return op_purge(r, s, obs, err);
     if (strcmp(op, "delete") == 0) return op_delete(r, s, err);
     if (strcmp(op, "pause") == 0) return op_pause(r, s, true, obs, err);

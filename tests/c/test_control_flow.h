@@ -3,7 +3,8 @@
  * open_store, enqueue, lease, state_of and CHECK_NULL_NAMED): limits set,
  * listed and removed; a cap that holds a lease back; bad limit input with
  * its typed status; tj_queue_complete_then creating children that record
- * their parent, listed by it; a refused completion creating none. */
+ * their parent, listed by it; a refused completion creating none;
+ * tj_queue_complete_many answering per item in one write. */
 #ifndef TJ_TEST_CONTROL_FLOW_H
 #define TJ_TEST_CONTROL_FLOW_H
 
@@ -264,10 +265,68 @@ static void complete_then_creates_children_that_record_their_parent(void) {
     tmpdir_remove(dir);
 }
 
+static void complete_many_answers_per_item_in_one_write(void) {
+    tj_error *err = NULL;
+    char dir[64];
+    tmpdir_make(dir);
+    tj_queue *q = open_store(dir, NULL);
+    REQUIRE(q != NULL);
+    tj_id a = enqueue(q, "ingest", NULL);
+    tj_id b = enqueue(q, "ingest", NULL);
+    tj_job *ja = lease(q), *jb = lease(q);
+    REQUIRE(ja != NULL && jb != NULL);
+    tj_token ta = tj_job_token(ja), tb = tj_job_token(jb);
+    tj_token stale = {tb.id, tb.generation + 1};
+    tj_batch *then = tj_batch_new();
+    CHECK_OK(tj_batch_add(then, "embed", (const uint8_t *)"child", 5, NULL, &err));
+    tj_completions *c = tj_completions_new();
+    CHECK(tj_completions_len(c) == 0);
+    CHECK_OK(tj_completions_add(c, &ta, (const uint8_t *)"ra", 2, TJ_ENCODING_BYTES, then, &err));
+    CHECK_OK(tj_completions_add(c, &stale, NULL, 0, TJ_ENCODING_UNKNOWN, NULL, &err));
+    CHECK_OK(tj_completions_add(c, &tb, NULL, 0, TJ_ENCODING_UNKNOWN, NULL, &err));
+    tj_batch_free(then); /* copied */
+    /* Bad arguments add nothing. */
+    CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT, tj_completions_add(c, &ta, NULL, 0, 77, NULL, &err));
+    CHECK_NULL_NAMED("token", tj_completions_add(c, NULL, NULL, 0, 0, NULL, &err));
+    CHECK_STATUS(TJ_STATUS_NULL_ARGUMENT, tj_completions_add(c, &ta, NULL, 3, 0, NULL, &err));
+    CHECK_STATUS(TJ_STATUS_NULL_ARGUMENT, tj_completions_add(NULL, &ta, NULL, 0, 0, NULL, &err));
+    CHECK(tj_completions_len(c) == 3);
+    tj_status sts[3] = {99, 99, 99};
+    /* Too small an answer array, or none: refused before anything is written. */
+    CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT, tj_queue_complete_many(q, c, sts, 2, &err));
+    CHECK_NULL_NAMED("statuses_out", tj_queue_complete_many(q, c, NULL, 3, &err));
+    CHECK_NULL_NAMED("completions", tj_queue_complete_many(q, NULL, sts, 3, &err));
+    CHECK(sts[0] == 99 && state_of(q, a) == TJ_STATE_LEASED);
+    CHECK_OK(tj_queue_complete_many(q, c, sts, 3, &err));
+    CHECK(sts[0] == TJ_STATUS_OK && sts[1] == TJ_STATUS_ABORTED && sts[2] == TJ_STATUS_OK);
+    CHECK(state_of(q, a) == TJ_STATE_COMPLETED && state_of(q, b) == TJ_STATE_COMPLETED);
+    CHECK(children_of(q, a) == 1 && children_of(q, b) == 0);
+    /* The same list again (a retry after a lost reply): the same answers,
+     * no second child. */
+    CHECK_OK(tj_queue_complete_many(q, c, sts, 3, &err));
+    CHECK(sts[0] == TJ_STATUS_OK && sts[1] == TJ_STATUS_ABORTED && sts[2] == TJ_STATUS_OK);
+    CHECK(children_of(q, a) == 1);
+    tj_completions_clear(c);
+    CHECK(tj_completions_len(c) == 0);
+    CHECK_OK(tj_queue_complete_many(q, c, NULL, 0, &err)); /* empty: nothing to answer */
+    tj_queue_close(q);
+    CHECK_OK(tj_completions_add(c, &ta, NULL, 0, 0, NULL, &err));
+    CHECK_STATUS(TJ_STATUS_CLOSED, tj_queue_complete_many(q, c, sts, 1, &err));
+    tj_completions_free(c);
+    tj_completions_free(NULL);
+    tj_completions_clear(NULL);
+    CHECK(tj_completions_len(NULL) == 0);
+    tj_job_free(ja);
+    tj_job_free(jb);
+    tj_queue_free(q);
+    tmpdir_remove(dir);
+}
+
 #define CONTROL_FLOW_TESTS                                                   \
     TEST(limits_are_set_listed_in_label_order_and_removed),                 \
     TEST(a_concurrency_cap_holds_a_lease_back_until_one_settles),           \
     TEST(bad_limit_input_is_refused_with_its_status_and_changes_nothing),   \
-    TEST(complete_then_creates_children_that_record_their_parent)
+    TEST(complete_then_creates_children_that_record_their_parent),          \
+    TEST(complete_many_answers_per_item_in_one_write)
 
 #endif

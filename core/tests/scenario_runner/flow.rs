@@ -1,5 +1,5 @@
 //! The flow-control steps: set_limit, remove_limit, limits; and complete
-//! with follow-up jobs (`then`).
+//! and complete_many with follow-up jobs (`then`).
 
 use serde_json::{json, Value as Json};
 use telha_jobs::{Completion, Error, Limit, LimitTarget, NewJob};
@@ -58,7 +58,8 @@ impl Run {
         Ok(json!({ "limits": rows }))
     }
 
-    pub(crate) fn complete(&self, s: &Json) -> Result<Json, Error> {
+    /// A `complete` step's (or a `complete_many` item's) completion.
+    fn completion(&self, s: &Json) -> Result<Completion, Error> {
         let t = self.token(s.get("lease")).map_err(Error::Storage)?;
         let result = bytes_arg(s, "result", "result_size").map_err(Error::Storage)?;
         let then = match s.get("then").and_then(Json::as_array) {
@@ -71,8 +72,30 @@ impl Run {
                 .collect::<Result<Vec<_>, Error>>()?,
             None => Vec::new(),
         };
-        let c = Completion::new(t, result).then(then);
+        Ok(Completion::new(t, result).then(then))
+    }
+
+    pub(crate) fn complete(&self, s: &Json) -> Result<Json, Error> {
+        let c = self.completion(s)?;
         self.q().map_err(Error::Storage)?.complete_with(c)?;
         Ok(Json::Null)
+    }
+
+    /// `items`, each as `complete`'s arguments: `{"answers": ["ok" | CODE, …]}`.
+    pub(crate) fn complete_many(&self, s: &Json) -> Result<Json, Error> {
+        let items = s
+            .get("items")
+            .and_then(Json::as_array)
+            .ok_or_else(|| Error::Storage("complete_many needs items".into()))?;
+        let cs = items
+            .iter()
+            .map(|i| self.completion(i))
+            .collect::<Result<Vec<_>, Error>>()?;
+        let answers = self.q().map_err(Error::Storage)?.complete_many(cs)?;
+        let answers: Vec<&str> = answers
+            .iter()
+            .map(|a| a.as_ref().map_or_else(|e| e.kind().code(), |()| "ok"))
+            .collect();
+        Ok(json!({ "answers": answers }))
     }
 }

@@ -184,6 +184,7 @@ impl Run {
             "lease" => self.lease(s),
             "extend" => self.extend(s),
             "complete" => self.complete(s),
+            "complete_many" => self.complete_many(s),
             "set_limit" => self.set_limit(s),
             "remove_limit" => self.remove_limit(s),
             "limits" => self.limits(),
