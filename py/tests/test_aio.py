@@ -267,3 +267,23 @@ def check_an_async_relapsed_lease_completes(q: telha_jobs.Queue, local: telha_jo
 def test_a_lease_lost_under_an_async_handler_and_leased_again_completes(target: Target) -> None:
     with target.open(**RELAPSE_SETTINGS) as q:
         check_an_async_relapsed_lease_completes(q, target.local())
+
+
+def test_async_queue_serve_shares_the_store_and_stops_off_the_loop(store: Path) -> None:
+    async def main() -> None:
+        async with await AsyncQueue.open(store, reaper_interval=0) as q:
+            async with await q.serve("127.0.0.1:0", metrics_listen="127.0.0.1:0", ui=True) as server:
+                assert server.running and server.url.startswith("http://127.0.0.1:")
+                assert server.ui_url is not None and server.metrics_address is not None
+                async with await AsyncQueue.connect(server.url) as remote:
+                    job_id = await remote.enqueue("embed", {"n": 1})
+                    with pytest.raises(telha_jobs.InvalidArgumentError):
+                        await remote.serve("127.0.0.1:0")  # a remote queue cannot be served
+                job = await q.lease_next("w")
+                assert job is not None and job.id == job_id
+                await q.complete(job)
+            assert not server.running
+            with pytest.raises(telha_jobs.InvalidArgumentError):
+                await q.serve("0.0.0.0:0")  # off loopback without a token
+
+    run(main())

@@ -15,12 +15,13 @@ from typing import Any, Literal, TypeVar
 from ._aio_events import AsyncSubscription, wait
 from ._aio_control import _AsyncControl
 from ._aio_schedules import _AsyncSchedules
+from ._aio_server import AsyncServer
 from ._aio_worker import AsyncWorker
 from ._errors import TelhaError
 from ._native import CancelWait, Job, JobInfo, Queue, connect
 from ._types import Enqueued
 
-__all__ = ["AsyncQueue", "AsyncSubscription", "AsyncWorker"]
+__all__ = ["AsyncQueue", "AsyncServer", "AsyncSubscription", "AsyncWorker"]
 
 log = logging.getLogger("telha_jobs")
 T = TypeVar("T")
@@ -64,6 +65,27 @@ class AsyncQueue(_AsyncControl, _AsyncSchedules):
     async def _call(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kw))
+
+    async def serve(
+        self,
+        listen: str = "127.0.0.1:7450",
+        *,
+        token: str | None = None,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        metrics_listen: str | None = None,
+        ui: bool = False,
+        ui_read_only: bool = False,
+    ) -> AsyncServer:
+        """Serve this embedded queue to other processes (gRPC) from this one,
+        as :meth:`Queue.serve` does (``ui=True`` also serves the operator
+        page); started off the event loop. A remote queue cannot be served
+        (``InvalidArgumentError``)."""
+        server = await self._call(
+            self.queue.serve, listen, token=token, tls_cert=tls_cert, tls_key=tls_key,
+            metrics_listen=metrics_listen, ui=ui, ui_read_only=ui_read_only,
+        )
+        return AsyncServer(server)
 
     async def close(self) -> None:
         """Close the queue handle; waits in progress end."""
