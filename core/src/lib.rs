@@ -42,6 +42,7 @@ mod engine;
 pub mod error;
 pub mod event;
 pub mod flow;
+mod heap;
 pub mod ids;
 pub mod job;
 pub mod kind;
@@ -53,6 +54,7 @@ pub mod payload;
 mod queue;
 #[cfg(feature = "rocksdb")]
 mod reaper;
+mod rocksdb_memory;
 pub mod schedule;
 #[cfg(feature = "rocksdb")]
 mod scheduler;

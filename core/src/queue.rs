@@ -577,6 +577,7 @@ impl Queue {
         let counters = e.counts.scopes_held();
         crate::metrics::render_scopes(&mut out, active, parked, (held, counters));
         e.render_schedules(&mut out);
+        crate::rocksdb_memory::render(&mut out, e.db());
         Ok(out)
     }
 

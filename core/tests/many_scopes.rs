@@ -255,3 +255,33 @@ fn memory_per_scope_returns_to_the_live_scopes_after_pruning() {
     assert_eq!(gauge(&s, "telha_jobs_scopes_in_memory"), 4.0);
     assert_eq!(gauge(&s, "telha_jobs_scope_counters_in_memory"), 3.0);
 }
+
+/// RocksDB's own memory is in the metrics beside the engine's (issue 50):
+/// the memtables per family grow with what was written, the counters
+/// family's included.
+#[test]
+fn rocksdb_memory_is_in_the_metrics_per_family() {
+    let s = TestStore::new();
+    let before = gauge(
+        &s,
+        "telha_jobs_rocksdb_memory_bytes{cf=\"counters\",part=\"memtables\"}",
+    );
+    enqueue_all(&s, (0..2_000).map(|i| job(scope(i), "embed")).collect());
+    for cf in ["jobs", "ids", "kinds", "counters"] {
+        let m = gauge(
+            &s,
+            &format!("telha_jobs_rocksdb_memory_bytes{{cf=\"{cf}\",part=\"memtables\"}}"),
+        );
+        assert!(m > 0.0, "{cf}: {m}");
+        gauge(
+            &s,
+            &format!("telha_jobs_rocksdb_memory_bytes{{cf=\"{cf}\",part=\"table_readers\"}}"),
+        );
+    }
+    let after = gauge(
+        &s,
+        "telha_jobs_rocksdb_memory_bytes{cf=\"counters\",part=\"memtables\"}",
+    );
+    assert!(after > before, "{before} -> {after}");
+    gauge(&s, "telha_jobs_rocksdb_block_cache_bytes{part=\"usage\"}");
+}

@@ -147,7 +147,7 @@ impl Engine {
     /// of scopes without jobs, pruning cursors of bands with no row left in
     /// their state.
     pub(crate) fn forget_idle(&self) -> Result<()> {
-        self.bands.forget_idle();
+        let forgotten = self.bands.forget_idle();
         self.tidy_kind_cursors()?;
         self.counts.sweep();
         let stale: Vec<(Scope, State, u8)> = {
@@ -164,6 +164,7 @@ impl Engine {
                 c.remove(&k);
             }
         }
+        crate::heap::forgotten(forgotten);
         Ok(())
     }
 }
