@@ -287,3 +287,45 @@ def test_async_queue_serve_shares_the_store_and_stops_off_the_loop(store: Path) 
                 await q.serve("0.0.0.0:0")  # off loopback without a token
 
     run(main())
+
+
+def test_handlers_that_never_wait_run_in_their_own_context(store: Path) -> None:
+    """A handler that finishes without awaiting runs without a task of its
+    own (issue 52): it still sees its own lease, a context variable it sets
+    stays its own, and one that raises at once is failed as any other."""
+    import contextvars
+
+    mark: contextvars.ContextVar[str] = contextvars.ContextVar("mark", default="unset")
+    seen: list[tuple[str, str, str]] = []
+
+    async def handler(job: telha_jobs.Job) -> Any:
+        lease = telha_jobs.current_lease()
+        assert lease is not None
+        seen.append((job.payload, lease.job.id == job.id and "own" or "other", mark.get()))
+        mark.set(job.payload)
+        if job.payload == "boom":
+            raise ValueError("at once")
+        if job.payload == "wait":
+            await asyncio.sleep(0.01)
+            assert telha_jobs.current_lease() is lease and mark.get() == "wait"
+        return job.payload
+
+    async def main() -> None:
+        async with await AsyncQueue.open(store, reaper_interval=0, max_attempts=1) as q:
+            ids = [await q.enqueue("embed", p) for p in ["a", "boom", "wait", "b"]]
+            w = AsyncWorker(q, handler, concurrency=4, poll_wait=0.05)
+            runner = asyncio.create_task(w.run())
+            for _ in range(500):
+                if w.counts["completed"] + w.counts["failed"] >= 4:
+                    break
+                await asyncio.sleep(0.01)
+            await w.stop()
+            await runner
+            assert mark.get() == "unset"  # nothing leaked into the caller's context
+            states = [(await q.get(i)).state for i in ids]  # type: ignore[union-attr]
+            assert states == ["completed", "dead", "completed", "completed"], states
+            info = await q.get(ids[0])
+            assert info is not None and info.result == "a"
+
+    run(main())
+    assert sorted(seen) == [("a", "own", "unset"), ("b", "own", "unset"), ("boom", "own", "unset"), ("wait", "own", "unset")]

@@ -26,24 +26,21 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._errors import CancelledError, LeaseLostError, QueueClosedError
-from ._lease import Lease, _current
+from ._aio_beat import _Heartbeats
+from ._aio_eager import Done, Raised, Resume, Waiting, Later, first_step
+from ._lease import Lease
 from ._native import MAX_BATCH, CancelWait, Job, Queue
 from ._remote import Prefetch, SettleBatch, fresh, one_per_job
 from ._worker_rules import (
     NEW_COUNTS,
-    after_heartbeat,
     default_worker_id,
     delivery,
     failure_reason,
     outcome,
     prefetch_size,
     refused,
-    restore_progress,
     seconds,
     settle_batch_size,
-    take_progress,
-    timed_out,
-    timeout_reason,
 )
 
 if TYPE_CHECKING:
@@ -61,7 +58,7 @@ Pending = tuple[Lease, Job, Any]
 SENDS = 4
 
 
-class AsyncWorker:
+class AsyncWorker(_Heartbeats):
     """The :class:`~telha_jobs.Worker` for coroutine handlers: up to
     ``concurrency`` handlers run at once as tasks on the calling loop; a
     heartbeat task extends held leases at a third of the TTL each was
@@ -367,16 +364,32 @@ class AsyncWorker:
         # (it sleeps up to 0.5 s: longer than a short TTL).
         if lease.next_beat < self._beat_at and self._wake is not None:
             self._wake.set()
-        task = asyncio.get_running_loop().create_task(self._run_one(lease))
+        # Up to its first wait here; a task only for a handler that waits
+        # (_aio_eager.py). One that finished frees its slot at once: the
+        # caller's loop (lease loop, _start_ahead) starts the next.
+        step = first_step(self.handler, lease)
+        if isinstance(step, Done):
+            try:
+                self._complete(lease, step.value)
+            except Exception as e:  # noqa: BLE001 - never a lost slot
+                self._error(f"settling {job.id}", e)
+            self._free_slot(lease, start_ahead=False)
+            return
+        task = asyncio.get_running_loop().create_task(self._run_rest(lease, step), context=step.context)
         if not task.done():  # an eager task factory may have run it through already
             self._handlers[lease] = task
 
-    async def _run_one(self, lease: Lease) -> None:
-        _current.set(lease)  # this task's own context
+    async def _run_rest(self, lease: Lease, step: Raised | Waiting | Later) -> None:
+        """The rest of a handler that waited (or raised) in its first step."""
         job = lease.job
         try:
             try:
-                result = await self.handler(job)
+                if isinstance(step, Raised):
+                    raise step.error
+                if isinstance(step, Waiting):
+                    result = await Resume(step.coro, step.yielded)
+                else:
+                    result = await step.awaitable
             except asyncio.CancelledError:
                 raise
             except Exception as e:
@@ -389,11 +402,15 @@ class AsyncWorker:
         finally:
             # Its slot is free (in the task, not a done-callback: one loop
             # turn less per job).
-            self._handlers.pop(lease, None)
-            self._running -= 1
+            self._free_slot(lease, start_ahead=True)
+
+    def _free_slot(self, lease: Lease, *, start_ahead: bool) -> None:
+        self._handlers.pop(lease, None)
+        self._running -= 1
+        if start_ahead:
             self._start_ahead()
-            assert self._slot is not None
-            self._slot.set()
+        assert self._slot is not None
+        self._slot.set()
 
     def _start_ahead(self) -> None:
         """Start the jobs leased ahead while slots are free; release those
@@ -547,58 +564,3 @@ class AsyncWorker:
             self.counts["lost"] += 1
         except Exception as e:  # noqa: BLE001 - logged and counted
             self._error(f"failing {lease.job.id}", e)
-
-    # -- heartbeats ------------------------------------------------------------
-
-    async def _time_out(self, leases: Sequence[Lease]) -> None:
-        for lease in leases:
-            held = self._leases.pop(delivery(lease.job), None) is lease
-            lease._mark_lost("timeout")
-            if not held:
-                continue
-            log.warning("worker %s: job %s %s", self.worker_id, lease.job.id, timeout_reason(lease))
-            await self._fail_for(lease, timeout_reason(lease), True, "timed_out")
-
-    async def _heartbeat(self) -> None:
-        while True:
-            try:
-                await self._beat_once()
-            except Exception as e:  # noqa: BLE001 - never lose the heartbeat task
-                self._error("heartbeat", e)
-                await self._pause(0.1)
-
-    async def _beat_once(self) -> None:
-        """One pass of the heartbeat task: every due lease in one call."""
-        now = time.time()
-        late = timed_out(list(self._leases.values()), now)
-        if late:
-            await self._time_out(late)
-        due = [l for l in self._leases.values() if l.next_beat <= now]
-        if due:
-            sent = time.time()
-            failed = False
-            reports = take_progress(due)  # the handlers' latest progress rides along
-            try:
-                answers = await self.queue.extend_answers(
-                    [l.job for l in due], self.worker_id, reports
-                )
-            except Exception as e:  # noqa: BLE001 - counted; a closed queue stops the Worker
-                restore_progress(due, reports)
-                self._error("heartbeat", e)
-                # Unrenewed past its deadline, a lease is lost (see Worker).
-                failed = True
-                answers = ["renewed" if time.time() < l.expires else "lost" for l in due]
-            now = after_heartbeat(self.worker_id, due, answers, failed, sent)
-        nxt = min(
-            (min(l.next_beat, l.timeout_at) for l in self._leases.values()), default=now + 0.5
-        )
-        pause = min(max(nxt - now, 0.01), 0.5)
-        assert self._wake is not None
-        self._wake.clear()
-        self._beat_at = now + pause
-        try:
-            await asyncio.wait_for(self._wake.wait(), pause)
-        except asyncio.TimeoutError:
-            pass
-        finally:
-            self._beat_at = 0.0
