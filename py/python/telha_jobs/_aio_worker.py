@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._errors import CancelledError, LeaseLostError, QueueClosedError
 from ._aio_beat import _Heartbeats
-from ._aio_eager import Done, Raised, Resume, Waiting, Later, first_step
-from ._lease import Lease
+from ._lease import Lease, _current
 from ._native import MAX_BATCH, CancelWait, Job, Queue
 from ._remote import Prefetch, SettleBatch, fresh, one_per_job
 from ._worker_rules import (
@@ -364,32 +363,16 @@ class AsyncWorker(_Heartbeats):
         # (it sleeps up to 0.5 s: longer than a short TTL).
         if lease.next_beat < self._beat_at and self._wake is not None:
             self._wake.set()
-        # Up to its first wait here; a task only for a handler that waits
-        # (_aio_eager.py). One that finished frees its slot at once: the
-        # caller's loop (lease loop, _start_ahead) starts the next.
-        step = first_step(self.handler, lease)
-        if isinstance(step, Done):
-            try:
-                self._complete(lease, step.value)
-            except Exception as e:  # noqa: BLE001 - never a lost slot
-                self._error(f"settling {job.id}", e)
-            self._free_slot(lease, start_ahead=False)
-            return
-        task = asyncio.get_running_loop().create_task(self._run_rest(lease, step), context=step.context)
+        task = asyncio.get_running_loop().create_task(self._run_one(lease))
         if not task.done():  # an eager task factory may have run it through already
             self._handlers[lease] = task
 
-    async def _run_rest(self, lease: Lease, step: Raised | Waiting | Later) -> None:
-        """The rest of a handler that waited (or raised) in its first step."""
+    async def _run_one(self, lease: Lease) -> None:
+        _current.set(lease)  # this task's own context
         job = lease.job
         try:
             try:
-                if isinstance(step, Raised):
-                    raise step.error
-                if isinstance(step, Waiting):
-                    result = await Resume(step.coro, step.yielded)
-                else:
-                    result = await step.awaitable
+                result = await self.handler(job)
             except asyncio.CancelledError:
                 raise
             except Exception as e:
@@ -402,15 +385,11 @@ class AsyncWorker(_Heartbeats):
         finally:
             # Its slot is free (in the task, not a done-callback: one loop
             # turn less per job).
-            self._free_slot(lease, start_ahead=True)
-
-    def _free_slot(self, lease: Lease, *, start_ahead: bool) -> None:
-        self._handlers.pop(lease, None)
-        self._running -= 1
-        if start_ahead:
+            self._handlers.pop(lease, None)
+            self._running -= 1
             self._start_ahead()
-        assert self._slot is not None
-        self._slot.set()
+            assert self._slot is not None
+            self._slot.set()
 
     def _start_ahead(self) -> None:
         """Start the jobs leased ahead while slots are free; release those
