@@ -329,3 +329,45 @@ def test_handlers_that_never_wait_run_in_their_own_context(store: Path) -> None:
 
     run(main())
     assert sorted(seen) == [("a", "own", "unset"), ("b", "own", "unset"), ("boom", "own", "unset"), ("wait", "own", "unset")]
+
+
+def test_each_handler_runs_as_its_own_current_task(store: Path) -> None:
+    """Every handler, one that never waits included (it may start eagerly on
+    Python >= 3.12), runs as a task of its own: ``asyncio.current_task()``
+    is a task no other job or the Worker shares, and an ``asyncio.timeout``
+    that expires in a handler times out that handler only (with the wrong
+    current task it would cancel the Worker's lease loop instead)."""
+    tasks: dict[str, asyncio.Task[Any] | None] = {}
+
+    async def handler(job: telha_jobs.Job) -> Any:
+        tasks[job.payload] = asyncio.current_task()
+        if job.payload.startswith("slow"):
+            try:
+                async with asyncio.timeout(0.01):
+                    await asyncio.sleep(5)
+            except TimeoutError:
+                return "timed out"
+        return "ok"
+
+    async def main() -> None:
+        async with await AsyncQueue.open(store, reaper_interval=0) as q:
+            payloads = ["a", "slow1", "b", "slow2", "c", "d"]
+            ids = [await q.enqueue("embed", p) for p in payloads]
+            w = AsyncWorker(q, handler, concurrency=2, poll_wait=0.05)
+            runner = asyncio.create_task(w.run())
+            for _ in range(500):
+                if w.counts["completed"] >= len(ids):
+                    break
+                await asyncio.sleep(0.01)
+            assert w.counts["completed"] == len(ids), w.counts
+            assert w._lease_task is not None and not w._lease_task.done(), "the lease loop was cancelled"
+            await w.stop()
+            await runner
+            results = [(await q.get(i)).result for i in ids]  # type: ignore[union-attr]
+            assert results == ["ok", "timed out", "ok", "timed out", "ok", "ok"], results
+            seen = [tasks[p] for p in payloads]
+            assert all(t is not None for t in seen)
+            assert len({id(t) for t in seen}) == len(payloads), "two jobs shared a task"
+            assert w._lease_task not in seen and runner not in seen
+
+    run(main())

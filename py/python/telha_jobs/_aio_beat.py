@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ._lease import Lease
-from ._worker_rules import after_heartbeat, delivery, restore_progress, take_progress, timed_out, timeout_reason
+from ._worker_rules import after_heartbeat, restore_progress, take_progress, timed_out, timeout_reason
 
 if TYPE_CHECKING:
     from .aio import AsyncQueue
@@ -33,7 +33,7 @@ class _Heartbeats:
 
     async def _time_out(self, leases: Sequence[Lease]) -> None:
         for lease in leases:
-            held = self._leases.pop(delivery(lease.job), None) is lease
+            held = self._leases.pop(lease.key, None) is lease
             lease._mark_lost("timeout")
             if not held:
                 continue

@@ -20,9 +20,10 @@ import functools
 import logging
 import math
 import signal
+import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._errors import CancelledError, LeaseLostError, QueueClosedError
@@ -33,7 +34,6 @@ from ._remote import Prefetch, SettleBatch, fresh, one_per_job
 from ._worker_rules import (
     NEW_COUNTS,
     default_worker_id,
-    delivery,
     failure_reason,
     outcome,
     prefetch_size,
@@ -55,6 +55,23 @@ Pending = tuple[Lease, Job, Any]
 
 # The most ``complete_many`` calls out at once (see AsyncWorker._pump).
 SENDS = 4
+
+
+def _task(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    """A handler's task. On Python >= 3.12 with the loop's default task
+    factory it starts eagerly (``eager_start``): it runs up to its first
+    wait right here, as the current task, and one that finishes without
+    waiting (a no-op, a cache hit) costs no scheduling and no loop turn.
+    Before 3.12 (and under a task factory of the user's, which is honoured)
+    it is an ordinary task: running a handler's first step outside a task of
+    its own would give ``asyncio.current_task()`` and ``asyncio.timeout()``
+    the wrong task, so 3.11 pays a loop turn per job."""
+    if _EAGER and loop.get_task_factory() is None:
+        return asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
+    return loop.create_task(coro)
+
+
+_EAGER = sys.version_info >= (3, 12)
 
 
 class AsyncWorker(_Heartbeats):
@@ -132,6 +149,7 @@ class AsyncWorker(_Heartbeats):
         self._leases: dict[tuple[str, int], Lease] = {}
         self._handlers: dict[Lease, asyncio.Task[None]] = {}  # the running handler tasks
         self._running = 0  # handler slots in use
+        self._starting = False  # inside `_start`: a task may run through eagerly
         self._slot: asyncio.Event | None = None  # set when a slot frees
         # Completions waiting for a complete_many, and the calls out.
         self._out: list[Pending] = []
@@ -357,14 +375,20 @@ class AsyncWorker(_Heartbeats):
 
     def _start(self, job: Job, since: float | None) -> None:
         lease = Lease(job, since)
-        self._leases[delivery(job)] = lease
+        self._leases[lease.key] = lease
         self._running += 1
         # Wake the heartbeat only when this lease is due before its next pass
         # (it sleeps up to 0.5 s: longer than a short TTL).
         if lease.next_beat < self._beat_at and self._wake is not None:
             self._wake.set()
-        task = asyncio.get_running_loop().create_task(self._run_one(lease))
-        if not task.done():  # an eager task factory may have run it through already
+        # Eagerly where the loop allows it (see `_task`): a handler that
+        # finishes without waiting runs through right here, no loop turn.
+        outer, self._starting = self._starting, True
+        try:
+            task = _task(asyncio.get_running_loop(), self._run_one(lease))
+        finally:
+            self._starting = outer
+        if not task.done():
             self._handlers[lease] = task
 
     async def _run_one(self, lease: Lease) -> None:
@@ -387,7 +411,10 @@ class AsyncWorker(_Heartbeats):
             # turn less per job).
             self._handlers.pop(lease, None)
             self._running -= 1
-            self._start_ahead()
+            if not self._starting:
+                # (Run through inside `_start`: its caller's loop starts the
+                # next, rather than a recursion as deep as the lease-ahead.)
+                self._start_ahead()
             assert self._slot is not None
             self._slot.set()
 
@@ -418,7 +445,7 @@ class AsyncWorker(_Heartbeats):
 
     def _complete(self, lease: Lease, result: Any) -> None:
         """Queue a completion for a ``complete_many``."""
-        if self._leases.pop(delivery(lease.job), None) is not lease:
+        if self._leases.pop(lease.key, None) is not lease:
             return  # released by stop(), or failed for its timeout, already
         self._out.append((lease, lease.job, result))
         if len(self._out) >= self.settle_batch:
@@ -500,7 +527,7 @@ class AsyncWorker(_Heartbeats):
 
     async def _settle_outcome(self, lease: Lease, e: Exception) -> None:
         how, arg, extra = outcome(e, lease)
-        if self._leases.pop(delivery(lease.job), None) is not lease:
+        if self._leases.pop(lease.key, None) is not lease:
             return  # released by stop(), or failed for its timeout, already
         await self._settle_now(lease, how, arg, extra)
 

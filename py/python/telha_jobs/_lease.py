@@ -88,7 +88,7 @@ class Lease:
     report rides on the worker's next heartbeat (no write of its own)."""
 
     __slots__ = (
-        "job", "ttl", "next_beat", "expires", "timeout_at", "_lost", "_why", "_event", "_progress",
+        "job", "key", "ttl", "next_beat", "expires", "timeout_at", "_lost", "_why", "_event", "_progress",
         "_then", "_unstorable",
     )
 
@@ -96,6 +96,13 @@ class Lease:
 
     def __init__(self, job: Job, since: float | None = None) -> None:
         self.job = job
+        # What a worker keys this running delivery by: the job id and lease
+        # generation. A lease that expired under its handler can come back
+        # to the same worker as the next generation while the old handler
+        # still runs or settles; keyed by id alone, the old delivery's settle
+        # would remove the new one's lease (no more heartbeats, its result
+        # dropped). Made once: the id getter formats the UUID on every call.
+        self.key = (job.id, job.generation)
         now = time.time()
         # When the lease reached this process (`since`: earlier, for a lease
         # that waited in a remote Worker's prefetch).

@@ -32,15 +32,6 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{n}"
 
 
-def delivery(job: Job) -> tuple[str, int]:
-    """What a worker keys a running job by: its id and lease generation. A
-    lease that expired under its handler can come back to the same worker as
-    the next generation while the old handler still runs or settles; by id
-    alone, the old delivery's settle would remove the new one's lease (no
-    more heartbeats, its result dropped)."""
-    return (job.id, job.generation)
-
-
 def seconds(value: object, what: str) -> float:
     """A worker's ``poll_wait`` / ``stop_timeout``: an int, a float or a
     ``timedelta``, >= 0 (``math.inf``: no limit); a wrong type is TypeError,

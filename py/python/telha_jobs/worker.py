@@ -19,7 +19,6 @@ from ._worker_rules import (
     STOP_GRACE,
     after_heartbeat,
     default_worker_id,
-    delivery,
     failure_reason,
     join_timeout,
     outcome,
@@ -391,7 +390,7 @@ class Worker:
     def _run_one(self, job: Job, since: float | None = None) -> None:
         lease = Lease(job, since)
         with self._cond:
-            self._leases[delivery(job)] = lease
+            self._leases[lease.key] = lease
             # Wake the heartbeat only when this lease is due before its next pass.
             if lease.next_beat < self._beat_at:
                 self._cond.notify_all()
@@ -405,7 +404,7 @@ class Worker:
                 # SystemExit / KeyboardInterrupt raised in the handler is not
                 # the job's fault: hand it back untouched, then let it end the thread.
                 with self._cond:
-                    held = self._leases.pop(delivery(job), None) is lease
+                    held = self._leases.pop(lease.key, None) is lease
                 if held:
                     self._give_back(job)
                 raise
@@ -427,7 +426,7 @@ class Worker:
 
     def _settle(self, lease: Lease, how: str, arg: Any, extra: Any) -> None:
         with self._cond:
-            held = self._leases.pop(delivery(lease.job), None) is lease
+            held = self._leases.pop(lease.key, None) is lease
         if not held:
             return  # released by stop(), or failed for its timeout, already
         if how == "complete" and self._batch is not None and self._batch.add(lease, lease.job, arg):
@@ -496,7 +495,7 @@ class Worker:
         and tell the handlers their lease is lost."""
         for lease in leases:
             with self._cond:
-                held = self._leases.pop(delivery(lease.job), None) is lease
+                held = self._leases.pop(lease.key, None) is lease
             lease._mark_lost("timeout")
             if not held:
                 continue
