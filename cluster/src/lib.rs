@@ -1,0 +1,22 @@
+//! telha-jobs replicated by Raft: one leader runs the engine, its RocksDB
+//! write batches travel as Raft entries, and every node applies them to its
+//! own store. This crate is the only one that names openraft (pinned at
+//! 0.9.25), so a later move to 0.10 stays here.
+//!
+//! In progress (issue 38): the type configuration and the log store with
+//! group commit. The state machine over a replica store, the proposer and
+//! the engine per leadership term come next; nothing is exposed through
+//! `telha serve` yet. docs/ARCHITECTURE.md "Cluster (in progress)".
+
+// openraft's traits return its `StorageError` (224 bytes) by value; the
+// helpers that build one return it the same way rather than box and unbox.
+#![allow(clippy::result_large_err)]
+
+pub mod crc32c;
+pub mod log_store;
+mod types;
+
+pub use log_store::{LogStore, LogStoreError};
+pub use types::{
+    Entry, LogId, Payload, PeerNode, SnapshotDir, StorageError, TypeConfig, Vote, PAYLOAD_FORMAT,
+};

@@ -1,0 +1,320 @@
+//! The Raft log on its own RocksDB (`D/raft/`), apart from the store it
+//! replicates, so a snapshot install never touches the vote or the log.
+//!
+//! Layout: column family `log` holds each entry under its index
+//! (big-endian), the value a CRC-32C and the MessagePack entry; `meta`
+//! holds `vote`, `committed` and `last_purged`, framed the same way.
+//! `append` writes without sync and completes once the flusher thread has
+//! synced the WAL (group commit); the vote is synced before `save_vote`
+//! returns. Everything goes through one WAL, so a later sync also covers
+//! earlier unsynced truncates, purges and committed ids, in order.
+
+mod codec;
+mod flusher;
+
+use std::fmt::Debug;
+use std::io;
+use std::ops::{Bound, RangeBounds};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use openraft::storage::{LogFlushed, RaftLogStorage};
+use openraft::{
+    AnyError, ErrorSubject, ErrorVerb, LogState, OptionalSend, RaftLogReader, StorageIOError,
+};
+use rocksdb::{
+    ColumnFamily, ColumnFamilyDescriptor, Options, ReadOptions, WriteBatch, WriteOptions, DB,
+};
+use serde::de::DeserializeOwned;
+
+use crate::types::{Entry, LogId, StorageError, TypeConfig, Vote};
+use codec::{decode_entry, decode_meta, encode, index_key, key_index};
+use flusher::Flusher;
+
+const CF_LOG: &str = "log";
+const CF_META: &str = "meta";
+const KEY_VOTE: &str = "vote";
+const KEY_COMMITTED: &str = "committed";
+const KEY_LAST_PURGED: &str = "last_purged";
+
+/// Why the log store did not open.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LogStoreError {
+    #[error("raft log db: {0}")]
+    Rocks(#[from] rocksdb::Error),
+    #[error("raft log db: {0}")]
+    Storage(#[from] StorageError),
+    #[error("raft log db: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// A node's Raft log. Cheap to clone: clones share the DB and the flusher
+/// (openraft reads through one clone while appending through another).
+#[derive(Clone)]
+pub struct LogStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    // Declared first so it is dropped first: it syncs and completes what is
+    // queued, and its thread lets go of the DB, before the DB closes.
+    flusher: Flusher,
+    db: Arc<DB>,
+    /// Cached: every `get_log_state` needs it.
+    last_purged: Mutex<Option<LogId>>,
+}
+
+impl LogStore {
+    /// Opens (or creates) the log DB in `dir`.
+    pub fn open(dir: impl AsRef<Path>) -> Result<LogStore, LogStoreError> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir)?;
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        opts.set_max_background_jobs(2);
+        opts.set_keep_log_file_num(4);
+        let cfs = [CF_LOG, CF_META].map(|n| ColumnFamilyDescriptor::new(n, Options::default()));
+        let db = Arc::new(DB::open_cf_descriptors(&opts, dir, cfs)?);
+        let flusher = Flusher::start(db.clone())?;
+        let inner = Inner {
+            flusher,
+            db,
+            last_purged: Mutex::new(None),
+        };
+        let last_purged = inner.read_meta(KEY_LAST_PURGED, ErrorSubject::Logs)?;
+        *inner.last_purged.lock().unwrap() = last_purged;
+        Ok(LogStore {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Writes `entries` (readable on return) and calls `on_flushed` once
+    /// they are on disk, after the completions of earlier appends. This is
+    /// [`RaftLogStorage::append`] for any callback; benches and tests use it.
+    pub fn append_then<I, F>(&self, entries: I, on_flushed: F) -> Result<(), StorageError>
+    where
+        I: IntoIterator<Item = Entry>,
+        F: FnOnce(io::Result<()>) + Send + 'static,
+    {
+        let inner = &self.inner;
+        let cf = inner.cf(CF_LOG);
+        let mut batch = WriteBatch::default();
+        for e in entries {
+            let value = encode(&e)
+                .map_err(|err| StorageIOError::write_log_entry(e.log_id, AnyError::new(&err)))?;
+            batch.put_cf(cf, index_key(e.log_id.index), value);
+        }
+        let queue = inner.flusher.enqueue();
+        inner
+            .write(batch, false)
+            .map_err(StorageIOError::write_logs)?;
+        queue.push(Box::new(on_flushed));
+        Ok(())
+    }
+
+    /// WAL syncs run by the flusher so far: appends per sync is the group
+    /// size.
+    pub fn wal_syncs(&self) -> u64 {
+        self.inner.flusher.syncs()
+    }
+
+    fn entries(&self, start: u64, end: Option<u64>) -> Result<Vec<Entry>, StorageError> {
+        let inner = &self.inner;
+        let mut ro = ReadOptions::default();
+        if let Some(end) = end {
+            ro.set_iterate_upper_bound(index_key(end));
+        }
+        let mut it = inner.db.raw_iterator_cf_opt(inner.cf(CF_LOG), ro);
+        it.seek(index_key(start));
+        let mut out = Vec::new();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            let index = key_index(k).ok_or_else(|| bad_key(k))?;
+            out.push(decode_entry(index, v)?);
+            it.next();
+        }
+        it.status()
+            .map_err(|e| StorageIOError::read_logs(AnyError::new(&e)))?;
+        Ok(out)
+    }
+
+    fn last_entry_id(&self) -> Result<Option<LogId>, StorageError> {
+        let inner = &self.inner;
+        let mut it = inner.db.raw_iterator_cf(inner.cf(CF_LOG));
+        it.seek_to_last();
+        if let (Some(k), Some(v)) = (it.key(), it.value()) {
+            let index = key_index(k).ok_or_else(|| bad_key(k))?;
+            return Ok(Some(decode_entry(index, v)?.log_id));
+        }
+        it.status()
+            .map_err(|e| StorageIOError::read_logs(AnyError::new(&e)))?;
+        Ok(None)
+    }
+}
+
+impl Inner {
+    fn cf(&self, name: &str) -> &ColumnFamily {
+        self.db
+            .cf_handle(name)
+            .expect("column family created at open")
+    }
+
+    fn write(&self, batch: WriteBatch, sync: bool) -> Result<(), AnyError> {
+        let mut wo = WriteOptions::default();
+        wo.set_sync(sync);
+        self.db.write_opt(batch, &wo).map_err(|e| AnyError::new(&e))
+    }
+
+    fn read_meta<T: DeserializeOwned>(
+        &self,
+        key: &str,
+        subject: ErrorSubject<u64>,
+    ) -> Result<Option<T>, StorageError> {
+        let raw = self.db.get_pinned_cf(self.cf(CF_META), key).map_err(|e| {
+            StorageIOError::new(subject.clone(), ErrorVerb::Read, AnyError::new(&e))
+        })?;
+        raw.map(|raw| decode_meta(key, subject, &raw)).transpose()
+    }
+
+    fn put_meta<T: serde::Serialize>(
+        &self,
+        batch: &mut WriteBatch,
+        key: &str,
+        value: &T,
+        subject: ErrorSubject<u64>,
+    ) -> Result<(), StorageError> {
+        let raw = encode(value)
+            .map_err(|e| StorageIOError::new(subject, ErrorVerb::Write, AnyError::new(&e)))?;
+        batch.put_cf(self.cf(CF_META), key, raw);
+        Ok(())
+    }
+}
+
+fn bad_key(k: &[u8]) -> StorageError {
+    let msg = format!("raft log key {k:02x?} is not an 8-byte index");
+    StorageIOError::read_logs(AnyError::error(msg)).into()
+}
+
+/// `range` as `[start, end)`, `end` `None` for unbounded.
+fn index_range(range: &impl RangeBounds<u64>) -> (u64, Option<u64>) {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1),
+        Bound::Excluded(&e) => Some(e),
+        Bound::Unbounded => None,
+    };
+    (start, end)
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError> {
+        let (start, end) = index_range(&range);
+        if end.is_some_and(|end| end <= start) {
+            return Ok(Vec::new());
+        }
+        self.entries(start, end)
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = LogStore;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
+        let last_purged_log_id = *self.inner.last_purged.lock().unwrap();
+        let last_log_id = self.last_entry_id()?.or(last_purged_log_id);
+        Ok(LogState {
+            last_purged_log_id,
+            last_log_id,
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> LogStore {
+        self.clone()
+    }
+
+    /// Synced before it returns: a node must never vote twice in a term.
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
+        let inner = &self.inner;
+        let mut batch = WriteBatch::default();
+        inner.put_meta(&mut batch, KEY_VOTE, vote, ErrorSubject::Vote)?;
+        inner
+            .write(batch, true)
+            .map_err(StorageIOError::write_vote)?;
+        Ok(())
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, StorageError> {
+        self.inner.read_meta(KEY_VOTE, ErrorSubject::Vote)
+    }
+
+    /// Not synced: a committed id that rolls back after power loss is found
+    /// again from the quorum; the WAL keeps it behind the entries it names.
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
+        let inner = &self.inner;
+        let mut batch = WriteBatch::default();
+        match committed {
+            Some(id) => inner.put_meta(&mut batch, KEY_COMMITTED, &id, ErrorSubject::Store)?,
+            None => batch.delete_cf(inner.cf(CF_META), KEY_COMMITTED),
+        }
+        inner.write(batch, false).map_err(StorageIOError::write)?;
+        Ok(())
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
+        self.inner.read_meta(KEY_COMMITTED, ErrorSubject::Store)
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), StorageError>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        self.append_then(entries, move |res| callback.log_io_completed(res))
+    }
+
+    /// Deletes `log_id` and every entry after it. Not synced: entries that
+    /// come back after a crash were never acknowledged as on disk by the
+    /// callback's sync of a later append, which would cover this delete.
+    async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        let inner = &self.inner;
+        let cf = inner.cf(CF_LOG);
+        let mut batch = WriteBatch::default();
+        batch.delete_range_cf(cf, index_key(log_id.index), index_key(u64::MAX));
+        batch.delete_cf(cf, index_key(u64::MAX));
+        inner
+            .write(batch, false)
+            .map_err(|e| StorageIOError::write_log_entry(log_id, e))?;
+        Ok(())
+    }
+
+    /// Deletes every entry up to and including `log_id` and remembers it as
+    /// the last purged, in one batch.
+    async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        let inner = &self.inner;
+        let mut last = inner.last_purged.lock().unwrap();
+        if last.is_some_and(|l| l >= log_id) {
+            return Ok(());
+        }
+        let mut batch = WriteBatch::default();
+        inner.put_meta(&mut batch, KEY_LAST_PURGED, &log_id, ErrorSubject::Logs)?;
+        let cf = inner.cf(CF_LOG);
+        batch.delete_range_cf(cf, index_key(0), index_key(log_id.index.saturating_add(1)));
+        inner
+            .write(batch, false)
+            .map_err(|e| StorageIOError::new(ErrorSubject::Logs, ErrorVerb::Delete, e))?;
+        *last = Some(log_id);
+        Ok(())
+    }
+}
