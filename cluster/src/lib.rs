@@ -14,6 +14,7 @@
 
 pub mod crc32c;
 pub mod log_store;
+pub mod network;
 mod types;
 
 pub use log_store::{LogStore, LogStoreError};
