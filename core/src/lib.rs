@@ -54,6 +54,8 @@ pub mod payload;
 mod queue;
 #[cfg(feature = "rocksdb")]
 mod reaper;
+#[cfg(feature = "rocksdb")]
+pub mod replica;
 mod rocksdb_memory;
 pub mod schedule;
 #[cfg(feature = "rocksdb")]

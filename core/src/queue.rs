@@ -121,15 +121,18 @@ impl Queue {
     /// The engine, for one call: `Closed` after `close`, `Unavailable` once
     /// the engine is fenced (every call of `Queue` passes here).
     pub(crate) fn engine(&self) -> Result<Arc<Engine>> {
-        let e = self
-            .inner
+        let e = self.held_engine().ok_or(Error::Closed)?;
+        e.check_fenced()?;
+        Ok(e)
+    }
+
+    /// The engine, fenced or not; `None` after `close`.
+    pub(crate) fn held_engine(&self) -> Option<Arc<Engine>> {
+        self.inner
             .engine
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
-            .ok_or(Error::Closed)?;
-        e.check_fenced()?;
-        Ok(e)
     }
 
     /// Close this handle and its clones: later calls answer `Closed`, waits

@@ -19,6 +19,7 @@ use rocksdb::{WriteBatch, WriteOptions};
 
 use super::Engine;
 use crate::error::{Error, Result};
+use crate::replica::{Replicate, ReplicateError};
 use crate::store::Store;
 
 /// Why a [`Commit`] did not answer `Ok`.
@@ -28,8 +29,7 @@ pub(crate) enum CommitError {
     Failed(Error),
     /// The batch may or may not have been applied: fences the engine. The
     /// message says what happened, for the `Unavailable` answers. The
-    /// embedded commit never yields it (a replicated one will); tests do.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// embedded commit never yields it; a replicated one does.
     Unknown(String),
 }
 
@@ -69,6 +69,32 @@ impl Commit for Local {
             .db()
             .write_opt(batch, &self.wopts)
             .map_err(|e| CommitError::Failed(e.into()))
+    }
+}
+
+/// The replicated commit (`Queue::open_replica`): the batch's bytes go to
+/// the [`Replicate`] (telha-jobs-cluster's proposer), which answers once
+/// they are durable on a quorum and applied to the store this engine
+/// reads. A separate impl, so the embedded path keeps its `write_opt`
+/// without a copy of the bytes or another indirection.
+pub(crate) struct Replicated {
+    replicate: Box<dyn Replicate>,
+}
+
+impl Replicated {
+    pub fn new(replicate: Box<dyn Replicate>) -> Replicated {
+        Replicated { replicate }
+    }
+}
+
+impl Commit for Replicated {
+    fn commit(&self, batch: WriteBatch) -> std::result::Result<(), CommitError> {
+        self.replicate
+            .replicate(batch.data().to_vec())
+            .map_err(|e| match e {
+                ReplicateError::Failed(e) => CommitError::Failed(e),
+                ReplicateError::Unknown(why) => CommitError::Unknown(why),
+            })
     }
 }
 
@@ -125,8 +151,9 @@ impl Engine {
     /// (a lease entry, idempotency stripes, the hub's `order`): it takes
     /// only leaf locks and the hub's own (never `order`), and joins no
     /// thread (the reaper may be waiting for a lease entry this writer
-    /// holds). The threads are joined when the last handle closes.
-    fn fence(&self, why: String) {
+    /// holds). The threads are joined when the last handle closes. Also
+    /// called from outside (`Queue::fence`: a replica's leadership lost).
+    pub(crate) fn fence(&self, why: String) {
         if self.fenced.set(why.clone()).is_err() {
             return;
         }

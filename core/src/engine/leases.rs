@@ -29,6 +29,18 @@ pub(crate) struct LeaseEntry {
     pub record: JobRecord,
     /// False once the job has left the leased state.
     pub live: bool,
+    /// Not expired before this instant, whatever the row's deadline says:
+    /// the takeover grace of a replica engine (see [`Leases::hold_until`]);
+    /// 0 otherwise.
+    pub hold: u64,
+}
+
+impl LeaseEntry {
+    /// When the reaper may expire this lease: its deadline, or the
+    /// takeover hold when that is later.
+    pub fn expires_at(&self) -> u64 {
+        self.key.ts.max(self.hold)
+    }
 }
 
 pub(crate) type Entry = Arc<Mutex<LeaseEntry>>;
@@ -64,6 +76,7 @@ impl Leases {
             key,
             record,
             live: true,
+            hold: 0,
         }));
         self.shard(&key.id).insert(key.id, e);
     }
@@ -87,7 +100,7 @@ impl Leases {
             let s = s.lock().unwrap_or_else(|p| p.into_inner());
             for (id, e) in s.iter() {
                 if let Ok(e) = e.try_lock() {
-                    if e.live && e.key.ts <= now {
+                    if e.live && e.expires_at() <= now {
                         out.push(*id);
                     }
                 } else {
@@ -98,6 +111,20 @@ impl Leases {
         }
         out.sort();
         out
+    }
+
+    /// Hold every lease until at least `until`: a replica engine's takeover
+    /// grace (`Engine::open_replica`). The leases were rebuilt from the
+    /// store at a leadership change, during which their workers could not
+    /// heartbeat; expiring them at their recorded deadlines would hand
+    /// their jobs to others while the first workers still run them. Only
+    /// memory changes (the rows keep their deadlines; an extend moves the
+    /// deadline as usual), so a later takeover starts from the rows again.
+    pub fn hold_until(&self, until: u64) {
+        for e in self.entries() {
+            let mut e = lock(&e);
+            e.hold = e.hold.max(until);
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -120,8 +147,18 @@ impl Leases {
     /// `f` of every live entry. Entry locks are never taken while a shard
     /// lock is held (settlers hold an entry, then a shard).
     fn live<T>(&self, f: impl Fn(&LeaseEntry) -> T) -> Vec<T> {
-        let entries: Vec<Entry> = self
-            .shards
+        self.entries()
+            .iter()
+            .filter_map(|e| {
+                let e = lock(e);
+                e.live.then(|| f(&e))
+            })
+            .collect()
+    }
+
+    /// Every entry, taken from the shards before any entry is locked.
+    fn entries(&self) -> Vec<Entry> {
+        self.shards
             .iter()
             .flat_map(|s| {
                 s.lock()
@@ -129,13 +166,6 @@ impl Leases {
                     .values()
                     .cloned()
                     .collect::<Vec<_>>()
-            })
-            .collect();
-        entries
-            .iter()
-            .filter_map(|e| {
-                let e = lock(e);
-                e.live.then(|| f(&e))
             })
             .collect()
     }

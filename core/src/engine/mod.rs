@@ -20,6 +20,7 @@ mod peek;
 mod prune;
 mod purge;
 mod recover;
+mod replica;
 mod resettle;
 mod schedules;
 mod scope_counts;
@@ -49,7 +50,7 @@ use crate::store::{self as st, Store};
 
 pub use admin::CheckReport;
 pub(crate) use bands::Bands;
-pub(crate) use commit::{unavailable, Commit};
+pub(crate) use commit::{unavailable, Commit, Replicated};
 pub(crate) use leases::Leases;
 pub(crate) use notifier::Notifier;
 pub(crate) use schedules::Wake;
@@ -288,19 +289,23 @@ impl Engine {
                     reg.insert(canon.clone(), Arc::downgrade(&e));
                     e.registered.store(true, Ordering::SeqCst);
                     drop(reg);
-                    if !e.cfg.reaper_interval.is_zero() {
-                        let r = Reaper::start(Arc::downgrade(&e), e.cfg.reaper_interval);
-                        *e.reaper.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
-                        let s = crate::scheduler::Scheduler::start(
-                            Arc::downgrade(&e),
-                            e.schedules.wake.clone(),
-                        );
-                        *e.scheduler.lock().unwrap_or_else(|p| p.into_inner()) = Some(s);
-                    }
+                    e.start_threads();
                     return Ok(e);
                 }
             }
         }
+    }
+
+    /// Start the reaper and the scheduler, unless `reaper_interval` is 0.
+    fn start_threads(self: &Arc<Engine>) {
+        if self.cfg.reaper_interval.is_zero() {
+            return;
+        }
+        let r = Reaper::start(Arc::downgrade(self), self.cfg.reaper_interval);
+        *self.reaper.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+        let s =
+            crate::scheduler::Scheduler::start(Arc::downgrade(self), self.schedules.wake.clone());
+        *self.scheduler.lock().unwrap_or_else(|p| p.into_inner()) = Some(s);
     }
 
     /// A read-only engine for inspection: outside the registry, no reaper.

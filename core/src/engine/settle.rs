@@ -433,7 +433,7 @@ impl Engine {
                 continue;
             };
             let mut e = leases::lock(&entry);
-            if !e.live || e.key.ts > now {
+            if !e.live || e.expires_at() > now {
                 continue; // settled or extended since the scan
             }
             let outcome = Outcome::Failed {

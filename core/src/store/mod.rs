@@ -1,6 +1,7 @@
 //! The RocksDB store: column families, their options, the counters merge
 //! operator, the format marker, and opening with the one-process lock.
 
+pub(crate) mod batch;
 pub mod codec;
 pub mod format;
 pub mod keys;
@@ -16,8 +17,19 @@ pub const CF_KINDS: &str = "kinds";
 pub const CF_IDEM: &str = "idem";
 /// Kind → job counts per state, maintained by [`counters_merge`].
 pub const CF_COUNTERS: &str = "counters";
-/// Durable settings of the store (format 2 and later).
+/// Durable settings of the store (format 2 and later), each kind under
+/// its own key prefix: `pause/` (engine/pause.rs), `limit/`
+/// (engine/flow.rs), and [`RAFT_META_PREFIX`], reserved for the replicated
+/// state machine. The engine only ever seeks its own prefixes; nothing
+/// walks the whole family, and whatever comes to walk it must skip
+/// [`RAFT_META_PREFIX`].
 pub const CF_META: &str = "meta";
+/// The keys of the [`CF_META`] family that belong to the replicated state
+/// machine (telha-jobs-cluster: the applied log id, the membership), not to
+/// the engine: written only by [`crate::replica::ReplicaStore::apply`],
+/// never by an engine batch, and left out of the replica digest. No engine
+/// prefix starts with it.
+pub const RAFT_META_PREFIX: &[u8] = b"raft/";
 /// Job id → the payload, for payloads over [`INLINE_PAYLOAD_MAX`] (format 2
 /// and later): written once at enqueue, deleted with the job, so a large
 /// payload is not rewritten by every transition.
