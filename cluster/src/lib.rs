@@ -3,10 +3,11 @@
 //! own store. This crate is the only one that names openraft (pinned at
 //! 0.9.25), so a later move to 0.10 stays here.
 //!
-//! In progress (issue 38): the type configuration and the log store with
-//! group commit. The state machine over a replica store, the proposer and
-//! the engine per leadership term come next; nothing is exposed through
-//! `telha serve` yet. docs/ARCHITECTURE.md "Cluster (in progress)".
+//! In progress (issue 38): the type configuration, the log store with
+//! group commit, and the state machine over a `telha_jobs::replica`
+//! store. The proposer and the engine per leadership term come next;
+//! nothing is exposed through `telha serve` yet. docs/ARCHITECTURE.md
+//! "Cluster (in progress)".
 
 // openraft's traits return its `StorageError` (224 bytes) by value; the
 // helpers that build one return it the same way rather than box and unbox.
@@ -15,9 +16,11 @@
 pub mod crc32c;
 pub mod log_store;
 pub mod network;
+pub mod state_machine;
 mod types;
 
 pub use log_store::{LogStore, LogStoreError};
+pub use state_machine::StateMachine;
 pub use types::{
     Entry, LogId, Payload, PeerNode, SnapshotDir, StorageError, TypeConfig, Vote, PAYLOAD_FORMAT,
 };

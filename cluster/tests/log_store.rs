@@ -241,16 +241,21 @@ fn appends_queued_behind_a_sync_share_the_next_one_and_complete_in_index_order()
     let (order, tx, rx) = recorder();
     // The first completion holds the flusher until every other append is
     // written, so all of them wait on one sync: deterministic grouping.
+    let (started_tx, started_rx) = mpsc::channel::<()>();
     let (release_tx, release_rx) = mpsc::channel::<()>();
     let o = order.clone();
     let t = tx.clone();
     let first = move |res: std::io::Result<()>| {
         res.unwrap();
+        started_tx.send(()).unwrap();
         release_rx.recv().unwrap();
         o.lock().unwrap().push(1);
         t.send(1).unwrap();
     };
     log.append_then([entry(1, 1)], first).unwrap();
+    // Only once the first sync is done may the others come, else the
+    // flusher could take some of them with the first.
+    started_rx.recv().unwrap();
     const N: u64 = 200;
     for i in 2..=N {
         let (o, t) = (order.clone(), tx.clone());

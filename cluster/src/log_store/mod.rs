@@ -9,7 +9,7 @@
 //! returns. Everything goes through one WAL, so a later sync also covers
 //! earlier unsynced truncates, purges and committed ids, in order.
 
-mod codec;
+pub(crate) mod codec;
 mod flusher;
 
 use std::fmt::Debug;

@@ -1,0 +1,192 @@
+//! The state machine: every node applies committed entries to its own
+//! store (`D/store/`, a [`ReplicaStore`]), each entry's write batches with
+//! the applied log id and the membership in the same atomic write, under
+//! the store's reserved `raft/` meta keys. After a power loss the store
+//! rolls back to a consistent point, its applied id with it, and openraft
+//! applies again from the log.
+//!
+//! An entry whose payload format is newer than this build's, or whose
+//! column-family table digest differs from this store's, is refused: write
+//! batches name families by number, so applying them to another table
+//! would write rows into the wrong families. The refusal is a
+//! `StorageError`, which stops this node's Raft: loud, and nothing applied.
+
+use openraft::storage::RaftStateMachine;
+use openraft::{
+    AnyError, EntryPayload, ErrorSubject, ErrorVerb, OptionalSend, RaftSnapshotBuilder, Snapshot,
+    SnapshotMeta, StorageIOError, StoredMembership,
+};
+use telha_jobs::replica::ReplicaStore;
+
+use crate::log_store::codec::{decode_meta, encode};
+use crate::types::{Entry, LogId, PeerNode, SnapshotDir, StorageError, TypeConfig, PAYLOAD_FORMAT};
+
+/// The applied log id (MessagePack `LogId`, framed with a CRC-32C).
+pub const META_APPLIED: &[u8] = b"raft/applied";
+/// The last membership applied (`StoredMembership`, framed the same way).
+pub const META_MEMBERSHIP: &[u8] = b"raft/membership";
+
+/// The membership as applied: the log id that set it, and it.
+type Members = StoredMembership<u64, PeerNode>;
+
+/// A node's state machine over its store. Open one per node; clones of
+/// the [`ReplicaStore`] inside serve the engine on the leader.
+pub struct StateMachine {
+    store: ReplicaStore,
+    cf_table_digest: u64,
+    last_applied: Option<LogId>,
+    membership: Members,
+    /// `membership` encoded, written with every entry.
+    membership_raw: Vec<u8>,
+}
+
+impl StateMachine {
+    /// The state machine over `store`, resuming from the applied id and
+    /// membership recorded in it (none in a new store).
+    pub fn open(store: ReplicaStore) -> Result<StateMachine, StorageError> {
+        let last_applied = read_meta(&store, META_APPLIED)?;
+        let membership: Members = read_meta(&store, META_MEMBERSHIP)?.unwrap_or_default();
+        let membership_raw = encode(&membership).map_err(sm_write)?;
+        Ok(StateMachine {
+            cf_table_digest: store.cf_table_digest(),
+            store,
+            last_applied,
+            membership,
+            membership_raw,
+        })
+    }
+
+    /// The store this state machine applies to.
+    pub fn store(&self) -> &ReplicaStore {
+        &self.store
+    }
+
+    /// Why `entry` must not be applied here, if it must not.
+    fn refusal(&self, log_id: &LogId, format: u32, digest: u64) -> Option<String> {
+        if format > PAYLOAD_FORMAT {
+            return Some(format!(
+                "raft entry {log_id} has payload format {format}, newer than this build's \
+                 {PAYLOAD_FORMAT}: upgrade this node to apply it"
+            ));
+        }
+        if digest != self.cf_table_digest {
+            return Some(format!(
+                "raft entry {log_id} was written for column-family table {digest:#018x}, this store \
+                 ({}) has table {:#018x}: its write batches would name the wrong families; \
+                 reseed this node from a snapshot",
+                self.store.path().display(),
+                self.cf_table_digest
+            ));
+        }
+        None
+    }
+
+    fn apply_one(&mut self, entry: Entry) -> Result<(), StorageError> {
+        let log_id = entry.log_id;
+        let batches = match entry.payload {
+            EntryPayload::Blank => Vec::new(),
+            EntryPayload::Normal(p) => {
+                if let Some(why) = self.refusal(&log_id, p.format, p.cf_table_digest) {
+                    return Err(StorageIOError::apply(log_id, AnyError::error(why)).into());
+                }
+                p.batches
+            }
+            EntryPayload::Membership(m) => {
+                let membership = StoredMembership::new(Some(log_id), m);
+                self.membership_raw = encode(&membership).map_err(sm_write)?;
+                self.membership = membership;
+                Vec::new()
+            }
+        };
+        let applied = encode(&log_id).map_err(sm_write)?;
+        let batches: Vec<&[u8]> = batches.iter().map(Vec::as_slice).collect();
+        let meta = [
+            (META_APPLIED, applied.as_slice()),
+            (META_MEMBERSHIP, self.membership_raw.as_slice()),
+        ];
+        self.store.apply(&batches, &meta).map_err(|e| {
+            let msg = format!("applying raft entry {log_id}: {e}");
+            StorageIOError::apply(log_id, AnyError::error(msg))
+        })?;
+        self.last_applied = Some(log_id);
+        Ok(())
+    }
+}
+
+fn read_meta<T: serde::de::DeserializeOwned>(
+    store: &ReplicaStore,
+    key: &[u8],
+) -> Result<Option<T>, StorageError> {
+    let name = String::from_utf8_lossy(key);
+    let raw = store.meta_get(key).map_err(|e| {
+        let msg = format!("reading {name} from {}: {e}", store.path().display());
+        StorageIOError::read_state_machine(AnyError::error(msg))
+    })?;
+    raw.map(|raw| decode_meta(&name, ErrorSubject::StateMachine, &raw))
+        .transpose()
+}
+
+fn sm_write(e: rmp_serde::encode::Error) -> StorageError {
+    StorageIOError::write_state_machine(AnyError::new(&e)).into()
+}
+
+/// Snapshots come in a later step (checkpoints of the store); until then
+/// the snapshot policy is `Never` and nothing is purged, so openraft never
+/// asks for one. If it does, it gets an error rather than a wrong snapshot.
+fn no_snapshots(verb: ErrorVerb) -> StorageError {
+    let msg = "snapshots are not supported yet (the snapshot policy must be Never)";
+    StorageIOError::new(ErrorSubject::Snapshot(None), verb, AnyError::error(msg)).into()
+}
+
+/// See [`no_snapshots`].
+pub struct NoSnapshots;
+
+impl RaftSnapshotBuilder<TypeConfig> for NoSnapshots {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
+        Err(no_snapshots(ErrorVerb::Write))
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotBuilder = NoSnapshots;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, Members), StorageError> {
+        Ok((self.last_applied, self.membership.clone()))
+    }
+
+    /// One atomic store write per entry, in order. A refused or failed
+    /// entry stops the call: the entries before it stay applied, and
+    /// openraft stops this node on the error.
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<()>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let mut out = Vec::new();
+        for entry in entries {
+            self.apply_one(entry)?;
+            out.push(());
+        }
+        Ok(out)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> NoSnapshots {
+        NoSnapshots
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotDir>, StorageError> {
+        Err(no_snapshots(ErrorVerb::Write))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        _meta: &SnapshotMeta<u64, PeerNode>,
+        _snapshot: Box<SnapshotDir>,
+    ) -> Result<(), StorageError> {
+        Err(no_snapshots(ErrorVerb::Write))
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
+        Ok(None)
+    }
+}
