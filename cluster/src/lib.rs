@@ -4,18 +4,22 @@
 //! 0.9.25), so a later move to 0.10 stays here.
 //!
 //! In progress (issue 38): the type configuration, the log store with
-//! group commit, and the state machine over a `telha_jobs::replica`
-//! store. The proposer and the engine per leadership term come next;
-//! nothing is exposed through `telha serve` yet. docs/ARCHITECTURE.md
-//! "Cluster (in progress)".
+//! group commit, the state machine over a `telha_jobs::replica` store,
+//! the proposer, a node with its engine per leadership term, and for
+//! in-process clusters the faulty router and `ClusterQueue`; nothing is
+//! exposed through `telha serve` yet. docs/ARCHITECTURE.md "Cluster (in
+//! progress)".
 
 // openraft's traits return its `StorageError` (224 bytes) by value; the
 // helpers that build one return it the same way rather than box and unbox.
 #![allow(clippy::result_large_err)]
 
+pub mod client;
 pub mod crc32c;
 pub mod log_store;
 pub mod network;
+pub mod node;
+pub mod proposer;
 pub mod state_machine;
 mod types;
 

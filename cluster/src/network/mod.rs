@@ -17,6 +17,7 @@
 //! them to the target's core (its own runtime), so a slow or hung link
 //! never blocks the target.
 
+mod mute;
 mod rng;
 
 use std::collections::{HashMap, HashSet};
@@ -35,6 +36,7 @@ use openraft::raft::{
 };
 use openraft::{Raft, Snapshot};
 
+pub use mute::{Mute, MuteClient};
 pub use rng::{test_seed, SplitMix64};
 
 use crate::types::{PeerNode, TypeConfig, Vote};

@@ -1,0 +1,225 @@
+//! [`ClusterQueue`]: a `Queue` for in-process clusters (tests) that sends
+//! each call to the current leader's engine and repeats it, within a
+//! deadline, as the remote client's retry table allows (client/src/retry.rs):
+//!
+//! - **always** repeated on `Unavailable` (no engine, not the leader, a
+//!   fenced engine, an outcome unknown): settles (a repeat is answered from
+//!   the job's record as the first was), extend and heartbeat, lease (a
+//!   lost reply leaves one orphan lease that expires: late, never lost),
+//!   reads, and an enqueue carrying an idempotency key (deduplicated);
+//! - an unkeyed enqueue is repeated only when it certainly reached no
+//!   engine (no node had one open), since a repeat could enqueue twice.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use telha_jobs::{
+    Completion, EnqueueOptions, Enqueued, Error, ErrorKind, Failure, Job, JobId, JobInfo,
+    LeaseOptions, LeaseToken, NewJob, Queue, Result,
+};
+
+use crate::network::SplitMix64;
+use crate::node::Node;
+
+/// The nodes of an in-process cluster by id, shared by whoever runs them
+/// and the [`ClusterQueue`]s that route to them. A node absent from the
+/// set is down.
+#[derive(Clone, Default)]
+pub struct Nodes(Arc<RwLock<BTreeMap<u64, Arc<Node>>>>);
+
+impl Nodes {
+    pub fn insert(&self, node: Node) {
+        self.write().insert(node.id(), Arc::new(node));
+    }
+
+    /// Take node `id` out (to crash or stop it).
+    pub fn remove(&self, id: u64) -> Option<Arc<Node>> {
+        self.write().remove(&id)
+    }
+
+    pub fn get(&self, id: u64) -> Option<Arc<Node>> {
+        self.read().get(&id).cloned()
+    }
+
+    /// The ids of the nodes up, ascending.
+    pub fn ids(&self) -> Vec<u64> {
+        self.read().keys().copied().collect()
+    }
+
+    pub fn all(&self) -> Vec<Arc<Node>> {
+        self.read().values().cloned().collect()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<u64, Arc<Node>>> {
+        self.0.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<u64, Arc<Node>>> {
+        self.0.write().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// How long a call keeps trying by default.
+pub const CALL_DEADLINE_DEFAULT: Duration = Duration::from_secs(20);
+/// The first pause between attempts; doubles up to [`BACKOFF_MAX`].
+pub const BACKOFF_BASE: Duration = Duration::from_millis(10);
+pub const BACKOFF_MAX: Duration = Duration::from_millis(200);
+
+/// When a failed attempt may be repeated.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Safe {
+    Always,
+    IfNotSent,
+}
+
+/// A queue over an in-process cluster: every call goes to the leader's
+/// engine of the moment. Cheap to clone; clones share their counters.
+#[derive(Clone)]
+pub struct ClusterQueue {
+    nodes: Nodes,
+    deadline: Duration,
+    retries: Arc<AtomicU64>,
+    /// The leader that answered last: tried first.
+    last: Arc<AtomicU64>,
+}
+
+impl ClusterQueue {
+    pub fn new(nodes: Nodes) -> ClusterQueue {
+        ClusterQueue {
+            nodes,
+            deadline: CALL_DEADLINE_DEFAULT,
+            retries: Arc::default(),
+            last: Arc::default(),
+        }
+    }
+
+    /// How long each call keeps trying before it answers `Unavailable`.
+    pub fn with_deadline(mut self, d: Duration) -> ClusterQueue {
+        self.deadline = d;
+        self
+    }
+
+    /// Attempts repeated so far, by this queue and its clones.
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
+    }
+
+    /// The engine of the moment: the last leader's first, else any node's;
+    /// a node's hint is followed. `Unavailable` when none has one.
+    fn engine(&self) -> Result<Queue> {
+        let last = self.last.load(Ordering::Relaxed);
+        if let Some(q) = self.nodes.get(last).and_then(|n| n.queue().ok()) {
+            return Ok(q);
+        }
+        let mut why = Vec::new();
+        for n in self.nodes.all() {
+            match n.queue() {
+                Ok(q) => {
+                    self.last.store(n.id(), Ordering::Relaxed);
+                    return Ok(q);
+                }
+                Err(u) => {
+                    if let Some(q) = u
+                        .leader
+                        .filter(|&l| l != n.id())
+                        .and_then(|l| self.nodes.get(l))
+                        .and_then(|l| l.queue().ok())
+                    {
+                        return Ok(q);
+                    }
+                    why.push(u.to_string());
+                }
+            }
+        }
+        Err(Error::unavailable(format!(
+            "no node has an engine open: {}",
+            why.join("; ")
+        )))
+    }
+
+    fn call<T>(&self, safe: Safe, f: impl Fn(&Queue) -> Result<T>) -> Result<T> {
+        let end = Instant::now() + self.deadline;
+        let mut rng = SplitMix64::new(
+            self.retries.load(Ordering::Relaxed) ^ (end.elapsed().as_nanos() as u64),
+        );
+        let mut n = 0u32;
+        loop {
+            let (res, sent) = match self.engine() {
+                Ok(q) => (f(&q), true),
+                Err(e) => (Err(e), false),
+            };
+            match res {
+                Err(e)
+                    if e.kind() == ErrorKind::Unavailable
+                        && (safe == Safe::Always || !sent)
+                        && Instant::now() < end =>
+                {
+                    self.retries.fetch_add(1, Ordering::Relaxed);
+                    let full = BACKOFF_BASE.saturating_mul(1 << n.min(10)).min(BACKOFF_MAX);
+                    let pause = full / 2 + (full / 2).mul_f64(rng.next_f64());
+                    std::thread::sleep(pause.min(end.saturating_duration_since(Instant::now())));
+                    n += 1;
+                }
+                res => return res,
+            }
+        }
+    }
+
+    pub fn enqueue(&self, kind: &str, payload: &[u8], options: EnqueueOptions) -> Result<Enqueued> {
+        let safe = if options.idempotency_key.is_some() {
+            Safe::Always
+        } else {
+            Safe::IfNotSent
+        };
+        self.call(safe, |q| q.enqueue(kind, payload, options.clone()))
+    }
+
+    /// Repeated only when every job carries an idempotency key.
+    pub fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
+        let safe = if jobs.iter().all(|j| j.options.idempotency_key.is_some()) {
+            Safe::Always
+        } else {
+            Safe::IfNotSent
+        };
+        self.call(safe, |q| q.enqueue_many(jobs.clone()))
+    }
+
+    pub fn lease_next(&self, worker_id: &str, options: &LeaseOptions) -> Result<Option<Job>> {
+        self.call(Safe::Always, |q| q.lease_next(worker_id, options))
+    }
+
+    pub fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
+        self.call(Safe::Always, |q| q.complete(token, result))
+    }
+
+    pub fn complete_with(&self, completion: Completion) -> Result<()> {
+        self.call(Safe::Always, |q| q.complete_with(completion.clone()))
+    }
+
+    pub fn fail(&self, token: &LeaseToken, reason: &str, retryable: bool) -> Result<()> {
+        self.call(Safe::Always, |q| q.fail(token, reason, retryable))
+    }
+
+    pub fn fail_with(&self, failure: Failure) -> Result<()> {
+        self.call(Safe::Always, |q| q.fail_with(failure.clone()))
+    }
+
+    pub fn release(&self, token: &LeaseToken) -> Result<()> {
+        self.call(Safe::Always, |q| q.release(token))
+    }
+
+    pub fn extend(&self, tokens: &[LeaseToken], worker_id: &str) -> Result<Vec<Result<u64>>> {
+        self.call(Safe::Always, |q| q.extend(tokens, worker_id))
+    }
+
+    pub fn get(&self, id: &JobId) -> Result<Option<JobInfo>> {
+        self.call(Safe::Always, |q| q.get(id))
+    }
+
+    /// Run any read (or any call safe to repeat) on the leader's engine.
+    pub fn read<T>(&self, f: impl Fn(&Queue) -> Result<T>) -> Result<T> {
+        self.call(Safe::Always, f)
+    }
+}

@@ -1,0 +1,486 @@
+//! One node: a data directory `D` with `D/raft/` (the log store) and
+//! `D/store/` (the [`ReplicaStore`] the state machine applies to), its
+//! `Raft` on its own small tokio runtime, and on the leader one engine per
+//! leadership term.
+//!
+//! **Engine per term** (docs/ARCHITECTURE.md "Cluster"). A std thread
+//! (`telha-node-<id>`) watches the Raft metrics and opens an engine
+//! ([`Queue::open_replica`], writes through a [`Proposer`]) only when this
+//! node is leader of a committed vote AND it has applied an entry of that
+//! vote (the term's blank entry, so everything before it too). It fences
+//! and drops the engine when leadership changes, when no quorum has
+//! acknowledged it for longer than the election timeout's maximum
+//! (openraft 0.9 has no check-quorum: an isolated leader calls itself
+//! leader until it hears a higher vote), or when a write's outcome was
+//! unknown. A fenced engine is never revived. A leader that fenced within
+//! its term opens the next engine only after a barrier entry of its own
+//! applies: every entry the fenced engine proposed is then applied too, so
+//! the new engine's recovery reads them.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use openraft::{Raft, RaftMetrics, ServerState};
+use telha_jobs::replica::ReplicaStore;
+use telha_jobs::{Clock, Config, Error, Queue, SystemClock};
+
+use crate::network::{Mute, Router};
+use crate::proposer::{Proposer, ProposerConfig};
+use crate::state_machine::StateMachine;
+use crate::types::{Payload, PeerNode, TypeConfig, Vote, PAYLOAD_FORMAT};
+use crate::LogStore;
+
+/// Raft timing. Defaults: heartbeat 100 ms, election 300–600 ms (a dead
+/// leader is noticed in about 0.9–1.2 s).
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub heartbeat: Duration,
+    pub election_min: Duration,
+    pub election_max: Duration,
+}
+
+pub const HEARTBEAT_DEFAULT: Duration = Duration::from_millis(100);
+pub const ELECTION_MIN_DEFAULT: Duration = Duration::from_millis(300);
+pub const ELECTION_MAX_DEFAULT: Duration = Duration::from_millis(600);
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            heartbeat: HEARTBEAT_DEFAULT,
+            election_min: ELECTION_MIN_DEFAULT,
+            election_max: ELECTION_MAX_DEFAULT,
+        }
+    }
+}
+
+impl Timing {
+    /// openraft's configuration: these timings, snapshots never (they come
+    /// in a later step), so nothing is purged either.
+    pub fn raft_config(&self) -> Result<openraft::Config, NodeError> {
+        openraft::Config {
+            cluster_name: "telha".into(),
+            heartbeat_interval: self.heartbeat.as_millis() as u64,
+            election_timeout_min: self.election_min.as_millis() as u64,
+            election_timeout_max: self.election_max.as_millis() as u64,
+            snapshot_policy: openraft::SnapshotPolicy::Never,
+            ..Default::default()
+        }
+        .validate()
+        .map_err(|e| NodeError(format!("raft config: {e}")))
+    }
+
+    /// Leases recovered by a new leader's engine are held this long
+    /// (twice the election maximum): their workers could not heartbeat
+    /// while no leader was elected.
+    pub fn takeover_grace(&self) -> Duration {
+        self.election_max * 2
+    }
+}
+
+/// How a node runs.
+#[derive(Clone)]
+pub struct NodeOptions {
+    pub timing: Timing,
+    /// The engine's configuration on the leader.
+    pub queue_config: Config,
+    /// The engine's clock (TTLs, deadlines); Raft uses tokio's time.
+    pub clock: Arc<dyn Clock>,
+    pub proposer: ProposerConfig,
+    /// How often the engine watcher looks at the metrics when nothing
+    /// changes (it also wakes on every change).
+    pub watch_interval: Duration,
+}
+
+impl Default for NodeOptions {
+    fn default() -> Self {
+        NodeOptions {
+            timing: Timing::default(),
+            queue_config: Config::default(),
+            clock: Arc::new(SystemClock),
+            proposer: ProposerConfig::default(),
+            watch_interval: Duration::from_millis(20),
+        }
+    }
+}
+
+/// A node failed to start or to act.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct NodeError(pub String);
+
+/// This node runs no engine now.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("node {node} has no engine: {reason}")]
+pub struct Unavailable {
+    pub node: u64,
+    /// The leader this node knows of, if any (maybe itself, while its
+    /// engine opens).
+    pub leader: Option<u64>,
+    pub reason: String,
+}
+
+impl From<Unavailable> for Error {
+    fn from(u: Unavailable) -> Error {
+        Error::unavailable(u.to_string())
+    }
+}
+
+/// The engine of the current term, and what the watcher learned.
+#[derive(Default)]
+struct Slot {
+    term: Option<Term>,
+    leader: Option<u64>,
+    /// A vote under which this node fenced an engine: the next engine of
+    /// that vote waits for a barrier entry.
+    fenced_in: Option<Vote>,
+    opened: u64,
+    fences: Vec<String>,
+}
+
+struct Term {
+    vote: Vote,
+    queue: Queue,
+    proposer: Proposer,
+    opened_at: Instant,
+}
+
+struct Shared {
+    id: u64,
+    slot: Mutex<Slot>,
+    stop: AtomicBool,
+    /// This node's append-entries fail locally (it stepped aside).
+    muted: Arc<AtomicBool>,
+}
+
+/// One running node. Dropping it stops it in order (engine fenced, Raft
+/// shut down, stores closed); [`Node::crash`] does the same without
+/// waiting for Raft to finish.
+pub struct Node {
+    id: u64,
+    dir: PathBuf,
+    router: Router,
+    raft: Raft<TypeConfig>,
+    store: ReplicaStore,
+    shared: Arc<Shared>,
+    watcher: Option<JoinHandle<()>>,
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+impl Node {
+    /// Start (or restart, from what `dir` holds) node `id` on `router`.
+    pub fn start(
+        id: u64,
+        dir: &Path,
+        router: &Router,
+        opts: NodeOptions,
+    ) -> Result<Node, NodeError> {
+        let raft_cfg = Arc::new(opts.timing.raft_config()?);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name(format!("telha-raft-{id}"))
+            .enable_all()
+            .build()
+            .map_err(|e| NodeError(format!("node {id}: runtime: {e}")))?;
+        std::fs::create_dir_all(dir.join("store"))
+            .map_err(|e| NodeError(format!("node {id}: {}: {e}", dir.display())))?;
+        let log = LogStore::open(dir.join("raft"))
+            .map_err(|e| NodeError(format!("node {id}: log store: {e}")))?;
+        let store = open_store(&dir.join("store"))
+            .map_err(|e| NodeError(format!("node {id}: store: {e}")))?;
+        let sm = StateMachine::open(store.clone())
+            .map_err(|e| NodeError(format!("node {id}: state machine: {e}")))?;
+        let muted = Arc::new(AtomicBool::new(false));
+        let network = Mute::new(router.factory(id), muted.clone());
+        let raft = rt
+            .block_on(Raft::new(id, raft_cfg, network, log, sm))
+            .map_err(|e| NodeError(format!("node {id}: raft: {e}")))?;
+        router.register(id, raft.clone());
+        let shared = Arc::new(Shared {
+            id,
+            slot: Mutex::new(Slot::default()),
+            stop: AtomicBool::new(false),
+            muted,
+        });
+        let watcher = {
+            let (raft, store, shared, handle) = (
+                raft.clone(),
+                store.clone(),
+                shared.clone(),
+                rt.handle().clone(),
+            );
+            std::thread::Builder::new()
+                .name(format!("telha-node-{id}"))
+                .spawn(move || watch(raft, store, shared, handle, opts))
+                .map_err(|e| NodeError(format!("node {id}: watcher thread: {e}")))?
+        };
+        Ok(Node {
+            id,
+            dir: dir.to_path_buf(),
+            router: router.clone(),
+            raft,
+            store,
+            shared,
+            watcher: Some(watcher),
+            rt: Some(rt),
+        })
+    }
+
+    /// Make `members` (node ids) the cluster; call on one node of a new
+    /// cluster.
+    pub fn initialize(&self, members: &[u64]) -> Result<(), NodeError> {
+        let nodes: std::collections::BTreeMap<u64, PeerNode> =
+            members.iter().map(|&m| (m, PeerNode::default())).collect();
+        self.block_on(self.raft.initialize(nodes))
+            .map_err(|e| NodeError(format!("node {}: initialize: {e}", self.id)))
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn raft(&self) -> &Raft<TypeConfig> {
+        &self.raft
+    }
+
+    pub fn store(&self) -> &ReplicaStore {
+        &self.store
+    }
+
+    pub fn metrics(&self) -> RaftMetrics<u64, PeerNode> {
+        self.raft.metrics().borrow().clone()
+    }
+
+    /// Run `f` on this node's Raft runtime (for tests: triggers, waits).
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.as_ref().expect("running").block_on(f)
+    }
+
+    /// The engine of the current term, or why there is none (with the
+    /// leader this node knows of).
+    pub fn queue(&self) -> Result<Queue, Unavailable> {
+        let slot = lock(&self.shared.slot);
+        match &slot.term {
+            Some(t) => Ok(t.queue.clone()),
+            None => Err(Unavailable {
+                node: self.id,
+                leader: slot.leader,
+                reason: match slot.leader {
+                    Some(l) if l == self.id => "leader, engine not open yet".into(),
+                    Some(l) => format!("not the leader (node {l} is)"),
+                    None => "no leader known".into(),
+                },
+            }),
+        }
+    }
+
+    /// Engines opened on this node so far.
+    pub fn engines_opened(&self) -> u64 {
+        lock(&self.shared.slot).opened
+    }
+
+    /// Why each engine of this node was fenced, in order.
+    pub fn fences(&self) -> Vec<String> {
+        lock(&self.shared.slot).fences.clone()
+    }
+
+    /// Stop abruptly: off the network first (nothing more leaves or
+    /// arrives), engine fenced, Raft and stores dropped. What the log and
+    /// store hold on disk is what a restart finds.
+    pub fn crash(mut self) {
+        self.router.unregister(self.id);
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.router.unregister(self.id);
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(w) = self.watcher.take() {
+            let _ = w.join();
+        }
+        fence(&self.shared, "node stopped");
+        if let Some(rt) = self.rt.take() {
+            let _ = rt.block_on(self.raft.shutdown());
+            rt.shutdown_timeout(Duration::from_secs(5));
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// `ReplicaStore::open`, retried briefly while a previous incarnation's
+/// handles (an engine a caller still holds) let go of the store.
+fn open_store(path: &Path) -> Result<ReplicaStore, Error> {
+    let end = Instant::now() + Duration::from_secs(5);
+    loop {
+        match ReplicaStore::open(path) {
+            Err(e) if e.kind() == telha_jobs::ErrorKind::StoreLocked && Instant::now() < end => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => return r,
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Fence and drop the current engine, if any.
+fn fence(shared: &Shared, reason: &str) {
+    let mut slot = lock(&shared.slot);
+    if let Some(t) = slot.term.take() {
+        let why = format!(
+            "node {}: engine of {} fenced after {} ms: {reason}",
+            shared.id,
+            t.vote,
+            t.opened_at.elapsed().as_millis()
+        );
+        t.proposer.fence(&why);
+        t.queue.fence(&why);
+        slot.fenced_in = Some(t.vote);
+        slot.fences.push(why);
+    }
+}
+
+/// The engine watcher: one per node, a std thread (opening an engine
+/// blocks and may replicate).
+fn watch(
+    raft: Raft<TypeConfig>,
+    store: ReplicaStore,
+    shared: Arc<Shared>,
+    rt: tokio::runtime::Handle,
+    opts: NodeOptions,
+) {
+    let mut rx = raft.metrics();
+    let stale_after = opts.timing.election_max;
+    let mut seen_at = Instant::now();
+    while !shared.stop.load(Ordering::Acquire) {
+        let m = rx.borrow_and_update().clone();
+        let since_ack = m
+            .millis_since_quorum_ack
+            .map(|ms| Duration::from_millis(ms) + seen_at.elapsed());
+        let leading = m.state == ServerState::Leader
+            && m.current_leader == Some(shared.id)
+            && m.vote.is_committed();
+        let fresh = since_ack.is_some_and(|d| d <= stale_after);
+        let term_applied = m
+            .last_applied
+            .is_some_and(|a| a.leader_id == *m.vote.leader_id());
+        {
+            let mut slot = lock(&shared.slot);
+            slot.leader = m.current_leader;
+            let why = slot.term.as_ref().and_then(|t| {
+                if !leading || t.vote != m.vote {
+                    Some(format!(
+                        "leadership changed (state {:?}, vote {}, leader {:?})",
+                        m.state, m.vote, m.current_leader
+                    ))
+                } else if !fresh {
+                    Some(format!(
+                        "no quorum acknowledged this leader for {:?} (limit {stale_after:?})",
+                        since_ack
+                    ))
+                } else if t.proposer.answered_unknown() {
+                    Some("a write's outcome was unknown".into())
+                } else {
+                    None
+                }
+            });
+            drop(slot);
+            if let Some(why) = why {
+                fence(&shared, &why);
+            }
+        }
+        // A leader no quorum acknowledged for twice the limit steps aside
+        // (network/mute.rs) until it no longer leads.
+        let is_leader = m.state == ServerState::Leader;
+        let muted = shared.muted.load(Ordering::Acquire);
+        if !muted && is_leader && since_ack.is_some_and(|d| d > stale_after * 2) {
+            shared.muted.store(true, Ordering::Release);
+        } else if muted && !is_leader {
+            shared.muted.store(false, Ordering::Release);
+        }
+        let open = leading && fresh && term_applied && lock(&shared.slot).term.is_none();
+        if open {
+            try_open(&raft, &store, &shared, &rt, &opts, m.vote);
+        }
+        // Wake on the next metrics change or after the interval.
+        let changed =
+            rt.block_on(async { tokio::time::timeout(opts.watch_interval, rx.changed()).await });
+        match changed {
+            Ok(Ok(())) => seen_at = Instant::now(),
+            Ok(Err(_)) => break, // Raft is gone.
+            Err(_) => {}
+        }
+    }
+}
+
+/// Open this vote's engine (after a barrier when one was fenced in it).
+fn try_open(
+    raft: &Raft<TypeConfig>,
+    store: &ReplicaStore,
+    shared: &Shared,
+    rt: &tokio::runtime::Handle,
+    opts: &NodeOptions,
+    vote: Vote,
+) {
+    if lock(&shared.slot).fenced_in == Some(vote) {
+        let barrier = Payload {
+            format: PAYLOAD_FORMAT,
+            cf_table_digest: store.cf_table_digest(),
+            batches: Vec::new(),
+        };
+        let res = rt.block_on(async {
+            tokio::time::timeout(opts.proposer.write_timeout, raft.client_write(barrier)).await
+        });
+        if !matches!(res, Ok(Ok(_))) {
+            return;
+        }
+        lock(&shared.slot).fenced_in = None;
+    }
+    let proposer = Proposer::start(
+        raft.clone(),
+        rt,
+        store.cf_table_digest(),
+        opts.proposer.clone(),
+    );
+    let opened = Queue::open_replica(
+        store,
+        opts.queue_config.clone(),
+        opts.clock.clone(),
+        Box::new(proposer.clone()),
+        opts.timing.takeover_grace(),
+    );
+    let mut slot = lock(&shared.slot);
+    match opened {
+        Ok(queue) => {
+            slot.opened += 1;
+            slot.term = Some(Term {
+                vote,
+                queue,
+                proposer,
+                opened_at: Instant::now(),
+            });
+        }
+        Err(e) => {
+            // Its recovery write may have an unknown outcome: barrier next.
+            proposer.fence(&format!("engine open failed: {e}"));
+            slot.fenced_in = Some(vote);
+            slot.fences.push(format!(
+                "node {}: engine open under {vote} failed: {e}",
+                shared.id
+            ));
+        }
+    }
+}

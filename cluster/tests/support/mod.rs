@@ -1,0 +1,218 @@
+//! An in-process cluster for tests: N nodes, each with its own directory
+//! under one temp dir, on one seeded [`Router`]; crash and restart by id;
+//! the consistency checks every test ends with.
+
+#![allow(dead_code)] // each test file uses its own part
+
+pub mod workers;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use openraft::ServerState;
+use telha_jobs::Config;
+use telha_jobs_cluster::client::{ClusterQueue, Nodes};
+use telha_jobs_cluster::network::{test_seed, Router};
+use telha_jobs_cluster::node::{Node, NodeOptions};
+
+pub struct TestCluster {
+    pub router: Router,
+    pub nodes: Nodes,
+    pub opts: NodeOptions,
+    pub ids: Vec<u64>,
+    dir: tempfile::TempDir,
+}
+
+/// The engine config of the tests: short leases so an orphan lease (a
+/// lost reply) comes back within the test.
+pub fn queue_config() -> Config {
+    Config {
+        lease_ttl: Duration::from_secs(3),
+        reaper_interval: Duration::from_millis(100),
+        ..Config::default()
+    }
+}
+
+pub fn options() -> NodeOptions {
+    NodeOptions {
+        queue_config: queue_config(),
+        ..NodeOptions::default()
+    }
+}
+
+impl TestCluster {
+    /// `n` nodes (ids 1..=n), initialized, with one leader's engine open.
+    pub fn start(test: &str, n: u64, opts: NodeOptions) -> TestCluster {
+        let router = Router::new(test_seed(test));
+        let dir = tempfile::tempdir().unwrap();
+        let nodes = Nodes::default();
+        let ids: Vec<u64> = (1..=n).collect();
+        for &id in &ids {
+            let node =
+                Node::start(id, &dir.path().join(id.to_string()), &router, opts.clone()).unwrap();
+            nodes.insert(node);
+        }
+        nodes.get(1).unwrap().initialize(&ids).unwrap();
+        let c = TestCluster {
+            router,
+            nodes,
+            opts,
+            ids,
+            dir,
+        };
+        c.engine_leader(Duration::from_secs(10));
+        c
+    }
+
+    pub fn node(&self, id: u64) -> Arc<Node> {
+        self.nodes
+            .get(id)
+            .unwrap_or_else(|| panic!("node {id} is down"))
+    }
+
+    pub fn queue(&self) -> ClusterQueue {
+        ClusterQueue::new(self.nodes.clone())
+    }
+
+    /// The node whose engine is open, waiting up to `within`.
+    pub fn engine_leader(&self, within: Duration) -> u64 {
+        let end = Instant::now() + within;
+        loop {
+            let open: Vec<u64> = self
+                .nodes
+                .all()
+                .iter()
+                .filter(|n| n.queue().is_ok())
+                .map(|n| n.id())
+                .collect();
+            if open.len() == 1 {
+                return open[0];
+            }
+            assert!(
+                Instant::now() < end,
+                "no single engine within {within:?}: open on {open:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The node that calls itself leader with a term above `above`.
+    pub fn raft_leader(&self, above: u64, within: Duration) -> u64 {
+        let end = Instant::now() + within;
+        loop {
+            let ls: Vec<u64> = self
+                .nodes
+                .all()
+                .iter()
+                .filter(|n| {
+                    let m = n.metrics();
+                    m.state == ServerState::Leader && m.current_term > above
+                })
+                .map(|n| n.id())
+                .collect();
+            if ls.len() == 1 {
+                return ls[0];
+            }
+            assert!(
+                Instant::now() < end,
+                "no single leader above term {above}: {ls:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn term(&self, id: u64) -> u64 {
+        self.node(id).metrics().current_term
+    }
+
+    /// Crash node `id`: dropped from the network and stopped; its
+    /// directories stay.
+    pub fn crash(&self, id: u64) {
+        let n = self.nodes.remove(id).expect("node up");
+        match Arc::try_unwrap(n) {
+            Ok(n) => n.crash(),
+            // A caller still holds it (a ClusterQueue mid-call): it stops
+            // when the last handle goes; it is off the network already.
+            Err(n) => self.router.unregister(n.id()),
+        }
+    }
+
+    /// Start node `id` again from what its directories hold.
+    pub fn restart(&self, id: u64) {
+        let node = Node::start(
+            id,
+            &self.dir.path().join(id.to_string()),
+            &self.router,
+            self.opts.clone(),
+        )
+        .unwrap();
+        self.nodes.insert(node);
+    }
+
+    /// Wait until every node up applied the same index, and it stays put
+    /// (no write in flight); that index.
+    pub fn quiesce(&self, within: Duration) -> u64 {
+        let end = Instant::now() + within;
+        let mut last = None;
+        loop {
+            let applied: Vec<Option<u64>> = self
+                .nodes
+                .all()
+                .iter()
+                .map(|n| {
+                    let m = n.metrics();
+                    m.last_applied
+                        .map(|a| a.index)
+                        .filter(|&a| Some(a) == m.last_log_index)
+                })
+                .collect();
+            let same = applied.windows(2).all(|w| w[0] == w[1]);
+            if same && applied[0].is_some() {
+                if last == applied[0] {
+                    return last.unwrap();
+                }
+                last = applied[0];
+            } else {
+                last = None;
+            }
+            assert!(
+                Instant::now() < end,
+                "nodes never agreed on an applied index: {applied:?}"
+            );
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
+
+    /// Every replica up: `check()` clean, and the same content digest at
+    /// the same applied index. Retried while a write (a reaper pass) moves
+    /// the index under the comparison.
+    pub fn assert_consistent(&self) {
+        for _ in 0..20 {
+            let index = self.quiesce(Duration::from_secs(20));
+            let digests: Vec<(u64, u64)> = self
+                .nodes
+                .all()
+                .iter()
+                .map(|n| (n.id(), n.store().digest().unwrap()))
+                .collect();
+            if self.quiesce(Duration::from_secs(20)) != index {
+                continue;
+            }
+            assert!(
+                digests.windows(2).all(|w| w[0].1 == w[1].1),
+                "replicas differ at applied index {index}: {digests:?}"
+            );
+            for n in self.nodes.all() {
+                let r = n.store().check(queue_config()).unwrap();
+                assert_eq!(r.problems, Vec::<String>::new(), "node {}", n.id());
+            }
+            eprintln!(
+                "consistent: {} replicas at applied index {index}, digest {:#x}",
+                digests.len(),
+                digests[0].1
+            );
+            return;
+        }
+        panic!("the applied index never held still");
+    }
+}
