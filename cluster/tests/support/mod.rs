@@ -6,7 +6,7 @@
 
 pub mod workers;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use openraft::ServerState;
@@ -15,12 +15,18 @@ use telha_jobs_cluster::client::{ClusterQueue, Nodes};
 use telha_jobs_cluster::network::{test_seed, Router};
 use telha_jobs_cluster::node::{Node, NodeOptions};
 
+/// One cluster at a time per test binary: three nodes plus clients
+/// already fill two cores, and the tests' timing (600 ms without a quorum
+/// ack fences) must not depend on what else runs.
+static SERIAL: Mutex<()> = Mutex::new(());
+
 pub struct TestCluster {
     pub router: Router,
     pub nodes: Nodes,
     pub opts: NodeOptions,
     pub ids: Vec<u64>,
     dir: tempfile::TempDir,
+    _serial: MutexGuard<'static, ()>,
 }
 
 /// The engine config of the tests: short leases so an orphan lease (a
@@ -43,6 +49,7 @@ pub fn options() -> NodeOptions {
 impl TestCluster {
     /// `n` nodes (ids 1..=n), initialized, with one leader's engine open.
     pub fn start(test: &str, n: u64, opts: NodeOptions) -> TestCluster {
+        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         let router = Router::new(test_seed(test));
         let dir = tempfile::tempdir().unwrap();
         let nodes = Nodes::default();
@@ -59,6 +66,7 @@ impl TestCluster {
             opts,
             ids,
             dir,
+            _serial: serial,
         };
         c.engine_leader(Duration::from_secs(10));
         c
