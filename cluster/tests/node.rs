@@ -84,6 +84,11 @@ fn failover_rounds(test: &str, rounds: usize) {
             "round {round}: node {old} crashed, node {new} acknowledged a write after {took:?}"
         );
         c.restart(old);
+        // The next round starts from a healthy cluster: a leader killed
+        // while a follower is still behind costs more (openraft makes the
+        // up-to-date node wait 2 x election max for the behind one's
+        // vote), which is measured apart from failover.
+        c.quiesce(Duration::from_secs(20));
     }
     for id in &acked {
         let info = q
@@ -100,7 +105,9 @@ fn failover_rounds(test: &str, rounds: usize) {
         "failover over {rounds} rounds (heartbeat {:?}, election {:?}..{:?}): p50 {p50:?}, max {max:?}",
         c.opts.timing.heartbeat, c.opts.timing.election_min, c.opts.timing.election_max
     );
-    assert!(max < Duration::from_secs(5), "failover took {max:?}");
+    // The gate (issue 38) over 20 rounds; a short run only bounds it.
+    let gate = if rounds >= 20 { 2 } else { 5 };
+    assert!(max < Duration::from_secs(gate), "failover took {max:?}");
 }
 
 #[test]
