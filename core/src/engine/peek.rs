@@ -120,10 +120,19 @@ impl Engine {
                 &mut slot.insert(BandIter::new(it)).it
             }
         };
-        let mut target = Vec::with_capacity(prefix.len() + 24);
-        target.extend_from_slice(prefix);
-        target.extend_from_slice(&cursor.from.encode());
-        it.seek(&target);
+        // On the stack for jobs bands and short kinds (no allocation).
+        let mut short = [0u8; 128];
+        let mut long = Vec::new();
+        let target: &[u8] = if prefix.len() + 24 <= short.len() {
+            short[..prefix.len()].copy_from_slice(prefix);
+            short[prefix.len()..prefix.len() + 24].copy_from_slice(&cursor.from.encode());
+            &short[..prefix.len() + 24]
+        } else {
+            long.extend_from_slice(prefix);
+            long.extend_from_slice(&cursor.from.encode());
+            &long
+        };
+        it.seek(target);
         let mut first = true;
         while let Some(k) = it.key() {
             let Some(pos) = k.strip_prefix(prefix).and_then(keys::decode_pos) else {
