@@ -8,6 +8,8 @@
 //!   the 60-byte payload of `bench_ref`;
 //! - `pairs`: N enqueued by `enqueue_many(1000)`, then N × (`lease_next` +
 //!   complete);
+//! - `batch`: N jobs, 100 at a time, through `enqueue_many` →
+//!   `lease_many` → `complete_many` (`bench_ref`'s batch lifecycle);
 //! - `raw`: N × the three raw WriteBatches `bench_ref` measures the
 //!   lifecycle against (put pending; delete it + put leased; delete that +
 //!   put completed), one job per batch;
@@ -80,6 +82,23 @@ fn main() {
             measured(n, |_| {
                 let j = q.lease_next("w", &opts).expect("lease").expect("a job");
                 q.complete(&j.token(), None).expect("complete");
+            });
+            q.close();
+        }
+        "batch" => {
+            let q = queue(dir.path());
+            let opts = LeaseOptions::default();
+            measured(n / 100, |_| {
+                let jobs = (0..100).map(|_| NewJob::new("bench", PAYLOAD)).collect();
+                q.enqueue_many(jobs).expect("enqueue_many");
+                let leased = q.lease_many("w", 100, &opts).expect("lease_many");
+                let items = leased
+                    .iter()
+                    .map(|j| telha_jobs::Completion::new(j.token(), None))
+                    .collect();
+                for a in q.complete_many(items).expect("complete_many") {
+                    a.expect("complete");
+                }
             });
             q.close();
         }
