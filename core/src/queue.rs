@@ -198,9 +198,7 @@ impl Queue {
             payload: payload.to_vec(),
             options,
         };
-        let mut v = self.writable()?.enqueue_many(vec![job])?;
-        v.pop()
-            .ok_or_else(|| Error::Storage("enqueue returned nothing".into()))
+        self.writable()?.enqueue_one(job)
     }
 
     /// Enqueue many jobs in one atomic batch: all or none. Answers in input

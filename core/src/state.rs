@@ -268,9 +268,14 @@ const MAX_COUNTER_STATES: usize = 64;
 /// The counters value (or merge operand) of one kind: one i64 per state,
 /// little-endian, in [`State::index`] order.
 pub fn encode_counters(c: &PerState<i64>) -> Vec<u8> {
-    let mut b = Vec::with_capacity(State::COUNT * 8);
-    for v in c.0 {
-        b.extend_from_slice(&v.to_le_bytes());
+    counters_bytes(c).to_vec()
+}
+
+/// [`encode_counters`] without an allocation (every move writes two).
+pub fn counters_bytes(c: &PerState<i64>) -> [u8; State::COUNT * 8] {
+    let mut b = [0u8; State::COUNT * 8];
+    for (out, v) in b.chunks_exact_mut(8).zip(c.0) {
+        out.copy_from_slice(&v.to_le_bytes());
     }
     b
 }

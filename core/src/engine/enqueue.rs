@@ -132,6 +132,17 @@ impl Engine {
         Ok(out)
     }
 
+    /// [`Engine::enqueue_many`] of one job, without the vectors.
+    pub fn enqueue_one(&self, job: NewJob) -> Result<Enqueued> {
+        let _guards = self.prepare_new(std::slice::from_ref(&job))?;
+        let now = self.now();
+        let mut tx = Tx::new(self);
+        let mut in_batch: HashMap<(Scope, String), JobId> = HashMap::default();
+        let out = self.stage_new(&mut tx, job, now, &mut in_batch, Origin::Caller)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
     /// Stage one new job (validated by the caller, whose idempotency
     /// stripes are held) into `tx`: an idempotency hit in the store or
     /// earlier in the batch answers `created: false` and stages nothing.

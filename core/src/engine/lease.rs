@@ -267,7 +267,7 @@ impl Engine {
                 (&mut *failed, &mut *failed_it)
             };
             let prefix = keys::job_band_prefix(&scope, state, prio);
-            *cursor = past_claim(slot, &prefix, pos, *cursor);
+            *cursor = past_claim(slot, &prefix, pos, *cursor, &self.bands.parked_iters);
             claimed.insert((state, pos));
             if *pending == Cursor::EMPTY && *failed == Cursor::EMPTY {
                 // Nothing ready left in this group, so no kind-index row:
@@ -321,7 +321,7 @@ impl Engine {
                 if let Some(c) = kinds.get_mut(&kind) {
                     let prefix = keys::kind_band_prefix(&scope, &kind, prio);
                     let mut slot = kind_its.remove(kind.as_str());
-                    *c = past_claim(&mut slot, &prefix, pos, *c);
+                    *c = past_claim(&mut slot, &prefix, pos, *c, &self.bands.parked_iters);
                     if let Some(it) = slot {
                         kind_its.insert(kind.clone(), it);
                     }

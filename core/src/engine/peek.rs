@@ -95,12 +95,13 @@ impl Engine {
         // Refresh the band's iterator (to see every commit before this lock
         // was taken), or create one bounded to the band.
         if let Some(it) = slot.as_mut() {
-            if it.0.refresh().is_err() {
+            it.unpark();
+            if it.it.refresh().is_err() {
                 *slot = None;
             }
         }
         let it = match slot {
-            Some(it) => &mut it.0,
+            Some(it) => &mut it.it,
             None => {
                 let mut ro = ReadOptions::default();
                 ro.set_iterate_lower_bound(prefix.to_vec());
@@ -116,13 +117,22 @@ impl Engine {
                         rocksdb::DBRawIteratorWithThreadMode<'static, rocksdb::DB>,
                     >(it)
                 };
-                &mut slot.insert(BandIter(it)).0
+                &mut slot.insert(BandIter::new(it)).it
             }
         };
-        let mut target = Vec::with_capacity(prefix.len() + 24);
-        target.extend_from_slice(prefix);
-        target.extend_from_slice(&cursor.from.encode());
-        it.seek(&target);
+        // On the stack for jobs bands and short kinds (no allocation).
+        let mut short = [0u8; 128];
+        let mut long = Vec::new();
+        let target: &[u8] = if prefix.len() + 24 <= short.len() {
+            short[..prefix.len()].copy_from_slice(prefix);
+            short[prefix.len()..prefix.len() + 24].copy_from_slice(&cursor.from.encode());
+            &short[..prefix.len() + 24]
+        } else {
+            long.extend_from_slice(prefix);
+            long.extend_from_slice(&cursor.from.encode());
+            &long
+        };
+        it.seek(target);
         let mut first = true;
         while let Some(k) = it.key() {
             let Some(pos) = k.strip_prefix(prefix).and_then(keys::decode_pos) else {
@@ -163,12 +173,14 @@ impl Engine {
 /// when there is none. One step of an open iterator, so that the claim of a
 /// band's last row leaves it empty and its scope leaves the active set
 /// without another seek. `old` with its start moved past `pos` when the
-/// step cannot tell.
+/// step cannot tell. An emptied band's iterator is parked in `parked`
+/// when there is room (see `BandIter`), else dropped.
 pub(super) fn past_claim(
     slot: &mut Option<BandIter>,
     prefix: &[u8],
     pos: Pos,
     old: Cursor,
+    parked: &std::sync::Arc<std::sync::atomic::AtomicUsize>,
 ) -> Cursor {
     let fallback = Cursor {
         from: pos.successor(),
@@ -177,8 +189,8 @@ pub(super) fn past_claim(
     let Some(it) = slot.as_mut() else {
         return fallback;
     };
-    it.0.next();
-    match it.0.key() {
+    it.it.next();
+    match it.it.key() {
         Some(k) => match k.strip_prefix(prefix).and_then(keys::decode_pos) {
             Some(next) => Cursor {
                 from: next,
@@ -186,8 +198,10 @@ pub(super) fn past_claim(
             },
             None => fallback,
         },
-        None if it.0.status().is_ok() => {
-            *slot = None; // empty: do not keep the DB state pinned
+        None if it.it.status().is_ok() => {
+            if !it.park(parked) {
+                *slot = None; // empty: do not keep the DB state pinned
+            }
             Cursor::EMPTY
         }
         None => fallback,
@@ -202,6 +216,61 @@ mod tests {
     use crate::{Config, EnqueueOptions, LeaseOptions, ManualClock, Queue};
 
     use super::super::bands;
+
+    #[test]
+    fn emptied_bands_park_at_most_max_parked_iterators_and_a_reaper_pass_drops_them() {
+        use std::sync::atomic::Ordering;
+        let d = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            reaper_interval: Duration::ZERO,
+            ..Config::default()
+        };
+        let q = Queue::open(d.path(), cfg).unwrap();
+        let e = q.engine().unwrap();
+        let parked = || e.bands.parked_iters.load(Ordering::SeqCst);
+        // One scope drained one job at a time keeps one iterator.
+        for _ in 0..3 {
+            q.enqueue("k", b"x", EnqueueOptions::default()).unwrap();
+            let j = q
+                .lease_next("w", &LeaseOptions::default())
+                .unwrap()
+                .unwrap();
+            q.complete(&j.token(), None).unwrap();
+            assert_eq!(parked(), 1);
+        }
+        // Many scopes drained: never more than the bound.
+        for i in 0..3 * bands::MAX_PARKED as u128 {
+            let scope = crate::Scope::from_uuid(uuid::Uuid::from_u128(i + 1));
+            let opts = EnqueueOptions {
+                scope: Some(scope),
+                ..EnqueueOptions::default()
+            };
+            q.enqueue("k", b"x", opts).unwrap();
+            let j = q
+                .lease_next("w", &LeaseOptions::default())
+                .unwrap()
+                .unwrap();
+            q.complete(&j.token(), None).unwrap();
+            assert!(parked() <= bands::MAX_PARKED, "{}", parked());
+        }
+        assert_eq!(parked(), bands::MAX_PARKED);
+        q.reap().unwrap();
+        assert_eq!(parked(), 0);
+        // A parked iterator reads rows written after it was parked.
+        q.enqueue("k", b"x", EnqueueOptions::default()).unwrap();
+        let j = q
+            .lease_next("w", &LeaseOptions::default())
+            .unwrap()
+            .unwrap();
+        q.complete(&j.token(), None).unwrap();
+        q.enqueue("k", b"y", EnqueueOptions::default()).unwrap();
+        let j = q
+            .lease_next("w", &LeaseOptions::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(j.payload, b"y");
+        assert_eq!(parked(), 1, "unparked when read, parked again when emptied");
+    }
 
     #[test]
     fn the_reaper_drops_the_cursors_of_kinds_a_busy_scope_no_longer_has() {

@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::job::Scope;
@@ -38,6 +38,8 @@ pub(crate) struct Bands {
     /// The earliest parked time (`u64::MAX`: nothing parked), so that a
     /// poll checks for due scopes with one load.
     wake: AtomicU64,
+    /// How many iterators of emptied bands are kept (`bands::BandIter::park`).
+    pub parked_iters: Arc<AtomicUsize>,
 }
 
 impl Default for Bands {
@@ -45,6 +47,7 @@ impl Default for Bands {
         Bands {
             inner: RwLock::default(),
             wake: AtomicU64::new(u64::MAX),
+            parked_iters: Arc::default(),
         }
     }
 }

@@ -33,7 +33,7 @@ use rocksdb::WriteBatch;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::job::State;
-use crate::state::{encode_counters, PerState};
+use crate::state::{counters_bytes, PerState};
 use crate::store::codec::{self, JobRecord};
 use crate::store::keys::{self, JobKey};
 use crate::store::{self as st};
@@ -88,18 +88,27 @@ pub(crate) fn rule(event: Event) -> (&'static [Option<State>], &'static [Option<
 pub(crate) struct Tx<'e> {
     e: &'e Engine,
     batch: WriteBatch,
-    /// Counter deltas per kind (few kinds per batch: a linear scan).
-    counters: Vec<(String, PerState<i64>)>,
-    /// Counter deltas per scope (few scopes per batch, likewise).
-    scope_counters: Vec<(crate::ids::Scope, PerState<i64>)>,
-    /// Rows that became ready, to note after the commit.
-    ready: Vec<(JobKey, String)>,
+    /// What the commit tells memory (vectors reused between transactions).
+    p: Parts,
     /// Events to count after the commit, by `Event::index`.
     counted: [u64; Event::ALL.len()],
     moves: usize,
     /// Writes staged outside a move (a schedule's row): the batch is
     /// written even when no job moved.
     extra: usize,
+}
+
+/// A transaction's vectors. A committed transaction leaves them, emptied,
+/// to the next one on its thread ([`SPARE`]): a lifecycle's three
+/// transactions allocated a dozen vectors before.
+#[derive(Default)]
+struct Parts {
+    /// Counter deltas per kind (few kinds per batch: a linear scan).
+    counters: Vec<(String, PerState<i64>)>,
+    /// Counter deltas per scope (few scopes per batch, likewise).
+    scope_counters: Vec<(crate::ids::Scope, PerState<i64>)>,
+    /// Rows that became ready, to note after the commit.
+    ready: Vec<(JobKey, String)>,
     /// Reused buffer for record encoding.
     buf: Vec<u8>,
     /// The moves as events, when someone subscribes (`Hub::collecting`).
@@ -111,21 +120,50 @@ pub(crate) struct Tx<'e> {
     unleased: Vec<(crate::ids::Scope, String)>,
 }
 
+/// Parts kept for reuse are at most this large (a 10,000-job batch's are
+/// let go).
+const SPARE_MAX_BYTES: usize = 64 << 10;
+
+/// The bytes a batch of one move reserves (a lifecycle's are 300–500).
+const BATCH_RESERVE: usize = 512;
+
+thread_local! {
+    static SPARE: std::cell::Cell<Option<Parts>> = const { std::cell::Cell::new(None) };
+}
+
+impl Parts {
+    fn take() -> Parts {
+        SPARE.with(|s| s.take()).unwrap_or_default()
+    }
+
+    /// Empty these and keep them for this thread's next transaction.
+    fn recycle(mut self) {
+        if self.buf.capacity() > SPARE_MAX_BYTES
+            || self.counters.capacity() * 64 > SPARE_MAX_BYTES
+            || self.ready.capacity() * 64 > SPARE_MAX_BYTES
+        {
+            return;
+        }
+        self.counters.clear();
+        self.scope_counters.clear();
+        self.ready.clear();
+        self.buf.clear();
+        self.staged.clear();
+        self.terminal.clear();
+        self.unleased.clear();
+        SPARE.with(|s| s.set(Some(self)));
+    }
+}
+
 impl<'e> Tx<'e> {
     pub fn new(e: &'e Engine) -> Self {
         Tx {
             e,
-            batch: WriteBatch::default(),
-            counters: Vec::new(),
-            scope_counters: Vec::new(),
-            ready: Vec::new(),
+            batch: WriteBatch::with_capacity_bytes(BATCH_RESERVE),
+            p: Parts::take(),
             counted: [0; Event::ALL.len()],
             moves: 0,
             extra: 0,
-            buf: Vec::new(),
-            staged: Vec::new(),
-            terminal: Vec::new(),
-            unleased: Vec::new(),
         }
     }
 
@@ -170,10 +208,11 @@ impl<'e> Tx<'e> {
         match to {
             Some(t) => {
                 let tk = t.encode();
-                self.buf.clear();
-                self.buf.reserve(codec::encoded_len_hint(rec));
-                codec::encode_into(rec, &mut self.buf);
-                self.batch.put_cf(jobs, tk, &self.buf);
+                let buf = &mut self.p.buf;
+                buf.clear();
+                buf.reserve(codec::encoded_len_hint(rec));
+                codec::encode_into(rec, buf);
+                self.batch.put_cf(jobs, tk, &*buf);
                 self.batch.put_cf(e.cf(st::CF_IDS)?, t.id.as_bytes(), tk);
                 if t.state.is_ready() {
                     self.batch.put_cf(
@@ -181,7 +220,7 @@ impl<'e> Tx<'e> {
                         keys::kind_key(&t.scope, &rec.kind, t.priority, t.pos()),
                         [t.state.byte()],
                     );
-                    self.ready.push((*t, rec.kind.clone()));
+                    self.p.ready.push((*t, rec.kind.clone()));
                 }
                 if let (None, Some(ik)) = (from, &rec.idempotency_key) {
                     self.batch.put_cf(
@@ -234,29 +273,29 @@ impl<'e> Tx<'e> {
         }
         if fs == Some(State::Leased) && ts != fs {
             if let Some(f) = from {
-                self.unleased.push((f.scope, rec.kind.clone()));
+                self.p.unleased.push((f.scope, rec.kind.clone()));
             }
         }
         if fs != ts {
             let d = PerState::delta(fs, ts);
-            match self.counters.iter_mut().find(|(k, _)| *k == rec.kind) {
+            match self.p.counters.iter_mut().find(|(k, _)| *k == rec.kind) {
                 Some((_, c)) => c.add(&d),
-                None => self.counters.push((rec.kind.clone(), d)),
+                None => self.p.counters.push((rec.kind.clone(), d)),
             }
             if let Some(scope) = from.or(to).map(|k| k.scope) {
-                match self.scope_counters.iter_mut().find(|(s, _)| *s == scope) {
+                match self.p.scope_counters.iter_mut().find(|(s, _)| *s == scope) {
                     Some((_, c)) => c.add(&d),
-                    None => self.scope_counters.push((scope, d)),
+                    None => self.p.scope_counters.push((scope, d)),
                 }
             }
         }
         let id = from.or(to).map(|k| k.id);
         if let Some(id) = id {
             if ts.is_none_or(State::is_terminal) && fs != ts {
-                self.terminal.push(id);
+                self.p.terminal.push(id);
             }
             if e.hub.collecting() {
-                self.staged.push(staged(event, fs, id, from.or(to), rec));
+                self.p.staged.push(staged(event, fs, id, from.or(to), rec));
             }
         }
         self.counted[event.index()] += 1;
@@ -292,7 +331,8 @@ impl<'e> Tx<'e> {
     /// dead) shows subscribers both, in the log's order.
     pub fn also_publish(&mut self, event: Event, key: &JobKey, rec: &JobRecord) {
         if self.e.hub.collecting() {
-            self.staged
+            self.p
+                .staged
                 .push(staged(event, Some(key.state), key.id, Some(key), rec));
         }
     }
@@ -304,57 +344,51 @@ impl<'e> Tx<'e> {
             return Ok(());
         }
         let counters_cf = self.e.cf(st::CF_COUNTERS)?;
-        for (kind, d) in &self.counters {
+        for (kind, d) in &self.p.counters {
             if !d.is_zero() {
                 self.batch
-                    .merge_cf(counters_cf, kind.as_bytes(), encode_counters(d));
+                    .merge_cf(counters_cf, kind.as_bytes(), counters_bytes(d));
             }
         }
-        for (scope, d) in &self.scope_counters {
+        for (scope, d) in &self.p.scope_counters {
             if !d.is_zero() {
-                self.batch.merge_cf(
-                    counters_cf,
-                    st::scope_counter_key(scope),
-                    encode_counters(d),
-                );
+                self.batch
+                    .merge_cf(counters_cf, st::scope_counter_key(scope), counters_bytes(d));
             }
         }
         let Tx {
             e,
             batch,
-            counters,
-            scope_counters,
-            ready,
+            mut p,
             counted,
-            staged,
-            terminal,
-            unleased,
             ..
         } = self;
-        if staged.is_empty() {
+        if p.staged.is_empty() {
             e.write(batch)?;
         } else {
+            let staged = std::mem::take(&mut p.staged);
             e.hub.commit_ordered(e.now(), staged, || e.write(batch))?;
         }
-        for (kind, d) in &counters {
+        for (kind, d) in &p.counters {
             e.counts.add(kind, d);
         }
-        for (scope, d) in &scope_counters {
+        for (scope, d) in &p.scope_counters {
             e.counts.add_scope(scope, d);
         }
-        if !unleased.is_empty() && e.limiter.unleased(&unleased, &e.bands) {
+        if !p.unleased.is_empty() && e.limiter.unleased(&p.unleased, &e.bands) {
             // A slot freed: pollers held back by a cap look again.
             e.notifier.bump();
         }
         for (ev, n) in Event::ALL.into_iter().zip(counted) {
             e.metrics.count(ev, n);
         }
-        if !ready.is_empty() {
-            e.note_ready_rows(ready.iter().map(|(k, kind)| (k, kind.as_str())));
+        if !p.ready.is_empty() {
+            e.note_ready_rows(p.ready.iter().map(|(k, kind)| (k, kind.as_str())));
         }
-        if !terminal.is_empty() && e.hub.has_waiters() {
-            e.hub.fire(&terminal);
+        if !p.terminal.is_empty() && e.hub.has_waiters() {
+            e.hub.fire(&p.terminal);
         }
+        p.recycle();
         Ok(())
     }
 }

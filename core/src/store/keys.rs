@@ -167,7 +167,11 @@ pub fn kind_band_prefix(scope: &Scope, kind: &str, priority: u8) -> Vec<u8> {
 
 /// A kind-index key.
 pub fn kind_key(scope: &Scope, kind: &str, priority: u8, pos: Pos) -> Vec<u8> {
-    let mut k = kind_band_prefix(scope, kind, priority);
+    let mut k = Vec::with_capacity(18 + kind.len() + 24);
+    k.extend_from_slice(scope.as_bytes());
+    k.push(kind.len() as u8);
+    k.extend_from_slice(kind.as_bytes());
+    k.push(priority);
     k.extend_from_slice(&pos.encode());
     k
 }
