@@ -430,3 +430,27 @@ fn build_refuses_bad_settings_naming_them() {
         .worker_id()
         .contains(&std::process::id().to_string()));
 }
+
+/// The README's Rust example is the body of core/examples/worker.rs (which
+/// `cargo test` builds), so it compiles.
+#[test]
+fn the_readme_rust_example_is_the_worker_example() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let block = readme
+        .split("## Rust\n\n```rust\n")
+        .nth(1)
+        .and_then(|r| r.split("\n```\n").next())
+        .expect("a Rust block under ## Rust");
+    let example = std::fs::read_to_string(format!("{root}/core/examples/worker.rs")).unwrap();
+    let body = example
+        .split("// README begin\n")
+        .nth(1)
+        .and_then(|r| r.split("// README end").next())
+        .unwrap();
+    assert_eq!(trim(block), trim(body));
+}
+
+fn trim(s: &str) -> Vec<&str> {
+    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect()
+}
