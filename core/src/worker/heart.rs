@@ -174,6 +174,7 @@ impl Shared {
         self.stopping.store(true, Ordering::SeqCst);
         self.cancel.cancel();
         self.cond.notify_all();
+        self.wake_feed();
         let end = Instant::now().checked_add(timeout);
         let mut st = lock(&self.state);
         while st.live > 0 {
@@ -220,6 +221,7 @@ impl Shared {
     /// leases still held go back.
     fn finish(self: &Arc<Self>) {
         self.wait_batch_idle(Instant::now() + Duration::from_secs(5));
+        self.close_feed();
         let left: Vec<_> = lock(&self.state).held.drain().map(|(_, h)| h.d).collect();
         for d in left {
             d.mark(StopReason::Released);

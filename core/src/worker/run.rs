@@ -76,6 +76,8 @@ pub(crate) struct Shared {
     pub(crate) batch: Mutex<BatchState>,
     pub(crate) batch_idle: Condvar,
     pub(crate) heart: Mutex<Option<JoinHandle<()>>>,
+    /// Set when leasing ahead through the store's lease feed.
+    pub(crate) feed: Option<super::feed::Feed>,
 }
 
 #[derive(Default)]
@@ -118,6 +120,12 @@ fn ttl_of(job: &Job) -> Duration {
     Duration::from_millis(job.lease_ttl_ms.max(1))
 }
 
+/// Whether a job leased ahead at `since` may still start: not once it has
+/// waited a quarter of its TTL (its handler would start with little left).
+pub(crate) fn fresh(job: &Job, since: Instant) -> bool {
+    since.elapsed() < ttl_of(job) / PREFETCH_FRACTION
+}
+
 impl Shared {
     pub(crate) fn count(&self, c: Count) {
         self.counts[c as usize].fetch_add(1, Ordering::Relaxed);
@@ -139,7 +147,7 @@ impl Shared {
     }
 
     /// Stop from a thread of its own (`stop` joins the Worker's threads).
-    fn halt(self: &Arc<Self>, why: String) {
+    pub(crate) fn halt(self: &Arc<Self>, why: String) {
         {
             let mut st = lock(&self.state);
             if st.stop_reason.is_some() || st.stop_begun {
@@ -155,7 +163,7 @@ impl Shared {
     }
 
     /// Sleep up to `d`, ended early by `stop`.
-    fn pause(&self, d: Duration) {
+    pub(crate) fn pause(&self, d: Duration) {
         let st = lock(&self.state);
         if !self.is_stopping() {
             let _ = self.cond.wait_timeout(st, d);
@@ -183,7 +191,7 @@ impl Shared {
                     self.give_back(&job, Count::Released);
                     continue;
                 }
-                if i > 0 && leased.elapsed() >= ttl_of(&job) / PREFETCH_FRACTION {
+                if i > 0 && !fresh(&job, leased) {
                     self.give_back(&job, Count::PrefetchReleased);
                     continue;
                 }
@@ -203,7 +211,7 @@ impl Shared {
         }
     }
 
-    fn run_one(self: &Arc<Self>, job: Job, since: Option<Instant>) {
+    pub(crate) fn run_one(self: &Arc<Self>, job: Job, since: Option<Instant>) {
         let now = Instant::now();
         let got = since.unwrap_or(now);
         let ttl = ttl_of(&job);
