@@ -84,6 +84,17 @@ impl JobStore for RemoteQueue {
         r.enqueued.iter().map(cv::enqueued_from_pb).collect()
     }
 
+    fn lease_feed(
+        &self,
+        worker_id: &str,
+        options: &LeaseOptions,
+        capacity: u32,
+    ) -> Result<Option<Box<dyn telha_jobs::worker::LeaseFeed>>> {
+        Ok(Some(Box::new(
+            self.poll_jobs(worker_id, options, capacity)?,
+        )))
+    }
+
     fn lease_many(&self, worker_id: &str, max: usize, options: &LeaseOptions) -> Result<Vec<Job>> {
         let wait = options.wait.unwrap_or(Duration::ZERO);
         let req = pb::LeaseRequest {

@@ -113,3 +113,10 @@ impl JobStream {
         }
     }
 }
+
+/// What the Rust `Worker` leases ahead through on a remote queue.
+impl telha_jobs::worker::LeaseFeed for JobStream {
+    fn next_batch(&mut self, timeout: Option<Duration>) -> Result<Option<Vec<Job>>> {
+        JobStream::next_batch(self, timeout)
+    }
+}

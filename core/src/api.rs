@@ -35,6 +35,21 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     }
     /// See [`Queue::lease_many`].
     fn lease_many(&self, worker_id: &str, max: usize, options: &LeaseOptions) -> Result<Vec<Job>>;
+    /// Leases pushed to `worker_id` as they become ready, never more than
+    /// `capacity` unsettled at once (filtered by `options.scopes` /
+    /// `options.kinds`): what a [`crate::Worker`] leases ahead through, so
+    /// no handler waits a round trip for its next job. `None` when the
+    /// store has no such feed: an embedded queue, whose lease calls cost no
+    /// round trip. A remote store's is its `PollJobs` stream.
+    fn lease_feed(
+        &self,
+        worker_id: &str,
+        options: &LeaseOptions,
+        capacity: u32,
+    ) -> Result<Option<Box<dyn crate::worker::LeaseFeed>>> {
+        let _ = (worker_id, options, capacity);
+        Ok(None)
+    }
     /// See [`Queue::extend`].
     fn extend(&self, tokens: &[LeaseToken], worker_id: &str) -> Result<Vec<Result<u64>>>;
     /// See [`Queue::heartbeat`].

@@ -65,6 +65,8 @@ pub mod state;
 pub mod store;
 #[cfg(feature = "rocksdb")]
 pub mod watch;
+#[cfg(feature = "rocksdb")]
+pub mod worker;
 mod would_block;
 
 #[cfg(feature = "rocksdb")]
@@ -92,6 +94,8 @@ pub use state::{PerState, State, StateCounts};
 pub use store::format::StoreFormat;
 #[cfg(feature = "rocksdb")]
 pub use watch::{EventFilter, JobEvent, JobWatch, SubscribeOptions, Subscription};
+#[cfg(feature = "rocksdb")]
+pub use worker::{HandlerError, JobContext, Outcome, RunningWorker, Worker};
 
 /// The embedded default store: `$TELHA_DB` when set, else `./telha-data`.
 pub fn default_store_path() -> std::path::PathBuf {
