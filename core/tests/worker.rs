@@ -454,3 +454,32 @@ fn the_readme_rust_example_is_the_worker_example() {
 fn trim(s: &str) -> Vec<&str> {
     s.lines().map(str::trim).filter(|l| !l.is_empty()).collect()
 }
+
+#[test]
+fn a_handler_can_stop_its_own_worker_without_waiting_for_itself() {
+    let t = store(&[]);
+    let slot: Arc<Mutex<Option<Arc<telha_jobs::RunningWorker>>>> = Arc::default();
+    let s = slot.clone();
+    let w = Worker::builder(arc(&t), move |_ctx| {
+        let w = s.lock().unwrap().clone();
+        if let Some(w) = w {
+            let began = Instant::now();
+            w.stop(10 * SEC);
+            assert!(began.elapsed() < 5 * SEC, "it waited for itself");
+        }
+        Outcome::done()
+    })
+    .concurrency(1)
+    .poll_wait(50 * MS)
+    .build()
+    .unwrap();
+    let running = Arc::new(w.start().unwrap());
+    *slot.lock().unwrap() = Some(running.clone());
+    let id = enqueue(&t, "embed"); // after the slot is filled
+    assert!(running.join(Some(10 * SEC)));
+    // The stop released the job its own handler was running.
+    let j = state(&t, &id);
+    assert_eq!((j.state, j.attempts), (State::Pending, 0));
+    assert_eq!(running.counts().released, 1);
+    slot.lock().unwrap().take();
+}

@@ -176,8 +176,9 @@ impl Shared {
         self.cond.notify_all();
         self.wake_feed();
         let end = Instant::now().checked_add(timeout);
+        let me = usize::from(super::run::ON_HANDLER_THREAD.with(|c| c.get()));
         let mut st = lock(&self.state);
-        while st.live > 0 {
+        while st.live > me {
             let left = end.map_or(IDLE_WAKE, |e| e.saturating_duration_since(Instant::now()));
             if left.is_zero() {
                 break;

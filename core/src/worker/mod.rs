@@ -226,6 +226,7 @@ impl Worker {
                         self.0.cond.notify_all();
                     }
                 }
+                run::ON_HANDLER_THREAD.with(|c| c.set(true));
                 let live = Live(me);
                 if live.0.feed.is_some() {
                     live.0.prefetched_loop();

@@ -86,6 +86,12 @@ pub(crate) struct BatchState {
     sending: bool,
 }
 
+thread_local! {
+    /// Set on a Worker's handler threads: a handler that calls `stop`
+    /// must not wait for its own thread to end.
+    pub(crate) static ON_HANDLER_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Handlers never run under these locks, so a poisoned one means a
     // bug in this file; the data is still consistent enough to go on.
