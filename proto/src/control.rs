@@ -103,6 +103,11 @@ pub fn stats_to_pb(s: &Stats) -> pb::StatsResponse {
             .collect(),
         scopes_next: s.scopes_next.clone(),
         scope_order: scope_order_to_pb(s.scope_order) as i32,
+        oldest_ready_ms: s
+            .oldest_ready_ms
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect(),
     }
 }
 
@@ -126,6 +131,11 @@ pub fn stats_from_pb(s: &pb::StatsResponse) -> Result<Stats> {
         scope_order: scope_order_from_pb(s.scope_order)?,
         total: s.total.as_ref().map(counts_from_pb).unwrap_or_default(),
         paused: paused_from_pb(&s.paused_kinds, &s.paused_scopes)?,
+        oldest_ready_ms: s
+            .oldest_ready_ms
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect(),
     })
 }
 

@@ -198,8 +198,25 @@ pub fn stats_json(s: &Stats) -> Json {
     json!({
         "by_kind": by_kind, "by_scope": by_scope, "scope_order": s.scope_order.as_str(),
         "scopes_next": s.scopes_next, "total": counts_json(&s.total),
-        "paused": paused_json(&s.paused),
+        "paused": paused_json(&s.paused), "ready": ready_json(s),
     })
+}
+
+/// Per kind with jobs waiting to run: `backlog` (pending + failed, due or
+/// not) and `oldest_ready_ms` (how long its oldest due job has waited; 0
+/// when none is due), what autoscalers read.
+pub fn ready_json(s: &Stats) -> Json {
+    let ready: Map<String, Json> = s
+        .by_kind
+        .iter()
+        .filter(|(_, c)| c.pending + c.failed > 0)
+        .map(|(k, c)| {
+            let oldest = s.oldest_ready_ms.get(k).copied().unwrap_or(0);
+            let v = json!({"backlog": c.pending + c.failed, "oldest_ready_ms": oldest});
+            (k.clone(), v)
+        })
+        .collect();
+    Json::Object(ready)
 }
 
 fn opt_time(t: Option<u64>) -> Json {

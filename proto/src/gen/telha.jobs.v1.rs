@@ -474,6 +474,14 @@ pub struct StatsResponse {
     pub scopes_next: ::core::option::Option<::prost::alloc::string::String>,
     #[prost(enumeration = "ScopeOrder", tag = "7")]
     pub scope_order: i32,
+    /// Per kind with a job due now (pending or failed, past its run-at or
+    /// retry time), how long its oldest such job has been ready, ms: read from
+    /// the band heads. Kinds with nothing due are absent.
+    #[prost(map = "string, uint64", tag = "8")]
+    pub oldest_ready_ms: ::std::collections::HashMap<
+        ::prost::alloc::string::String,
+        u64,
+    >,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ScopeCounts {
