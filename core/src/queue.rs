@@ -569,12 +569,14 @@ impl Queue {
         let e = self.engine()?;
         let mut s = e.counts.stats(query)?;
         s.paused = (*e.paused()).clone();
-        let now = e.now();
-        s.oldest_ready_ms = e
-            .oldest_ready(now)?
-            .into_iter()
-            .map(|(k, t)| (k, now.saturating_sub(t)))
-            .collect();
+        if query.oldest_ready {
+            let now = e.now();
+            s.oldest_ready_ms = e
+                .oldest_ready(now)?
+                .into_iter()
+                .map(|(k, t)| (k, now.saturating_sub(t)))
+                .collect();
+        }
         Ok(s)
     }
 

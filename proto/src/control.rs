@@ -67,6 +67,7 @@ pub fn stats_query_to_pb(q: &StatsQuery) -> pb::StatsRequest {
         scope_limit: Some(u32::try_from(q.scope_limit).unwrap_or(u32::MAX)),
         scopes_after: q.scopes_after.clone(),
         scope_prefix: q.scope_prefix.clone(),
+        oldest_ready: q.oldest_ready,
     }
 }
 
@@ -79,6 +80,7 @@ pub fn stats_query_from_pb(r: &pb::StatsRequest) -> Result<StatsQuery> {
             .map_or(STATS_SCOPE_LIMIT_DEFAULT, |n| n as usize),
         scopes_after: r.scopes_after.clone(),
         scope_prefix: r.scope_prefix.clone(),
+        oldest_ready: r.oldest_ready,
     })
 }
 

@@ -198,13 +198,14 @@ pub fn stats_json(s: &Stats) -> Json {
     json!({
         "by_kind": by_kind, "by_scope": by_scope, "scope_order": s.scope_order.as_str(),
         "scopes_next": s.scopes_next, "total": counts_json(&s.total),
-        "paused": paused_json(&s.paused), "ready": ready_json(s),
+        "paused": paused_json(&s.paused),
     })
 }
 
 /// Per kind with jobs waiting to run: `backlog` (pending + failed, due or
 /// not) and `oldest_ready_ms` (how long its oldest due job has waited; 0
-/// when none is due), what autoscalers read.
+/// when none is due), what autoscalers read. For stats taken with
+/// `StatsQuery::oldest_ready` (`telha jobs stats --json` adds it).
 pub fn ready_json(s: &Stats) -> Json {
     let ready: Map<String, Json> = s
         .by_kind

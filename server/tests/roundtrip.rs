@@ -615,7 +615,11 @@ fn stats_carry_the_oldest_ready_age_and_the_metrics_the_histograms() {
         .as_millis() as u64;
     let opts = EnqueueOptions::default().run_at(now - 90_000);
     c.enqueue("ocr", b"{}", opts).unwrap();
-    let st = c.stats().unwrap();
+    let asked = telha_jobs::StatsQuery {
+        oldest_ready: true,
+        ..Default::default()
+    };
+    let st = c.stats_with(&asked).unwrap();
     let age = st.oldest_ready_ms["ocr"];
     assert!((90_000..150_000).contains(&age), "{age}");
     assert_eq!(st.by_kind, s.queue.stats().unwrap().by_kind);

@@ -218,13 +218,6 @@ const overview = {
   },
 };
 
-// The longest any due job has waited, over every kind (`stats.ready`,
-// read from the band heads): '0s' when nothing is due.
-function oldestReady(ready) {
-  const ms = Math.max(0, ...Object.values(ready || {}).map((r) => r.oldest_ready_ms || 0));
-  return rel(Date.now() - ms).replace(/ ago$/, '').replace(/^in /, '');
-}
-
 function paintOverview(o) {
   const st = o.stats || {};
   const total = st.total || {};
@@ -239,9 +232,7 @@ function paintOverview(o) {
     h('div', { class: 'stat' }, h('a', { href: jobsHref({ state: 'pending' }) },
       h('span', { class: 'big', testid: 'pending-total' }, String(total.pending || 0)), h('span', {}, 'pending'))),
     h('div', { class: 'stat' }, h('a', { href: '#/schedules' },
-      h('span', { class: 'big', testid: 'schedules-count' }, String(o.schedules ?? 0)), h('span', {}, 'schedules'))),
-    h('div', { class: 'stat' }, h('a', { href: jobsHref({ state: 'pending' }) },
-      h('span', { class: 'big', testid: 'oldest-ready' }, oldestReady(st.ready)), h('span', {}, 'oldest ready job waited'))));
+      h('span', { class: 'big', testid: 'schedules-count' }, String(o.schedules ?? 0)), h('span', {}, 'schedules'))));
   const head = h('tr', {}, h('th', {}, 'kind'), STATES.map((s) => h('th', { class: 'num' }, s)), h('th', { class: 'num' }, 'total'),
     canAct() ? h('th', {}, '') : null);
   const sum = (c) => c.total ?? STATES.reduce((a, s) => a + (c[s] || 0), 0);

@@ -15,6 +15,8 @@
 
 use std::collections::BTreeMap;
 
+use rustc_hash::FxHashMap as HashMap;
+
 use crate::error::Result;
 use crate::ids::Scope;
 use crate::store::keys;
@@ -27,7 +29,6 @@ use super::Engine;
 /// ready instant, and where it is.
 struct Candidate {
     bound: u64,
-    kind: String,
     scope: Scope,
     prio: u8,
     group: Group,
@@ -39,50 +40,83 @@ impl Engine {
     /// instant of its oldest such job (ms). Paused kinds and scopes count:
     /// their work is waiting too.
     pub(crate) fn oldest_ready(&self, now: u64) -> Result<BTreeMap<String, u64>> {
-        let mut cands = Vec::new();
+        // The bands that may hold a due row, by kind (a kind's string is
+        // copied once, not per band: 100,000 scopes are 100,000 bands).
+        let mut index: HashMap<String, usize> = HashMap::default();
+        let mut by_kind: Vec<(String, Vec<Candidate>)> = Vec::new();
         for (scope, sb) in self.bands.all() {
             for (prio, group) in sb.groups() {
                 let g = bands::lock(&group);
                 for (kind, c) in &g.kinds {
-                    if c.maybe_ready(now) {
-                        cands.push(Candidate {
-                            bound: c.from.ts.max(c.next_ts),
-                            kind: kind.clone(),
-                            scope,
-                            prio,
-                            group: group.clone(),
-                        });
+                    if !c.maybe_ready(now) {
+                        continue;
                     }
+                    let i = match index.get(kind.as_str()) {
+                        Some(i) => *i,
+                        None => {
+                            index.insert(kind.clone(), by_kind.len());
+                            by_kind.push((kind.clone(), Vec::new()));
+                            by_kind.len() - 1
+                        }
+                    };
+                    by_kind[i].1.push(Candidate {
+                        bound: c.from.ts.max(c.next_ts),
+                        scope,
+                        prio,
+                        group: group.clone(),
+                    });
                 }
             }
         }
-        cands.sort_unstable_by(|a, b| a.kind.cmp(&b.kind).then(a.bound.cmp(&b.bound)));
-        let cf = self.cf(st::CF_KINDS)?;
-        let mut out: BTreeMap<String, u64> = BTreeMap::new();
-        for c in &cands {
-            let best = out.get(&c.kind).copied();
-            if best.is_some_and(|b| b <= c.bound) {
-                continue;
-            }
-            let mut g = bands::lock(&c.group);
-            let g = &mut *g;
-            let Some(cursor) = g.kinds.get_mut(&c.kind) else {
+        let mut out = BTreeMap::new();
+        for (kind, mut cands) in by_kind {
+            // The band with the lowest bound first: when its head is at the
+            // bound (its cursor is exact, the usual case) no other band can
+            // hold an older row, and one seek answered for the kind.
+            let Some(first) = (0..cands.len()).min_by_key(|i| cands[*i].bound) else {
                 continue;
             };
-            let prefix = keys::kind_band_prefix(&c.scope, &c.kind, c.prio);
-            // A kept iterator is kept (refreshed); a new one is dropped.
-            let mut slot = g.kind_its.remove(c.kind.as_str());
-            let kept = slot.is_some();
-            let found = self.peek(cf, &prefix, None, cursor, &mut slot, now, &g.claimed);
-            if let (true, Some(it)) = (kept, slot) {
-                g.kind_its.insert(c.kind.clone(), it);
+            let head = self.head(&kind, &cands[first], now)?;
+            if head.is_some_and(|t| t <= cands[first].bound) {
+                out.insert(kind, head.unwrap_or_default());
+                continue;
             }
-            if let Some((pos, _)) = found? {
-                if best.is_none_or(|b| pos.ts < b) {
-                    out.insert(c.kind.clone(), pos.ts);
+            // Otherwise in bound order, until the earliest head found is no
+            // later than the next band's bound.
+            cands.swap_remove(first);
+            cands.sort_unstable_by_key(|c| c.bound);
+            let mut best = head;
+            for c in &cands {
+                if best.is_some_and(|b| b <= c.bound) {
+                    break;
                 }
+                if let Some(t) = self.head(&kind, c, now)? {
+                    best = Some(best.map_or(t, |b| b.min(t)));
+                }
+            }
+            if let Some(b) = best {
+                out.insert(kind, b);
             }
         }
         Ok(out)
+    }
+
+    /// The ready instant of the first due unclaimed row of one kind band.
+    fn head(&self, kind: &str, c: &Candidate, now: u64) -> Result<Option<u64>> {
+        let cf = self.cf(st::CF_KINDS)?;
+        let mut g = bands::lock(&c.group);
+        let g = &mut *g;
+        let Some(cursor) = g.kinds.get_mut(kind) else {
+            return Ok(None);
+        };
+        let prefix = keys::kind_band_prefix(&c.scope, kind, c.prio);
+        // A kept iterator is kept (refreshed); a new one is dropped.
+        let mut slot = g.kind_its.remove(kind);
+        let kept = slot.is_some();
+        let found = self.peek(cf, &prefix, None, cursor, &mut slot, now, &g.claimed);
+        if let (true, Some(it)) = (kept, slot) {
+            g.kind_its.insert(kind.to_string(), it);
+        }
+        Ok(found?.map(|(pos, _)| pos.ts))
     }
 }

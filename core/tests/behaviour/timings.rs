@@ -151,7 +151,12 @@ fn ready(s: &TestStore, kind: &str) -> (f64, u64) {
     )
     .unwrap_or(0.0);
     let backlog = sample(&m, &format!("telha_jobs_backlog{{kind=\"{kind}\"}}")).unwrap_or(0.0);
-    let stats = s.q.stats().unwrap();
+    let asked = telha_jobs::StatsQuery {
+        oldest_ready: true,
+        ..Default::default()
+    };
+    let stats = s.q.stats_with(&asked).unwrap();
+    assert!(s.q.stats().unwrap().oldest_ready_ms.is_empty(), "not asked");
     let from_stats = stats.oldest_ready_ms.get(kind).copied().unwrap_or(0);
     assert_eq!(from_stats as f64 / 1000.0, gauge, "stats and metrics agree");
     (gauge, backlog as u64)
