@@ -317,9 +317,11 @@ fn stats(db: &Target, a: &StatsArgs, json: bool) -> Result<Output, Failure> {
             ScopeCount::All => MAX_SCOPE_LIMIT,
         },
         scope_prefix: a.scope_prefix.clone(),
+        oldest_ready: true,
         ..StatsQuery::default()
     };
     let mut s = q.stats_with(&query)?;
+    query.oldest_ready = false;
     if a.scopes == ScopeCount::All {
         while let Some(next) = s.scopes_next.take() {
             query.scopes_after = Some(next);
@@ -331,6 +333,7 @@ fn stats(db: &Target, a: &StatsArgs, json: bool) -> Result<Output, Failure> {
     let limits = q.limits()?;
     Ok(if json {
         let mut o = render::stats_json(&s);
+        o["ready"] = telha_jobs_server::json::ready_json(&s);
         o["limits"] = serde_json::Value::Array(
             limits
                 .iter()

@@ -277,9 +277,23 @@ pub fn stats_text(s: &Stats) -> String {
             "TOTAL",
         ]
     };
-    let mut rows: Vec<Vec<String>> = s.by_kind.iter().map(|(k, c)| row(k, c)).collect();
-    rows.push(row("(all kinds)", &s.total));
-    let mut out = table(&header("KIND"), &rows);
+    // Per kind, the backlog (pending + failed) and how long its oldest due
+    // job has been ready (`-`: none is due).
+    let ready = |mut r: Vec<String>, c: &StateCounts, oldest: Option<u64>| {
+        r.push((c.pending + c.failed).to_string());
+        r.push(oldest.map_or("-".into(), age));
+        r
+    };
+    let mut rows: Vec<Vec<String>> = s
+        .by_kind
+        .iter()
+        .map(|(k, c)| ready(row(k, c), c, s.oldest_ready_ms.get(k).copied()))
+        .collect();
+    let oldest = s.oldest_ready_ms.values().max().copied();
+    rows.push(ready(row("(all kinds)", &s.total), &s.total, oldest));
+    let mut kind_header = header("KIND").to_vec();
+    kind_header.extend(["BACKLOG", "OLDEST READY"]);
+    let mut out = table(&kind_header, &rows);
     // Per scope only when there is more than the default scope.
     if s.by_scope.keys().any(|sc| *sc != Scope::default()) || s.scopes_next.is_some() {
         let rows: Vec<Vec<String>> = s
@@ -306,10 +320,28 @@ pub fn stats_text(s: &Stats) -> String {
     out
 }
 
+/// A wait as the stats table shows it: `850ms`, `12.3s`, `4m05s`, `2h03m`.
+fn age(ms: u64) -> String {
+    match ms {
+        0..1_000 => format!("{ms}ms"),
+        1_000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
+        60_000..3_600_000 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
+        _ => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use telha_jobs::limits::MAX_INSTANT_MS;
+
+    #[test]
+    fn ages_read_at_a_glance() {
+        assert_eq!(age(850), "850ms");
+        assert_eq!(age(12_345), "12.3s");
+        assert_eq!(age(245_000), "4m05s");
+        assert_eq!(age(7_380_000), "2h03m");
+    }
 
     #[test]
     fn json_payloads_round_trip_through_msgpack() {

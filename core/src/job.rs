@@ -459,6 +459,13 @@ pub struct Stats {
     pub total: StateCounts,
     /// What is paused (kinds and scopes).
     pub paused: crate::control::Paused,
+    /// Per kind with a job due now (pending or failed, past its run-at or
+    /// retry time), how long its oldest such job has been ready, ms: read
+    /// from the band heads when the stats were taken, never a scan, and
+    /// only when [`StatsQuery::oldest_ready`](crate::StatsQuery) asked
+    /// (empty otherwise). Kinds with nothing due are omitted. The ready backlog of a kind is its
+    /// `pending + failed` in [`by_kind`](Self::by_kind).
+    pub oldest_ready_ms: std::collections::BTreeMap<String, u64>,
 }
 
 impl Stats {

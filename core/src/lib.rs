@@ -64,6 +64,8 @@ pub mod scopes;
 pub mod state;
 pub mod store;
 #[cfg(feature = "rocksdb")]
+mod timings;
+#[cfg(feature = "rocksdb")]
 pub mod watch;
 #[cfg(feature = "rocksdb")]
 pub mod worker;

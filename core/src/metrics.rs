@@ -153,6 +153,7 @@ impl Counts {
             scope_order: q.scope_order,
             total: StateCounts::from_per_state(&total),
             paused: Default::default(),
+            oldest_ready_ms: Default::default(),
         })
     }
 
@@ -177,6 +178,8 @@ pub(crate) struct Metrics {
     pub schedule_passes: AtomicU64,
     /// Background scheduler passes that failed (storage errors).
     pub schedule_errors: AtomicU64,
+    /// The wait and run-time histograms.
+    pub timings: crate::timings::Timings,
 }
 
 impl Metrics {
@@ -260,6 +263,51 @@ impl Metrics {
             load(&self.reaper_errors),
         );
         o
+    }
+}
+
+/// The ready work per kind, for autoscalers: `telha_jobs_backlog{kind}`
+/// (pending + failed, due or not, from the counters) and
+/// `telha_jobs_oldest_ready_seconds{kind}` (how long the oldest due job has
+/// been ready, from the band heads; 0 when nothing is due), for every kind
+/// with jobs.
+pub(crate) fn render_ready(
+    o: &mut String,
+    stats: &Stats,
+    oldest: &BTreeMap<String, u64>,
+    now: u64,
+) {
+    header(
+        o,
+        "telha_jobs_backlog",
+        "gauge",
+        "Jobs waiting to run (pending + failed, due or not), by kind.",
+    );
+    for (kind, c) in &stats.by_kind {
+        let _ = writeln!(
+            o,
+            "telha_jobs_backlog{{kind=\"{}\"}} {}",
+            escape(kind),
+            c.pending + c.failed
+        );
+    }
+    header(
+        o,
+        "telha_jobs_oldest_ready_seconds",
+        "gauge",
+        "How long the oldest job that is due (past its run-at or retry time) has been waiting, by kind; 0 when none is due.",
+    );
+    let mut kinds: std::collections::BTreeSet<&str> =
+        stats.by_kind.keys().map(String::as_str).collect();
+    kinds.extend(oldest.keys().map(String::as_str));
+    for kind in kinds {
+        let age = oldest.get(kind).map_or(0, |t| now.saturating_sub(*t));
+        let _ = writeln!(
+            o,
+            "telha_jobs_oldest_ready_seconds{{kind=\"{}\"}} {}",
+            escape(kind),
+            age as f64 / 1000.0
+        );
     }
 }
 

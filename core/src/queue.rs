@@ -154,6 +154,15 @@ impl Queue {
         }
     }
 
+    /// Whether this handle can serve calls: `Ok` while it is open and its
+    /// engine is not fenced; `Closed` after [`close`](Self::close),
+    /// `Unavailable` (with the fence's reason) once a commit's outcome was
+    /// unknown. What a readiness probe asks; it touches no store (a lock
+    /// read and an atomic load).
+    pub fn ready(&self) -> Result<()> {
+        self.engine().map(|_| ())
+    }
+
     /// Whether [`Queue::close`] was called on this handle or a clone of it.
     pub fn is_closed(&self) -> bool {
         self.inner.closed.load(Ordering::SeqCst)
@@ -560,16 +569,30 @@ impl Queue {
         let e = self.engine()?;
         let mut s = e.counts.stats(query)?;
         s.paused = (*e.paused()).clone();
+        if query.oldest_ready {
+            let now = e.now();
+            s.oldest_ready_ms = e
+                .oldest_ready(now)?
+                .into_iter()
+                .map(|(k, t)| (k, now.saturating_sub(t)))
+                .collect();
+        }
         Ok(s)
     }
 
     /// Prometheus text exposition: job counts, leases in flight, transitions
-    /// and corrupt records since open, reaper passes, what is paused, live
+    /// and corrupt records since open, reaper passes, the backlog and the
+    /// oldest ready job's age per kind, the wait and run-time histograms
+    /// since open, what is paused, live
     /// subscriptions and job watches, the scopes pollers visit.
     /// `Closed` after `close`.
     pub fn metrics(&self) -> Result<String> {
         let e = self.engine()?;
-        let mut out = e.metrics.render(&e.counts.kind_stats(), e.leases.len());
+        let stats = e.counts.kind_stats();
+        let mut out = e.metrics.render(&stats, e.leases.len());
+        let now = e.now();
+        crate::metrics::render_ready(&mut out, &stats, &e.oldest_ready(now)?, now);
+        e.metrics.timings.render(&mut out);
         crate::metrics::render_paused(&mut out, &e.paused());
         crate::metrics::render_limits(&mut out, &e.limits());
         let (subs, watches) = e.hub.counts();

@@ -112,6 +112,12 @@ pub struct StatsQuery {
     /// Only scopes whose id (canonical lowercase text,
     /// `xxxxxxxx-xxxx-…`) starts with this: hex digits and dashes.
     pub scope_prefix: Option<String>,
+    /// Fill [`Stats::oldest_ready_ms`](crate::Stats) (default: no). Exact,
+    /// from the band heads and never a scan, but O(bands): a walk of every
+    /// scope with ready work (about 40–60 ms at 100,000 such scopes on a
+    /// loaded 2-core machine), so a page polled every few seconds leaves
+    /// it out and `telha jobs stats` asks for it.
+    pub oldest_ready: bool,
 }
 
 impl Default for StatsQuery {
@@ -121,6 +127,7 @@ impl Default for StatsQuery {
             scope_limit: STATS_SCOPE_LIMIT_DEFAULT,
             scopes_after: None,
             scope_prefix: None,
+            oldest_ready: false,
         }
     }
 }

@@ -67,6 +67,7 @@ pub fn stats_query_to_pb(q: &StatsQuery) -> pb::StatsRequest {
         scope_limit: Some(u32::try_from(q.scope_limit).unwrap_or(u32::MAX)),
         scopes_after: q.scopes_after.clone(),
         scope_prefix: q.scope_prefix.clone(),
+        oldest_ready: q.oldest_ready,
     }
 }
 
@@ -79,6 +80,7 @@ pub fn stats_query_from_pb(r: &pb::StatsRequest) -> Result<StatsQuery> {
             .map_or(STATS_SCOPE_LIMIT_DEFAULT, |n| n as usize),
         scopes_after: r.scopes_after.clone(),
         scope_prefix: r.scope_prefix.clone(),
+        oldest_ready: r.oldest_ready,
     })
 }
 
@@ -103,6 +105,11 @@ pub fn stats_to_pb(s: &Stats) -> pb::StatsResponse {
             .collect(),
         scopes_next: s.scopes_next.clone(),
         scope_order: scope_order_to_pb(s.scope_order) as i32,
+        oldest_ready_ms: s
+            .oldest_ready_ms
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect(),
     }
 }
 
@@ -126,6 +133,11 @@ pub fn stats_from_pb(s: &pb::StatsResponse) -> Result<Stats> {
         scope_order: scope_order_from_pb(s.scope_order)?,
         total: s.total.as_ref().map(counts_from_pb).unwrap_or_default(),
         paused: paused_from_pb(&s.paused_kinds, &s.paused_scopes)?,
+        oldest_ready_ms: s
+            .oldest_ready_ms
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect(),
     })
 }
 

@@ -202,6 +202,24 @@ pub fn stats_json(s: &Stats) -> Json {
     })
 }
 
+/// Per kind with jobs waiting to run: `backlog` (pending + failed, due or
+/// not) and `oldest_ready_ms` (how long its oldest due job has waited; 0
+/// when none is due), what autoscalers read. For stats taken with
+/// `StatsQuery::oldest_ready` (`telha jobs stats --json` adds it).
+pub fn ready_json(s: &Stats) -> Json {
+    let ready: Map<String, Json> = s
+        .by_kind
+        .iter()
+        .filter(|(_, c)| c.pending + c.failed > 0)
+        .map(|(k, c)| {
+            let oldest = s.oldest_ready_ms.get(k).copied().unwrap_or(0);
+            let v = json!({"backlog": c.pending + c.failed, "oldest_ready_ms": oldest});
+            (k.clone(), v)
+        })
+        .collect();
+    Json::Object(ready)
+}
+
 fn opt_time(t: Option<u64>) -> Json {
     t.map_or(Json::Null, |t| json!(time(t)))
 }

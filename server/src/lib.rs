@@ -43,6 +43,7 @@
 mod auth;
 mod control;
 mod events;
+mod health;
 mod http;
 pub mod json;
 mod lease;
@@ -422,6 +423,9 @@ async fn run(
     let svc = testing::Hooked::new(svc, hooks);
     #[cfg(not(feature = "test-hooks"))]
     let TestHooks = hooks;
+    // The health service beside it, outside the token check (a probe
+    // cannot send one).
+    let svc = health::WithHealth::new(svc, health::Health::server(shared.clone()));
 
     let (quit_tx, quit_rx) = watch::channel(false);
     let mut servers = Vec::new();

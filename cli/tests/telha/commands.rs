@@ -313,10 +313,23 @@ fn stats_counts_per_state_and_kind_as_the_core_does() {
         .split_whitespace()
         .collect::<Vec<_>>();
     assert_eq!(
-        total,
+        total[..9],
         ["(all", "kinds)", "4", "1", "1", "2", "6", "0", "14"],
         "{text}"
     );
+    // Then the backlog (pending + failed) and the oldest due job's age
+    // (real time here: only its presence is checked).
+    assert_eq!(total[9], "5", "{text}");
+    assert_ne!(total[10], "-", "{text}");
+    for (kind, c) in &core.by_kind {
+        let backlog = c.pending + c.failed;
+        if backlog == 0 {
+            assert!(j["ready"].get(kind).is_none(), "{kind}");
+        } else {
+            assert_eq!(j["ready"][kind]["backlog"], backlog, "{kind}");
+            assert!(j["ready"][kind]["oldest_ready_ms"].is_u64(), "{kind}");
+        }
+    }
     // Per scope as well: in the JSON, and a table of its own in the text.
     assert!(core.by_scope.len() > 1, "the seed uses several scopes");
     for (scope, c) in &core.by_scope {

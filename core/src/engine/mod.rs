@@ -19,6 +19,7 @@ mod pause;
 mod peek;
 mod prune;
 mod purge;
+mod ready_age;
 mod recover;
 mod replica;
 mod resettle;

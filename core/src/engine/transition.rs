@@ -38,6 +38,8 @@ use crate::store::codec::{self, JobRecord};
 use crate::store::keys::{self, JobKey};
 use crate::store::{self as st};
 
+use crate::timings::{Outcome, Timing};
+
 use super::hub::Staged;
 use super::Engine;
 
@@ -118,6 +120,9 @@ struct Parts {
     /// Jobs this transaction takes out of the leased state: their
     /// flow-control slots free after the commit.
     unleased: Vec<(crate::ids::Scope, String)>,
+    /// Wait and run times to observe after the commit, each with the
+    /// index of its kind in `counters` (no kind string of its own).
+    timings: Vec<(usize, Timing)>,
 }
 
 /// Parts kept for reuse are at most this large (a 10,000-job batch's are
@@ -151,6 +156,7 @@ impl Parts {
         self.staged.clear();
         self.terminal.clear();
         self.unleased.clear();
+        self.timings.clear();
         SPARE.with(|s| s.set(Some(self)));
     }
 }
@@ -278,9 +284,18 @@ impl<'e> Tx<'e> {
         }
         if fs != ts {
             let d = PerState::delta(fs, ts);
-            match self.p.counters.iter_mut().find(|(k, _)| *k == rec.kind) {
-                Some((_, c)) => c.add(&d),
-                None => self.p.counters.push((rec.kind.clone(), d)),
+            let at = match self.p.counters.iter().position(|(k, _)| *k == rec.kind) {
+                Some(i) => {
+                    self.p.counters[i].1.add(&d);
+                    i
+                }
+                None => {
+                    self.p.counters.push((rec.kind.clone(), d));
+                    self.p.counters.len() - 1
+                }
+            };
+            if let Some(t) = timing(event, from, rec) {
+                self.p.timings.push((at, t));
             }
             if let Some(scope) = from.or(to).map(|k| k.scope) {
                 match self.p.scope_counters.iter_mut().find(|(s, _)| *s == scope) {
@@ -382,6 +397,16 @@ impl<'e> Tx<'e> {
         for (ev, n) in Event::ALL.into_iter().zip(counted) {
             e.metrics.count(ev, n);
         }
+        if !p.timings.is_empty() {
+            let now = if p.timings.iter().any(|(_, t)| matches!(t, Timing::Run(..))) {
+                e.now()
+            } else {
+                0
+            };
+            for &(at, t) in &p.timings {
+                e.metrics.timings.observe(&p.counters[at].0, t, now);
+            }
+        }
         if !p.ready.is_empty() {
             e.note_ready_rows(p.ready.iter().map(|(k, kind)| (k, kind.as_str())));
         }
@@ -391,6 +416,21 @@ impl<'e> Tx<'e> {
         p.recycle();
         Ok(())
     }
+}
+
+/// What a move tells the wait and run histograms: a lease, how long the
+/// job waited since its ready instant (the from-row's time); a move out of
+/// the leased state, when that lease began and how it ended.
+fn timing(event: Event, from: Option<&JobKey>, rec: &JobRecord) -> Option<Timing> {
+    let from = from?;
+    if event == Event::Leased {
+        let leased = rec.ext.leased_at?;
+        return Some(Timing::Wait(leased.saturating_sub(from.ts)));
+    }
+    if from.state != State::Leased {
+        return None;
+    }
+    Some(Timing::Run(rec.ext.leased_at?, Outcome::of(event)?))
 }
 
 /// A move as a subscriber sees it (see [`crate::watch::JobEvent::attempt`]).

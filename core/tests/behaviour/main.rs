@@ -48,4 +48,5 @@ mod scope_counts;
 mod scope_pages;
 mod settle;
 mod store;
+mod timings;
 mod waits;

@@ -451,6 +451,10 @@ pub struct StatsRequest {
     /// Only scopes whose canonical text starts with this.
     #[prost(string, optional, tag = "4")]
     pub scope_prefix: ::core::option::Option<::prost::alloc::string::String>,
+    /// Fill StatsResponse.oldest_ready_ms (O(bands): a walk of the scopes with
+    /// ready work).
+    #[prost(bool, tag = "5")]
+    pub oldest_ready: bool,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct StatsResponse {
@@ -474,6 +478,15 @@ pub struct StatsResponse {
     pub scopes_next: ::core::option::Option<::prost::alloc::string::String>,
     #[prost(enumeration = "ScopeOrder", tag = "7")]
     pub scope_order: i32,
+    /// Per kind with a job due now (pending or failed, past its run-at or
+    /// retry time), how long its oldest such job has been ready, ms: read from
+    /// the band heads, when the request asked (oldest_ready). Kinds with
+    /// nothing due are absent.
+    #[prost(map = "string, uint64", tag = "8")]
+    pub oldest_ready_ms: ::std::collections::HashMap<
+        ::prost::alloc::string::String,
+        u64,
+    >,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ScopeCounts {

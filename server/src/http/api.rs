@@ -121,6 +121,8 @@ fn stats_query(req: &Req, limit: usize) -> Result<StatsQuery, Response<Body>> {
         scope_limit,
         scopes_after: req.param("after").map(str::to_string),
         scope_prefix: req.param("prefix").map(str::to_string),
+        // O(bands): the page does not ask (see `StatsQuery::oldest_ready`).
+        oldest_ready: false,
     })
 }
 

@@ -1,5 +1,7 @@
 //! The HTTP/1.1 listener beside gRPC (hyper): `GET /metrics` (the store's
-//! Prometheus text and the server's counters), and, when
+//! Prometheus text and the server's counters), the probes `GET /healthz`
+//! (the process answers) and `GET /readyz` (the store is open and not
+//! fenced), and, when
 //! [`ServeOptions::ui`](crate::ServeOptions::ui) is on, the operator page
 //! (`/`, `/assets/…`) and its JSON API (`/api/v1/…`, see `ui.rs`).
 //!
@@ -160,12 +162,34 @@ async fn answer(http: &Http, req: Request<Incoming>) -> Response<Body> {
         headers: parts.headers,
         body,
     };
-    if req.path == "/metrics" {
-        return metrics(http, &req).await;
+    match req.path.as_str() {
+        "/metrics" => return metrics(http, &req).await,
+        "/healthz" | "/readyz" => return probe(http, &req),
+        _ => {}
     }
     match &http.ui {
         Some(ui) => ui.route(http, req).await,
         None => text(404, "see /metrics\n"),
+    }
+}
+
+/// The probes, without a token (a probe's answer is one status):
+/// `/healthz` is 200 while the process answers at all; `/readyz` is 200
+/// while the store is open and not fenced and the server is not shutting
+/// down, else 503 with the reason.
+fn probe(http: &Http, req: &Req) -> Response<Body> {
+    if req.method != Method::GET && req.method != Method::HEAD {
+        return text(405, "GET only\n");
+    }
+    if req.path == "/healthz" {
+        return text(200, "ok\n");
+    }
+    if *http.shared.closing.borrow() {
+        return text(503, "not ready: the server is shutting down\n");
+    }
+    match http.shared.queue.ready() {
+        Ok(()) => text(200, "ready\n"),
+        Err(e) => text(503, &format!("not ready: {e}\n")),
     }
 }
 
