@@ -92,15 +92,50 @@ fn crash_at(test: &str, points: &[Point], crashes: usize, jobs: usize) {
     });
     ids.extend(later);
     let completed = ledger.done.load(Ordering::Acquire);
+    if completed != total {
+        let done = ledger.completed.lock().unwrap();
+        let leases = ledger.leases.lock().unwrap();
+        for id in ids.iter().filter(|id| !done.contains_key(id)) {
+            eprintln!(
+                "not completed: {id}: {:?}; leased {:?}",
+                q.get(id)
+                    .map(|i| i.map(|i| (i.state, i.attempts, i.generation, i.lease_deadline))),
+                leases.get(id)
+            );
+        }
+        let twice: Vec<_> = done.iter().filter(|(_, &n)| n > 1).collect();
+        let known: std::collections::HashSet<_> = ids.iter().collect();
+        let strangers: Vec<_> = done.keys().filter(|id| !known.contains(id)).collect();
+        let counts = q.read(|q| q.stats()).unwrap().total;
+        eprintln!(
+            "errors: {:?}; {} jobs completed; completed more than once: {twice:?} \
+             (leases {:?}); completed but not enqueued by the test: {strangers:?}; \
+             counters: {} jobs",
+            ledger.errors.lock().unwrap(),
+            done.len(),
+            twice
+                .iter()
+                .map(|(id, _)| leases.get(id))
+                .collect::<Vec<_>>(),
+            counts.total()
+        );
+    }
     assert_eq!(completed, total, "completions acknowledged");
     ledger.assert_exactly_once(&ids);
     let counts = q.read(|q| q.stats()).unwrap().total;
+    eprintln!(
+        "client retries {}; counters: {} completed of {} jobs",
+        q.retries(),
+        counts.get(State::Completed),
+        counts.total()
+    );
+    // Replicas and counters checked first, so a count that differs below
+    // comes with check()'s findings.
+    c.assert_consistent();
     assert_eq!(
         (counts.get(State::Completed), counts.total()),
         (total, total)
     );
-    eprintln!("client retries {}", q.retries());
-    c.assert_consistent();
 }
 
 /// One crash at a point chosen by the seed: the short run in `make test`.
