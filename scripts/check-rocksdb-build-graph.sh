@@ -35,6 +35,7 @@ builds=(
   "py-wheel (maturin)|-p telha-jobs-py"
   "node-build (napi)|-p telha-jobs-node"
   "bench-cluster|-p telha-jobs-cluster"
+  "test-cluster-failpoints, test-cluster-long|-p telha-jobs-cluster --features failpoints"
 )
 
 # librocksdb-sys and everything below it in one build's graph, sorted.

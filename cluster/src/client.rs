@@ -190,6 +190,22 @@ impl ClusterQueue {
         self.call(Safe::Always, |q| q.lease_next(worker_id, options))
     }
 
+    /// Repeated like `lease_next`: a lost reply leaves orphan leases that
+    /// expire.
+    pub fn lease_many(
+        &self,
+        worker_id: &str,
+        max: usize,
+        options: &LeaseOptions,
+    ) -> Result<Vec<Job>> {
+        self.call(Safe::Always, |q| q.lease_many(worker_id, max, options))
+    }
+
+    /// Repeated: each item is answered from the job's record as the first was.
+    pub fn complete_many(&self, items: Vec<Completion>) -> Result<Vec<Result<()>>> {
+        self.call(Safe::Always, |q| q.complete_many(items.clone()))
+    }
+
     pub fn complete(&self, token: &LeaseToken, result: Option<&[u8]>) -> Result<()> {
         self.call(Safe::Always, |q| q.complete(token, result))
     }

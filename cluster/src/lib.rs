@@ -16,6 +16,9 @@
 
 pub mod client;
 pub mod crc32c;
+#[cfg(feature = "failpoints")]
+pub mod failpoint;
+pub mod harness;
 pub mod log_store;
 pub mod network;
 pub mod node;

@@ -98,6 +98,10 @@ impl StateMachine {
                 Vec::new()
             }
         };
+        #[cfg(feature = "failpoints")]
+        if crate::failpoint::hit(crate::failpoint::Point::BeforeApply, self.store.path()) {
+            return Err(failpoint_crash(log_id));
+        }
         let applied = encode(&log_id).map_err(sm_write)?;
         let batches: Vec<&[u8]> = batches.iter().map(Vec::as_slice).collect();
         let meta = [
@@ -109,8 +113,17 @@ impl StateMachine {
             StorageIOError::apply(log_id, AnyError::error(msg))
         })?;
         self.last_applied = Some(log_id);
+        #[cfg(feature = "failpoints")]
+        if crate::failpoint::hit(crate::failpoint::Point::AfterApply, self.store.path()) {
+            return Err(failpoint_crash(log_id));
+        }
         Ok(())
     }
+}
+
+#[cfg(feature = "failpoints")]
+fn failpoint_crash(log_id: LogId) -> StorageError {
+    StorageIOError::apply(log_id, AnyError::error("failpoint: the node crashed")).into()
 }
 
 fn read_meta<T: serde::de::DeserializeOwned>(

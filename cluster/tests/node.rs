@@ -5,7 +5,7 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::{options, TestCluster};
 use telha_jobs::{EnqueueOptions, JobId, LeaseOptions, State};
@@ -55,39 +55,35 @@ fn three_nodes_run_one_engine_and_replicate_every_write_to_every_store() {
     }
 }
 
-/// Crash the leader `rounds` times; each time measure crash → first
-/// acknowledged write on the new leader, and check every job acknowledged
-/// so far is there.
-fn failover_rounds(test: &str, rounds: usize) {
-    let c = TestCluster::start(test, 3, options());
+/// Crash the leader three times; each time a new leader's engine
+/// acknowledges a write and every job acknowledged so far is there. How
+/// long failover takes is measured by `make bench-cluster` (20 rounds, p50
+/// and max), not asserted here: no timed assertions in tests.
+#[test]
+fn jobs_acknowledged_before_leader_crashes_are_on_the_new_leader() {
+    let c = TestCluster::start(
+        "jobs_acknowledged_before_leader_crashes_are_on_the_new_leader",
+        3,
+        options(),
+    );
     let q = c.queue();
     let mut acked: Vec<JobId> = Vec::new();
-    let mut times = Vec::new();
-    for round in 0..rounds {
+    for round in 0..3 {
         for i in 0..20 {
             let k = format!("r{round}-{i}");
             acked.push(q.enqueue("k", b"x", keyed(&k)).unwrap().id);
         }
         let old = c.engine_leader(Duration::from_secs(10));
-        let t = Instant::now();
         c.crash(old);
         let id = q
             .enqueue("k", b"x", keyed(&format!("r{round}-after")))
             .unwrap()
             .id;
-        let took = t.elapsed();
         acked.push(id);
         let new = c.engine_leader(Duration::from_secs(10));
         assert_ne!(new, old);
-        times.push(took);
-        eprintln!(
-            "round {round}: node {old} crashed, node {new} acknowledged a write after {took:?}"
-        );
+        eprintln!("round {round}: node {old} crashed, node {new} acknowledged a write");
         c.restart(old);
-        // The next round starts from a healthy cluster: a leader killed
-        // while a follower is still behind costs more (openraft makes the
-        // up-to-date node wait 2 x election max for the behind one's
-        // vote), which is measured apart from failover.
         c.quiesce(Duration::from_secs(20));
     }
     for id in &acked {
@@ -98,30 +94,6 @@ fn failover_rounds(test: &str, rounds: usize) {
         assert_eq!(info.state, State::Pending);
     }
     c.assert_consistent();
-    times.sort();
-    let p50 = times[times.len() / 2];
-    let max = *times.last().unwrap();
-    eprintln!(
-        "failover over {rounds} rounds (heartbeat {:?}, election {:?}..{:?}): p50 {p50:?}, max {max:?}",
-        c.opts.timing.heartbeat, c.opts.timing.election_min, c.opts.timing.election_max
-    );
-    // The gate (issue 38) over 20 rounds; a short run only bounds it.
-    let gate = if rounds >= 20 { 2 } else { 5 };
-    assert!(max < Duration::from_secs(gate), "failover took {max:?}");
-}
-
-#[test]
-fn jobs_acknowledged_before_leader_crashes_are_on_the_new_leader() {
-    failover_rounds(
-        "jobs_acknowledged_before_leader_crashes_are_on_the_new_leader",
-        3,
-    );
-}
-
-#[test]
-#[ignore = "long: make test-cluster-long"]
-fn failover_twenty_rounds() {
-    failover_rounds("failover_twenty_rounds", 20);
 }
 
 #[test]

@@ -90,6 +90,10 @@ fn lock(m: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
 }
 
 fn run(shared: &Shared, db: &DB) {
+    // Set when a failpoint "crashed" the node: nothing is synced or
+    // completed as done any more.
+    #[cfg(feature = "failpoints")]
+    let mut crashed = false;
     loop {
         let group = {
             let mut q = lock(&shared.queue);
@@ -101,15 +105,35 @@ fn run(shared: &Shared, db: &DB) {
             }
             std::mem::take(&mut q.pending)
         };
+        #[cfg(feature = "failpoints")]
+        if crashed || crate::failpoint::hit(crate::failpoint::Point::BeforeLogFlush, db.path()) {
+            crashed = true;
+            fail_crashed(group);
+            continue;
+        }
         // Everything in `group` was written before it was queued, so one
         // sync of the WAL covers it all.
         let res = db.flush_wal(true);
         shared.syncs.fetch_add(1, Ordering::Relaxed);
+        #[cfg(feature = "failpoints")]
+        if crate::failpoint::hit(crate::failpoint::Point::AfterLogFlush, db.path()) {
+            crashed = true;
+            fail_crashed(group);
+            continue;
+        }
         for done in group {
             done(match &res {
                 Ok(()) => Ok(()),
                 Err(e) => Err(io::Error::other(format!("syncing the raft log's WAL: {e}"))),
             });
         }
+    }
+}
+
+/// A failpoint crashed the node: its appends never complete as done.
+#[cfg(feature = "failpoints")]
+fn fail_crashed(group: Vec<Done>) {
+    for done in group {
+        done(Err(io::Error::other("failpoint: the node crashed")));
     }
 }

@@ -1,0 +1,109 @@
+//! Failpoints (cargo feature `failpoints`, tests only): named instants in
+//! the group-commit flusher and the state machine at which a node
+//! "crashes". One point is armed at a time, for one node's directory, to
+//! fire at its `skip + 1`-th hit there. When it fires, the armed callback
+//! runs first (the harness takes the node off the network: nothing more
+//! leaves or arrives), then the site stops doing work as a killed process
+//! would:
+//!
+//! - [`Point::BeforeLogFlush`]: the flusher syncs nothing more and
+//!   completes no append (each completion answers an error, which stops
+//!   openraft);
+//! - [`Point::AfterLogFlush`]: the same, after one last sync of the group;
+//! - [`Point::BeforeApply`]: the entry is not applied, openraft is stopped
+//!   by a storage error;
+//! - [`Point::AfterApply`]: the entry is applied (its batches and applied
+//!   id on the store), then openraft is stopped the same way, so no reply
+//!   leaves for it.
+//!
+//! The harness then drops the node's Raft and stores (`TestCluster::crash`):
+//! what reached the log's and the store's files is what a restart finds, as
+//! after a process kill.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Point {
+    BeforeLogFlush,
+    AfterLogFlush,
+    BeforeApply,
+    AfterApply,
+}
+
+impl Point {
+    pub const ALL: [Point; 4] = [
+        Point::BeforeLogFlush,
+        Point::AfterLogFlush,
+        Point::BeforeApply,
+        Point::AfterApply,
+    ];
+}
+
+type OnFire = Box<dyn FnOnce() + Send>;
+
+struct Armed {
+    point: Point,
+    /// The node's directory, as given and canonical: the point fires only
+    /// for stores under it (the replica store opens a canonical path).
+    dir: PathBuf,
+    canonical: PathBuf,
+    skip: u64,
+    on_fire: Option<OnFire>,
+}
+
+static ARMED: Mutex<Option<Armed>> = Mutex::new(None);
+/// (point, directory) of the last point that fired, until taken.
+static FIRED: Mutex<Option<(Point, PathBuf)>> = Mutex::new(None);
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Arm `point` for the node whose directories are under `dir`: it fires at
+/// its `skip + 1`-th hit there, calling `on_fire` first. Replaces whatever
+/// was armed.
+pub fn arm(point: Point, dir: &Path, skip: u64, on_fire: impl FnOnce() + Send + 'static) {
+    *lock(&FIRED) = None;
+    *lock(&ARMED) = Some(Armed {
+        point,
+        dir: dir.to_path_buf(),
+        canonical: std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()),
+        skip,
+        on_fire: Some(Box::new(on_fire)),
+    });
+}
+
+/// Disarm without firing.
+pub fn disarm() {
+    *lock(&ARMED) = None;
+}
+
+/// The point that fired since [`arm`], if any.
+pub fn fired() -> Option<(Point, PathBuf)> {
+    lock(&FIRED).clone()
+}
+
+/// Called by a site: true when `point` fires now for the store at `path`.
+pub(crate) fn hit(point: Point, path: &Path) -> bool {
+    let on_fire = {
+        let mut armed = lock(&ARMED);
+        let Some(a) = armed.as_mut() else {
+            return false;
+        };
+        if a.point != point || !(path.starts_with(&a.dir) || path.starts_with(&a.canonical)) {
+            return false;
+        }
+        if a.skip > 0 {
+            a.skip -= 1;
+            return false;
+        }
+        let a = armed.take().unwrap();
+        *lock(&FIRED) = Some((point, a.dir));
+        a.on_fire
+    };
+    if let Some(f) = on_fire {
+        f();
+    }
+    true
+}
