@@ -16,6 +16,9 @@ use crate::watch::{JobWatch, SubscribeOptions, Subscription};
 
 /// How often a [`Queue::wait`] looks at its handle's `closed` flag.
 const WAIT_SLICE: std::time::Duration = std::time::Duration::from_millis(100);
+/// How long the last handle's `close` waits for calls in progress to let
+/// go of the engine, so that RocksDB has closed when it returns.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 use crate::job::{
     Completion, EnqueueOptions, Enqueued, Job, JobId, JobInfo, LeaseOptions, LeaseToken, ListPage,
     ListQuery, NewJob, PurgeReport, ReapReport, Stats,
@@ -137,7 +140,12 @@ impl Queue {
 
     /// Close this handle and its clones: later calls answer `Closed`, waits
     /// in progress end with `Closed`. Handles from other `open` calls keep
-    /// working; the store is released when no handle holds it. Idempotent.
+    /// working; the store is released when no handle holds it. When this
+    /// was the store's last handle in the process, `close` returns once
+    /// RocksDB has closed (files and lock released), waiting for calls in
+    /// progress on other threads to end (they end promptly: waits wake with
+    /// `Closed`), at most 30 s. Dropping the last handle without
+    /// `close` does not wait. Idempotent.
     pub fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
         let e = self
@@ -149,8 +157,12 @@ impl Queue {
         if let Some(e) = e {
             // Wake our waiters so they see `closed`; if ours was the last
             // handle the engine stops its reaper and RocksDB closes when the
-            // last reference drops (here, unless a call is in progress).
-            e.release_handle();
+            // last reference drops: here, or in a call still in progress,
+            // which we wait for.
+            let dropped = e.dropped.clone();
+            if e.release_handle() {
+                dropped.wait(CLOSE_WAIT);
+            }
         }
     }
 

@@ -3,7 +3,8 @@
 
 use std::mem::ManuallyDrop;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use super::{registry, Engine};
 
@@ -12,8 +13,9 @@ impl Engine {
     /// shuts it down: no new open shares it from then on, the reaper is
     /// stopped (and joined, so its pass's reference is gone), waiters wake;
     /// RocksDB closes when the last reference drops, at the latest when the
-    /// calls in progress end. Others only wake their waiters.
-    pub fn release_handle(self: Arc<Engine>) {
+    /// calls in progress end. Others only wake their waiters. Answers
+    /// whether this was the last handle.
+    pub fn release_handle(self: Arc<Engine>) -> bool {
         let last = {
             let _reg = registry();
             let last = self.handles.fetch_sub(1, Ordering::SeqCst) == 1;
@@ -27,6 +29,7 @@ impl Engine {
         } else {
             self.notifier.bump_always();
         }
+        last
     }
 
     /// Stop the reaper and wake every waiter; the engine is dropped when the
@@ -88,5 +91,45 @@ impl Drop for Engine {
             ManuallyDrop::drop(&mut self.store);
         }
         drop(reg);
+        self.dropped.set();
+    }
+}
+
+/// Set once an engine's `drop` has let go of its store. The last handle's
+/// `Queue::close` waits on it, so that when `close` returns RocksDB has
+/// closed (its files and LOCK released) even if, at that moment, another
+/// thread held the engine for a call in progress: a stall watcher's
+/// property read, a stream's pass, a call racing the close. Without it a
+/// process that deletes or reopens the directory right after `close`
+/// could find RocksDB still writing there (seen once: `ENOTEMPTY` from a
+/// Node test's `rmSync` right after `await q.close()`).
+#[derive(Debug, Default)]
+pub(crate) struct Dropped {
+    done: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Dropped {
+    fn set(&self) {
+        *self.done.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.cv.notify_all();
+    }
+
+    /// Wait until set, at most `limit`; whether it was set.
+    pub(crate) fn wait(&self, limit: Duration) -> bool {
+        let end = Instant::now() + limit;
+        let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        while !*done {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            done = self
+                .cv
+                .wait_timeout(done, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        true
     }
 }

@@ -168,6 +168,9 @@ pub(crate) struct Engine {
     /// half-way is dropped while its opener still holds the registry lock,
     /// so only a registered engine may take that lock in `drop`.
     registered: AtomicBool,
+    /// Set at the very end of `drop`, once the engine has let go of its
+    /// store: what the last handle's `close` waits for (`close.rs`).
+    pub(crate) dropped: Arc<close::Dropped>,
 }
 
 /// The column family handles of the engine's `DB`, resolved at open so a
@@ -385,6 +388,7 @@ impl Engine {
             pause_gate: RwLock::new(()),
             maintenance: Mutex::new(()),
             registered: AtomicBool::new(false),
+            dropped: Arc::default(),
         }
     }
 

@@ -181,3 +181,50 @@ fn stats_count_every_job_by_kind_and_state() {
     assert_eq!(stats.total.total(), 3);
     assert_consistent(&s.q);
 }
+
+// ----------------------------------------------------------------- close
+
+/// The last handle's `close` returns once RocksDB has let go of the
+/// directory, even when another thread was inside a call at that moment
+/// (a Node stall watcher's property read, a stream's pass): a process
+/// deleting or reopening the store right after `close` must not find it
+/// still open. Checked by opening the directory with RocksDB itself,
+/// which refuses a directory whose LOCK this process still holds.
+#[test]
+fn close_returns_after_rocksdb_let_go_while_another_thread_was_in_a_call() {
+    for round in 0..30 {
+        let s = TestStore::new();
+        for _ in 0..20 {
+            s.enqueue("embed");
+        }
+        let busy = s.q.clone();
+        let started = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = started.clone();
+        let caller = std::thread::spawn(move || {
+            let mut calls = 0u64;
+            while busy.stats().is_ok() {
+                calls += 1;
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            calls
+        });
+        // Let the caller be inside its calls when the close comes.
+        while !started.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        s.q.close();
+        let opts = rocksdb::Options::default();
+        let families = rocksdb::DB::list_cf(&opts, s.path()).expect("list families");
+        let raw = rocksdb::DB::open_cf(&opts, s.path(), families);
+        assert!(
+            raw.is_ok(),
+            "round {round}: RocksDB still held the store after close: {:?}",
+            raw.err()
+        );
+        drop(raw);
+        assert!(
+            caller.join().unwrap() > 0,
+            "round {round}: the caller never got in"
+        );
+    }
+}
