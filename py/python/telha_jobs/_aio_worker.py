@@ -20,7 +20,6 @@ import functools
 import logging
 import math
 import signal
-import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._errors import CancelledError, LeaseLostError, QueueClosedError
 from ._aio_beat import _Heartbeats
+from ._eager import eager_task
 from ._lease import Lease, _current
 from ._native import MAX_BATCH, CancelWait, Job, Queue
 from ._remote import Prefetch, SettleBatch, fresh, one_per_job
@@ -57,21 +57,6 @@ Pending = tuple[Lease, Job, Any]
 SENDS = 4
 
 
-def _task(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-    """A handler's task. On Python >= 3.12 with the loop's default task
-    factory it starts eagerly (``eager_start``): it runs up to its first
-    wait right here, as the current task, and one that finishes without
-    waiting (a no-op, a cache hit) costs no scheduling and no loop turn.
-    Before 3.12 (and under a task factory of the user's, which is honoured)
-    it is an ordinary task: running a handler's first step outside a task of
-    its own would give ``asyncio.current_task()`` and ``asyncio.timeout()``
-    the wrong task, so 3.11 pays a loop turn per job."""
-    if _EAGER and loop.get_task_factory() is None:
-        return asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
-    return loop.create_task(coro)
-
-
-_EAGER = sys.version_info >= (3, 12)
 
 
 class AsyncWorker(_Heartbeats):
@@ -381,11 +366,11 @@ class AsyncWorker(_Heartbeats):
         # (it sleeps up to 0.5 s: longer than a short TTL).
         if lease.next_beat < self._beat_at and self._wake is not None:
             self._wake.set()
-        # Eagerly where the loop allows it (see `_task`): a handler that
+        # Eagerly where the loop allows it (`eager_task`): a handler that
         # finishes without waiting runs through right here, no loop turn.
         outer, self._starting = self._starting, True
         try:
-            task = _task(asyncio.get_running_loop(), self._run_one(lease))
+            task = eager_task(asyncio.get_running_loop(), self._run_one(lease))
         finally:
             self._starting = outer
         if not task.done():
