@@ -57,6 +57,12 @@ Pending = tuple[Lease, Job, Any]
 SENDS = 4
 
 
+def _lease_job_id(item: Pending) -> str:
+    """A pending completion's job id, as its lease keeps it (``Job.id``
+    formats the UUID on every call)."""
+    return item[0].key[0]
+
+
 
 
 class AsyncWorker(_Heartbeats):
@@ -155,11 +161,13 @@ class AsyncWorker(_Heartbeats):
         self.settle_calls = 0
         self.settle_sent = 0
 
+    _loop: asyncio.AbstractEventLoop  # the loop run() runs on
+
     # -- lifecycle ---------------------------------------------------------
 
     async def run(self) -> None:
         """Lease and handle jobs until stopped."""
-        loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
         self._done = asyncio.Event()
         self._wake = asyncio.Event()
@@ -370,7 +378,7 @@ class AsyncWorker(_Heartbeats):
         # finishes without waiting runs through right here, no loop turn.
         outer, self._starting = self._starting, True
         try:
-            task = eager_task(asyncio.get_running_loop(), self._run_one(lease))
+            task = eager_task(self._loop, self._run_one(lease))
         finally:
             self._starting = outer
         if not task.done():
@@ -461,7 +469,7 @@ class AsyncWorker(_Heartbeats):
         while self._out and len(self._sending) < SENDS and (
             not self._sending or len(self._out) >= self.settle_batch
         ):
-            batch, self._out = one_per_job(self._out, self.settle_batch)
+            batch, self._out = one_per_job(self._out, self.settle_batch, _lease_job_id)
             task = asyncio.get_running_loop().create_task(
                 self._guarded("sending completions", self._send(batch))
             )
@@ -502,6 +510,9 @@ class AsyncWorker(_Heartbeats):
             errors = [e] * len(batch)
         except Exception:  # noqa: BLE001 - a result that does not encode, the server unreachable
             errors = [SettleBatch.UNSENT] * len(batch)
+        if errors.count(None) == len(batch):  # the usual answer: all completed
+            self.counts["completed"] += len(batch)
+            return
         for (lease, _, result), err in zip(batch, errors):
             if err is None:
                 self.counts["completed"] += 1
