@@ -24,9 +24,9 @@ from asyncio import tasks as _tasks
 from collections.abc import Coroutine
 from typing import Any
 
-__all__ = ["eager_task"]
+__all__ = ["NATIVE_EAGER", "eager_task"]
 
-_NATIVE_EAGER = sys.version_info >= (3, 12)
+NATIVE_EAGER = sys.version_info >= (3, 12)
 
 
 class _Grab:
@@ -54,7 +54,7 @@ def eager_task(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None])
     if the coroutine never waited."""
     if loop.get_task_factory() is not None:
         return loop.create_task(coro)  # the user's factory decides
-    if _NATIVE_EAGER:
+    if NATIVE_EAGER:
         return asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
     if not _can_take_over(loop):
         return loop.create_task(coro)
