@@ -63,8 +63,6 @@ def _lease_job_id(item: Pending) -> str:
     return item[0].key[0]
 
 
-
-
 class AsyncWorker(_Heartbeats):
     """The :class:`~telha_jobs.Worker` for coroutine handlers: up to
     ``concurrency`` handlers run at once as tasks on the calling loop; a
