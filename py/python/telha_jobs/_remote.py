@@ -284,25 +284,33 @@ class Prefetch:
                 self._count("errors")
 
 
-def one_per_job(items: list[tuple[Any, Job, Any]], most: int) -> tuple[list[Any], list[Any]]:
+def _job_id(item: tuple[Any, Job, Any]) -> str:
+    return item[1].id
+
+
+def one_per_job(
+    items: list[tuple[Any, Job, Any]], most: int,
+    job_id: Callable[[tuple[Any, Job, Any]], str] = _job_id,
+) -> tuple[list[Any], list[Any]]:
     """Up to ``most`` items for the next call, one delivery per job id, and
     the rest. Two deliveries of one job settling together (an expired lease
     and its successor, both run here) go in separate calls, so neither
     answer depends on how a server orders the items of one job; a later
     delivery of a job waits for the next call. Walks only as far as the
     batch needs (the rest can be long: a loop tick of thousands of
-    completions)."""
+    completions). ``job_id`` reads an item's job id (a Worker's lease
+    keeps it: ``Job.id`` formats the UUID on every call)."""
     batch: list[Any] = []
     later: list[Any] = []
     seen: set[str] = set()
     i = 0
     while i < len(items) and len(batch) < most:
         item = items[i]
-        job_id = item[1].id
-        if job_id in seen:
+        key = job_id(item)
+        if key in seen:
             later.append(item)
         else:
-            seen.add(job_id)
+            seen.add(key)
             batch.append(item)
         i += 1
     return batch, later + items[i:] if later else items[i:]
