@@ -18,7 +18,7 @@
 # cold build of the generator takes a few minutes, so it is not in `make
 # test`; the proto crate's drift test checks the .proto's recorded hash).
 
-.PHONY: test-server bench-server bench-server-quick proto-gen proto-check
+.PHONY: test-server bench-server bench-server-quick proto-gen proto-check check-promtool
 
 PROTO_GEN_TARGET ?= $(CARGO_TARGET_DIR)/proto-gen
 PROTO_GEN = CARGO_TARGET_DIR=$(PROTO_GEN_TARGET) $(CARGO) run $(PROFILE) -q --manifest-path proto/gen/Cargo.toml --
@@ -27,7 +27,15 @@ TEST_TARGETS += test-server
 BENCH_TARGETS += bench-server
 
 test-server: deps bench-server-quick
-	$(CARGO) test $(PROFILE) --test roundtrip --test transport --test poll_stream --test events --test serve --test schedules --test ui_api --test ui_tls --test ui_scale --test ui_scopes
+	$(CARGO) test $(PROFILE) --test roundtrip --test roundtrip_stats --test deploy_examples --test transport --test poll_stream --test events --test serve --test schedules --test ui_api --test ui_tls --test ui_scale --test ui_scopes
+
+## Optional, not in `make test`: Prometheus' own linter, `promtool check
+## metrics`, over a real server's /metrics after real calls (Debian's
+## prometheus package carries promtool; installed when missing).
+check-promtool: deps
+	@command -v promtool >/dev/null || { echo "promtool is missing: installing Debian's prometheus"; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus; }
+	$(CARGO) test $(PROFILE) -p telha-jobs-server --test deploy_examples -- --ignored --nocapture
 
 ## A small remote bench run for make test (a smoke test: numbers not judged).
 bench-server-quick: deps

@@ -805,6 +805,8 @@ export interface NativeStatsOptions {
   scopeLimit?: number
   scopesAfter?: string
   scopePrefix?: string
+  /** Fill `oldestReadyMs` (O(scopes with ready work), so off by default). */
+  oldestReady?: boolean
 }
 
 /** Filters of `subscribe`, as lib/events.js passes them (types checked there). */
@@ -974,6 +976,12 @@ export interface Stats {
   scopesNext?: string
   /** What is paused (kinds and families, scopes). */
   paused: Paused
+  /**
+   * Per kind with a job due now, how long its oldest such job has been
+   * ready, ms (exact, from the band heads); filled only when asked with
+   * `oldestReady: true`, empty otherwise.
+   */
+  oldestReadyMs: Record<string, number>
 }
 
 /** One committed transition, as a subscriber sees it. */

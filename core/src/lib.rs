@@ -52,6 +52,7 @@ mod metrics;
 pub mod payload;
 #[cfg(feature = "rocksdb")]
 mod queue;
+mod queue_admin;
 #[cfg(feature = "rocksdb")]
 mod reaper;
 #[cfg(feature = "rocksdb")]

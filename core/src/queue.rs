@@ -11,7 +11,6 @@ pub use crate::engine::CheckReport;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::flow::{Limit, LimitStatus, LimitTarget};
-use crate::scopes::StatsQuery;
 use crate::watch::{JobWatch, SubscribeOptions, Subscription};
 
 /// How often a [`Queue::wait`] looks at its handle's `closed` flag.
@@ -21,7 +20,7 @@ const WAIT_SLICE: std::time::Duration = std::time::Duration::from_millis(100);
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 use crate::job::{
     Completion, EnqueueOptions, Enqueued, Job, JobId, JobInfo, LeaseOptions, LeaseToken, ListPage,
-    ListQuery, NewJob, PurgeReport, ReapReport, Stats,
+    ListQuery, NewJob, PurgeReport, ReapReport,
 };
 
 /// A handle to an open store. Cheap to clone (clones share the handle);
@@ -556,87 +555,6 @@ impl Queue {
     /// Errors: `InvalidArgument` for any other state; `Storage`; `Closed`.
     pub fn purge(&self, state: crate::job::State, cutoff_ms: u64) -> Result<PurgeReport> {
         self.writable()?.purge(state, cutoff_ms)
-    }
-
-    /// Exact counts per kind and state (no scan), and what is paused, with
-    /// the default page of per-scope counts ([`StatsQuery::default`]: the
-    /// 100 scopes with the most pending jobs; `scopes_next` says more
-    /// exist). `Closed` after `close`.
-    pub fn stats(&self) -> Result<Stats> {
-        self.stats_with(&StatsQuery::default())
-    }
-
-    /// [`stats`](Self::stats) with the per-scope counts paged by `query`:
-    /// the totals and per-kind counts are whole either way. The name order
-    /// reads a range of an ordered map from the cursor; a count order reads
-    /// an index ordered by count, first updated with the scopes that
-    /// changed since the last count-ordered call (with a prefix: one pass
-    /// over the prefix's range).
-    ///
-    /// Errors: `InvalidArgument` (a limit over
-    /// [`MAX_SCOPE_LIMIT`](crate::limits::MAX_SCOPE_LIMIT), a cursor of
-    /// another order, a prefix that is not the start of a scope id);
-    /// `Closed`.
-    pub fn stats_with(&self, query: &StatsQuery) -> Result<Stats> {
-        let e = self.engine()?;
-        let mut s = e.counts.stats(query)?;
-        s.paused = (*e.paused()).clone();
-        if query.oldest_ready {
-            let now = e.now();
-            s.oldest_ready_ms = e
-                .oldest_ready(now)?
-                .into_iter()
-                .map(|(k, t)| (k, now.saturating_sub(t)))
-                .collect();
-        }
-        Ok(s)
-    }
-
-    /// Prometheus text exposition: job counts, leases in flight, transitions
-    /// and corrupt records since open, reaper passes, the backlog and the
-    /// oldest ready job's age per kind, the wait and run-time histograms
-    /// since open, what is paused, live
-    /// subscriptions and job watches, the scopes pollers visit.
-    /// `Closed` after `close`.
-    pub fn metrics(&self) -> Result<String> {
-        let e = self.engine()?;
-        let stats = e.counts.kind_stats();
-        let mut out = e.metrics.render(&stats, e.leases.len());
-        let now = e.now();
-        crate::metrics::render_ready(&mut out, &stats, &e.oldest_ready(now)?, now);
-        e.metrics.timings.render(&mut out);
-        crate::metrics::render_paused(&mut out, &e.paused());
-        crate::metrics::render_limits(&mut out, &e.limits());
-        let (subs, watches) = e.hub.counts();
-        crate::metrics::render_listeners(&mut out, subs, watches);
-        let (active, parked, held) = e.bands.sizes();
-        let counters = e.counts.scopes_held();
-        crate::metrics::render_scopes(&mut out, active, parked, (held, counters));
-        e.render_schedules(&mut out);
-        crate::rocksdb_memory::render(&mut out, e.db());
-        Ok(out)
-    }
-
-    /// The transition counters since open (the numbers behind
-    /// `telha_jobs_transitions_total`), one per [`Event`](crate::Event) in
-    /// `Event::ALL` order: what a throughput graph samples. `Closed` after
-    /// `close`.
-    pub fn transitions(&self) -> Result<Vec<(crate::Event, u64)>> {
-        let e = self.engine()?;
-        Ok(crate::Event::ALL
-            .into_iter()
-            .map(|ev| (ev, e.metrics.get(ev)))
-            .collect())
-    }
-
-    /// Full consistency check (a scan of every row and index): O(store size),
-    /// for tests and operators. Disagreements are listed in the report, not
-    /// returned as errors. Rows, indexes and on-disk counters are read from
-    /// one snapshot, so those checks are exact while the store is in use;
-    /// the comparisons with memory (in-memory leases and counts) are exact
-    /// only when nothing writes during the scan. Errors: `Storage`; `Closed`.
-    pub fn check(&self) -> Result<CheckReport> {
-        self.engine()?.check()
     }
 }
 

@@ -82,6 +82,9 @@ pub struct tj_stats {
     /// The next page's cursor; `None` on the last page.
     pub(crate) scopes_next: Option<CString>,
     paused: Vec<CString>,
+    /// Kinds with a job due now and its age, ms (by kind name); filled
+    /// only when the options asked (`tj_stats_options_set_oldest_ready`).
+    oldest_ready: Vec<(CString, u64)>,
 }
 
 impl tj_stats {
@@ -100,6 +103,11 @@ impl tj_stats {
                 .collect(),
             scopes_next: s.scopes_next.as_deref().map(cstring),
             paused: paused_labels(&s.paused),
+            oldest_ready: s
+                .oldest_ready_ms
+                .iter()
+                .map(|(k, ms)| (cstring(k), *ms))
+                .collect(),
         }
     }
 }
@@ -247,6 +255,52 @@ pub unsafe extern "C" fn tj_stats_paused(
             ))
         })?;
         write_opt(label_out, l.as_ptr());
+        Ok(())
+    })
+}
+
+/// How many kinds have a job due now, in stats taken with
+/// `tj_stats_options_set_oldest_ready` (0 otherwise, and for NULL).
+///
+/// # Safety
+/// `stats` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn tj_stats_oldest_ready_count(stats: *const tj_stats) -> usize {
+    unsafe { stats.as_ref() }.map_or(0, |s| s.oldest_ready.len())
+}
+
+/// Entry `index` (kinds sorted by name) of the oldest-ready ages: the kind
+/// (borrowed from `stats`) and how long its oldest due job (pending or
+/// failed, past its run-at or retry time) has been ready, in ms by the
+/// store's clock when the stats were taken. Exact, read from the band
+/// heads. Either out-pointer may be NULL; they are written only on
+/// success. A kind's ready backlog is its `pending + failed` in
+/// `tj_stats_kind`.
+///
+/// Errors: `TJ_STATUS_NULL_ARGUMENT` (stats), `TJ_STATUS_INVALID_ARGUMENT`
+/// when `index >= tj_stats_oldest_ready_count(stats)`.
+///
+/// # Safety
+/// `stats` is NULL or live; the out-pointers and `err` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_stats_oldest_ready(
+    stats: *const tj_stats,
+    index: usize,
+    kind_out: *mut *const c_char,
+    age_ms_out: *mut u64,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_stats_oldest_ready";
+    boundary::run(F, err, || {
+        let s = boundary::handle(F, "stats", stats)?;
+        let (k, ms) = s.oldest_ready.get(index).ok_or_else(|| {
+            Failure::invalid(format!(
+                "{F}: index {index} is past the {} kinds with a ready job",
+                s.oldest_ready.len()
+            ))
+        })?;
+        write_opt(kind_out, k.as_ptr());
+        write_opt(age_ms_out, *ms);
         Ok(())
     })
 }

@@ -48,3 +48,25 @@ test('stats pages through every scope once, the most pending first by default', 
   await assert.rejects(q.stats({ scopeLimit: '10' }), TypeError)
   await assert.rejects(q.stats({ scopes: 10 }), (e) => e.code === 'INVALID_ARGUMENT')
 })
+
+test('stats fills oldestReadyMs only when asked, per kind with a due job', async (t) => {
+  const q = await openTemp(t)
+  // Ages against run-at times hours in the past: lower bounds and which
+  // kinds appear are checked (no clock is injectable from Node).
+  const now = Date.now()
+  await q.enqueue('ocr', null, { runAt: now - 7_200_000 })
+  await q.enqueue('ocr', null, { runAt: now - 3_600_000 })
+  await q.enqueue('embed', null, { runAt: now - 600_000 })
+  await q.enqueue('later', null, { runAt: now + 3_600_000 })
+  assert.deepEqual((await q.stats()).oldestReadyMs, {})
+  const st = await q.stats({ oldestReady: true })
+  assert.deepEqual(Object.keys(st.oldestReadyMs).sort(), ['embed', 'ocr'])
+  assert.ok(st.oldestReadyMs.ocr >= 7_200_000, 'the older of the two')
+  assert.ok(st.oldestReadyMs.embed >= 600_000 && st.oldestReadyMs.embed < st.oldestReadyMs.ocr)
+  assert.equal(st.byKind.later.pending, 1)
+  const job = await q.leaseNext('w', { kinds: ['ocr'] })
+  await q.complete(job)
+  const age = (await q.stats({ oldestReady: true })).oldestReadyMs.ocr
+  assert.ok(age >= 3_600_000 && age < 7_200_000, `${age}`)
+  await assert.rejects(q.stats({ oldestReady: 1 }), TypeError)
+})

@@ -642,6 +642,12 @@ export interface StatsOptions {
   scopesAfter?: string
   /** Only scopes whose id starts with this (hex digits and dashes). */
   scopePrefix?: string
+  /**
+   * Fill `oldestReadyMs`: per kind with a job due now, how long its oldest
+   * such job has been ready (exact, from the band heads, never a scan; but
+   * O(scopes with ready work), so off by default).
+   */
+  oldestReady?: boolean
 }
 
 /** What {@link Queue.pause} and {@link Queue.resume} name: exactly one of a kind (or family) and a scope. */

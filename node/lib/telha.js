@@ -21,7 +21,7 @@ const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) =
 
 const LEASE_KEYS = new Set(['kinds', 'scope', 'waitMs', 'signal'])
 const LIST_KEYS = new Set(['state', 'scope', 'kind', 'limit', 'after', 'schedule', 'parent'])
-const STATS_KEYS = new Set(['scopeOrder', 'scopeLimit', 'scopesAfter', 'scopePrefix'])
+const STATS_KEYS = new Set(['scopeOrder', 'scopeLimit', 'scopesAfter', 'scopePrefix', 'oldestReady'])
 const FAIL_KEYS = new Set(['retryable', 'retryInMs'])
 const CANCEL_KEYS = new Set(['reason'])
 const CANCEL_MANY_KEYS = new Set(['kind', 'scope', 'state', 'reason'])
@@ -511,7 +511,8 @@ class Queue {
       scopeOrder: optStr(o.scopeOrder, 'scopeOrder'),
       scopeLimit: optNum(o.scopeLimit, 'scopeLimit'),
       scopesAfter: optStr(o.scopesAfter, 'scopesAfter'),
-      scopePrefix: optStr(o.scopePrefix, 'scopePrefix')
+      scopePrefix: optStr(o.scopePrefix, 'scopePrefix'),
+      oldestReady: optBool(o.oldestReady, 'oldestReady')
     })
     // byScope in the page's order (the native map has none); `scopesNext`
     // is null on the last page, as documented (napi leaves a None out).

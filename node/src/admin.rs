@@ -50,6 +50,8 @@ pub struct NativeStatsOptions {
     pub scope_limit: Option<f64>,
     pub scopes_after: Option<String>,
     pub scope_prefix: Option<String>,
+    /// Fill `oldestReadyMs` (O(scopes with ready work), so off by default).
+    pub oldest_ready: Option<bool>,
 }
 
 fn stats_query(o: Option<NativeStatsOptions>) -> Result<StatsQuery, Failure> {
@@ -63,6 +65,7 @@ fn stats_query(o: Option<NativeStatsOptions>) -> Result<StatsQuery, Failure> {
         }
         q.scopes_after = o.scopes_after;
         q.scope_prefix = o.scope_prefix;
+        q.oldest_ready = o.oldest_ready.unwrap_or(false);
     }
     Ok(q)
 }
@@ -206,6 +209,11 @@ impl NativeQueue {
                         scope_order: s.scope_order.as_str().to_string(),
                         scopes_next: s.scopes_next,
                         paused: crate::control::Paused::from_core(s.paused),
+                        oldest_ready_ms: s
+                            .oldest_ready_ms
+                            .into_iter()
+                            .map(|(k, ms)| (k, ms as f64))
+                            .collect(),
                     })
                 },
                 |v| v,

@@ -340,6 +340,11 @@ pub struct Stats {
     pub scopes_next: Option<String>,
     /// What is paused (kinds and families, scopes).
     pub paused: Paused,
+    /// Per kind with a job due now, how long its oldest such job has been
+    /// ready, ms (exact, from the band heads); filled only when asked with
+    /// `oldestReady: true`, empty otherwise.
+    #[napi(ts_type = "Record<string, number>")]
+    pub oldest_ready_ms: HashMap<String, f64>,
 }
 
 /// One scope's counts in `stats().scopes`.

@@ -254,6 +254,7 @@ class Run {
     if ('delay_ms' in s) o.delayMs = s.delay_ms
     if ('run_at_ms' in s) o.runAt = s.run_at_ms
     if ('run_at_in_ms' in s) o.runAt = Date.now() + s.run_at_in_ms
+    if ('run_at_ago_ms' in s) o.runAt = Date.now() - s.run_at_ago_ms
     if ('expires_in_ms' in s) o.expiresInMs = s.expires_in_ms
     if ('expires_at_ms' in s) o.expiresAt = s.expires_at_ms
     return o
@@ -400,10 +401,20 @@ class Run {
         if ('scope_order' in s) o.scopeOrder = s.scope_order
         if ('scope_limit' in s) o.scopeLimit = s.scope_limit
         if ('scope_prefix' in s) o.scopePrefix = s.scope_prefix
+        if ('oldest_ready' in s) o.oldestReady = s.oldest_ready
         if ('after' in s) o.scopesAfter = this.cursors.get(s.after)
         const st = await this.queue().stats(o)
         if (s.as && st.scopesNext !== null) this.cursors.set(s.as, st.scopesNext)
-        return { ...st.total, by_kind: st.byKind, by_scope: st.byScope, scopes: Object.keys(st.byScope), has_next: st.scopesNext !== null }
+        const ready = Object.entries(st.oldestReadyMs).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        return {
+          ...st.total,
+          by_kind: st.byKind,
+          by_scope: st.byScope,
+          scopes: Object.keys(st.byScope),
+          has_next: st.scopesNext !== null,
+          ready_kinds: ready.map(([k]) => k),
+          oldest_ready_min: Object.fromEntries(ready.map(([k, ms]) => [k, Math.floor(ms / 60000)]))
+        }
       }
       case 'sleep_ms':
         await sleep(s.ms)

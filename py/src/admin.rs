@@ -121,13 +121,15 @@ pub fn paused_answer<'py>(py: Python<'py>, p: &Paused) -> PyResult<Bound<'py, Py
     Ok(d)
 }
 
-/// `stats(scope_order=, scope_limit=, scopes_after=, scope_prefix=)`.
+/// `stats(scope_order=, scope_limit=, scopes_after=, scope_prefix=,
+/// oldest_ready=)`.
 pub fn stats_query(
     py: Python<'_>,
     order: Option<&Bound<'_, PyAny>>,
     limit: Option<&Bound<'_, PyAny>>,
     after: Option<&Bound<'_, PyAny>>,
     prefix: Option<&Bound<'_, PyAny>>,
+    oldest_ready: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<StatsQuery> {
     fn given<'a, 'py>(o: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
         o.filter(|v| !v.is_none())
@@ -145,13 +147,17 @@ pub fn stats_query(
     q.scope_prefix = given(prefix)
         .map(|p| args::text(p, "scope_prefix"))
         .transpose()?;
+    if let Some(o) = given(oldest_ready) {
+        q.oldest_ready = args::flag(o, "oldest_ready")?;
+    }
     Ok(q)
 }
 
 /// `stats()`: `{"total": {state: n}, "by_kind": {kind: {state: n}},
 /// "by_scope": {scope uuid: {state: n}} (one page, in its order),
 /// "scope_order": str, "scopes_next": str | None, "paused": {"kinds": [...],
-/// "scopes": [...]}}`.
+/// "scopes": [...]}, "oldest_ready_ms": {kind: ms}}` (the last filled only
+/// when asked with `oldest_ready=True`; kinds with nothing due omitted).
 pub fn stats_answer<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
     let by_kind = PyDict::new(py);
     for (k, c) in &s.by_kind {
@@ -168,6 +174,11 @@ pub fn stats_answer<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDi
     d.set_item("scope_order", s.scope_order.as_str())?;
     d.set_item("scopes_next", s.scopes_next.as_deref())?;
     d.set_item("paused", paused_answer(py, &s.paused)?)?;
+    let oldest = PyDict::new(py);
+    for (k, ms) in &s.oldest_ready_ms {
+        oldest.set_item(k, ms)?;
+    }
+    d.set_item("oldest_ready_ms", oldest)?;
     Ok(d)
 }
 

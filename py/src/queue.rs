@@ -612,15 +612,20 @@ impl Queue {
 
     /// Exact counts: `{"total": {state: n}, "by_kind": {kind: {state: n}},
     /// "by_scope": {scope: {state: n}}, "scope_order", "scopes_next",
-    /// "paused": {"kinds": [...], "scopes": [...]}}`. The totals and
+    /// "paused": {"kinds": [...], "scopes": [...]}, "oldest_ready_ms":
+    /// {kind: ms}}`. The totals and
     /// per-kind counts are whole; `by_scope` is one page, in its order:
     /// `scope_order` "pending" (default), "leased" or "dead" (the most
     /// first) or "name"; at most `scope_limit` (default 100, 0 for none);
     /// `scopes_after`: the previous answer's `scopes_next` (None at the
     /// end); `scope_prefix`: only scopes whose id starts with it.
-    #[pyo3(signature = (*, scope_order=None, scope_limit=None, scopes_after=None, scope_prefix=None),
+    /// `oldest_ready=True` fills `"oldest_ready_ms"`: per kind with a due
+    /// job, how long its oldest one has been ready (exact, from the band
+    /// heads; O(scopes with ready work), so off by default).
+    #[pyo3(signature = (*, scope_order=None, scope_limit=None, scopes_after=None, scope_prefix=None,
+        oldest_ready=None),
         text_signature = "($self, *, scope_order='pending', scope_limit=100, scopes_after=None, \
-        scope_prefix=None)")]
+        scope_prefix=None, oldest_ready=False)")]
     fn stats<'py>(
         &self,
         py: Python<'py>,
@@ -628,11 +633,18 @@ impl Queue {
         scope_limit: Option<&Bound<'py, PyAny>>,
         scopes_after: Option<&Bound<'py, PyAny>>,
         scope_prefix: Option<&Bound<'py, PyAny>>,
+        oldest_ready: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         task::guard(py, "stats", || {
             let q = &*self.store;
-            let query =
-                admin::stats_query(py, scope_order, scope_limit, scopes_after, scope_prefix)?;
+            let query = admin::stats_query(
+                py,
+                scope_order,
+                scope_limit,
+                scopes_after,
+                scope_prefix,
+                oldest_ready,
+            )?;
             let s = task::run(py, || q.stats_with(&query))?;
             admin::stats_answer(py, &s)
         })

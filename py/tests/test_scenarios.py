@@ -245,6 +245,8 @@ class Run:
             kw["run_at"] = s["run_at_ms"] / 1000
         if "run_at_in_ms" in s:
             kw["run_at"] = time.time() + s["run_at_in_ms"] / 1000
+        if "run_at_ago_ms" in s:
+            kw["run_at"] = time.time() - s["run_at_ago_ms"] / 1000
         if "expires_in_ms" in s:
             kw["expires_in"] = s["expires_in_ms"] / 1000
         if "expires_at_ms" in s:
@@ -365,7 +367,7 @@ class Run:
             cutoff_ms = int(time.time() * 1000) - s.get("older_than_ms", 0)
             return {"purged": self.queue().purge(s.get("state", ""), cutoff_ms / 1000)}
         if op == "stats":
-            kw = {k: s[k] for k in ("scope_order", "scope_limit", "scope_prefix") if k in s}
+            kw = {k: s[k] for k in ("scope_order", "scope_limit", "scope_prefix", "oldest_ready") if k in s}
             if "after" in s:
                 kw["scopes_after"] = self.cursors[s["after"]]
             st = self.queue().stats(**kw)
@@ -377,6 +379,8 @@ class Run:
                 by_scope=st["by_scope"],
                 scopes=list(st["by_scope"]),
                 has_next=st["scopes_next"] is not None,
+                ready_kinds=sorted(st["oldest_ready_ms"]),
+                oldest_ready_min={k: ms // 60_000 for k, ms in st["oldest_ready_ms"].items()},
             )
         if op == "sleep_ms":
             time.sleep(s["ms"] / 1000)

@@ -6,6 +6,7 @@ top 100 by pending with ``scopes_next`` saying more exist."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -75,5 +76,40 @@ def test_stats_pages_as_coroutines(target: Target) -> None:
                 if after is None:
                     break
             assert sorted(seen) == [nth(i) for i in range(30)] and len(set(seen)) == 30
+
+    asyncio.run(main())
+
+
+def test_stats_oldest_ready_only_when_asked(target: Target) -> None:
+    # Ages measured against run_at hours in the past: only lower bounds and
+    # which kinds appear are checked (no clock is injectable from Python).
+    with target.open(reaper_interval=0) as q:
+        now = time.time()
+        q.enqueue("ocr", None, run_at=now - 7200)
+        q.enqueue("ocr", None, run_at=now - 3600)
+        q.enqueue("embed", None, run_at=now - 600)
+        q.enqueue("later", None, run_at=now + 3600)
+        plain = q.stats()
+        assert plain["oldest_ready_ms"] == {}
+        st = q.stats(oldest_ready=True)
+        assert sorted(st["oldest_ready_ms"]) == ["embed", "ocr"], "a kind with nothing due is omitted"
+        assert st["oldest_ready_ms"]["ocr"] >= 7_200_000, "the older of the two"
+        assert 600_000 <= st["oldest_ready_ms"]["embed"] < st["oldest_ready_ms"]["ocr"]
+        assert st["by_kind"]["later"]["pending"] == 1
+        job = q.lease_next("w", kinds=["ocr"])
+        assert job is not None
+        q.complete(job)
+        assert 3_600_000 <= q.stats(oldest_ready=True)["oldest_ready_ms"]["ocr"] < 7_200_000
+        with pytest.raises(TypeError, match="oldest_ready"):
+            q.stats(oldest_ready=1)
+
+
+def test_stats_oldest_ready_as_a_coroutine(target: Target) -> None:
+    async def main() -> None:
+        async with AsyncQueue(target.open(reaper_interval=0)) as q:
+            await q.enqueue("ocr", None, run_at=time.time() - 60)
+            st = await q.stats(oldest_ready=True)
+            assert list(st["oldest_ready_ms"]) == ["ocr"] and st["oldest_ready_ms"]["ocr"] >= 60_000
+            assert (await q.stats())["oldest_ready_ms"] == {}
 
     asyncio.run(main())

@@ -92,6 +92,18 @@ fn every_read_answers_its_documented_shape() {
         "counts per scope"
     );
     assert_eq!(o["leased_in_flight"], json!(1));
+    // Per kind with work waiting: the backlog (pending + failed) and the
+    // oldest due job's age (null when none is due).
+    for (k, c) in o["stats"]["by_kind"].as_object().unwrap() {
+        let backlog = c["pending"].as_u64().unwrap() + c["failed"].as_u64().unwrap();
+        let r = &o["ready"][k];
+        if backlog == 0 {
+            assert!(r.is_null(), "{k}: {r}");
+        } else {
+            assert_eq!(r["backlog"], json!(backlog), "{k}");
+            assert!(r["oldest_ready_ms"].is_u64() || r["oldest_ready_ms"].is_null());
+        }
+    }
     assert_eq!(o["schedules"], json!(1));
     let limit = json!({
         "target": "kind:ingest",

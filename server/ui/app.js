@@ -218,6 +218,15 @@ const overview = {
   },
 };
 
+// An age in ms as the CLI prints it: 42s, 3m, 2h, 5d.
+function ageText(ms) {
+  const a = Math.round(ms / 1000);
+  if (a < 90) return a + 's';
+  if (a < 5400) return Math.round(a / 60) + 'm';
+  if (a < 172800) return Math.round(a / 3600) + 'h';
+  return Math.round(a / 86400) + 'd';
+}
+
 function paintOverview(o) {
   const st = o.stats || {};
   const total = st.total || {};
@@ -233,21 +242,31 @@ function paintOverview(o) {
       h('span', { class: 'big', testid: 'pending-total' }, String(total.pending || 0)), h('span', {}, 'pending'))),
     h('div', { class: 'stat' }, h('a', { href: '#/schedules' },
       h('span', { class: 'big', testid: 'schedules-count' }, String(o.schedules ?? 0)), h('span', {}, 'schedules'))));
+  // Per kind: the ready backlog (pending + failed) and how long its oldest
+  // due job has waited (`—`: none is due), what autoscalers read.
+  const ready = o.ready || {};
+  const readyCells = (key, r) => [h('td', { class: 'num', testid: `backlog-${key}` }, String(r ? r.backlog : 0)),
+    h('td', { class: 'num', testid: `oldest-ready-${key}` }, r && r.oldest_ready_ms != null ? ageText(r.oldest_ready_ms) : '—')];
+  const ages = Object.values(ready).map((r) => r.oldest_ready_ms).filter((ms) => ms != null);
+  const oldestAll = ages.length ? Math.max(...ages) : null;
+  const backlogAll = (total.pending || 0) + (total.failed || 0);
   const head = h('tr', {}, h('th', {}, 'kind'), STATES.map((s) => h('th', { class: 'num' }, s)), h('th', { class: 'num' }, 'total'),
+    h('th', { class: 'num' }, 'backlog'), h('th', { class: 'num' }, 'oldest ready'),
     canAct() ? h('th', {}, '') : null);
   const sum = (c) => c.total ?? STATES.reduce((a, s) => a + (c[s] || 0), 0);
   const rows = kinds.map((k) => {
     const c = st.by_kind[k];
     return h('tr', {},
       h('th', { scope: 'row', class: 'kind' }, h('a', { href: jobsHref({ kind: k }) }, k), pk.has(k) ? h('span', { class: 'badge' }, 'paused') : null),
-      STATES.map((s) => countCell(k, s, c[s], k)), countCell(k, 'total', sum(c), k),
+      STATES.map((s) => countCell(k, s, c[s], k)), countCell(k, 'total', sum(c), k), readyCells(k, ready[k]),
       canAct() ? h('td', {}, c.dead ? btn(`Retry ${c.dead} dead`, { testid: `btn-bulk-retry-${k}`, class: 'small' },
         () => act(`Retry all ${c.dead} dead jobs of kind ${k}? They go back to pending.`, 'retry', { state: 'dead', kind: k },
           { ok: 'Retry all', done: (r) => `Retried ${r.retried} ${k} job(s)` + (r.errors ? `, ${r.errors} error(s)` : '') })) : null) : null);
   });
   const foot = h('tr', { class: 'total' }, h('th', { scope: 'row' }, 'all kinds'),
-    STATES.map((s) => countCell('', s, total[s], 'total')), countCell('', 'total', sum(total), 'total'), canAct() ? h('td') : null);
-  const table = h('table', { class: 'grid', testid: 'kinds-table' }, h('thead', {}, head), h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 9, class: 'muted' }, 'No jobs.'))), h('tfoot', {}, foot));
+    STATES.map((s) => countCell('', s, total[s], 'total')), countCell('', 'total', sum(total), 'total'),
+    readyCells('total', { backlog: backlogAll, oldest_ready_ms: oldestAll }), canAct() ? h('td') : null);
+  const table = h('table', { class: 'grid', testid: 'kinds-table' }, h('thead', {}, head), h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 11, class: 'muted' }, 'No jobs.'))), h('tfoot', {}, foot));
   fill($('overview') || S.view.data, cards, h('section', { class: 'card' }, h('h2', {}, 'Throughput'), sparkline(o.throughput)),
     h('section', { class: 'card' }, h('h2', {}, 'Jobs by kind and state'), tableWrap(table)),
     scopesCard(st, new Set(paused.scopes || [])), limitsTable(o.limits || []));

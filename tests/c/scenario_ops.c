@@ -182,6 +182,8 @@ static tj_status enqueue_options(const jval *s, tj_enqueue_options **out, tj_err
     if (st == TJ_STATUS_OK && jget_num(s, "run_at_ms", &n)) st = tj_enqueue_options_set_run_at_ms(o, (uint64_t)n);
     if (st == TJ_STATUS_OK && jget_num(s, "run_at_in_ms", &n))
         st = tj_enqueue_options_set_run_at_ms(o, now_ms() + (uint64_t)n);
+    if (st == TJ_STATUS_OK && jget_num(s, "run_at_ago_ms", &n))
+        st = tj_enqueue_options_set_run_at_ms(o, now_ms() - (uint64_t)n);
     if (st == TJ_STATUS_OK && key) st = tj_enqueue_options_set_idempotency_key(o, key, err);
     if (st == TJ_STATUS_OK && jget_num(s, "max_attempts", &n)) st = tj_enqueue_options_set_max_attempts(o, (uint32_t)n);
     if (st == TJ_STATUS_OK && jget_num(s, "expires_in_ms", &n)) st = tj_enqueue_options_set_expires_in_ms(o, (uint64_t)n);
@@ -465,6 +467,8 @@ tj_status op_stats(struct run *r, const jval *s, jval **obs, tj_error **err) {
     if (order) st = tj_stats_options_set_scope_order(o, order, err);
     if (st == TJ_STATUS_OK && jget_num(s, "scope_limit", &limit)) st = tj_stats_options_set_scope_limit(o, (size_t)limit, err);
     if (st == TJ_STATUS_OK && prefix) st = tj_stats_options_set_scope_prefix(o, prefix, err);
+    const jval *oldest = jget(s, "oldest_ready");
+    if (st == TJ_STATUS_OK && oldest && oldest->t == J_BOOL) st = tj_stats_options_set_oldest_ready(o, oldest->b, err);
     if (st == TJ_STATUS_OK && after) {
         const char *c = cursor_named(r, after);
         st = c ? tj_stats_options_set_scopes_after(o, c, err) : runner_error(r, "no cursor named %s", after);
@@ -498,6 +502,18 @@ tj_status op_stats(struct run *r, const jval *s, jval **obs, tj_error **err) {
     jobj_put(*obs, "by_scope", bs);
     jobj_put(*obs, "scopes", order_of);
     jobj_put(*obs, "has_next", jnew_bool(next != NULL));
+    /* Kinds with a due job (sorted by name) and its age in whole minutes. */
+    jval *ready = jnew_arr(), *minutes = jnew_obj();
+    for (size_t i = 0; i < tj_stats_oldest_ready_count(stats); i++) {
+        const char *kind = NULL;
+        uint64_t age = 0;
+        if (tj_stats_oldest_ready(stats, i, &kind, &age, NULL) == TJ_STATUS_OK) {
+            jarr_push(ready, jnew_str(kind));
+            jobj_put(minutes, kind, jnew_num((double)(age / 60000)));
+        }
+    }
+    jobj_put(*obs, "ready_kinds", ready);
+    jobj_put(*obs, "oldest_ready_min", minutes);
     tj_stats_free(stats);
     return st;
 }

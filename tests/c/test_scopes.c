@@ -138,6 +138,22 @@ static void hostile_options_get_typed_statuses(void) {
     tj_stats_free(s);
     CHECK_STATUS(TJ_STATUS_NULL_ARGUMENT, tj_queue_stats_page(q, o, NULL, &err));
     CHECK(tj_stats_scopes_next(NULL) == NULL);
+    /* Oldest ready: empty unless asked; each seeded kind's job is due. */
+    CHECK_OK(tj_queue_stats_page(q, o, &s, &err));
+    CHECK(tj_stats_oldest_ready_count(s) == 0);
+    const char *kind = NULL;
+    uint64_t age = 0;
+    CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT, tj_stats_oldest_ready(s, 0, &kind, &age, &err));
+    tj_stats_free(s);
+    CHECK_STATUS(TJ_STATUS_NULL_ARGUMENT, tj_stats_options_set_oldest_ready(NULL, true, &err));
+    CHECK_OK(tj_stats_options_set_oldest_ready(o, true, &err));
+    CHECK_OK(tj_queue_stats_page(q, o, &s, &err));
+    CHECK(tj_stats_oldest_ready_count(s) >= 1 && tj_stats_oldest_ready_count(s) == tj_stats_kind_count(s));
+    CHECK_OK(tj_stats_oldest_ready(s, 0, &kind, NULL, &err));
+    CHECK(kind != NULL);
+    CHECK_STATUS(TJ_STATUS_NULL_ARGUMENT, tj_stats_oldest_ready(NULL, 0, &kind, &age, &err));
+    CHECK(tj_stats_oldest_ready_count(NULL) == 0);
+    tj_stats_free(s);
     tj_stats_options_free(o);
     tj_stats_options_free(NULL);
     tj_queue_close(q);

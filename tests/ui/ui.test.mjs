@@ -27,6 +27,8 @@ async function overviewCells(page, stats) {
   const cells = {};
   for (const [kind, counts] of [...Object.entries(stats.byKind), ['total', stats.total]]) {
     for (const s of H.STATES) cells[`${kind}-${s}`] = [await tid(page, `count-${kind}-${s}`), String(counts[s])];
+    // The ready backlog beside the counts (pending + failed).
+    cells[`${kind}-backlog`] = [await tid(page, `backlog-${kind}`), String(counts.pending + counts.failed)];
   }
   return cells;
 }
@@ -57,6 +59,8 @@ test('the overview shows the counts of stats, and follows them live', { timeout:
   const stats = await until(() => matchesStats(page, main), 10000, 'every kind x state cell to match stats');
   assert.deepEqual(Object.keys(stats.byKind).sort(), ['email', 'embed', 'ingest']);
   assert.equal(stats.byKind.ingest.dead, 3);
+  // embed has pending jobs due now: an age, not the dash of "none due".
+  assert.match(await tid(page, 'oldest-ready-embed'), /^\d+[smhd]$/);
   assert.ok(Object.keys(stats.byScope).length >= 2, 'the seed has jobs in two scopes at least');
   // A count is a link to the filtered list.
   assert.equal(await page.getAttribute(sel('count-ingest-dead'), 'href'), '#/jobs?state=dead&kind=ingest');

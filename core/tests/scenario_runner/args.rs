@@ -107,6 +107,9 @@ pub(crate) fn new_job_args(s: &Json) -> Result<(String, Vec<u8>, EnqueueOptions)
     if let Some(d) = num("run_at_in_ms") {
         o = o.run_at(now_ms() + d);
     }
+    if let Some(d) = num("run_at_ago_ms") {
+        o = o.run_at(now_ms().saturating_sub(d));
+    }
     if let Some(k) = s.get("idempotency_key").and_then(Json::as_str) {
         o = o.idempotency_key(k);
     }

@@ -1,6 +1,7 @@
 //! The `stats` step: the totals, the per-kind counts, and one page of
 //! per-scope counts (`scope_order`, `scope_limit`, `scope_prefix`, `after`
-//! naming an earlier page's cursor; `as` names this page's).
+//! naming an earlier page's cursor; `as` names this page's), and with
+//! `oldest_ready` the kinds with a due job and its age in whole minutes.
 
 use serde_json::{json, Map, Value as Json};
 use telha_jobs::{Error, StatsQuery};
@@ -21,6 +22,10 @@ impl Run {
             .get("scope_prefix")
             .and_then(Json::as_str)
             .map(str::to_string);
+        q.oldest_ready = s
+            .get("oldest_ready")
+            .and_then(Json::as_bool)
+            .unwrap_or(false);
         if let Some(a) = s.get("after").and_then(Json::as_str) {
             let c = self.cursors.get(a).cloned();
             q.scopes_after = Some(c.ok_or_else(|| Error::Storage(format!("no cursor {a:?}")))?);
@@ -48,6 +53,13 @@ impl Run {
             .map(|(sc, _)| sc.to_string())
             .collect::<Vec<_>>());
         o["has_next"] = json!(st.scopes_next.is_some());
+        o["ready_kinds"] = json!(st.oldest_ready_ms.keys().collect::<Vec<_>>());
+        let minutes: Map<String, Json> = st
+            .oldest_ready_ms
+            .iter()
+            .map(|(k, ms)| (k.clone(), json!(ms / 60_000)))
+            .collect();
+        o["oldest_ready_min"] = Json::Object(minutes);
         if let (Some(name), Some(next)) = (s.get("as").and_then(Json::as_str), st.scopes_next) {
             self.cursors.insert(name.to_string(), next);
         }

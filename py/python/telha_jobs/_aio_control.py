@@ -91,15 +91,18 @@ class _AsyncControl:
         scope_limit: int | None = None,
         scopes_after: str | None = None,
         scope_prefix: str | None = None,
+        oldest_ready: bool = False,
     ) -> dict[str, Any]:
         """As :meth:`Queue.stats`: whole totals and per-kind counts, one page
-        of per-scope counts."""
+        of per-scope counts; ``oldest_ready=True`` adds each kind's oldest
+        ready job's age (``oldest_ready_ms``)."""
         return await self._call(
             self.queue.stats,
             scope_order=scope_order,
             scope_limit=scope_limit,
             scopes_after=scopes_after,
             scope_prefix=scope_prefix,
+            oldest_ready=oldest_ready,
         )
 
     async def metrics(self) -> str:

@@ -742,10 +742,14 @@ class Queue:
         scope_limit: int = 100,
         scopes_after: str | None = None,
         scope_prefix: str | None = None,
+        oldest_ready: bool = False,
     ) -> dict[str, Any]:
         """Whole totals and per-kind counts; ``by_scope`` is one page (default:
         the 100 scopes with the most pending jobs), ``scopes_next`` the next
-        page's cursor (None on the last page)."""
+        page's cursor (None on the last page). ``oldest_ready=True`` fills
+        ``oldest_ready_ms`` ({kind: ms} for kinds with a due job: how long
+        the oldest has been ready; exact, read from the band heads, but
+        O(scopes with ready work), so off by default)."""
     def metrics(self) -> str: ...
     def schedule_put(
         self,
