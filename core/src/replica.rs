@@ -84,7 +84,7 @@ impl ReplicaStore {
     /// `Storage`, `Corruption`.
     pub fn open(path: &Path) -> Result<ReplicaStore> {
         let canon = st::canonical(path)?;
-        let store = Store::open(&canon)?;
+        let store = Store::open_replica(&canon)?;
         let table = cf_table(store.db(), &canon)?;
         let meta_id = table
             .iter()
@@ -128,9 +128,17 @@ impl ReplicaStore {
     /// `WriteBatch`, `WriteBatch::data()`, as a [`Replicate`] received
     /// them), then the `meta` puts (keys under [`RAFT_META_PREFIX`], into
     /// the `meta` family), as ONE atomic RocksDB write: all or nothing,
-    /// after a crash too. WAL on, no fsync: after a power loss the store
-    /// rolls back to a consistent earlier point, its applied id with it
-    /// (see [`ReplicaStore::sync_wal`]).
+    /// after a crash too.
+    ///
+    /// **Without RocksDB's WAL**: the replicated log is this store's WAL.
+    /// The write lands in the memtables only; after a crash (of the
+    /// process or the machine) the store is what its last flush wrote,
+    /// which, the store being opened with atomic flush, is the state after
+    /// some earlier apply in every family at once, with that apply's meta
+    /// (the applied id) beside it. The caller re-applies from its log what
+    /// came after (a Raft state machine does so from `raft/applied`), so
+    /// the log must keep every entry after the last flush: call
+    /// [`ReplicaStore::persist`] before purging it. A clean close flushes.
     ///
     /// Every batch is checked before anything is written (RocksDB trusts
     /// the bytes: `store/batch.rs` says why that matters): `Corruption` for
@@ -181,7 +189,9 @@ impl ReplicaStore {
         if wb.is_empty() {
             return Ok(());
         }
-        self.db().write_opt(wb, &WriteOptions::default())?;
+        let mut wo = WriteOptions::default();
+        wo.disable_wal(true);
+        self.db().write_opt(wb, &wo)?;
         Ok(())
     }
 
@@ -193,10 +203,12 @@ impl ReplicaStore {
         Ok(self.db().get_cf(cf, key)?)
     }
 
-    /// Sync the store's WAL to disk: everything applied so far survives a
-    /// power loss. Call it before the log entries it covers are purged.
-    pub fn sync_wal(&self) -> Result<()> {
-        Ok(self.db().flush_wal(true)?)
+    /// Write everything applied so far to synced files (every family's
+    /// memtable, at one point of the apply order): it then survives a
+    /// crash or power loss. Call it before the log entries it covers are
+    /// purged (applies write no WAL: see [`ReplicaStore::apply`]).
+    pub fn persist(&self) -> Result<()> {
+        st::flush_all(self.db(), &self.inner.path)
     }
 
     /// A digest (FNV-1a 64) of the store's contents, read at one snapshot:

@@ -446,7 +446,7 @@ fn reserved_meta_keys_round_trip_stay_out_of_the_digest_and_do_not_upset_check()
     );
     assert_eq!(a.meta_get(b"raft/none").unwrap(), None);
     assert_eq!(a.digest().unwrap(), b.digest().unwrap());
-    a.sync_wal().unwrap();
+    a.persist().unwrap();
 
     // Pauses and limits live beside them in `meta`.
     let clock = clock();

@@ -7,8 +7,11 @@
 //! `append` writes without sync and completes once the flusher thread has
 //! synced the WAL (group commit); the vote is synced before `save_vote`
 //! returns. Everything goes through one WAL, so a later sync also covers
-//! earlier unsynced truncates, purges and committed ids, in order.
+//! earlier unsynced truncates, purges and committed ids, in order. The
+//! newest entries are also kept decoded in memory ([`cache`]): openraft
+//! reads each entry back for the apply and for every follower.
 
+mod cache;
 pub(crate) mod codec;
 mod flusher;
 
@@ -28,6 +31,7 @@ use rocksdb::{
 use serde::de::DeserializeOwned;
 
 use crate::types::{Entry, LogId, StorageError, TypeConfig, Vote};
+use cache::{Cache, CACHE_BYTES_DEFAULT};
 use codec::{decode_entry, decode_meta, encode, index_key, key_index};
 use flusher::Flusher;
 
@@ -63,6 +67,8 @@ struct Inner {
     db: Arc<DB>,
     /// Cached: every `get_log_state` needs it.
     last_purged: Mutex<Option<LogId>>,
+    /// The newest entries, decoded: what every read of them gets.
+    cache: Mutex<Cache>,
 }
 
 impl LogStore {
@@ -82,6 +88,7 @@ impl LogStore {
             flusher,
             db,
             last_purged: Mutex::new(None),
+            cache: Mutex::new(Cache::new(CACHE_BYTES_DEFAULT)),
         };
         let last_purged = inner.read_meta(KEY_LAST_PURGED, ErrorSubject::Logs)?;
         *inner.last_purged.lock().unwrap() = last_purged;
@@ -101,15 +108,23 @@ impl LogStore {
         let inner = &self.inner;
         let cf = inner.cf(CF_LOG);
         let mut batch = WriteBatch::default();
-        for e in entries {
-            let value = encode(&e)
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        for e in &entries {
+            let value = encode(e)
                 .map_err(|err| StorageIOError::write_log_entry(e.log_id, AnyError::new(&err)))?;
             batch.put_cf(cf, index_key(e.log_id.index), value);
         }
         let queue = inner.flusher.enqueue();
-        inner
-            .write(batch, false)
-            .map_err(StorageIOError::write_logs)?;
+        let mut cache = inner.cache();
+        if let Err(e) = inner.write(batch, false) {
+            // What the DB holds at these indexes is unknown now.
+            if let Some(first) = entries.first() {
+                cache.truncate(first.log_id.index);
+            }
+            return Err(StorageIOError::write_logs(e).into());
+        }
+        cache.appended(entries);
+        drop(cache);
         queue.push(Box::new(on_flushed));
         Ok(())
     }
@@ -122,6 +137,9 @@ impl LogStore {
 
     fn entries(&self, start: u64, end: Option<u64>) -> Result<Vec<Entry>, StorageError> {
         let inner = &self.inner;
+        if let Some(hit) = end.and_then(|end| inner.cache().get(start, end)) {
+            return Ok(hit);
+        }
         let mut ro = ReadOptions::default();
         if let Some(end) = end {
             ro.set_iterate_upper_bound(index_key(end));
@@ -154,6 +172,11 @@ impl LogStore {
 }
 
 impl Inner {
+    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+        // Every change to the cache is one call that cannot panic half-way.
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn cf(&self, name: &str) -> &ColumnFamily {
         self.db
             .cf_handle(name)
@@ -293,6 +316,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let mut batch = WriteBatch::default();
         batch.delete_range_cf(cf, index_key(log_id.index), index_key(u64::MAX));
         batch.delete_cf(cf, index_key(u64::MAX));
+        let mut cache = inner.cache();
+        // Dropped whether or not the delete lands: the cache then serves
+        // none of these indexes, the DB answers for them.
+        cache.truncate(log_id.index);
         inner
             .write(batch, false)
             .map_err(|e| StorageIOError::write_log_entry(log_id, e))?;
@@ -311,6 +338,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         inner.put_meta(&mut batch, KEY_LAST_PURGED, &log_id, ErrorSubject::Logs)?;
         let cf = inner.cf(CF_LOG);
         batch.delete_range_cf(cf, index_key(0), index_key(log_id.index.saturating_add(1)));
+        inner.cache().purge(log_id.index);
         inner
             .write(batch, false)
             .map_err(|e| StorageIOError::new(ErrorSubject::Logs, ErrorVerb::Delete, e))?;

@@ -51,8 +51,17 @@ fn cf_options(name: &str) -> Options {
     o
 }
 
-fn db_options() -> Options {
+fn db_options(replica: bool) -> Options {
     let mut o = Options::default();
+    if replica {
+        // A replica's applies write no WAL (the Raft log is the WAL, see
+        // `replica.rs`): after a crash the store is what its last flush
+        // holds, and that must be one point of the apply order in every
+        // family at once (the counters' merges are not idempotent, so a
+        // family ahead of `meta`'s applied id would count twice on the
+        // re-apply). Atomic flush flushes every family together.
+        o.set_atomic_flush(true);
+    }
     o.create_if_missing(true);
     o.create_missing_column_families(true);
     o.increase_parallelism(2);
@@ -93,6 +102,12 @@ fn listed(path: &Path) -> Result<Vec<String>> {
 /// anything in it is touched. A new store gets the format marker; an older
 /// one is upgraded in place (what it needs is created, then the marker).
 pub fn open(path: &Path) -> Result<DB> {
+    open_with(path, false)
+}
+
+/// [`open`], for a replica's store when `replica` (atomic flush: see
+/// `db_options`).
+pub(crate) fn open_with(path: &Path, replica: bool) -> Result<DB> {
     std::fs::create_dir_all(path).map_err(|e| {
         Error::Storage(format!(
             "cannot create store directory {}: {e}",
@@ -100,7 +115,8 @@ pub fn open(path: &Path) -> Result<DB> {
         ))
     })?;
     let found = format::check(path)?;
-    let opened = match DB::open_cf_descriptors(&db_options(), path, ALL_CFS.map(descriptor)) {
+    let opened = match DB::open_cf_descriptors(&db_options(replica), path, ALL_CFS.map(descriptor))
+    {
         // A newer, compatible build added a family: RocksDB wants every one
         // named. Ours, then theirs.
         Err(e) if is_family_mismatch(&e) => {
@@ -110,7 +126,11 @@ pub fn open(path: &Path) -> Result<DB> {
                     names.push(n);
                 }
             }
-            DB::open_cf_descriptors(&db_options(), path, names.iter().map(|n| descriptor(n)))
+            DB::open_cf_descriptors(
+                &db_options(replica),
+                path,
+                names.iter().map(|n| descriptor(n)),
+            )
         }
         r => r,
     };
@@ -130,6 +150,21 @@ pub fn open(path: &Path) -> Result<DB> {
         }),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Flush every family's memtable (all the store at `path` has, this
+/// build's and any a newer one added) to synced files and wait: with a
+/// replica's atomic flush, one point of the write order in all of them.
+pub(crate) fn flush_all(db: &DB, path: &Path) -> Result<()> {
+    let names = DB::list_cf(&Options::default(), path)?;
+    let cfs = names
+        .iter()
+        .map(|n| cf(db, n))
+        .collect::<Result<Vec<_>>>()?;
+    let mut fo = rocksdb::FlushOptions::default();
+    fo.set_wait(true);
+    db.flush_cfs_opt(&cfs, &fo)?;
+    Ok(())
 }
 
 /// Open the store read-only: works while another process owns it, and sees

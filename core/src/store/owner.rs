@@ -30,6 +30,9 @@ pub(crate) struct Store {
     path: PathBuf,
     /// Opened with [`Store::open_read_only`]: never written.
     read_only: bool,
+    /// Opened with [`Store::open_replica`]: written without the WAL, so
+    /// its memtables are flushed (every family at once) before it closes.
+    replica: bool,
     /// The store's format, read from its marker after the open.
     format: Option<StoreFormat>,
 }
@@ -40,6 +43,15 @@ impl Store {
     pub fn open(path: &Path) -> Result<Store> {
         let db = super::open(path)?;
         Ok(Store::new(db, path, false))
+    }
+
+    /// Open a replica's store (`replica.rs`): as [`Store::open`], with
+    /// atomic flush, for applies that write no WAL.
+    pub fn open_replica(path: &Path) -> Result<Store> {
+        let db = super::open_with(path, true)?;
+        let mut s = Store::new(db, path, false);
+        s.replica = true;
+        Ok(s)
     }
 
     /// Open the store at `path` read-only (see [`super::open_read_only`]).
@@ -53,6 +65,7 @@ impl Store {
             db,
             path: path.to_path_buf(),
             read_only,
+            replica: false,
             format: format::check(path).ok().flatten(),
         }
     }
@@ -72,6 +85,13 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
+        if self.replica {
+            // What was applied without the WAL lives only in the
+            // memtables: written out (and synced) before the close, so a
+            // clean close loses nothing. RocksDB's own close would flush
+            // them too; here it is explicit and waited for.
+            let _ = super::flush_all(&self.db, &self.path);
+        }
         if !self.read_only {
             let _ = self.db.flush_wal(true);
             // Before the LOCK is released, or we could remove the next owner's file.
