@@ -107,3 +107,67 @@ pub(crate) fn hit(point: Point, path: &Path) -> bool {
     }
     true
 }
+
+/// A hold on proposals of the node under a directory (not a crash:
+/// nothing stops). The next `count` entries its proposers submit stop right
+/// after the proposer's fence check, before they reach Raft — the window in
+/// which a fence and the next engine's opening can overtake an entry
+/// already past the check — until [`release_proposals`]. Later entries
+/// (the next engine's) pass.
+struct Hold {
+    dir: PathBuf,
+    canonical: PathBuf,
+    /// Entries still to catch.
+    count: usize,
+    /// Entries waiting at the hold now.
+    waiting: usize,
+    /// Bumped by each hold and release: a waiter goes on once it changed.
+    generation: u64,
+}
+
+static HOLD: Mutex<Option<Hold>> = Mutex::new(None);
+static HOLD_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Hold the next `count` proposals of the node whose directories are under
+/// `dir` (replaces an earlier hold, releasing what it held).
+pub fn hold_proposals(dir: &Path, count: usize) {
+    let generation = HOLD_GENERATION.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1;
+    *lock(&HOLD) = Some(Hold {
+        dir: dir.to_path_buf(),
+        canonical: std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()),
+        count,
+        waiting: 0,
+        generation,
+    });
+}
+
+/// How many entries wait at the hold now.
+pub fn proposals_held() -> usize {
+    lock(&HOLD).as_ref().map_or(0, |h| h.waiting)
+}
+
+/// Let held proposals go on; hold no more.
+pub fn release_proposals() {
+    HOLD_GENERATION.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    *lock(&HOLD) = None;
+}
+
+/// Called by the proposer after its fence check, before it submits an
+/// entry of the store at `path`: waits if the hold catches it.
+pub(crate) async fn proposal_hold(path: &Path) {
+    let generation = {
+        let mut hold = lock(&HOLD);
+        let Some(h) = hold.as_mut() else {
+            return;
+        };
+        if h.count == 0 || !(path.starts_with(&h.dir) || path.starts_with(&h.canonical)) {
+            return;
+        }
+        h.count -= 1;
+        h.waiting += 1;
+        h.generation
+    };
+    while HOLD_GENERATION.load(std::sync::atomic::Ordering::Acquire) == generation {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+}

@@ -280,6 +280,14 @@ impl Node {
         }
     }
 
+    /// Fence this node's engine now, as the watcher does when no quorum
+    /// acknowledged the leader in time: every call answers `Unavailable`,
+    /// and if this node still leads, the next engine of its vote opens
+    /// after a new epoch entry (for operators and tests).
+    pub fn fence_engine(&self, reason: &str) {
+        fence(&self.shared, reason);
+    }
+
     /// Engines opened on this node so far.
     pub fn engines_opened(&self) -> u64 {
         lock(&self.shared.slot).opened
@@ -449,12 +457,7 @@ fn try_open(
         }
         lock(&shared.slot).fenced_in = None;
     }
-    let proposer = Proposer::start(
-        raft.clone(),
-        rt,
-        store.cf_table_digest(),
-        opts.proposer.clone(),
-    );
+    let proposer = Proposer::start(raft.clone(), rt, store, opts.proposer.clone());
     let opened = Queue::open_replica(
         store,
         opts.queue_config.clone(),

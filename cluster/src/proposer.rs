@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use openraft::error::ClientWriteError;
 use openraft::Raft;
-use telha_jobs::replica::{Replicate, ReplicateError};
+use telha_jobs::replica::{ReplicaStore, Replicate, ReplicateError};
 use telha_jobs::Error;
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -87,17 +87,23 @@ pub struct Proposer {
 }
 
 impl Proposer {
-    /// Start a proposer for `raft` on `rt` (the node's Raft runtime).
-    /// Entries carry `cf_table_digest`, the digest of this node's store.
+    /// Start a proposer for `raft` on `rt` (the node's Raft runtime), for
+    /// an engine over `store` (entries carry its column-family table
+    /// digest).
     pub fn start(
         raft: Raft<TypeConfig>,
         rt: &tokio::runtime::Handle,
-        cf_table_digest: u64,
+        store: &ReplicaStore,
         cfg: ProposerConfig,
     ) -> Proposer {
         let (tx, rx) = mpsc::channel(cfg.queue_bound.max(1));
         let (fenced, fenced_rx) = watch::channel(None);
-        rt.spawn(run(raft, rx, fenced_rx, cf_table_digest, cfg));
+        let origin = Origin {
+            cf_table_digest: store.cf_table_digest(),
+            #[cfg(feature = "failpoints")]
+            path: store.path().to_path_buf(),
+        };
+        rt.spawn(run(raft, rx, fenced_rx, origin, cfg));
         Proposer {
             tx,
             fenced: Arc::new(fenced),
@@ -157,11 +163,19 @@ impl Replicate for Proposer {
     }
 }
 
+/// What the proposer's entries say about their writer.
+struct Origin {
+    cf_table_digest: u64,
+    /// The store's path, for the proposal hold (`failpoint.rs`).
+    #[cfg(feature = "failpoints")]
+    path: std::path::PathBuf,
+}
+
 async fn run(
     raft: Raft<TypeConfig>,
     mut rx: mpsc::Receiver<Pending>,
     mut fenced: watch::Receiver<Option<String>>,
-    digest: u64,
+    origin: Origin,
     cfg: ProposerConfig,
 ) {
     let in_flight = Arc::new(AtomicUsize::new(0));
@@ -200,11 +214,13 @@ async fn run(
             answer(group, Outcome::Failed(why));
             break;
         }
+        #[cfg(feature = "failpoints")]
+        crate::failpoint::proposal_hold(&origin.path).await;
         let (batches, dones): (Vec<_>, Vec<_>) =
             group.into_iter().map(|p| (p.batch, p.done)).unzip();
         let payload = Payload {
             format: PAYLOAD_FORMAT,
-            cf_table_digest: digest,
+            cf_table_digest: origin.cf_table_digest,
             batches,
         };
         // Submitted here, in order; the outcome is awaited apart, so
