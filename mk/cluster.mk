@@ -30,9 +30,10 @@ bench-cluster-quick: deps
 # Failpoints (cargo feature `failpoints` of the cluster crate only: core and
 # RocksDB build as without it, `make check-vendor` checks that graph): one
 # crash at a seeded failpoint under load in `make test`, and the fencing
-# token's forced interleaving (a fenced engine's entry held past its fence
-# check until the next engine opened: skipped on every replica); one test
-# per point in test-cluster-long. Only the cluster crate compiles a second
+# token's two forced paths (tests/fencing.rs: a fenced engine's entry held
+# past its fence check until the next engine opened; a leader restarted
+# into its own vote with entries not yet applied); one test per point in
+# test-cluster-long. Only the cluster crate compiles a second
 # time.
 TEST_TARGETS += test-cluster-failpoints
 

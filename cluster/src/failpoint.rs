@@ -108,12 +108,20 @@ pub(crate) fn hit(point: Point, path: &Path) -> bool {
     true
 }
 
-/// A hold on proposals of the node under a directory (not a crash:
-/// nothing stops). The next `count` entries its proposers submit stop right
-/// after the proposer's fence check, before they reach Raft — the window in
-/// which a fence and the next engine's opening can overtake an entry
-/// already past the check — until [`release_proposals`]. Later entries
-/// (the next engine's) pass.
+/// Where a hold stops work (not a crash: nothing stops for good).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HoldAt {
+    /// The proposer, right after its fence check, before `client_write_ff`
+    /// — the window in which a fence and the next engine's opening can
+    /// overtake an entry already past the check.
+    Propose,
+    /// The state machine, before it applies an entry (the apply task
+    /// waits, so later entries wait behind it).
+    Apply,
+}
+
+/// A hold on work of the node under a directory: the next `count` entries
+/// reaching [`HoldAt`] there wait until [`release`]; later ones pass.
 struct Hold {
     dir: PathBuf,
     canonical: PathBuf,
@@ -125,14 +133,14 @@ struct Hold {
     generation: u64,
 }
 
-static HOLD: Mutex<Option<Hold>> = Mutex::new(None);
+static HOLDS: Mutex<[Option<Hold>; 2]> = Mutex::new([None, None]);
 static HOLD_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Hold the next `count` proposals of the node whose directories are under
-/// `dir` (replaces an earlier hold, releasing what it held).
-pub fn hold_proposals(dir: &Path, count: usize) {
+/// Hold the next `count` entries of the node whose directories are under
+/// `dir` at `at` (replaces an earlier hold there, releasing what it held).
+pub fn hold(at: HoldAt, dir: &Path, count: usize) {
     let generation = HOLD_GENERATION.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1;
-    *lock(&HOLD) = Some(Hold {
+    lock(&HOLDS)[at as usize] = Some(Hold {
         dir: dir.to_path_buf(),
         canonical: std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()),
         count,
@@ -141,23 +149,22 @@ pub fn hold_proposals(dir: &Path, count: usize) {
     });
 }
 
-/// How many entries wait at the hold now.
-pub fn proposals_held() -> usize {
-    lock(&HOLD).as_ref().map_or(0, |h| h.waiting)
+/// How many entries wait at the hold at `at` now.
+pub fn held(at: HoldAt) -> usize {
+    lock(&HOLDS)[at as usize].as_ref().map_or(0, |h| h.waiting)
 }
 
-/// Let held proposals go on; hold no more.
-pub fn release_proposals() {
+/// Let everything held go on; hold no more.
+pub fn release() {
     HOLD_GENERATION.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-    *lock(&HOLD) = None;
+    *lock(&HOLDS) = [None, None];
 }
 
-/// Called by the proposer after its fence check, before it submits an
-/// entry of the store at `path`: waits if the hold catches it.
-pub(crate) async fn proposal_hold(path: &Path) {
+/// Called at `at` for the store at `path`: waits if the hold catches it.
+pub(crate) async fn hold_point(at: HoldAt, path: &Path) {
     let generation = {
-        let mut hold = lock(&HOLD);
-        let Some(h) = hold.as_mut() else {
+        let mut holds = lock(&HOLDS);
+        let Some(h) = holds[at as usize].as_mut() else {
             return;
         };
         if h.count == 0 || !(path.starts_with(&h.dir) || path.starts_with(&h.canonical)) {

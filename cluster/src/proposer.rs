@@ -224,7 +224,7 @@ async fn run(
             break;
         }
         #[cfg(feature = "failpoints")]
-        crate::failpoint::proposal_hold(&origin.path).await;
+        crate::failpoint::hold_point(crate::failpoint::HoldAt::Propose, &origin.path).await;
         let (batches, dones): (Vec<_>, Vec<_>) =
             group.into_iter().map(|p| (p.batch, p.done)).unzip();
         let payload = Payload {

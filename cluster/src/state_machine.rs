@@ -256,6 +256,8 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     {
         let mut out = Vec::new();
         for entry in entries {
+            #[cfg(feature = "failpoints")]
+            crate::failpoint::hold_point(crate::failpoint::HoldAt::Apply, self.store.path()).await;
             out.push(self.apply_one(entry)?);
         }
         Ok(out)
