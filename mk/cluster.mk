@@ -29,12 +29,16 @@ bench-cluster-quick: deps
 
 # Failpoints (cargo feature `failpoints` of the cluster crate only: core and
 # RocksDB build as without it, `make check-vendor` checks that graph): one
-# crash at a seeded failpoint under load in `make test`; one test per point
-# in test-cluster-long. Only the cluster crate compiles a second time.
+# crash at a seeded failpoint under load in `make test`, and the fencing
+# token's two forced paths (tests/fencing.rs: a fenced engine's entry held
+# past its fence check until the next engine opened; a leader restarted
+# into its own vote with entries not yet applied); one test per point in
+# test-cluster-long. Only the cluster crate compiles a second
+# time.
 TEST_TARGETS += test-cluster-failpoints
 
 test-cluster-failpoints: deps
-	$(CARGO) test $(PROFILE) -p telha-jobs-cluster --features failpoints --test failpoints -- --nocapture
+	$(CARGO) test $(PROFILE) -p telha-jobs-cluster --features failpoints --test failpoints --test fencing -- --nocapture
 
 # The long cluster runs (issue 38), kept out of `make test`: the contention
 # test with 100,000 jobs across two leader changes, and three crashes at each

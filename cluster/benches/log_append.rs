@@ -17,7 +17,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use openraft::{CommittedLeaderId, EntryPayload};
-use telha_jobs_cluster::{Entry, LogId, LogStore, Payload, PAYLOAD_FORMAT};
+use telha_jobs_cluster::{Entry, Epoch, LogId, LogStore, Payload, PAYLOAD_FORMAT};
 
 /// About one engine commit: a lease's delete + put + index rows.
 const BATCH_BYTES: usize = 300;
@@ -37,6 +37,7 @@ fn entry(index: u64) -> Entry {
     let payload = Payload {
         format: PAYLOAD_FORMAT,
         cf_table_digest: 1,
+        epoch: Epoch::Of(0),
         batches: vec![vec![0x5a; BATCH_BYTES]],
     };
     Entry {

@@ -107,3 +107,74 @@ pub(crate) fn hit(point: Point, path: &Path) -> bool {
     }
     true
 }
+
+/// Where a hold stops work (not a crash: nothing stops for good).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HoldAt {
+    /// The proposer, right after its fence check, before `client_write_ff`
+    /// — the window in which a fence and the next engine's opening can
+    /// overtake an entry already past the check.
+    Propose,
+    /// The state machine, before it applies an entry (the apply task
+    /// waits, so later entries wait behind it).
+    Apply,
+}
+
+/// A hold on work of the node under a directory: the next `count` entries
+/// reaching [`HoldAt`] there wait until [`release`]; later ones pass.
+struct Hold {
+    dir: PathBuf,
+    canonical: PathBuf,
+    /// Entries still to catch.
+    count: usize,
+    /// Entries waiting at the hold now.
+    waiting: usize,
+    /// Bumped by each hold and release: a waiter goes on once it changed.
+    generation: u64,
+}
+
+static HOLDS: Mutex<[Option<Hold>; 2]> = Mutex::new([None, None]);
+static HOLD_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Hold the next `count` entries of the node whose directories are under
+/// `dir` at `at` (replaces an earlier hold there, releasing what it held).
+pub fn hold(at: HoldAt, dir: &Path, count: usize) {
+    let generation = HOLD_GENERATION.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1;
+    lock(&HOLDS)[at as usize] = Some(Hold {
+        dir: dir.to_path_buf(),
+        canonical: std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()),
+        count,
+        waiting: 0,
+        generation,
+    });
+}
+
+/// How many entries wait at the hold at `at` now.
+pub fn held(at: HoldAt) -> usize {
+    lock(&HOLDS)[at as usize].as_ref().map_or(0, |h| h.waiting)
+}
+
+/// Let everything held go on; hold no more.
+pub fn release() {
+    HOLD_GENERATION.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    *lock(&HOLDS) = [None, None];
+}
+
+/// Called at `at` for the store at `path`: waits if the hold catches it.
+pub(crate) async fn hold_point(at: HoldAt, path: &Path) {
+    let generation = {
+        let mut holds = lock(&HOLDS);
+        let Some(h) = holds[at as usize].as_mut() else {
+            return;
+        };
+        if h.count == 0 || !(path.starts_with(&h.dir) || path.starts_with(&h.canonical)) {
+            return;
+        }
+        h.count -= 1;
+        h.waiting += 1;
+        h.generation
+    };
+    while HOLD_GENERATION.load(std::sync::atomic::Ordering::Acquire) == generation {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+}

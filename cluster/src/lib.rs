@@ -29,5 +29,6 @@ mod types;
 pub use log_store::{LogStore, LogStoreError};
 pub use state_machine::StateMachine;
 pub use types::{
-    Entry, LogId, Payload, PeerNode, SnapshotDir, StorageError, TypeConfig, Vote, PAYLOAD_FORMAT,
+    Applied, Entry, Epoch, LogId, Payload, PeerNode, SnapshotDir, StorageError, TypeConfig, Vote,
+    PAYLOAD_FORMAT,
 };

@@ -12,13 +12,20 @@
 //! acknowledged it for longer than the election timeout's maximum
 //! (openraft 0.9 has no check-quorum: an isolated leader calls itself
 //! leader until it hears a higher vote), or when a write's outcome was
-//! unknown. A fenced engine is never revived. A leader that fenced within
-//! its term opens the next engine only after a barrier entry of its own
-//! applies: every entry the fenced engine proposed is then applied too, so
-//! the new engine's recovery reads them.
+//! unknown. A fenced engine is never revived.
+//!
+//! **Fencing token.** Every engine opens only after an `Epoch::Open` entry
+//! of this leader is applied here; its epoch is that entry's log index,
+//! and its proposer stamps every entry with it. Everything before the
+//! Open entry in the log is applied before the engine's recovery reads
+//! the store; an entry of an earlier engine that reaches the log after it
+//! (a fenced engine's proposal already past its fence check, or a
+//! restarted leader's entries of its previous incarnation) is skipped by
+//! every replica's state machine. So the store never holds a write the
+//! engine's memory does not know.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -30,7 +37,7 @@ use telha_jobs::{Clock, Config, Error, Queue, SystemClock};
 use crate::network::{Mute, Router};
 use crate::proposer::{Proposer, ProposerConfig};
 use crate::state_machine::StateMachine;
-use crate::types::{Payload, PeerNode, TypeConfig, Vote, PAYLOAD_FORMAT};
+use crate::types::{Applied, Epoch, Payload, PeerNode, TypeConfig, Vote, PAYLOAD_FORMAT};
 use crate::LogStore;
 
 /// Raft timing. Defaults: heartbeat 100 ms, election 300–600 ms (a dead
@@ -133,15 +140,15 @@ impl From<Unavailable> for Error {
 struct Slot {
     term: Option<Term>,
     leader: Option<u64>,
-    /// A vote under which this node fenced an engine: the next engine of
-    /// that vote waits for a barrier entry.
-    fenced_in: Option<Vote>,
     opened: u64,
+    /// The epoch of the last engine opened here.
+    epoch: Option<u64>,
     fences: Vec<String>,
 }
 
 struct Term {
     vote: Vote,
+    epoch: u64,
     queue: Queue,
     proposer: Proposer,
     opened_at: Instant,
@@ -164,6 +171,8 @@ pub struct Node {
     router: Router,
     raft: Raft<TypeConfig>,
     store: ReplicaStore,
+    /// Entries the state machine skipped as stale (fencing token).
+    skipped: Arc<AtomicU64>,
     shared: Arc<Shared>,
     watcher: Option<JoinHandle<()>>,
     rt: Option<tokio::runtime::Runtime>,
@@ -192,6 +201,7 @@ impl Node {
             .map_err(|e| NodeError(format!("node {id}: store: {e}")))?;
         let sm = StateMachine::open(store.clone())
             .map_err(|e| NodeError(format!("node {id}: state machine: {e}")))?;
+        let skipped = sm.skipped();
         let muted = Arc::new(AtomicBool::new(false));
         let network = Mute::new(router.factory(id), muted.clone());
         let raft = rt
@@ -222,6 +232,7 @@ impl Node {
             router: router.clone(),
             raft,
             store,
+            skipped,
             shared,
             watcher: Some(watcher),
             rt: Some(rt),
@@ -278,6 +289,26 @@ impl Node {
                 },
             }),
         }
+    }
+
+    /// Fence this node's engine now, as the watcher does when no quorum
+    /// acknowledged the leader in time: every call answers `Unavailable`,
+    /// and if this node still leads, the next engine of its vote opens
+    /// after a new epoch entry (for operators and tests).
+    pub fn fence_engine(&self, reason: &str) {
+        fence(&self.shared, reason);
+    }
+
+    /// The epoch (fencing token) of the last engine opened on this node.
+    pub fn engine_epoch(&self) -> Option<u64> {
+        lock(&self.shared.slot).epoch
+    }
+
+    /// Entries of a fenced engine this node's state machine skipped since
+    /// it started (committed after a newer epoch opened: nothing of them
+    /// written).
+    pub fn entries_skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
     }
 
     /// Engines opened on this node so far.
@@ -341,14 +372,14 @@ fn fence(shared: &Shared, reason: &str) {
     let mut slot = lock(&shared.slot);
     if let Some(t) = slot.term.take() {
         let why = format!(
-            "node {}: engine of {} fenced after {} ms: {reason}",
+            "node {}: engine of {}, epoch {}, fenced after {} ms: {reason}",
             shared.id,
             t.vote,
+            t.epoch,
             t.opened_at.elapsed().as_millis()
         );
         t.proposer.fence(&why);
         t.queue.fence(&why);
-        slot.fenced_in = Some(t.vote);
         slot.fences.push(why);
     }
 }
@@ -426,7 +457,11 @@ fn watch(
     }
 }
 
-/// Open this vote's engine (after a barrier when one was fenced in it).
+/// Open this vote's engine: first an `Epoch::Open` entry, then the engine
+/// of that epoch once the entry is applied here (so is everything before it
+/// in the log, whichever engine proposed it: the recovery reads it all).
+/// Entries of earlier engines that reach the log after it are skipped by
+/// every replica (`state_machine.rs`).
 fn try_open(
     raft: &Raft<TypeConfig>,
     store: &ReplicaStore,
@@ -435,26 +470,31 @@ fn try_open(
     opts: &NodeOptions,
     vote: Vote,
 ) {
-    if lock(&shared.slot).fenced_in == Some(vote) {
-        let barrier = Payload {
-            format: PAYLOAD_FORMAT,
-            cf_table_digest: store.cf_table_digest(),
-            batches: Vec::new(),
-        };
-        let res = rt.block_on(async {
-            tokio::time::timeout(opts.proposer.write_timeout, raft.client_write(barrier)).await
-        });
-        if !matches!(res, Ok(Ok(_))) {
-            return;
-        }
-        lock(&shared.slot).fenced_in = None;
-    }
-    let proposer = Proposer::start(
-        raft.clone(),
-        rt,
-        store.cf_table_digest(),
-        opts.proposer.clone(),
-    );
+    let open = Payload {
+        format: PAYLOAD_FORMAT,
+        cf_table_digest: store.cf_table_digest(),
+        epoch: Epoch::Open,
+        batches: Vec::new(),
+    };
+    let res = rt.block_on(async {
+        tokio::time::timeout(opts.proposer.write_timeout, raft.client_write(open)).await
+    });
+    // Not applied in time, or leadership lost: the watcher tries again
+    // (a late Open entry only moves the epoch on; no engine is of it).
+    let epoch = match res {
+        Ok(Ok(r)) => match r.data {
+            Applied::Opened(e) => e,
+            other => {
+                lock(&shared.slot).fences.push(format!(
+                    "node {}: epoch entry {} applied as {other:?}",
+                    shared.id, r.log_id
+                ));
+                return;
+            }
+        },
+        _ => return,
+    };
+    let proposer = Proposer::start(raft.clone(), rt, store, epoch, opts.proposer.clone());
     let opened = Queue::open_replica(
         store,
         opts.queue_config.clone(),
@@ -466,19 +506,21 @@ fn try_open(
     match opened {
         Ok(queue) => {
             slot.opened += 1;
+            slot.epoch = Some(epoch);
             slot.term = Some(Term {
                 vote,
+                epoch,
                 queue,
                 proposer,
                 opened_at: Instant::now(),
             });
         }
         Err(e) => {
-            // Its recovery write may have an unknown outcome: barrier next.
+            // Its recovery write may have an unknown outcome: the next
+            // engine opens after a new epoch entry, which fences it.
             proposer.fence(&format!("engine open failed: {e}"));
-            slot.fenced_in = Some(vote);
             slot.fences.push(format!(
-                "node {}: engine open under {vote} failed: {e}",
+                "node {}: engine open under {vote}, epoch {epoch} failed: {e}",
                 shared.id
             ));
         }

@@ -9,6 +9,11 @@
 //! Outcomes, as the engine's write seam reads them:
 //! - refused before anything was proposed (the proposer is fenced or
 //!   stopped) → [`ReplicateError::Failed`]: nothing was written;
+//! - committed but skipped by the state machine, because a newer engine's
+//!   epoch opened before it (`Applied::Stale`, the fencing token) →
+//!   [`ReplicateError::Failed`]: every replica skips it, nothing of it is
+//!   or will be written, so the engine's memory (without it) matches the
+//!   store and a client may retry;
 //! - `ForwardToLeader` (leadership lost: the entry may still commit under
 //!   the next leader), a fatal Raft error, no answer within the write
 //!   timeout, or a fence while waiting → [`ReplicateError::Unknown`],
@@ -25,11 +30,11 @@ use std::time::Duration;
 
 use openraft::error::ClientWriteError;
 use openraft::Raft;
-use telha_jobs::replica::{Replicate, ReplicateError};
+use telha_jobs::replica::{ReplicaStore, Replicate, ReplicateError};
 use telha_jobs::Error;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::types::{Payload, TypeConfig, PAYLOAD_FORMAT};
+use crate::types::{Applied, Epoch, Payload, TypeConfig, PAYLOAD_FORMAT};
 
 /// An entry's batches stop growing at this many bytes (a larger batch
 /// goes alone).
@@ -87,17 +92,26 @@ pub struct Proposer {
 }
 
 impl Proposer {
-    /// Start a proposer for `raft` on `rt` (the node's Raft runtime).
-    /// Entries carry `cf_table_digest`, the digest of this node's store.
+    /// Start a proposer for `raft` on `rt` (the node's Raft runtime), for
+    /// the engine of `epoch` (the index of its `Epoch::Open` entry) over
+    /// `store`: entries carry the epoch and the store's column-family
+    /// table digest.
     pub fn start(
         raft: Raft<TypeConfig>,
         rt: &tokio::runtime::Handle,
-        cf_table_digest: u64,
+        store: &ReplicaStore,
+        epoch: u64,
         cfg: ProposerConfig,
     ) -> Proposer {
         let (tx, rx) = mpsc::channel(cfg.queue_bound.max(1));
         let (fenced, fenced_rx) = watch::channel(None);
-        rt.spawn(run(raft, rx, fenced_rx, cf_table_digest, cfg));
+        let origin = Origin {
+            cf_table_digest: store.cf_table_digest(),
+            epoch,
+            #[cfg(feature = "failpoints")]
+            path: store.path().to_path_buf(),
+        };
+        rt.spawn(run(raft, rx, fenced_rx, origin, cfg));
         Proposer {
             tx,
             fenced: Arc::new(fenced),
@@ -157,11 +171,20 @@ impl Replicate for Proposer {
     }
 }
 
+/// What the proposer's entries say about their writer.
+struct Origin {
+    cf_table_digest: u64,
+    epoch: u64,
+    /// The store's path, for the proposal hold (`failpoint.rs`).
+    #[cfg(feature = "failpoints")]
+    path: std::path::PathBuf,
+}
+
 async fn run(
     raft: Raft<TypeConfig>,
     mut rx: mpsc::Receiver<Pending>,
     mut fenced: watch::Receiver<Option<String>>,
-    digest: u64,
+    origin: Origin,
     cfg: ProposerConfig,
 ) {
     let in_flight = Arc::new(AtomicUsize::new(0));
@@ -200,11 +223,14 @@ async fn run(
             answer(group, Outcome::Failed(why));
             break;
         }
+        #[cfg(feature = "failpoints")]
+        crate::failpoint::hold_point(crate::failpoint::HoldAt::Propose, &origin.path).await;
         let (batches, dones): (Vec<_>, Vec<_>) =
             group.into_iter().map(|p| (p.batch, p.done)).unzip();
         let payload = Payload {
             format: PAYLOAD_FORMAT,
-            cf_table_digest: digest,
+            cf_table_digest: origin.cf_table_digest,
+            epoch: Epoch::Of(origin.epoch),
             batches,
         };
         // Submitted here, in order; the outcome is awaited apart, so
@@ -225,7 +251,13 @@ async fn run(
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 r = tokio::time::timeout(timeout, reply) => match r {
-                    Ok(Ok(Ok(_))) => Outcome::Ok,
+                    Ok(Ok(Ok(r))) => match r.data {
+                        Applied::Stale { epoch, current } => Outcome::Failed(format!(
+                            "the write was not applied: its engine (epoch {epoch}) was \
+                             fenced, epoch {current} opened before its entry committed"
+                        )),
+                        Applied::Written | Applied::Opened(_) => Outcome::Ok,
+                    },
                     Ok(Ok(Err(ClientWriteError::ForwardToLeader(f)))) => Outcome::Unknown(format!(
                         "leadership lost while the write was in flight (leader now {:?})",
                         f.leader_id

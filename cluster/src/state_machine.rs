@@ -10,6 +10,19 @@
 //! batches name families by number, so applying them to another table
 //! would write rows into the wrong families. The refusal is a
 //! `StorageError`, which stops this node's Raft: loud, and nothing applied.
+//!
+//! **The fencing token** (`types.rs` [`Epoch`]). An `Epoch::Open` entry
+//! records its own log index as the current epoch (`raft/epoch`, in the
+//! same atomic write as `raft/applied`). An entry whose batches carry an
+//! older epoch is skipped — committed, its applied id and membership
+//! written, none of its batches — deterministically on every replica,
+//! since the decision depends only on the log before it. An epoch newer
+//! than the recorded one cannot be written by a correct leader (an engine
+//! opens only after its `Open` entry applied) and is refused like a newer
+//! format.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use openraft::storage::RaftStateMachine;
 use openraft::{
@@ -19,12 +32,17 @@ use openraft::{
 use telha_jobs::replica::ReplicaStore;
 
 use crate::log_store::codec::{decode_meta, encode};
-use crate::types::{Entry, LogId, PeerNode, SnapshotDir, StorageError, TypeConfig, PAYLOAD_FORMAT};
+use crate::types::{
+    Applied, Entry, Epoch, LogId, PeerNode, SnapshotDir, StorageError, TypeConfig, PAYLOAD_FORMAT,
+};
 
 /// The applied log id (MessagePack `LogId`, framed with a CRC-32C).
 pub const META_APPLIED: &[u8] = b"raft/applied";
 /// The last membership applied (`StoredMembership`, framed the same way).
 pub const META_MEMBERSHIP: &[u8] = b"raft/membership";
+/// The current epoch: the log index of the last `Epoch::Open` entry
+/// applied (a `u64`, framed the same way; absent = 0).
+pub const META_EPOCH: &[u8] = b"raft/epoch";
 
 /// The membership as applied: the log id that set it, and it.
 type Members = StoredMembership<u64, PeerNode>;
@@ -38,6 +56,10 @@ pub struct StateMachine {
     membership: Members,
     /// `membership` encoded, written with every entry.
     membership_raw: Vec<u8>,
+    /// The current epoch (`raft/epoch`).
+    epoch: u64,
+    /// Entries skipped as stale since open (shared with the node).
+    skipped: Arc<AtomicU64>,
 }
 
 impl StateMachine {
@@ -47,7 +69,10 @@ impl StateMachine {
         let last_applied = read_meta(&store, META_APPLIED)?;
         let membership: Members = read_meta(&store, META_MEMBERSHIP)?.unwrap_or_default();
         let membership_raw = encode(&membership).map_err(sm_write)?;
+        let epoch = read_meta(&store, META_EPOCH)?.unwrap_or(0);
         Ok(StateMachine {
+            epoch,
+            skipped: Arc::default(),
             cf_table_digest: store.cf_table_digest(),
             store,
             last_applied,
@@ -61,12 +86,31 @@ impl StateMachine {
         &self.store
     }
 
+    /// How many entries this state machine skipped as stale since it
+    /// opened (a counter shared with the caller: the node exposes it).
+    pub fn skipped(&self) -> Arc<AtomicU64> {
+        self.skipped.clone()
+    }
+
+    /// The current epoch: the index of the last `Epoch::Open` entry
+    /// applied (0 before any).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
     /// Why `entry` must not be applied here, if it must not.
-    fn refusal(&self, log_id: &LogId, format: u32, digest: u64) -> Option<String> {
+    fn refusal(&self, log_id: &LogId, format: u32, digest: u64, epoch: Epoch) -> Option<String> {
         if format > PAYLOAD_FORMAT {
             return Some(format!(
                 "raft entry {log_id} has payload format {format}, newer than this build's \
                  {PAYLOAD_FORMAT}: upgrade this node to apply it"
+            ));
+        }
+        if format < PAYLOAD_FORMAT {
+            return Some(format!(
+                "raft entry {log_id} has payload format {format}, older than {PAYLOAD_FORMAT} \
+                 (the first with a fencing token): this build does not apply it; the log was \
+                 written by a pre-release build, start the cluster afresh"
             ));
         }
         if digest != self.cf_table_digest {
@@ -78,18 +122,41 @@ impl StateMachine {
                 self.cf_table_digest
             ));
         }
+        if let Epoch::Of(e) = epoch {
+            if e > self.epoch {
+                return Some(format!(
+                    "raft entry {log_id} carries epoch {e}, newer than the current epoch {}: \
+                     no engine can have opened it (a leader bug or a corrupt log)",
+                    self.epoch
+                ));
+            }
+        }
         None
     }
 
-    fn apply_one(&mut self, entry: Entry) -> Result<(), StorageError> {
+    fn apply_one(&mut self, entry: Entry) -> Result<Applied, StorageError> {
         let log_id = entry.log_id;
+        let mut applied = Applied::Written;
         let batches = match entry.payload {
             EntryPayload::Blank => Vec::new(),
             EntryPayload::Normal(p) => {
-                if let Some(why) = self.refusal(&log_id, p.format, p.cf_table_digest) {
+                if let Some(why) = self.refusal(&log_id, p.format, p.cf_table_digest, p.epoch) {
                     return Err(StorageIOError::apply(log_id, AnyError::error(why)).into());
                 }
-                p.batches
+                match p.epoch {
+                    Epoch::Open => {
+                        applied = Applied::Opened(log_id.index);
+                        Vec::new()
+                    }
+                    Epoch::Of(e) if e < self.epoch => {
+                        applied = Applied::Stale {
+                            epoch: e,
+                            current: self.epoch,
+                        };
+                        Vec::new()
+                    }
+                    Epoch::Of(_) => p.batches,
+                }
             }
             EntryPayload::Membership(m) => {
                 let membership = StoredMembership::new(Some(log_id), m);
@@ -102,22 +169,34 @@ impl StateMachine {
         if crate::failpoint::hit(crate::failpoint::Point::BeforeApply, self.store.path()) {
             return Err(failpoint_crash(log_id));
         }
-        let applied = encode(&log_id).map_err(sm_write)?;
+        let applied_raw = encode(&log_id).map_err(sm_write)?;
         let batches: Vec<&[u8]> = batches.iter().map(Vec::as_slice).collect();
-        let meta = [
-            (META_APPLIED, applied.as_slice()),
+        let epoch_raw;
+        let mut meta = vec![
+            (META_APPLIED, applied_raw.as_slice()),
             (META_MEMBERSHIP, self.membership_raw.as_slice()),
         ];
+        if let Applied::Opened(e) = applied {
+            epoch_raw = encode(&e).map_err(sm_write)?;
+            meta.push((META_EPOCH, epoch_raw.as_slice()));
+        }
         self.store.apply(&batches, &meta).map_err(|e| {
             let msg = format!("applying raft entry {log_id}: {e}");
             StorageIOError::apply(log_id, AnyError::error(msg))
         })?;
         self.last_applied = Some(log_id);
+        match applied {
+            Applied::Opened(e) => self.epoch = e,
+            Applied::Stale { .. } => {
+                self.skipped.fetch_add(1, Ordering::Relaxed);
+            }
+            Applied::Written => {}
+        }
         #[cfg(feature = "failpoints")]
         if crate::failpoint::hit(crate::failpoint::Point::AfterApply, self.store.path()) {
             return Err(failpoint_crash(log_id));
         }
-        Ok(())
+        Ok(applied)
     }
 }
 
@@ -170,15 +249,16 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     /// One atomic store write per entry, in order. A refused or failed
     /// entry stops the call: the entries before it stay applied, and
     /// openraft stops this node on the error.
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<()>, StorageError>
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Applied>, StorageError>
     where
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
         let mut out = Vec::new();
         for entry in entries {
-            self.apply_one(entry)?;
-            out.push(());
+            #[cfg(feature = "failpoints")]
+            crate::failpoint::hold_point(crate::failpoint::HoldAt::Apply, self.store.path()).await;
+            out.push(self.apply_one(entry)?);
         }
         Ok(out)
     }

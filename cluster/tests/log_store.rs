@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
 use openraft::{CommittedLeaderId, EntryPayload, ErrorSubject, RaftLogReader};
-use telha_jobs_cluster::{Entry, LogId, LogStore, Payload, StorageError, Vote, PAYLOAD_FORMAT};
+use telha_jobs_cluster::{
+    Entry, Epoch, LogId, LogStore, Payload, StorageError, Vote, PAYLOAD_FORMAT,
+};
 
 fn log_id(term: u64, index: u64) -> LogId {
     LogId::new(CommittedLeaderId::new(term, 1), index)
@@ -17,6 +19,7 @@ fn entry(term: u64, index: u64) -> Entry {
     let payload = Payload {
         format: PAYLOAD_FORMAT,
         cf_table_digest: 7,
+        epoch: Epoch::Of(0),
         batches: vec![vec![index as u8; 40]],
     };
     Entry {

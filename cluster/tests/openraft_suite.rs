@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 use openraft::storage::RaftStateMachine;
 use openraft::testing::{StoreBuilder, Suite};
 use openraft::{EntryPayload, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StoredMembership};
-use telha_jobs_cluster::{Entry, LogId, LogStore, PeerNode, SnapshotDir, StorageError, TypeConfig};
+use telha_jobs_cluster::{
+    Applied, Entry, LogId, LogStore, PeerNode, SnapshotDir, StorageError, TypeConfig,
+};
 
 /// The last snapshot built or installed.
 type Built = (SnapshotMeta<u64, PeerNode>, SnapshotDir);
@@ -59,7 +61,7 @@ impl RaftStateMachine<TypeConfig> for FixtureStateMachine {
         Ok((self.last_applied, self.membership.clone()))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<()>, StorageError>
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Applied>, StorageError>
     where
         I: IntoIterator<Item = Entry> + openraft::OptionalSend,
         I::IntoIter: openraft::OptionalSend,
@@ -70,7 +72,7 @@ impl RaftStateMachine<TypeConfig> for FixtureStateMachine {
             if let EntryPayload::Membership(m) = e.payload {
                 self.membership = StoredMembership::new(Some(e.log_id), m);
             }
-            out.push(());
+            out.push(Applied::Written);
         }
         Ok(out)
     }

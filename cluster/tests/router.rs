@@ -14,7 +14,7 @@ use openraft::{
 };
 use telha_jobs_cluster::network::{test_seed, Router};
 use telha_jobs_cluster::{
-    Entry, LogId, LogStore, Payload, PeerNode, SnapshotDir, StorageError, TypeConfig,
+    Entry, Epoch, LogId, LogStore, Payload, PeerNode, SnapshotDir, StorageError, TypeConfig,
     PAYLOAD_FORMAT,
 };
 
@@ -43,7 +43,10 @@ impl RaftStateMachine<TypeConfig> for Counting {
         Ok((a.0, a.1.clone()))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<()>, StorageError>
+    async fn apply<I>(
+        &mut self,
+        entries: I,
+    ) -> Result<Vec<telha_jobs_cluster::Applied>, StorageError>
     where
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
@@ -57,7 +60,7 @@ impl RaftStateMachine<TypeConfig> for Counting {
                 EntryPayload::Normal(_) => a.2 += 1,
                 EntryPayload::Blank => {}
             }
-            out.push(());
+            out.push(telha_jobs_cluster::Applied::Written);
         }
         Ok(out)
     }
@@ -168,6 +171,7 @@ impl Cluster {
             let p = Payload {
                 format: PAYLOAD_FORMAT,
                 cf_table_digest: 0,
+                epoch: Epoch::Of(0),
                 batches: vec![b"x".to_vec()],
             };
             match tokio::time::timeout(Duration::from_secs(2), self.rafts[&l].client_write(p)).await

@@ -15,7 +15,7 @@ use telha_jobs::replica::{ReplicaStore, Replicate, ReplicateError};
 use telha_jobs::{Config, EnqueueOptions, LeaseOptions, ManualClock, Queue};
 use telha_jobs_cluster::state_machine::{StateMachine, META_APPLIED};
 use telha_jobs_cluster::{
-    Entry, LogId, LogStore, Payload, PeerNode, StorageError, TypeConfig, PAYLOAD_FORMAT,
+    Entry, Epoch, LogId, LogStore, Payload, PeerNode, StorageError, TypeConfig, PAYLOAD_FORMAT,
 };
 
 fn cfg() -> Config {
@@ -33,6 +33,7 @@ fn normal(index: u64, format: u32, digest: u64, batches: Vec<Vec<u8>>) -> Entry 
     let payload = Payload {
         format,
         cf_table_digest: digest,
+        epoch: Epoch::Of(0),
         batches,
     };
     Entry {
