@@ -126,6 +126,7 @@ mod tests {
             payload: EntryPayload::Normal(Payload {
                 format: PAYLOAD_FORMAT,
                 cf_table_digest: 0,
+                epoch: crate::types::Epoch::Of(0),
                 batches: vec![vec![index as u8; size]],
             }),
         }
