@@ -26,6 +26,26 @@ export declare class CancelToken {
   get cancelled(): boolean
 }
 
+/** One worker's `PollJobs` stream (see the module docs). */
+export declare class NativeJobStream {
+  /**
+   * The leases that arrived since the last call (null when none did).
+   * A failure the stream met (it goes on reading; `CLOSED` ends it) is
+   * thrown once the leases before it were taken.
+   */
+  take(): LeasedBatch | null
+  /**
+   * Whether the stream ended (closed, the server shutting down, the
+   * queue closed).
+   */
+  get ended(): boolean
+  /**
+   * End the stream (see the module docs): resolves with the number of
+   * leases read and not taken, which it released. Idempotent.
+   */
+  close(): Promise<number>
+}
+
 /**
  * An open store: an embedded one (`NativeQueue.open`) or a client of a
  * server (`NativeQueue.connect`), one `JobStore` either way. Closed by
@@ -228,6 +248,14 @@ export declare class NativeQueue {
   scheduleResume(name: string): Promise<ScheduleInfo>
   /** One scheduler pass now: enqueue every due slot. */
   runSchedules(): Promise<RunReport>
+  /**
+   * Open a `PollJobs` stream for `workerId` (a remote queue only:
+   * `INVALID_ARGUMENT` on an embedded one, whose leases cost no round
+   * trip): at most `capacity` (1 to the batch limit) leases unsettled at
+   * once. `onLeases` is called on the JS thread when leases arrived,
+   * the stream failed, or it ended.
+   */
+  pollJobs(workerId: string, capacity: number, kinds: string[] | undefined | null, scopes: string[] | undefined | null, onLeases: () => void): Promise<NativeJobStream>
   /**
    * Watch job `id` (`NOT_FOUND` for no such job, `INVALID_ARGUMENT` for
    * a malformed id, `CLOSED`): `onDone` is called once, on the JS

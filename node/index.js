@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.CancelToken = nativeBinding.CancelToken
+module.exports.NativeJobStream = nativeBinding.NativeJobStream
 module.exports.NativeQueue = nativeBinding.NativeQueue
 module.exports.NativeServer = nativeBinding.NativeServer
 module.exports.NativeSubscription = nativeBinding.NativeSubscription

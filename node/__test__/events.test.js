@@ -350,6 +350,7 @@ function countingHeartbeats (q) {
   const wrapper = {
     remote: q.remote,
     leaseMany: (...a) => q.leaseMany(...a),
+    _pollJobs: (...a) => q._pollJobs(...a),
     complete: (...a) => q.complete(...a),
     completeMany: (...a) => q.completeMany(...a),
     fail: (...a) => q.fail(...a),

@@ -5,50 +5,12 @@
 // $CARGO_TARGET_DIR/release/telha (`make build` or `make build-cli`).
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const fs = require('node:fs')
-const os = require('node:os')
-const path = require('node:path')
-const { spawn } = require('node:child_process')
 const { Queue, Worker } = require('..')
-const { sleep } = require('./helpers.js')
-
-const TELHA = process.env.TELHA_BIN ||
-  path.join(process.env.CARGO_TARGET_DIR || path.join(os.homedir(), '.cache/telha-jobs/target'), 'release', 'telha')
+const { sleep, telhaServe } = require('./helpers.js')
 
 /** A `telha serve` on a fresh store: its URL; stopped by pid after the test. */
 async function served (t) {
-  assert.ok(fs.existsSync(TELHA), `the telha binary is not built at ${TELHA} (make build-cli, or set TELHA_BIN)`)
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'telha-node-serve-'))
-  const cfg = path.join(dir, 'telha.toml')
-  fs.writeFileSync(cfg, '[jobs]\nlease_ttl = "3s"\nreaper_interval = "200ms"\n')
-  const child = spawn(TELHA, ['--db', path.join(dir, 'store'), 'serve', '--listen', '127.0.0.1:0'], {
-    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TELHA_JOBS_CONFIG: cfg }
-  })
-  let stderr = ''
-  child.stderr.on('data', (d) => { stderr += d })
-  t.after(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve))
-      process.kill(child.pid, 'SIGTERM')
-      const timer = setTimeout(() => process.kill(child.pid, 'SIGKILL'), 15000)
-      await exited
-      clearTimeout(timer)
-    }
-    fs.rmSync(dir, { recursive: true, force: true })
-  })
-  return new Promise((resolve, reject) => {
-    let out = ''
-    const onData = (d) => {
-      out += d
-      const m = /listening on (\S+)/.exec(out)
-      if (m) {
-        child.stdout.off('data', onData)
-        resolve(m[1])
-      }
-    }
-    child.stdout.on('data', onData)
-    child.once('exit', (code) => reject(new Error(`telha serve exited (${code}): ${out}${stderr}`)))
-  })
+  return (await telhaServe(t)).url
 }
 
 test('through a telha serve process: wait, enqueueAndWait, subscribe, QueueEvents and progress', async (t) => {

@@ -3,7 +3,54 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const assert = require('node:assert/strict')
+const { spawn } = require('node:child_process')
 const { Queue } = require('..')
+
+/** The `telha` binary: $TELHA_BIN, else $CARGO_TARGET_DIR/release/telha (`make build-cli`). */
+const TELHA = process.env.TELHA_BIN ||
+  path.join(process.env.CARGO_TARGET_DIR || path.join(os.homedir(), '.cache/telha-jobs/target'), 'release', 'telha')
+
+/**
+ * A real `telha serve` process on a fresh store, configured by `toml` (the
+ * `[jobs]` table): `{ url, child }`; stopped by its pid after the test
+ * (SIGTERM, then SIGKILL).
+ */
+async function telhaServe (t, toml = '[jobs]\nlease_ttl = "3s"\nreaper_interval = "200ms"\n') {
+  assert.ok(fs.existsSync(TELHA), `the telha binary is not built at ${TELHA} (make build-cli, or set TELHA_BIN)`)
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'telha-node-serve-'))
+  const cfg = path.join(dir, 'telha.toml')
+  fs.writeFileSync(cfg, toml)
+  const child = spawn(TELHA, ['--db', path.join(dir, 'store'), 'serve', '--listen', '127.0.0.1:0'], {
+    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TELHA_JOBS_CONFIG: cfg }
+  })
+  let stderr = ''
+  child.stderr.on('data', (d) => { stderr += d })
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      process.kill(child.pid, 'SIGTERM')
+      const timer = setTimeout(() => process.kill(child.pid, 'SIGKILL'), 15000)
+      await exited
+      clearTimeout(timer)
+    }
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+  const url = await new Promise((resolve, reject) => {
+    let out = ''
+    const onData = (d) => {
+      out += d
+      const m = /listening on (\S+)/.exec(out)
+      if (m) {
+        child.stdout.off('data', onData)
+        resolve(m[1])
+      }
+    }
+    child.stdout.on('data', onData)
+    child.once('exit', (code) => reject(new Error(`telha serve exited (${code}): ${out}${stderr}`)))
+  })
+  return { url, child }
+}
 
 /** A fresh directory for one test's store, removed after the test. */
 function tempStore (t) {
@@ -70,4 +117,4 @@ async function serveTemp (t, options = {}, serveOptions = {}) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-module.exports = { tempStore, openTemp, openCopyOf, serveTemp, sleep }
+module.exports = { tempStore, openTemp, openCopyOf, serveTemp, sleep, telhaServe, TELHA }

@@ -300,6 +300,17 @@ class Queue {
     return jobs.length ? jobs[0] : null
   }
 
+  /**
+   * A `PollJobs` stream (a remote queue only): what a Worker leases ahead
+   * through (lib/prefetch.js). `onLeases` is called on the loop when
+   * leases arrived (`take()` them), the stream failed or it ended.
+   * @internal
+   */
+  _pollJobs (workerId, capacity, filters, onLeases) {
+    const { kinds, scopes } = leaseFilters(options(filters, 'lease options', LEASE_KEYS))
+    return this.#native.pollJobs(str(workerId, 'workerId'), capacity, kinds, scopes, onLeases)
+  }
+
   async leaseMany (workerId, max, opts) {
     if (typeof max !== 'number') throw typeError(`max must be a number of jobs from 1 to ${LIMITS.maxBatch}`)
     return this.#lease(workerId, max, opts)

@@ -66,10 +66,11 @@ export interface WorkerOptions {
   /**
    * On a remote queue (`Queue.connect`), the most leases held ahead beyond
    * the running ones (default 64, at most `limits.maxBatch - concurrency`;
-   * 0: lease only when a handler is free). The window in use is sized by
-   * time: enough to cover a lease round trip at the rate handlers take
-   * jobs, and never so many that one waits past a quarter of its TTL (one
-   * that did is released, no attempt spent). Ignored on an embedded queue.
+   * 0: lease only when a handler is free). They come through the server's
+   * PollJobs stream, whose capacity is `concurrency + maxPrefetch`
+   * unsettled leases; one that waited here past a quarter of its TTL is
+   * released (no attempt spent) rather than run. Ignored on an embedded
+   * queue.
    */
   maxPrefetch?: number
 }
@@ -97,6 +98,11 @@ export declare class Worker extends EventEmitter {
   readonly running: boolean
   /** Jobs this worker holds a lease on: handlers running, or results being recorded. */
   readonly activeJobs: number
+  /**
+   * On a remote queue: the leases it leased ahead and gave back unrun
+   * (no attempt spent) because they waited past a quarter of their TTL.
+   */
+  readonly prefetchReleased: number
   /**
    * Lease and run jobs until `stop()`. Resolves once stopped and every job
    * is settled or released; rejects with `CLOSED` if the queue is closed under it.

@@ -7,7 +7,8 @@
 // its lease is lost (code ABORTED), its job is cancelled (CANCELLED, seen at
 // a heartbeat) or it runs past its kind's timeout (TIMEOUT: the job is then
 // failed retryably at once), and on `stop()` releases what is left without
-// spending attempts. On a remote queue it leases ahead (prefetch.js). Its
+// spending attempts. On a remote queue it leases ahead through the server's
+// PollJobs stream (prefetch.js) and sends one completeMany at a time. Its
 // running jobs' entries are entry.js, its heartbeat heartbeat.js. Types and
 // docs: telha.d.ts.
 
@@ -40,6 +41,7 @@ class Worker extends EventEmitter {
   #maxPrefetch
   #beat
   #prefetch = null // a remote queue's lease-ahead, while running
+  #prefetchReleased = 0 // by the lease-aheads of earlier runs
   #active = new Map() // deliveryKey(job) -> entry, while its lease is held
   #busy = 0 // handlers running (what `concurrency` bounds)
   #stopping = false
@@ -49,6 +51,7 @@ class Worker extends EventEmitter {
   #fatal = null
   #completions = []
   #flushScheduled = false
+  #flushing = false // a remote Worker's completeMany in flight (one at a time)
   #local = false // an embedded queue (its short calls run on the event loop)
 
   constructor (queue, handler, opts) {
@@ -82,6 +85,8 @@ class Worker extends EventEmitter {
   get workerId () { return this.#workerId }
   get running () { return this.#running !== null }
   get activeJobs () { return this.#active.size }
+  /** Prefetched leases given back unrun because they waited past a quarter of their TTL. */
+  get prefetchReleased () { return this.#prefetchReleased + (this.#prefetch ? this.#prefetch.released : 0) }
 
   run () {
     if (this.#running) return this.#running
@@ -108,11 +113,11 @@ class Worker extends EventEmitter {
   }
 
   async #loop () {
-    const prefetch = this.#queue.remote === true && this.#maxPrefetch > 0
+    // (A stand-in for a Queue without PollJobs leases one call per free slot.)
+    const prefetch = this.#queue.remote === true && this.#maxPrefetch > 0 && typeof this.#queue._pollJobs === 'function'
       ? new Prefetch(this.#queue, this.#workerId, { kinds: this.#kinds, scope: this.#scope }, {
         takers: this.#concurrency,
         maxPrefetch: this.#maxPrefetch,
-        pollMs: this.#pollMs,
         onError: (e) => this.#report(e)
       })
       : null
@@ -154,7 +159,10 @@ class Worker extends EventEmitter {
         }
       }
     } finally {
-      if (prefetch) await prefetch.close().catch((e) => this.#report(e))
+      if (prefetch) {
+        await prefetch.close().catch((e) => this.#report(e))
+        this.#prefetchReleased += prefetch.released
+      }
       this.#prefetch = null
       await this.#drain()
     }
@@ -330,6 +338,27 @@ class Worker extends EventEmitter {
 
   async #flush () {
     this.#flushScheduled = false
+    // Remote: one completeMany in flight at a time, the next batch filling
+    // meanwhile (sent as soon as the call returns: never held back when
+    // nothing else comes).
+    if (!this.#local) {
+      if (this.#flushing) return
+      this.#flushing = true
+      try {
+        await this.#flushNow()
+      } finally {
+        this.#flushing = false
+        if (this.#completions.length && !this.#flushScheduled) {
+          this.#flushScheduled = true
+          setImmediate(() => { this.#flushSafe() })
+        }
+      }
+      return
+    }
+    await this.#flushNow()
+  }
+
+  async #flushNow () {
     let pairs = this.#completions
     this.#completions = []
     // One delivery per job in a batch: two deliveries of one job finishing

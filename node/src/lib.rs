@@ -33,6 +33,7 @@ mod queue;
 mod remote;
 mod schedule;
 mod stall;
+mod stream;
 mod task;
 mod watch;
 

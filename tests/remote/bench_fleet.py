@@ -14,9 +14,11 @@ Rows (jobs/s, no-op handlers, 60-byte payload):
   ``prefetch=0`` (one lease_next call per job: the path before issue 15);
 - 4 Python worker processes, ``Worker(concurrency=1)`` each;
 - 4 Node worker processes, ``Worker(concurrency: 1)`` and ``(concurrency: 4)``;
-- issue 37's ratios: the 4-process Python fleets (concurrency 1, and 4)
-  against the core's batched lifecycle on 4 threads (``lease_many`` +
-  ``complete_many``; targets 0.5x and 0.7x).
+- issue 37's ratios: the 4-process Python and Node fleets (concurrency 1,
+  and 4) against the core's batched lifecycle on 4 threads (``lease_many`` +
+  ``complete_many``; targets 0.5x and 0.7x);
+- issue 46's ratio: 4 Node processes against 4 Python processes, each a
+  ``Worker`` of concurrency 1 leasing ahead through PollJobs (target >= 0.8x).
 
 Each fleet row: the server is started on a fresh store (and stopped) by
 pid, the jobs are enqueued with their kind paused, the workers start and
@@ -200,6 +202,9 @@ def main() -> None:
         r = med[key] / med["batch_pollers4"]
         print(f"issue 37: {label} vs the core's batched 4 threads: {r:.2f}x (target >= {target}x) "
               + ("ok" if r >= target else "BELOW"))
+    r = med["node4_c1"] / med["py4_c1"]
+    print(f"issue 46: 4 Node processes vs 4 Python processes, Worker concurrency 1 each: {r:.2f}x "
+          "(target >= 0.8x) " + ("ok" if r >= 0.8 else "BELOW"))
     ratio = med["fleet"] / med["py_local"]
     print(f"fleet vs in-process Python Worker: {ratio:.2f}x (target >= 0.5x) "
           + ("ok" if ratio >= 0.5 else "BELOW"))
