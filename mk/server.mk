@@ -27,7 +27,7 @@ TEST_TARGETS += test-server
 BENCH_TARGETS += bench-server
 
 test-server: deps bench-server-quick
-	$(CARGO) test $(PROFILE) --test roundtrip --test transport --test poll_stream --test events --test serve --test schedules --test ui_api --test ui_tls --test ui_scale --test ui_scopes --test steer
+	$(CARGO) test $(PROFILE) --test roundtrip --test transport --test poll_stream --test events --test serve --test schedules --test ui_api --test ui_tls --test ui_scale --test ui_scopes --test steer --test ui_steer
 
 ## A small remote bench run for make test (a smoke test: numbers not judged).
 bench-server-quick: deps
