@@ -27,7 +27,7 @@ TEST_TARGETS += test-server
 BENCH_TARGETS += bench-server
 
 test-server: deps bench-server-quick
-	$(CARGO) test $(PROFILE) --test roundtrip --test transport --test poll_stream --test events --test serve --test schedules --test ui_api --test ui_tls --test ui_scale --test ui_scopes --test steer --test ui_steer
+	$(CARGO) test $(PROFILE) --test roundtrip --test transport --test poll_stream --test events --test serve --test schedules --test ui_api --test ui_tls --test ui_scale --test ui_scopes
 
 ## A small remote bench run for make test (a smoke test: numbers not judged).
 bench-server-quick: deps
@@ -49,3 +49,8 @@ proto-check:
 	diff -u proto/src/gen/telha.jobs.v1.rs "$$tmp/telha.jobs.v1.rs"; \
 	diff -u proto/src/gen/jobs.proto.fnv64 "$$tmp/jobs.proto.fnv64"; \
 	echo "proto/src/gen is current: 1 passed, 0 failed"
+
+## Steering waiting jobs (issue 44): the RPCs and the page's actions.
+TEST_TARGETS += test-server-steer
+test-server-steer: deps
+	$(CARGO) test $(PROFILE) -p telha-jobs-server --test steer --test ui_steer
