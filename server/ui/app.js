@@ -419,7 +419,7 @@ function paintJob(j) {
     field('scope', h('a', { href: jobsHref({ scope: j.scope }), class: 'mono' }, j.scope), 'job-scope'),
     field('attempts', h('span', { testid: 'job-attempts' }, `${j.attempts} / ${j.max_attempts}`)),
     field('generation', String(j.generation), 'job-generation'),
-    field('priority', String(j.priority)),
+    field('priority', String(j.priority), 'job-priority'),
     field('worker', j.worker_id, 'job-worker'),
     field('lease deadline', j.lease_deadline_ms != null ? when(null, j.lease_deadline_ms) : null),
     field('created', when(j.created_at, j.created_at_ms)),
