@@ -4169,6 +4169,60 @@ const char *tj_status_name(uint32_t status);
 const char *tj_state_name(uint32_t state);
 
 /**
+ * Make job `*id`, delayed or failed and waiting for its retry, ready now
+ * (its state is kept: a failed job is leased as a retry). A job already
+ * due is left as it is (`TJ_STATUS_OK`, nothing written).
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, id), `TJ_STATUS_NOT_FOUND`,
+ * `TJ_STATUS_WRONG_STATE` (leased, completed, dead or cancelled:
+ * untouched), `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` and `id` are NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_queue_promote(const struct tj_queue *queue,
+                           const struct tj_id *id,
+                           struct tj_error **err);
+
+/**
+ * Give the pending or failed job `*id` a new run time, `run_at_ms` (ms
+ * since the epoch). In the future a ready job becomes delayed; in the
+ * past a delayed one becomes ready. The same time: nothing written.
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors: as `tj_queue_promote`; `TJ_STATUS_INVALID_ARGUMENT` for a time
+ * after 9999-12-31T23:59:59.999Z (nothing written).
+ *
+ * # Safety
+ * `queue` and `id` are NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_queue_reschedule(const struct tj_queue *queue,
+                              const struct tj_id *id,
+                              uint64_t run_at_ms,
+                              struct tj_error **err);
+
+/**
+ * Give the pending or failed job `*id` a new priority, 0 (most urgent) to
+ * 255; its time, so its place among jobs of that priority, is kept. The
+ * same priority: nothing written.
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors: as `tj_queue_promote`; `TJ_STATUS_INVALID_ARGUMENT` for a
+ * priority over 255 (nothing written).
+ *
+ * # Safety
+ * `queue` and `id` are NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_queue_set_priority(const struct tj_queue *queue,
+                                const struct tj_id *id,
+                                uint32_t priority,
+                                struct tj_error **err);
+
+/**
  * Wait for job `*id` to be terminal (completed, dead or cancelled), for
  * up to `timeout_ms` (0: answer at once; `UINT64_MAX`: no limit), or until
  * `cancel` (NULL: none) is cancelled or triggered. On success `*info_out`

@@ -57,3 +57,8 @@ proto-check:
 	diff -u proto/src/gen/telha.jobs.v1.rs "$$tmp/telha.jobs.v1.rs"; \
 	diff -u proto/src/gen/jobs.proto.fnv64 "$$tmp/jobs.proto.fnv64"; \
 	echo "proto/src/gen is current: 1 passed, 0 failed"
+
+## Steering waiting jobs (issue 44): the RPCs and the page's actions.
+TEST_TARGETS += test-server-steer
+test-server-steer: deps
+	$(CARGO) test $(PROFILE) -p telha-jobs-server --test steer --test ui_steer

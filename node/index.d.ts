@@ -94,6 +94,15 @@ export declare class NativeQueue {
   /** Remove a job that is not leased, with its index entries. */
   delete(id: string): Promise<void>
   /**
+   * A delayed or retry-waiting job ready now (its state is kept); a job
+   * already due is left as it is.
+   */
+  promote(id: string): Promise<void>
+  /** A pending or failed job's new run time, `runAt` ms since the epoch. */
+  reschedule(id: string, runAt: number): Promise<void>
+  /** A pending or failed job's new priority, 0 (most urgent) to 255. */
+  setPriority(id: string, priority: number): Promise<void>
+  /**
    * Hand a leased job back until now + `delayMs` (at most the longest
    * duration, 100 years) without spending an attempt (past the kind's
    * `maxSnoozes` it counts as one).

@@ -154,6 +154,13 @@ pub enum Jobs {
         #[arg(value_parser = parse_id, required = true, num_args = 1..)]
         ids: Vec<JobId>,
     },
+    /// Make delayed or retry-waiting jobs ready now (their state is kept).
+    Promote(crate::steer::PromoteArgs),
+    /// Give pending or failed jobs a new run time (--at or --in); a time in
+    /// the future makes a ready job delayed.
+    Reschedule(crate::steer::RescheduleArgs),
+    /// Give pending or failed jobs a new priority (--to, 0 most urgent).
+    Priority(crate::steer::PriorityArgs),
     /// Stop leasing a kind (exact or `family:*`) or a scope; running leases
     /// carry on. Durable until `resume`.
     Pause(PauseArgs),
@@ -478,7 +485,7 @@ pub struct NextArgs {
 // Parsers: the core's own `FromStr` does the checking, so the CLI accepts
 // exactly what the library accepts, with the library's messages.
 
-fn parse_id(s: &str) -> Result<JobId, String> {
+pub(crate) fn parse_id(s: &str) -> Result<JobId, String> {
     s.parse().map_err(|e: telha_jobs::Error| reason(e))
 }
 
@@ -531,7 +538,7 @@ fn parse_mode(s: &str) -> Result<u32, String> {
     }
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| {
         format!(
             "{s:?} is not a duration ({e}); write it like \"7d\", \"12h\", \"90m\" or \"1h 30m\""
@@ -545,7 +552,7 @@ fn parse_catch_up(s: &str) -> Result<CatchUp, String> {
 
 /// An instant: ms since the epoch, or an RFC 3339 time (UTC `Z` or an
 /// offset-free time read as UTC).
-fn parse_instant(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_instant(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let ms = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
         t.parse::<u64>().map_err(|e| format!("{s:?}: {e}"))?
@@ -570,33 +577,5 @@ fn reason(e: telha_jobs::Error) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    #[test]
-    fn the_command_line_definition_is_consistent() {
-        Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn the_limit_is_the_cores_list_limit_and_its_help_says_so() {
-        let max = MAX_LIST_LIMIT.to_string();
-        let over = (MAX_LIST_LIMIT + 1).to_string();
-        assert!(Cli::try_parse_from(["telha", "jobs", "ls", "--limit", &max]).is_ok());
-        assert!(Cli::try_parse_from(["telha", "jobs", "ls", "--limit", &over]).is_err());
-        assert!(Cli::try_parse_from(["telha", "jobs", "ls", "--limit", "0"]).is_err());
-        let mut cmd = Cli::command();
-        let ls = cmd
-            .find_subcommand_mut("jobs")
-            .and_then(|j| j.find_subcommand_mut("ls"))
-            .expect("jobs ls");
-        let help = ls
-            .get_arguments()
-            .find(|a| a.get_id() == "limit")
-            .and_then(|a| a.get_help())
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        assert!(help.contains(&format!("1 to {max}")), "{help}");
-    }
-}
+#[path = "args_tests.rs"]
+mod tests;

@@ -46,6 +46,9 @@ pub fn run(cmd: Jobs, db: &Target, json: bool) -> Result<Output, Failure> {
         Jobs::Enqueue(a) => enqueue(db, a, json),
         Jobs::Cancel(a) => control::cancel(db, a, json),
         Jobs::Delete { ids } => control::delete(db, &ids, json),
+        Jobs::Promote(a) => crate::steer::promote(db, &a, json),
+        Jobs::Reschedule(a) => crate::steer::reschedule(db, &a, json),
+        Jobs::Priority(a) => crate::steer::priority(db, &a, json),
         Jobs::Pause(a) => control::pause(db, &a, true, json),
         Jobs::Resume(a) => control::pause(db, &a, false, json),
         Jobs::Limits(c) => crate::limits::run(db, c, json),
@@ -53,7 +56,7 @@ pub fn run(cmd: Jobs, db: &Target, json: bool) -> Result<Output, Failure> {
     }
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))

@@ -12,7 +12,7 @@ use crate::commands::{confirm, matching_ids, Output};
 use crate::store::{self, Exit, Failure, Target};
 
 /// One result per id; the first failure's exit code after all were tried.
-fn per_id(
+pub(crate) fn per_id(
     ids: &[JobId],
     json: bool,
     mut each: impl FnMut(&JobId) -> Result<String, Failure>,

@@ -16,6 +16,7 @@ mod prom;
 mod render;
 mod schedules;
 mod serve;
+mod steer;
 mod store;
 mod watch;
 

@@ -338,6 +338,42 @@ impl JobStore for RemoteQueue {
         }
     }
 
+    fn promote(&self, id: &JobId) -> Result<()> {
+        let req = pb::PromoteRequest {
+            id: id.as_bytes().to_vec(),
+        };
+        // A repeat of a promote that took effect finds the job due: Ok.
+        self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.promote(r).await }
+        })
+        .map(drop)
+    }
+
+    fn reschedule(&self, id: &JobId, run_at: u64) -> Result<()> {
+        let req = pb::RescheduleRequest {
+            id: id.as_bytes().to_vec(),
+            run_at_ms: run_at,
+        };
+        self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.reschedule(r).await }
+        })
+        .map(drop)
+    }
+
+    fn set_priority(&self, id: &JobId, priority: u8) -> Result<()> {
+        let req = pb::SetPriorityRequest {
+            id: id.as_bytes().to_vec(),
+            priority: u32::from(priority),
+        };
+        self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.set_priority(r).await }
+        })
+        .map(drop)
+    }
+
     fn pause(&self, target: &PauseTarget) -> Result<bool> {
         let req = cv::pause_to_pb(target);
         Ok(self

@@ -118,6 +118,12 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     fn cancel_many(&self, filter: &CancelFilter) -> Result<CancelReport>;
     /// See [`Queue::delete`].
     fn delete(&self, id: &JobId) -> Result<()>;
+    /// See [`Queue::promote`].
+    fn promote(&self, id: &JobId) -> Result<()>;
+    /// See [`Queue::reschedule`].
+    fn reschedule(&self, id: &JobId, run_at: u64) -> Result<()>;
+    /// See [`Queue::set_priority`].
+    fn set_priority(&self, id: &JobId, priority: u8) -> Result<()>;
     /// See [`Queue::pause`].
     fn pause(&self, target: &PauseTarget) -> Result<bool>;
     /// See [`Queue::resume`].
@@ -267,6 +273,15 @@ impl JobStore for Queue {
     }
     fn delete(&self, id: &JobId) -> Result<()> {
         Queue::delete(self, id)
+    }
+    fn promote(&self, id: &JobId) -> Result<()> {
+        Queue::promote(self, id)
+    }
+    fn reschedule(&self, id: &JobId, run_at: u64) -> Result<()> {
+        Queue::reschedule(self, id, run_at)
+    }
+    fn set_priority(&self, id: &JobId, priority: u8) -> Result<()> {
+        Queue::set_priority(self, id, priority)
     }
     fn pause(&self, target: &PauseTarget) -> Result<bool> {
         Queue::pause(self, target)

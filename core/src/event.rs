@@ -51,11 +51,20 @@ pub enum Event {
     /// A heartbeat carried a progress report (leased → leased; not logged
     /// per job: the latest report is on the record).
     Progress,
+    /// An operator made a delayed or retry-waiting job ready now (pending
+    /// or failed, same state, its time now).
+    Promoted,
+    /// An operator gave a pending or failed job a new run time (same
+    /// state; a time in the future makes a ready job delayed).
+    Rescheduled,
+    /// An operator gave a pending or failed job a new priority (same
+    /// state and time).
+    Reprioritized,
 }
 
 impl Event {
     /// Every event, in a fixed order (the metrics' order).
-    pub const ALL: [Event; 17] = [
+    pub const ALL: [Event; 20] = [
         Event::Enqueued,
         Event::Leased,
         Event::Extended,
@@ -73,12 +82,15 @@ impl Event {
         Event::Snoozed,
         Event::Expired,
         Event::Progress,
+        Event::Promoted,
+        Event::Rescheduled,
+        Event::Reprioritized,
     ];
 
     /// The stable name: `enqueued`, `leased`, `extended`, `completed`,
     /// `failed`, `dead`, `lease_expired`, `released`, `retried`, `pruned`,
     /// `purged`, `cancelled`, `cancel_requested`, `deleted`, `snoozed`,
-    /// `expired`, `progress`.
+    /// `expired`, `progress`, `promoted`, `rescheduled`, `reprioritized`.
     pub fn name(self) -> &'static str {
         match self {
             Event::Enqueued => "enqueued",
@@ -98,6 +110,9 @@ impl Event {
             Event::Snoozed => "snoozed",
             Event::Expired => "expired",
             Event::Progress => "progress",
+            Event::Promoted => "promoted",
+            Event::Rescheduled => "rescheduled",
+            Event::Reprioritized => "reprioritized",
         }
     }
 

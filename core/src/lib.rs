@@ -63,6 +63,7 @@ pub mod schedule;
 mod scheduler;
 pub mod scopes;
 pub mod state;
+mod steer;
 pub mod store;
 #[cfg(feature = "rocksdb")]
 mod timings;

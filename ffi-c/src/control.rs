@@ -39,7 +39,7 @@ pub struct tj_cancel_report {
     pub corrupt: u64,
 }
 
-fn id_of(func: &str, id: *const tj_id) -> Res<JobId> {
+pub(crate) fn id_of(func: &str, id: *const tj_id) -> Res<JobId> {
     Ok((*handle(func, "id", id)?).into())
 }
 

@@ -42,6 +42,7 @@ mod settle;
 mod stats;
 mod stats_options;
 mod status;
+mod steer;
 mod wait;
 
 use std::ffi::c_char;

@@ -29,6 +29,7 @@ export type Transition =
   | 'enqueued' | 'leased' | 'extended' | 'progress' | 'completed' | 'failed' | 'dead'
   | 'lease_expired' | 'released' | 'retried' | 'cancelled' | 'cancel_requested'
   | 'snoozed' | 'expired' | 'pruned' | 'purged' | 'deleted'
+  | 'promoted' | 'rescheduled' | 'reprioritized'
 
 /** One committed transition ({@link SubscriptionEvent}, its `transition` typed). */
 export interface QueueEvent extends SubscriptionEvent {

@@ -524,6 +524,26 @@ export declare class Queue {
    */
   delete(id: string): Promise<void>
   /**
+   * Make a delayed job, or a failed one waiting for its retry, ready now
+   * (its state is kept: a failed job is leased as a retry). A job already
+   * due is left as it is. A leased or finished job is `WRONG_STATE`, an
+   * unknown one `NOT_FOUND`.
+   */
+  promote(id: string): Promise<void>
+  /**
+   * Give a pending or failed job a new run time (ms since the epoch, or a
+   * Date): in the future a ready job becomes delayed, in the past a
+   * delayed one ready. A time past 9999-12-31 is a `RangeError`
+   * (`INVALID_ARGUMENT`), nothing written; errors otherwise as `promote`.
+   */
+  reschedule(id: string, runAt: number | Date): Promise<void>
+  /**
+   * Give a pending or failed job a new priority, 0 (most urgent) to 255;
+   * its place among jobs of that priority is kept. Out of range: a
+   * `RangeError` (`INVALID_ARGUMENT`), nothing written.
+   */
+  setPriority(id: string, priority: number): Promise<void>
+  /**
    * Pause a kind (exact or `family:*`) or a scope: its jobs are not leased
    * until resumed (running leases carry on). Durable. Resolves true when it
    * changed anything.

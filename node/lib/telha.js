@@ -438,6 +438,21 @@ class Queue {
     await this.#native.delete(str(id, 'id'))
   }
 
+  async promote (id) {
+    await this.#native.promote(str(id, 'id'))
+  }
+
+  async reschedule (id, runAt) {
+    const at = runAt instanceof Date ? runAt.getTime() : runAt
+    if (typeof at !== 'number') throw typeError(`runAt must be ms since the epoch or a Date, got ${typeof runAt}`)
+    await this.#native.reschedule(str(id, 'id'), at)
+  }
+
+  async setPriority (id, priority) {
+    if (typeof priority !== 'number') throw typeError(`priority must be a number, got ${typeof priority}`)
+    await this.#native.setPriority(str(id, 'id'), priority)
+  }
+
   async pause (target) {
     const t = pauseTarget(target, 'pause')
     return this.#native.pause(t.kind, t.scope)

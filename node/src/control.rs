@@ -1,5 +1,5 @@
 //! Job control on a `NativeQueue` (issue 16): cancel, cancelMany, delete,
-//! snooze, pause, resume and paused. Every one goes through the core's
+//! promote, reschedule, setPriority (issue 44), snooze, pause, resume and paused. Every one goes through the core's
 //! `JobStore`, so an embedded queue and a client of a server answer alike.
 //! `fail` with a retry delay is in `queue.rs` beside `fail`.
 
@@ -124,6 +124,57 @@ impl NativeQueue {
             let id = id.parse::<JobId>()?;
             let q = self.store().clone();
             Ok(Op::task("delete", move || Ok(q.delete(&id)?), |_| ()))
+        })
+    }
+
+    /// A delayed or retry-waiting job ready now (its state is kept); a job
+    /// already due is left as it is.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn promote(&self, env: Env, id: String) -> napi::Result<AsyncTask<Op<(), Undefined>>> {
+        guard(&env, "promote", || {
+            let id = id.parse::<JobId>()?;
+            let q = self.store().clone();
+            Ok(Op::task("promote", move || Ok(q.promote(&id)?), |_| ()))
+        })
+    }
+
+    /// A pending or failed job's new run time, `runAt` ms since the epoch.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn reschedule(
+        &self,
+        env: Env,
+        id: String,
+        run_at: f64,
+    ) -> napi::Result<AsyncTask<Op<(), Undefined>>> {
+        guard(&env, "reschedule", || {
+            let id = id.parse::<JobId>()?;
+            let at = args::instant_ms(run_at, "runAt")?;
+            let q = self.store().clone();
+            Ok(Op::task(
+                "reschedule",
+                move || Ok(q.reschedule(&id, at)?),
+                |_| (),
+            ))
+        })
+    }
+
+    /// A pending or failed job's new priority, 0 (most urgent) to 255.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn set_priority(
+        &self,
+        env: Env,
+        id: String,
+        priority: f64,
+    ) -> napi::Result<AsyncTask<Op<(), Undefined>>> {
+        guard(&env, "setPriority", || {
+            let id = id.parse::<JobId>()?;
+            let p = args::priority(priority, "priority")?;
+            let q = self.store().clone();
+            Ok(Op::task(
+                "setPriority",
+                move || Ok(q.set_priority(&id, p)?),
+                |_| (),
+            ))
         })
     }
 

@@ -315,6 +315,15 @@ class Run {
       case 'delete':
         await this.queue().delete(this.jobId(s))
         return null
+      case 'promote':
+        await this.queue().promote(this.jobId(s))
+        return null
+      case 'reschedule':
+        await this.queue().reschedule(this.jobId(s), 'run_at_in_ms' in s ? Date.now() + s.run_at_in_ms : s.run_at_ms)
+        return null
+      case 'set_priority':
+        await this.queue().setPriority(this.jobId(s), s.priority)
+        return null
       case 'pause':
       case 'resume': {
         const t = {}

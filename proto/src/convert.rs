@@ -95,14 +95,14 @@ pub fn duration_ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// A priority from the wire: `InvalidArgument` past 255.
+pub fn priority_from_pb(p: u32) -> Result<u8> {
+    u8::try_from(p).map_err(|_| invalid(format!("priority must be 0 to 255, got {p}")))
+}
+
 /// A job to enqueue from the wire (the core checks kind, sizes and key).
 pub fn new_job_from_pb(j: pb::NewJob) -> Result<NewJob> {
-    let priority = match j.priority {
-        None => None,
-        Some(p) => Some(
-            u8::try_from(p).map_err(|_| invalid(format!("priority must be 0 to 255, got {p}")))?,
-        ),
-    };
+    let priority = j.priority.map(priority_from_pb).transpose()?;
     Ok(NewJob {
         kind: j.kind,
         payload: j.payload,

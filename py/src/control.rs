@@ -1,5 +1,5 @@
 //! Job control from Python (as node/src's): cancel, cancel_many, delete,
-//! snooze, fail with a retry delay, pause / resume / paused, extend's three
+//! promote, reschedule, set_priority, snooze, fail with a retry delay, pause / resume / paused, extend's three
 //! answers (with progress reports), and complete_many's answers. Each
 //! function reads its arguments into owned core values, runs the `JobStore`
 //! call through task.rs and converts the answer; the `Queue` methods in
@@ -71,6 +71,36 @@ pub fn cancel_many<'py>(
 pub fn delete(py: Python<'_>, q: &dyn JobStore, job_id: &Bound<'_, PyAny>) -> PyResult<()> {
     let id = args::job_id(job_id)?;
     task::run(py, || q.delete(&id))
+}
+
+/// `Queue.promote`: a delayed or retry-waiting job ready now.
+pub fn promote(py: Python<'_>, q: &dyn JobStore, job_id: &Bound<'_, PyAny>) -> PyResult<()> {
+    let id = args::job_id(job_id)?;
+    task::run(py, || q.promote(&id))
+}
+
+/// `Queue.reschedule`: `run_at` seconds since the epoch or a datetime.
+pub fn reschedule(
+    py: Python<'_>,
+    q: &dyn JobStore,
+    job_id: &Bound<'_, PyAny>,
+    run_at: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let id = args::job_id(job_id)?;
+    let at = args::instant_ms(run_at, "run_at")?;
+    task::run(py, || q.reschedule(&id, at))
+}
+
+/// `Queue.set_priority`: an int 0 to 255.
+pub fn set_priority(
+    py: Python<'_>,
+    q: &dyn JobStore,
+    job_id: &Bound<'_, PyAny>,
+    priority: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let id = args::job_id(job_id)?;
+    let p = args::int_in(priority, "priority", 0, u8::MAX.into())? as u8;
+    task::run(py, || q.set_priority(&id, p))
 }
 
 /// `Queue.snooze`: `delay` seconds or a timedelta, finite and >= 0.

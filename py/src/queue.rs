@@ -432,6 +432,38 @@ impl Queue {
         task::guard(py, "delete", || control::delete(py, &*self.store, job_id))
     }
 
+    /// Make a delayed or retry-waiting job ready now (its state is kept);
+    /// a job already due is left as it is. `WrongStateError` when leased
+    /// or finished.
+    fn promote(&self, py: Python<'_>, job_id: &Bound<'_, PyAny>) -> PyResult<()> {
+        task::guard(py, "promote", || control::promote(py, &*self.store, job_id))
+    }
+
+    /// A pending or failed job's new run time (seconds since the epoch or
+    /// a datetime): in the future a ready job becomes delayed.
+    fn reschedule(
+        &self,
+        py: Python<'_>,
+        job_id: &Bound<'_, PyAny>,
+        run_at: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        task::guard(py, "reschedule", || {
+            control::reschedule(py, &*self.store, job_id, run_at)
+        })
+    }
+
+    /// A pending or failed job's new priority, 0 (most urgent) to 255.
+    fn set_priority(
+        &self,
+        py: Python<'_>,
+        job_id: &Bound<'_, PyAny>,
+        priority: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        task::guard(py, "set_priority", || {
+            control::set_priority(py, &*self.store, job_id, priority)
+        })
+    }
+
     /// Pause leasing of a kind (exact or `"family:*"`) or a scope, durably:
     /// `pause(kind="embed")`, `pause(scope=uuid)` or `pause("kind:embed")`.
     /// Running leases carry on. Returns whether it was not paused already.

@@ -327,6 +327,19 @@ class Run:
         if op == "delete":
             self.queue().delete(self.job_id(s))
             return None
+        if op == "promote":
+            self.queue().promote(self.job_id(s))
+            return None
+        if op == "reschedule":
+            if "run_at_in_ms" in s:
+                at = time.time() + s["run_at_in_ms"] / 1000
+            else:
+                at = s["run_at_ms"] / 1000
+            self.queue().reschedule(self.job_id(s), at)
+            return None
+        if op == "set_priority":
+            self.queue().set_priority(self.job_id(s), s["priority"])
+            return None
         if op in ("pause", "resume"):
             if ("kind" in s) == ("scope" in s):
                 raise StepFailed("pause names a kind or a scope")

@@ -1,5 +1,6 @@
 //! The job-control RPCs: cancel, cancel_many, delete, pause and resume,
-//! each one core call on the blocking pool.
+//! promote, reschedule and set_priority, each one core call on the
+//! blocking pool.
 
 use telha_jobs_proto::convert as cv;
 use telha_jobs_proto::v1 as pb;
@@ -40,6 +41,35 @@ impl JobsService {
         let id = cv::id_from_pb(&r.id).map_err(bad)?;
         self.shared.quick(move |q| q.delete(&id)).await?;
         Ok(pb::DeleteResponse {})
+    }
+
+    pub(crate) async fn promote_rpc(
+        &self,
+        r: pb::PromoteRequest,
+    ) -> Result<pb::PromoteResponse, Status> {
+        let id = cv::id_from_pb(&r.id).map_err(bad)?;
+        self.shared.quick(move |q| q.promote(&id)).await?;
+        Ok(pb::PromoteResponse {})
+    }
+
+    pub(crate) async fn reschedule_rpc(
+        &self,
+        r: pb::RescheduleRequest,
+    ) -> Result<pb::RescheduleResponse, Status> {
+        let id = cv::id_from_pb(&r.id).map_err(bad)?;
+        let at = r.run_at_ms;
+        self.shared.quick(move |q| q.reschedule(&id, at)).await?;
+        Ok(pb::RescheduleResponse {})
+    }
+
+    pub(crate) async fn set_priority_rpc(
+        &self,
+        r: pb::SetPriorityRequest,
+    ) -> Result<pb::SetPriorityResponse, Status> {
+        let id = cv::id_from_pb(&r.id).map_err(bad)?;
+        let p = cv::priority_from_pb(r.priority).map_err(bad)?;
+        self.shared.quick(move |q| q.set_priority(&id, p)).await?;
+        Ok(pb::SetPriorityResponse {})
     }
 
     pub(crate) async fn pause_rpc(

@@ -422,6 +422,30 @@ impl Jobs for JobsService {
         self.done("Delete", r)
     }
 
+    async fn promote(
+        &self,
+        req: Request<pb::PromoteRequest>,
+    ) -> Result<Response<pb::PromoteResponse>, Status> {
+        let r = self.promote_rpc(req.into_inner()).await;
+        self.done("Promote", r)
+    }
+
+    async fn reschedule(
+        &self,
+        req: Request<pb::RescheduleRequest>,
+    ) -> Result<Response<pb::RescheduleResponse>, Status> {
+        let r = self.reschedule_rpc(req.into_inner()).await;
+        self.done("Reschedule", r)
+    }
+
+    async fn set_priority(
+        &self,
+        req: Request<pb::SetPriorityRequest>,
+    ) -> Result<Response<pb::SetPriorityResponse>, Status> {
+        let r = self.set_priority_rpc(req.into_inner()).await;
+        self.done("SetPriority", r)
+    }
+
     async fn pause(
         &self,
         req: Request<pb::PauseRequest>,

@@ -114,6 +114,15 @@ impl JobStore for Served {
     fn delete(&self, id: &JobId) -> Result<()> {
         self.remote.delete(id)
     }
+    fn promote(&self, id: &JobId) -> Result<()> {
+        self.remote.promote(id)
+    }
+    fn reschedule(&self, id: &JobId, run_at: u64) -> Result<()> {
+        self.remote.reschedule(id, run_at)
+    }
+    fn set_priority(&self, id: &JobId, priority: u8) -> Result<()> {
+        self.remote.set_priority(id, priority)
+    }
     fn pause(&self, target: &PauseTarget) -> Result<bool> {
         self.remote.pause(target)
     }

@@ -605,6 +605,9 @@ fn the_openapi_document_names_every_route() {
         "/jobs/{id}/retry",
         "/jobs/{id}/cancel",
         "/jobs/{id}/delete",
+        "/jobs/{id}/promote",
+        "/jobs/{id}/reschedule",
+        "/jobs/{id}/priority",
         "/retry",
         "/cancel",
         "/purge",
@@ -620,7 +623,7 @@ fn the_openapi_document_names_every_route() {
     }
     assert_eq!(
         paths.len(),
-        24,
+        27,
         "a route in openapi.json that the tests do not know"
     );
 }

@@ -405,6 +405,19 @@ function paintJob(j) {
       actions.append(btn('Retry', { testid: 'btn-retry', id: 'btn-retry', class: 'primary' },
         () => act(`Retry job ${id}? It goes back to pending.`, path + '/retry', {}, { ok: 'Retry', done: (r) => 'Retried; now ' + ((r.job && r.job.state) || 'pending') })));
     }
+    if (j.state === 'pending' || j.state === 'failed') {
+      // Steering a waiting job (issue 44): the state is kept.
+      if (j.state_ts_ms > Date.now()) {
+        actions.append(btn('Run now', { testid: 'btn-promote', id: 'btn-promote', class: 'primary' },
+          () => act(`Make job ${id} ready now?`, path + '/promote', {}, { ok: 'Run now', done: () => 'Promoted: ready now' })));
+      }
+      actions.append(btn('Reschedule', { testid: 'btn-reschedule', id: 'btn-reschedule' },
+        () => act(`New run time for job ${id}: an RFC 3339 time (2030-01-01T03:00:00Z) or a delay from now (2h).`, path + '/reschedule', {},
+          { ok: 'Reschedule', input: 'time or delay', field: (t) => (/^\d{4}-/.test(t) ? { run_at: t } : { delay: t }), done: (r) => 'Rescheduled; due ' + ((r.job && r.job.state_at) || '') })));
+      actions.append(btn('Priority', { testid: 'btn-priority', id: 'btn-priority' },
+        () => act(`New priority for job ${id} (now ${j.priority}): 0 (most urgent) to 255.`, path + '/priority', {},
+          { ok: 'Set priority', input: 'priority', field: (t) => ({ priority: /^\d+$/.test(t) ? Number(t) : t }), done: (r) => 'Priority ' + (r.job ? r.job.priority : '') })));
+    }
     if (['pending', 'failed', 'leased'].includes(j.state)) {
       actions.append(btn('Cancel', { testid: 'btn-cancel', id: 'btn-cancel', class: 'warn' },
         () => act(`Cancel job ${id}?` + (j.state === 'leased' ? ' Its worker is told at its next heartbeat.' : ''), path + '/cancel', {},
@@ -425,7 +438,7 @@ function paintJob(j) {
     field('scope', h('a', { href: jobsHref({ scope: j.scope }), class: 'mono' }, j.scope), 'job-scope'),
     field('attempts', h('span', { testid: 'job-attempts' }, `${j.attempts} / ${j.max_attempts}`)),
     field('generation', String(j.generation), 'job-generation'),
-    field('priority', String(j.priority)),
+    field('priority', String(j.priority), 'job-priority'),
     field('worker', j.worker_id, 'job-worker'),
     field('lease deadline', j.lease_deadline_ms != null ? when(null, j.lease_deadline_ms) : null),
     field('created', when(j.created_at, j.created_at_ms)),

@@ -195,10 +195,13 @@ function setConn(up) {
 const hooks = { refresh: async () => {}, unauthenticated: () => {} };
 
 // Confirm, POST, report, refresh. Returns the answer or null.
-async function act(message, path, body, { ok = 'Confirm', danger = false, input = null, done } = {}) {
+async function act(message, path, body, { ok = 'Confirm', danger = false, input = null, field = null, done } = {}) {
   const extra = await ask(message, { ok, danger, input });
   if (extra === null) return null;
-  if (input && extra) body = { ...body, reason: extra };
+  // The typed text goes in the body: as `reason`, or as what `field`
+  // makes of it (an object of fields).
+  if (input && field) body = { ...body, ...field(extra.trim()) };
+  else if (input && extra) body = { ...body, reason: extra };
   try {
     const r = await api(path, { method: 'POST', body });
     notice(done ? done(r) : 'Done');

@@ -70,6 +70,9 @@ tj_status op_cancel_many(struct run *r, const jval *s, jval **obs, tj_error **er
 tj_status op_complete_many(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_purge(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_delete(struct run *r, const jval *s, tj_error **err);
+tj_status op_promote(struct run *r, const jval *s, tj_error **err);
+tj_status op_reschedule(struct run *r, const jval *s, tj_error **err);
+tj_status op_set_priority(struct run *r, const jval *s, tj_error **err);
 tj_status op_pause(struct run *r, const jval *s, bool on, jval **obs, tj_error **err);
 tj_status op_paused(struct run *r, jval **obs, tj_error **err);
 /* scenario_control.c: results, events and progress (extend's progress is

@@ -64,6 +64,34 @@ tj_status op_delete(struct run *r, const jval *s, tj_error **err) {
     return st == TJ_STATUS_OK ? tj_queue_delete(r->q, &id, err) : st;
 }
 
+tj_status op_promote(struct run *r, const jval *s, tj_error **err) {
+    tj_id id;
+    tj_status st = job_id(r, s, &id, err);
+    return st == TJ_STATUS_OK ? tj_queue_promote(r->q, &id, err) : st;
+}
+
+/* `run_at_ms` (absolute) or `run_at_in_ms` (now + ms). */
+tj_status op_reschedule(struct run *r, const jval *s, tj_error **err) {
+    tj_id id;
+    tj_status st = job_id(r, s, &id, err);
+    if (st != TJ_STATUS_OK) return st;
+    double n = 0;
+    uint64_t at;
+    if (jget_num(s, "run_at_ms", &n)) at = (uint64_t)n;
+    else if (jget_num(s, "run_at_in_ms", &n)) at = now_ms() + (uint64_t)n;
+    else return runner_error(r, "reschedule takes run_at_ms or run_at_in_ms");
+    return tj_queue_reschedule(r->q, &id, at, err);
+}
+
+tj_status op_set_priority(struct run *r, const jval *s, tj_error **err) {
+    tj_id id;
+    tj_status st = job_id(r, s, &id, err);
+    if (st != TJ_STATUS_OK) return st;
+    double n = 0;
+    if (!jget_num(s, "priority", &n)) return runner_error(r, "set_priority takes priority");
+    return tj_queue_set_priority(r->q, &id, (uint32_t)n, err);
+}
+
 /* `kind` or `scope` names the target, as a `kind:`/`scope:` label. */
 tj_status op_pause(struct run *r, const jval *s, bool on, jval **obs, tj_error **err) {
     const char *kind = jget_str(s, "kind", NULL), *scope = jget_str(s, "scope", NULL);

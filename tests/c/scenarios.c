@@ -217,6 +217,9 @@ static tj_status do_step(struct run *r, const char *op, const jval *s, jval **ob
     if (strcmp(op, "complete_many") == 0) return op_complete_many(r, s, obs, err);
     if (strcmp(op, "purge") == 0) return op_purge(r, s, obs, err);
     if (strcmp(op, "delete") == 0) return op_delete(r, s, err);
+    if (strcmp(op, "promote") == 0) return op_promote(r, s, err);
+    if (strcmp(op, "reschedule") == 0) return op_reschedule(r, s, err);
+    if (strcmp(op, "set_priority") == 0) return op_set_priority(r, s, err);
     if (strcmp(op, "pause") == 0) return op_pause(r, s, true, obs, err);
     if (strcmp(op, "resume") == 0) return op_pause(r, s, false, obs, err);
     if (strcmp(op, "paused") == 0) return op_paused(r, obs, err);

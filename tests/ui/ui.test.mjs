@@ -330,6 +330,25 @@ test('pause/resume, cancel, delete, retry matching, paging, schedules, workers, 
     await page.goto(srv.ui + '/#/job/' + pending);
     await until(async () => /No job/.test(await tid(page, 'view-error')), 5000, 'the missing job');
 
+    // Steering a delayed job (issue 44): Priority, Reschedule, Run now.
+    const later = await q.enqueue('steer', { n: 1 }, { delayMs: 3600000 });
+    await page.goto(srv.ui + '/#/job/' + later);
+    await until(async () => (await tid(page, 'job-state')) === 'pending', 5000, 'the delayed job');
+    await page.click(sel('btn-priority'));
+    await page.fill('#confirm-input', '7');
+    await confirm();
+    await until(async () => (await tid(page, 'job-priority')) === '7', 5000, 'priority 7');
+    assert.equal((await q.get(later)).priority, 7);
+    await page.click(sel('btn-reschedule'));
+    await page.fill('#confirm-input', '2030-01-01T00:00:00Z');
+    await confirm();
+    await until(async () => (await q.get(later)).stateTs === Date.UTC(2030, 0, 1), 5000, 'rescheduled');
+    await page.click(sel('btn-promote'));
+    await confirm();
+    await until(async () => (await q.get(later)).stateTs <= Date.now(), 5000, 'promoted');
+    await until(async () => (await page.locator(sel('btn-promote')).count()) === 0, 5000, 'no Run now on a due job');
+    assert.deepEqual((await q.get(later)).events.map((e) => e.transition), ['enqueued', 'reprioritized', 'rescheduled', 'promoted']);
+
     await page.goto(srv.ui + '/#/jobs?state=dead&kind=ingest');
     await page.click(sel('btn-retry-matching'));
     await confirm();

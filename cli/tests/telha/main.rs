@@ -13,4 +13,5 @@ mod locked;
 mod metrics;
 mod poison_log;
 mod schedules;
+mod steer;
 mod support;

@@ -23,13 +23,13 @@ const BATCH: usize = 1000;
 
 /// How often a single-job operation looks again at a job that moved under
 /// it (a poller leasing it, a settle) before it gives up.
-const ATTEMPTS: usize = 1000;
+pub(super) const ATTEMPTS: usize = 1000;
 
 /// Between two tries of a cancel or delete whose row moved or was claimed:
 /// a yield at first, then 1 ms, so the tries outlast a poller's claim held
 /// across a synced commit (several ms with `sync_writes`), which 1,000 bare
 /// yields did not (the crash harness saw `Storage: kept moving`).
-fn back_off(attempt: usize) {
+pub(super) fn back_off(attempt: usize) {
     if attempt < 50 {
         std::thread::yield_now();
     } else {
@@ -38,7 +38,7 @@ fn back_off(attempt: usize) {
 }
 
 /// Why a claimed-row operation did not apply.
-enum Missed {
+pub(super) enum Missed {
     /// A poller holds the row's claim right now, or the row moved since it
     /// was read: look again.
     Moved,
@@ -49,7 +49,7 @@ impl Engine {
     /// current record, and give the claim back. `Err(Missed::Moved)` when a
     /// poller has it claimed or the row is gone. When `f` did not move the
     /// row, it is noted again (pollers step past claimed rows).
-    fn with_claimed<T>(
+    pub(super) fn with_claimed<T>(
         &self,
         key: JobKey,
         f: impl FnOnce(JobRecord) -> Result<T>,

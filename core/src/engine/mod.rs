@@ -27,6 +27,7 @@ mod schedules;
 mod scope_counts;
 mod scopes;
 mod settle;
+mod steer;
 mod transition;
 
 use std::collections::HashMap;

@@ -83,6 +83,8 @@ pub(crate) fn rule(event: Event) -> (&'static [Option<State>], &'static [Option<
         Event::Snoozed => (LEASED, &[Some(Pending)]),
         Event::Expired => (&[Some(Pending)], &[Some(Dead)]),
         Event::Progress => (LEASED, LEASED),
+        // Operator steering keeps the state (`steer.rs` checks that).
+        Event::Promoted | Event::Rescheduled | Event::Reprioritized => (READY, READY),
     }
 }
 

@@ -1,5 +1,6 @@
 //! The job-control steps: fail with `retry_in_ms`, snooze, cancel,
-//! cancel_many, purge, delete, pause, resume, paused.
+//! cancel_many, purge, delete, promote, reschedule, set_priority, pause,
+//! resume, paused.
 
 use std::time::Duration;
 
@@ -69,6 +70,39 @@ impl Run {
     pub(crate) fn delete(&self, s: &Json) -> Result<Json, Error> {
         let id = self.job_id(s)?;
         self.q().map_err(Error::Storage)?.delete(&id)?;
+        Ok(Json::Null)
+    }
+
+    pub(crate) fn promote(&self, s: &Json) -> Result<Json, Error> {
+        let id = self.job_id(s)?;
+        self.q().map_err(Error::Storage)?.promote(&id)?;
+        Ok(Json::Null)
+    }
+
+    /// `run_at_ms` (absolute) or `run_at_in_ms` (now + ms).
+    pub(crate) fn reschedule(&self, s: &Json) -> Result<Json, Error> {
+        let id = self.job_id(s)?;
+        let at = match (s.get("run_at_ms"), s.get("run_at_in_ms")) {
+            (Some(v), None) => uint(v).map_err(Error::Storage)?,
+            (None, Some(v)) => super::args::now_ms() + uint(v).map_err(Error::Storage)?,
+            _ => {
+                return Err(Error::Storage(
+                    "reschedule takes run_at_ms or run_at_in_ms".into(),
+                ))
+            }
+        };
+        self.q().map_err(Error::Storage)?.reschedule(&id, at)?;
+        Ok(Json::Null)
+    }
+
+    /// `priority`: past 255 the front end's `INVALID_ARGUMENT` (the core
+    /// takes a byte).
+    pub(crate) fn set_priority(&self, s: &Json) -> Result<Json, Error> {
+        let id = self.job_id(s)?;
+        let p = uint(s.get("priority").unwrap_or(&Json::Null)).map_err(Error::Storage)?;
+        let p = u8::try_from(p)
+            .map_err(|_| Error::InvalidArgument(format!("priority must be 0 to 255, got {p}")))?;
+        self.q().map_err(Error::Storage)?.set_priority(&id, p)?;
         Ok(Json::Null)
     }
 

@@ -571,6 +571,33 @@ pub struct DeleteRequest {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct DeleteResponse {}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PromoteRequest {
+    #[prost(bytes = "vec", tag = "1")]
+    pub id: ::prost::alloc::vec::Vec<u8>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PromoteResponse {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RescheduleRequest {
+    #[prost(bytes = "vec", tag = "1")]
+    pub id: ::prost::alloc::vec::Vec<u8>,
+    /// The new run time, ms since the epoch (at most 9999-12-31T23:59:59.999Z).
+    #[prost(uint64, tag = "2")]
+    pub run_at_ms: u64,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RescheduleResponse {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SetPriorityRequest {
+    #[prost(bytes = "vec", tag = "1")]
+    pub id: ::prost::alloc::vec::Vec<u8>,
+    /// 0 (most urgent) to 255; more is INVALID_ARGUMENT.
+    #[prost(uint32, tag = "2")]
+    pub priority: u32,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SetPriorityResponse {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct PauseRequest {
     #[prost(oneof = "pause_request::Target", tags = "1, 2")]
     pub target: ::core::option::Option<pause_request::Target>,
@@ -1542,6 +1569,81 @@ pub mod jobs_client {
             req.extensions_mut().insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Delete"));
             self.inner.unary(req, path, codec).await
         }
+        /// Steer a waiting (pending or failed) job: ready now, a new run time,
+        /// a new priority. WRONG_STATE (FAILED_PRECONDITION) when it is leased
+        /// or finished; a move that changes nothing writes nothing (OK).
+        pub async fn promote(
+            &mut self,
+            request: impl tonic::IntoRequest<super::PromoteRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::PromoteResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/Promote",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Promote"));
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn reschedule(
+            &mut self,
+            request: impl tonic::IntoRequest<super::RescheduleRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::RescheduleResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/Reschedule",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Reschedule"));
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn set_priority(
+            &mut self,
+            request: impl tonic::IntoRequest<super::SetPriorityRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::SetPriorityResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/SetPriority",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "SetPriority"));
+            self.inner.unary(req, path, codec).await
+        }
         /// Pause or resume a kind (exact or family) or a scope; durable.
         pub async fn pause(
             &mut self,
@@ -2054,6 +2156,27 @@ pub mod jobs_server {
             &self,
             request: tonic::Request<super::DeleteRequest>,
         ) -> std::result::Result<tonic::Response<super::DeleteResponse>, tonic::Status>;
+        /// Steer a waiting (pending or failed) job: ready now, a new run time,
+        /// a new priority. WRONG_STATE (FAILED_PRECONDITION) when it is leased
+        /// or finished; a move that changes nothing writes nothing (OK).
+        async fn promote(
+            &self,
+            request: tonic::Request<super::PromoteRequest>,
+        ) -> std::result::Result<tonic::Response<super::PromoteResponse>, tonic::Status>;
+        async fn reschedule(
+            &self,
+            request: tonic::Request<super::RescheduleRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::RescheduleResponse>,
+            tonic::Status,
+        >;
+        async fn set_priority(
+            &self,
+            request: tonic::Request<super::SetPriorityRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::SetPriorityResponse>,
+            tonic::Status,
+        >;
         /// Pause or resume a kind (exact or family) or a scope; durable.
         async fn pause(
             &self,
@@ -3019,6 +3142,135 @@ pub mod jobs_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = DeleteSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/Promote" => {
+                    #[allow(non_camel_case_types)]
+                    struct PromoteSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::PromoteRequest>
+                    for PromoteSvc<T> {
+                        type Response = super::PromoteResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::PromoteRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::promote(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = PromoteSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/Reschedule" => {
+                    #[allow(non_camel_case_types)]
+                    struct RescheduleSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::RescheduleRequest>
+                    for RescheduleSvc<T> {
+                        type Response = super::RescheduleResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::RescheduleRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::reschedule(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = RescheduleSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/SetPriority" => {
+                    #[allow(non_camel_case_types)]
+                    struct SetPrioritySvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::SetPriorityRequest>
+                    for SetPrioritySvc<T> {
+                        type Response = super::SetPriorityResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::SetPriorityRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::set_priority(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = SetPrioritySvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

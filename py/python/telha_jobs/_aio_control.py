@@ -1,5 +1,5 @@
 """The job-control and operator calls of :class:`~telha_jobs.aio.AsyncQueue`
-(mixed in): cancel, delete, pause, resume, retry, get, list, reap, purge, stats,
+(mixed in): cancel, delete, promote, reschedule, set_priority, pause, resume, retry, get, list, reap, purge, stats,
 metrics and the flow-control limits (set_limit, remove_limit, limits), each the :class:`~telha_jobs.Queue` method of the same name run on
 the queue's executor, so the event loop never blocks on the store."""
 
@@ -44,6 +44,18 @@ class _AsyncControl:
     async def delete(self, job_id: str) -> None:
         """As :meth:`Queue.delete`."""
         await self._call(self.queue.delete, job_id)
+
+    async def promote(self, job_id: str) -> None:
+        """As :meth:`Queue.promote`."""
+        await self._call(self.queue.promote, job_id)
+
+    async def reschedule(self, job_id: str, run_at: float | int | datetime.datetime) -> None:
+        """As :meth:`Queue.reschedule`."""
+        await self._call(self.queue.reschedule, job_id, run_at)
+
+    async def set_priority(self, job_id: str, priority: int) -> None:
+        """As :meth:`Queue.set_priority`."""
+        await self._call(self.queue.set_priority, job_id, priority)
 
     async def pause(
         self, target: str | None = None, *, kind: str | None = None, scope: str | None = None

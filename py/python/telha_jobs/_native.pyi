@@ -96,7 +96,7 @@ _Item = tuple[str, Any] | Mapping[str, Any]
 _Transition = Literal[
     "enqueued", "leased", "extended", "completed", "failed", "dead", "lease_expired", "released",
     "retried", "pruned", "purged", "cancelled", "cancel_requested", "deleted", "snoozed",
-    "expired", "progress",
+    "expired", "progress", "promoted", "rescheduled", "reprioritized",
 ]
 
 class _KindSettings(TypedDict, total=False):
@@ -691,6 +691,12 @@ class Queue:
         """``{"cancelled": n, "requested": n, "corrupt": n}``."""
     def delete(self, job_id: _IdArg) -> None:
         """WrongStateError for a leased job (cancel it first)."""
+    def promote(self, job_id: _IdArg) -> None:
+        """A delayed or retry-waiting job ready now (state kept); WrongStateError when leased or finished."""
+    def reschedule(self, job_id: _IdArg, run_at: _Instant) -> None:
+        """A pending or failed job's new run time; in the future a ready job becomes delayed."""
+    def set_priority(self, job_id: _IdArg, priority: int) -> None:
+        """A pending or failed job's new priority, 0 (most urgent) to 255."""
     def pause(
         self, target: str | None = None, *, kind: str | None = None, scope: _ScopeArg | None = None
     ) -> bool:

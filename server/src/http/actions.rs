@@ -1,6 +1,7 @@
 //! The API's actions (`POST /api/v1/…`, JSON bodies): retry, cancel and
-//! delete one job; retry, cancel and purge by filter; pause and resume a
-//! kind or scope; pause and resume a schedule. The caller ([`super::Ui`])
+//! delete one job (promote, reschedule and priority in `steer.rs`); retry,
+//! cancel and purge by filter; pause and resume a kind or scope; pause and
+//! resume a schedule. The caller ([`super::Ui`])
 //! has checked the session, the CSRF token and read-only mode.
 
 use hyper::Response;
@@ -15,7 +16,7 @@ use crate::service::now_ms;
 
 /// The body as a JSON object whose keys are all in `allowed` (an empty
 /// body is `{}`).
-fn body(req: &Req, allowed: &[&str]) -> Result<Map<String, Json>, Response<Body>> {
+pub(crate) fn body(req: &Req, allowed: &[&str]) -> Result<Map<String, Json>, Response<Body>> {
     if req.body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Map::new());
     }
@@ -71,6 +72,10 @@ pub(crate) async fn post(q: Queue, rest: &str, req: &Req) -> Response<Body> {
             let id = tri!(job_id(id));
             tri!(blocking(move || q.delete(&id)).await);
             ok(&json!({"ok": true}))
+        }
+        ["jobs", id, verb @ ("promote" | "reschedule" | "priority")] => {
+            let id = tri!(job_id(id));
+            super::steer::post(q, id, verb, req).await
         }
         ["retry"] => retry_many(q, req).await,
         ["cancel"] => cancel_many(q, req).await,

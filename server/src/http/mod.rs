@@ -18,6 +18,7 @@ mod api;
 mod assets;
 mod reply;
 mod session;
+mod steer;
 mod throughput;
 pub(crate) mod tls;
 mod ui;
