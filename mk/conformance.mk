@@ -1,5 +1,6 @@
 # Conformance (issue #7): the declarative scenarios of tests/scenarios/ run
-# by four runners (Rust, Python, Node, C), and the cross-language round trip
+# by four runners (Rust, Python, Node, C; a fifth, through the server, is
+# server/tests/scenarios_remote.rs), and the cross-language round trip
 # of tests/roundtrip/ (Node enqueues, Python completes half, C fails the
 # rest, the CLI lists them) on one store.
 #
