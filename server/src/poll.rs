@@ -231,7 +231,7 @@ async fn poll_loop(
         let (q, w, c2) = (shared.queue.clone(), worker.clone(), cancel.clone());
         let mut task =
             tokio::task::spawn_blocking(move || lease_or_give_back(&q, &w, free, &options, &c2));
-        let (res, stop) = tokio::select! {
+        let (res, ending) = tokio::select! {
             r = &mut task => (r, false),
             _ = until_closing(&mut closing) => { cancel.cancel(); (task.await, true) }
             _ = until_closing(&mut stop) => { cancel.cancel(); (task.await, true) }
@@ -250,7 +250,7 @@ async fn poll_loop(
                 break;
             }
         };
-        if stop {
+        if ending {
             // Leased just before the cancel landed: nobody will get them.
             give_back(&shared, &jobs).await;
             break;
