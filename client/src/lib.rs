@@ -396,7 +396,8 @@ impl RemoteQueue {
     /// never more than `capacity` unsettled at once; a lease stops counting
     /// when it is completed, failed or released through this server, or
     /// lost. `options.wait` and `options.cancel` are not used: the stream
-    /// waits until dropped.
+    /// waits until closed ([`JobStream::close`], which leaves no lease with
+    /// nobody) or dropped.
     ///
     /// Errors: `InvalidArgument` for a bad worker id, filter or capacity
     /// (1 to [`telha_jobs::limits::MAX_BATCH`]); `Closed`; `Storage`.
