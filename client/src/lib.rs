@@ -396,7 +396,8 @@ impl RemoteQueue {
     /// never more than `capacity` unsettled at once; a lease stops counting
     /// when it is completed, failed or released through this server, or
     /// lost. `options.wait` and `options.cancel` are not used: the stream
-    /// waits until dropped.
+    /// waits until closed ([`JobStream::close`], which leaves no lease with
+    /// nobody) or dropped.
     ///
     /// Errors: `InvalidArgument` for a bad worker id, filter or capacity
     /// (1 to [`telha_jobs::limits::MAX_BATCH`]); `Closed`; `Storage`.
@@ -412,19 +413,36 @@ impl RemoteQueue {
             kinds: cv::kinds_to_pb(&options.kinds),
             capacity,
         };
-        let streaming = self.open_poll(&req)?;
-        Ok(JobStream::new(self.clone(), req, streaming))
+        let (streaming, id) = self.open_poll(&req)?;
+        Ok(JobStream::new(self.clone(), req, streaming, id))
     }
 
     /// Open a `PollJobs` stream (the server's response headers), retried
-    /// as a lease is, within the request timeout.
+    /// as a lease is, within the request timeout; with the stream's id
+    /// (its `telha-poll-stream` header, for `StopPoll`) and the connection
+    /// it is on, when the server sent one (an older server does not).
     pub(crate) fn open_poll(
         &self,
         req: &pb::PollJobsRequest,
-    ) -> Result<tonic::Streaming<pb::PollJobsResponse>> {
+    ) -> Result<(
+        tonic::Streaming<pb::PollJobsResponse>,
+        Option<stream::StopHandle>,
+    )> {
         self.call(Safe::Always, |mut c| {
             let r = req.clone();
-            async move { c.poll_jobs(r).await }
+            async move {
+                let on = c.clone();
+                let resp = c.poll_jobs(r).await?;
+                let id = resp
+                    .metadata()
+                    .get(stream::STREAM_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
+                Ok(tonic::Response::new((
+                    resp.into_inner(),
+                    id.map(|id| (id, on)),
+                )))
+            }
         })
     }
 

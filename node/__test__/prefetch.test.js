@@ -96,3 +96,33 @@ test('maxPrefetch 0 leases only for a free handler; a bad maxPrefetch is refused
   assert.throws(() => new Worker(q, async () => {}, { maxPrefetch: 1.5 }), RangeError)
   assert.throws(() => new Worker(q, async () => {}, { concurrency: 10, maxPrefetch: 1e9 }), RangeError)
 })
+
+test('a remote Worker stopped while jobs keep coming leaves no lease with nobody', async (t) => {
+  // Its stop ends the PollJobs stream with the StopPoll handshake: what the
+  // server had already sent is read and released, so another handle leases
+  // every waiting job at once (none held until its TTL).
+  const { local, server } = await serveTemp(t, { leaseTtlMs: 60000 })
+  const q = await Queue.connect(server.url)
+  t.after(() => q.close())
+  for (let round = 0; round < 5; round++) {
+    let feeding = true
+    const feeder = (async () => { while (feeding) { await local.enqueue('pre', round); await sleep(1) } })()
+    let ran = 0
+    const w = new Worker(q, async () => { ran++ }, { concurrency: 2, pollMs: 50 })
+    const run = w.run()
+    await eventually(async () => ran, (n) => n >= 10)
+    await w.stop()
+    await run
+    feeding = false
+    await feeder
+    const before = await local.stats()
+    const got = await local.leaseMany('w2', 10000)
+    assert.equal(got.length, before.total.pending, `round ${round}: ${JSON.stringify(before.total)}`)
+    const after = await local.stats()
+    assert.equal(after.total.leased, got.length, `round ${round}: leased by nobody: ${JSON.stringify(after.total)}`)
+    for (const j of got) {
+      assert.equal(j.attempts, 0)
+      await local.complete(j)
+    }
+  }
+})

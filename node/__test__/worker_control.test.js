@@ -62,13 +62,13 @@ test('a cancel from a second handle stops a long handler within a heartbeat; the
   const { local, server } = await serveTemp(t, { leaseTtlMs: 60000 })
   const remote = await Queue.connect(server.url, { timeoutMs: 10000 })
   t.after(() => remote.close())
-  // The embedded Worker first: a stopped remote Worker's PollJobs stream
-  // is seen ended by the server only when it next has a lease to send, and
-  // that lease stays held until its TTL (open, issue 46).
-  const r2 = await cancelRunning(local, (id) => remote.cancel(id, { reason: 'operator' }))
-  checkCancelled(r2, await remote.get(r2.id))
+  // The remote Worker first: its stop ends its PollJobs stream with the
+  // StopPoll handshake, so no lease is left held by nobody for the
+  // embedded Worker after it.
   const r1 = await cancelRunning(remote, (id) => local.cancel(id, { reason: 'operator' }))
   checkCancelled(r1, await local.get(r1.id))
+  const r2 = await cancelRunning(local, (id) => remote.cancel(id, { reason: 'operator' }))
+  checkCancelled(r2, await remote.get(r2.id))
   assert.equal((await local.stats()).total.cancelled, 2)
 })
 

@@ -11,10 +11,10 @@
 // PREFETCH_FRACTION of its TTL is released (no attempt spent) rather than
 // run, whether a handler comes to take it or not (a sweep timer): another
 // worker may be idle, and the Worker's first heartbeat (a third of the TTL
-// after the handler starts) stays inside the lease. `close()` reads the
-// stream until the server sent nothing for a quiet spell (leases already
-// on the wire would otherwise stay held until their TTL), ends it, and
-// releases what is left.
+// after the handler starts) stays inside the lease. `close()` stops the
+// stream with the StopPoll handshake (the server stops leasing for it and
+// ends it; leases already on the wire are read to the end instead of
+// staying held until their TTL) and releases what is left.
 
 const { LIMITS } = require('./check.js')
 const { jobsFrom } = require('./batch.js')

@@ -8,18 +8,18 @@
 //! takes what arrived with `take()`. No thread of libuv's pool waits on the
 //! stream.
 //!
-//! `close()` ends it the way the Python Worker's does: the stream is read on
-//! until the server sent nothing for a quiet spell (a lease the server
-//! handed to the transport counts as delivered, so a stream dropped with
-//! leases in flight would leave them held until their TTL), then dropped
-//! (the server gives back what it leased and had not sent), and every lease
-//! read and not taken is released here, no attempt spent.
+//! `close()` ends it gracefully, as the Rust and Python Workers do: the
+//! reader stops and closes the feed (`LeaseFeed::close`, the client's
+//! `JobStream::close`: `StopPoll`, the server stops leasing for it and ends
+//! it after what it already sent, read to the end), and every lease read
+//! and not taken, those that came meanwhile included, is released here, no
+//! attempt spent: none is left leased by nobody.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use napi::bindgen_prelude::{Env, Object};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
@@ -37,10 +37,6 @@ use crate::watch::{lock, Wake};
 
 /// How long one read of the stream waits before the thread looks up (close).
 const READ_SLICE: Duration = Duration::from_millis(50);
-/// On close: the stream is read until nothing came for this long…
-const QUIET: Duration = Duration::from_millis(200);
-/// …or this long in all.
-const DRAIN_MOST: Duration = Duration::from_secs(5);
 /// After a failed read, the next one waits this long (a server away).
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
 
@@ -50,7 +46,7 @@ struct Shared {
     buf: Mutex<VecDeque<Job>>,
     /// The failures met since the last `take()`.
     errors: Mutex<Vec<CoreError>>,
-    /// `close()` was called: drain, then end.
+    /// `close()` was called: close the feed, then end.
     closing: AtomicBool,
     /// The feed ended (the server shut down, or the queue closed) or was closed.
     ended: AtomicBool,
@@ -65,25 +61,13 @@ impl Shared {
         }
     }
 
-    /// The reader thread: batches into `buf` until close (then drained) or
-    /// the feed ends.
+    /// The reader thread: batches into `buf` until close (then the feed is
+    /// closed, and what it still delivers joins `buf`) or the feed ends.
     fn read(&self, mut feed: Box<dyn LeaseFeed>) {
-        let mut last = Instant::now();
-        let mut drain_from: Option<Instant> = None;
-        loop {
-            if self.closing.load(Ordering::SeqCst) {
-                let start = *drain_from.get_or_insert_with(Instant::now);
-                let now = Instant::now();
-                if now.duration_since(last.max(start)) >= QUIET
-                    || now.duration_since(start) >= DRAIN_MOST
-                {
-                    break;
-                }
-            }
+        while !self.closing.load(Ordering::SeqCst) {
             match feed.next_batch(Some(READ_SLICE)) {
                 Ok(Some(jobs)) if jobs.is_empty() => {}
                 Ok(Some(jobs)) => {
-                    last = Instant::now();
                     lock(&self.buf).extend(jobs);
                     if !self.closing.load(Ordering::SeqCst) {
                         self.wake();
@@ -100,6 +84,10 @@ impl Shared {
                     std::thread::sleep(RETRY_PAUSE);
                 }
             }
+        }
+        match feed.close() {
+            Ok(jobs) => lock(&self.buf).extend(jobs),
+            Err(e) => lock(&self.errors).push(e),
         }
         drop(feed);
         self.ended.store(true, Ordering::SeqCst);
@@ -242,8 +230,9 @@ impl NativeJobStream {
 }
 
 impl Drop for NativeJobStream {
-    /// Collected without `close()`: the reader ends by itself (its leases
-    /// left to expire); the JS thread never waits for it.
+    /// Collected without `close()`: the reader ends by itself (closing the
+    /// feed; the leases it read are left to expire); the JS thread never
+    /// waits for it.
     fn drop(&mut self) {
         self.shared.closing.store(true, Ordering::SeqCst);
         drop(lock(&self.shared.wake).take());

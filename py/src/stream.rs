@@ -21,9 +21,11 @@ use crate::{args, task};
 const WAIT_SLICE: Duration = Duration::from_millis(200);
 
 /// Leases pushed by a server for one worker. `next_batch` waits for the
-/// next ones; `close()` (or collecting it) ends the stream, and the server
-/// gives back what it leased but had not delivered. Leases already
-/// delivered stay held: settle or release them.
+/// next ones; `close()` ends the stream gracefully (`StopPoll`: the server
+/// stops leasing for it, gives back what it had not sent, and ends it) and
+/// answers what arrived meanwhile; collecting it closes it the same way and
+/// releases those. Leases already delivered stay held: settle or release
+/// them.
 #[pyclass(frozen, module = "telha_jobs", name = "JobStream")]
 pub struct JobStream {
     // Taken out while a wait runs (the GIL released), put back after: a
@@ -93,15 +95,27 @@ impl JobStream {
         })
     }
 
-    /// End the stream (idempotent). Leases already delivered stay held.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
+    /// End the stream gracefully (idempotent): the server stops leasing
+    /// for it and ends it after what it already sent, read here to the end
+    /// (within the request timeout). Answers the leases that arrived
+    /// meanwhile: held by the caller, to settle or release. Leases
+    /// delivered before stay held too.
+    fn close(&self, py: Python<'_>) -> PyResult<Vec<Job>> {
         task::guard(py, "close", || {
             self.closed.store(true, Ordering::SeqCst);
+            // Taken by a `next_batch` waiting in another thread: that one
+            // drops it when its wait ends, which closes it the same way and
+            // releases what came.
             let s = self.inner.lock().ok().and_then(|mut s| s.take());
-            task::run(py, move || {
+            let Some(mut s) = s else {
+                return Ok(Vec::new());
+            };
+            let jobs = task::run(py, move || {
+                let jobs = s.close();
                 drop(s);
-                Ok(())
-            })
+                jobs
+            })?;
+            Ok(jobs.into_iter().map(Job::new).collect())
         })
     }
 

@@ -11,11 +11,14 @@ use telha_jobs::{limits, CancelWait, Error, Job, LeaseOptions, LeaseToken};
 use telha_jobs_proto::convert as cv;
 use telha_jobs_proto::status::to_status;
 use telha_jobs_proto::v1 as pb;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 use tonic::Status;
 
 use crate::lease::lease_or_give_back;
 use crate::service::{now_ms, until_closing, JobsService, Shared};
+
+/// The response header naming a PollJobs stream for StopPoll.
+pub(crate) const STREAM_HEADER: &str = "telha-poll-stream";
 
 /// How long one PollJobs lease wait lasts before the loop looks around
 /// (shutdown, capacity) and waits again.
@@ -29,7 +32,8 @@ pub(crate) struct Slot {
 }
 
 impl JobsService {
-    pub(crate) fn poll(&self, r: pb::PollJobsRequest) -> Result<Undelivered, Status> {
+    /// Open a stream: its response and its id (for StopPoll).
+    pub(crate) fn poll(&self, r: pb::PollJobsRequest) -> Result<(Undelivered, String), Status> {
         if self.shared.is_closing() {
             return Err(to_status(&Error::Closed));
         }
@@ -45,20 +49,62 @@ impl JobsService {
         let (scopes, kinds) = cv::filter_from_pb(&r.scopes, &r.kinds).map_err(|e| to_status(&e))?;
         let (tx, rx) = mpsc::channel(2);
         let shared = self.shared.clone();
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let (stop_tx, stop) = watch::channel(false);
+        lock(&shared.polls).insert(id.clone(), stop_tx);
         shared.stats.stream_opened();
         let stream = Undelivered {
             rx,
             shared: shared.clone(),
         };
-        tokio::spawn(poll_loop(
-            shared,
-            tx,
-            r.worker_id,
-            scopes,
-            kinds,
-            r.capacity as usize,
-        ));
-        Ok(stream)
+        let ends = Ends {
+            shared: shared.clone(),
+            id: id.clone(),
+        };
+        tokio::spawn(async move {
+            let _ends = ends;
+            poll_loop(
+                shared,
+                tx,
+                stop,
+                r.worker_id,
+                scopes,
+                kinds,
+                r.capacity as usize,
+            )
+            .await
+        });
+        Ok((stream, id))
+    }
+}
+
+impl Shared {
+    /// StopPoll: tell the stream's loop to stop leasing and end the
+    /// stream. False for an unknown (or ended) stream.
+    pub(crate) fn stop_poll(&self, id: &str) -> bool {
+        match lock(&self.polls).get(id) {
+            Some(tx) => {
+                let _ = tx.send(true);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Takes a stream out of the StopPoll map when its loop ends (or panics).
+struct Ends {
+    shared: Arc<Shared>,
+    id: String,
+}
+
+impl Drop for Ends {
+    fn drop(&mut self) {
+        lock(&self.shared.polls).remove(&self.id);
     }
 }
 
@@ -123,10 +169,13 @@ impl Drop for Undelivered {
 
 /// One PollJobs stream: lease as capacity frees, push, repeat; end when the
 /// client goes away (the receiver is dropped: `tx.closed()`, which cancels
-/// the wait in progress) or the server closes.
+/// the wait in progress), the client asks it to stop (StopPoll: the same,
+/// but the stream then ends normally, after what was already sent) or the
+/// server closes.
 async fn poll_loop(
     shared: Arc<Shared>,
     tx: mpsc::Sender<Result<pb::PollJobsResponse, Status>>,
+    mut stop: watch::Receiver<bool>,
     worker: String,
     scopes: Vec<telha_jobs::Scope>,
     kinds: Vec<telha_jobs::KindPattern>,
@@ -135,7 +184,7 @@ async fn poll_loop(
     let slot = Arc::new(Slot::default());
     let mut closing = shared.closing.clone();
     loop {
-        if *closing.borrow() {
+        if *closing.borrow() || *stop.borrow() {
             break;
         }
         // Leases past their deadline are lost: they no longer count.
@@ -167,6 +216,7 @@ async fn poll_loop(
                 _ = slot.freed.notified() => {}
                 _ = tokio::time::sleep(nap) => {}
                 _ = until_closing(&mut closing) => break,
+                _ = until_closing(&mut stop) => break,
                 _ = tx.closed() => break,
             }
             continue;
@@ -181,9 +231,10 @@ async fn poll_loop(
         let (q, w, c2) = (shared.queue.clone(), worker.clone(), cancel.clone());
         let mut task =
             tokio::task::spawn_blocking(move || lease_or_give_back(&q, &w, free, &options, &c2));
-        let (res, stop) = tokio::select! {
+        let (res, ending) = tokio::select! {
             r = &mut task => (r, false),
             _ = until_closing(&mut closing) => { cancel.cancel(); (task.await, true) }
+            _ = until_closing(&mut stop) => { cancel.cancel(); (task.await, true) }
             _ = tx.closed() => { cancel.cancel(); (task.await, true) }
         };
         let jobs = match res {
@@ -199,7 +250,7 @@ async fn poll_loop(
                 break;
             }
         };
-        if stop {
+        if ending {
             // Leased just before the cancel landed: nobody will get them.
             give_back(&shared, &jobs).await;
             break;

@@ -34,6 +34,9 @@ pub(crate) struct Shared {
     /// Leases delivered by a PollJobs stream and not yet settled through
     /// the server, by token: the stream whose capacity they count against.
     pub(crate) streamed: Mutex<HashMap<LeaseToken, Weak<Slot>>>,
+    /// The open PollJobs streams by id (their `telha-poll-stream` header):
+    /// what StopPoll signals. A stream's loop removes itself as it ends.
+    pub(crate) polls: Mutex<HashMap<String, watch::Sender<bool>>>,
 }
 
 impl Shared {
@@ -51,6 +54,7 @@ impl Shared {
             max_wait,
             inline,
             streamed: Mutex::new(HashMap::new()),
+            polls: Mutex::new(HashMap::new()),
         }
     }
 
@@ -258,10 +262,23 @@ impl Jobs for JobsService {
         &self,
         req: Request<pb::PollJobsRequest>,
     ) -> Result<Response<Self::PollJobsStream>, Status> {
-        let r = self
-            .poll(req.into_inner())
-            .map(|s| Box::pin(s) as PollStream);
-        self.done("PollJobs", r)
+        let r = self.poll(req.into_inner());
+        let code = r.as_ref().map_or_else(Status::code, |_| tonic::Code::Ok);
+        self.shared.stats.record("PollJobs", code);
+        let (s, id) = r?;
+        let mut resp = Response::new(Box::pin(s) as PollStream);
+        if let Ok(v) = id.parse() {
+            resp.metadata_mut().insert(crate::poll::STREAM_HEADER, v);
+        }
+        Ok(resp)
+    }
+
+    async fn stop_poll(
+        &self,
+        req: Request<pb::StopPollRequest>,
+    ) -> Result<Response<pb::StopPollResponse>, Status> {
+        let found = self.shared.stop_poll(&req.into_inner().stream_id);
+        self.done("StopPoll", Ok(pb::StopPollResponse { found }))
     }
 
     async fn heartbeat(

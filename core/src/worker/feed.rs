@@ -15,13 +15,20 @@ use crate::job::Job;
 use crate::Result;
 
 /// Leases pushed to a worker (see [`crate::JobStore::lease_feed`]); the
-/// client crate's `JobStream` is one. Dropping it ends the feed, and the
-/// server gives back what it leased and had not delivered.
+/// client crate's `JobStream` is one. The Worker ends it with
+/// [`LeaseFeed::close`] when it stops, and gives back what that answers.
 pub trait LeaseFeed: Send {
     /// The next batch of leases, waiting up to `timeout` (`None`: until one
     /// comes): `Ok(Some(empty))` when the timeout passed, `Ok(None)` once
     /// the feed has ended for good (the server is shutting down).
     fn next_batch(&mut self, timeout: Option<Duration>) -> Result<Option<Vec<Job>>>;
+
+    /// End the feed gracefully: the source stops leasing, and the leases
+    /// it delivered meanwhile are answered (the caller gives them back).
+    /// The default delivers nothing more (dropping the feed ends it).
+    fn close(&mut self) -> Result<Vec<Job>> {
+        Ok(Vec::new())
+    }
 }
 
 /// How often the feed thread looks up from its read to see a stop.
@@ -42,9 +49,21 @@ impl Shared {
     }
 
     /// The feed thread: read batches into the local queue until `stop`
-    /// (the feed is then dropped, which ends the stream) or the feed ends.
+    /// (the feed is then closed: what it still delivers joins the local
+    /// queue, which `close_feed` gives back) or the feed ends.
     pub(crate) fn feed_loop(self: &Arc<Self>, mut src: Box<dyn LeaseFeed>) {
         let f = self.feed();
+        self.read_feed(f, src.as_mut());
+        match src.close() {
+            Ok(jobs) => {
+                let now = Instant::now();
+                lock(&f.queue).extend(jobs.into_iter().map(|j| (j, now)));
+            }
+            Err(e) => self.error("closing the lease stream", &e),
+        }
+    }
+
+    fn read_feed(self: &Arc<Self>, f: &Feed, src: &mut dyn LeaseFeed) {
         while !self.is_stopping() {
             match src.next_batch(Some(FEED_SLICE)) {
                 Ok(Some(jobs)) if jobs.is_empty() => {}

@@ -140,6 +140,19 @@ pub struct PollJobsResponse {
     #[prost(message, repeated, tag = "1")]
     pub jobs: ::prost::alloc::vec::Vec<Job>,
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StopPollRequest {
+    /// The `telha-poll-stream` response header of the PollJobs call.
+    #[prost(string, tag = "1")]
+    pub stream_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StopPollResponse {
+    /// False: no such stream open on this server (already ended, or opened
+    /// on another server); nothing was done.
+    #[prost(bool, tag = "1")]
+    pub found: bool,
+}
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct HeartbeatRequest {
     #[prost(string, tag = "1")]
@@ -1244,6 +1257,8 @@ pub mod jobs_client {
         }
         /// A stream of leases: the server pushes jobs as they become ready and
         /// never holds more than `capacity` of this stream's leases unsettled.
+        /// The response headers name the stream (`telha-poll-stream` metadata)
+        /// for StopPoll.
         pub async fn poll_jobs(
             &mut self,
             request: impl tonic::IntoRequest<super::PollJobsRequest>,
@@ -1267,6 +1282,36 @@ pub mod jobs_client {
             req.extensions_mut()
                 .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "PollJobs"));
             self.inner.server_streaming(req, path, codec).await
+        }
+        /// Stop a PollJobs stream gracefully: the server stops leasing for it
+        /// (cancelling its wait in progress, giving back what it leased and had
+        /// not sent), then ends the stream normally. The client reads the stream
+        /// to its end and releases what arrives after it stopped taking jobs: no
+        /// lease is left with nobody. An unknown or ended stream answers
+        /// `found: false` (not an error).
+        pub async fn stop_poll(
+            &mut self,
+            request: impl tonic::IntoRequest<super::StopPollRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::StopPollResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/StopPoll",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "StopPoll"));
+            self.inner.unary(req, path, codec).await
         }
         /// Renew leases; a lost lease is an answer, not an error.
         pub async fn heartbeat(
@@ -2074,10 +2119,25 @@ pub mod jobs_server {
             + 'static;
         /// A stream of leases: the server pushes jobs as they become ready and
         /// never holds more than `capacity` of this stream's leases unsettled.
+        /// The response headers name the stream (`telha-poll-stream` metadata)
+        /// for StopPoll.
         async fn poll_jobs(
             &self,
             request: tonic::Request<super::PollJobsRequest>,
         ) -> std::result::Result<tonic::Response<Self::PollJobsStream>, tonic::Status>;
+        /// Stop a PollJobs stream gracefully: the server stops leasing for it
+        /// (cancelling its wait in progress, giving back what it leased and had
+        /// not sent), then ends the stream normally. The client reads the stream
+        /// to its end and releases what arrives after it stopped taking jobs: no
+        /// lease is left with nobody. An unknown or ended stream answers
+        /// `found: false` (not an error).
+        async fn stop_poll(
+            &self,
+            request: tonic::Request<super::StopPollRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::StopPollResponse>,
+            tonic::Status,
+        >;
         /// Renew leases; a lost lease is an answer, not an error.
         async fn heartbeat(
             &self,
@@ -2551,6 +2611,49 @@ pub mod jobs_server {
                                 max_encoding_message_size,
                             );
                         let res = grpc.server_streaming(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/StopPoll" => {
+                    #[allow(non_camel_case_types)]
+                    struct StopPollSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::StopPollRequest>
+                    for StopPollSvc<T> {
+                        type Response = super::StopPollResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::StopPollRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::stop_poll(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = StopPollSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
                         Ok(res)
                     };
                     Box::pin(fut)

@@ -816,7 +816,10 @@ class JobStream:
     def next_batch(self, timeout: _Seconds) -> list[Job] | None:
         """Leases pushed since the last call, waiting up to ``timeout`` (at
         most 0.2 s); [] when none came, None once the stream ended."""
-    def close(self) -> None: ...
+    def close(self) -> list[Job]:
+        """End the stream gracefully (idempotent): the server stops leasing
+        for it and ends it; the leases that arrived meanwhile are answered,
+        held by the caller: settle or release them."""
     @property
     def closed(self) -> bool: ...
 

@@ -66,10 +66,11 @@ class Prefetch:
 
     The stream is kept open until :meth:`close`: a server pushes leases
     ahead of time into its stream's buffer, and a stream dropped with leases
-    in that buffer leaves them held until their TTL runs out (the job then
-    retried as a failed attempt). So :meth:`close` first reads the stream
-    until the server can send no more (``capacity`` held here) or has
-    nothing to send, then closes it, then releases what it holds.
+    in that buffer would leave them held until their TTL runs out (the job
+    then retried as a failed attempt). So :meth:`close` stops the stream
+    gracefully (``JobStream.close``: the server stops leasing for it and
+    ends it; the client reads it to its end), then releases what it holds
+    and what arrived meanwhile.
 
     ``count(what)`` is told of each lease given back: "prefetch_released"
     (waited too long), "released" (left over at :meth:`close`),
@@ -101,7 +102,6 @@ class Prefetch:
         self._capacity = capacity
         self._taking = True  # False once the worker stops: takers get None
         self._stopping = False  # the feeder ends
-        self._last = time.monotonic()  # when leases last arrived
         self._slice = FEED_SLICE
         self._feeder = threading.Thread(target=self._feed, name=f"{worker_id}-prefetch", daemon=True)
         self._feeder.start()
@@ -164,29 +164,24 @@ class Prefetch:
             self._taking = False
             self._cond.notify_all()
 
-    def close(self, quiet: float = 2 * FEED_SLICE, most: float = 5.0) -> None:
-        """:meth:`stop`; read the stream until the server sent ``capacity``
-        leases (it can send no more) or sent nothing for ``quiet`` seconds
-        (at most ``most`` seconds); end the stream; release every lease
-        still waiting here (no attempt spent)."""
+    def close(self) -> None:
+        """:meth:`stop`; end the stream gracefully (the server stops leasing
+        for it and ends it after what it already sent, which is read to the
+        end); release every lease still waiting here or that arrived
+        meanwhile (no attempt spent)."""
         self.stop()
-        end = time.monotonic() + most
         with self._cond:
-            while not self._stopping and len(self._buf) < self._capacity:
-                now = time.monotonic()
-                if now - self._last >= quiet or now >= end:
-                    break
-                self._cond.wait(min(quiet - (now - self._last), end - now))
             self._stopping = True
             self._cond.notify_all()
         if self._feeder is not threading.current_thread():
             self._feeder.join(FEED_SLICE * 10)
+        came: list[Job] = []
         try:
-            self._stream.close()
+            came = self._stream.close()
         except TelhaError:
             pass
         with self._cond:
-            left = [job for job, _ in self._buf]
+            left = [job for job, _ in self._buf] + came
             self._buf.clear()
         self._give_back(left, "released")
 
@@ -258,7 +253,6 @@ class Prefetch:
                 self._buf.extend((j, arrived) for j in jobs)
                 ttl = min(j.lease_ttl for j in jobs)
                 self._slice = max(0.005, min(self._slice, ttl * PREFETCH_FRACTION / 4))
-                self._last = time.monotonic()
                 self._cond.notify_all()
         self._sweep()
         return True
