@@ -422,7 +422,7 @@ class Run {
           scopes: Object.keys(st.byScope),
           has_next: st.scopesNext !== null,
           ready_kinds: ready.map(([k]) => k),
-          oldest_ready_min: Object.fromEntries(ready.map(([k, ms]) => [k, Math.floor(ms / 60000)]))
+          oldest_ready_min: Object.fromEntries(ready.map(([k, ms]) => [k, Math.floor((ms + 30000) / 60000)]))
         }
       }
       case 'sleep_ms':

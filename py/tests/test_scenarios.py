@@ -393,7 +393,7 @@ class Run:
                 scopes=list(st["by_scope"]),
                 has_next=st["scopes_next"] is not None,
                 ready_kinds=sorted(st["oldest_ready_ms"]),
-                oldest_ready_min={k: ms // 60_000 for k, ms in st["oldest_ready_ms"].items()},
+                oldest_ready_min={k: (ms + 30_000) // 60_000 for k, ms in st["oldest_ready_ms"].items()},
             )
         if op == "sleep_ms":
             time.sleep(s["ms"] / 1000)

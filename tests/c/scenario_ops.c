@@ -509,7 +509,7 @@ tj_status op_stats(struct run *r, const jval *s, jval **obs, tj_error **err) {
         uint64_t age = 0;
         if (tj_stats_oldest_ready(stats, i, &kind, &age, NULL) == TJ_STATUS_OK) {
             jarr_push(ready, jnew_str(kind));
-            jobj_put(minutes, kind, jnew_num((double)(age / 60000)));
+            jobj_put(minutes, kind, jnew_num((double)((age + 30000) / 60000)));
         }
     }
     jobj_put(*obs, "ready_kinds", ready);

@@ -57,7 +57,7 @@ impl Run {
         let minutes: Map<String, Json> = st
             .oldest_ready_ms
             .iter()
-            .map(|(k, ms)| (k.clone(), json!(ms / 60_000)))
+            .map(|(k, ms)| (k.clone(), json!((ms + 30_000) / 60_000)))
             .collect();
         o["oldest_ready_min"] = Json::Object(minutes);
         if let (Some(name), Some(next)) = (s.get("as").and_then(Json::as_str), st.scopes_next) {
