@@ -1428,7 +1428,8 @@ tj_status tj_subscribe_options_add_scope(struct tj_subscribe_options *options,
  * Also receive transition `name`: `enqueued`, `leased`, `extended`,
  * `progress`, `completed`, `failed`, `dead`, `lease_expired`, `released`,
  * `retried`, `pruned`, `purged`, `cancelled`, `cancel_requested`,
- * `deleted`, `snoozed`, `expired`.
+ * `deleted`, `snoozed`, `expired`, `promoted`, `rescheduled`,
+ * `reprioritized`.
  *
  * Errors: `TJ_STATUS_NULL_ARGUMENT` (options, name), `TJ_STATUS_INVALID_UTF8`,
  * `TJ_STATUS_INVALID_ARGUMENT` for a name that is not a transition

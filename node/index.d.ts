@@ -1041,7 +1041,8 @@ export interface SubscriptionEvent {
    * The transition: `enqueued`, `leased`, `extended`, `progress`,
    * `completed`, `failed`, `dead`, `lease_expired`, `released`,
    * `retried`, `cancelled`, `cancel_requested`, `snoozed`, `expired`,
-   * `pruned`, `purged`, `deleted`.
+   * `pruned`, `purged`, `deleted`, `promoted`, `rescheduled`,
+   * `reprioritized`.
    */
   transition: string
   /**

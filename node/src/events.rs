@@ -119,7 +119,8 @@ pub struct SubscriptionEvent {
     /// The transition: `enqueued`, `leased`, `extended`, `progress`,
     /// `completed`, `failed`, `dead`, `lease_expired`, `released`,
     /// `retried`, `cancelled`, `cancel_requested`, `snoozed`, `expired`,
-    /// `pruned`, `purged`, `deleted`.
+    /// `pruned`, `purged`, `deleted`, `promoted`, `rescheduled`,
+    /// `reprioritized`.
     pub transition: String,
     /// For a lease's transition, that lease's attempt (from 1); for the
     /// others, the failed attempts so far.
