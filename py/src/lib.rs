@@ -30,6 +30,7 @@ mod lease;
 mod notify;
 mod payload;
 mod queue;
+mod queue_admin;
 mod remote;
 mod schedule;
 mod stream;

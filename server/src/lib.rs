@@ -52,6 +52,7 @@ mod poll;
 mod schedules;
 mod service;
 mod settle;
+mod shared;
 mod stats;
 #[cfg(feature = "test-hooks")]
 pub mod testing;
