@@ -52,6 +52,7 @@ mod poll;
 mod schedules;
 mod service;
 mod settle;
+mod sigpipe;
 mod stats;
 #[cfg(feature = "test-hooks")]
 pub mod testing;
@@ -339,6 +340,7 @@ fn serve_with(store: Queue, options: ServeOptions, hooks: TestHooks) -> Result<S
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("telha-server")
+        .on_thread_start(sigpipe::block_on_this_thread)
         .enable_all()
         .build()
         .map_err(|e| Error::Storage(format!("server runtime: {e}")))?;
@@ -362,6 +364,7 @@ fn serve_with(store: Queue, options: ServeOptions, hooks: TestHooks) -> Result<S
     let thread = std::thread::Builder::new()
         .name("telha-server".into())
         .spawn(move || {
+            sigpipe::block_on_this_thread();
             let grace = rt.block_on(run(
                 shared,
                 [builder, plain],

@@ -1,6 +1,7 @@
 /* A C host for tests/c/serve_python.py: opens the store argv[1], serves it
- * on a free loopback port (printing "serving URL"), then does what stdin
- * says, one word a line, answering each on stdout:
+ * on a free loopback port (printing "serving URL"), with the token argv[2]
+ * and the TLS certificate and key files argv[3] and argv[4] when given,
+ * then does what stdin says, one word a line, answering each on stdout:
  *   close  tj_queue_close while the server runs   -> "closed"
  *   free   tj_queue_free while the server runs    -> "freed"
  *   stop   tj_server_stop (1 s grace)             -> "stopped"
@@ -20,16 +21,23 @@ static int fail_with(const char *what, tj_error *err) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: serve_host STORE\n");
+    if (argc != 2 && argc != 3 && argc != 5) {
+        fprintf(stderr, "usage: serve_host STORE [TOKEN [CERT.pem KEY.pem]]\n");
         return 2;
     }
     tj_error *err = NULL;
     tj_queue *q = NULL;
     if (tj_queue_open(argv[1], NULL, &q, &err) != TJ_STATUS_OK) return fail_with("open", err);
+    tj_serve_options *so = tj_serve_options_new();
+    if (argc >= 3 && tj_serve_options_set_token(so, argv[2], &err) != TJ_STATUS_OK)
+        return fail_with("token", err);
+    if (argc == 5 && (tj_serve_options_set_tls_cert(so, argv[3], &err) != TJ_STATUS_OK ||
+                      tj_serve_options_set_tls_key(so, argv[4], &err) != TJ_STATUS_OK))
+        return fail_with("tls", err);
     tj_server *server = NULL;
-    if (tj_queue_serve(q, "127.0.0.1:0", NULL, &server, &err) != TJ_STATUS_OK)
-        return fail_with("serve", err);
+    tj_status s = tj_queue_serve(q, "127.0.0.1:0", so, &server, &err);
+    tj_serve_options_free(so);
+    if (s != TJ_STATUS_OK) return fail_with("serve", err);
     printf("serving %s\n", tj_server_url(server));
     fflush(stdout);
     char line[64];

@@ -11,6 +11,7 @@ libasan into Python. Ends with "N passed, N failed" like the C programs.
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -131,11 +132,59 @@ def closing_the_c_hosts_queue_while_it_serves_answers_unavailable(
     assert host.returncode == 0, f"the C host exited {host.returncode}"
 
 
+def a_c_host_serves_with_a_token_over_tls(serve_host: str, tmp: Path) -> None:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        print("  (openssl is needed to make a test certificate: the token alone)")
+    ca, cert, key = tmp / "ca.pem", tmp / "cert.pem", tmp / "key.pem"
+    if openssl is not None:
+        # A CA, and a server certificate it signs (webpki refuses a CA
+        # certificate used as the server's own).
+        ext = tmp / "ext.cnf"
+        ext.write_text("basicConstraints=CA:FALSE\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n")
+
+        def run(*args: str) -> None:
+            subprocess.run([openssl, *args], check=True, capture_output=True)
+
+        run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+            "/CN=telha test CA", "-keyout", str(tmp / "ca-key.pem"), "-out", str(ca))
+        run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout",
+            str(key), "-out", str(tmp / "req.csr"))
+        run("x509", "-req", "-in", str(tmp / "req.csr"), "-CA", str(ca), "-CAkey",
+            str(tmp / "ca-key.pem"), "-CAcreateserial", "-days", "2", "-extfile", str(ext),
+            "-out", str(cert))
+    tls = [str(cert), str(key)] if openssl is not None else []
+    host, url = start([serve_host, str(tmp / "store"), "s3cret", *tls], "serving ", stdin=True)
+    try:
+        assert url.startswith("https://" if tls else "http://"), url
+        ca_cert = str(ca) if tls else None
+        q = telha_jobs.connect(url, token="s3cret", ca_cert=ca_cert, timeout=10.0)
+        job_id = q.enqueue("served:tls", {"tls": bool(tls)})
+        job = q.lease_next("worker-py", kinds="served:tls")
+        assert job is not None and job.id == job_id and job.payload == {"tls": bool(tls)}
+        q.complete(job, {"ok": True})
+        info = q.get(job_id)
+        assert info is not None and info.state == "completed" and info.result == {"ok": True}
+        # The C host's token is required.
+        wrong = telha_jobs.connect(url, token="wrong", ca_cert=ca_cert, timeout=10.0)
+        try:
+            wrong.stats()
+            raise AssertionError("a wrong token was accepted")
+        except telha_jobs.InvalidArgumentError as e:
+            assert "unauthenticated" in str(e).lower(), e
+    finally:
+        assert host.stdin is not None
+        host.stdin.close()
+        host.wait(timeout=HANG_GUARD_S)
+    assert host.returncode == 0, f"the C host exited {host.returncode}"
+
+
 def main() -> int:
     worker, serve_host = sys.argv[1], sys.argv[2]
     tests = [
         (python_completes_the_follow_ups_of_a_c_host_and_the_c_host_works_python_jobs, worker),
         (closing_the_c_hosts_queue_while_it_serves_answers_unavailable, serve_host),
+        (a_c_host_serves_with_a_token_over_tls, serve_host),
     ]
     passed = failed = 0
     for test, program in tests:
