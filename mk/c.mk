@@ -32,7 +32,7 @@ TEST_TARGETS += test-c
 BENCH_TARGETS += bench-c
 INSTALL_TARGETS += install-c
 
-.PHONY: demo-c c-deps c-lib c-header test-c test-c-reset test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install test-c-python bench-c bench-c-smoke install-c
+.PHONY: demo-c c-deps c-lib c-header test-c test-c-reset test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install test-c-python bench-c bench-c-smoke install-c install-c-files
 
 ## Build libtelha_jobs.so and libtelha_jobs.a (same profile and target dir as everything else).
 c-lib:
@@ -97,6 +97,11 @@ C_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
 ## Install the library, the header and telha_jobs.pc under $(PREFIX) (and $(DESTDIR)).
 install-c: c-lib
+	@$(MAKE) -s --no-print-directory install-c-files
+
+## What install-c copies, from C_LIB_DIR as built (the dist-all tarballs
+## pass another build's directory).
+install-c-files:
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 644 include/telha_jobs.h $(DESTDIR)$(PREFIX)/include/telha_jobs.h
 	install -m 755 $(C_LIB_DIR)/libtelha_jobs.so $(DESTDIR)$(PREFIX)/lib/libtelha_jobs.so.$(C_VERSION)
