@@ -24,7 +24,7 @@ use crate::{admin, args, config, control, job, task};
 /// one `JobStore`, so every method behaves the same either way.
 #[pyclass(frozen, module = "telha_jobs", name = "Queue")]
 pub struct Queue {
-    store: Arc<dyn JobStore>,
+    pub(crate) store: Arc<dyn JobStore>,
     /// The same client as `store` when this is a remote queue (its
     /// PollJobs stream is not part of `JobStore`).
     remote: Option<RemoteQueue>,
