@@ -11,6 +11,7 @@ import asyncio
 import functools
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -33,6 +34,9 @@ Pending = tuple[Lease, Job, Any]
 # A `_complete_then_lease` answer: complete_many's answers (or the
 # exception that refused them all), the jobs leased (or the lease's).
 Carried = tuple["list[object] | BaseException", "list[Job] | BaseException"]
+
+# The most carried calls out at once (see AsyncWorker._lease_loop).
+CARRIED = 2
 
 # The most ``complete_many`` calls out at once (see AsyncWorker._pump).
 SENDS = 4
@@ -81,12 +85,14 @@ class _Settling:
     _sending: set[asyncio.Task[None]]
     _flush_at: asyncio.Handle | None
     _carrying: bool
+    _carrier: ThreadPoolExecutor | None  # runs the carried calls, in turn
     _error: Callable[[str, BaseException], None]
 
-    def _carry(self, most: int) -> tuple[list[Pending], asyncio.Future[Carried]]:
+    def _carry(self, most: int, wait: bool) -> tuple[list[Pending], asyncio.Future[Carried]]:
         """Send the gathered completions and the next lease (``most``, no
-        waiting) in one call on a pool thread, started now; completions
-        gather for the next such call until `_end_carry`."""
+        waiting) in one call on the carrier thread (``wait``: it is idle,
+        and the call starts now); completions gather for the next such
+        call until `_end_carry`."""
         self._carrying = True
         batch: list[Pending] = []
         if self._out:
@@ -104,12 +110,15 @@ class _Settling:
             self.worker_id, most, kinds=self.kinds, scope=self.scope,
         )
         started = threading.Event()
-        fut: asyncio.Future[Carried] = self._loop.run_in_executor(self.queue._pool, _started, started, call)
-        # Until the pool thread is inside the call: it needs the GIL to read
-        # the call's arguments, which the batch about to run would hold
-        # until the loop next waits (the store would then work after the
-        # batch ran, not beside it).
-        started.wait(0.002)
+        if self._carrier is None:
+            self._carrier = ThreadPoolExecutor(1, thread_name_prefix=f"{self.worker_id}-carry")
+        fut: asyncio.Future[Carried] = self._loop.run_in_executor(self._carrier, _started, started, call)
+        if wait:
+            # Until the thread is inside the call: it needs the GIL to read
+            # the call's arguments, which the batch about to run would hold
+            # until the loop next waits (the store would then work after
+            # the batch ran, not beside it).
+            started.wait(0.002)
         return batch, fut
 
     async def _collect(

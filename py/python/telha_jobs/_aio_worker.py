@@ -26,11 +26,12 @@ import signal
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._errors import CancelledError, LeaseLostError, QueueClosedError
 from ._aio_beat import _Heartbeats
-from ._aio_settle import Carried, Pending, _Settling
+from ._aio_settle import CARRIED, Carried, Pending, _Settling
 from ._eager import NATIVE_EAGER, eager_task, new_grab
 from ._lease import Lease, _current
 from ._native import MAX_BATCH, CancelWait, Job, Queue
@@ -132,6 +133,7 @@ class AsyncWorker(_Settling, _Heartbeats):
         self._starting = False  # inside `_start`: a task may run through eagerly
         self._through = False  # every job of the last batch ran through in `_start`
         self._carrying = False  # the lease loop's next call carries the completions
+        self._carrier: ThreadPoolExecutor | None = None  # runs the carried calls, in turn
         self._slot: asyncio.Event | None = None  # set when a slot frees
         # Completions waiting for a complete_many, and the calls out.
         self._out: list[Pending] = []
@@ -191,6 +193,9 @@ class AsyncWorker(_Settling, _Heartbeats):
             for t in (self._lease_task, heart):
                 t.cancel()
             await asyncio.gather(self._lease_task, heart, return_exceptions=True)
+            if self._carrier is not None:
+                self._carrier.shutdown(wait=False)
+                self._carrier = None
 
     async def stop(self, timeout: float | None = None) -> None:
         """Stop leasing, give running handlers ``timeout`` seconds, send the
@@ -291,18 +296,21 @@ class AsyncWorker(_Settling, _Heartbeats):
         # batch starts when the batch before ran through (handlers that
         # finish without waiting), so the store leases the next batch, and
         # completes the last one's jobs, while the loop runs this one.
-        ahead: tuple[list[Pending], asyncio.Future[Carried]] | None = None
+        # Up to `CARRIED` of them out at once, run in turn on one thread of
+        # their own: the store goes on to the next while the loop takes the
+        # last one's answer.
+        calls: collections.deque[tuple[list[Pending], asyncio.Future[Carried]]] = collections.deque()
         try:
             while not self._stopping.is_set():
                 free = self.concurrency + self._ahead_max - self._running - len(self._ahead)
-                if ahead is None:
+                if not calls:
                     if free <= 0 or (self._running > 0 and free < self._refill_at):
                         self._slot.clear()
                         await self._slot.wait()
                         continue
                     pending: Awaitable[list[tuple[Job, float | None]] | None] = self._take(min(free, MAX_BATCH))
                 else:
-                    pending, ahead = self._collect(*ahead), None
+                    pending = self._collect(*calls.popleft())
                 try:
                     got = await pending
                 except Exception as e:  # noqa: BLE001 - logged and counted, or it stops the Worker
@@ -321,7 +329,8 @@ class AsyncWorker(_Settling, _Heartbeats):
                     return
                 if got and self._through and not self.queue.queue.remote and free >= self._refill_at:
                     # The last batch ran through: this one likely will too.
-                    ahead = self._carry(min(free, MAX_BATCH))
+                    while len(calls) < CARRIED:
+                        calls.append(self._carry(min(free, MAX_BATCH), wait=not calls))
                 else:
                     self._end_carry()
                 through = 0
@@ -333,10 +342,9 @@ class AsyncWorker(_Settling, _Heartbeats):
                 self._through = bool(got) and through == len(got)
         finally:
             self._carrying = False
-            if ahead is not None:  # stopping: what it leased goes back unrun
-                self._cancel.cancel()
+            while calls:  # stopping: what they leased goes back unrun
                 try:
-                    left = await self._collect(*ahead)
+                    left = await self._collect(*calls.popleft())
                 except Exception:  # noqa: BLE001 - nothing was leased
                     left = []
                 for job, _ in left:
