@@ -267,6 +267,21 @@ pub fn complete_many(
     results: Option<&Bound<'_, PyAny>>,
     then: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<Option<Py<PyAny>>>> {
+    let items = completions(py, jobs, results, then)?;
+    if items.is_empty() {
+        return Ok(vec![]);
+    }
+    let answers = task::run(py, || q.complete_many(items))?;
+    Ok(completion_answers(py, answers))
+}
+
+/// `complete_many`'s arguments read into the core's completions.
+pub fn completions(
+    py: Python<'_>,
+    jobs: &Bound<'_, PyAny>,
+    results: Option<&Bound<'_, PyAny>>,
+    then: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<Completion>> {
     let tokens = args::tokens(jobs, "complete_many")?;
     let mut items: Vec<Completion> = match results {
         None => tokens
@@ -293,12 +308,17 @@ pub fn complete_many(
         }
     };
     crate::flow::then_many(&mut items, then)?;
-    if items.is_empty() {
-        return Ok(vec![]);
-    }
-    let answers = task::run(py, || q.complete_many(items))?;
-    Ok(answers
+    Ok(items)
+}
+
+/// The core's per-job answers of a `complete_many` as Python's: None, or
+/// the exception saying why not.
+pub fn completion_answers(
+    py: Python<'_>,
+    answers: Vec<telha_jobs::Result<()>>,
+) -> Vec<Option<Py<PyAny>>> {
+    answers
         .into_iter()
         .map(|a| a.err().map(|e| to_py(py, e).into_value(py).into_any()))
-        .collect())
+        .collect()
 }

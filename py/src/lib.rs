@@ -15,11 +15,13 @@
 //! `Event`), notify.rs (the notifier thread that hands commits to asyncio),
 //! flow.rs (limits: set_limit, remove_limit, limits; complete's `then`),
 //! task.rs (running a call: the GIL released around the core, panics
-//! caught). node/src/batch.rs (batched napi values) has no
+//! caught), carry.rs (`_complete_then_lease`, the AsyncWorker's one call
+//! per batch). node/src/batch.rs (batched napi values) has no
 //! Python counterpart. The Worker and asyncio layers are pure Python.
 
 mod admin;
 mod args;
+mod carry;
 mod config;
 mod control;
 mod errors;
@@ -118,6 +120,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<schedule::ScheduleRef>()?;
     m.add_function(wrap_pyfunction!(schedule::schedule_next_times, m)?)?;
     m.add_function(wrap_pyfunction!(control::encode_progress, m)?)?;
+    m.add_function(wrap_pyfunction!(carry::complete_then_lease, m)?)?;
     let shutdown = wrap_pyfunction!(notify::shutdown, m)?;
     m.py()
         .import("atexit")?

@@ -23,8 +23,28 @@ where
     T: Send,
     F: FnOnce() -> telha_jobs::Result<T> + Send,
 {
-    py.detach(|| catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(panicked(&*p))))
-        .py_err(py)
+    py.detach(|| caught(f)).py_err(py)
+}
+
+/// Run two core calls one after the other with the GIL released once
+/// around both (the second runs whatever the first answered); each one's
+/// error, or a panic that escapes it, is its own answer.
+pub fn run_two<A, B>(
+    py: Python<'_>,
+    first: impl FnOnce() -> telha_jobs::Result<A> + Send,
+    second: impl FnOnce() -> telha_jobs::Result<B> + Send,
+) -> (telha_jobs::Result<A>, telha_jobs::Result<B>)
+where
+    A: Send,
+    B: Send,
+{
+    py.detach(|| (caught(first), caught(second)))
+}
+
+/// Run `f` (a core call, the GIL already released), a panic that escapes
+/// it turned into `StorageError`.
+fn caught<T>(f: impl FnOnce() -> telha_jobs::Result<T>) -> telha_jobs::Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(panicked(&*p)))
 }
 
 /// Run `f`, a core call that neither touches the store nor waits (parsing,

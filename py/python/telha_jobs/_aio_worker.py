@@ -10,6 +10,9 @@ its own; completions gather into ``complete_many`` calls, one per loop tick
 one heartbeat task extends every due lease in one call. Every store call
 runs on a thread of the AsyncQueue's pool, never on the loop, and the hot
 path (lease, run, complete) makes one thread hop per batch, not per job.
+While handlers finish without waiting (embedded queue), one call per batch
+completes the last batch and leases the next while the loop runs this one
+(`_aio_settle._Settling._carry`).
 """
 
 from __future__ import annotations
@@ -23,14 +26,16 @@ import signal
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._errors import CancelledError, LeaseLostError, QueueClosedError
 from ._aio_beat import _Heartbeats
-from ._eager import NATIVE_EAGER, eager_task
+from ._aio_settle import CARRIED, Carried, Pending, _Settling
+from ._eager import NATIVE_EAGER, eager_task, new_grab
 from ._lease import Lease, _current
 from ._native import MAX_BATCH, CancelWait, Job, Queue
-from ._remote import Prefetch, SettleBatch, fresh, one_per_job
+from ._remote import Prefetch, fresh
 from ._worker_rules import (
     NEW_COUNTS,
     default_worker_id,
@@ -50,20 +55,7 @@ __all__ = ["AsyncWorker"]
 log = logging.getLogger("telha_jobs")
 T = TypeVar("T")
 
-# An item waiting for a ``complete_many``: the lease, its job, the result.
-Pending = tuple[Lease, Job, Any]
-
-# The most ``complete_many`` calls out at once (see AsyncWorker._pump).
-SENDS = 4
-
-
-def _lease_job_id(item: Pending) -> str:
-    """A pending completion's job id, as its lease keeps it (``Job.id``
-    formats the UUID on every call)."""
-    return item[0].key[0]
-
-
-class AsyncWorker(_Heartbeats):
+class AsyncWorker(_Settling, _Heartbeats):
     """The :class:`~telha_jobs.Worker` for coroutine handlers: up to
     ``concurrency`` handlers run at once as tasks on the calling loop; a
     heartbeat task extends held leases at a third of the TTL each was
@@ -139,6 +131,9 @@ class AsyncWorker(_Heartbeats):
         self._handlers: dict[Lease, asyncio.Task[None]] = {}  # the running handler tasks
         self._running = 0  # handler slots in use
         self._starting = False  # inside `_start`: a task may run through eagerly
+        self._through = False  # every job of the last batch ran through in `_start`
+        self._carrying = False  # the lease loop's next call carries the completions
+        self._carrier: ThreadPoolExecutor | None = None  # runs the carried calls, in turn
         self._slot: asyncio.Event | None = None  # set when a slot frees
         # Completions waiting for a complete_many, and the calls out.
         self._out: list[Pending] = []
@@ -160,12 +155,14 @@ class AsyncWorker(_Heartbeats):
         self.settle_sent = 0
 
     _loop: asyncio.AbstractEventLoop  # the loop run() runs on
+    _grab: Any  # the loop's `eager_task` helper
 
     # -- lifecycle ---------------------------------------------------------
 
     async def run(self) -> None:
         """Lease and handle jobs until stopped."""
         self._loop = loop = asyncio.get_running_loop()
+        self._grab = new_grab()
         self._stopping = asyncio.Event()
         self._done = asyncio.Event()
         self._wake = asyncio.Event()
@@ -196,6 +193,9 @@ class AsyncWorker(_Heartbeats):
             for t in (self._lease_task, heart):
                 t.cancel()
             await asyncio.gather(self._lease_task, heart, return_exceptions=True)
+            if self._carrier is not None:
+                self._carrier.shutdown(wait=False)
+                self._carrier = None
 
     async def stop(self, timeout: float | None = None) -> None:
         """Stop leasing, give running handlers ``timeout`` seconds, send the
@@ -292,32 +292,63 @@ class AsyncWorker(_Heartbeats):
 
     async def _lease_loop(self) -> None:
         assert self._stopping is not None and self._slot is not None
-        while not self._stopping.is_set():
-            free = self.concurrency + self._ahead_max - self._running - len(self._ahead)
-            if free <= 0 or (self._running > 0 and free < self._refill_at):
-                self._slot.clear()
-                await self._slot.wait()
-                continue
-            try:
-                got = await self._take(min(free, MAX_BATCH))
-            except Exception as e:  # noqa: BLE001 - logged and counted, or it stops the Worker
-                self._error("lease", e)
-                await self._pause(1.0)
-                continue
-            if got is None:  # the prefetch ended
-                if not self._stopping.is_set():  # by itself: the queue closed
-                    self._halt("its lease stream ended: the queue was closed")
-                return
-            if self._stopping.is_set():
-                # Leased in the instant the stop began: hand them straight back.
-                for job, _ in got:
-                    await self._give_back_now(job)
-                return
-            for job, since in got:
-                if self._running < self.concurrency:
-                    self._start(job, since)
+        # The next lease already on a pool thread (`_carry`): sent before a
+        # batch starts when the batch before ran through (handlers that
+        # finish without waiting), so the store leases the next batch, and
+        # completes the last one's jobs, while the loop runs this one.
+        # Up to `CARRIED` of them out at once, run in turn on one thread of
+        # their own: the store goes on to the next while the loop takes the
+        # last one's answer.
+        calls: collections.deque[tuple[list[Pending], asyncio.Future[Carried]]] = collections.deque()
+        try:
+            while not self._stopping.is_set():
+                free = self.concurrency + self._ahead_max - self._running - len(self._ahead)
+                if not calls:
+                    if free <= 0 or (self._running > 0 and free < self._refill_at):
+                        self._slot.clear()
+                        await self._slot.wait()
+                        continue
+                    pending: Awaitable[list[tuple[Job, float | None]] | None] = self._take(min(free, MAX_BATCH))
                 else:
-                    self._ahead.append((job, time.time() if since is None else since))
+                    pending = self._collect(*calls.popleft())
+                try:
+                    got = await pending
+                except Exception as e:  # noqa: BLE001 - logged and counted, or it stops the Worker
+                    self._end_carry()
+                    self._error("lease", e)
+                    await self._pause(1.0)
+                    continue
+                if got is None:  # the prefetch ended
+                    if not self._stopping.is_set():  # by itself: the queue closed
+                        self._halt("its lease stream ended: the queue was closed")
+                    return
+                if self._stopping.is_set():
+                    # Leased in the instant the stop began: hand them straight back.
+                    for job, _ in got:
+                        await self._give_back_now(job)
+                    return
+                if got and self._through and not self.queue.queue.remote and free >= self._refill_at:
+                    # The last batch ran through: this one likely will too.
+                    while len(calls) < CARRIED:
+                        calls.append(self._carry(min(free, MAX_BATCH), wait=not calls))
+                else:
+                    self._end_carry()
+                through = 0
+                for job, since in got:
+                    if self._running < self.concurrency:
+                        through += self._start(job, since)
+                    else:
+                        self._ahead.append((job, time.time() if since is None else since))
+                self._through = bool(got) and through == len(got)
+        finally:
+            self._carrying = False
+            while calls:  # stopping: what they leased goes back unrun
+                try:
+                    left = await self._collect(*calls.popleft())
+                except Exception:  # noqa: BLE001 - nothing was leased
+                    left = []
+                for job, _ in left:
+                    await self._give_back_now(job)
 
     async def _take(self, most: int) -> list[tuple[Job, float | None]] | None:
         """Up to ``most`` leases, waiting off the loop (up to ``poll_wait``)
@@ -364,7 +395,8 @@ class AsyncWorker(_Heartbeats):
 
     # -- running -------------------------------------------------------------
 
-    def _start(self, job: Job, since: float | None) -> None:
+    def _start(self, job: Job, since: float | None) -> bool:
+        """Start a handler task for ``job``; True when it already ran through."""
         lease = Lease(job, since)
         self._leases[lease.key] = lease
         self._running += 1
@@ -381,13 +413,15 @@ class AsyncWorker(_Heartbeats):
         outer, self._starting = self._starting, True
         try:
             if NATIVE_EAGER or self._running == 1:
-                task = eager_task(self._loop, self._run_one(lease))
+                task = eager_task(self._loop, self._run_one(lease), self._grab)
             else:
                 task = self._loop.create_task(self._run_one(lease))
         finally:
             self._starting = outer
-        if not task.done():
-            self._handlers[lease] = task
+        if task.done():
+            return True
+        self._handlers[lease] = task
+        return False
 
     async def _run_one(self, lease: Lease) -> None:
         _current.set(lease)  # this task's own context
@@ -432,142 +466,3 @@ class AsyncWorker(_Heartbeats):
                 self.queue._pool.submit(self.queue.queue.release, job)
             except RuntimeError:  # the pool is shut down: the lease expires
                 return
-
-    async def _guarded(self, what: str, coro: Awaitable[None]) -> None:
-        try:
-            await coro
-        except Exception as e:  # noqa: BLE001 - logged and counted, never a dead task
-            self._error(what, e)
-
-    # -- settling --------------------------------------------------------------
-
-    def _complete(self, lease: Lease, result: Any) -> None:
-        """Queue a completion for a ``complete_many``."""
-        if self._leases.pop(lease.key, None) is not lease:
-            return  # released by stop(), or failed for its timeout, already
-        self._out.append((lease, lease.job, result))
-        if len(self._out) >= self.settle_batch:
-            self._pump()  # a full batch goes now
-        elif not self._sending and self._flush_at is None:
-            # After this loop tick (every completion it brings rides along);
-            # on a remote queue `settle_linger` after the first while there
-            # are prefetched leases to go on with (without, no lingering).
-            loop = asyncio.get_running_loop()
-            p = self._prefetch
-            if p is not None and self.settle_linger > 0 and p.waiting:
-                self._flush_at = loop.call_later(self.settle_linger, self._flush_now)
-            else:
-                self._flush_at = loop.call_soon(self._flush_now)
-
-    def _flush_now(self) -> None:
-        """Send what is gathered (the tick or the linger ended, or the
-        prefetch ran dry: the batch's leases may hold the server back)."""
-        if self._flush_at is not None:
-            self._flush_at.cancel()
-            self._flush_at = None
-        self._pump()
-
-    def _pump(self) -> None:
-        """Start ``complete_many`` calls: a partial batch only when no call
-        is out, full ones beside those out, up to `SENDS` at once (each call
-        waits for the GIL to hand back its answer, up to 5 ms on a busy loop)."""
-        while self._out and len(self._sending) < SENDS and (
-            not self._sending or len(self._out) >= self.settle_batch
-        ):
-            batch, self._out = one_per_job(self._out, self.settle_batch, _lease_job_id)
-            task = asyncio.get_running_loop().create_task(
-                self._guarded("sending completions", self._send(batch))
-            )
-            self._sending.add(task)
-            task.add_done_callback(self._sent)
-
-    def _sent(self, task: asyncio.Task[None]) -> None:
-        self._sending.discard(task)
-        self._pump()
-
-    async def _drain(self) -> None:
-        """Send every gathered completion (stop())."""
-        if self._flush_at is not None:
-            self._flush_at.cancel()
-            self._flush_at = None
-        while self._sending or self._out:
-            self._pump()
-            if self._sending:
-                await asyncio.wait(set(self._sending))
-
-    async def _send(self, batch: list[Pending]) -> None:
-        """One ``complete_many``; each job's answer booked on its own, so one
-        that cannot be stored fails alone (a call refused as a whole, as
-        for a result that does not encode, is retried job by job)."""
-        self.settle_calls += 1
-        self.settle_sent += len(batch)
-        then = [lease._then for lease, _, _ in batch]
-        call = functools.partial(
-            self.queue.queue.complete_many,
-            [job for _, job, _ in batch],
-            [r for _, _, r in batch],
-            then=then if any(t is not None for t in then) else None,
-        )
-        errors: Sequence[object]
-        try:
-            errors = await asyncio.get_running_loop().run_in_executor(self.queue._pool, call)
-        except QueueClosedError as e:
-            errors = [e] * len(batch)
-        except Exception:  # noqa: BLE001 - a result that does not encode, the server unreachable
-            errors = [SettleBatch.UNSENT] * len(batch)
-        if errors.count(None) == len(batch):  # the usual answer: all completed
-            self.counts["completed"] += len(batch)
-            return
-        for (lease, _, result), err in zip(batch, errors):
-            if err is None:
-                self.counts["completed"] += 1
-            elif err is SettleBatch.UNSENT:
-                await self._guarded(f"completing {lease.job.id}", self._settle_now(lease, "complete", result, None))
-            elif isinstance(err, Exception):
-                await self._guarded(f"completing {lease.job.id}", self._settle_failed(lease, "complete", err))
-
-    async def _settle_outcome(self, lease: Lease, e: Exception) -> None:
-        how, arg, extra = outcome(e, lease)
-        if self._leases.pop(lease.key, None) is not lease:
-            return  # released by stop(), or failed for its timeout, already
-        await self._settle_now(lease, how, arg, extra)
-
-    async def _settle_now(self, lease: Lease, how: str, arg: Any, extra: Any) -> None:
-        q = self.queue
-        try:
-            if how == "complete":
-                await q.complete(lease.job, arg, then=lease._then)
-                self.counts["completed"] += 1
-            elif how == "snooze":
-                await q.snooze(lease.job, arg)
-                self.counts["snoozed"] += 1
-            elif how == "retry":
-                await q.fail(lease.job, arg, retryable=True, retry_in=extra)
-                self.counts["failed"] += 1
-            else:
-                await q.fail(lease.job, arg, retryable=bool(extra))
-                self.counts["failed"] += 1
-        except Exception as e:  # noqa: BLE001 - a result that does not encode is one (see refusal)
-            await self._settle_failed(lease, how, e)
-
-    async def _settle_failed(self, lease: Lease, how: str, err: Exception) -> None:
-        """Book a refused settle, as one job's answer (see `refused`)."""
-        count, report, fail = refused(self.worker_id, lease, how, err, self.queue.queue.remote)
-        if count is not None:
-            self.counts[count] += 1
-        if report is not None:
-            self._error(report, err)
-        if fail is not None:
-            await self._fail_for(lease, fail[0], fail[1], "failed")
-
-    async def _fail_for(self, lease: Lease, reason: str, retryable: bool, count: str) -> None:
-        """Fail a job the Worker itself gave up on (see Worker._fail_for)."""
-        try:
-            await self.queue.fail(lease.job, reason, retryable=retryable)
-            self.counts[count] += 1
-        except CancelledError:
-            self.counts["cancelled"] += 1
-        except LeaseLostError:
-            self.counts["lost"] += 1
-        except Exception as e:  # noqa: BLE001 - logged and counted
-            self._error(f"failing {lease.job.id}", e)

@@ -24,7 +24,7 @@ from asyncio import tasks as _tasks
 from collections.abc import Coroutine
 from typing import Any
 
-__all__ = ["NATIVE_EAGER", "eager_task"]
+__all__ = ["NATIVE_EAGER", "eager_task", "new_grab"]
 
 NATIVE_EAGER = sys.version_info >= (3, 12)
 
@@ -33,13 +33,26 @@ class _Grab:
     """Stands in for ``loop.call_soon`` while a Task is created: keeps the
     first step the Task schedules instead of scheduling it."""
 
-    __slots__ = ("calls",)
+    __slots__ = ("callback", "args", "context", "more")
 
     def __init__(self) -> None:
-        self.calls: list[tuple[Any, tuple[Any, ...], Any]] = []
+        self.callback: Any = None
+        self.args: tuple[Any, ...] = ()
+        self.context: Any = None
+        self.more: list[tuple[Any, tuple[Any, ...], Any]] | None = None  # calls past the first
 
     def __call__(self, callback: Any, *args: Any, context: Any = None) -> None:
-        self.calls.append((callback, args, context))
+        if self.callback is None:
+            self.callback, self.args, self.context = callback, args, context
+        else:
+            if self.more is None:
+                self.more = []
+            self.more.append((callback, args, context))
+
+
+def new_grab() -> _Grab:
+    """A `_Grab` for `eager_task` to use again and again on one loop."""
+    return _Grab()
 
 
 def _can_take_over(loop: asyncio.AbstractEventLoop) -> bool:
@@ -48,33 +61,40 @@ def _can_take_over(loop: asyncio.AbstractEventLoop) -> bool:
     return isinstance(d, dict) and "call_soon" not in d
 
 
-def eager_task(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+def eager_task(
+    loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None], grab: _Grab | None = None
+) -> asyncio.Task[None]:
     """A task for ``coro`` on ``loop`` (the running loop, called from its
     thread) that has already run its first step when this returns: done,
-    if the coroutine never waited."""
+    if the coroutine never waited. ``grab``: a `_Grab` of the caller's to
+    use again (one per loop; it is free again before the step runs)."""
     if loop.get_task_factory() is not None:
         return loop.create_task(coro)  # the user's factory decides
     if NATIVE_EAGER:
         return asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
     if not _can_take_over(loop):
         return loop.create_task(coro)
-    grab = _Grab()
-    setattr(loop, "call_soon", grab)  # noqa: B010 - shadows the method for this instance only
+    if grab is None:
+        grab = _Grab()
+    loop.call_soon = grab  # type: ignore[method-assign,assignment]  # shadows the method for this instance only
     try:
-        task: asyncio.Task[None] = asyncio.Task(coro, loop=loop)
+        task: asyncio.Task[None] = _Task(coro, loop=loop)
     finally:
-        delattr(loop, "call_soon")
-    if len(grab.calls) != 1 or grab.calls[0][2] is None:  # not the one step expected: schedule what came, as usual
-        for callback, args, context in grab.calls:
+        del loop.call_soon
+    callback, args, context, more = grab.callback, grab.args, grab.context, grab.more
+    grab.callback = grab.context = grab.more = None  # free for the next task
+    if more is not None or context is None:  # not the one step expected: schedule what came, as usual
+        if callback is not None:
+            loop.call_soon(callback, *args, context=context)
+        for callback, args, context in more or ():
             loop.call_soon(callback, *args, context=context)
         return task
-    callback, args, context = grab.calls[0]
     # The loop runs a task's step with no other task current: leave the
     # running one (the lease loop, or a handler whose end started this
     # job) for the step, as `Handle._run` would run it between the two.
-    running = _tasks.current_task(loop)
+    running = _current_task(loop)
     if running is not None:
-        _tasks._leave_task(loop, running)
+        _leave_task(loop, running)
     try:
         context.run(callback, *args)
     except (SystemExit, KeyboardInterrupt):
@@ -83,5 +103,11 @@ def eager_task(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None])
         loop.call_exception_handler({"message": "Exception in eager task step", "exception": e, "task": task})
     finally:
         if running is not None:
-            _tasks._enter_task(loop, running)
+            _enter_task(loop, running)
     return task
+
+
+_Task = asyncio.Task
+_current_task = _tasks.current_task
+_enter_task = _tasks._enter_task
+_leave_task = _tasks._leave_task

@@ -44,6 +44,7 @@ __all__ = [
     "Subscription",
     "__version__",
     "_call_cost",
+    "_complete_then_lease",
     "_encode_progress",
     "_notify_shutdown",
     "_panic_for_tests",
@@ -177,6 +178,21 @@ def _panic_for_tests(stage: Literal["core", "call"], message: str) -> None:
     binding's code around it (``"call"``), through the same boundaries as
     every other call (it raises StorageError)."""
 
+def _complete_then_lease(
+    queue: Queue,
+    jobs: Sequence[Job],
+    results: Sequence[Any] | None,
+    then: Sequence[Any] | None,
+    worker_id: str,
+    max: int,
+    *,
+    kinds: str | Sequence[str] | None = None,
+    scope: _ScopeArg | Sequence[_ScopeArg] | None = None,
+) -> tuple[list[object] | BaseException, list[Job] | BaseException]:
+    """AsyncWorker only: ``complete_many(jobs, results, then=then)``, then
+    ``lease_many(worker_id, max, kinds=kinds, scope=scope)`` with no wait,
+    the GIL released once around both; each part's answer, or the exception
+    it raised (both parts run whatever the other answered)."""
 def _encode_progress(value: Any) -> bytes:
     """A progress report as a heartbeat carries it (bytes as they are, a
     value by the payload convention); InvalidArgumentError over
