@@ -251,18 +251,18 @@ fn keyed(k: String) -> EnqueueOptions {
 
 /// `TELHA_BENCH_BEHIND=1`: each round leaves one follower behind before
 /// the crash (its link from the leader cut for the last writes), the case
-/// where the behind follower's candidacy is refused and blocks the other's
-/// in the same term; `TELHA_BENCH_NO_BREAKER=1` turns the split-vote
-/// breaker off. Experiments beside the gate, not part of it.
+/// where the behind follower's candidacy is refused and can block the
+/// other's; `TELHA_BENCH_NO_OVERDUE=1` turns off the
+/// overdue follower's own candidacy (`elect.rs`). Experiments beside the gate, not part of it.
 fn failover(rounds: usize) {
     let flag = |k: &str| std::env::var_os(k).is_some_and(|v| v == "1");
     let behind = flag("TELHA_BENCH_BEHIND");
     let mut opts = options();
-    opts.break_split_votes = !flag("TELHA_BENCH_NO_BREAKER");
-    if behind || !opts.break_split_votes {
+    opts.stand_when_overdue = !flag("TELHA_BENCH_NO_OVERDUE");
+    if behind || !opts.stand_when_overdue {
         println!(
-            "failover experiment: a follower behind at each crash {behind}, split-vote breaker {}",
-            opts.break_split_votes
+            "failover experiment: a follower behind at each crash {behind}, overdue follower stands {}",
+            opts.stand_when_overdue
         );
     }
     let c = TestCluster::start_in(&base(), "bench_cluster_failover", 3, opts);

@@ -8,7 +8,8 @@
 //! ([`Queue::open_replica`], writes through a [`Proposer`]) only when this
 //! node is leader of a committed vote AND its own `Epoch::Open` entry,
 //! proposed as soon as the leadership is seen, is applied (so everything
-//! before it too). It also breaks split votes (`elect.rs`). It fences
+//! before it too). It also makes an overdue follower stand
+//! (`elect.rs`). It fences
 //! and drops the engine when leadership changes, when no quorum has
 //! acknowledged it for longer than the election timeout's maximum
 //! (openraft 0.9 has no check-quorum: an isolated leader calls itself
@@ -35,7 +36,7 @@ use openraft::{Raft, RaftMetrics, ServerState};
 use telha_jobs::replica::ReplicaStore;
 use telha_jobs::{Clock, Config, Error, Queue, SystemClock};
 
-use crate::elect::{Overdue, SplitBreaker};
+use crate::elect::Overdue;
 use crate::network::{Mute, Router};
 use crate::proposer::{Proposer, ProposerConfig};
 use crate::state_machine::StateMachine;
@@ -55,9 +56,10 @@ pub struct NodeOptions {
     /// How often the engine watcher looks at the metrics when nothing
     /// changes (it also wakes on every change).
     pub watch_interval: Duration,
-    /// Whether the watcher breaks split votes (`elect.rs`; on by default,
-    /// off only to measure what it saves).
-    pub break_split_votes: bool,
+    /// Whether a follower that heard no leader past openraft's longest
+    /// ordinary wait stands itself (`elect.rs`; on by default, off only
+    /// to measure what it saves).
+    pub stand_when_overdue: bool,
 }
 
 impl Default for NodeOptions {
@@ -68,7 +70,7 @@ impl Default for NodeOptions {
             clock: Arc::new(SystemClock),
             proposer: ProposerConfig::default(),
             watch_interval: Duration::from_millis(20),
-            break_split_votes: true,
+            stand_when_overdue: true,
         }
     }
 }
@@ -391,10 +393,6 @@ fn watch(
     let mut seen_at = Instant::now();
     let mut seen_state = None;
     let mut seen_applied = None;
-    let mut breaker = SplitBreaker::new(
-        shared.id ^ seen_at.elapsed().as_nanos() as u64 ^ std::process::id() as u64,
-        opts.timing.election_min,
-    );
     let mut overdue = Overdue::new(opts.timing.heartbeat, opts.timing.election_max);
     while !shared.stop.load(Ordering::Acquire) {
         let m = rx.borrow_and_update().clone();
@@ -457,15 +455,8 @@ fn watch(
         if open {
             try_open(&raft, &store, &shared, &rt, &opts, m.vote);
         }
-        if opts.break_split_votes && breaker.observe(m.state, &m.vote, Instant::now()) {
-            lock(&shared.slot).event(format!(
-                "candidacy {} stalled: standing again (split-vote breaker)",
-                m.vote
-            ));
-            let _ = rt.block_on(raft.trigger().elect());
-        }
         let leader_is_self = m.current_leader == Some(shared.id);
-        if opts.break_split_votes
+        if opts.stand_when_overdue
             && overdue.observe(m.state, &m.vote, leader_is_self, heard(), Instant::now())
         {
             lock(&shared.slot).event(format!(
@@ -474,12 +465,8 @@ fn watch(
             ));
             let _ = rt.block_on(raft.trigger().elect());
         }
-        // Wake on the next metrics change, after the interval, or when the
-        // breaker is due.
-        let wait = breaker.due().map_or(opts.watch_interval, |d| {
-            d.saturating_duration_since(Instant::now())
-                .min(opts.watch_interval)
-        });
+        // Wake on the next metrics change or after the interval.
+        let wait = opts.watch_interval;
         let changed = rt.block_on(async { tokio::time::timeout(wait, rx.changed()).await });
         match changed {
             Ok(Ok(())) => seen_at = Instant::now(),
