@@ -249,8 +249,23 @@ fn keyed(k: String) -> EnqueueOptions {
     }
 }
 
+/// `TELHA_BENCH_BEHIND=1`: each round leaves one follower behind before
+/// the crash (its link from the leader cut for the last writes), the case
+/// where the behind follower's candidacy is refused and can block the
+/// other's; `TELHA_BENCH_NO_OVERDUE=1` turns off the
+/// overdue follower's own candidacy (`elect.rs`). Experiments beside the gate, not part of it.
 fn failover(rounds: usize) {
-    let c = TestCluster::start_in(&base(), "bench_cluster_failover", 3, options());
+    let flag = |k: &str| std::env::var_os(k).is_some_and(|v| v == "1");
+    let behind = flag("TELHA_BENCH_BEHIND");
+    let mut opts = options();
+    opts.stand_when_overdue = !flag("TELHA_BENCH_NO_OVERDUE");
+    if behind || !opts.stand_when_overdue {
+        println!(
+            "failover experiment: a follower behind at each crash {behind}, overdue follower stands {}",
+            opts.stand_when_overdue
+        );
+    }
+    let c = TestCluster::start_in(&base(), "bench_cluster_failover", 3, opts);
     let q = c.queue();
     let mut acked: Vec<JobId> = Vec::new();
     let mut times = Vec::new();
@@ -263,9 +278,21 @@ fn failover(rounds: usize) {
             );
         }
         let old = c.engine_leader(Duration::from_secs(10));
+        if behind {
+            let lag = *c.ids.iter().find(|&&o| o != old).unwrap();
+            c.router.cut(old, lag);
+            for i in 0..5 {
+                acked.push(
+                    q.enqueue("k", b"x", keyed(format!("r{round}-behind-{i}")))
+                        .unwrap()
+                        .id,
+                );
+            }
+        }
         let retries = q.retries();
         let t = Instant::now();
         c.crash(old);
+        c.router.heal();
         let id = q
             .enqueue("k", b"x", keyed(format!("r{round}-after")))
             .unwrap()

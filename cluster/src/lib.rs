@@ -25,6 +25,7 @@ pub mod network;
 pub mod node;
 pub mod proposer;
 pub mod state_machine;
+mod timing;
 mod types;
 
 pub use log_store::{LogStore, LogStoreError};

@@ -8,7 +8,8 @@
 //! ([`Queue::open_replica`], writes through a [`Proposer`]) only when this
 //! node is leader of a committed vote AND its own `Epoch::Open` entry,
 //! proposed as soon as the leadership is seen, is applied (so everything
-//! before it too). It also breaks split votes (`elect.rs`). It fences
+//! before it too). It also makes an overdue follower stand
+//! (`elect.rs`). It fences
 //! and drops the engine when leadership changes, when no quorum has
 //! acknowledged it for longer than the election timeout's maximum
 //! (openraft 0.9 has no check-quorum: an isolated leader calls itself
@@ -35,59 +36,13 @@ use openraft::{Raft, RaftMetrics, ServerState};
 use telha_jobs::replica::ReplicaStore;
 use telha_jobs::{Clock, Config, Error, Queue, SystemClock};
 
-use crate::elect::SplitBreaker;
+use crate::elect::Overdue;
 use crate::network::{Mute, Router};
 use crate::proposer::{Proposer, ProposerConfig};
 use crate::state_machine::StateMachine;
+pub use crate::timing::{Timing, ELECTION_MAX_DEFAULT, ELECTION_MIN_DEFAULT, HEARTBEAT_DEFAULT};
 use crate::types::{Applied, Epoch, Payload, PeerNode, TypeConfig, Vote, PAYLOAD_FORMAT};
 use crate::LogStore;
-
-/// Raft timing. Defaults: heartbeat 100 ms, election 300–600 ms (a dead
-/// leader is noticed in about 0.9–1.2 s).
-#[derive(Debug, Clone, Copy)]
-pub struct Timing {
-    pub heartbeat: Duration,
-    pub election_min: Duration,
-    pub election_max: Duration,
-}
-
-pub const HEARTBEAT_DEFAULT: Duration = Duration::from_millis(100);
-pub const ELECTION_MIN_DEFAULT: Duration = Duration::from_millis(300);
-pub const ELECTION_MAX_DEFAULT: Duration = Duration::from_millis(600);
-
-impl Default for Timing {
-    fn default() -> Self {
-        Timing {
-            heartbeat: HEARTBEAT_DEFAULT,
-            election_min: ELECTION_MIN_DEFAULT,
-            election_max: ELECTION_MAX_DEFAULT,
-        }
-    }
-}
-
-impl Timing {
-    /// openraft's configuration: these timings, snapshots never (they come
-    /// in a later step), so nothing is purged either.
-    pub fn raft_config(&self) -> Result<openraft::Config, NodeError> {
-        openraft::Config {
-            cluster_name: "telha".into(),
-            heartbeat_interval: self.heartbeat.as_millis() as u64,
-            election_timeout_min: self.election_min.as_millis() as u64,
-            election_timeout_max: self.election_max.as_millis() as u64,
-            snapshot_policy: openraft::SnapshotPolicy::Never,
-            ..Default::default()
-        }
-        .validate()
-        .map_err(|e| NodeError(format!("raft config: {e}")))
-    }
-
-    /// Leases recovered by a new leader's engine are held this long
-    /// (twice the election maximum): their workers could not heartbeat
-    /// while no leader was elected.
-    pub fn takeover_grace(&self) -> Duration {
-        self.election_max * 2
-    }
-}
 
 /// How a node runs.
 #[derive(Clone)]
@@ -101,6 +56,10 @@ pub struct NodeOptions {
     /// How often the engine watcher looks at the metrics when nothing
     /// changes (it also wakes on every change).
     pub watch_interval: Duration,
+    /// Whether a follower that heard no leader past openraft's longest
+    /// ordinary wait stands itself (`elect.rs`; on by default, off only
+    /// to measure what it saves).
+    pub stand_when_overdue: bool,
 }
 
 impl Default for NodeOptions {
@@ -111,6 +70,7 @@ impl Default for NodeOptions {
             clock: Arc::new(SystemClock),
             proposer: ProposerConfig::default(),
             watch_interval: Duration::from_millis(20),
+            stand_when_overdue: true,
         }
     }
 }
@@ -238,9 +198,11 @@ impl Node {
                 shared.clone(),
                 rt.handle().clone(),
             );
+            let (r, started) = (router.clone(), Instant::now());
+            let heard: Heard = Box::new(move || r.last_heard(id).unwrap_or(started).max(started));
             std::thread::Builder::new()
                 .name(format!("telha-node-{id}"))
-                .spawn(move || watch(raft, store, shared, handle, opts))
+                .spawn(move || watch(raft, store, shared, handle, opts, heard))
                 .map_err(|e| NodeError(format!("node {id}: watcher thread: {e}")))?
         };
         Ok(Node {
@@ -415,22 +377,23 @@ fn fence(shared: &Shared, reason: &str) {
 
 /// The engine watcher: one per node, a std thread (opening an engine
 /// blocks and may replicate).
+/// When this node last heard a leader (or started, if later).
+type Heard = Box<dyn Fn() -> Instant + Send>;
+
 fn watch(
     raft: Raft<TypeConfig>,
     store: ReplicaStore,
     shared: Arc<Shared>,
     rt: tokio::runtime::Handle,
     opts: NodeOptions,
+    heard: Heard,
 ) {
     let mut rx = raft.metrics();
     let stale_after = opts.timing.election_max;
     let mut seen_at = Instant::now();
     let mut seen_state = None;
     let mut seen_applied = None;
-    let mut breaker = SplitBreaker::new(
-        shared.id ^ seen_at.elapsed().as_nanos() as u64 ^ std::process::id() as u64,
-        opts.timing.election_min,
-    );
+    let mut overdue = Overdue::new(opts.timing.heartbeat, opts.timing.election_max);
     while !shared.stop.load(Ordering::Acquire) {
         let m = rx.borrow_and_update().clone();
         let since_ack = m
@@ -492,19 +455,18 @@ fn watch(
         if open {
             try_open(&raft, &store, &shared, &rt, &opts, m.vote);
         }
-        if breaker.observe(m.state, &m.vote, Instant::now()) {
+        let leader_is_self = m.current_leader == Some(shared.id);
+        if opts.stand_when_overdue
+            && overdue.observe(m.state, &m.vote, leader_is_self, heard(), Instant::now())
+        {
             lock(&shared.slot).event(format!(
-                "candidacy {} stalled: standing again (split-vote breaker)",
+                "no leader heard past openraft's longest wait under {}: standing",
                 m.vote
             ));
             let _ = rt.block_on(raft.trigger().elect());
         }
-        // Wake on the next metrics change, after the interval, or when the
-        // breaker is due.
-        let wait = breaker.due().map_or(opts.watch_interval, |d| {
-            d.saturating_duration_since(Instant::now())
-                .min(opts.watch_interval)
-        });
+        // Wake on the next metrics change or after the interval.
+        let wait = opts.watch_interval;
         let changed = rt.block_on(async { tokio::time::timeout(wait, rx.changed()).await });
         match changed {
             Ok(Ok(())) => seen_at = Instant::now(),

@@ -58,6 +58,8 @@ struct Inner {
     targets: Mutex<HashMap<u64, Raft<TypeConfig>>>,
     faults: Mutex<Faults>,
     stats: Counters,
+    /// When each node last accepted a leader's append-entries.
+    heard: Mutex<HashMap<u64, std::time::Instant>>,
 }
 
 #[derive(Default)]
@@ -117,6 +119,7 @@ impl Router {
                 targets: Mutex::new(HashMap::new()),
                 faults: Mutex::new(Faults::default()),
                 stats: Counters::default(),
+                heard: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -142,6 +145,12 @@ impl Router {
     /// answers `Unreachable` until it registers again.
     pub fn unregister(&self, id: u64) {
         lock(&self.inner.targets).remove(&id);
+    }
+
+    /// When node `id` last accepted an append-entries (a heartbeat or
+    /// entries) from a leader, if it has since this router began.
+    pub fn last_heard(&self, id: u64) -> Option<std::time::Instant> {
+        lock(&self.inner.heard).get(&id).copied()
     }
 
     /// Every link drops each message with probability `rate`.
@@ -381,6 +390,11 @@ impl RaftNetwork<TypeConfig> for RouterClient {
                 |r| async move { r.append_entries(rpc).await },
             )
             .await
+            .inspect(|r| {
+                if !matches!(r, AppendEntriesResponse::HigherVote(_)) {
+                    lock(&self.router.inner.heard).insert(to, std::time::Instant::now());
+                }
+            })
             .map_err(|f| f.into_rpc(to))
     }
 
