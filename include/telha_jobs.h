@@ -107,6 +107,12 @@
 #define TJ_MAX_DURATION_MS 3153600000000
 
 /**
+ * How long `tj_server_close` lets calls in flight finish (5 s), as
+ * Python's `Server.stop()` and Rust's `ServerHandle` drop.
+ */
+#define TJ_SERVER_GRACE_DEFAULT_MS 5000
+
+/**
  * The largest progress report one lease may carry
  * (`tj_queue_heartbeat`), in bytes.
  */
@@ -537,6 +543,31 @@ typedef struct tj_schedule_info tj_schedule_info;
  * until then. Immutable: readable from many threads.
  */
 typedef struct tj_schedule_list tj_schedule_list;
+
+/**
+ * How `tj_queue_serve` serves. Owned by the caller
+ * (`tj_serve_options_new` / `tj_serve_options_free`); copied by
+ * `tj_queue_serve`, so it may be freed after. Not thread-safe while being
+ * set.
+ */
+typedef struct tj_serve_options tj_serve_options;
+
+/**
+ * A running server started by `tj_queue_serve`. Thread-safe: its getters,
+ * `tj_server_running` and `tj_server_stop` may be called from any thread
+ * at once. `tj_server_close` stops it (when still running) and frees it:
+ * the last call on it.
+ *
+ * It serves through its own handle on the queue's store, shared with the
+ * `tj_queue` it was started from: `tj_queue_close` (or `tj_queue_free`)
+ * while it runs closes the store for the server too. Every call a client
+ * makes then answers `UNAVAILABLE` ("the telha server is closing":
+ * retryable for the client), the listeners stay bound until
+ * `tj_server_stop` / `tj_server_close`, and nothing is unsafe. Stop the
+ * server first, then close the queue: clients in flight finish their
+ * calls within the grace.
+ */
+typedef struct tj_server tj_server;
 
 /**
  * Exact counts per kind and state, and one page of per-scope counts, as of
@@ -1390,130 +1421,6 @@ const char *tj_error_message(const struct tj_error *err);
 void tj_error_free(struct tj_error *err);
 
 /**
- * A new, empty list. Never NULL.
- */
-struct tj_failures *tj_failures_new(void);
-
-/**
- * Free a list. NULL does nothing.
- *
- * # Safety
- * `failures` is NULL or a `tj_failures` not freed before.
- */
-void tj_failures_free(struct tj_failures *failures);
-
-/**
- * Add the failure of the lease `*token`, as `tj_queue_fail` takes it:
- * `reason` (copied; cut to 4096 bytes when written) and `retryable`; the
- * retry waits the backoff schedule's delay.
- *
- * Errors: `TJ_STATUS_NULL_ARGUMENT` (failures, token, reason),
- * `TJ_STATUS_INVALID_UTF8`. Nothing is added on an error.
- *
- * # Safety
- * `failures` is NULL or live and not used by another thread; `token` is
- * NULL or live; `reason` is NULL or NUL-terminated; `err` is NULL or
- * writable.
- */
-tj_status tj_failures_add(struct tj_failures *failures,
-                          const struct tj_token *token,
-                          const char *reason,
-                          bool retryable,
-                          struct tj_error **err);
-
-/**
- * `tj_failures_add`, retrying after `retry_in_ms` instead of the backoff
- * schedule's delay, as `tj_queue_fail_in` does. A delay over
- * `TJ_MAX_DURATION_MS` is that item's `TJ_STATUS_INVALID_ARGUMENT` in
- * `tj_queue_fail_many`.
- *
- * Errors: as `tj_failures_add`.
- *
- * # Safety
- * As `tj_failures_add`.
- */
-tj_status tj_failures_add_in(struct tj_failures *failures,
-                             const struct tj_token *token,
-                             const char *reason,
-                             bool retryable,
-                             uint64_t retry_in_ms,
-                             struct tj_error **err);
-
-/**
- * How many failures the list holds (0 for NULL).
- *
- * # Safety
- * `failures` is NULL or live.
- */
-size_t tj_failures_len(const struct tj_failures *failures);
-
-/**
- * Empty the list, to fill it again. NULL does nothing.
- *
- * # Safety
- * `failures` is NULL or live.
- */
-void tj_failures_clear(struct tj_failures *failures);
-
-/**
- * Fail every lease of `failures` in one atomic write: the batch form of
- * `tj_queue_fail` / `tj_queue_fail_in`. For item `i`, `statuses_out[i]`
- * is `TJ_STATUS_OK` (retrying, or dead when not retryable or out of
- * attempts), or why that item changed nothing: `TJ_STATUS_ABORTED`
- * (stale token), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_INVALID_ARGUMENT` (a
- * retry delay over `TJ_MAX_DURATION_MS`); or `TJ_STATUS_CANCELLED` (a
- * cancel request: recorded cancelled). Each item is retry-safe as
- * `tj_queue_fail` is. At most `TJ_MAX_BATCH` items. The list may be freed
- * or reused once the call returns.
- *
- * Blocks for one RocksDB write.
- *
- * Errors (for the whole call; nothing was written and `statuses_out` is
- * not written): `TJ_STATUS_NULL_ARGUMENT` (queue, failures, statuses_out
- * with a non-empty list), `TJ_STATUS_INVALID_ARGUMENT` (`statuses_len`
- * smaller than the list, more than `TJ_MAX_BATCH` items),
- * `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
- *
- * # Safety
- * `queue` and `failures` are NULL or live (`failures` not changed by
- * another thread during the call); `statuses_out` is NULL or holds
- * `statuses_len` writable elements; `err` is NULL or writable.
- */
-tj_status tj_queue_fail_many(const struct tj_queue *queue,
-                             const struct tj_failures *failures,
-                             tj_status *statuses_out,
-                             size_t statuses_len,
-                             struct tj_error **err);
-
-/**
- * Release the `n` leases at `tokens` in one atomic write: the batch form
- * of `tj_queue_release` (each job back to pending at its old place in
- * line, no attempt spent; a host stopping hands back what it leased
- * ahead). For token `i`, `statuses_out[i]` is `TJ_STATUS_OK`, or why it
- * changed nothing: `TJ_STATUS_ABORTED` (stale token), `TJ_STATUS_NOT_FOUND`;
- * or `TJ_STATUS_CANCELLED` (a cancel request: recorded cancelled). Each
- * token is retry-safe as `tj_queue_release` is. At most `TJ_MAX_BATCH`
- * tokens.
- *
- * Blocks for one RocksDB write.
- *
- * Errors (for the whole call; nothing was written and `statuses_out` is
- * not written): `TJ_STATUS_NULL_ARGUMENT` (queue, tokens or statuses_out
- * with `n` > 0), `TJ_STATUS_INVALID_ARGUMENT` (more than `TJ_MAX_BATCH`
- * tokens), `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
- *
- * # Safety
- * `queue` is NULL or live; `tokens` is NULL or holds `n` readable tokens;
- * `statuses_out` is NULL or holds `n` writable elements; `err` is NULL or
- * writable.
- */
-tj_status tj_queue_release_many(const struct tj_queue *queue,
-                                const struct tj_token *tokens,
-                                size_t n,
-                                tj_status *statuses_out,
-                                struct tj_error **err);
-
-/**
  * New subscribe options: every kind, scope and transition, a buffer of
  * `TJ_DEFAULT_EVENT_BUFFER` events. Never NULL.
  */
@@ -1656,6 +1563,130 @@ void tj_subscription_close(const struct tj_subscription *sub);
  * `sub` is NULL or a `tj_subscription` not freed before.
  */
 void tj_subscription_free(struct tj_subscription *sub);
+
+/**
+ * A new, empty list. Never NULL.
+ */
+struct tj_failures *tj_failures_new(void);
+
+/**
+ * Free a list. NULL does nothing.
+ *
+ * # Safety
+ * `failures` is NULL or a `tj_failures` not freed before.
+ */
+void tj_failures_free(struct tj_failures *failures);
+
+/**
+ * Add the failure of the lease `*token`, as `tj_queue_fail` takes it:
+ * `reason` (copied; cut to 4096 bytes when written) and `retryable`; the
+ * retry waits the backoff schedule's delay.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (failures, token, reason),
+ * `TJ_STATUS_INVALID_UTF8`. Nothing is added on an error.
+ *
+ * # Safety
+ * `failures` is NULL or live and not used by another thread; `token` is
+ * NULL or live; `reason` is NULL or NUL-terminated; `err` is NULL or
+ * writable.
+ */
+tj_status tj_failures_add(struct tj_failures *failures,
+                          const struct tj_token *token,
+                          const char *reason,
+                          bool retryable,
+                          struct tj_error **err);
+
+/**
+ * `tj_failures_add`, retrying after `retry_in_ms` instead of the backoff
+ * schedule's delay, as `tj_queue_fail_in` does. A delay over
+ * `TJ_MAX_DURATION_MS` is that item's `TJ_STATUS_INVALID_ARGUMENT` in
+ * `tj_queue_fail_many`.
+ *
+ * Errors: as `tj_failures_add`.
+ *
+ * # Safety
+ * As `tj_failures_add`.
+ */
+tj_status tj_failures_add_in(struct tj_failures *failures,
+                             const struct tj_token *token,
+                             const char *reason,
+                             bool retryable,
+                             uint64_t retry_in_ms,
+                             struct tj_error **err);
+
+/**
+ * How many failures the list holds (0 for NULL).
+ *
+ * # Safety
+ * `failures` is NULL or live.
+ */
+size_t tj_failures_len(const struct tj_failures *failures);
+
+/**
+ * Empty the list, to fill it again. NULL does nothing.
+ *
+ * # Safety
+ * `failures` is NULL or live.
+ */
+void tj_failures_clear(struct tj_failures *failures);
+
+/**
+ * Fail every lease of `failures` in one atomic write: the batch form of
+ * `tj_queue_fail` / `tj_queue_fail_in`. For item `i`, `statuses_out[i]`
+ * is `TJ_STATUS_OK` (retrying, or dead when not retryable or out of
+ * attempts), or why that item changed nothing: `TJ_STATUS_ABORTED`
+ * (stale token), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_INVALID_ARGUMENT` (a
+ * retry delay over `TJ_MAX_DURATION_MS`); or `TJ_STATUS_CANCELLED` (a
+ * cancel request: recorded cancelled). Each item is retry-safe as
+ * `tj_queue_fail` is. At most `TJ_MAX_BATCH` items. The list may be freed
+ * or reused once the call returns.
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors (for the whole call; nothing was written and `statuses_out` is
+ * not written): `TJ_STATUS_NULL_ARGUMENT` (queue, failures, statuses_out
+ * with a non-empty list), `TJ_STATUS_INVALID_ARGUMENT` (`statuses_len`
+ * smaller than the list, more than `TJ_MAX_BATCH` items),
+ * `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` and `failures` are NULL or live (`failures` not changed by
+ * another thread during the call); `statuses_out` is NULL or holds
+ * `statuses_len` writable elements; `err` is NULL or writable.
+ */
+tj_status tj_queue_fail_many(const struct tj_queue *queue,
+                             const struct tj_failures *failures,
+                             tj_status *statuses_out,
+                             size_t statuses_len,
+                             struct tj_error **err);
+
+/**
+ * Release the `n` leases at `tokens` in one atomic write: the batch form
+ * of `tj_queue_release` (each job back to pending at its old place in
+ * line, no attempt spent; a host stopping hands back what it leased
+ * ahead). For token `i`, `statuses_out[i]` is `TJ_STATUS_OK`, or why it
+ * changed nothing: `TJ_STATUS_ABORTED` (stale token), `TJ_STATUS_NOT_FOUND`;
+ * or `TJ_STATUS_CANCELLED` (a cancel request: recorded cancelled). Each
+ * token is retry-safe as `tj_queue_release` is. At most `TJ_MAX_BATCH`
+ * tokens.
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors (for the whole call; nothing was written and `statuses_out` is
+ * not written): `TJ_STATUS_NULL_ARGUMENT` (queue, tokens or statuses_out
+ * with `n` > 0), `TJ_STATUS_INVALID_ARGUMENT` (more than `TJ_MAX_BATCH`
+ * tokens), `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `tokens` is NULL or holds `n` readable tokens;
+ * `statuses_out` is NULL or holds `n` writable elements; `err` is NULL or
+ * writable.
+ */
+tj_status tj_queue_release_many(const struct tj_queue *queue,
+                                const struct tj_token *tokens,
+                                size_t n,
+                                tj_status *statuses_out,
+                                struct tj_error **err);
 
 /**
  * New limit settings with nothing set (`tj_queue_set_limit` refuses a
@@ -3815,6 +3846,224 @@ tj_status tj_schedule_next_times(const char *spec,
                                  uint64_t *times_out,
                                  size_t *count_out,
                                  struct tj_error **err);
+
+/**
+ * Serve `queue` to workers in other processes over gRPC, on `listen`
+ * (`host:port`, port 0 picks a free one: read it back with
+ * `tj_server_address`; `unix:PATH` for a Unix-domain socket; NULL:
+ * `127.0.0.1:7450`), with `options` (NULL: no token, TLS, metrics or
+ * page; copied). Clients connect to `tj_server_url` (Python:
+ * `telha_jobs.connect(url)`, Node: `Queue.connect(url)`, Rust:
+ * `RemoteQueue`, the CLI: `telha --server url`). The server runs on
+ * threads of the library (a tokio runtime of two workers and a blocking
+ * pool) until `tj_server_stop` or `tj_server_close`; the calling thread
+ * is free once this returns. On success `*server_out` is a new
+ * `tj_server` the caller frees with `tj_server_close`.
+ *
+ * A listener on a non-loopback address needs a token. A read-only queue
+ * (`tj_queue_open_read_only`) may be served: writes answer
+ * `INVALID_ARGUMENT` to the client.
+ *
+ * Blocks while the listeners bind and the TLS files are read.
+ *
+ * Errors (nothing is left running): `TJ_STATUS_NULL_ARGUMENT` (queue,
+ * server_out), `TJ_STATUS_INVALID_UTF8` (listen),
+ * `TJ_STATUS_INVALID_ARGUMENT` for an unparsable address, a non-loopback
+ * listener without a token, an empty token, a TLS file that cannot be
+ * read or does not load, only one of the two TLS files, a Unix metrics
+ * address; `TJ_STATUS_STORAGE` when an address cannot be bound (the port
+ * is in use: the message names the address); `TJ_STATUS_CLOSED` when the
+ * queue is closed.
+ *
+ * # Safety
+ * `queue` and `options` are NULL or live; `listen` is NULL or
+ * NUL-terminated; `server_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_serve(const struct tj_queue *queue,
+                         const char *listen,
+                         const struct tj_serve_options *options,
+                         struct tj_server **server_out,
+                         struct tj_error **err);
+
+/**
+ * The address the server listens on: `host:port` (the port it picked
+ * when `listen` asked for port 0) or `unix:PATH`. Borrowed from `server`,
+ * valid until `tj_server_close`; the same after a stop. NULL for a NULL
+ * server.
+ *
+ * # Safety
+ * `server` is NULL or live.
+ */
+const char *tj_server_address(const struct tj_server *server);
+
+/**
+ * The URL clients connect to: `http://host:port`, `https://host:port`
+ * with TLS, or `unix:PATH`. Borrowed as `tj_server_address`.
+ *
+ * # Safety
+ * `server` is NULL or live.
+ */
+const char *tj_server_url(const struct tj_server *server);
+
+/**
+ * `host:port` of the HTTP listener (`/metrics`, and the page when served
+ * with `ui`), or NULL when there is none. Borrowed as `tj_server_address`.
+ *
+ * # Safety
+ * `server` is NULL or live.
+ */
+const char *tj_server_metrics_address(const struct tj_server *server);
+
+/**
+ * The operator page's URL (`http://host:port/`), or NULL when it is not
+ * served. Borrowed as `tj_server_address`.
+ *
+ * # Safety
+ * `server` is NULL or live.
+ */
+const char *tj_server_ui_url(const struct tj_server *server);
+
+/**
+ * Whether the server is serving (not stopped yet); false for NULL.
+ *
+ * # Safety
+ * `server` is NULL or live.
+ */
+bool tj_server_running(const struct tj_server *server);
+
+/**
+ * Stop serving: refuse new calls, end lease waits and lease streams
+ * (leases not yet delivered are released), let calls in flight finish
+ * for up to `grace_ms`, then drop what is left. Blocks until the
+ * server's threads have ended. The queue stays open. Idempotent; may be
+ * called from any thread, also while another is in `tj_server_stop`
+ * (that one does the stopping). The handle still needs
+ * `tj_server_close`.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT`, `TJ_STATUS_INVALID_ARGUMENT` when
+ * `grace_ms` is over `TJ_MAX_DURATION_MS` (nothing stopped).
+ *
+ * # Safety
+ * `server` is NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_server_stop(const struct tj_server *server,
+                         uint64_t grace_ms,
+                         struct tj_error **err);
+
+/**
+ * Stop the server (when still running, with `TJ_SERVER_GRACE_DEFAULT_MS`
+ * for calls in flight; blocks until its threads have ended) and free it.
+ * The queue stays open. NULL does nothing.
+ *
+ * # Safety
+ * `server` is NULL or a `tj_server` not freed before, and no other thread
+ * is using it, now or later.
+ */
+void tj_server_close(struct tj_server *server);
+
+/**
+ * New serve options: no token, no TLS, no HTTP listener, no page (what a
+ * NULL `options` means to `tj_queue_serve`). Never NULL.
+ */
+struct tj_serve_options *tj_serve_options_new(void);
+
+/**
+ * Free serve options. NULL does nothing.
+ *
+ * # Safety
+ * `options` is NULL or a `tj_serve_options` not freed before.
+ */
+void tj_serve_options_free(struct tj_serve_options *options);
+
+/**
+ * The bearer token every call must carry (copied; NULL: none). A
+ * listener on a non-loopback address needs one; an empty or blank token
+ * is refused by `tj_queue_serve`. Clients pass the same token
+ * (`telha_jobs.connect(url, token=...)`); the `/metrics` endpoint and the
+ * page ask for it too.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options), `TJ_STATUS_INVALID_UTF8`
+ * (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `token` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_serve_options_set_token(struct tj_serve_options *options,
+                                     const char *token,
+                                     struct tj_error **err);
+
+/**
+ * Serve TLS with the certificate chain in this PEM file (path copied;
+ * NULL: none). Goes with `tj_serve_options_set_tls_key`: both or
+ * neither. The files are read by `tj_queue_serve`. TLS covers the TCP
+ * gRPC listeners and the HTTP listener (`https://`); a Unix socket is
+ * served without it.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options), `TJ_STATUS_INVALID_UTF8`
+ * (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `path` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_serve_options_set_tls_cert(struct tj_serve_options *options,
+                                        const char *path,
+                                        struct tj_error **err);
+
+/**
+ * The PEM file of the TLS certificate's private key (path copied; NULL:
+ * none). See `tj_serve_options_set_tls_cert`.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options), `TJ_STATUS_INVALID_UTF8`
+ * (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `path` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_serve_options_set_tls_key(struct tj_serve_options *options,
+                                       const char *path,
+                                       struct tj_error **err);
+
+/**
+ * Also serve Prometheus text on `http://<address>/metrics` (`host:port`,
+ * port 0 picks a free one; copied; NULL: no HTTP listener unless the page
+ * is on). The same loopback/token rule as the gRPC listener.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options), `TJ_STATUS_INVALID_UTF8`
+ * (options unchanged). A bad address is refused by `tj_queue_serve`.
+ *
+ * # Safety
+ * `options` is NULL or live; `address` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_serve_options_set_metrics_listen(struct tj_serve_options *options,
+                                              const char *address,
+                                              struct tj_error **err);
+
+/**
+ * Serve the operator web page (and its JSON API, `/api/v1/`) on the HTTP
+ * listener: the metrics address when one is set, else `127.0.0.1:7451`
+ * (`tj_server_ui_url`). Default false.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_serve_options_set_ui(struct tj_serve_options *options,
+                                  bool ui,
+                                  struct tj_error **err);
+
+/**
+ * The page and its API show but refuse every action (`READ_ONLY`).
+ * Default false.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_serve_options_set_ui_read_only(struct tj_serve_options *options,
+                                            bool read_only,
+                                            struct tj_error **err);
 
 /**
  * Renew leases (a heartbeat) held by `worker_id`: `n` tokens at `tokens`.

@@ -16,7 +16,7 @@ C_STD := -std=c11 -Wall -Wextra -Werror
 C_SAN := -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 C_INC := -Iinclude -Itests/c
 C_LINK := -L$(C_LIB_DIR) -Wl,-rpath,$(C_LIB_DIR) -ltelha_jobs -lpthread
-C_TESTS := test_api test_hostile test_guarantees test_config test_bounds test_control test_events test_schedules test_scopes
+C_TESTS := test_api test_hostile test_guarantees test_config test_bounds test_control test_events test_schedules test_scopes test_serve
 C_HEADERS := include/telha_jobs.h tests/c/harness.h tests/c/test_control_flow.h tests/c/test_control_steer.h
 # What the static library needs besides itself (rustc --print native-static-libs).
 C_STATIC_DEPS := -lstdc++ -lgcc_s -lutil -lrt -lpthread -lm -ldl
@@ -32,7 +32,7 @@ TEST_TARGETS += test-c
 BENCH_TARGETS += bench-c
 INSTALL_TARGETS += install-c
 
-.PHONY: demo-c c-deps c-lib c-header test-c test-c-reset test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install bench-c bench-c-smoke install-c
+.PHONY: demo-c c-deps c-lib c-header test-c test-c-reset test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install test-c-python bench-c bench-c-smoke install-c install-c-files
 
 ## Build libtelha_jobs.so and libtelha_jobs.a (same profile and target dir as everything else).
 c-lib:
@@ -48,7 +48,7 @@ c-header:
 C_SUMMARY := $(C_OUT)/summary.txt
 C_TEE := 2>&1 | tee -a $(C_SUMMARY)
 
-test-c: test-c-reset bench-c-smoke test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install
+test-c: test-c-reset bench-c-smoke test-c-asan test-c-cxx test-c-readme test-c-valgrind test-c-install test-c-python
 	@awk '/^[0-9]+ passed, [0-9]+ failed$$/ {p += $$1; f += $$3; n++} \
 	  END {printf "C tests (%d programs): %d passed, %d failed\n", n, p, f; exit f > 0}' $(C_SUMMARY)
 
@@ -67,6 +67,20 @@ $(C_OUT)/plain/%: tests/c/%.c $(C_HEADERS) c-lib
 test-c-asan: $(addprefix $(C_OUT)/asan/,$(C_TESTS))
 	@set -eo pipefail; for t in $(C_TESTS); do echo "== $$t (asan, ubsan)"; $(C_ASAN_ENV) $(C_OUT)/asan/$$t $(C_TEE); done
 
+# The worker example as an ASan host (test-c-python).
+$(C_OUT)/asan/worker: examples/c/worker.c include/telha_jobs.h c-lib
+	@mkdir -p $(@D)
+	$(CC) $(C_STD) $(C_SAN) -Iinclude -o $@ $< $(C_LINK)
+
+## A C host serves its store and a Python process works it (issue 46):
+## examples/c/worker.c and tests/c/serve_host.c, built with ASan + UBSan,
+## each the host in its own process; tests/c/serve_python.py is the client
+## (telha_jobs.connect, the wheel from py-wheel), so no libasan is preloaded
+## into Python.
+test-c-python: $(C_OUT)/asan/worker $(C_OUT)/asan/serve_host py-wheel
+	@set -o pipefail; echo "== serve_python (C hosts under asan, ubsan; Python clients)"; \
+	$(C_ASAN_ENV) $(PY) tests/c/serve_python.py $(C_OUT)/asan/worker $(C_OUT)/asan/serve_host $(C_TEE)
+
 ## One C++ translation unit (g++) including the header (twice).
 test-c-cxx: tests/c/test_cxx.cpp $(C_HEADERS) c-lib
 	@mkdir -p $(C_OUT)/asan
@@ -83,6 +97,11 @@ C_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
 ## Install the library, the header and telha_jobs.pc under $(PREFIX) (and $(DESTDIR)).
 install-c: c-lib
+	@$(MAKE) -s --no-print-directory install-c-files
+
+## What install-c copies, from C_LIB_DIR as built (the dist-all tarballs
+## pass another build's directory).
+install-c-files:
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 644 include/telha_jobs.h $(DESTDIR)$(PREFIX)/include/telha_jobs.h
 	install -m 755 $(C_LIB_DIR)/libtelha_jobs.so $(DESTDIR)$(PREFIX)/lib/libtelha_jobs.so.$(C_VERSION)
@@ -111,12 +130,12 @@ test-c-install: c-deps
 	$(CC) $(C_STD) examples/c/worker.c $$(pkg-config --cflags --libs telha_jobs) -o $$tmp/worker; \
 	readelf -d $$tmp/worker | grep -q 'NEEDED.*\[libtelha_jobs\.so\.$(C_ABI)\]'; \
 	LD_LIBRARY_PATH=$$tmp/prefix/lib $$tmp/worker $$tmp/store-shared 200 | tee $$tmp/out-shared; \
-	grep -q '^worker: 200 completed, 0 lost, [1-9][0-9]* heartbeats, 1 cancelled, 1 timed out$$' $$tmp/out-shared; \
+	grep -q '^worker: 200 completed, 0 lost, [1-9][0-9]* heartbeats, 1 cancelled, 1 timed out, 200 follow-ups$$' $$tmp/out-shared; \
 	echo "cc examples/c/worker.c \$$(pkg-config --cflags telha_jobs) \$$(pkg-config --variable=static_libs telha_jobs)"; \
 	$(CC) $(C_STD) examples/c/worker.c $$(pkg-config --cflags telha_jobs) $$(pkg-config --variable=static_libs telha_jobs) -o $$tmp/worker-static; \
 	if ldd $$tmp/worker-static | grep -q libtelha_jobs; then echo "worker-static links the .so"; exit 1; fi; \
 	$$tmp/worker-static $$tmp/store-static 200 | tee $$tmp/out-static; \
-	grep -q '^worker: 200 completed, 0 lost, [1-9][0-9]* heartbeats, 1 cancelled, 1 timed out$$' $$tmp/out-static; \
+	grep -q '^worker: 200 completed, 0 lost, [1-9][0-9]* heartbeats, 1 cancelled, 1 timed out, 200 follow-ups$$' $$tmp/out-static; \
 	echo "2 passed, 0 failed" $(C_TEE)
 
 C_BENCH_N ?= 20000

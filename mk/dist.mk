@@ -12,6 +12,8 @@
 #                                           package + the platform package with the node-build
 #                                           addon, wired by optionalDependencies)
 #   c/telha-jobs-V-x86_64-linux-gnu.tar.gz  the C library as install-c lays it out, relocatable
+#   cli/telha-V-x86_64-linux-gnu.tar.gz     the `telha` binary (build-cli's), telha.txt (every
+#                                           command's --help), LICENSE, README (scripts/dist/cli-tarball.sh)
 #   SHA256SUMS
 #
 # dist/ itself is the Python index directory (`pip install --no-index
@@ -37,11 +39,11 @@ DIST_SDIST_TARGET ?= $(CARGO_TARGET_DIR)-sdist
 
 TEST_TARGETS += test-dist
 
-.PHONY: dist dist-clean dist-wheel dist-sdist dist-npm dist-c dist-sums \
-	test-dist test-dist-artifacts test-dist-wheel test-dist-npm test-dist-c test-long test-dist-sdist
+.PHONY: dist dist-clean dist-wheel dist-sdist dist-npm dist-c dist-cli dist-sums \
+	test-dist test-dist-artifacts test-dist-wheel test-dist-npm test-dist-c test-dist-cli test-long test-dist-sdist
 
 ## Every release artifact into dist/ (then a list with sizes and needs).
-dist: dist-clean dist-wheel dist-sdist dist-npm dist-c dist-sums
+dist: dist-clean dist-wheel dist-sdist dist-npm dist-c dist-cli dist-sums
 
 dist-clean:
 	rm -rf $(DIST_DIR) $(DIST_WORK)
@@ -82,12 +84,18 @@ dist-c: c-lib
 	python3 scripts/dist/elf_needs.py $(C_LIB_DIR)/libtelha_jobs.so > $(DIST_WORK)/c-needs.json
 	MAKE="$(MAKE)" scripts/dist/c-tarball.sh $(DIST_DIR)/c $(DIST_VERSION) $(C_ABI) $(DIST_WORK)/c-needs.json
 
+## The `telha` tarball (scripts/dist/cli-tarball.sh, from build-cli's binary).
+dist-cli: build-cli
+	@mkdir -p $(DIST_DIR) $(DIST_WORK)
+	python3 scripts/dist/elf_needs.py $(CLI_BIN) > $(DIST_WORK)/cli-needs.json
+	scripts/dist/cli-tarball.sh $(DIST_DIR)/cli $(DIST_VERSION) $(CLI_BIN) $$(uname -m) gnu $(DIST_WORK)/cli-needs.json
+
 dist-sums:
-	cd $(DIST_DIR) && rm -f SHA256SUMS && sha256sum *.whl *.tar.gz npm/* c/* > SHA256SUMS
+	cd $(DIST_DIR) && rm -f SHA256SUMS && sha256sum *.whl *.tar.gz npm/* c/* cli/* > SHA256SUMS
 	@python3 scripts/dist/summary.py $(DIST_DIR) $(DIST_WORK)
 
 ## Each artifact installed as a user would, in a fresh place (tests/dist/).
-test-dist: test-dist-artifacts test-dist-wheel test-dist-npm test-dist-c
+test-dist: test-dist-artifacts test-dist-wheel test-dist-npm test-dist-c test-dist-cli
 
 test-dist-artifacts: dist
 	tests/dist/test_artifacts.sh $(DIST_DIR) $(DIST_VERSION) README.md $(DIST_WORK)
@@ -100,6 +108,11 @@ test-dist-npm: dist
 
 test-dist-c: dist c-deps
 	tests/dist/test_c.sh $(DIST_DIR)/c $(DIST_VERSION) $(C_ABI) README.md
+
+## The telha tarball unpacked in a temporary directory: --version, telha.txt,
+## `telha jobs ls` on a store the README's Python example wrote.
+test-dist-cli: dist
+	tests/dist/test_cli.sh $(DIST_DIR) $(DIST_VERSION) README.md $(PY)
 
 ## Tests too slow for `make test`.
 test-long: test-dist-sdist

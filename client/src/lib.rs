@@ -1,4 +1,4 @@
-//! [`RemoteQueue`]: a [`JobStore`] whose jobs live in a `telha serve`
+//! [`RemoteQueue`]: a [`JobStore`](telha_jobs::JobStore) whose jobs live in a `telha serve`
 //! server (or any host running `telha_jobs_server::serve`), with the same
 //! methods, answers and error kinds as an embedded `telha_jobs::Queue`.
 //!
@@ -63,7 +63,7 @@
 //! repeated, or a call past its deadline is `Unavailable` naming the URL
 //! (`timed out after 2.0 s waiting for http://…`); a missing or wrong token (`UNAUTHENTICATED`) and a
 //! request over the server's size limit are `InvalidArgument`; every call
-//! after [`JobStore::close`] is `Closed`.
+//! after [`JobStore::close`](telha_jobs::JobStore::close) is `Closed`.
 //!
 //! # Deadlines
 //!

@@ -71,20 +71,33 @@ fn round(q: &dyn Fn(Vec<NewJob>, &LeaseOptions) -> u64, client: u64) -> u64 {
     q(jobs, &LeaseOptions::default().kind(&k).unwrap())
 }
 
+/// Wall time spent in each of the round's three calls, in µs, summed over
+/// every client, and the calls made: per-call latency.
+static CALL_US: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+fn timed<T>(op: usize, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let r = f();
+    CALL_US[op].fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+    r
+}
+
 macro_rules! lifecycle {
     ($q:expr) => {
         |jobs: Vec<NewJob>, lo: &LeaseOptions| -> u64 {
-            $q.enqueue_many(jobs).expect("enqueue_many");
-            let leased = $q.lease_many("w", BATCH, lo).expect("lease_many");
+            timed(0, || $q.enqueue_many(jobs)).expect("enqueue_many");
+            let leased = timed(1, || $q.lease_many("w", BATCH, lo)).expect("lease_many");
             let items = leased
                 .iter()
                 .map(|j| Completion::new(j.token(), None))
                 .collect();
             let mut n = 0;
-            for a in $q.complete_many(items).expect("complete_many") {
+            for a in timed(2, || $q.complete_many(items)).expect("complete_many") {
                 a.expect("complete");
                 n += 1;
             }
+            CALLS.fetch_add(1, Ordering::Relaxed);
             n
         }
     };
@@ -141,6 +154,14 @@ fn run(f: &(dyn Fn(Vec<NewJob>, &LeaseOptions) -> u64 + Sync), clients: u64, amo
         total / jobs.max(1) as f64 * 1e6,
         total / secs
     );
+    let rounds = CALLS.load(Ordering::Relaxed).max(1) as f64;
+    let ms = |op: usize| CALL_US[op].load(Ordering::Relaxed) as f64 / rounds / 1e3;
+    println!(
+        "  per call: enqueue_many {:.2} ms, lease_many {:.2} ms, complete_many {:.2} ms",
+        ms(0),
+        ms(1),
+        ms(2)
+    );
     for (name, c) in rows {
         println!(
             "  {name:<18} {:>7.1} µs/job {:>5.1} %",
@@ -186,7 +207,8 @@ fn main() {
         opts.queue_config.reaper_interval = Duration::from_secs(60);
     }
     let c = TestCluster::start("cluster_profile", 3, opts);
-    let q: ClusterQueue = c.queue();
+    // Unkeyed, as the gate's rows (cluster_gates.rs).
+    let q: ClusterQueue = c.queue().with_auto_keys(false);
     run(&lifecycle!(q), clients, amount);
     if std::env::var_os("TELHA_PROFILE_NO_CHECK").is_none() {
         c.assert_consistent();

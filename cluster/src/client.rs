@@ -7,8 +7,13 @@
 //!   the job's record as the first was), extend and heartbeat, lease (a
 //!   lost reply leaves one orphan lease that expires: late, never lost),
 //!   reads, and an enqueue carrying an idempotency key (deduplicated);
-//! - an unkeyed enqueue is repeated only when it certainly reached no
-//!   engine (no node had one open), since a repeat could enqueue twice.
+//! - an enqueue without a key gets a fresh UUIDv7 key (as the remote
+//!   client does with more than one server), so its repeat after an
+//!   unknown outcome finds the job the first attempt created instead of
+//!   creating a second; the answer then says `created: true` (that job is
+//!   this call's). With [`ClusterQueue::with_auto_keys`]`(false)` an
+//!   unkeyed enqueue is repeated only when it certainly reached no engine
+//!   (no node had one open), since a repeat could enqueue twice.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -63,9 +68,13 @@ impl Nodes {
 
 /// How long a call keeps trying by default.
 pub const CALL_DEADLINE_DEFAULT: Duration = Duration::from_secs(20);
-/// The first pause between attempts; doubles up to [`BACKOFF_MAX`].
-pub const BACKOFF_BASE: Duration = Duration::from_millis(10);
-pub const BACKOFF_MAX: Duration = Duration::from_millis(200);
+/// The first pause between attempts; doubles up to [`BACKOFF_MAX`]. An
+/// attempt costs a lock per node here (no network), and a new leader's
+/// engine opens within milliseconds of its election, so the pause stays
+/// short: a client asleep for 200 ms (the old maximum) was a tenth of the
+/// failover time.
+pub const BACKOFF_BASE: Duration = Duration::from_millis(1);
+pub const BACKOFF_MAX: Duration = Duration::from_millis(5);
 
 /// When a failed attempt may be repeated.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -83,6 +92,8 @@ pub struct ClusterQueue {
     retries: Arc<AtomicU64>,
     /// The leader that answered last: tried first.
     last: Arc<AtomicU64>,
+    /// Unkeyed enqueues get a fresh key (on by default).
+    auto_keys: bool,
 }
 
 impl ClusterQueue {
@@ -92,7 +103,27 @@ impl ClusterQueue {
             deadline: CALL_DEADLINE_DEFAULT,
             retries: Arc::default(),
             last: Arc::default(),
+            auto_keys: true,
         }
+    }
+
+    /// Whether an enqueue without an idempotency key gets a fresh one so
+    /// that it may be repeated after an unknown outcome (default true).
+    /// The key costs an index row per job; without it such an enqueue is
+    /// repeated only when it reached no engine.
+    pub fn with_auto_keys(mut self, on: bool) -> ClusterQueue {
+        self.auto_keys = on;
+        self
+    }
+
+    /// A fresh key for `o` when it has none and auto keys are on; whether
+    /// one was added.
+    fn auto_key(&self, o: &mut EnqueueOptions) -> bool {
+        let add = self.auto_keys && o.idempotency_key.is_none();
+        if add {
+            o.idempotency_key = Some(uuid::Uuid::now_v7().to_string());
+        }
+        add
     }
 
     /// How long each call keeps trying before it answers `Unavailable`.
@@ -167,23 +198,42 @@ impl ClusterQueue {
         }
     }
 
-    pub fn enqueue(&self, kind: &str, payload: &[u8], options: EnqueueOptions) -> Result<Enqueued> {
+    pub fn enqueue(
+        &self,
+        kind: &str,
+        payload: &[u8],
+        mut options: EnqueueOptions,
+    ) -> Result<Enqueued> {
+        let auto = self.auto_key(&mut options);
         let safe = if options.idempotency_key.is_some() {
             Safe::Always
         } else {
             Safe::IfNotSent
         };
-        self.call(safe, |q| q.enqueue(kind, payload, options.clone()))
+        let mut r = self.call(safe, |q| q.enqueue(kind, payload, options.clone()))?;
+        // Only this call carried the key: a job found by it is the one
+        // its first attempt created.
+        r.created |= auto;
+        Ok(r)
     }
 
-    /// Repeated only when every job carries an idempotency key.
-    pub fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
+    /// Repeated when every job carries an idempotency key (given, or
+    /// added by auto keys).
+    pub fn enqueue_many(&self, mut jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
+        let auto: Vec<bool> = jobs
+            .iter_mut()
+            .map(|j| self.auto_key(&mut j.options))
+            .collect();
         let safe = if jobs.iter().all(|j| j.options.idempotency_key.is_some()) {
             Safe::Always
         } else {
             Safe::IfNotSent
         };
-        self.call(safe, |q| q.enqueue_many(jobs.clone()))
+        let mut r = self.call(safe, |q| q.enqueue_many(jobs.clone()))?;
+        for (e, auto) in r.iter_mut().zip(auto) {
+            e.created |= auto;
+        }
+        Ok(r)
     }
 
     pub fn lease_next(&self, worker_id: &str, options: &LeaseOptions) -> Result<Option<Job>> {

@@ -16,6 +16,7 @@
 
 pub mod client;
 pub mod crc32c;
+mod elect;
 #[cfg(feature = "failpoints")]
 pub mod failpoint;
 pub mod harness;

@@ -6,8 +6,9 @@
 //! **Engine per term** (docs/ARCHITECTURE.md "Cluster"). A std thread
 //! (`telha-node-<id>`) watches the Raft metrics and opens an engine
 //! ([`Queue::open_replica`], writes through a [`Proposer`]) only when this
-//! node is leader of a committed vote AND it has applied an entry of that
-//! vote (the term's blank entry, so everything before it too). It fences
+//! node is leader of a committed vote AND its own `Epoch::Open` entry,
+//! proposed as soon as the leadership is seen, is applied (so everything
+//! before it too). It also breaks split votes (`elect.rs`). It fences
 //! and drops the engine when leadership changes, when no quorum has
 //! acknowledged it for longer than the election timeout's maximum
 //! (openraft 0.9 has no check-quorum: an isolated leader calls itself
@@ -34,6 +35,7 @@ use openraft::{Raft, RaftMetrics, ServerState};
 use telha_jobs::replica::ReplicaStore;
 use telha_jobs::{Clock, Config, Error, Queue, SystemClock};
 
+use crate::elect::SplitBreaker;
 use crate::network::{Mute, Router};
 use crate::proposer::{Proposer, ProposerConfig};
 use crate::state_machine::StateMachine;
@@ -144,6 +146,21 @@ struct Slot {
     /// The epoch of the last engine opened here.
     epoch: Option<u64>,
     fences: Vec<String>,
+    /// The watcher's recent events (elections, the engine's opening), for
+    /// failover timelines: [`Node::events_since`].
+    events: std::collections::VecDeque<(Instant, String)>,
+}
+
+/// Events kept per node.
+const EVENTS_KEPT: usize = 64;
+
+impl Slot {
+    fn event(&mut self, what: String) {
+        if self.events.len() == EVENTS_KEPT {
+            self.events.pop_front();
+        }
+        self.events.push_back((Instant::now(), what));
+    }
 }
 
 struct Term {
@@ -311,6 +328,18 @@ impl Node {
         self.skipped.load(Ordering::Relaxed)
     }
 
+    /// What this node's watcher saw at or after `t` (state changes, the
+    /// Open entry proposed and applied, the engine opened), each with the
+    /// time since `t`: a failover's timeline.
+    pub fn events_since(&self, t: Instant) -> Vec<(Duration, String)> {
+        lock(&self.shared.slot)
+            .events
+            .iter()
+            .filter(|(at, _)| *at >= t)
+            .map(|(at, what)| (at.duration_since(t), what.clone()))
+            .collect()
+    }
+
     /// Engines opened on this node so far.
     pub fn engines_opened(&self) -> u64 {
         lock(&self.shared.slot).opened
@@ -396,6 +425,12 @@ fn watch(
     let mut rx = raft.metrics();
     let stale_after = opts.timing.election_max;
     let mut seen_at = Instant::now();
+    let mut seen_state = None;
+    let mut seen_applied = None;
+    let mut breaker = SplitBreaker::new(
+        shared.id ^ seen_at.elapsed().as_nanos() as u64 ^ std::process::id() as u64,
+        opts.timing.election_min,
+    );
     while !shared.stop.load(Ordering::Acquire) {
         let m = rx.borrow_and_update().clone();
         let since_ack = m
@@ -411,6 +446,14 @@ fn watch(
         {
             let mut slot = lock(&shared.slot);
             slot.leader = m.current_leader;
+            if seen_state != Some((m.state, m.vote)) {
+                seen_state = Some((m.state, m.vote));
+                slot.event(format!("{:?}, vote {}", m.state, m.vote));
+            }
+            if leading && term_applied && seen_applied != Some(m.vote) {
+                seen_applied = Some(m.vote);
+                slot.event(format!("an entry of vote {} applied", m.vote));
+            }
             let why = slot.term.as_ref().and_then(|t| {
                 if !leading || t.vote != m.vote {
                     Some(format!(
@@ -442,13 +485,27 @@ fn watch(
         } else if muted && !is_leader {
             shared.muted.store(false, Ordering::Release);
         }
-        let open = leading && fresh && term_applied && lock(&shared.slot).term.is_none();
+        // The Open entry goes into the log right behind the term's blank
+        // entry, without waiting for it: the engine opens once the Open
+        // entry is applied, so everything before it is too.
+        let open = leading && fresh && lock(&shared.slot).term.is_none();
         if open {
             try_open(&raft, &store, &shared, &rt, &opts, m.vote);
         }
-        // Wake on the next metrics change or after the interval.
-        let changed =
-            rt.block_on(async { tokio::time::timeout(opts.watch_interval, rx.changed()).await });
+        if breaker.observe(m.state, &m.vote, Instant::now()) {
+            lock(&shared.slot).event(format!(
+                "candidacy {} stalled: standing again (split-vote breaker)",
+                m.vote
+            ));
+            let _ = rt.block_on(raft.trigger().elect());
+        }
+        // Wake on the next metrics change, after the interval, or when the
+        // breaker is due.
+        let wait = breaker.due().map_or(opts.watch_interval, |d| {
+            d.saturating_duration_since(Instant::now())
+                .min(opts.watch_interval)
+        });
+        let changed = rt.block_on(async { tokio::time::timeout(wait, rx.changed()).await });
         match changed {
             Ok(Ok(())) => seen_at = Instant::now(),
             Ok(Err(_)) => break, // Raft is gone.
@@ -476,6 +533,7 @@ fn try_open(
         epoch: Epoch::Open,
         batches: Vec::new(),
     };
+    lock(&shared.slot).event(format!("Open entry proposed under {vote}"));
     let res = rt.block_on(async {
         tokio::time::timeout(opts.proposer.write_timeout, raft.client_write(open)).await
     });
@@ -483,7 +541,10 @@ fn try_open(
     // (a late Open entry only moves the epoch on; no engine is of it).
     let epoch = match res {
         Ok(Ok(r)) => match r.data {
-            Applied::Opened(e) => e,
+            Applied::Opened(e) => {
+                lock(&shared.slot).event(format!("Open entry {} applied", r.log_id));
+                e
+            }
             other => {
                 lock(&shared.slot).fences.push(format!(
                     "node {}: epoch entry {} applied as {other:?}",
@@ -492,7 +553,14 @@ fn try_open(
                 return;
             }
         },
-        _ => return,
+        Ok(Err(e)) => {
+            lock(&shared.slot).event(format!("Open entry refused: {e}"));
+            return;
+        }
+        Err(_) => {
+            lock(&shared.slot).event("Open entry not applied in time".into());
+            return;
+        }
     };
     let proposer = Proposer::start(raft.clone(), rt, store, epoch, opts.proposer.clone());
     let opened = Queue::open_replica(
@@ -505,6 +573,7 @@ fn try_open(
     let mut slot = lock(&shared.slot);
     match opened {
         Ok(queue) => {
+            slot.event(format!("engine of epoch {epoch} opened"));
             slot.opened += 1;
             slot.epoch = Some(epoch);
             slot.term = Some(Term {

@@ -1,7 +1,7 @@
 //! The state machine: every node applies committed entries to its own
 //! store (`D/store/`, a [`ReplicaStore`]), each entry's write batches with
-//! the applied log id and the membership in the same atomic write, under
-//! the store's reserved `raft/` meta keys. After a power loss the store
+//! the applied log id (and a membership entry's membership) in the same
+//! atomic write, under the store's reserved `raft/` meta keys. After a power loss the store
 //! rolls back to a consistent point, its applied id with it, and openraft
 //! applies again from the log.
 //!
@@ -14,8 +14,8 @@
 //! **The fencing token** (`types.rs` [`Epoch`]). An `Epoch::Open` entry
 //! records its own log index as the current epoch (`raft/epoch`, in the
 //! same atomic write as `raft/applied`). An entry whose batches carry an
-//! older epoch is skipped — committed, its applied id and membership
-//! written, none of its batches — deterministically on every replica,
+//! older epoch is skipped — committed, its applied id written, none of
+//! its batches — deterministically on every replica,
 //! since the decision depends only on the log before it. An epoch newer
 //! than the recorded one cannot be written by a correct leader (an engine
 //! opens only after its `Open` entry applied) and is refused like a newer
@@ -54,7 +54,7 @@ pub struct StateMachine {
     cf_table_digest: u64,
     last_applied: Option<LogId>,
     membership: Members,
-    /// `membership` encoded, written with every entry.
+    /// `membership` encoded, written with the entry that sets it.
     membership_raw: Vec<u8>,
     /// The current epoch (`raft/epoch`).
     epoch: u64,
@@ -137,6 +137,7 @@ impl StateMachine {
     fn apply_one(&mut self, entry: Entry) -> Result<Applied, StorageError> {
         let log_id = entry.log_id;
         let mut applied = Applied::Written;
+        let mut membership_changed = false;
         let batches = match entry.payload {
             EntryPayload::Blank => Vec::new(),
             EntryPayload::Normal(p) => {
@@ -162,6 +163,7 @@ impl StateMachine {
                 let membership = StoredMembership::new(Some(log_id), m);
                 self.membership_raw = encode(&membership).map_err(sm_write)?;
                 self.membership = membership;
+                membership_changed = true;
                 Vec::new()
             }
         };
@@ -172,10 +174,12 @@ impl StateMachine {
         let applied_raw = encode(&log_id).map_err(sm_write)?;
         let batches: Vec<&[u8]> = batches.iter().map(Vec::as_slice).collect();
         let epoch_raw;
-        let mut meta = vec![
-            (META_APPLIED, applied_raw.as_slice()),
-            (META_MEMBERSHIP, self.membership_raw.as_slice()),
-        ];
+        let mut meta = vec![(META_APPLIED, applied_raw.as_slice())];
+        // Written with the entry that changes it only: the store keeps the
+        // last one, beside the applied id of that entry or a later one.
+        if membership_changed {
+            meta.push((META_MEMBERSHIP, self.membership_raw.as_slice()));
+        }
         if let Applied::Opened(e) = applied {
             epoch_raw = encode(&e).map_err(sm_write)?;
             meta.push((META_EPOCH, epoch_raw.as_slice()));

@@ -205,3 +205,61 @@ fn a_leader_that_hears_no_acks_is_fenced_and_the_rest_elect() {
     assert!(q.get(&ids[49]).unwrap().is_some());
     c.assert_consistent();
 }
+
+/// An unkeyed enqueue whose first attempt's outcome is unknown: the
+/// leader hears no acks (so it fences and steps aside), yet its entry
+/// reached both followers, which commit it once they elect. Through a
+/// `ClusterQueue` with automatic keys (the default) the call is repeated
+/// on the new leader with the key its first attempt carried and finds that
+/// job: one job, answered `created`. Without them the same call is not
+/// repeated (a repeat would enqueue twice): it answers `Unavailable`
+/// although its job exists.
+#[test]
+fn an_unkeyed_enqueue_cut_off_mid_write_is_repeated_under_its_automatic_key_and_enqueued_once() {
+    let c = TestCluster::start(
+        "an_unkeyed_enqueue_cut_off_mid_write_is_repeated_under_its_automatic_key_and_enqueued_once",
+        3,
+        options(),
+    );
+    enqueue_keyed(&c.queue(), "a", 10);
+    let total = |c: &TestCluster| c.queue().read(|q| q.stats()).unwrap().total.total();
+    for auto in [false, true] {
+        let q = c.queue().with_auto_keys(auto);
+        let old = c.engine_leader(Duration::from_secs(10));
+        let before = total(&c);
+        let followers: Vec<u64> = c.ids.iter().copied().filter(|&o| o != old).collect();
+        let last_index = |id: u64| c.node(id).metrics().last_log_index.unwrap_or(0);
+        let index_before = last_index(old);
+        for &o in &followers {
+            c.router.cut(o, old);
+        }
+        let call = {
+            let q = q.clone();
+            std::thread::spawn(move || q.enqueue("once", b"x", EnqueueOptions::default()))
+        };
+        // The entry reaches both followers; their replies never return.
+        let end = Instant::now() + Duration::from_secs(20);
+        while !followers.iter().all(|&o| last_index(o) > index_before) {
+            assert!(
+                Instant::now() < end,
+                "the entry never reached the followers"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let res = call.join().unwrap();
+        c.router.heal();
+        c.engine_leader(Duration::from_secs(10));
+        // Either way the first attempt's job exists, once.
+        assert_eq!(total(&c), before + 1, "auto keys {auto}");
+        if auto {
+            let e = res.expect("repeated under its key");
+            assert!(e.created, "the job is this call's");
+            let info = q.get(&e.id).unwrap().expect("the job");
+            assert_eq!(info.state, State::Pending);
+            assert!(q.retries() > 0, "the call was repeated");
+        } else {
+            assert_eq!(res.unwrap_err().kind(), ErrorKind::Unavailable);
+        }
+    }
+    c.assert_consistent();
+}

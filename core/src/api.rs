@@ -163,7 +163,7 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     /// A full page: [`JobStore::list`] again and again until the page holds
     /// `query.limit` jobs or the range ends, so a page shorter than `limit`
     /// with no `next` is the end. Bounded all the same: it reads at most
-    /// [`LIST_FILL_ROWS`] rows (ten calls' worth) and then answers what it
+    /// `LIST_FILL_ROWS` rows (ten calls' worth) and then answers what it
     /// has with a `next`. `corrupt` collects every call's skipped rows.
     /// The one paging rule every front end uses (Python's `list`, Node's
     /// `list`, the CLI).

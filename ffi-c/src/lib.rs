@@ -39,6 +39,8 @@ mod queue;
 mod schedule;
 mod schedule_info;
 mod schedule_queue;
+mod serve;
+mod serve_options;
 mod settle;
 mod stats;
 mod stats_options;

@@ -28,6 +28,9 @@ pub const TJ_MAX_PAYLOAD_BYTES_LIMIT: usize = 1073741824;
 pub const TJ_MAX_INSTANT_MS: u64 = 253402300799999;
 /// The longest duration a setting may hold: 100 years (of 365 days), in ms.
 pub const TJ_MAX_DURATION_MS: u64 = 3153600000000;
+/// How long `tj_server_close` lets calls in flight finish (5 s), as
+/// Python's `Server.stop()` and Rust's `ServerHandle` drop.
+pub const TJ_SERVER_GRACE_DEFAULT_MS: u64 = 5000;
 /// The largest progress report one lease may carry
 /// (`tj_queue_heartbeat`), in bytes.
 pub const TJ_MAX_PROGRESS_BYTES: usize = 4096;

@@ -83,8 +83,10 @@ def test_stats_pages_as_coroutines(target: Target) -> None:
 def test_stats_oldest_ready_only_when_asked(target: Target) -> None:
     # Ages measured against run_at hours in the past: only lower bounds and
     # which kinds appear are checked (no clock is injectable from Python).
+    # Whole seconds: a float run_at is rounded to the nearest ms by the
+    # binding, which can land it up to 0.5 ms late (an age 1 ms short).
     with target.open(reaper_interval=0) as q:
-        now = time.time()
+        now = int(time.time())
         q.enqueue("ocr", None, run_at=now - 7200)
         q.enqueue("ocr", None, run_at=now - 3600)
         q.enqueue("embed", None, run_at=now - 600)
@@ -107,7 +109,7 @@ def test_stats_oldest_ready_only_when_asked(target: Target) -> None:
 def test_stats_oldest_ready_as_a_coroutine(target: Target) -> None:
     async def main() -> None:
         async with AsyncQueue(target.open(reaper_interval=0)) as q:
-            await q.enqueue("ocr", None, run_at=time.time() - 60)
+            await q.enqueue("ocr", None, run_at=int(time.time()) - 60)
             st = await q.stats(oldest_ready=True)
             assert list(st["oldest_ready_ms"]) == ["ocr"] and st["oldest_ready_ms"]["ocr"] >= 60_000
             assert (await q.stats())["oldest_ready_ms"] == {}

@@ -19,6 +19,7 @@ def main() -> int:
     dist, work = Path(sys.argv[1]), Path(sys.argv[2])
     node = json.loads((work / "node-needs.json").read_text())
     c = json.loads((work / "c-needs.json").read_text())
+    cli = json.loads((work / "cli-needs.json").read_text())
     rows = []
     for f in sorted(p for p in dist.rglob("*") if p.is_file()):
         name = f.name
@@ -33,6 +34,8 @@ def main() -> int:
             needs = f"Node-API {node['node_api']}, glibc >= {node['glibc']}, GLIBCXX_{node['glibcxx']}"
         elif name.endswith(".tgz"):
             needs = "its platform package (optionalDependencies)"
+        elif f.parent.name == "cli":
+            needs = f"glibc >= {cli['glibc']}, GLIBCXX_{cli['glibcxx']}"
         elif name.endswith(".tar.gz"):
             needs = f"glibc >= {c['glibc']}, GLIBCXX_{c['glibcxx']}"
         else:

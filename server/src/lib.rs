@@ -53,6 +53,7 @@ mod schedules;
 mod service;
 mod settle;
 mod shared;
+mod sigpipe;
 mod stats;
 #[cfg(feature = "test-hooks")]
 pub mod testing;
@@ -340,6 +341,7 @@ fn serve_with(store: Queue, options: ServeOptions, hooks: TestHooks) -> Result<S
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("telha-server")
+        .on_thread_start(sigpipe::block_on_this_thread)
         .enable_all()
         .build()
         .map_err(|e| Error::Storage(format!("server runtime: {e}")))?;
@@ -363,6 +365,7 @@ fn serve_with(store: Queue, options: ServeOptions, hooks: TestHooks) -> Result<S
     let thread = std::thread::Builder::new()
         .name("telha-server".into())
         .spawn(move || {
+            sigpipe::block_on_this_thread();
             let grace = rt.block_on(run(
                 shared,
                 [builder, plain],

@@ -39,15 +39,7 @@ fn median_ms(h: &Http, path: &str, runs: usize) -> (f64, serde_json::Value) {
 
 #[test]
 fn overview_and_filtered_pages_answer_without_a_scan_at_a_million_jobs() {
-    let s = common::served_with(
-        common::config(),
-        ServeOptions {
-            ui: true,
-            metrics_listen: Some("127.0.0.1:0".into()),
-            ..ServeOptions::default()
-        },
-    );
-    let h = Http::new(s.server.as_ref().unwrap().metrics_addr().unwrap());
+    let (s, h) = common::ui(ServeOptions::default());
     let q = &s.queue;
     let seed = Instant::now();
     let scopes: Vec<Scope> = (0..SCOPES)

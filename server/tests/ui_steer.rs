@@ -5,22 +5,13 @@
 
 mod common;
 
-use common::http::Http;
 use serde_json::json;
 use telha_jobs::{EnqueueOptions, LeaseOptions};
 use telha_jobs_server::ServeOptions;
 
 #[test]
 fn promote_reschedule_and_priority_move_a_waiting_job_and_refuse_a_leased_one() {
-    let s = common::served_with(
-        common::config(),
-        ServeOptions {
-            ui: true,
-            metrics_listen: Some("127.0.0.1:0".into()),
-            ..ServeOptions::default()
-        },
-    );
-    let h = Http::new(s.server.as_ref().unwrap().metrics_addr().unwrap());
+    let (s, h) = common::ui(ServeOptions::default());
     let q = &s.queue;
     let leased = q.enqueue("embed", b"l", Default::default()).unwrap().id;
     q.lease_next("w", &LeaseOptions::default())

@@ -17,10 +17,11 @@ cd "$root"
 
 # dist/ is also pip's index directory: nothing else there may look like a
 # telha-jobs archive to pip (an npm .tgz named telha-jobs-V.tgz does).
-check "dist/: the wheel, the sdist, SHA256SUMS; npm/: two packages; c/: the tarball" bash -c '
+check "dist/: the wheel, the sdist, SHA256SUMS; npm/: two packages; c/: the tarball; cli/: telha's" bash -c '
   cd "$1" && find . -type f | sort > "$2/got"
   printf "%s\n" ./SHA256SUMS "./telha_jobs-$3.tar.gz" "./npm/telha-jobs-$3.tgz" \
-    "./npm/telha-jobs-linux-x64-gnu-$3.tgz" "./c/telha-jobs-$3-$(uname -m)-linux-gnu.tar.gz" > "$2/want"
+    "./npm/telha-jobs-linux-x64-gnu-$3.tgz" "./c/telha-jobs-$3-$(uname -m)-linux-gnu.tar.gz" \
+    "./cli/telha-$3-$(uname -m)-linux-gnu.tar.gz" > "$2/want"
   ls | grep -Ex "telha_jobs-$3-cp39-abi3-manylinux_[0-9]+_[0-9]+_x86_64\.whl" | sed "s|^|./|" >> "$2/want"
   sort -o "$2/want" "$2/want"
   diff "$2/want" "$2/got"' _ "$dist" "$tmp" "$version"

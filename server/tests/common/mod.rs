@@ -7,7 +7,7 @@ pub mod http;
 
 use std::time::Duration;
 
-use telha_jobs::{Config, Queue};
+use telha_jobs::{Config, LeaseOptions, NewJob, Queue};
 use telha_jobs_client::{ConnectOptions, RemoteQueue};
 use telha_jobs_server::{serve, ServeOptions, ServerHandle};
 
@@ -66,4 +66,47 @@ pub fn served_with(config: Config, options: ServeOptions) -> Served {
 
 pub fn served() -> Served {
     served_with(config(), ServeOptions::default())
+}
+
+/// A served store with the operator page and API on (on a free port),
+/// and an HTTP client of it.
+pub fn ui(options: ServeOptions) -> (Served, http::Http) {
+    let s = served_with(
+        config(),
+        ServeOptions {
+            ui: true,
+            metrics_listen: Some("127.0.0.1:0".into()),
+            ..options
+        },
+    );
+    let addr = s.server.as_ref().unwrap().metrics_addr().unwrap();
+    (s, http::Http::new(addr))
+}
+
+/// `h` with the CSRF token of an open (no-token) server set.
+pub fn csrf(h: &http::Http) -> http::Http {
+    let c = h.get("/api/v1/info").json()["csrf"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    h.with("x-csrf-token", &c)
+}
+
+/// `n` jobs of `kind` leased and failed for good.
+pub fn dead(q: &Queue, kind: &str, n: usize, reason: &str) -> Vec<String> {
+    let jobs: Vec<NewJob> = (0..n)
+        .map(|i| NewJob::new(kind, format!("{kind}-{i}").into_bytes()))
+        .collect();
+    q.enqueue_many(jobs).unwrap();
+    let mut ids = Vec::new();
+    let o = LeaseOptions {
+        kinds: vec![kind.parse().unwrap()],
+        ..LeaseOptions::default()
+    };
+    while let Some(j) = q.lease_next("seeder", &o).unwrap() {
+        q.fail(&j.token(), reason, false).unwrap();
+        ids.push(j.id.to_string());
+    }
+    assert_eq!(ids.len(), n);
+    ids
 }
