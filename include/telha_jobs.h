@@ -427,6 +427,13 @@ typedef struct tj_enqueue_options tj_enqueue_options;
 typedef struct tj_error tj_error;
 
 /**
+ * A list of failures for one `tj_queue_fail_many`. Owned by the caller
+ * (`tj_failures_new` / `tj_failures_free`); `tj_failures_add` copies its
+ * arguments. Not thread-safe while being filled.
+ */
+typedef struct tj_failures tj_failures;
+
+/**
  * A leased job (from `tj_queue_lease_next` / `tj_queue_lease_many`). Owned by
  * the caller: free it with `tj_job_free`. Every pointer a getter returns is
  * borrowed from the job and stays valid until `tj_job_free`. Immutable, so
@@ -1556,6 +1563,130 @@ void tj_subscription_close(const struct tj_subscription *sub);
  * `sub` is NULL or a `tj_subscription` not freed before.
  */
 void tj_subscription_free(struct tj_subscription *sub);
+
+/**
+ * A new, empty list. Never NULL.
+ */
+struct tj_failures *tj_failures_new(void);
+
+/**
+ * Free a list. NULL does nothing.
+ *
+ * # Safety
+ * `failures` is NULL or a `tj_failures` not freed before.
+ */
+void tj_failures_free(struct tj_failures *failures);
+
+/**
+ * Add the failure of the lease `*token`, as `tj_queue_fail` takes it:
+ * `reason` (copied; cut to 4096 bytes when written) and `retryable`; the
+ * retry waits the backoff schedule's delay.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (failures, token, reason),
+ * `TJ_STATUS_INVALID_UTF8`. Nothing is added on an error.
+ *
+ * # Safety
+ * `failures` is NULL or live and not used by another thread; `token` is
+ * NULL or live; `reason` is NULL or NUL-terminated; `err` is NULL or
+ * writable.
+ */
+tj_status tj_failures_add(struct tj_failures *failures,
+                          const struct tj_token *token,
+                          const char *reason,
+                          bool retryable,
+                          struct tj_error **err);
+
+/**
+ * `tj_failures_add`, retrying after `retry_in_ms` instead of the backoff
+ * schedule's delay, as `tj_queue_fail_in` does. A delay over
+ * `TJ_MAX_DURATION_MS` is that item's `TJ_STATUS_INVALID_ARGUMENT` in
+ * `tj_queue_fail_many`.
+ *
+ * Errors: as `tj_failures_add`.
+ *
+ * # Safety
+ * As `tj_failures_add`.
+ */
+tj_status tj_failures_add_in(struct tj_failures *failures,
+                             const struct tj_token *token,
+                             const char *reason,
+                             bool retryable,
+                             uint64_t retry_in_ms,
+                             struct tj_error **err);
+
+/**
+ * How many failures the list holds (0 for NULL).
+ *
+ * # Safety
+ * `failures` is NULL or live.
+ */
+size_t tj_failures_len(const struct tj_failures *failures);
+
+/**
+ * Empty the list, to fill it again. NULL does nothing.
+ *
+ * # Safety
+ * `failures` is NULL or live.
+ */
+void tj_failures_clear(struct tj_failures *failures);
+
+/**
+ * Fail every lease of `failures` in one atomic write: the batch form of
+ * `tj_queue_fail` / `tj_queue_fail_in`. For item `i`, `statuses_out[i]`
+ * is `TJ_STATUS_OK` (retrying, or dead when not retryable or out of
+ * attempts), or why that item changed nothing: `TJ_STATUS_ABORTED`
+ * (stale token), `TJ_STATUS_NOT_FOUND`, `TJ_STATUS_INVALID_ARGUMENT` (a
+ * retry delay over `TJ_MAX_DURATION_MS`); or `TJ_STATUS_CANCELLED` (a
+ * cancel request: recorded cancelled). Each item is retry-safe as
+ * `tj_queue_fail` is. At most `TJ_MAX_BATCH` items. The list may be freed
+ * or reused once the call returns.
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors (for the whole call; nothing was written and `statuses_out` is
+ * not written): `TJ_STATUS_NULL_ARGUMENT` (queue, failures, statuses_out
+ * with a non-empty list), `TJ_STATUS_INVALID_ARGUMENT` (`statuses_len`
+ * smaller than the list, more than `TJ_MAX_BATCH` items),
+ * `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` and `failures` are NULL or live (`failures` not changed by
+ * another thread during the call); `statuses_out` is NULL or holds
+ * `statuses_len` writable elements; `err` is NULL or writable.
+ */
+tj_status tj_queue_fail_many(const struct tj_queue *queue,
+                             const struct tj_failures *failures,
+                             tj_status *statuses_out,
+                             size_t statuses_len,
+                             struct tj_error **err);
+
+/**
+ * Release the `n` leases at `tokens` in one atomic write: the batch form
+ * of `tj_queue_release` (each job back to pending at its old place in
+ * line, no attempt spent; a host stopping hands back what it leased
+ * ahead). For token `i`, `statuses_out[i]` is `TJ_STATUS_OK`, or why it
+ * changed nothing: `TJ_STATUS_ABORTED` (stale token), `TJ_STATUS_NOT_FOUND`;
+ * or `TJ_STATUS_CANCELLED` (a cancel request: recorded cancelled). Each
+ * token is retry-safe as `tj_queue_release` is. At most `TJ_MAX_BATCH`
+ * tokens.
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors (for the whole call; nothing was written and `statuses_out` is
+ * not written): `TJ_STATUS_NULL_ARGUMENT` (queue, tokens or statuses_out
+ * with `n` > 0), `TJ_STATUS_INVALID_ARGUMENT` (more than `TJ_MAX_BATCH`
+ * tokens), `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `tokens` is NULL or holds `n` readable tokens;
+ * `statuses_out` is NULL or holds `n` writable elements; `err` is NULL or
+ * writable.
+ */
+tj_status tj_queue_release_many(const struct tj_queue *queue,
+                                const struct tj_token *tokens,
+                                size_t n,
+                                tj_status *statuses_out,
+                                struct tj_error **err);
 
 /**
  * New limit settings with nothing set (`tj_queue_set_limit` refuses a

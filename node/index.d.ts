@@ -258,6 +258,19 @@ export declare class NativeQueue {
   /** One scheduler pass now: enqueue every due slot. */
   runSchedules(): Promise<RunReport>
   /**
+   * Fail many leased jobs in one atomic write (`ids` joined with `,`),
+   * each with its reason, `retryable` and retry delay in ms (null: the
+   * backoff schedule's). A delay over the limit is that job's
+   * `INVALID_ARGUMENT`. Resolves as `completeMany`.
+   */
+  failMany(ids: string, generations: Float64Array, reasons: string[], retryable: boolean[], retryInMs: Array<number | null>): Promise<Array<string | null> | null>
+  /**
+   * Release many leased jobs in one atomic write (`ids` joined with
+   * `,`): pending again at their old place, no attempt spent. Resolves
+   * as `completeMany`.
+   */
+  releaseMany(ids: string, generations: Float64Array): Promise<Array<string | null> | null>
+  /**
    * Open a `PollJobs` stream for `workerId` (a remote queue only:
    * `INVALID_ARGUMENT` on an embedded one, whose leases cost no round
    * trip): at most `capacity` (1 to the batch limit) leases unsettled at

@@ -49,6 +49,42 @@ fn submit(token: &LeaseToken, outcome: pb::submit_request::Outcome) -> pb::Submi
     }
 }
 
+fn fail_to_pb(f: Failure) -> pb::submit_request::Outcome {
+    pb::submit_request::Outcome::Fail(pb::Fail {
+        reason: f.reason,
+        retryable: f.retryable,
+        retry_in_ms: f.retry_in.map(cv::duration_ms),
+    })
+}
+
+impl RemoteQueue {
+    /// One `SubmitMany` of `items` (the server settles each outcome's items
+    /// in one atomic write), answered per item. Retried after a lost reply:
+    /// a repeated settle answers as the first did.
+    fn submit_many(&self, what: &str, items: Vec<pb::SubmitRequest>) -> Result<Vec<Result<()>>> {
+        let n = items.len();
+        let req = pb::SubmitManyRequest { items };
+        let r = self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.submit_many(r).await }
+        })?;
+        if r.results.len() != n {
+            return Err(Error::Storage(format!(
+                "server answered {} results for {n} {what}",
+                r.results.len()
+            )));
+        }
+        let url = &self.url();
+        Ok(r.results
+            .into_iter()
+            .map(|s| match s.error {
+                None => Ok(()),
+                Some(e) => Err(from_item_error(&e, url)),
+            })
+            .collect())
+    }
+}
+
 impl JobStore for RemoteQueue {
     fn enqueue(&self, kind: &str, payload: &[u8], mut options: EnqueueOptions) -> Result<Enqueued> {
         self.auto_key(&mut options);
@@ -215,9 +251,9 @@ impl JobStore for RemoteQueue {
     }
 
     fn complete_many(&self, items: Vec<Completion>) -> Result<Vec<Result<()>>> {
-        let n = items.len();
-        let req = pb::SubmitManyRequest {
-            items: items
+        self.submit_many(
+            "completions",
+            items
                 .into_iter()
                 .map(|c| {
                     let token = c.token;
@@ -229,36 +265,35 @@ impl JobStore for RemoteQueue {
                     )
                 })
                 .collect(),
-        };
-        let r = self.call(Safe::Always, |mut c| {
-            let r = req.clone();
-            async move { c.submit_many(r).await }
-        })?;
-        if r.results.len() != n {
-            return Err(Error::Storage(format!(
-                "server answered {} results for {n} completions",
-                r.results.len()
-            )));
-        }
-        let url = &self.url();
-        Ok(r.results
-            .into_iter()
-            .map(|s| match s.error {
-                None => Ok(()),
-                Some(e) => Err(from_item_error(&e, url)),
-            })
-            .collect())
+        )
+    }
+
+    fn fail_many(&self, items: Vec<Failure>) -> Result<Vec<Result<()>>> {
+        self.submit_many(
+            "failures",
+            items
+                .into_iter()
+                .map(|f| {
+                    let token = f.token;
+                    submit(&token, fail_to_pb(f))
+                })
+                .collect(),
+        )
+    }
+
+    fn release_many(&self, tokens: &[LeaseToken]) -> Result<Vec<Result<()>>> {
+        self.submit_many(
+            "releases",
+            tokens
+                .iter()
+                .map(|t| submit(t, pb::submit_request::Outcome::Release(pb::GiveBack {})))
+                .collect(),
+        )
     }
 
     fn fail_with(&self, f: Failure) -> Result<()> {
-        let req = submit(
-            &f.token,
-            pb::submit_request::Outcome::Fail(pb::Fail {
-                reason: f.reason,
-                retryable: f.retryable,
-                retry_in_ms: f.retry_in.map(cv::duration_ms),
-            }),
-        );
+        let token = f.token;
+        let req = submit(&token, fail_to_pb(f));
         self.call(Safe::Always, |mut c| {
             let r = req.clone();
             async move { c.submit(r).await }

@@ -268,6 +268,16 @@ impl ClusterQueue {
         self.call(Safe::Always, |q| q.fail(token, reason, retryable))
     }
 
+    /// Repeated: each item is answered from the job's record as the first was.
+    pub fn fail_many(&self, items: Vec<Failure>) -> Result<Vec<Result<()>>> {
+        self.call(Safe::Always, |q| q.fail_many(items.clone()))
+    }
+
+    /// Repeated: each item is answered from the job's record as the first was.
+    pub fn release_many(&self, tokens: &[LeaseToken]) -> Result<Vec<Result<()>>> {
+        self.call(Safe::Always, |q| q.release_many(tokens))
+    }
+
     pub fn fail_with(&self, failure: Failure) -> Result<()> {
         self.call(Safe::Always, |q| q.fail_with(failure.clone()))
     }

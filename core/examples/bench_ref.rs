@@ -21,6 +21,14 @@
 //!   least (put pending; delete it + put leased; delete that + put
 //!   completed), one job per batch, or `batch` jobs per batch.
 //!
+//! `--settle-many` measures only the batch settles against single calls,
+//! `--rounds R` rounds (default 100) of `batch` leased jobs each, the four
+//! ways interleaved in every round: `fail_each` (`batch` × `fail`),
+//! `fail_many` (one `fail_many(batch)`), `release_each`, `release_many`;
+//! jobs/s over the settle calls only, and the calling thread's CPU per job
+//! (`/proc/thread-self/schedstat`; RocksDB's background threads not
+//! counted).
+//!
 //! `--table` measures only what `make bench`'s one table shows (`raw_put`,
 //! `raw_lifecycle`, `raw_batch_lifecycle`, `lifecycle`, `batch_lifecycle`,
 //! `batch_lifecycle_each`).
@@ -87,6 +95,10 @@ fn main() {
         Queue::open(dir.path().join(name), cfg).expect("open bench store")
     };
 
+    if std::env::args().any(|a| a == "--settle-many") {
+        settle_many(&store("settle_many"), arg("--rounds", 100), batch);
+        return;
+    }
     let table = std::env::args().any(|a| a == "--table");
 
     let raw_lifecycle = raw_three_writes(&dir.path().join("raw_lifecycle"), n, 1);
@@ -334,4 +346,92 @@ fn raw_three_writes(path: &std::path::Path, n: usize, per_batch: usize) -> f64 {
         i = end;
     }
     per_sec(n, t)
+}
+
+/// The calling thread's CPU time so far, in ns (0 where the kernel does not
+/// say).
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `--settle-many`: `fail_many` / `release_many` of `batch` leases against
+/// `batch` single `fail` / `release` calls, interleaved round by round.
+fn settle_many(q: &Queue, rounds: usize, batch: usize) {
+    use telha_jobs::Failure;
+    const MODES: [&str; 4] = ["fail_each", "fail_many", "release_each", "release_many"];
+    let opts = LeaseOptions::default();
+    // Per mode: wall ns and thread CPU ns over its settle calls.
+    let mut spent = [(0u128, 0u64); 4];
+    for _ in 0..rounds {
+        for (m, mode) in MODES.iter().enumerate() {
+            let jobs: Vec<NewJob> = (0..batch).map(|_| NewJob::new("bench", PAYLOAD)).collect();
+            q.enqueue_many(jobs).expect("enqueue_many");
+            let leased = q.lease_many("w", batch, &opts).expect("lease_many");
+            assert_eq!(leased.len(), batch, "a released job was left behind");
+            let tokens: Vec<_> = leased.iter().map(|j| j.token()).collect();
+            let (t, cpu) = (Instant::now(), thread_cpu_ns());
+            match *mode {
+                "fail_each" => {
+                    for tk in &tokens {
+                        q.fail(tk, "boom", false).expect("fail");
+                    }
+                }
+                "fail_many" => {
+                    let items = tokens
+                        .iter()
+                        .map(|t| Failure::new(*t, "boom").not_retryable());
+                    for a in q.fail_many(items.collect()).expect("fail_many") {
+                        a.expect("fail");
+                    }
+                }
+                "release_each" => {
+                    for tk in &tokens {
+                        q.release(tk).expect("release");
+                    }
+                }
+                _ => {
+                    for a in q.release_many(&tokens).expect("release_many") {
+                        a.expect("release");
+                    }
+                }
+            }
+            spent[m].0 += t.elapsed().as_nanos();
+            spent[m].1 += thread_cpu_ns().saturating_sub(cpu);
+            if mode.starts_with("release") {
+                // Lease the released jobs again and complete them, so the
+                // next round finds only its own jobs pending.
+                let again = q.lease_many("w", batch, &opts).expect("lease_many");
+                let done = again
+                    .iter()
+                    .map(|j| telha_jobs::Completion::new(j.token(), None))
+                    .collect();
+                for a in q.complete_many(done).expect("complete_many") {
+                    a.expect("complete");
+                }
+            }
+        }
+    }
+    let n = (rounds * batch) as f64;
+    let rate = |m: usize| n / (spent[m].0 as f64 / 1e9);
+    let cpu_us = |m: usize| spent[m].1 as f64 / 1e3 / n;
+    let fields: Vec<String> = MODES
+        .iter()
+        .enumerate()
+        .map(|(m, name)| {
+            format!(
+                "\"{name}\":{:.0},\"{name}_cpu_us\":{:.2}",
+                rate(m),
+                cpu_us(m)
+            )
+        })
+        .collect();
+    println!(
+        "{{\"rounds\":{rounds},\"batch\":{batch},{},\"fail_many_vs_each\":{:.2},\"release_many_vs_each\":{:.2}}}",
+        fields.join(","),
+        rate(1) / rate(0),
+        rate(3) / rate(2)
+    );
 }

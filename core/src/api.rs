@@ -108,8 +108,12 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
     }
     /// See [`Queue::fail_with`].
     fn fail_with(&self, failure: Failure) -> Result<()>;
+    /// See [`Queue::fail_many`].
+    fn fail_many(&self, items: Vec<Failure>) -> Result<Vec<Result<()>>>;
     /// See [`Queue::release`].
     fn release(&self, token: &LeaseToken) -> Result<()>;
+    /// See [`Queue::release_many`].
+    fn release_many(&self, tokens: &[LeaseToken]) -> Result<Vec<Result<()>>>;
     /// See [`Queue::snooze`].
     fn snooze(&self, token: &LeaseToken, delay: Duration) -> Result<()>;
     /// See [`Queue::cancel`].
@@ -259,8 +263,14 @@ impl JobStore for Queue {
     fn fail_with(&self, failure: Failure) -> Result<()> {
         Queue::fail_with(self, failure)
     }
+    fn fail_many(&self, items: Vec<Failure>) -> Result<Vec<Result<()>>> {
+        Queue::fail_many(self, items)
+    }
     fn release(&self, token: &LeaseToken) -> Result<()> {
         Queue::release(self, token)
+    }
+    fn release_many(&self, tokens: &[LeaseToken]) -> Result<Vec<Result<()>>> {
+        Queue::release_many(self, tokens)
     }
     fn snooze(&self, token: &LeaseToken, delay: Duration) -> Result<()> {
         Queue::snooze(self, token, delay)

@@ -403,6 +403,18 @@ impl Queue {
         self.writable()?.fail(failure)
     }
 
+    /// Fail many leased jobs in one atomic write: the batch form of
+    /// [`Queue::fail_with`] (each item its own reason, `retryable` and
+    /// `retry_in`). Answers per item, in order, as [`Queue::complete_many`]
+    /// does: `Ok`, or why that item changed nothing — `Aborted`,
+    /// `NotFound`, `InvalidArgument` (a `retry_in` over 100 years) — or
+    /// `Cancelled` (recorded cancelled). Each item is retry-safe as
+    /// [`Queue::fail`] is. The outer error (`Storage`, `Closed`) means
+    /// nothing was failed.
+    pub fn fail_many(&self, items: Vec<Failure>) -> Result<Vec<Result<()>>> {
+        self.writable()?.fail_many(items)
+    }
+
     /// Hand a leased job back to pending until now + `delay` without
     /// spending an attempt (event `snoozed`; the job's snooze count goes
     /// up). Past the kind's `max_snoozes`, a snooze counts as a failed
@@ -508,6 +520,15 @@ impl Queue {
     /// Errors: as [`Queue::fail`].
     pub fn release(&self, token: &LeaseToken) -> Result<()> {
         self.writable()?.release(token)
+    }
+
+    /// Release many leased jobs in one atomic write: the batch form of
+    /// [`Queue::release`] (a worker stopping hands back what it leased
+    /// ahead). Answers per item, in order, as [`Queue::complete_many`]
+    /// does; each item is retry-safe as [`Queue::release`] is. The outer
+    /// error (`Storage`, `Closed`) means nothing was released.
+    pub fn release_many(&self, tokens: &[LeaseToken]) -> Result<Vec<Result<()>>> {
+        self.writable()?.release_many(tokens)
     }
 
     /// Operator action: a dead or failed job back to pending, attempts reset,

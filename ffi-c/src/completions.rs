@@ -1,13 +1,13 @@
 //! `tj_completions`: completions collected for one atomic
 //! `tj_queue_complete_many` (each with its result and follow-up jobs).
 
-use telha_jobs_core::limits::MAX_PAYLOAD_BYTES_LIMIT;
+use telha_jobs_core::limits::{MAX_BATCH, MAX_PAYLOAD_BYTES_LIMIT};
 use telha_jobs_core::Completion;
 
 use crate::batch::tj_batch;
-use crate::boundary::{self, bytes, handle, handle_mut, out};
+use crate::boundary::{self, bytes, handle, handle_mut, out, Res};
 use crate::encoding::encoding_from_u32;
-use crate::error::tj_error;
+use crate::error::{tj_error, Failure};
 use crate::id::tj_token;
 use crate::queue::{q, tj_queue};
 use crate::status::tj_status;
@@ -141,22 +141,49 @@ pub unsafe extern "C" fn tj_queue_complete_many(
         let q = q(F, queue)?;
         let c = handle(F, "completions", completions)?;
         let n = c.items.len();
-        if n > 0 {
-            out(F, "statuses_out", statuses_out)?;
-        }
-        if statuses_len < n {
-            return Err(crate::error::Failure::invalid(format!(
-                "{F}: statuses_len is {statuses_len}, the list holds {n} completions"
-            )));
-        }
+        check_answers(F, "completions", n, statuses_out, statuses_len)?;
         let answers = q.queue.complete_many(c.items.clone())?;
-        for (i, a) in answers.into_iter().enumerate().take(n) {
-            let status = match a {
-                Ok(()) => tj_status::TJ_STATUS_OK,
-                Err(e) => tj_status::from_kind(e.kind()),
-            };
-            unsafe { statuses_out.add(i).write(status) };
-        }
+        write_statuses(answers, n, statuses_out);
         Ok(())
     })
+}
+
+/// The checks of a batch call answered per item in `statuses_out`: at most
+/// `TJ_MAX_BATCH` items, and room for every answer.
+pub(crate) fn check_answers(
+    func: &str,
+    what: &str,
+    n: usize,
+    statuses_out: *mut tj_status,
+    statuses_len: usize,
+) -> Res<()> {
+    if n > MAX_BATCH {
+        return Err(Failure::invalid(format!(
+            "{func}: {n} {what} is over the limit of {MAX_BATCH} (TJ_MAX_BATCH)"
+        )));
+    }
+    if n > 0 {
+        out(func, "statuses_out", statuses_out)?;
+    }
+    if statuses_len < n {
+        return Err(Failure::invalid(format!(
+            "{func}: statuses_len is {statuses_len}, the list holds {n} {what}"
+        )));
+    }
+    Ok(())
+}
+
+/// Item `i`'s answer into `statuses_out[i]` (which holds `n` elements).
+pub(crate) fn write_statuses(
+    answers: Vec<telha_jobs_core::Result<()>>,
+    n: usize,
+    statuses_out: *mut tj_status,
+) {
+    for (i, a) in answers.into_iter().enumerate().take(n) {
+        let status = match a {
+            Ok(()) => tj_status::TJ_STATUS_OK,
+            Err(e) => tj_status::from_kind(e.kind()),
+        };
+        unsafe { statuses_out.add(i).write(status) };
+    }
 }

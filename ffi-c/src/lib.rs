@@ -24,6 +24,7 @@ mod encoding;
 mod enqueue_options;
 mod error;
 mod events;
+mod failures;
 mod flow;
 mod id;
 mod job;

@@ -2,7 +2,8 @@
 //! (heartbeats, the latter with progress), `_complete`,
 //! `_complete_with_encoding`, `_complete_then` (with follow-up jobs),
 //! `_fail`, `_fail_in`, `_release` and `_snooze` (the batch form,
-//! `tj_queue_complete_many`, is in `completions.rs`).
+//! `tj_queue_complete_many`, is in `completions.rs`; `tj_queue_fail_many`
+//! and `tj_queue_release_many` in `failures.rs`).
 //!
 //! Every settle call on a lease whose job has a cancel request records the
 //! job `cancelled` and answers `TJ_STATUS_CANCELLED`.

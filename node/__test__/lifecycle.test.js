@@ -105,6 +105,33 @@ test('completeMany completes a batch, answers a repeat as its completion did, an
   await assert.rejects(q.completeMany([c], [1, 2]), { code: 'INVALID_ARGUMENT' })
 })
 
+test('failMany and releaseMany settle a batch in one write and answer per job', async (t) => {
+  const q = await openTemp(t)
+  const ids = await q.enqueueMany([['embed', 1], ['embed', 2], ['embed', 3], ['embed', 4]])
+  const [a, b, c, d] = await q.leaseMany('w', 4)
+  await q.release(b) // its lease is gone before the batch settles
+  const codes = await q.failMany([a, b, c, d], ['boom', 'late', new Error('bad input'), 'far'],
+    { retryable: [true, true, false, true], retryInMs: [60000, null, null, 4e12] })
+  assert.deepEqual(codes, [null, 'ABORTED', null, 'INVALID_ARGUMENT'])
+  const infoA = await q.get(ids[0])
+  assert.equal(infoA.state, 'failed')
+  assert.equal(infoA.lastError, 'boom')
+  assert.equal((await q.get(ids[2])).state, 'dead')
+  assert.equal((await q.get(ids[2])).lastError, 'bad input')
+  assert.equal((await q.get(ids[3])).state, 'leased')
+  // One reason for every job; a repeat answers as the first fail did.
+  assert.deepEqual(await q.failMany([a], 'boom'), [null])
+  assert.deepEqual(await q.releaseMany([d, a, d]), [null, 'ABORTED', null])
+  assert.equal((await q.get(ids[3])).state, 'pending')
+  assert.equal((await q.get(ids[3])).attempts, 0)
+  assert.deepEqual(await q.failMany([], []), [])
+  assert.deepEqual(await q.releaseMany([]), [])
+  await assert.rejects(q.failMany([a, c], ['x']), { code: 'INVALID_ARGUMENT' })
+  await assert.rejects(q.failMany([a], [3]), TypeError)
+  await assert.rejects(q.failMany([a], 'x', { retryInMs: -1 }), RangeError)
+  await assert.rejects(q.failMany([a], 'x', { nope: 1 }), { code: 'INVALID_ARGUMENT' })
+})
+
 test('a leased job carries its fields exactly, whatever the worker id holds', async (t) => {
   const q = await openTemp(t)
   const workerId = 'w "quoted" \\ back\nline\ttab \u0001 ✓ 𝄞'

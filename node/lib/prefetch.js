@@ -215,7 +215,26 @@ class Prefetch {
     const left = this.#buf.slice(this.#head)
     this.#buf = []
     this.#head = 0
-    await Promise.all(left.map(({ job }) => this.#release(job)))
+    await this.#releaseMany(left.map(({ job }) => job))
+  }
+
+  /** What waited here at close, in one `releaseMany` (one round trip). */
+  async #releaseMany (jobs) {
+    if (jobs.length === 0) return
+    let codes
+    try {
+      codes = await this.#queue.releaseMany(jobs)
+    } catch (e) {
+      if (!e || e.code !== 'CLOSED') this.#onError(e)
+      return
+    }
+    codes.forEach((c, i) => {
+      // Lost or cancelled meanwhile: nothing to hand back.
+      if (c === null || c === 'ABORTED' || c === 'CANCELLED') return
+      const e = new Error(`release of job ${jobs[i].id} failed: ${c}`)
+      e.code = c
+      this.#onError(e)
+    })
   }
 
   #giveBack (job) {

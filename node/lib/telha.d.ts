@@ -387,6 +387,27 @@ export declare class Queue {
   /** Hand a leased job back to pending without spending an attempt. `ABORTED` when the lease is lost. */
   release(job: LeaseRef): Promise<void>
   /**
+   * Fail many leased jobs in one call and one atomic write (over a remote
+   * queue: one round trip), each as {@link Queue.fail} would. `reasons`:
+   * one for every job or an array of one per job; `options.retryable` and
+   * `options.retryInMs` likewise (a `retryInMs` entry null: the backoff
+   * schedule's delay). Resolves with one entry per job: `null` when failed,
+   * else the code of why not: `ABORTED` (lease lost), `NOT_FOUND`,
+   * `CANCELLED` (recorded cancelled), `INVALID_ARGUMENT` (a `retryInMs`
+   * over `limits.maxDurationMs`); those jobs are untouched. A `CLOSED` or
+   * `STORAGE` error rejects the call, and then none was failed.
+   */
+  failMany(jobs: LeaseRef[], reasons: string | Error | Array<string | Error>, options?: { retryable?: boolean | boolean[], retryInMs?: number | null | Array<number | null | undefined> }): Promise<Array<ErrorCodeName | null>>
+  /**
+   * Release many leased jobs in one call and one atomic write (over a
+   * remote queue: one round trip), each as {@link Queue.release} would:
+   * pending again at its old place, no attempt spent. Resolves with one
+   * entry per job: `null` when released, else the code of why not
+   * (`ABORTED`, `NOT_FOUND`, `CANCELLED`). A `CLOSED` or `STORAGE` error
+   * rejects the call, and then none was released.
+   */
+  releaseMany(jobs: LeaseRef[]): Promise<Array<ErrorCodeName | null>>
+  /**
    * Hand a leased job back until now + `delayMs` without spending an
    * attempt (event `snoozed`, `JobInfo.snoozes`); past the kind's
    * `maxSnoozes` it counts as a failed attempt. A delay past

@@ -412,6 +412,30 @@ class Queue {
     await this.#native.release(t.id, t.generation)
   }
 
+  async failMany (jobs, reasons, opts) {
+    const { ids, gens, count } = tokens(jobs, 'jobs')
+    const o = options(opts, 'failMany options', FAIL_KEYS)
+    const each = (v, what, one) => {
+      if (!Array.isArray(v)) return new Array(count).fill(one(v, what))
+      if (v.length !== count) throw invalidArgument(`${what} has ${v.length} entries for ${count} jobs`)
+      return v.map((x, i) => one(x, `${what}[${i}]`))
+    }
+    const reason = (r, what) => str(r instanceof Error ? r.message : r, what)
+    const rs = each(reasons, 'reasons', reason)
+    const retryable = each(o.retryable ?? true, 'retryable', (b, what) => optBool(b, what) ?? true)
+    const retryIn = each(o.retryInMs ?? null, 'retryInMs', (n, what) => optNum(n, what) ?? null)
+    if (count === 0) return []
+    const codes = await this.#native.failMany(ids, gens, rs, retryable, retryIn)
+    return codes ?? new Array(count).fill(null)
+  }
+
+  async releaseMany (jobs) {
+    const { ids, gens, count } = tokens(jobs, 'jobs')
+    if (count === 0) return []
+    const codes = await this.#native.releaseMany(ids, gens)
+    return codes ?? new Array(count).fill(null)
+  }
+
   async snooze (job, delayMs) {
     const t = token(job, 'job')
     if (typeof delayMs !== 'number') throw typeError(`delayMs must be a number of milliseconds, got ${typeof delayMs}`)

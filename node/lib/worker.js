@@ -422,14 +422,26 @@ class Worker extends EventEmitter {
 
   /** Graceful stop, after the grace period: hand back every job still running. */
   #releaseAll () {
+    const entries = []
     for (const entry of this.#active.values()) {
       if (entry.released || entry.lost || entry.finished) continue
       entry.released = true
       abortEntry(entry, abortError(`worker ${this.#workerId} is stopping; job ${entry.job.id} was released`, 'RELEASED'))
-      entry.releasing = this.#queue.release(entry.job)
-        .catch((e) => { if (!e || (e.code !== 'ABORTED' && e.code !== 'CANCELLED')) this.#report(e) })
-        .finally(() => entry.markSettled())
+      entries.push(entry)
     }
+    if (entries.length === 0) return
+    // One releaseMany for all of them (one write; one round trip when remote).
+    const gone = (c) => c === 'ABORTED' || c === 'CANCELLED'
+    const all = this.#queue.releaseMany(entries.map((e) => e.job)).then(
+      (codes) => codes.forEach((c, i) => {
+        if (c === null || gone(c)) return
+        const e = new Error(`release of job ${entries[i].job.id} failed: ${c}`)
+        e.code = c
+        this.#report(e)
+      }),
+      (e) => { if (!e || !gone(e.code)) this.#report(e) }
+    )
+    for (const entry of entries) entry.releasing = all.finally(() => entry.markSettled())
   }
 
   #slotFree () {

@@ -32,6 +32,7 @@ mod payload;
 mod queue;
 mod remote;
 mod schedule;
+mod settle_many;
 mod stall;
 mod stream;
 mod task;

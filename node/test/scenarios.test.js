@@ -298,6 +298,17 @@ class Run {
           items.map((i) => bytesArg(i, 'result')), { then: items.map((i) => 'then' in i ? this.items(i.then) : null) })
         return { answers: answers.map((a) => a ?? 'ok') }
       }
+      case 'fail_many': {
+        const items = s.items ?? []
+        const answers = await this.queue().failMany(items.map((i) => this.token(i.lease)),
+          items.map((i) => i.reason ?? ''),
+          { retryable: items.map((i) => i.retryable ?? true), retryInMs: items.map((i) => i.retry_in_ms ?? null) })
+        return { answers: answers.map((a) => a ?? 'ok') }
+      }
+      case 'release_many': {
+        const answers = await this.queue().releaseMany((s.items ?? []).map((i) => this.token(i.lease)))
+        return { answers: answers.map((a) => a ?? 'ok') }
+      }
       case 'fail':
         await this.queue().fail(this.token(s.lease), s.reason ?? '', { retryable: s.retryable ?? true, retryInMs: s.retry_in_ms })
         return null

@@ -33,6 +33,7 @@ mod notify;
 mod payload;
 mod queue;
 mod queue_admin;
+mod queue_settle;
 mod remote;
 mod schedule;
 mod stream;

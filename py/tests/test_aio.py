@@ -65,6 +65,21 @@ def test_the_queue_api_as_coroutines(target: Target) -> None:
     run(main())
 
 
+def test_fail_many_and_release_many_as_coroutines(target: Target) -> None:
+    async def main() -> None:
+        async with await aopen(target, reaper_interval=0) as q:
+            ids = await q.enqueue_many([("embed", 1), ("embed", 2), ("embed", 3)])
+            jobs = await q.lease_many("w", 3)
+            out = await q.fail_many(jobs[:2], "boom", retryable=[True, False], retry_in=30)
+            assert out == [None, None]
+            assert [(await q.get(i)).state for i in ids[:2]] == ["failed", "dead"]  # type: ignore[union-attr]
+            out = await q.release_many([jobs[2], jobs[0]])
+            assert out[0] is None and isinstance(out[1], telha_jobs.LeaseLostError)
+            assert (await q.get(ids[2])).state == "pending"  # type: ignore[union-attr]
+
+    run(main())
+
+
 def test_a_waiting_lease_does_not_block_the_event_loop(target: Target) -> None:
     async def main() -> None:
         async with await aopen(target, reaper_interval=0) as q:

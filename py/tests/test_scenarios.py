@@ -302,6 +302,18 @@ class Run:
                 then=[[self.item(j) for j in i["then"]] if "then" in i else None for i in items],
             )
             return {"answers": ["ok" if a is None else a.code for a in answers]}
+        if op == "fail_many":
+            items = s.get("items", [])
+            answers = self.queue().fail_many(
+                [self.token(i["lease"]) for i in items],
+                [i.get("reason", "") for i in items],
+                retryable=[i.get("retryable", True) for i in items],
+                retry_in=[i["retry_in_ms"] / 1000 if "retry_in_ms" in i else None for i in items],
+            )
+            return {"answers": ["ok" if a is None else a.code for a in answers]}
+        if op == "release_many":
+            answers = self.queue().release_many([self.token(i["lease"]) for i in s.get("items", [])])
+            return {"answers": ["ok" if a is None else a.code for a in answers]}
         if op == "set_limit":
             self.queue().set_limit(s.get("target", ""), **{
                 k: s[k] for k in ("concurrency", "rate", "burst", "weight") if k in s})

@@ -262,3 +262,37 @@ def test_complete_many_completes_a_batch_and_reports_each_lost_lease(queue: telh
         queue.complete_many(jobs, [1])
     with pytest.raises(TypeError):
         queue.complete_many(jobs[0])  # type: ignore[arg-type]
+
+
+def test_fail_many_and_release_many_settle_a_batch_and_report_each_lost_lease(queue: telha_jobs.Queue) -> None:
+    ids = queue.enqueue_many([("embed", i) for i in range(4)])
+    jobs = queue.lease_many("w", 4)
+    assert [j.id for j in jobs] == ids
+    queue.release(jobs[1])  # its lease is gone before the batch settles
+    out = queue.fail_many(
+        jobs[:3] + [jobs[3]],
+        ["boom", "late", "bad input", "far"],
+        retryable=[True, True, False, True],
+        retry_in=[60, None, None, 4e9],  # the last over 100 years
+    )
+    assert out[0] is None and out[2] is None
+    assert isinstance(out[1], telha_jobs.LeaseLostError) and out[1].code == "ABORTED"
+    assert isinstance(out[3], telha_jobs.InvalidArgumentError)
+    a = queue.get(ids[0])
+    assert a is not None and a.state == "failed" and a.last_error == "boom" and a.attempts == 1
+    assert queue.get(ids[2]).state == "dead"  # type: ignore[union-attr]
+    assert queue.get(ids[3]).state == "leased"  # type: ignore[union-attr]
+    # One reason for every job; a repeat answers as the first fail did.
+    assert queue.fail_many([jobs[0]], "boom") == [None]
+    out = queue.release_many([jobs[3], jobs[0], jobs[3]])
+    assert out[0] is None and out[2] is None
+    assert isinstance(out[1], telha_jobs.LeaseLostError)
+    d = queue.get(ids[3])
+    assert d is not None and d.state == "pending" and d.attempts == 0
+    assert queue.fail_many([], []) == [] and queue.release_many([]) == []
+    with pytest.raises(telha_jobs.InvalidArgumentError, match="reasons has 1 entries for 2 jobs"):
+        queue.fail_many(jobs[:2], ["x"])
+    with pytest.raises(TypeError):
+        queue.fail_many(jobs[:1], [3])  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        queue.release_many(jobs[0])  # type: ignore[arg-type]

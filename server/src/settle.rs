@@ -1,8 +1,9 @@
-//! The settling RPCs' bodies: `Submit`, `SubmitMany` and `Heartbeat` (the
+//! The settling RPCs' bodies: `Submit`, `SubmitMany` (complete, fail and
+//! release outcomes, each kind in one atomic write) and `Heartbeat` (the
 //! `Jobs` trait's methods in `service.rs` call these), and how a settle
 //! frees its `PollJobs` stream's capacity.
 
-use telha_jobs::{Error, ErrorKind, LeaseToken, Queue, Result};
+use telha_jobs::{Error, ErrorKind, Failure, LeaseToken, Queue, Result};
 use telha_jobs_proto::convert as cv;
 use telha_jobs_proto::status::item_error;
 use telha_jobs_proto::v1 as pb;
@@ -10,24 +11,98 @@ use tonic::Status;
 
 use crate::service::{bad, check_batch, check_worker, invalid, JobsService, INLINE_MAX_ITEMS};
 
+/// One item of a `SubmitMany`.
+enum Item {
+    Complete(telha_jobs::Completion),
+    Fail(Failure),
+    Release(LeaseToken),
+}
+
+impl Item {
+    fn token(&self) -> LeaseToken {
+        match self {
+            Item::Complete(c) => c.token,
+            Item::Fail(f) => f.token,
+            Item::Release(t) => *t,
+        }
+    }
+}
+
+fn failure(token: LeaseToken, f: pb::Fail) -> Failure {
+    Failure {
+        token,
+        reason: f.reason,
+        retryable: f.retryable,
+        retry_in: f.retry_in_ms.map(std::time::Duration::from_millis),
+    }
+}
+
+fn item_invalid(i: usize, e: &Error) -> Status {
+    invalid(format!(
+        "item {i}: {}",
+        telha_jobs_proto::status::message_of(e)
+    ))
+}
+
+/// A `SubmitMany`'s items settled: the completions in one
+/// `complete_many`, the failures in one `fail_many`, the releases in one
+/// `release_many` (each one atomic write); the answers in item order.
+fn settle_items(q: &Queue, items: Vec<Item>) -> Result<Vec<Result<()>>> {
+    let n = items.len();
+    let (mut completes, mut fails, mut releases) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut c_at, mut f_at, mut r_at) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, it) in items.into_iter().enumerate() {
+        match it {
+            Item::Complete(c) => {
+                completes.push(c);
+                c_at.push(i);
+            }
+            Item::Fail(f) => {
+                fails.push(f);
+                f_at.push(i);
+            }
+            Item::Release(t) => {
+                releases.push(t);
+                r_at.push(i);
+            }
+        }
+    }
+    let mut out: Vec<Option<Result<()>>> = (0..n).map(|_| None).collect();
+    if !completes.is_empty() {
+        for (i, r) in c_at.into_iter().zip(q.complete_many(completes)?) {
+            out[i] = Some(r);
+        }
+    }
+    if !fails.is_empty() {
+        for (i, r) in f_at.into_iter().zip(q.fail_many(fails)?) {
+            out[i] = Some(r);
+        }
+    }
+    if !releases.is_empty() {
+        for (i, r) in r_at.into_iter().zip(q.release_many(&releases)?) {
+            out[i] = Some(r);
+        }
+    }
+    Ok(out
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(Error::Storage("no answer".into()))))
+        .collect())
+}
+
 impl JobsService {
     pub(crate) async fn submit_one(&self, r: pb::SubmitRequest) -> Result<(), Status> {
         let token = cv::token_from_pb(r.token.as_ref()).map_err(bad)?;
         let outcome = r
             .outcome
-            .ok_or_else(|| invalid("submit needs an outcome: complete or fail"))?;
+            .ok_or_else(|| invalid("submit needs an outcome: complete, fail or release"))?;
         let res = self
             .shared
             .quick(move |q| match outcome {
                 pb::submit_request::Outcome::Complete(c) => {
                     q.complete_with(telha_jobs_proto::flow::complete_from_pb(token, c)?)
                 }
-                pb::submit_request::Outcome::Fail(f) => q.fail_with(telha_jobs::Failure {
-                    token,
-                    reason: f.reason,
-                    retryable: f.retryable,
-                    retry_in: f.retry_in_ms.map(std::time::Duration::from_millis),
-                }),
+                pb::submit_request::Outcome::Fail(f) => q.fail_with(failure(token, f)),
+                pb::submit_request::Outcome::Release(_) => q.release(&token),
             })
             .await;
         self.after_settle(&token, &res);
@@ -52,70 +127,25 @@ impl JobsService {
         r: pb::SubmitManyRequest,
     ) -> Result<pb::SubmitManyResponse, Status> {
         check_batch("submit", r.items.len())?;
-        enum Item {
-            Complete(telha_jobs::Completion),
-            Fail(LeaseToken, String, bool),
-        }
         let mut items = Vec::with_capacity(r.items.len());
         for (i, it) in r.items.into_iter().enumerate() {
-            let token = cv::token_from_pb(it.token.as_ref()).map_err(|e| {
-                invalid(format!(
-                    "item {i}: {}",
-                    telha_jobs_proto::status::message_of(&e)
-                ))
-            })?;
+            let token = cv::token_from_pb(it.token.as_ref()).map_err(|e| item_invalid(i, &e))?;
             items.push(match it.outcome {
                 Some(pb::submit_request::Outcome::Complete(c)) => Item::Complete(
-                    telha_jobs_proto::flow::complete_from_pb(token, c).map_err(|e| {
-                        invalid(format!(
-                            "item {i}: {}",
-                            telha_jobs_proto::status::message_of(&e)
-                        ))
-                    })?,
+                    telha_jobs_proto::flow::complete_from_pb(token, c)
+                        .map_err(|e| item_invalid(i, &e))?,
                 ),
-                Some(pb::submit_request::Outcome::Fail(f)) => {
-                    Item::Fail(token, f.reason, f.retryable)
-                }
+                Some(pb::submit_request::Outcome::Fail(f)) => Item::Fail(failure(token, f)),
+                Some(pb::submit_request::Outcome::Release(_)) => Item::Release(token),
                 None => {
                     return Err(invalid(format!(
-                        "item {i}: needs an outcome: complete or fail"
+                        "item {i}: needs an outcome: complete, fail or release"
                     )))
                 }
             });
         }
-        let tokens: Vec<LeaseToken> = items
-            .iter()
-            .map(|i| match i {
-                Item::Complete(c) => c.token,
-                Item::Fail(t, _, _) => *t,
-            })
-            .collect();
-        let settle = move |q: &Queue| {
-            // Completions go in one atomic write; failures one by one.
-            let mut out: Vec<Option<Result<()>>> = (0..items.len()).map(|_| None).collect();
-            let mut completes = Vec::new();
-            let mut at = Vec::new();
-            for (i, it) in items.into_iter().enumerate() {
-                match it {
-                    Item::Complete(c) => {
-                        completes.push(c);
-                        at.push(i);
-                    }
-                    Item::Fail(t, reason, retryable) => {
-                        out[i] = Some(q.fail(&t, &reason, retryable));
-                    }
-                }
-            }
-            if !completes.is_empty() {
-                for (i, r) in at.into_iter().zip(q.complete_many(completes)?) {
-                    out[i] = Some(r);
-                }
-            }
-            Ok(out
-                .into_iter()
-                .map(|r| r.unwrap_or_else(|| Err(Error::Storage("no answer".into()))))
-                .collect::<Vec<_>>())
-        };
+        let tokens: Vec<LeaseToken> = items.iter().map(Item::token).collect();
+        let settle = move |q: &Queue| settle_items(q, items);
         let results = if tokens.len() <= INLINE_MAX_ITEMS {
             self.shared.quick(settle).await?
         } else {

@@ -99,8 +99,14 @@ impl JobStore for Served {
     fn fail_with(&self, f: Failure) -> Result<()> {
         self.remote.fail_with(f)
     }
+    fn fail_many(&self, items: Vec<Failure>) -> Result<Vec<Result<()>>> {
+        self.remote.fail_many(items)
+    }
     fn release(&self, token: &LeaseToken) -> Result<()> {
         self.remote.release(token)
+    }
+    fn release_many(&self, tokens: &[LeaseToken]) -> Result<Vec<Result<()>>> {
+        self.remote.release_many(tokens)
     }
     fn snooze(&self, token: &LeaseToken, delay: Duration) -> Result<()> {
         self.remote.snooze(token, delay)

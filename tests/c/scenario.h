@@ -1,5 +1,6 @@
 /* The C conformance runner's shared state: scenarios.c (cases, comparison,
- * the store, other processes) and scenario_ops.c (the steps as API calls). */
+ * the store, other processes) and scenario_ops.c (the steps as API calls;
+ * also scenario_control.c, scenario_schedules.c, scenario_settle_many.c). */
 #ifndef TJ_SCENARIO_H
 #define TJ_SCENARIO_H
 
@@ -69,6 +70,9 @@ tj_status op_cancel(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_cancel_many(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_complete_many(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_purge(struct run *r, const jval *s, jval **obs, tj_error **err);
+/* scenario_settle_many.c: the batch failures and releases. */
+tj_status op_fail_many(struct run *r, const jval *s, jval **obs, tj_error **err);
+tj_status op_release_many(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_delete(struct run *r, const jval *s, tj_error **err);
 tj_status op_promote(struct run *r, const jval *s, tj_error **err);
 tj_status op_reschedule(struct run *r, const jval *s, tj_error **err);

@@ -215,6 +215,8 @@ static tj_status do_step(struct run *r, const char *op, const jval *s, jval **ob
     if (strcmp(op, "cancel") == 0) return op_cancel(r, s, obs, err);
     if (strcmp(op, "cancel_many") == 0) return op_cancel_many(r, s, obs, err);
     if (strcmp(op, "complete_many") == 0) return op_complete_many(r, s, obs, err);
+    if (strcmp(op, "fail_many") == 0) return op_fail_many(r, s, obs, err);
+    if (strcmp(op, "release_many") == 0) return op_release_many(r, s, obs, err);
     if (strcmp(op, "purge") == 0) return op_purge(r, s, obs, err);
     if (strcmp(op, "delete") == 0) return op_delete(r, s, err);
     if (strcmp(op, "promote") == 0) return op_promote(r, s, err);

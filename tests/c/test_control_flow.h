@@ -4,7 +4,8 @@
  * listed and removed; a cap that holds a lease back; bad limit input with
  * its typed status; tj_queue_complete_then creating children that record
  * their parent, listed by it; a refused completion creating none;
- * tj_queue_complete_many answering per item in one write. */
+ * tj_queue_complete_many, tj_queue_fail_many and tj_queue_release_many
+ * answering per item in one write. */
 #ifndef TJ_TEST_CONTROL_FLOW_H
 #define TJ_TEST_CONTROL_FLOW_H
 
@@ -322,11 +323,78 @@ static void complete_many_answers_per_item_in_one_write(void) {
     tmpdir_remove(dir);
 }
 
+static void fail_many_and_release_many_answer_per_item_in_one_write(void) {
+    tj_error *err = NULL;
+    char dir[64];
+    tmpdir_make(dir);
+    tj_queue *q = open_store(dir, NULL);
+    REQUIRE(q != NULL);
+    tj_id a = enqueue(q, "ingest", NULL);
+    tj_id b = enqueue(q, "ingest", NULL);
+    tj_id c = enqueue(q, "ingest", NULL);
+    tj_job *ja = lease(q), *jb = lease(q), *jc = lease(q);
+    REQUIRE(ja != NULL && jb != NULL && jc != NULL);
+    tj_token ta = tj_job_token(ja), tb = tj_job_token(jb), tc = tj_job_token(jc);
+    tj_token stale = {tb.id, tb.generation + 1};
+    tj_failures *f = tj_failures_new();
+    CHECK(tj_failures_len(f) == 0);
+    CHECK_OK(tj_failures_add(f, &ta, "boom", true, &err));
+    CHECK_OK(tj_failures_add(f, &stale, "late", true, &err));
+    CHECK_OK(tj_failures_add(f, &tb, "bad input", false, &err));
+    CHECK_OK(tj_failures_add_in(f, &tc, "too far", true, TJ_MAX_DURATION_MS + 1, &err));
+    /* Bad arguments add nothing. */
+    CHECK_NULL_NAMED("token", tj_failures_add(f, NULL, "x", true, &err));
+    CHECK_NULL_NAMED("reason", tj_failures_add(f, &ta, NULL, true, &err));
+    CHECK_NULL_NAMED("failures", tj_failures_add_in(NULL, &ta, "x", true, 5, &err));
+    CHECK_STATUS(TJ_STATUS_INVALID_UTF8, tj_failures_add(f, &ta, "\xff", true, &err));
+    CHECK(tj_failures_len(f) == 4);
+    tj_status sts[4] = {99, 99, 99, 99};
+    CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT, tj_queue_fail_many(q, f, sts, 3, &err));
+    CHECK_NULL_NAMED("statuses_out", tj_queue_fail_many(q, f, NULL, 4, &err));
+    CHECK_NULL_NAMED("failures", tj_queue_fail_many(q, NULL, sts, 4, &err));
+    CHECK(sts[0] == 99 && state_of(q, a) == TJ_STATE_LEASED);
+    CHECK_OK(tj_queue_fail_many(q, f, sts, 4, &err));
+    CHECK(sts[0] == TJ_STATUS_OK && sts[1] == TJ_STATUS_ABORTED && sts[2] == TJ_STATUS_OK &&
+          sts[3] == TJ_STATUS_INVALID_ARGUMENT);
+    CHECK(state_of(q, a) == TJ_STATE_FAILED && state_of(q, b) == TJ_STATE_DEAD);
+    CHECK(state_of(q, c) == TJ_STATE_LEASED);
+    /* The same list again (a retry after a lost reply): the same answers. */
+    CHECK_OK(tj_queue_fail_many(q, f, sts, 4, &err));
+    CHECK(sts[0] == TJ_STATUS_OK && sts[2] == TJ_STATUS_OK && state_of(q, a) == TJ_STATE_FAILED);
+    tj_failures_clear(f);
+    CHECK(tj_failures_len(f) == 0);
+    CHECK_OK(tj_queue_fail_many(q, f, NULL, 0, &err)); /* empty: nothing to answer */
+    /* release_many: c goes back; a was failed by its token (ABORTED). */
+    tj_token rel[3] = {tc, ta, tc};
+    tj_status rs[3] = {99, 99, 99};
+    CHECK_NULL_NAMED("statuses_out", tj_queue_release_many(q, rel, 3, NULL, &err));
+    CHECK_NULL_NAMED("tokens", tj_queue_release_many(q, NULL, 3, rs, &err));
+    CHECK(rs[0] == 99 && state_of(q, c) == TJ_STATE_LEASED);
+    CHECK_OK(tj_queue_release_many(q, rel, 3, rs, &err));
+    CHECK(rs[0] == TJ_STATUS_OK && rs[1] == TJ_STATUS_ABORTED && rs[2] == TJ_STATUS_OK);
+    CHECK(state_of(q, c) == TJ_STATE_PENDING);
+    CHECK_OK(tj_queue_release_many(q, NULL, 0, NULL, &err));
+    tj_queue_close(q);
+    CHECK_OK(tj_failures_add(f, &ta, "x", true, &err));
+    CHECK_STATUS(TJ_STATUS_CLOSED, tj_queue_fail_many(q, f, sts, 1, &err));
+    CHECK_STATUS(TJ_STATUS_CLOSED, tj_queue_release_many(q, rel, 1, rs, &err));
+    tj_failures_free(f);
+    tj_failures_free(NULL);
+    tj_failures_clear(NULL);
+    CHECK(tj_failures_len(NULL) == 0);
+    tj_job_free(ja);
+    tj_job_free(jb);
+    tj_job_free(jc);
+    tj_queue_free(q);
+    tmpdir_remove(dir);
+}
+
 #define CONTROL_FLOW_TESTS                                                   \
     TEST(limits_are_set_listed_in_label_order_and_removed),                 \
     TEST(a_concurrency_cap_holds_a_lease_back_until_one_settles),           \
     TEST(bad_limit_input_is_refused_with_its_status_and_changes_nothing),   \
     TEST(complete_then_creates_children_that_record_their_parent),          \
-    TEST(complete_many_answers_per_item_in_one_write)
+    TEST(complete_many_answers_per_item_in_one_write),                      \
+    TEST(fail_many_and_release_many_answer_per_item_in_one_write)
 
 #endif

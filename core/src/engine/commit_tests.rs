@@ -177,3 +177,38 @@ fn a_failed_commit_fails_its_call_only() {
     let reaper = e.reaper.lock().unwrap();
     assert!(reaper.as_ref().is_some_and(|r| !r.is_finished()));
 }
+
+#[test]
+fn a_failed_commit_of_fail_many_or_release_many_moves_none_of_the_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let next = Arc::new(AtomicU8::new(PASS));
+    let q = open_switched(dir.path(), &next);
+    for _ in 0..4 {
+        q.enqueue("a", b"1", EnqueueOptions::default()).unwrap();
+    }
+    let jobs = q.lease_many("w", 4, &LeaseOptions::default()).unwrap();
+    let tokens: Vec<_> = jobs.iter().map(|j| j.token()).collect();
+    let fails = || {
+        tokens[..2]
+            .iter()
+            .map(|t| crate::Failure::new(*t, "boom"))
+            .collect::<Vec<_>>()
+    };
+    next.store(FAIL, Ordering::SeqCst);
+    let r = q.fail_many(fails());
+    assert!(matches!(r, Err(Error::Storage(_))), "{r:?}");
+    next.store(FAIL, Ordering::SeqCst);
+    let r = q.release_many(&tokens[2..]);
+    assert!(matches!(r, Err(Error::Storage(_))), "{r:?}");
+    assert_eq!(q.stats().unwrap().total.leased, 4, "nothing moved");
+    // Every lease is still held: the calls are tried again and take effect.
+    assert!(q.fail_many(fails()).unwrap().iter().all(|r| r.is_ok()));
+    assert!(q
+        .release_many(&tokens[2..])
+        .unwrap()
+        .iter()
+        .all(|r| r.is_ok()));
+    let s = q.stats().unwrap().total;
+    assert_eq!((s.leased, s.failed, s.pending), (0, 2, 2));
+    assert_eq!(q.check().unwrap().problems, Vec::<String>::new());
+}

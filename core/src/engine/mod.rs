@@ -27,6 +27,7 @@ mod schedules;
 mod scope_counts;
 mod scopes;
 mod settle;
+mod settle_many;
 mod steer;
 mod transition;
 
@@ -77,7 +78,7 @@ pub(crate) type MakeCommit<'a> = dyn Fn(Arc<Store>, &Config) -> Box<dyn Commit> 
 ///    them in index order (purge of dead rows)
 /// 3. `idem_locks` stripes, in index order (an enqueue holds its batch's
 ///    stripes from the idempotency check to the commit)
-/// 4. lease entries (`leases`), in job-id order (`extend`, `complete_many`);
+/// 4. lease entries (`leases`), in job-id order (`extend`, `settle_many`);
 ///    a settle holds its entry across its write
 /// 5. a band group (`bands`), held only to seek and claim, never across a
 ///    write; then the `limiter` (flow control: a claim takes its slots, a

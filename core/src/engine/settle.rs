@@ -3,25 +3,23 @@
 //! moves the row in one batch; a stale token is `Aborted` and changes nothing,
 //! unless it repeats the settle that ended its lease (`resettle`).
 
-use std::collections::BTreeMap;
-
 use crate::error::{Error, Result};
 use crate::event::Event;
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::job::{Completion, JobId, LeaseToken, NewJob, Scope, State};
+use crate::job::{Completion, JobId, LeaseToken, NewJob, State};
 use crate::limits;
 use crate::payload::Encoding;
 use crate::store::codec;
 use crate::store::keys::JobKey;
 
-use super::leases::{self, Entry, LeaseEntry};
+use super::leases::{self, LeaseEntry};
 use super::resettle::{SettleOp, OVER_SNOOZED};
 use super::transition::Tx;
 use super::Engine;
 
 /// Where a settled lease goes.
-enum Outcome {
+pub(super) enum Outcome {
     Completed(Option<Vec<u8>>, Encoding),
     /// Failed by the worker (`retryable`, with its own retry delay in ms
     /// or the backoff schedule's) or expired (reaper).
@@ -38,8 +36,23 @@ enum Outcome {
 }
 
 impl Outcome {
+    /// A worker's failure (`fail`, `fail_many`); `InvalidArgument` for a
+    /// `retry_in` over [`limits::MAX_DURATION`].
+    pub(super) fn failure(f: crate::control::Failure) -> Result<Outcome> {
+        let retry_in = match f.retry_in {
+            Some(d) => Some(limits::ms(limits::check_duration("retry_in", d)?)),
+            None => None,
+        };
+        Ok(Outcome::Failed {
+            reason: f.reason,
+            retryable: f.retryable,
+            expired: false,
+            retry_in,
+        })
+    }
+
     /// The call that asked for it (none for the reaper's expiry).
-    fn op(&self) -> Option<SettleOp> {
+    pub(super) fn op(&self) -> Option<SettleOp> {
         match self {
             Outcome::Completed(..) => Some(SettleOp::Complete),
             Outcome::Failed { expired: true, .. } => None,
@@ -68,7 +81,7 @@ impl Engine {
 
     /// A token with no live lease: what an earlier settle of it by the
     /// same call answered (a retry), else `otherwise`.
-    fn settled_before(
+    pub(super) fn settled_before(
         &self,
         token: &LeaseToken,
         op: Option<SettleOp>,
@@ -102,7 +115,7 @@ impl Engine {
     }
 
     /// `InvalidArgument` when a result is over `max_payload_bytes`.
-    fn check_result(&self, result: Option<&Vec<u8>>) -> Result<()> {
+    pub(super) fn check_result(&self, result: Option<&Vec<u8>>) -> Result<()> {
         match result {
             Some(r) if r.len() > self.cfg.max_payload_bytes => Err(Error::invalid(format!(
                 "result of {} bytes is over the limit of {} bytes (max_payload_bytes)",
@@ -121,126 +134,9 @@ impl Engine {
         self.settle_then(&c.token, Outcome::Completed(c.result, c.encoding), c.then)
     }
 
-    /// Complete many leased jobs in one atomic batch. Per item, in order:
-    /// `Ok`, or why that item changed nothing (`Aborted`, `NotFound`, or
-    /// `InvalidArgument` for an oversized result). Each token is checked on
-    /// its own: when a job is named more than once, the first item holding
-    /// its live lease completes it, a repeat of that token answers what it
-    /// answered (as a second `complete` would), and a stale generation
-    /// answers `Aborted`. The outer error (a failed write) means nothing
-    /// was completed.
-    pub fn complete_many(&self, mut items: Vec<Completion>) -> Result<Vec<Result<()>>> {
-        let mut answers: Vec<Option<Result<()>>> = (0..items.len()).map(|_| None).collect();
-        // Each job once, in id order (the lock order `extend` uses), with
-        // every item that names it.
-        let mut by_job: BTreeMap<JobId, Vec<usize>> = BTreeMap::new();
-        for (i, c) in items.iter().enumerate() {
-            let ok = self.check_result(c.result.as_ref()).and_then(|()| {
-                Self::check_then(&c.then)?;
-                self.check_new(&c.then)
-            });
-            match ok {
-                Err(e) => answers[i] = Some(Err(e)),
-                Ok(()) => by_job.entry(c.token.id).or_default().push(i),
-            }
-        }
-        // Every follow-up's idempotency stripe, before the lease entries.
-        let stripes = self.stripes_of(
-            by_job
-                .values()
-                .flatten()
-                .flat_map(|&i| items[i].then.iter()),
-        );
-        let _stripes = self.idem_guards(stripes);
-        let mut held: Vec<(Entry, Vec<usize>)> = Vec::with_capacity(by_job.len());
-        for (id, idx) in by_job {
-            match self.leases.get(&id) {
-                Some(e) => held.push((e, idx)),
-                None => {
-                    for i in idx {
-                        let why = self.not_leased(&id)?;
-                        let op = Some(SettleOp::Complete);
-                        answers[i] = Some(self.settled_before(&items[i].token, op, why));
-                    }
-                }
-            }
-        }
-        let mut guards: Vec<_> = held.iter().map(|(e, idx)| (leases::lock(e), idx)).collect();
-        let now = self.now();
-        let mut tx = Tx::new(self);
-        let mut moved = Vec::new();
-        let mut in_batch: HashMap<(Scope, String), JobId> = HashMap::default();
-        let mut repeats = Vec::new();
-        for (gi, (g, idx)) in guards.iter().enumerate() {
-            let mut winner = None;
-            for &i in idx.iter() {
-                let verdict = match (Self::check_token(g, &items[i].token), winner) {
-                    (Ok(()), None) => {
-                        winner = Some(i);
-                        continue;
-                    }
-                    (Ok(()), Some(w)) => {
-                        repeats.push((w, i));
-                        continue;
-                    }
-                    (Err(e), _) if !g.live => {
-                        self.settled_before(&items[i].token, Some(SettleOp::Complete), e)
-                    }
-                    (Err(e), _) => Err(e),
-                };
-                answers[i] = Some(verdict);
-            }
-            let Some(i) = winner else { continue };
-            let result = items[i].result.take();
-            let outcome = Outcome::Completed(result, items[i].encoding);
-            let cancel = g.record.ext.cancel_requested.clone();
-            if self.stage_settle(&mut tx, g, outcome, now)? == State::Completed {
-                let then = std::mem::take(&mut items[i].then);
-                self.stage_then(&mut tx, items[i].token.id, then, now, &mut in_batch)?;
-            }
-            moved.push((gi, i, cancel));
-        }
-        tx.commit()?;
-        for (gi, _, _) in &moved {
-            guards[*gi].0.live = false;
-        }
-        drop(guards);
-        for (gi, i, cancel) in moved {
-            let (entry, _) = &held[gi];
-            let id = items[i].token.id;
-            self.leases.remove(&id, entry);
-            answers[i] = Some(match cancel {
-                Some(reason) => Err(cancelled_answer(&reason, &id)),
-                None => Ok(()),
-            });
-        }
-        for (w, i) in repeats {
-            answers[i] = Some(match &answers[w] {
-                Some(Ok(())) => Ok(()),
-                Some(Err(Error::Cancelled(m))) => Err(Error::Cancelled(m.clone())),
-                _ => Err(Error::Storage("complete_many: no answer".into())),
-            });
-        }
-        Ok(answers
-            .into_iter()
-            .map(|a| a.unwrap_or_else(|| Err(Error::Storage("complete_many: no answer".into()))))
-            .collect())
-    }
-
     pub fn fail(&self, f: crate::control::Failure) -> Result<()> {
-        let retry_in = match f.retry_in {
-            Some(d) => Some(limits::ms(limits::check_duration("retry_in", d)?)),
-            None => None,
-        };
-        self.settle(
-            &f.token,
-            Outcome::Failed {
-                reason: f.reason,
-                retryable: f.retryable,
-                expired: false,
-                retry_in,
-            },
-        )
+        let token = f.token;
+        self.settle(&token, Outcome::failure(f)?)
     }
 
     pub fn release(&self, token: &LeaseToken) -> Result<()> {
@@ -294,7 +190,7 @@ impl Engine {
 
     /// Stage the move of a leased job into its next state. Returns that
     /// state.
-    fn stage_settle(
+    pub(super) fn stage_settle(
         &self,
         tx: &mut Tx<'_>,
         e: &LeaseEntry,

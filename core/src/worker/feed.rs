@@ -135,9 +135,7 @@ impl Shared {
         if let Some(t) = lock(&f.thread).take() {
             let _ = t.join();
         }
-        let left: Vec<_> = lock(&f.queue).drain(..).collect();
-        for (job, _) in left {
-            self.give_back(&job, Count::Released);
-        }
+        let left: Vec<Job> = lock(&f.queue).drain(..).map(|(job, _)| job).collect();
+        self.give_back_all(&left);
     }
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::context::{Delivery, StopReason};
 use super::run::{lock, Key, Shared};
 use super::Count;
+use crate::job::Job;
 use crate::{ErrorKind, Failure};
 
 /// The longest the heartbeat thread sleeps with nothing due (so it notices
@@ -224,10 +225,11 @@ impl Shared {
         self.wait_batch_idle(Instant::now() + Duration::from_secs(5));
         self.close_feed();
         let left: Vec<_> = lock(&self.state).held.drain().map(|(_, h)| h.d).collect();
-        for d in left {
+        for d in &left {
             d.mark(StopReason::Released);
-            self.give_back(&d.job, Count::Released);
         }
+        let jobs: Vec<Job> = left.iter().map(|d| d.job.clone()).collect();
+        self.give_back_all(&jobs);
         lock(&self.state).heart_exit = true;
         self.cond.notify_all();
         if let Some(h) = lock(&self.heart).take() {

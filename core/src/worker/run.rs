@@ -217,6 +217,26 @@ impl Shared {
         }
     }
 
+    /// Hand back, at stop, jobs no handler will finish: one `release_many`
+    /// (one write; one round trip on a remote queue).
+    pub(crate) fn give_back_all(&self, jobs: &[Job]) {
+        if jobs.is_empty() {
+            return;
+        }
+        let tokens: Vec<_> = jobs.iter().map(Job::token).collect();
+        // The whole call failed: the leases expire after their TTL.
+        let Ok(answers) = self.store.release_many(&tokens) else {
+            return;
+        };
+        for a in answers {
+            match a {
+                Ok(()) => self.count(Count::Released),
+                Err(e) if e.kind() == ErrorKind::Cancelled => self.count(Count::Cancelled),
+                Err(_) => {} // lost meanwhile: its new holder has it
+            }
+        }
+    }
+
     pub(crate) fn run_one(self: &Arc<Self>, job: Job, since: Option<Instant>) {
         let now = Instant::now();
         let got = since.unwrap_or(now);

@@ -47,6 +47,7 @@ mod schedules;
 mod scope_counts;
 mod scope_pages;
 mod settle;
+mod settle_many;
 mod steer;
 mod store;
 mod timings;

@@ -1,4 +1,5 @@
-//! The job-control steps: fail with `retry_in_ms`, snooze, cancel,
+//! The job-control steps: fail with `retry_in_ms`, fail_many, release_many,
+//! snooze, cancel,
 //! cancel_many, purge, delete, promote, reschedule, set_priority, pause,
 //! resume, paused.
 
@@ -11,15 +12,39 @@ use super::args::uint;
 use super::Run;
 
 impl Run {
-    pub(crate) fn fail(&self, s: &Json) -> Result<Json, Error> {
+    /// A `fail` step's (or a `fail_many` item's) failure.
+    fn failure(&self, s: &Json) -> Result<Failure, Error> {
         let t = self.token(s.get("lease")).map_err(Error::Storage)?;
         let mut f = Failure::new(t, s.get("reason").and_then(Json::as_str).unwrap_or(""));
         f.retryable = s.get("retryable").and_then(Json::as_bool).unwrap_or(true);
         if let Some(v) = s.get("retry_in_ms") {
             f.retry_in = Some(Duration::from_millis(uint(v).map_err(Error::Storage)?));
         }
+        Ok(f)
+    }
+
+    pub(crate) fn fail(&self, s: &Json) -> Result<Json, Error> {
+        let f = self.failure(s)?;
         self.q().map_err(Error::Storage)?.fail_with(f)?;
         Ok(Json::Null)
+    }
+
+    /// `items`, each as `fail`'s arguments: `{"answers": ["ok" | CODE, …]}`.
+    pub(crate) fn fail_many(&self, s: &Json) -> Result<Json, Error> {
+        let fs = items_of(s, "fail_many")?
+            .iter()
+            .map(|i| self.failure(i))
+            .collect::<Result<Vec<_>, Error>>()?;
+        answers_json(self.q().map_err(Error::Storage)?.fail_many(fs)?)
+    }
+
+    /// `items`, each `{"lease": …}`: `{"answers": ["ok" | CODE, …]}`.
+    pub(crate) fn release_many(&self, s: &Json) -> Result<Json, Error> {
+        let ts = items_of(s, "release_many")?
+            .iter()
+            .map(|i| self.token(i.get("lease")).map_err(Error::Storage))
+            .collect::<Result<Vec<_>, Error>>()?;
+        answers_json(self.q().map_err(Error::Storage)?.release_many(&ts)?)
     }
 
     pub(crate) fn snooze(&self, s: &Json) -> Result<Json, Error> {
@@ -127,4 +152,20 @@ impl Run {
         let scopes: Vec<String> = p.scopes.iter().map(|s| s.to_string()).collect();
         Ok(json!({ "kinds": kinds, "scopes": scopes }))
     }
+}
+
+/// A batch step's `items`.
+pub(crate) fn items_of<'a>(s: &'a Json, op: &str) -> Result<&'a Vec<Json>, Error> {
+    s.get("items")
+        .and_then(Json::as_array)
+        .ok_or_else(|| Error::Storage(format!("{op} needs items")))
+}
+
+/// Per-item answers as `{"answers": ["ok" | CODE, …]}`.
+pub(crate) fn answers_json(answers: Vec<Result<(), Error>>) -> Result<Json, Error> {
+    let answers: Vec<&str> = answers
+        .iter()
+        .map(|a| a.as_ref().map_or_else(|e| e.kind().code(), |()| "ok"))
+        .collect();
+    Ok(json!({ "answers": answers }))
 }

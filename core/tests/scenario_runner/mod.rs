@@ -189,6 +189,8 @@ impl Run {
             "remove_limit" => self.remove_limit(s),
             "limits" => self.limits(),
             "fail" => self.fail(s),
+            "fail_many" => self.fail_many(s),
+            "release_many" => self.release_many(s),
             "snooze" => self.snooze(s),
             "cancel" => self.cancel(s),
             "cancel_many" => self.cancel_many(s),

@@ -221,6 +221,10 @@ async function flow (q: Queue): Promise<void> {
     const parent: string | null = job.parent
     await q.complete(job, null, opts)
     await q.completeMany([job], [null], { then: [null] })
+    const failed: Array<ErrorCodeName | null> = await q.failMany([job], ['boom'], { retryable: [false], retryInMs: [null] })
+    await q.failMany([job], new Error('x'), { retryable: true, retryInMs: 500 })
+    const released: Array<ErrorCodeName | null> = await q.releaseMany([job])
+    void failed; void released
     const kids = await q.list({ parent: job.id })
     console.log(parent, kids.jobs[0].parent)
   }

@@ -208,11 +208,15 @@ pub struct Fail {
     #[prost(uint64, optional, tag = "3")]
     pub retry_in_ms: ::core::option::Option<u64>,
 }
+/// Hand the leased job back: pending again at its old place in line, no
+/// attempt spent (as the Release RPC without a delay).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GiveBack {}
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct SubmitRequest {
     #[prost(message, optional, tag = "1")]
     pub token: ::core::option::Option<LeaseToken>,
-    #[prost(oneof = "submit_request::Outcome", tags = "2, 3")]
+    #[prost(oneof = "submit_request::Outcome", tags = "2, 3, 4")]
     pub outcome: ::core::option::Option<submit_request::Outcome>,
 }
 /// Nested message and enum types in `SubmitRequest`.
@@ -223,6 +227,10 @@ pub mod submit_request {
         Complete(super::Complete),
         #[prost(message, tag = "3")]
         Fail(super::Fail),
+        /// Newer than complete and fail: a server that predates it answers
+        /// INVALID_ARGUMENT ("needs an outcome").
+        #[prost(message, tag = "4")]
+        Release(super::GiveBack),
     }
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
@@ -1338,7 +1346,8 @@ pub mod jobs_client {
                 .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Heartbeat"));
             self.inner.unary(req, path, codec).await
         }
-        /// Complete or fail one leased job; a stale token is ABORTED and changes nothing.
+        /// Complete, fail or release one leased job; a stale token is ABORTED and
+        /// changes nothing.
         pub async fn submit(
             &mut self,
             request: impl tonic::IntoRequest<super::SubmitRequest>,
@@ -1359,7 +1368,9 @@ pub mod jobs_client {
             req.extensions_mut().insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Submit"));
             self.inner.unary(req, path, codec).await
         }
-        /// Settle many leased jobs; completions are one atomic write. Per-item answers.
+        /// Settle many leased jobs: the completions in one atomic write
+        /// (complete_many), the failures in one (fail_many), the releases in one
+        /// (release_many). Per-item answers, in order.
         pub async fn submit_many(
             &mut self,
             request: impl tonic::IntoRequest<super::SubmitManyRequest>,
@@ -2146,12 +2157,15 @@ pub mod jobs_server {
             tonic::Response<super::HeartbeatResponse>,
             tonic::Status,
         >;
-        /// Complete or fail one leased job; a stale token is ABORTED and changes nothing.
+        /// Complete, fail or release one leased job; a stale token is ABORTED and
+        /// changes nothing.
         async fn submit(
             &self,
             request: tonic::Request<super::SubmitRequest>,
         ) -> std::result::Result<tonic::Response<super::SubmitResponse>, tonic::Status>;
-        /// Settle many leased jobs; completions are one atomic write. Per-item answers.
+        /// Settle many leased jobs: the completions in one atomic write
+        /// (complete_many), the failures in one (fail_many), the releases in one
+        /// (release_many). Per-item answers, in order.
         async fn submit_many(
             &self,
             request: tonic::Request<super::SubmitManyRequest>,

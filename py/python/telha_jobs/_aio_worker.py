@@ -235,8 +235,7 @@ class AsyncWorker(_Settling, _Heartbeats):
             except Exception as e:  # noqa: BLE001 - the AsyncQueue closed: its threads are gone
                 log.warning("worker %s: stopping: %s", self.worker_id, failure_reason(e))
             await asyncio.sleep(0)  # its counts (call_soon_threadsafe) land
-        for job, _ in list(self._ahead):  # leased ahead, never started
-            await self._give_back_now(job)
+        ahead = [job for job, _ in self._ahead]  # leased ahead, never started
         self._ahead.clear()
         left = list(self._leases.values())
         self._leases.clear()
@@ -244,13 +243,25 @@ class AsyncWorker(_Settling, _Heartbeats):
             t.cancel()
         for lease in left:
             lease._mark_lost()
-            try:
-                await self.queue.release(lease.job)
+        # Both in one release_many: one write (one round trip when remote).
+        await self._release_all(ahead + [lease.job for lease in left])
+
+    async def _release_all(self, jobs: list[Job]) -> None:
+        """Release the jobs this worker still holds at stop, in one call."""
+        if not jobs:
+            return
+        try:
+            answers = await self.queue.release_many(jobs)
+        except Exception as e:  # noqa: BLE001 - they expire and are leased again
+            log.warning("worker %s: release of %d jobs failed: %s", self.worker_id, len(jobs), e)
+            return
+        for job, a in zip(jobs, answers):
+            if a is None:
                 self.counts["released"] += 1
-            except CancelledError:  # the release recorded it cancelled
+            elif isinstance(a, CancelledError):  # the release recorded it cancelled
                 self.counts["cancelled"] += 1
-            except Exception as e:  # noqa: BLE001 - the others are still released
-                log.warning("worker %s: release of %s failed: %s", self.worker_id, lease.job.id, e)
+            else:
+                log.warning("worker %s: release of %s failed: %s", self.worker_id, job.id, a)
 
     # -- errors --------------------------------------------------------------
 

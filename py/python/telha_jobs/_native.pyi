@@ -691,7 +691,23 @@ class Queue:
         retryable: bool = True,
         retry_in: _Seconds | None = None,
     ) -> None: ...
+    def fail_many(
+        self,
+        jobs: Iterable[Job | str],
+        reasons: str | Sequence[str],
+        *,
+        retryable: bool | Sequence[bool] | None = None,
+        retry_in: _Seconds | Sequence[_Seconds | None] | None = None,
+    ) -> list[TelhaError | None]:
+        """Fail a batch in one call and one atomic write, each as ``fail``
+        would (``reasons``, ``retryable``, ``retry_in``: one for every job or
+        a list of one per job); per job None (failed) or the exception saying
+        why not (``LeaseLostError``, ``InvalidArgumentError`` for a
+        ``retry_in`` over 100 years, ``CancelledError``, ...)."""
     def release(self, job: Job | str) -> None: ...
+    def release_many(self, jobs: Iterable[Job | str]) -> list[TelhaError | None]:
+        """Release a batch in one call and one atomic write (pending again,
+        no attempt spent); per job None or the exception saying why not."""
     def snooze(self, job: Job | str, delay: _Seconds) -> None:
         """Pending again after ``delay``, no attempt spent."""
     def cancel(self, job_id: _IdArg, reason: str = "") -> Literal["cancelled", "requested"]:

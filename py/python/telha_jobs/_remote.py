@@ -186,18 +186,25 @@ class Prefetch:
         self._give_back(left, "released")
 
     def _give_back(self, jobs: Sequence[Job], what: str) -> None:
-        for job in jobs:
-            try:
-                self._queue.release(job)
+        """Release ``jobs`` in one ``release_many`` (one round trip)."""
+        if not jobs:
+            return
+        try:
+            answers = self._queue.release_many(list(jobs))
+        except QueueClosedError:
+            return
+        except Exception as e:  # noqa: BLE001 - they expire and are leased again
+            log.warning("worker %s: release of %d leases failed: %s", self._worker_id, len(jobs), e)
+            return
+        for job, a in zip(jobs, answers):
+            if a is None:
                 self._count(what)
-            except CancelledError:  # the release recorded it cancelled
+            elif isinstance(a, CancelledError):  # the release recorded it cancelled
                 self._count("cancelled")
-            except LeaseLostError:
+            elif isinstance(a, LeaseLostError):
                 self._count("lost")
-            except QueueClosedError:
-                return
-            except Exception as e:  # noqa: BLE001 - it expires and is leased again
-                log.warning("worker %s: release of %s failed: %s", self._worker_id, job.id, e)
+            else:  # it expires and is leased again
+                log.warning("worker %s: release of %s failed: %s", self._worker_id, job.id, a)
 
     def _sweep(self) -> None:
         """Release the leases that waited here too long, handler or not."""

@@ -221,8 +221,25 @@ class AsyncQueue(_AsyncControl, _AsyncSchedules):
         """As :meth:`Queue.fail` (``retry_in``: the handler's retry delay)."""
         await self._call(self.queue.fail, job, reason, retryable=retryable, retry_in=retry_in)
 
+    async def fail_many(
+        self,
+        jobs: Sequence[Job],
+        reasons: str | Sequence[str],
+        *,
+        retryable: bool | Sequence[bool] | None = None,
+        retry_in: Any = None,
+    ) -> list[TelhaError | None]:
+        """As :meth:`Queue.fail_many` (one write; per job None or why not)."""
+        return await self._call(
+            self.queue.fail_many, jobs, reasons, retryable=retryable, retry_in=retry_in
+        )
+
     async def release(self, job: Job) -> None:
         await self._call(self.queue.release, job)
+
+    async def release_many(self, jobs: Sequence[Job]) -> list[TelhaError | None]:
+        """As :meth:`Queue.release_many` (one write; per job None or why not)."""
+        return await self._call(self.queue.release_many, jobs)
 
     async def snooze(self, job: Job, delay: Any) -> None:
         """As :meth:`Queue.snooze`."""

@@ -263,15 +263,27 @@ class Worker:
             self._cond.notify_all()
         for lease in left:
             lease._mark_lost()
-            try:
-                self.queue.release(lease.job)
-                self._count("released")
-            except CancelledError:  # the release recorded it cancelled
-                self._count("cancelled")
-            except Exception as e:  # noqa: BLE001 - the others are still released
-                log.warning("worker %s: release of %s failed: %s", self.worker_id, lease.job.id, e)
+        self._release_all([lease.job for lease in left])
         if self._heart is not None and self._heart is not threading.current_thread():
             self._heart.join(5.0)
+
+    def _release_all(self, jobs: list[Job]) -> None:
+        """Release the jobs handlers still held at stop in one
+        ``release_many`` (one write; over a remote queue one round trip)."""
+        if not jobs:
+            return
+        try:
+            answers = self.queue.release_many(jobs)
+        except Exception as e:  # noqa: BLE001 - they expire and are leased again
+            log.warning("worker %s: release of %d jobs failed: %s", self.worker_id, len(jobs), e)
+            return
+        for job, a in zip(jobs, answers):
+            if a is None:
+                self._count("released")
+            elif isinstance(a, CancelledError):  # the release recorded it cancelled
+                self._count("cancelled")
+            else:
+                log.warning("worker %s: release of %s failed: %s", self.worker_id, job.id, a)
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait until the worker has stopped; True when it has."""
