@@ -612,7 +612,8 @@ typedef struct tj_config_key {
    * What it holds: `"duration"` (text such as `"250ms"`, `"5m"`, or
    * seconds), `"retention"` (a duration, or `"off"` to keep forever),
    * `"count"` (a whole number in `count_min..=count_max`), `"factor"` (a
-   * number >= 1.0) or `"flag"` (`"true"`/`"false"`).
+   * number >= 1.0), `"fraction"` (a number from 0 to 1) or `"flag"`
+   * (`"true"`/`"false"`).
    */
   const char *value_type;
   /**
@@ -1336,6 +1337,18 @@ tj_status tj_enqueue_options_set_idempotency_key(struct tj_enqueue_options *opti
  */
 tj_status tj_enqueue_options_set_max_attempts(struct tj_enqueue_options *options,
                                               uint32_t max_attempts);
+
+/**
+ * This job's backoff base in ms (>= 1, at most `TJ_MAX_DURATION_MS`,
+ * checked at enqueue), over the per-kind and global `backoff_base`: its
+ * retries wait `base' = backoff_base_ms`, `cap' = max(cap, base')`, with
+ * the kind's factor and `backoff_jitter`.
+ *
+ * # Safety
+ * `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_enqueue_options_set_backoff_base_ms(struct tj_enqueue_options *options,
+                                                 uint64_t backoff_base_ms);
 
 /**
  * Record how the payload was made: `encoding` is a `tj_encoding` (default

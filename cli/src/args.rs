@@ -368,6 +368,10 @@ pub struct EnqueueArgs {
     /// Dead after this many failed attempts (over the kind's and the global).
     #[arg(long, value_name = "N")]
     pub max_attempts: Option<u32>,
+    /// This job's first retry delay ("30s", at least 1ms), over the kind's
+    /// and the global backoff base (the kind's factor and jitter apply).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub backoff_base: Option<Duration>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -399,6 +399,12 @@ fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
     if let Some(k) = &a.idempotency_key {
         telha_jobs::limits::validate_idempotency_key(k)?;
     }
+    if let Some(b) = a.backoff_base {
+        if b.as_millis() == 0 {
+            return Err(Failure::usage("--backoff-base must be at least 1ms"));
+        }
+        telha_jobs::limits::check_duration("--backoff-base", b)?;
+    }
     let payload = match &a.payload_json {
         None => Vec::new(),
         Some(text) => {
@@ -413,6 +419,7 @@ fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
         delay: a.delay,
         idempotency_key: a.idempotency_key,
         max_attempts: a.max_attempts,
+        backoff_base: a.backoff_base,
         ..EnqueueOptions::default()
     };
     let q = store::open_write(db, false)?;

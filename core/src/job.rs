@@ -43,6 +43,10 @@ pub struct EnqueueOptions {
     pub expires_at: Option<u64>,
     /// `expires_at` as now + this, read on the queue's clock (over zero).
     pub expires_in: Option<Duration>,
+    /// This job's backoff base (over zero, whole ms), over its kind's and
+    /// the global one: its schedule is `base' = b`, `cap' = max(cap, b)`
+    /// (the kind's factor and jitter apply).
+    pub backoff_base: Option<Duration>,
 }
 
 impl EnqueueOptions {
@@ -95,6 +99,12 @@ impl EnqueueOptions {
     /// Never start once `d` has passed from now.
     pub fn expires_in(mut self, d: Duration) -> Self {
         self.expires_in = Some(d);
+        self
+    }
+    /// Retry this job on a schedule starting at `d` (see
+    /// [`EnqueueOptions::backoff_base`]); zero is `InvalidArgument`.
+    pub fn backoff_base(mut self, d: Duration) -> Self {
+        self.backoff_base = Some(d);
         self
     }
 }

@@ -128,6 +128,12 @@ export interface EnqueueOptions {
    * Wins over `expiresInMs`.
    */
   expiresAt?: number | Date
+  /**
+   * This job's first retry delay, ms (≥ 1), over its kind's and the global
+   * `backoffBaseMs`: its cap is at least this too; the kind's factor and
+   * `backoffJitter` apply.
+   */
+  backoffBaseMs?: number
 }
 
 /** One job of {@link Queue.enqueueMany}: a `[kind, payload]` pair or an object. */

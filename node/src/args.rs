@@ -301,6 +301,7 @@ pub struct NativeEnqueueOptions {
     pub max_attempts: Option<f64>,
     pub expires_in_ms: Option<f64>,
     pub expires_at: Option<f64>,
+    pub backoff_base_ms: Option<f64>,
 }
 
 /// The core's options of one enqueue; `at` names them in messages
@@ -335,6 +336,9 @@ pub fn enqueue_options(
     }
     if let Some(t) = o.expires_at {
         e.expires_at = Some(instant_ms(t, &format!("{at}.expiresAt"))?);
+    }
+    if let Some(d) = o.backoff_base_ms {
+        e.backoff_base = Some(delay_ms(d, &format!("{at}.backoffBaseMs"))?);
     }
     Ok(e)
 }

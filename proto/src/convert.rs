@@ -86,6 +86,7 @@ pub fn new_job_to_pb(j: NewJob) -> pb::NewJob {
         payload_encoding: encoding_to_pb(o.encoding),
         expires_at_ms: o.expires_at,
         expires_in_ms: o.expires_in.map(duration_ms),
+        backoff_base_ms: o.backoff_base.map(duration_ms),
     }
 }
 
@@ -116,6 +117,7 @@ pub fn new_job_from_pb(j: pb::NewJob) -> Result<NewJob> {
             encoding: encoding_from_pb(j.payload_encoding),
             expires_at: j.expires_at_ms,
             expires_in: j.expires_in_ms.map(Duration::from_millis),
+            backoff_base: j.backoff_base_ms.map(Duration::from_millis),
         },
     })
 }

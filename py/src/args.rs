@@ -336,7 +336,7 @@ pub fn tokens(jobs: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<LeaseToken>> 
 }
 
 /// The keywords of `enqueue` (and keys of an `enqueue_many` dict item).
-pub const ENQUEUE_OPTIONS: [&str; 8] = [
+pub const ENQUEUE_OPTIONS: [&str; 9] = [
     "scope",
     "priority",
     "delay",
@@ -345,6 +345,7 @@ pub const ENQUEUE_OPTIONS: [&str; 8] = [
     "max_attempts",
     "expires_in",
     "expires_at",
+    "backoff_base",
 ];
 
 /// `options` (a dict of enqueue options; None values are "not given"),
@@ -376,6 +377,7 @@ pub fn enqueue_options(
             "priority" => o.priority = Some(int_in(v, "priority", 0, u8::MAX.into())? as u8),
             "delay" => o.delay = Some(delay(v, "delay")?),
             "expires_in" => o.expires_in = Some(delay(v, "expires_in")?),
+            "backoff_base" => o.backoff_base = Some(delay(v, "backoff_base")?),
             "expires_at" => o.expires_at = Some(instant_ms(v, "expires_at")?),
             "run_at" => o.run_at = Some(instant_ms(v, "run_at")?),
             "idempotency_key" => {

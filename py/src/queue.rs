@@ -169,7 +169,9 @@ impl Queue {
     /// `limits.MAX_INSTANT`), `idempotency_key`, `max_attempts`,
     /// `expires_in` (seconds or a timedelta, > 0) or `expires_at` (as
     /// `run_at`; after it): a job not leased by then goes dead ("expired
-    /// before start"); an unknown option is `InvalidArgumentError` listing them.
+    /// before start"); `backoff_base` (seconds or a timedelta, at least
+    /// 1 ms): this job's retry schedule starts there, over its kind's; an
+    /// unknown option is `InvalidArgumentError` listing them.
     #[pyo3(signature = (kind, payload=None, **options))]
     fn enqueue(
         &self,

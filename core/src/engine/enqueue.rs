@@ -75,6 +75,14 @@ impl Engine {
         if j.options.max_attempts == Some(0) {
             return Err(Error::invalid("max_attempts must be at least 1"));
         }
+        if let Some(b) = j.options.backoff_base {
+            if b.as_millis() == 0 {
+                return Err(Error::invalid(format!(
+                    "backoff_base must be at least 1ms, got {b:?}"
+                )));
+            }
+            limits::check_duration("backoff_base", b)?;
+        }
         if let Some(t) = j.options.run_at {
             limits::check_instant("run_at", t)?;
         }
@@ -214,6 +222,7 @@ impl Engine {
                 expires_at,
                 schedule,
                 parent,
+                backoff_base: j.options.backoff_base,
                 ..Ext::default()
             },
             ..JobRecord::default()

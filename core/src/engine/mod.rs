@@ -116,6 +116,8 @@ pub(crate) struct Engine {
     pub cfg: Config,
     /// Every TTL, deadline, backoff and retention reads this clock.
     pub clock: Arc<dyn Clock>,
+    /// The draws of the retry delays' jitter (`backoff.rs`).
+    pub jitter: crate::backoff::JitterRng,
     /// Band cursors, claims and cached iterators: how pollers find work.
     pub bands: Bands,
     /// The leased jobs, rebuilt from the leased rows at open.
@@ -367,6 +369,7 @@ impl Engine {
             path: path.to_path_buf(),
             cfg,
             clock,
+            jitter: crate::backoff::JitterRng::from_entropy(),
             bands: Bands::default(),
             leases: Leases::default(),
             counts: Counts::default(),

@@ -38,6 +38,7 @@ mod bad_input;
 mod control;
 mod events;
 mod filters;
+mod jitter;
 mod order;
 mod payloads;
 mod poison;

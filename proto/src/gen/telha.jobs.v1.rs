@@ -39,6 +39,9 @@ pub struct NewJob {
     pub expires_at_ms: ::core::option::Option<u64>,
     #[prost(uint64, optional, tag = "11")]
     pub expires_in_ms: ::core::option::Option<u64>,
+    /// The job's own backoff base (over its kind's and the global one), ms.
+    #[prost(uint64, optional, tag = "12")]
+    pub backoff_base_ms: ::core::option::Option<u64>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Enqueued {

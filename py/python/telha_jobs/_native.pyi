@@ -82,7 +82,7 @@ _ScopeOrder = Literal["pending", "leased", "dead", "name"]
 _ExtendAnswer = Literal["renewed", "lost", "cancelled"]
 _Encoding = Literal["unknown", "bytes", "value"]
 _CatchUp = Literal["skip", "one", "all"]
-_KeyType = Literal["duration", "retention", "count", "factor", "flag"]
+_KeyType = Literal["duration", "retention", "count", "factor", "fraction", "flag"]
 _Seconds = float | int | datetime.timedelta
 # A retention: seconds or a timedelta, or False / math.inf to keep forever.
 _Retention = float | int | datetime.timedelta | Literal[False]
@@ -108,6 +108,7 @@ class _KindSettings(TypedDict, total=False):
     backoff_base: _Seconds
     backoff_factor: float
     backoff_cap: _Seconds
+    backoff_jitter: float
     timeout: _Retention
     max_lease_total: _Retention
     max_snoozes: int
@@ -122,7 +123,7 @@ class ConfigKey:
     @property
     def type(self) -> _KeyType:
         """duration: seconds or a timedelta; retention: also False /
-        math.inf (forever); count: int; factor: float; flag: bool."""
+        math.inf (forever); count: int; factor: float; fraction: float from 0 to 1; flag: bool."""
     @property
     def unit(self) -> str: ...
     @property
@@ -530,6 +531,7 @@ class Queue:
         backoff_base: _Seconds | None = None,
         backoff_factor: float | None = None,
         backoff_cap: _Seconds | None = None,
+        backoff_jitter: float | None = None,
         completed_retention: _Retention | None = None,
         sync_writes: bool | None = None,
         max_payload_bytes: int | None = None,
@@ -572,6 +574,7 @@ class Queue:
         max_attempts: int | None = None,
         expires_in: _Seconds | None = None,
         expires_at: _Instant | None = None,
+        backoff_base: _Seconds | None = None,
     ) -> Enqueued:
         """The job id (``.created`` False on an idempotency hit). An unknown
         option is InvalidArgumentError listing the valid ones."""
@@ -634,6 +637,7 @@ class Queue:
         max_attempts: int | None = None,
         expires_in: _Seconds | None = None,
         expires_at: _Instant | None = None,
+        backoff_base: _Seconds | None = None,
     ) -> JobInfo:
         """``enqueue`` (the same options), then ``wait``."""
     def _watch(self, job: _JobArg) -> JobWaiter: ...
