@@ -11,6 +11,8 @@ export interface BackoffOptions {
   baseMs?: number
   factor?: number
   capMs?: number
+  /** As `backoffJitter` (the table's `backoff.jitter`). */
+  jitter?: number
 }
 
 /**
