@@ -783,6 +783,8 @@ export interface NativeEnqueueOptions {
   expiresInMs?: number
   expiresAt?: number
   backoffBaseMs?: number
+  uniqueForMs?: number
+  uniqueStates?: string
 }
 
 /**

@@ -9,7 +9,7 @@
 
 const { typeError, invalidArgument, options, str, optStr, optNum } = require('./check.js')
 
-const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt', 'backoffBaseMs'])
+const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt', 'backoffBaseMs', 'uniqueForMs', 'uniqueStates'])
 const ITEM_KEYS = new Set(['kind', 'payload', ...ENQUEUE_KEYS])
 const COMPLETE_KEYS = new Set(['then'])
 const LIMIT_KEYS = new Set(['concurrency', 'rate', 'burst', 'weight'])
@@ -30,7 +30,9 @@ function enqueueOptions (o, name) {
     maxAttempts: optNum(o.maxAttempts, `${name}.maxAttempts`),
     expiresInMs: optNum(o.expiresInMs, `${name}.expiresInMs`),
     expiresAt: optNum(expiresAt, `${name}.expiresAt`),
-    backoffBaseMs: optNum(o.backoffBaseMs, `${name}.backoffBaseMs`)
+    backoffBaseMs: optNum(o.backoffBaseMs, `${name}.backoffBaseMs`),
+    uniqueForMs: optNum(o.uniqueForMs, `${name}.uniqueForMs`),
+    uniqueStates: optStr(o.uniqueStates, `${name}.uniqueStates`)
   }
 }
 

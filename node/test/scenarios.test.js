@@ -261,6 +261,8 @@ class Run {
     if ('expires_in_ms' in s) o.expiresInMs = s.expires_in_ms
     if ('expires_at_ms' in s) o.expiresAt = s.expires_at_ms
     if ('backoff_base_ms' in s) o.backoffBaseMs = s.backoff_base_ms
+    if ('unique_for_ms' in s) o.uniqueForMs = s.unique_for_ms
+    if ('unique_states' in s) o.uniqueStates = s.unique_states
     return o
   }
 

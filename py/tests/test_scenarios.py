@@ -254,6 +254,10 @@ class Run:
             kw["expires_at"] = s["expires_at_ms"] / 1000
         if "backoff_base_ms" in s:
             kw["backoff_base"] = s["backoff_base_ms"] / 1000
+        if "unique_for_ms" in s:
+            kw["unique_for"] = s["unique_for_ms"] / 1000
+        if "unique_states" in s:
+            kw["unique_states"] = s["unique_states"]
         return kw
 
     def item(self, j: dict[str, Any]) -> dict[str, Any]:

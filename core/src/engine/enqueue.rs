@@ -168,6 +168,13 @@ impl Engine {
             Origin::Parent(id) => (None, Some(id)),
         };
         let scope = j.options.scope.unwrap_or(Scope::SYSTEM);
+        super::unique::check(
+            j.options.unique_for,
+            j.options.unique_states,
+            j.options.idempotency_key.as_ref(),
+            now,
+        )?;
+        let mut old_window = None;
         if let Some(k) = &j.options.idempotency_key {
             if let Some(id) = in_batch.get(&(scope, k.clone())) {
                 return Ok(Enqueued {
@@ -175,7 +182,14 @@ impl Engine {
                     created: false,
                 });
             }
-            if let Some(id) = self.idempotent_match(&scope, k)? {
+            if j.options.unique_for.is_some() {
+                // The window, not the record, decides (issue 44).
+                let (hit, w) = self.window_match(&scope, k, now)?;
+                if let Some(id) = hit {
+                    return Ok(Enqueued { id, created: false });
+                }
+                old_window = w;
+            } else if let Some(id) = self.idempotent_match(&scope, k)? {
                 return Ok(Enqueued { id, created: false });
             }
         }
@@ -227,6 +241,10 @@ impl Engine {
             },
             ..JobRecord::default()
         };
+        if let (Some(d), Some(k)) = (j.options.unique_for, &rec.idempotency_key) {
+            let states = j.options.unique_states.unwrap_or_default();
+            self.stage_window(tx, &scope, k, id, now, d, states, old_window)?;
+        }
         rec.log(now, Event::Enqueued, detail);
         tx.stage(Event::Enqueued, None, Some(&key), &rec)?;
         if let Some(p) = &outside {

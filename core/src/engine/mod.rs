@@ -29,6 +29,7 @@ mod scopes;
 mod settle;
 mod steer;
 mod transition;
+mod unique;
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -158,6 +159,9 @@ pub(crate) struct Engine {
     pub corrupt_seen: Mutex<Vec<CorruptRecord>>,
     /// Where each (scope, state, priority) pruning pass resumes.
     pub prune_cursors: Mutex<HashMap<(crate::job::Scope, State, u8), keys::Pos>>,
+    /// Where the next pass over the unique windows' expiry index starts
+    /// (`unique.rs`).
+    pub window_cursor: Mutex<Option<Vec<u8>>>,
     /// What is paused (see `pause.rs`).
     pub paused: RwLock<Arc<crate::control::Paused>>,
     /// Held shared by each claim-and-commit of a lease, exclusively by
@@ -388,6 +392,7 @@ impl Engine {
             handles: AtomicUsize::new(1),
             corrupt_seen: Mutex::new(Vec::new()),
             prune_cursors: Mutex::new(HashMap::new()),
+            window_cursor: Mutex::new(None),
             paused: RwLock::new(Arc::default()),
             pause_gate: RwLock::new(()),
             maintenance: Mutex::new(()),

@@ -51,4 +51,5 @@ mod settle;
 mod steer;
 mod store;
 mod timings;
+mod unique;
 mod waits;

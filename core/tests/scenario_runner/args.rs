@@ -129,6 +129,12 @@ pub(crate) fn new_job_args(s: &Json) -> Result<(String, Vec<u8>, EnqueueOptions)
     if let Some(d) = num("backoff_base_ms") {
         o = o.backoff_base(Duration::from_millis(d));
     }
+    if let Some(d) = num("unique_for_ms") {
+        o = o.unique_for(Duration::from_millis(d));
+    }
+    if let Some(v) = s.get("unique_states").and_then(Json::as_str) {
+        o = o.unique_states(v.parse()?);
+    }
     Ok((kind, payload, o))
 }
 

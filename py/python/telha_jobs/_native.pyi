@@ -575,6 +575,8 @@ class Queue:
         expires_in: _Seconds | None = None,
         expires_at: _Instant | None = None,
         backoff_base: _Seconds | None = None,
+        unique_for: _Seconds | None = None,
+        unique_states: Literal["any", "active"] | None = None,
     ) -> Enqueued:
         """The job id (``.created`` False on an idempotency hit). An unknown
         option is InvalidArgumentError listing the valid ones."""
@@ -638,6 +640,8 @@ class Queue:
         expires_in: _Seconds | None = None,
         expires_at: _Instant | None = None,
         backoff_base: _Seconds | None = None,
+        unique_for: _Seconds | None = None,
+        unique_states: Literal["any", "active"] | None = None,
     ) -> JobInfo:
         """``enqueue`` (the same options), then ``wait``."""
     def _watch(self, job: _JobArg) -> JobWaiter: ...
