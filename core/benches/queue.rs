@@ -176,6 +176,7 @@ impl Table {
     }
 }
 
+#[path = "parts/queue_unique.rs"]
 mod queue_unique;
 
 fn main() {
