@@ -389,6 +389,34 @@ typedef uint32_t tj_encoding;
 #endif // __cplusplus
 
 /**
+ * Which states of a unique window's job hold the window. The numbers
+ * never change.
+ */
+enum tj_unique_states
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Whatever became of the job (completed, dead, cancelled, pruned):
+   * at most one job per window. The default.
+   */
+  TJ_UNIQUE_STATES_ANY = 0,
+  /**
+   * Only while the job is pending, leased or waiting for a retry; once
+   * it is finished the next enqueue makes a new job.
+   */
+  TJ_UNIQUE_STATES_ACTIVE = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tj_unique_states tj_unique_states;
+#else
+typedef uint32_t tj_unique_states;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A list of jobs to enqueue in one atomic batch. Owned by the caller
  * (`tj_batch_new` / `tj_batch_free`); `tj_batch_add` copies its arguments.
  * Not thread-safe while being filled.
@@ -650,7 +678,8 @@ typedef struct tj_config_key {
    * What it holds: `"duration"` (text such as `"250ms"`, `"5m"`, or
    * seconds), `"retention"` (a duration, or `"off"` to keep forever),
    * `"count"` (a whole number in `count_min..=count_max`), `"factor"` (a
-   * number >= 1.0) or `"flag"` (`"true"`/`"false"`).
+   * number >= 1.0), `"fraction"` (a number from 0 to 1) or `"flag"`
+   * (`"true"`/`"false"`).
    */
   const char *value_type;
   /**
@@ -1374,6 +1403,18 @@ tj_status tj_enqueue_options_set_idempotency_key(struct tj_enqueue_options *opti
  */
 tj_status tj_enqueue_options_set_max_attempts(struct tj_enqueue_options *options,
                                               uint32_t max_attempts);
+
+/**
+ * This job's backoff base in ms (>= 1, at most `TJ_MAX_DURATION_MS`,
+ * checked at enqueue), over the per-kind and global `backoff_base`: its
+ * retries wait `base' = backoff_base_ms`, `cap' = max(cap, base')`, with
+ * the kind's factor and `backoff_jitter`.
+ *
+ * # Safety
+ * `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_enqueue_options_set_backoff_base_ms(struct tj_enqueue_options *options,
+                                                 uint64_t backoff_base_ms);
 
 /**
  * Record how the payload was made: `encoding` is a `tj_encoding` (default
@@ -4602,6 +4643,35 @@ tj_status tj_queue_set_priority(const struct tj_queue *queue,
                                 const struct tj_id *id,
                                 uint32_t priority,
                                 struct tj_error **err);
+
+/**
+ * A window of `unique_for_ms` on the idempotency key (which it needs,
+ * checked at enqueue): a repeat of the key within that many ms of the
+ * enqueue that opened the window answers that job (`created` false);
+ * after it, a new job opens a new window. The window outlives the job's
+ * record (the reaper deletes ended windows). At enqueue: 0, over
+ * `TJ_MAX_DURATION_MS`, or no key is `TJ_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_enqueue_options_set_unique_for_ms(struct tj_enqueue_options *options,
+                                               uint64_t unique_for_ms);
+
+/**
+ * Which states hold the window: `states` is a `tj_unique_states`
+ * (default `TJ_UNIQUE_STATES_ANY`); only with a `unique_for_ms`
+ * (checked at enqueue).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options), `TJ_STATUS_INVALID_ARGUMENT`
+ * for a number that is not a `tj_unique_states` (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_enqueue_options_set_unique_states(struct tj_enqueue_options *options,
+                                               uint32_t states,
+                                               struct tj_error **err);
 
 /**
  * Wait for job `*id` to be terminal (completed, dead or cancelled), for

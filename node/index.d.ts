@@ -399,7 +399,7 @@ export interface ConfigKey {
    * `false`), a whole number (`count`), a number ≥ 1 (`factor`) or a
    * boolean (`flag`).
    */
-  type: 'duration' | 'retention' | 'count' | 'factor' | 'flag'
+  type: 'duration' | 'retention' | 'count' | 'factor' | 'fraction' | 'flag'
   /** The unit, for docs (`duration`, `attempts`, `bytes`, …). */
   unit: string
   /** The default, in the file's syntax (`300s`). */
@@ -795,6 +795,9 @@ export interface NativeEnqueueOptions {
   maxAttempts?: number
   expiresInMs?: number
   expiresAt?: number
+  backoffBaseMs?: number
+  uniqueForMs?: number
+  uniqueStates?: string
 }
 
 /**

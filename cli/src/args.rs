@@ -368,6 +368,18 @@ pub struct EnqueueArgs {
     /// Dead after this many failed attempts (over the kind's and the global).
     #[arg(long, value_name = "N")]
     pub max_attempts: Option<u32>,
+    /// This job's first retry delay ("30s", at least 1ms), over the kind's
+    /// and the global backoff base (the kind's factor and jitter apply).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub backoff_base: Option<Duration>,
+    /// With --idempotency-key: a repeat of the key within this long ("1h")
+    /// answers the job that opened the window; after it, a new job.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub unique_for: Option<Duration>,
+    /// Which states of the window's job hold it: any (default) or active
+    /// (only while pending, leased or waiting for a retry).
+    #[arg(long, value_name = "STATES", requires = "unique_for")]
+    pub unique_states: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

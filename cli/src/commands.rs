@@ -399,6 +399,29 @@ fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
     if let Some(k) = &a.idempotency_key {
         telha_jobs::limits::validate_idempotency_key(k)?;
     }
+    if let Some(b) = a.backoff_base {
+        if b.as_millis() == 0 {
+            return Err(Failure::usage("--backoff-base must be at least 1ms"));
+        }
+        telha_jobs::limits::check_duration("--backoff-base", b)?;
+    }
+    let unique_states = a
+        .unique_states
+        .as_deref()
+        .map(|s| s.parse::<telha_jobs::UniqueStates>())
+        .transpose()
+        .map_err(|e| Failure::usage(format!("--unique-states: {e}")))?;
+    if let Some(d) = a.unique_for {
+        if a.idempotency_key.is_none() {
+            return Err(Failure::usage(
+                "--unique-for needs --idempotency-key: the window is the key's",
+            ));
+        }
+        if d.as_millis() == 0 {
+            return Err(Failure::usage("--unique-for must be at least 1ms"));
+        }
+        telha_jobs::limits::instant_after("--unique-for", now_ms(), d)?;
+    }
     let payload = match &a.payload_json {
         None => Vec::new(),
         Some(text) => {
@@ -413,6 +436,9 @@ fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
         delay: a.delay,
         idempotency_key: a.idempotency_key,
         max_attempts: a.max_attempts,
+        backoff_base: a.backoff_base,
+        unique_for: a.unique_for,
+        unique_states,
         ..EnqueueOptions::default()
     };
     let q = store::open_write(db, false)?;

@@ -176,8 +176,18 @@ impl Table {
     }
 }
 
+#[path = "parts/queue_unique.rs"]
+mod queue_unique;
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    if std::env::args().any(|a| a == "--unique") {
+        // Only issue 44's rows: `cargo bench -p telha-jobs --bench queue -- --unique`.
+        let mut t = Table { rows: Vec::new() };
+        println!("{:<62} {:>16} {:>22}", "figure", "value", "vs");
+        queue_unique::rows(&mut t, if quick { 5_000 } else { 50_000 });
+        return;
+    }
     let s = if quick {
         Scale {
             ops: 5_000,

@@ -43,6 +43,54 @@ pub struct EnqueueOptions {
     pub expires_at: Option<u64>,
     /// `expires_at` as now + this, read on the queue's clock (over zero).
     pub expires_in: Option<Duration>,
+    /// This job's backoff base (over zero, whole ms), over its kind's and
+    /// the global one: its schedule is `base' = b`, `cap' = max(cap, b)`
+    /// (the kind's factor and jitter apply).
+    pub backoff_base: Option<Duration>,
+    /// A window on the idempotency key (which it needs): a repeat of the
+    /// key within this long of the enqueue that opened the window answers
+    /// that job (`created: false`); after it, a new job opens a new window.
+    /// Over zero; the window outlives the job's record.
+    pub unique_for: Option<Duration>,
+    /// Which states of the window's job hold the window (default
+    /// [`UniqueStates::Any`]); only with `unique_for`.
+    pub unique_states: Option<UniqueStates>,
+}
+
+/// Which states of a unique window's job hold the window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UniqueStates {
+    /// Whatever became of the job (completed, dead, cancelled, pruned):
+    /// "at most once per window".
+    #[default]
+    Any,
+    /// Only while the job is pending, leased or waiting for a retry: once
+    /// it is finished, the next enqueue makes a new job.
+    Active,
+}
+
+impl UniqueStates {
+    /// `any` or `active`.
+    pub fn name(self) -> &'static str {
+        match self {
+            UniqueStates::Any => "any",
+            UniqueStates::Active => "active",
+        }
+    }
+}
+
+impl FromStr for UniqueStates {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "any" => Ok(UniqueStates::Any),
+            "active" => Ok(UniqueStates::Active),
+            _ => Err(Error::invalid(format!(
+                "unique_states must be \"any\" or \"active\", got {s:?}"
+            ))),
+        }
+    }
 }
 
 impl EnqueueOptions {
@@ -95,6 +143,23 @@ impl EnqueueOptions {
     /// Never start once `d` has passed from now.
     pub fn expires_in(mut self, d: Duration) -> Self {
         self.expires_in = Some(d);
+        self
+    }
+    /// Retry this job on a schedule starting at `d` (see
+    /// [`EnqueueOptions::backoff_base`]); zero is `InvalidArgument`.
+    pub fn backoff_base(mut self, d: Duration) -> Self {
+        self.backoff_base = Some(d);
+        self
+    }
+    /// A unique window of `d` on the idempotency key (see
+    /// [`EnqueueOptions::unique_for`]).
+    pub fn unique_for(mut self, d: Duration) -> Self {
+        self.unique_for = Some(d);
+        self
+    }
+    /// Which states hold the window (see [`UniqueStates`]).
+    pub fn unique_states(mut self, s: UniqueStates) -> Self {
+        self.unique_states = Some(s);
         self
     }
 }

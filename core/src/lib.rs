@@ -86,7 +86,7 @@ pub use flow::{Limit, LimitStatus, LimitTarget};
 pub use ids::{JobId, Scope};
 pub use job::{
     Completion, CorruptRecord, EnqueueOptions, Enqueued, Job, JobInfo, LeaseOptions, LeaseToken,
-    ListPage, ListQuery, NewJob, PurgeReport, ReapReport, Stats,
+    ListPage, ListQuery, NewJob, PurgeReport, ReapReport, Stats, UniqueStates,
 };
 pub use kind::KindPattern;
 pub use payload::Encoding;

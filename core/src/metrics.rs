@@ -172,6 +172,8 @@ pub(crate) struct Metrics {
     transitions: [AtomicU64; Event::ALL.len()],
     pub corrupt_records: AtomicU64,
     pub reaper_passes: AtomicU64,
+    /// Unique windows the reaper deleted after their end.
+    pub windows_pruned: AtomicU64,
     /// Background reaper passes that failed (storage errors).
     pub reaper_errors: AtomicU64,
     /// Scheduler passes (background and `run_schedules`).
@@ -254,6 +256,13 @@ impl Metrics {
             "counter",
             "Reaper passes run.",
             load(&self.reaper_passes),
+        );
+        single(
+            &mut o,
+            "telha_jobs_unique_windows_pruned_total",
+            "counter",
+            "Unique windows (enqueue's unique_for) deleted by the reaper after their end.",
+            load(&self.windows_pruned),
         );
         single(
             &mut o,

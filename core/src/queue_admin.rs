@@ -8,6 +8,15 @@ use crate::queue::Queue;
 use crate::scopes::StatsQuery;
 
 impl Queue {
+    /// Restart the engine's jitter draws at `seed` (see
+    /// `Config::backoff_jitter`), so that the same sequence of retries gets
+    /// the same delays: for tests with an injected clock. Shared by every
+    /// handle of the store. `Closed` after `close`.
+    pub fn seed_jitter(&self, seed: u64) -> Result<()> {
+        self.engine()?.jitter.seed(seed);
+        Ok(())
+    }
+
     /// Exact counts per kind and state (no scan), and what is paused, with
     /// the default page of per-scope counts ([`StatsQuery::default`]: the
     /// 100 scopes with the most pending jobs; `scopes_next` says more

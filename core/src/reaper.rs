@@ -81,6 +81,8 @@ pub(crate) fn pass(e: &Engine) -> Result<ReapReport> {
     let (expired, dead) = e.expire_leases(now)?;
     let expired_unstarted = e.expire_unstarted(now, e.cfg.prune_batch)?;
     let (pruned, corrupt) = e.prune_finished(now, e.cfg.prune_batch)?;
+    // Unique windows past their end, in a pass of the same bound.
+    e.prune_windows(now, e.cfg.prune_batch)?;
     // Forget per-scope state that no job needs any more.
     e.forget_idle()?;
     e.metrics.reaper_passes.fetch_add(1, Ordering::Relaxed);

@@ -173,8 +173,9 @@ fn killed_worker_scenario(sync: bool, kill_after_acks: usize) {
         assert_eq!((info.state, info.attempts), (State::Pending, 1));
         assert_eq!(info.events.last().unwrap().transition, "lease_expired");
     }
-    // After the backoff every job, the 10 reclaimed included, leases and completes.
-    clock.advance(Duration::from_secs(11));
+    // After the backoff (10 s, jittered ±20 %: at most 12 s) every job, the
+    // 10 reclaimed included, leases and completes.
+    clock.advance(Duration::from_secs(13));
     let mut done = HashSet::new();
     while let Some(j) = q.lease_next("rescuer", &LeaseOptions::default()).unwrap() {
         q.complete(&j.token(), None).unwrap();

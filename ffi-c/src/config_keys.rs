@@ -28,7 +28,8 @@ pub struct tj_config_key {
     /// What it holds: `"duration"` (text such as `"250ms"`, `"5m"`, or
     /// seconds), `"retention"` (a duration, or `"off"` to keep forever),
     /// `"count"` (a whole number in `count_min..=count_max`), `"factor"` (a
-    /// number >= 1.0) or `"flag"` (`"true"`/`"false"`).
+    /// number >= 1.0), `"fraction"` (a number from 0 to 1) or `"flag"`
+    /// (`"true"`/`"false"`).
     pub value_type: *const c_char,
     /// The unit, for people: `"duration"`, `"attempts"`, `"bytes"`, ...
     pub unit: *const c_char,
@@ -88,6 +89,7 @@ fn type_name(ty: KeyType) -> &'static std::ffi::CStr {
         KeyType::Retention => c"retention",
         KeyType::Count { .. } => c"count",
         KeyType::Factor => c"factor",
+        KeyType::Fraction => c"fraction",
         KeyType::Flag => c"flag",
         // KeyType is non_exhaustive: a type this library does not know yet.
         _ => c"unknown",

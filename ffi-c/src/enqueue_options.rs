@@ -222,6 +222,29 @@ pub unsafe extern "C" fn tj_enqueue_options_set_max_attempts(
     )
 }
 
+/// This job's backoff base in ms (>= 1, at most `TJ_MAX_DURATION_MS`,
+/// checked at enqueue), over the per-kind and global `backoff_base`: its
+/// retries wait `base' = backoff_base_ms`, `cap' = max(cap, base')`, with
+/// the kind's factor and `backoff_jitter`.
+///
+/// # Safety
+/// `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn tj_enqueue_options_set_backoff_base_ms(
+    options: *mut tj_enqueue_options,
+    backoff_base_ms: u64,
+) -> tj_status {
+    set(
+        "tj_enqueue_options_set_backoff_base_ms",
+        options,
+        std::ptr::null_mut(),
+        |o| {
+            o.backoff_base = Some(Duration::from_millis(backoff_base_ms));
+            Ok(())
+        },
+    )
+}
+
 /// Record how the payload was made: `encoding` is a `tj_encoding` (default
 /// `TJ_ENCODING_UNKNOWN`). `TJ_ENCODING_BYTES` makes the Python and Node
 /// bindings hand the payload back as bytes / a `Buffer` even when it happens

@@ -46,6 +46,7 @@ mod stats;
 mod stats_options;
 mod status;
 mod steer;
+mod unique;
 mod wait;
 
 use std::ffi::c_char;

@@ -82,6 +82,11 @@ test('bad values are INVALID_ARGUMENT with a message naming the rule', async (t)
   await assert.rejects(q.list({ after: 'zz' }), isInvalid(/./))
   await assert.rejects(Queue.open(tempStore(t), { leaseTtlMs: -1 }), isRange(/leaseTtlMs/))
   await assert.rejects(Queue.open(tempStore(t), { backoffFactor: 0.5 }), isRange(/backoffFactor must be a finite number >= 1/))
+  for (const j of [-0.1, 1.5, NaN]) {
+    await assert.rejects(Queue.open(tempStore(t), { backoffJitter: j }), isRange(/backoffJitter must be a number from 0 to 1/))
+  }
+  await assert.rejects(q.enqueue('embed', 1, { backoffBaseMs: 0 }), isInvalid(/backoff_base must be at least 1ms/))
+  await assert.rejects(q.enqueue('embed', 1, { backoffBaseMs: -5 }), isRange(/backoffBaseMs/))
   // A check across keys is the core's: an Error naming both.
   await assert.rejects(Queue.open(tempStore(t), { backoffBaseMs: 5000, backoffCapMs: 1000 }), isInvalid(/cap/))
   await assert.rejects(Queue.open(tempStore(t), { configFile: '/nonexistent/telha.toml' }), isInvalid(/cannot read config file/))

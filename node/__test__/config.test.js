@@ -25,6 +25,7 @@ function sample (k) {
     // A default at the top of its range (max_snoozes: u32::MAX, unlimited) goes down.
     case 'count': return k.defaultValue >= 2 ** 32 - 1 ? k.defaultValue - 7 : k.defaultValue + 7
     case 'factor': return k.defaultValue + 0.75
+    case 'fraction': return 0.35
     case 'flag': return !k.defaultValue
     default: throw new Error(`${k.name}: the test knows no type ${k.type}`)
   }
@@ -130,13 +131,19 @@ test('a remote queue has no settings to show (the server holds them)', async (t)
   assert.equal(local.settings().leaseTtlMs, 12345)
 })
 
-/** The property names of an interface declared in lib/telha.d.ts, read with the TypeScript compiler. */
+/**
+ * The property names of an interface declared in lib/telha.d.ts or the
+ * open options it re-exports (lib/options.d.ts), read with the TypeScript
+ * compiler.
+ */
 function members (name) {
-  const file = path.join(__dirname, '..', 'lib', 'telha.d.ts')
-  const src = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true)
-  const decl = src.statements.find((s) => ts.isInterfaceDeclaration(s) && s.name.text === name)
-  assert.ok(decl, `telha.d.ts declares no interface ${name}`)
-  return decl.members.filter(ts.isPropertySignature).map((m) => m.name.getText(src))
+  for (const f of ['telha.d.ts', 'options.d.ts']) {
+    const file = path.join(__dirname, '..', 'lib', f)
+    const src = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true)
+    const decl = src.statements.find((s) => ts.isInterfaceDeclaration(s) && s.name.text === name)
+    if (decl) return decl.members.filter(ts.isPropertySignature).map((m) => m.name.getText(src))
+  }
+  assert.fail(`telha.d.ts and options.d.ts declare no interface ${name}`)
 }
 
 test('telha.d.ts types exactly the table: OpenOptions has every key (and configFile, kinds), KindOptions every per-kind key', () => {

@@ -9,7 +9,7 @@
 
 const { typeError, invalidArgument, options, str, optStr, optNum } = require('./check.js')
 
-const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt'])
+const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt', 'backoffBaseMs', 'uniqueForMs', 'uniqueStates'])
 const ITEM_KEYS = new Set(['kind', 'payload', ...ENQUEUE_KEYS])
 const COMPLETE_KEYS = new Set(['then'])
 const LIMIT_KEYS = new Set(['concurrency', 'rate', 'burst', 'weight'])
@@ -29,7 +29,10 @@ function enqueueOptions (o, name) {
     idempotencyKey: optStr(o.idempotencyKey, `${name}.idempotencyKey`),
     maxAttempts: optNum(o.maxAttempts, `${name}.maxAttempts`),
     expiresInMs: optNum(o.expiresInMs, `${name}.expiresInMs`),
-    expiresAt: optNum(expiresAt, `${name}.expiresAt`)
+    expiresAt: optNum(expiresAt, `${name}.expiresAt`),
+    backoffBaseMs: optNum(o.backoffBaseMs, `${name}.backoffBaseMs`),
+    uniqueForMs: optNum(o.uniqueForMs, `${name}.uniqueForMs`),
+    uniqueStates: optStr(o.uniqueStates, `${name}.uniqueStates`)
   }
 }
 

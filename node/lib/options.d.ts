@@ -11,6 +11,8 @@ export interface BackoffOptions {
   baseMs?: number
   factor?: number
   capMs?: number
+  /** As `backoffJitter` (the table's `backoff.jitter`). */
+  jitter?: number
 }
 
 /**
@@ -32,6 +34,8 @@ export interface KindOptions {
   backoffFactor?: number
   /** This kind's longest retry delay, ms. */
   backoffCapMs?: number
+  /** This kind's jitter share of every retry delay (0 to 1). */
+  backoffJitter?: number
   /**
    * This kind's run-time limit, ms: a {@link Worker} aborts a handler that
    * runs longer (signal reason code `TIMEOUT`) and fails the job retryably;
@@ -73,6 +77,13 @@ export interface OpenOptions {
   backoffFactor?: number
   /** The longest retry delay, at least the base (default 3,600,000). */
   backoffCapMs?: number
+  /**
+   * Each retry delay is drawn at random from `delay × (1 ± backoffJitter)`,
+   * so jobs that failed together do not retry at the same instant
+   * (default 0.2; 0 to 1; 0 keeps exact delays). Not applied to a delay a
+   * handler chose (`retryInMs`, snooze).
+   */
+  backoffJitter?: number
   /** How long completed jobs are kept (> 0); `false` or `null` keeps them forever (default 86,400,000). */
   completedRetentionMs?: number | false | null
   /** fsync every commit, so an acknowledged call survives power loss (default false). */

@@ -128,6 +128,25 @@ export interface EnqueueOptions {
    * Wins over `expiresInMs`.
    */
   expiresAt?: number | Date
+  /**
+   * This job's first retry delay, ms (≥ 1), over its kind's and the global
+   * `backoffBaseMs`: its cap is at least this too; the kind's factor and
+   * `backoffJitter` apply.
+   */
+  backoffBaseMs?: number
+  /**
+   * A window on `idempotencyKey` (which it needs), ms (≥ 1): a repeat of
+   * the key within it answers the job that opened the window
+   * (`created: false`); after it, a new job opens a new window. The
+   * window outlives the job's record.
+   */
+  uniqueForMs?: number
+  /**
+   * Which states of the window's job hold it (with `uniqueForMs`): `'any'`
+   * (the default: whatever became of it) or `'active'` (only while it is
+   * pending, leased or waiting for a retry).
+   */
+  uniqueStates?: 'any' | 'active'
 }
 
 /** One job of {@link Queue.enqueueMany}: a `[kind, payload]` pair or an object. */

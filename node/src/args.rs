@@ -301,6 +301,9 @@ pub struct NativeEnqueueOptions {
     pub max_attempts: Option<f64>,
     pub expires_in_ms: Option<f64>,
     pub expires_at: Option<f64>,
+    pub backoff_base_ms: Option<f64>,
+    pub unique_for_ms: Option<f64>,
+    pub unique_states: Option<String>,
 }
 
 /// The core's options of one enqueue; `at` names them in messages
@@ -335,6 +338,15 @@ pub fn enqueue_options(
     }
     if let Some(t) = o.expires_at {
         e.expires_at = Some(instant_ms(t, &format!("{at}.expiresAt"))?);
+    }
+    if let Some(d) = o.backoff_base_ms {
+        e.backoff_base = Some(delay_ms(d, &format!("{at}.backoffBaseMs"))?);
+    }
+    if let Some(d) = o.unique_for_ms {
+        e.unique_for = Some(delay_ms(d, &format!("{at}.uniqueForMs"))?);
+    }
+    if let Some(s) = o.unique_states {
+        e.unique_states = Some(s.parse()?);
     }
     Ok(e)
 }

@@ -125,7 +125,7 @@ fn value(k: &Key, v: Arg, what: &str) -> Result<Option<Value>, Failure> {
             _ => Err(v.wrong(what, "a number of milliseconds, or false to keep forever")),
         },
         KeyType::Count { min, max } => range(Value::Count(whole(v.number(what)?, what, min, max)?)),
-        KeyType::Factor => range(Value::Float(v.number(what)?)),
+        KeyType::Factor | KeyType::Fraction => range(Value::Float(v.number(what)?)),
         KeyType::Flag => range(Value::Flag(v.boolean(what)?)),
         _ => Err(Failure::Invalid(format!(
             "{what}: this build of the Node binding cannot read a setting of type {:?}",
@@ -302,7 +302,7 @@ pub struct ConfigKey {
     /// boolean (`flag`).
     #[napi(
         js_name = "type",
-        ts_type = "'duration' | 'retention' | 'count' | 'factor' | 'flag'"
+        ts_type = "'duration' | 'retention' | 'count' | 'factor' | 'fraction' | 'flag'"
     )]
     pub ty: String,
     /// The unit, for docs (`duration`, `attempts`, `bytes`, …).
@@ -328,6 +328,7 @@ pub fn config_keys() -> Result<Vec<ConfigKey>, Failure> {
                 KeyType::Retention => "retention",
                 KeyType::Count { .. } => "count",
                 KeyType::Factor => "factor",
+                KeyType::Fraction => "fraction",
                 KeyType::Flag => "flag",
                 _ => "unknown",
             };

@@ -48,9 +48,12 @@ function optionName (caseKey, value, perKind) {
   return k.name
 }
 
-/** The one place this runner opens a store (no background reaper: the cases reap explicitly). */
+/**
+ * The one place this runner opens a store (no background reaper: the cases
+ * reap explicitly; exact retry delays unless the case sets a `backoff_jitter`).
+ */
 function openStore (dir, config) {
-  const o = { reaperIntervalMs: 0 }
+  const o = { reaperIntervalMs: 0, backoffJitter: 0 }
   for (const [k, v] of Object.entries(config)) {
     if (k !== 'kinds') {
       o[optionName(k, v, false)] = v
@@ -257,6 +260,9 @@ class Run {
     if ('run_at_ago_ms' in s) o.runAt = Date.now() - s.run_at_ago_ms
     if ('expires_in_ms' in s) o.expiresInMs = s.expires_in_ms
     if ('expires_at_ms' in s) o.expiresAt = s.expires_at_ms
+    if ('backoff_base_ms' in s) o.backoffBaseMs = s.backoff_base_ms
+    if ('unique_for_ms' in s) o.uniqueForMs = s.unique_for_ms
+    if ('unique_states' in s) o.uniqueStates = s.unique_states
     return o
   }
 

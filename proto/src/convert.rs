@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use telha_jobs::{
     CorruptRecord, Encoding, EnqueueOptions, Enqueued, Error, Job, JobId, JobInfo, KindPattern,
-    LeaseToken, ListPage, ListQuery, LogEntry, NewJob, Result, Scope, State,
+    LeaseToken, ListPage, ListQuery, LogEntry, NewJob, Result, Scope, State, UniqueStates,
 };
 
 use crate::v1 as pb;
@@ -86,6 +86,13 @@ pub fn new_job_to_pb(j: NewJob) -> pb::NewJob {
         payload_encoding: encoding_to_pb(o.encoding),
         expires_at_ms: o.expires_at,
         expires_in_ms: o.expires_in.map(duration_ms),
+        backoff_base_ms: o.backoff_base.map(duration_ms),
+        unique_for_ms: o.unique_for.map(duration_ms),
+        unique_states: match o.unique_states {
+            None => pb::UniqueStates::Unspecified,
+            Some(UniqueStates::Active) => pb::UniqueStates::Active,
+            Some(_) => pb::UniqueStates::Any,
+        } as i32,
     }
 }
 
@@ -116,6 +123,19 @@ pub fn new_job_from_pb(j: pb::NewJob) -> Result<NewJob> {
             encoding: encoding_from_pb(j.payload_encoding),
             expires_at: j.expires_at_ms,
             expires_in: j.expires_in_ms.map(Duration::from_millis),
+            backoff_base: j.backoff_base_ms.map(Duration::from_millis),
+            unique_for: j.unique_for_ms.map(Duration::from_millis),
+            unique_states: match pb::UniqueStates::try_from(j.unique_states) {
+                Ok(pb::UniqueStates::Unspecified) => None,
+                Ok(pb::UniqueStates::Any) => Some(UniqueStates::Any),
+                Ok(pb::UniqueStates::Active) => Some(UniqueStates::Active),
+                Err(_) => {
+                    return Err(invalid(format!(
+                        "unique_states {} is not one of any (1), active (2)",
+                        j.unique_states
+                    )))
+                }
+            },
         },
     })
 }

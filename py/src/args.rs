@@ -336,7 +336,7 @@ pub fn tokens(jobs: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<LeaseToken>> 
 }
 
 /// The keywords of `enqueue` (and keys of an `enqueue_many` dict item).
-pub const ENQUEUE_OPTIONS: [&str; 8] = [
+pub const ENQUEUE_OPTIONS: [&str; 11] = [
     "scope",
     "priority",
     "delay",
@@ -345,6 +345,9 @@ pub const ENQUEUE_OPTIONS: [&str; 8] = [
     "max_attempts",
     "expires_in",
     "expires_at",
+    "backoff_base",
+    "unique_for",
+    "unique_states",
 ];
 
 /// `options` (a dict of enqueue options; None values are "not given"),
@@ -376,6 +379,21 @@ pub fn enqueue_options(
             "priority" => o.priority = Some(int_in(v, "priority", 0, u8::MAX.into())? as u8),
             "delay" => o.delay = Some(delay(v, "delay")?),
             "expires_in" => o.expires_in = Some(delay(v, "expires_in")?),
+            "backoff_base" => o.backoff_base = Some(delay(v, "backoff_base")?),
+            "unique_for" => o.unique_for = Some(delay(v, "unique_for")?),
+            "unique_states" => {
+                let s = v.cast::<PyString>().map_err(|_| {
+                    type_error(format!(
+                        "unique_states must be \"any\" or \"active\", got {}",
+                        type_name(v)
+                    ))
+                })?;
+                o.unique_states = Some(
+                    s.to_cow()?
+                        .parse()
+                        .map_err(|e: telha_jobs::Error| invalid(v.py(), e.to_string()))?,
+                );
+            }
             "expires_at" => o.expires_at = Some(instant_ms(v, "expires_at")?),
             "run_at" => o.run_at = Some(instant_ms(v, "run_at")?),
             "idempotency_key" => {

@@ -111,7 +111,7 @@ fn value(k: &Key, v: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
             }
         }
         KeyType::Count { .. } => Value::Count(args::count(v, what)?),
-        KeyType::Factor => Value::Float(args::float(v, what)?),
+        KeyType::Factor | KeyType::Fraction => Value::Float(args::float(v, what)?),
         KeyType::Flag => Value::Flag(args::flag(v, what)?),
         _ => {
             return Err(invalid(
@@ -214,6 +214,11 @@ impl ConfigKey {
                 "factor",
                 Some(1.0f64.into_pyobject(py)?.into_any().unbind()),
                 None,
+            ),
+            KeyType::Fraction => (
+                "fraction",
+                Some(0.0f64.into_pyobject(py)?.into_any().unbind()),
+                Some(1.0f64.into_pyobject(py)?.into_any().unbind()),
             ),
             KeyType::Flag => ("flag", None, None),
             _ => ("unknown", None, None),

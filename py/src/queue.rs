@@ -169,7 +169,14 @@ impl Queue {
     /// `limits.MAX_INSTANT`), `idempotency_key`, `max_attempts`,
     /// `expires_in` (seconds or a timedelta, > 0) or `expires_at` (as
     /// `run_at`; after it): a job not leased by then goes dead ("expired
-    /// before start"); an unknown option is `InvalidArgumentError` listing them.
+    /// before start"); `backoff_base` (seconds or a timedelta, at least
+    /// 1 ms): this job's retry schedule starts there, over its kind's;
+    /// `unique_for` (seconds or a timedelta, with an `idempotency_key`): a
+    /// repeat of the key within that long answers the job that opened the
+    /// window (`created` False), after it a new job; `unique_states`
+    /// (`"any"`, the default: whatever became of the job; `"active"`: only
+    /// while it is pending, leased or waiting for a retry); an unknown
+    /// option is `InvalidArgumentError` listing them.
     #[pyo3(signature = (kind, payload=None, **options))]
     fn enqueue(
         &self,

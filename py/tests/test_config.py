@@ -34,6 +34,9 @@ def sample(k: telha_jobs.ConfigKey) -> Any:
         return k.min + 6
     if k.type == "factor":
         return 1.75
+    if k.type == "fraction":
+        assert k.min == 0.0 and k.max == 1.0
+        return 0.35
     if k.type == "flag":
         return k.default != "true"
     raise AssertionError(f"{k.name}: a key type this test does not know: {k.type}")
@@ -44,7 +47,7 @@ def test_the_table_is_the_cores_and_describes_each_key() -> None:
     assert len(names) == len(set(names)) >= 10
     assert {"lease_ttl", "completed_retention", "max_payload_bytes", "prune_batch"} <= set(names)
     for k in KEYS:
-        assert k.type in ("duration", "retention", "count", "factor", "flag"), k
+        assert k.type in ("duration", "retention", "count", "factor", "fraction", "flag"), k
         assert k.doc and k.unit and k.default and k.toml, k
         assert k.env is not None and k.env.startswith("TELHA_JOBS_"), k
         assert repr(k).startswith(f"ConfigKey(name={k.name!r}")
@@ -129,6 +132,25 @@ def test_a_wrong_type_is_type_error(tmp_path: Path, kwargs: dict[str, Any], mess
     assert not isinstance(exc.value, telha_jobs.TelhaError)
 
 
+@pytest.mark.parametrize("bad", [-0.1, 1.5, math.nan, math.inf])
+def test_a_jitter_outside_0_to_1_is_refused_and_creates_nothing(tmp_path: Path, bad: float) -> None:
+    with pytest.raises(telha_jobs.InvalidArgumentError, match="backoff_jitter must be a number from 0 to 1"):
+        telha_jobs.Queue(tmp_path / "s", backoff_jitter=bad)
+    with pytest.raises(telha_jobs.InvalidArgumentError, match="backoff_jitter"):
+        telha_jobs.Queue(tmp_path / "s", kinds={"embed": {"backoff_jitter": bad}})
+    assert not (tmp_path / "s").exists(), "nothing was created"
+
+
+def test_a_per_job_backoff_base_is_checked_at_enqueue(target: Target) -> None:
+    q = target.open(reaper_interval=0)
+    for bad in (0, 0.0004, -1, math.nan):
+        with pytest.raises(telha_jobs.InvalidArgumentError, match="backoff_base"):
+            q.enqueue("embed", b"x", backoff_base=bad)
+    assert q.stats()["total"]["pending"] == 0
+    q.enqueue("embed", b"x", backoff_base=datetime.timedelta(seconds=2))
+    assert q.stats()["total"]["pending"] == 1
+
+
 def test_settings_need_an_embedded_queue(target: Target) -> None:
     q = target.open(reaper_interval=0, max_attempts=4)
     if target.remote:
@@ -151,6 +173,7 @@ STUB_TYPES = {
     "retention": "_Retention | None",
     "count": "int | None",
     "factor": "float | None",
+    "fraction": "float | None",
     "flag": "bool | None",
 }
 

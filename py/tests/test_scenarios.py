@@ -49,7 +49,7 @@ def setting(name: str, value: Any) -> tuple[str, Any]:
     base = name.removesuffix("_ms")
     if name.endswith("_ms") and KEY_TYPES.get(base) in ("duration", "retention"):
         return base, value / 1000
-    if KEY_TYPES.get(name) == "factor":
+    if KEY_TYPES.get(name) in ("factor", "fraction"):
         return name, float(value)
     if name in KEY_TYPES:
         return name, value
@@ -58,8 +58,9 @@ def setting(name: str, value: Any) -> tuple[str, Any]:
 
 def open_store(path: Path, config: dict[str, Any]) -> telha_jobs.Queue:
     """The one place this runner opens a store (the background reaper off:
-    the cases reap explicitly)."""
-    kw: dict[str, Any] = {"reaper_interval": 0}
+    the cases reap explicitly; exact retry delays unless the case sets a
+    ``backoff_jitter``)."""
+    kw: dict[str, Any] = {"reaper_interval": 0, "backoff_jitter": 0.0}
     for k, v in config.items():
         if k == "kinds":
             kw["kinds"] = {kind: dict(setting(kk, vv) for kk, vv in o.items()) for kind, o in v.items()}
@@ -251,6 +252,12 @@ class Run:
             kw["expires_in"] = s["expires_in_ms"] / 1000
         if "expires_at_ms" in s:
             kw["expires_at"] = s["expires_at_ms"] / 1000
+        if "backoff_base_ms" in s:
+            kw["backoff_base"] = s["backoff_base_ms"] / 1000
+        if "unique_for_ms" in s:
+            kw["unique_for"] = s["unique_for_ms"] / 1000
+        if "unique_states" in s:
+            kw["unique_states"] = s["unique_states"]
         return kw
 
     def item(self, j: dict[str, Any]) -> dict[str, Any]:

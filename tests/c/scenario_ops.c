@@ -188,6 +188,14 @@ static tj_status enqueue_options(const jval *s, tj_enqueue_options **out, tj_err
     if (st == TJ_STATUS_OK && jget_num(s, "max_attempts", &n)) st = tj_enqueue_options_set_max_attempts(o, (uint32_t)n);
     if (st == TJ_STATUS_OK && jget_num(s, "expires_in_ms", &n)) st = tj_enqueue_options_set_expires_in_ms(o, (uint64_t)n);
     if (st == TJ_STATUS_OK && jget_num(s, "expires_at_ms", &n)) st = tj_enqueue_options_set_expires_at_ms(o, (uint64_t)n);
+    if (st == TJ_STATUS_OK && jget_num(s, "backoff_base_ms", &n))
+        st = tj_enqueue_options_set_backoff_base_ms(o, (uint64_t)n);
+    if (st == TJ_STATUS_OK && jget_num(s, "unique_for_ms", &n))
+        st = tj_enqueue_options_set_unique_for_ms(o, (uint64_t)n);
+    const char *states = jget_str(s, "unique_states", NULL);
+    if (st == TJ_STATUS_OK && states)
+        st = tj_enqueue_options_set_unique_states(
+            o, strcmp(states, "active") == 0 ? TJ_UNIQUE_STATES_ACTIVE : strcmp(states, "any") == 0 ? TJ_UNIQUE_STATES_ANY : 99, err);
     if (st != TJ_STATUS_OK) { tj_enqueue_options_free(o); return st; }
     *out = o;
     return st;

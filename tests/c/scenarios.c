@@ -63,10 +63,12 @@ static tj_status set_key(struct run *r, tj_options *o, const char *kind, const c
 
 /* The one place this runner opens a store: the case's config over the
  * defaults (`kinds` holds per-kind keys), the background reaper off (the
- * cases reap explicitly). */
+ * cases reap explicitly), exact retry delays unless the case sets a
+ * `backoff_jitter`. */
 static tj_status open_store(struct run *r, tj_queue **q, tj_error **err) {
     tj_options *o = tj_options_new();
     tj_status st = tj_options_set(o, "reaper_interval", "0", err);
+    if (st == TJ_STATUS_OK) st = tj_options_set(o, "backoff_jitter", "0", err);
     const jval *c = r->config;
     for (size_t i = 0; c && c->t == J_OBJ && i < c->len && st == TJ_STATUS_OK; i++) {
         const jval *v = c->items[i];

@@ -10,6 +10,8 @@ static const char *sample(const tj_config_key *k, char buf[32]) {
         return "4321ms";
     if (strcmp(k->value_type, "factor") == 0)
         return "1.75";
+    if (strcmp(k->value_type, "fraction") == 0)
+        return "0.35";
     if (strcmp(k->value_type, "flag") == 0)
         return strcmp(k->default_value, "true") == 0 ? "false" : "true";
     if (strcmp(k->value_type, "count") == 0) {

@@ -77,6 +77,39 @@ fn a_missing_store_is_not_found_and_no_command_but_enqueue_creates_one() {
     )
     .fails(2, "not valid JSON");
     telha(&db, &["jobs", "enqueue", "embed", "--max-attempts", "0"]).fails(2, "at least 1");
+    telha(&db, &["jobs", "enqueue", "embed", "--backoff-base", "0s"]).fails(2, "at least 1ms");
+    telha(&db, &["jobs", "enqueue", "embed", "--unique-for", "1h"])
+        .fails(2, "needs --idempotency-key");
+    telha(
+        &db,
+        &[
+            "jobs",
+            "enqueue",
+            "embed",
+            "--idempotency-key",
+            "k",
+            "--unique-for",
+            "0s",
+        ],
+    )
+    .fails(2, "at least 1ms");
+    telha(
+        &db,
+        &[
+            "jobs",
+            "enqueue",
+            "embed",
+            "--idempotency-key",
+            "k",
+            "--unique-for",
+            "1h",
+            "--unique-states",
+            "done",
+        ],
+    )
+    .fails(2, "unique_states must be");
+    telha(&db, &["jobs", "enqueue", "embed", "--backoff-base", "200y"])
+        .fails(2, "at most 100 years");
     telha(&db, &["jobs", "enqueue", "embed", "--priority", "256"]).fails(2, "256");
     telha(&db, &["jobs", "enqueue", "embed", "--priority", "-1"]).fails(2, "-1");
     telha(

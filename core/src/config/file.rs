@@ -107,7 +107,7 @@ fn file_value(ty: KeyType, key: &str, v: &Toml) -> Result<Value> {
             };
             Value::Count(file_int(key, v, t)?)
         }
-        KeyType::Factor => Value::Float(match v {
+        KeyType::Factor | KeyType::Fraction => Value::Float(match v {
             Toml::Float(f) => *f,
             Toml::Integer(i) => *i as f64,
             _ => return Err(bad_file(key, "a number", v)),

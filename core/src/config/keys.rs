@@ -36,6 +36,8 @@ pub enum KeyType {
     },
     /// A finite number of at least 1.0.
     Factor,
+    /// A finite number from 0.0 to 1.0 (a share, such as a jitter band).
+    Fraction,
     /// true or false.
     Flag,
 }
@@ -49,7 +51,7 @@ pub enum Value {
     Off,
     /// For [`KeyType::Count`].
     Count(u64),
-    /// For [`KeyType::Factor`].
+    /// For [`KeyType::Factor`] and [`KeyType::Fraction`].
     Float(f64),
     /// For [`KeyType::Flag`].
     Flag(bool),
@@ -146,6 +148,16 @@ pub const KEYS: &[Key] = &[
         default: "1h",
         per_kind: true,
         doc: "The longest retry delay (at least the base).",
+    },
+    Key {
+        name: "backoff_jitter",
+        toml: "backoff.jitter",
+        env: Some("TELHA_JOBS_BACKOFF_JITTER"),
+        ty: KeyType::Fraction,
+        unit: "fraction",
+        default: "0.2",
+        per_kind: true,
+        doc: "Each retry delay is spread at random over ±this share of it (0.2: 80 % to 120 %), so retries after an outage do not all fire at once; 0 keeps exact delays.",
     },
     Key {
         name: "completed_retention",
@@ -299,6 +311,12 @@ impl Key {
                     return Err(bad(format!("a finite number >= 1.0, got {f}")));
                 }
             }
+            (KeyType::Fraction, Value::Float(f)) => {
+                // NaN fails both comparisons, so this also rejects NaN.
+                if !(f.is_finite() && (0.0..=1.0).contains(&f)) {
+                    return Err(bad(format!("a number from 0 to 1, got {f}")));
+                }
+            }
             (KeyType::Flag, Value::Flag(_)) => {}
             (ty, v) => {
                 return Err(bad(format!("{}, got {v:?}", type_words(ty))));
@@ -315,6 +333,7 @@ pub fn type_words(ty: KeyType) -> &'static str {
         KeyType::Retention => "a duration, or off (keep forever / no limit)",
         KeyType::Count { .. } => "a whole number",
         KeyType::Factor => "a number >= 1.0",
+        KeyType::Fraction => "a number from 0 to 1",
         KeyType::Flag => "true or false",
     }
 }
@@ -326,7 +345,7 @@ fn fits(ty: KeyType, v: Value) -> bool {
         (KeyType::Duration { .. }, Value::Duration(_))
             | (KeyType::Retention, Value::Duration(_) | Value::Off)
             | (KeyType::Count { .. }, Value::Count(_))
-            | (KeyType::Factor, Value::Float(_))
+            | (KeyType::Factor | KeyType::Fraction, Value::Float(_))
             | (KeyType::Flag, Value::Flag(_))
     )
 }
@@ -366,6 +385,7 @@ impl Config {
             ("backoff_base", Value::Duration(d)) => self.backoff.base = d,
             ("backoff_factor", Value::Float(f)) => self.backoff.factor = f,
             ("backoff_cap", Value::Duration(d)) => self.backoff.cap = d,
+            ("backoff_jitter", Value::Float(f)) => self.backoff_jitter = f,
             ("completed_retention", Value::Duration(d)) => self.completed_retention = Some(d),
             ("completed_retention", Value::Off) => self.completed_retention = None,
             ("sync_writes", Value::Flag(b)) => self.sync_writes = b,
@@ -395,6 +415,7 @@ impl Config {
             "backoff_base" => Value::Duration(self.backoff.base),
             "backoff_factor" => Value::Float(self.backoff.factor),
             "backoff_cap" => Value::Duration(self.backoff.cap),
+            "backoff_jitter" => Value::Float(self.backoff_jitter),
             "completed_retention" => self.completed_retention.map_or(Value::Off, Value::Duration),
             "sync_writes" => Value::Flag(self.sync_writes),
             "max_payload_bytes" => Value::Count(self.max_payload_bytes as u64),
@@ -451,6 +472,7 @@ impl KindConfig {
             ("backoff_base", Value::Duration(d)) => self.backoff_base = Some(d),
             ("backoff_factor", Value::Float(f)) => self.backoff_factor = Some(f),
             ("backoff_cap", Value::Duration(d)) => self.backoff_cap = Some(d),
+            ("backoff_jitter", Value::Float(f)) => self.backoff_jitter = Some(f),
             ("timeout", Value::Duration(d)) => self.timeout = Some(Some(d)),
             ("timeout", Value::Off) => self.timeout = Some(None),
             ("max_lease_total", Value::Duration(d)) => self.max_lease_total = Some(Some(d)),
@@ -469,6 +491,7 @@ impl KindConfig {
             "backoff_base" => self.backoff_base.map(Value::Duration),
             "backoff_factor" => self.backoff_factor.map(Value::Float),
             "backoff_cap" => self.backoff_cap.map(Value::Duration),
+            "backoff_jitter" => self.backoff_jitter.map(Value::Float),
             "timeout" => self.timeout.map(|t| t.map_or(Value::Off, Value::Duration)),
             "max_lease_total" => self
                 .max_lease_total

@@ -11,6 +11,7 @@ fn sample(k: &Key) -> Value {
         }
         KeyType::Count { min, .. } => Value::Count(min + 6),
         KeyType::Factor => Value::Float(1.75),
+        KeyType::Fraction => Value::Float(0.35),
         KeyType::Flag => Value::Flag(true),
     }
 }
@@ -52,6 +53,7 @@ fn sample_text(k: &Key) -> String {
         KeyType::Duration { .. } | KeyType::Retention => "4321ms".into(),
         KeyType::Count { min, .. } => (min + 6).to_string(),
         KeyType::Factor => "1.75".into(),
+        KeyType::Fraction => "0.35".into(),
         KeyType::Flag => "true".into(),
     }
 }

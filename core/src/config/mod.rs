@@ -39,6 +39,7 @@
 //! base = "10s"
 //! factor = 4.0
 //! cap = "1h"
+//! jitter = 0.2                # ±20 % at random on every retry delay; 0: exact
 //!
 //! # An internal map: a per-kind backoff base in whole seconds (the same as
 //! # `kinds."<kind>".backoff_base`, which wins when both are set).
@@ -52,6 +53,7 @@
 //! backoff_base = "30s"
 //! backoff_factor = 2.0
 //! backoff_cap = "2h"
+//! backoff_jitter = 0.1
 //! timeout = "15m"
 //! max_lease_total = "1h"
 //! max_snoozes = 10
@@ -73,6 +75,7 @@
 //! | `TELHA_JOBS_BACKOFF_BASE` | `jobs.backoff.base` | duration |
 //! | `TELHA_JOBS_BACKOFF_FACTOR` | `jobs.backoff.factor` | number |
 //! | `TELHA_JOBS_BACKOFF_CAP` | `jobs.backoff.cap` | duration |
+//! | `TELHA_JOBS_BACKOFF_JITTER` | `jobs.backoff.jitter` | number from 0 to 1 |
 //! | `TELHA_JOBS_COMPLETED_RETENTION` | `jobs.completed_retention` | duration, or `false`/`off`/`none` |
 //! | `TELHA_JOBS_SYNC_WRITES` | `jobs.sync_writes` | `1`/`0`, `true`/`false`, `yes`/`no`, `on`/`off` |
 //! | `TELHA_JOBS_MAX_PAYLOAD_BYTES` | `jobs.max_payload_bytes` | integer |
@@ -118,6 +121,8 @@ pub const BACKOFF_BASE_DEFAULT: Duration = Duration::from_secs(10);
 pub const BACKOFF_FACTOR_DEFAULT: f64 = 4.0;
 /// `jobs.backoff.cap`: the longest delay.
 pub const BACKOFF_CAP_DEFAULT: Duration = Duration::from_secs(3600);
+/// `jobs.backoff.jitter`: each retry delay is drawn from `delay × (1 ± jitter)`.
+pub const BACKOFF_JITTER_DEFAULT: f64 = 0.2;
 /// `jobs.completed_retention`: how long completed jobs are kept.
 pub const COMPLETED_RETENTION_DEFAULT: Duration = Duration::from_secs(24 * 3600);
 /// `jobs.max_payload_bytes`: the largest payload or result accepted.
@@ -169,6 +174,8 @@ pub struct KindConfig {
     pub backoff_factor: Option<f64>,
     /// The kind's cap; must not be below the kind's effective base.
     pub backoff_cap: Option<Duration>,
+    /// The kind's jitter share (0 to 1).
+    pub backoff_jitter: Option<f64>,
     /// The kind's run-time limit (`Some(None)`: none, over a global one).
     pub timeout: Option<Option<Duration>>,
     /// The kind's longest lease (`Some(None)`: none, over a global one).
@@ -191,6 +198,11 @@ pub struct Config {
     pub max_attempts: u32,
     /// The retry schedule for kinds without their own.
     pub backoff: Backoff,
+    /// Each retry delay of the schedule is drawn uniformly from
+    /// `delay × (1 ± jitter)` (0 to 1; 0 keeps exact delays), so jobs that
+    /// failed together do not all retry at the same instant. Not applied to
+    /// a delay the caller chose (`retry_in`, snooze).
+    pub backoff_jitter: f64,
     /// `None` keeps completed jobs forever.
     pub completed_retention: Option<Duration>,
     /// fsync every commit (concurrent committers share one fsync).
@@ -229,6 +241,7 @@ impl Default for Config {
             reaper_interval: REAPER_INTERVAL_DEFAULT,
             max_attempts: MAX_ATTEMPTS_DEFAULT,
             backoff: Backoff::default(),
+            backoff_jitter: BACKOFF_JITTER_DEFAULT,
             completed_retention: Some(COMPLETED_RETENTION_DEFAULT),
             sync_writes: false,
             max_payload_bytes: MAX_PAYLOAD_BYTES_DEFAULT,
@@ -312,9 +325,29 @@ impl Config {
     }
 
     /// The delay before attempt `attempts + 1` of a job of `kind`, after
-    /// `attempts` (≥ 1) failed attempts.
+    /// `attempts` (≥ 1) failed attempts, before jitter.
     pub fn backoff_delay(&self, kind: &str, attempts: u32) -> Duration {
         crate::backoff::delay(&self.backoff_for(kind), attempts)
+    }
+
+    /// The schedule of one job: [`Config::backoff_for`] its kind, with a
+    /// per-job base `b` (enqueue's `backoff_base`) over the kind's and the
+    /// global one, by the same rule (`base' = b`, `cap' = max(cap, b)`).
+    pub fn backoff_for_job(&self, kind: &str, base: Option<Duration>) -> Backoff {
+        let mut b = self.backoff_for(kind);
+        if let Some(base) = base {
+            b.cap = b.cap.max(base);
+            b.base = base;
+        }
+        b
+    }
+
+    /// The jitter share for `kind`: per kind, else global.
+    pub fn backoff_jitter_for(&self, kind: &str) -> f64 {
+        self.kinds
+            .get(kind)
+            .and_then(|k| k.backoff_jitter)
+            .unwrap_or(self.backoff_jitter)
     }
 
     /// Check every value (each key against its type and range, then the

@@ -47,6 +47,7 @@ const FULL: &str = r#"
     base = "5s"
     factor = 3.0
     cap = "30m"
+    jitter = 0.5
     [jobs.backoff_base_secs_by_kind]
     "clarify:temporal" = 900
     [jobs.kinds."ingest:pdf"]
@@ -55,6 +56,7 @@ const FULL: &str = r#"
     backoff_base = "30s"
     backoff_factor = 2.0
     backoff_cap = "2h"
+    backoff_jitter = 0.1
     timeout = false
     max_lease_total = "30m"
     max_snoozes = 2
@@ -96,6 +98,7 @@ fn a_full_file_sets_every_key() {
             factor: 3.0,
             cap: secs(1800),
         },
+        backoff_jitter: 0.5,
         completed_retention: Some(2 * HOUR),
         sync_writes: true,
         max_payload_bytes: 1024,
@@ -113,6 +116,7 @@ fn a_full_file_sets_every_key() {
                 backoff_base: Some(secs(30)),
                 backoff_factor: Some(2.0),
                 backoff_cap: Some(2 * HOUR),
+                backoff_jitter: Some(0.1),
                 timeout: Some(None),
                 max_lease_total: Some(Some(secs(1800))),
                 max_snoozes: Some(2),
@@ -275,6 +279,7 @@ fn env_overrides_the_file() {
         ("TELHA_JOBS_BACKOFF_BASE", "2s"),
         ("TELHA_JOBS_BACKOFF_FACTOR", "1.5"),
         ("TELHA_JOBS_BACKOFF_CAP", "10m"),
+        ("TELHA_JOBS_BACKOFF_JITTER", "0.3"),
         ("TELHA_JOBS_COMPLETED_RETENTION", "off"),
         ("TELHA_JOBS_SYNC_WRITES", "no"),
         ("TELHA_JOBS_MAX_PAYLOAD_BYTES", "4096"),
@@ -298,6 +303,7 @@ fn env_overrides_the_file() {
                 factor: 1.5,
                 cap: secs(600),
             },
+            backoff_jitter: 0.3,
             completed_retention: None,
             sync_writes: false,
             max_payload_bytes: 4096,
@@ -457,6 +463,18 @@ fn validate_rejects_each_out_of_range_global() {
             rejected(|c| c.backoff.factor = f64::INFINITY),
         ),
         (
+            "jobs.backoff.jitter must be a number from 0 to 1, got -0.1",
+            rejected(|c| c.backoff_jitter = -0.1),
+        ),
+        (
+            "jobs.backoff.jitter must be a number from 0 to 1, got 1.5",
+            rejected(|c| c.backoff_jitter = 1.5),
+        ),
+        (
+            "jobs.backoff.jitter must be a number from 0 to 1, got NaN",
+            rejected(|c| c.backoff_jitter = f64::NAN),
+        ),
+        (
             "jobs.backoff.base must be > 0",
             rejected(|c| c.backoff.base = Duration::ZERO),
         ),
@@ -497,11 +515,14 @@ fn validate_accepts_the_edges_of_each_range() {
             factor: 1.0,
             cap: Duration::from_millis(1),
         },
+        backoff_jitter: 0.0,
         completed_retention: None,
         max_payload_bytes: MAX_PAYLOAD_BYTES_LIMIT,
         prune_batch: 1,
         ..Config::default()
     };
+    c.validate().unwrap();
+    c.backoff_jitter = 1.0;
     c.validate().unwrap();
     c.max_payload_bytes = 1;
     c.completed_retention = Some(Duration::from_nanos(1));

@@ -49,7 +49,7 @@ pub fn parse(ty: KeyType, s: &str) -> Option<Value> {
         KeyType::Duration { .. } => Value::Duration(duration(s)?),
         KeyType::Retention => retention(s)?.map_or(Value::Off, Value::Duration),
         KeyType::Count { .. } => Value::Count(s.trim().parse().ok()?),
-        KeyType::Factor => Value::Float(s.trim().parse().ok()?),
+        KeyType::Factor | KeyType::Fraction => Value::Float(s.trim().parse().ok()?),
         KeyType::Flag => Value::Flag(flag(s)?),
     })
 }
@@ -68,6 +68,7 @@ pub(super) fn hint(ty: KeyType) -> String {
             format!("a non-negative integer that fits in {t}")
         }
         KeyType::Factor => "a number".to_string(),
+        KeyType::Fraction => "a number from 0 to 1".to_string(),
         KeyType::Flag => FLAG_HINT.to_string(),
     }
 }

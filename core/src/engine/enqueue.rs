@@ -75,6 +75,14 @@ impl Engine {
         if j.options.max_attempts == Some(0) {
             return Err(Error::invalid("max_attempts must be at least 1"));
         }
+        if let Some(b) = j.options.backoff_base {
+            if b.as_millis() == 0 {
+                return Err(Error::invalid(format!(
+                    "backoff_base must be at least 1ms, got {b:?}"
+                )));
+            }
+            limits::check_duration("backoff_base", b)?;
+        }
         if let Some(t) = j.options.run_at {
             limits::check_instant("run_at", t)?;
         }
@@ -160,6 +168,13 @@ impl Engine {
             Origin::Parent(id) => (None, Some(id)),
         };
         let scope = j.options.scope.unwrap_or(Scope::SYSTEM);
+        super::unique::check(
+            j.options.unique_for,
+            j.options.unique_states,
+            j.options.idempotency_key.as_ref(),
+            now,
+        )?;
+        let mut old_window = None;
         if let Some(k) = &j.options.idempotency_key {
             if let Some(id) = in_batch.get(&(scope, k.clone())) {
                 return Ok(Enqueued {
@@ -167,7 +182,14 @@ impl Engine {
                     created: false,
                 });
             }
-            if let Some(id) = self.idempotent_match(&scope, k)? {
+            if j.options.unique_for.is_some() {
+                // The window, not the record, decides (issue 44).
+                let (hit, w) = self.window_match(&scope, k, now)?;
+                if let Some(id) = hit {
+                    return Ok(Enqueued { id, created: false });
+                }
+                old_window = w;
+            } else if let Some(id) = self.idempotent_match(&scope, k)? {
                 return Ok(Enqueued { id, created: false });
             }
         }
@@ -214,10 +236,15 @@ impl Engine {
                 expires_at,
                 schedule,
                 parent,
+                backoff_base: j.options.backoff_base,
                 ..Ext::default()
             },
             ..JobRecord::default()
         };
+        if let (Some(d), Some(k)) = (j.options.unique_for, &rec.idempotency_key) {
+            let states = j.options.unique_states.unwrap_or_default();
+            self.stage_window(tx, &scope, k, id, now, d, states, old_window)?;
+        }
         rec.log(now, Event::Enqueued, detail);
         tx.stage(Event::Enqueued, None, Some(&key), &rec)?;
         if let Some(p) = &outside {

@@ -30,6 +30,7 @@ mod settle;
 mod settle_many;
 mod steer;
 mod transition;
+mod unique;
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -117,6 +118,8 @@ pub(crate) struct Engine {
     pub cfg: Config,
     /// Every TTL, deadline, backoff and retention reads this clock.
     pub clock: Arc<dyn Clock>,
+    /// The draws of the retry delays' jitter (`backoff.rs`).
+    pub jitter: crate::backoff::JitterRng,
     /// Band cursors, claims and cached iterators: how pollers find work.
     pub bands: Bands,
     /// The leased jobs, rebuilt from the leased rows at open.
@@ -157,6 +160,9 @@ pub(crate) struct Engine {
     pub corrupt_seen: Mutex<Vec<CorruptRecord>>,
     /// Where each (scope, state, priority) pruning pass resumes.
     pub prune_cursors: Mutex<HashMap<(crate::job::Scope, State, u8), keys::Pos>>,
+    /// Where the next pass over the unique windows' expiry index starts
+    /// (`unique.rs`).
+    pub window_cursor: Mutex<Option<Vec<u8>>>,
     /// What is paused (see `pause.rs`).
     pub paused: RwLock<Arc<crate::control::Paused>>,
     /// Held shared by each claim-and-commit of a lease, exclusively by
@@ -368,6 +374,7 @@ impl Engine {
             path: path.to_path_buf(),
             cfg,
             clock,
+            jitter: crate::backoff::JitterRng::from_entropy(),
             bands: Bands::default(),
             leases: Leases::default(),
             counts: Counts::default(),
@@ -386,6 +393,7 @@ impl Engine {
             handles: AtomicUsize::new(1),
             corrupt_seen: Mutex::new(Vec::new()),
             prune_cursors: Mutex::new(HashMap::new()),
+            window_cursor: Mutex::new(None),
             paused: RwLock::new(Arc::default()),
             pause_gate: RwLock::new(()),
             maintenance: Mutex::new(()),

@@ -301,9 +301,7 @@ impl Engine {
                     }
                     (Event::Dead, State::Dead, now)
                 } else {
-                    let wait = retry_in.unwrap_or_else(|| {
-                        limits::ms(self.cfg.backoff_delay(&rec.kind, rec.attempts))
-                    });
+                    let wait = retry_in.unwrap_or_else(|| self.retry_delay(&rec));
                     let at = now.saturating_add(wait).min(limits::MAX_INSTANT_MS);
                     rec.ready_at = at;
                     if expired {
@@ -318,6 +316,21 @@ impl Engine {
         let new = JobKey { state, ts, ..e.key };
         tx.stage(event, Some(&e.key), Some(&new), &rec)?;
         Ok(state)
+    }
+
+    /// The backoff before `rec`'s next attempt (its attempts already
+    /// counted): the schedule of its kind (or its own base), spread by the
+    /// kind's jitter with the engine's draw, in ms.
+    fn retry_delay(&self, rec: &codec::JobRecord) -> u64 {
+        let b = self.cfg.backoff_for_job(&rec.kind, rec.ext.backoff_base);
+        let d = crate::backoff::delay(&b, rec.attempts);
+        let j = self.cfg.backoff_jitter_for(&rec.kind);
+        let d = if j > 0.0 {
+            crate::backoff::jittered(d, j, self.jitter.unit())
+        } else {
+            d
+        };
+        limits::ms(d)
     }
 
     /// The reaper's half: every lease past its deadline goes back to pending

@@ -336,6 +336,13 @@ impl<'e> Tx<'e> {
         Ok(())
     }
 
+    /// Stage a delete of `key` in the column family `cf` beside the moves.
+    pub fn delete_raw(&mut self, cf: &str, key: &[u8]) -> Result<()> {
+        self.batch.delete_cf(self.e.cf(cf)?, key);
+        self.extra += 1;
+        Ok(())
+    }
+
     /// Count `event` once more after the commit without a move of its own
     /// (a lease that expires on its last attempt counts `lease_expired`
     /// beside its `dead`).

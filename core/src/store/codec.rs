@@ -79,6 +79,9 @@ mod tag {
     /// The job whose completion enqueued this one (`complete(…, then)`):
     /// its 16 id bytes. Safe to ignore.
     pub const PARENT: u64 = 11;
+    /// The job's own backoff base (enqueue's `backoff_base`), in ms. Safe
+    /// to ignore: an older build retries on the kind's schedule.
+    pub const BACKOFF_BASE: u64 = 12;
 }
 
 /// A job's stored record (the jobs row value after the format byte).
@@ -157,6 +160,8 @@ pub struct Ext {
     pub schedule: Option<crate::schedule::ScheduleRef>,
     /// The job whose completion enqueued this one, in the same batch.
     pub parent: Option<crate::ids::JobId>,
+    /// The job's own backoff base, over its kind's and the global one.
+    pub backoff_base: Option<std::time::Duration>,
     /// Extension tags this build does not know: tag and the exact bytes of
     /// its value.
     pub unknown: Vec<(u64, Vec<u8>)>,
@@ -177,6 +182,7 @@ impl Ext {
             + usize::from(self.progress.is_some())
             + usize::from(self.schedule.is_some())
             + usize::from(self.parent.is_some())
+            + usize::from(self.backoff_base.is_some())
             + self.unknown.len()
     }
 
@@ -362,6 +368,10 @@ pub fn encode_into(r: &JobRecord, out: &mut Vec<u8>) {
             w.uint(tag::PARENT);
             w.bin(p.as_bytes());
         }
+        if let Some(b) = x.backoff_base {
+            w.uint(tag::BACKOFF_BASE);
+            w.uint(b.as_millis() as u64);
+        }
         for (t, v) in &x.unknown {
             w.uint(*t);
             w.raw(v);
@@ -503,6 +513,9 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
                     ))
                 })?;
                 x.parent = Some(crate::ids::JobId::from_bytes(id));
+            }
+            tag::BACKOFF_BASE => {
+                x.backoff_base = Some(std::time::Duration::from_millis(r.uint()?));
             }
             _ => {
                 let v = r.skip()?.to_vec();

@@ -25,6 +25,9 @@ pub const MS: Duration = Duration::from_millis(1);
 pub fn test_config() -> Config {
     Config {
         reaper_interval: Duration::ZERO,
+        // Exact retry delays: the tests of schedules compare them to the
+        // millisecond (jitter has its own tests, with seeded draws).
+        backoff_jitter: 0.0,
         ..Config::default()
     }
 }

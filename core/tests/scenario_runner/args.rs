@@ -12,10 +12,12 @@ use super::R;
 /// The case's `config` over the defaults, through the core's key table:
 /// `<key>_ms` is a duration key in ms, `false` turns a retention or limit
 /// off, numbers are counts or factors; `kinds` holds per-kind keys the
-/// same way. The background reaper is always off (cases reap explicitly).
+/// same way. The background reaper is always off (cases reap explicitly);
+/// retry delays are exact unless the case sets a `backoff_jitter`.
 pub(crate) fn config_of(c: Option<&Json>) -> R<Config> {
     let mut cfg = Config {
         reaper_interval: Duration::ZERO,
+        backoff_jitter: 0.0,
         ..Config::default()
     };
     let Some(c) = c else { return Ok(cfg) };
@@ -45,7 +47,9 @@ fn key_value<'a>(k: &'a str, v: &Json) -> R<(&'a str, telha_jobs::config::Value)
         (KeyType::Duration { .. } | KeyType::Retention, Json::Bool(false)) => Value::Off,
         (KeyType::Duration { .. } | KeyType::Retention, v) if name != k => Value::Duration(ms(v)?),
         (KeyType::Count { .. }, v) => Value::Count(uint(v)?),
-        (KeyType::Factor, v) => Value::Float(v.as_f64().ok_or("a factor is a number")?),
+        (KeyType::Factor | KeyType::Fraction, v) => {
+            Value::Float(v.as_f64().ok_or("a factor or fraction is a number")?)
+        }
         (KeyType::Flag, Json::Bool(b)) => Value::Flag(*b),
         _ => return Err(format!("config key {k:?}: a duration key ends in _ms")),
     };
@@ -121,6 +125,15 @@ pub(crate) fn new_job_args(s: &Json) -> Result<(String, Vec<u8>, EnqueueOptions)
     }
     if let Some(at) = num("expires_at_ms") {
         o = o.expires_at(at);
+    }
+    if let Some(d) = num("backoff_base_ms") {
+        o = o.backoff_base(Duration::from_millis(d));
+    }
+    if let Some(d) = num("unique_for_ms") {
+        o = o.unique_for(Duration::from_millis(d));
+    }
+    if let Some(v) = s.get("unique_states").and_then(Json::as_str) {
+        o = o.unique_states(v.parse()?);
     }
     Ok((kind, payload, o))
 }

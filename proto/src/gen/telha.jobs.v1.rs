@@ -39,6 +39,16 @@ pub struct NewJob {
     pub expires_at_ms: ::core::option::Option<u64>,
     #[prost(uint64, optional, tag = "11")]
     pub expires_in_ms: ::core::option::Option<u64>,
+    /// The job's own backoff base (over its kind's and the global one), ms.
+    #[prost(uint64, optional, tag = "12")]
+    pub backoff_base_ms: ::core::option::Option<u64>,
+    /// A window on idempotency_key (which it needs): a repeat within this
+    /// many ms answers the job that opened the window (created = false).
+    #[prost(uint64, optional, tag = "13")]
+    pub unique_for_ms: ::core::option::Option<u64>,
+    /// Which states of the window's job hold it; only with unique_for_ms.
+    #[prost(enumeration = "UniqueStates", tag = "14")]
+    pub unique_states: i32,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Enqueued {
@@ -996,6 +1006,38 @@ impl Encoding {
             "ENCODING_UNKNOWN" => Some(Self::Unknown),
             "ENCODING_BYTES" => Some(Self::Bytes),
             "ENCODING_VALUE" => Some(Self::Value),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum UniqueStates {
+    /// Not given: ANY when unique_for_ms is set.
+    Unspecified = 0,
+    /// Whatever became of the job (completed, dead, cancelled, pruned).
+    Any = 1,
+    /// Only while it is pending, leased or waiting for a retry.
+    Active = 2,
+}
+impl UniqueStates {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "UNIQUE_STATES_UNSPECIFIED",
+            Self::Any => "UNIQUE_STATES_ANY",
+            Self::Active => "UNIQUE_STATES_ACTIVE",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "UNIQUE_STATES_UNSPECIFIED" => Some(Self::Unspecified),
+            "UNIQUE_STATES_ANY" => Some(Self::Any),
+            "UNIQUE_STATES_ACTIVE" => Some(Self::Active),
             _ => None,
         }
     }

@@ -83,7 +83,7 @@ _ScopeOrder = Literal["pending", "leased", "dead", "name"]
 _ExtendAnswer = Literal["renewed", "lost", "cancelled"]
 _Encoding = Literal["unknown", "bytes", "value"]
 _CatchUp = Literal["skip", "one", "all"]
-_KeyType = Literal["duration", "retention", "count", "factor", "flag"]
+_KeyType = Literal["duration", "retention", "count", "factor", "fraction", "flag"]
 _Seconds = float | int | datetime.timedelta
 # A retention: seconds or a timedelta, or False / math.inf to keep forever.
 _Retention = float | int | datetime.timedelta | Literal[False]
@@ -109,6 +109,7 @@ class _KindSettings(TypedDict, total=False):
     backoff_base: _Seconds
     backoff_factor: float
     backoff_cap: _Seconds
+    backoff_jitter: float
     timeout: _Retention
     max_lease_total: _Retention
     max_snoozes: int
@@ -123,7 +124,7 @@ class ConfigKey:
     @property
     def type(self) -> _KeyType:
         """duration: seconds or a timedelta; retention: also False /
-        math.inf (forever); count: int; factor: float; flag: bool."""
+        math.inf (forever); count: int; factor: float; fraction: float from 0 to 1; flag: bool."""
     @property
     def unit(self) -> str: ...
     @property
@@ -546,6 +547,7 @@ class Queue:
         backoff_base: _Seconds | None = None,
         backoff_factor: float | None = None,
         backoff_cap: _Seconds | None = None,
+        backoff_jitter: float | None = None,
         completed_retention: _Retention | None = None,
         sync_writes: bool | None = None,
         max_payload_bytes: int | None = None,
@@ -588,6 +590,9 @@ class Queue:
         max_attempts: int | None = None,
         expires_in: _Seconds | None = None,
         expires_at: _Instant | None = None,
+        backoff_base: _Seconds | None = None,
+        unique_for: _Seconds | None = None,
+        unique_states: Literal["any", "active"] | None = None,
     ) -> Enqueued:
         """The job id (``.created`` False on an idempotency hit). An unknown
         option is InvalidArgumentError listing the valid ones."""
@@ -650,6 +655,9 @@ class Queue:
         max_attempts: int | None = None,
         expires_in: _Seconds | None = None,
         expires_at: _Instant | None = None,
+        backoff_base: _Seconds | None = None,
+        unique_for: _Seconds | None = None,
+        unique_states: Literal["any", "active"] | None = None,
     ) -> JobInfo:
         """``enqueue`` (the same options), then ``wait``."""
     def _watch(self, job: _JobArg) -> JobWaiter: ...
