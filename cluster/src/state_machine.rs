@@ -234,7 +234,7 @@ fn no_snapshots(verb: ErrorVerb) -> StorageError {
     StorageIOError::new(ErrorSubject::Snapshot(None), verb, AnyError::error(msg)).into()
 }
 
-/// See [`no_snapshots`].
+/// See `no_snapshots` (this module).
 pub struct NoSnapshots;
 
 impl RaftSnapshotBuilder<TypeConfig> for NoSnapshots {

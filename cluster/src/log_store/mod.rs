@@ -8,7 +8,7 @@
 //! synced the WAL (group commit); the vote is synced before `save_vote`
 //! returns. Everything goes through one WAL, so a later sync also covers
 //! earlier unsynced truncates, purges and committed ids, in order. The
-//! newest entries are also kept decoded in memory ([`cache`]): openraft
+//! newest entries are also kept decoded in memory (`cache.rs`): openraft
 //! reads each entry back for the apply and for every follower.
 
 mod cache;
