@@ -8,6 +8,7 @@ on a pool thread, while the loop runs the batch between)."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import logging
 import threading
@@ -122,15 +123,22 @@ class _Settling:
         return batch, fut
 
     async def _collect(
-        self, batch: list[Pending], fut: asyncio.Future[Carried]
+        self, calls: collections.deque[tuple[list[Pending], asyncio.Future[Carried]]]
     ) -> list[tuple[Job, float | None]]:
-        """The answer of a `_carry` call: its completions booked, its leases."""
+        """The answer of the first `_carry` call of ``calls``, taken off
+        once answered: its completions booked, its leases. (Cancelled while
+        it waits, the call stays first: the lease loop collects it as it
+        ends, so its completions are counted exactly once.)"""
+        batch, fut = calls[0]
         try:
             done, leased = await asyncio.shield(fut)
         except asyncio.CancelledError:
             self._cancel.cancel()
-            fut.add_done_callback(self._give_back_carried)
             raise
+        except BaseException:
+            calls.popleft()
+            raise
+        calls.popleft()
         if batch:
             if isinstance(done, QueueClosedError):
                 done = [done] * len(batch)

@@ -196,6 +196,9 @@ class AsyncWorker(_Settling, _Heartbeats):
             for t in (self._lease_task, heart):
                 t.cancel()
             await asyncio.gather(self._lease_task, heart, return_exceptions=True)
+            # Cancelled from outside (not stop()): what finished still goes
+            # out, and is counted.
+            await self._drain()
             if self._carrier is not None:
                 self._carrier.shutdown(wait=False)
                 self._carrier = None
@@ -324,7 +327,7 @@ class AsyncWorker(_Settling, _Heartbeats):
                         continue
                     pending: Awaitable[list[tuple[Job, float | None]] | None] = self._take(min(free, MAX_BATCH))
                 else:
-                    pending = self._collect(*calls.popleft())
+                    pending = self._collect(calls)
                 try:
                     got = await pending
                 except Exception as e:  # noqa: BLE001 - logged and counted, or it stops the Worker
@@ -356,13 +359,22 @@ class AsyncWorker(_Settling, _Heartbeats):
                 self._through = bool(got) and through == len(got)
         finally:
             self._carrying = False
-            while calls:  # stopping: what they leased goes back unrun
-                try:
-                    left = await self._collect(*calls.popleft())
-                except Exception:  # noqa: BLE001 - nothing was leased
-                    left = []
-                for job, _ in left:
-                    await self._give_back_now(job)
+            try:
+                # Stopping, or this task cancelled (run()'s, from outside):
+                # each call still out is collected, its completions counted
+                # and what it leased given back unrun.
+                while calls:
+                    try:
+                        left = await self._collect(calls)
+                    except Exception:  # noqa: BLE001 - nothing was leased
+                        left = []
+                    for job, _ in left:
+                        await self._give_back_now(job)
+            except asyncio.CancelledError:
+                # Cancelled again: what is still out goes back once answered.
+                for _, fut in calls:
+                    fut.add_done_callback(self._give_back_carried)
+                raise
 
     async def _take(self, most: int) -> list[tuple[Job, float | None]] | None:
         """Up to ``most`` leases, waiting off the loop (up to ``poll_wait``)
