@@ -494,8 +494,22 @@ class AsyncWorker(_Settling, _Heartbeats):
             if fresh(job, leased, now):
                 self._start(job, leased, eager=True)
                 continue
-            self.counts["prefetch_released"] += 1
-            try:
-                self.queue._pool.submit(self.queue.queue.release, job)
-            except RuntimeError:  # the pool is shut down: the lease expires
-                return
+            self._release_stale(job)
+        p = self._prefetch
+        if p is not None and self._running < self.concurrency and p.waiting:
+            # Remote: the prefetch's leases are this Worker's lease-ahead; a
+            # freed slot takes its next job there at once, not through the
+            # lease task (a loop turn, a quarter of the slots, a thread hop).
+            got, stale = p.take_ready(self.concurrency - self._running)
+            for job, leased in got:
+                self._start(job, leased, eager=True)
+            for job in stale:
+                self._release_stale(job)
+
+    def _release_stale(self, job: Job) -> None:
+        """Give back a lease that waited here too long (no attempt spent)."""
+        self.counts["prefetch_released"] += 1
+        try:
+            self.queue._pool.submit(self.queue.queue.release, job)
+        except RuntimeError:  # the pool is shut down: the lease expires
+            pass
