@@ -55,6 +55,18 @@ pub struct EnqueueOptions {
     /// Which states of the window's job hold the window (default
     /// [`UniqueStates::Any`]); only with `unique_for`.
     pub unique_states: Option<UniqueStates>,
+    /// Debounce on the idempotency key (which it needs; over zero): the
+    /// job runs this long after the latest enqueue of the key. While the
+    /// key's job is pending, a repeat replaces its payload (and encoding)
+    /// and moves its run time to now + this (`Enqueued::debounced`); once
+    /// it was leased or finished, a repeat makes a new job. The run time
+    /// is now + this; not with `run_at`, `delay` or `unique_for`.
+    pub debounce: Option<Duration>,
+    /// The longest a debounced job waits: its run time never moves past
+    /// its first enqueue + this (at least `debounce`; only with it).
+    /// Without it a steady stream of repeats postpones the job for as
+    /// long as it lasts.
+    pub debounce_max: Option<Duration>,
 }
 
 /// Which states of a unique window's job hold the window.
@@ -162,6 +174,17 @@ impl EnqueueOptions {
         self.unique_states = Some(s);
         self
     }
+    /// Debounce the key's job by `d` (see [`EnqueueOptions::debounce`]).
+    pub fn debounce(mut self, d: Duration) -> Self {
+        self.debounce = Some(d);
+        self
+    }
+    /// Never past the first enqueue + `d` (see
+    /// [`EnqueueOptions::debounce_max`]).
+    pub fn debounce_max(mut self, d: Duration) -> Self {
+        self.debounce_max = Some(d);
+        self
+    }
 }
 
 /// One job for [`crate::Queue::enqueue_many`].
@@ -198,6 +221,20 @@ pub struct Enqueued {
     pub id: JobId,
     /// False when an idempotency key matched an existing job.
     pub created: bool,
+    /// True when a `debounce` enqueue updated the key's pending job (its
+    /// payload and run time); `created` is then false.
+    pub debounced: bool,
+}
+
+impl Enqueued {
+    /// The answer naming an existing job (`created` and `debounced` false).
+    pub fn existing(id: JobId) -> Self {
+        Enqueued {
+            id,
+            created: false,
+            debounced: false,
+        }
+    }
 }
 
 /// Which jobs a poller takes, and how long it waits for one.
