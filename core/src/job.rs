@@ -18,6 +18,7 @@ pub use crate::limits::{
 };
 use crate::payload::Encoding;
 pub use crate::state::{PerState, State, StateCounts};
+pub use crate::unique_states::UniqueStates;
 
 /// Options of one enqueue. All optional; see the field docs for defaults.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -67,42 +68,6 @@ pub struct EnqueueOptions {
     /// Without it a steady stream of repeats postpones the job for as
     /// long as it lasts.
     pub debounce_max: Option<Duration>,
-}
-
-/// Which states of a unique window's job hold the window.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum UniqueStates {
-    /// Whatever became of the job (completed, dead, cancelled, pruned):
-    /// "at most once per window".
-    #[default]
-    Any,
-    /// Only while the job is pending, leased or waiting for a retry: once
-    /// it is finished, the next enqueue makes a new job.
-    Active,
-}
-
-impl UniqueStates {
-    /// `any` or `active`.
-    pub fn name(self) -> &'static str {
-        match self {
-            UniqueStates::Any => "any",
-            UniqueStates::Active => "active",
-        }
-    }
-}
-
-impl FromStr for UniqueStates {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "any" => Ok(UniqueStates::Any),
-            "active" => Ok(UniqueStates::Active),
-            _ => Err(Error::invalid(format!(
-                "unique_states must be \"any\" or \"active\", got {s:?}"
-            ))),
-        }
-    }
 }
 
 impl EnqueueOptions {
@@ -173,6 +138,12 @@ impl EnqueueOptions {
     pub fn unique_states(mut self, s: UniqueStates) -> Self {
         self.unique_states = Some(s);
         self
+    }
+    /// `InvalidArgument` naming the field unless `debounce` and
+    /// `debounce_max` are usable with the other options at `now` (what
+    /// enqueue checks; for a front end that checks before it opens a store).
+    pub fn check_debounce(&self, now: u64) -> Result<()> {
+        crate::engine::debounce::check(self, now)
     }
     /// Debounce the key's job by `d` (see [`EnqueueOptions::debounce`]).
     pub fn debounce(mut self, d: Duration) -> Self {

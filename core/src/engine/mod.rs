@@ -7,7 +7,7 @@ mod claim;
 mod close;
 mod commit;
 mod control;
-mod debounce;
+pub(crate) mod debounce;
 mod enqueue;
 mod flow;
 mod heartbeat;
