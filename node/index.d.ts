@@ -443,11 +443,17 @@ export interface Enqueued {
   id: string
   /** False when the idempotency key matched an existing job. */
   created: boolean
+  /**
+   * True when a `debounceMs` enqueue updated the key's pending job (its
+   * payload and run time).
+   */
+  debounced: boolean
 }
 
 /**
  * The ids of an `enqueueMany` joined with `,`, and per job whether it was
- * created (1) or an idempotency key matched an existing job (0).
+ * created (1), an idempotency key matched an existing job (0), or a
+ * debounce updated the key's pending job (2).
  */
 export interface EnqueuedBatch {
   ids: string
@@ -798,6 +804,8 @@ export interface NativeEnqueueOptions {
   backoffBaseMs?: number
   uniqueForMs?: number
   uniqueStates?: string
+  debounceMs?: number
+  debounceMaxMs?: number
 }
 
 /**
@@ -1058,7 +1066,7 @@ export interface SubscriptionEvent {
    * `completed`, `failed`, `dead`, `lease_expired`, `released`,
    * `retried`, `cancelled`, `cancel_requested`, `snoozed`, `expired`,
    * `pruned`, `purged`, `deleted`, `promoted`, `rescheduled`,
-   * `reprioritized`.
+   * `reprioritized`, `debounced`.
    */
   transition: string
   /**

@@ -380,6 +380,15 @@ pub struct EnqueueArgs {
     /// (only while pending, leased or waiting for a retry).
     #[arg(long, value_name = "STATES", requires = "unique_for")]
     pub unique_states: Option<String>,
+    /// With --idempotency-key: the job runs this long ("30s") after the
+    /// latest enqueue of the key; while it is pending, a repeat replaces
+    /// its payload and moves its run time (once leased, a new job).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub debounce: Option<Duration>,
+    /// With --debounce: never run later than the first enqueue + this
+    /// (at least --debounce; not given: no bound).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION", requires = "debounce")]
+    pub debounce_max: Option<Duration>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -67,6 +67,7 @@ mod steer;
 pub mod store;
 #[cfg(feature = "rocksdb")]
 mod timings;
+mod unique_states;
 #[cfg(feature = "rocksdb")]
 pub mod watch;
 #[cfg(feature = "rocksdb")]

@@ -9,7 +9,7 @@
 
 const { typeError, invalidArgument, options, str, optStr, optNum } = require('./check.js')
 
-const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt', 'backoffBaseMs', 'uniqueForMs', 'uniqueStates'])
+const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt', 'backoffBaseMs', 'uniqueForMs', 'uniqueStates', 'debounceMs', 'debounceMaxMs'])
 const ITEM_KEYS = new Set(['kind', 'payload', ...ENQUEUE_KEYS])
 const COMPLETE_KEYS = new Set(['then'])
 const LIMIT_KEYS = new Set(['concurrency', 'rate', 'burst', 'weight'])
@@ -32,7 +32,9 @@ function enqueueOptions (o, name) {
     expiresAt: optNum(expiresAt, `${name}.expiresAt`),
     backoffBaseMs: optNum(o.backoffBaseMs, `${name}.backoffBaseMs`),
     uniqueForMs: optNum(o.uniqueForMs, `${name}.uniqueForMs`),
-    uniqueStates: optStr(o.uniqueStates, `${name}.uniqueStates`)
+    uniqueStates: optStr(o.uniqueStates, `${name}.uniqueStates`),
+    debounceMs: optNum(o.debounceMs, `${name}.debounceMs`),
+    debounceMaxMs: optNum(o.debounceMaxMs, `${name}.debounceMaxMs`)
   }
 }
 

@@ -148,6 +148,19 @@ export interface EnqueueOptions {
    * pending, leased or waiting for a retry).
    */
   uniqueStates?: 'any' | 'active'
+  /**
+   * Debounce on `idempotencyKey` (which it needs), ms (≥ 1): the job runs
+   * this long after the latest enqueue of the key. While the key's job is
+   * pending, a repeat replaces its payload and moves its run time
+   * (`debounced: true`); once it was leased or finished, a repeat makes a
+   * new job. Not with `runAt`, `delayMs` or `uniqueForMs`.
+   */
+  debounceMs?: number
+  /**
+   * The longest a debounced job waits, ms (≥ `debounceMs`): its run time
+   * never moves past its first enqueue + this. Not given: no bound.
+   */
+  debounceMaxMs?: number
 }
 
 /** One job of {@link Queue.enqueueMany}: a `[kind, payload]` pair or an object. */

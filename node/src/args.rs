@@ -304,6 +304,8 @@ pub struct NativeEnqueueOptions {
     pub backoff_base_ms: Option<f64>,
     pub unique_for_ms: Option<f64>,
     pub unique_states: Option<String>,
+    pub debounce_ms: Option<f64>,
+    pub debounce_max_ms: Option<f64>,
 }
 
 /// The core's options of one enqueue; `at` names them in messages
@@ -347,6 +349,12 @@ pub fn enqueue_options(
     }
     if let Some(s) = o.unique_states {
         e.unique_states = Some(s.parse()?);
+    }
+    if let Some(d) = o.debounce_ms {
+        e.debounce = Some(delay_ms(d, &format!("{at}.debounceMs"))?);
+    }
+    if let Some(d) = o.debounce_max_ms {
+        e.debounce_max = Some(delay_ms(d, &format!("{at}.debounceMaxMs"))?);
     }
     Ok(e)
 }

@@ -263,6 +263,8 @@ class Run {
     if ('backoff_base_ms' in s) o.backoffBaseMs = s.backoff_base_ms
     if ('unique_for_ms' in s) o.uniqueForMs = s.unique_for_ms
     if ('unique_states' in s) o.uniqueStates = s.unique_states
+    if ('debounce_ms' in s) o.debounceMs = s.debounce_ms
+    if ('debounce_max_ms' in s) o.debounceMaxMs = s.debounce_max_ms
     return o
   }
 

@@ -336,7 +336,7 @@ pub fn tokens(jobs: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<LeaseToken>> 
 }
 
 /// The keywords of `enqueue` (and keys of an `enqueue_many` dict item).
-pub const ENQUEUE_OPTIONS: [&str; 11] = [
+pub const ENQUEUE_OPTIONS: [&str; 13] = [
     "scope",
     "priority",
     "delay",
@@ -348,6 +348,8 @@ pub const ENQUEUE_OPTIONS: [&str; 11] = [
     "backoff_base",
     "unique_for",
     "unique_states",
+    "debounce",
+    "debounce_max",
 ];
 
 /// `options` (a dict of enqueue options; None values are "not given"),
@@ -381,6 +383,8 @@ pub fn enqueue_options(
             "expires_in" => o.expires_in = Some(delay(v, "expires_in")?),
             "backoff_base" => o.backoff_base = Some(delay(v, "backoff_base")?),
             "unique_for" => o.unique_for = Some(delay(v, "unique_for")?),
+            "debounce" => o.debounce = Some(delay(v, "debounce")?),
+            "debounce_max" => o.debounce_max = Some(delay(v, "debounce_max")?),
             "unique_states" => {
                 let s = v.cast::<PyString>().map_err(|_| {
                     type_error(format!(

@@ -258,6 +258,10 @@ class Run:
             kw["unique_for"] = s["unique_for_ms"] / 1000
         if "unique_states" in s:
             kw["unique_states"] = s["unique_states"]
+        if "debounce_ms" in s:
+            kw["debounce"] = s["debounce_ms"] / 1000
+        if "debounce_max_ms" in s:
+            kw["debounce_max"] = s["debounce_max_ms"] / 1000
         return kw
 
     def item(self, j: dict[str, Any]) -> dict[str, Any]:

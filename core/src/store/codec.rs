@@ -82,6 +82,10 @@ mod tag {
     /// The job's own backoff base (enqueue's `backoff_base`), in ms. Safe
     /// to ignore: an older build retries on the kind's schedule.
     pub const BACKOFF_BASE: u64 = 12;
+    /// A debounced job's latest run time (its first enqueue +
+    /// `debounce_max`), ms since the epoch. Safe to ignore: an older build
+    /// only does not debounce the job.
+    pub const DEBOUNCE_UNTIL: u64 = 15;
 }
 
 /// A job's stored record (the jobs row value after the format byte).
@@ -162,6 +166,8 @@ pub struct Ext {
     pub parent: Option<crate::ids::JobId>,
     /// The job's own backoff base, over its kind's and the global one.
     pub backoff_base: Option<std::time::Duration>,
+    /// A debounced job's latest run time (first enqueue + `debounce_max`).
+    pub debounce_until: Option<u64>,
     /// Extension tags this build does not know: tag and the exact bytes of
     /// its value.
     pub unknown: Vec<(u64, Vec<u8>)>,
@@ -183,6 +189,7 @@ impl Ext {
             + usize::from(self.schedule.is_some())
             + usize::from(self.parent.is_some())
             + usize::from(self.backoff_base.is_some())
+            + usize::from(self.debounce_until.is_some())
             + self.unknown.len()
     }
 
@@ -372,6 +379,10 @@ pub fn encode_into(r: &JobRecord, out: &mut Vec<u8>) {
             w.uint(tag::BACKOFF_BASE);
             w.uint(b.as_millis() as u64);
         }
+        if let Some(t) = x.debounce_until {
+            w.uint(tag::DEBOUNCE_UNTIL);
+            w.uint(t);
+        }
         for (t, v) in &x.unknown {
             w.uint(*t);
             w.raw(v);
@@ -517,6 +528,7 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
             tag::BACKOFF_BASE => {
                 x.backoff_base = Some(std::time::Duration::from_millis(r.uint()?));
             }
+            tag::DEBOUNCE_UNTIL => x.debounce_until = Some(r.uint()?),
             _ => {
                 let v = r.skip()?.to_vec();
                 x.unknown.push((t, v));

@@ -135,6 +135,12 @@ pub(crate) fn new_job_args(s: &Json) -> Result<(String, Vec<u8>, EnqueueOptions)
     if let Some(v) = s.get("unique_states").and_then(Json::as_str) {
         o = o.unique_states(v.parse()?);
     }
+    if let Some(d) = num("debounce_ms") {
+        o = o.debounce(Duration::from_millis(d));
+    }
+    if let Some(d) = num("debounce_max_ms") {
+        o = o.debounce_max(Duration::from_millis(d));
+    }
     Ok((kind, payload, o))
 }
 

@@ -97,7 +97,7 @@ _Item = tuple[str, Any] | Mapping[str, Any]
 _Transition = Literal[
     "enqueued", "leased", "extended", "completed", "failed", "dead", "lease_expired", "released",
     "retried", "pruned", "purged", "cancelled", "cancel_requested", "deleted", "snoozed",
-    "expired", "progress", "promoted", "rescheduled", "reprioritized",
+    "expired", "progress", "promoted", "rescheduled", "reprioritized", "debounced",
 ]
 
 class _KindSettings(TypedDict, total=False):
@@ -593,6 +593,8 @@ class Queue:
         backoff_base: _Seconds | None = None,
         unique_for: _Seconds | None = None,
         unique_states: Literal["any", "active"] | None = None,
+        debounce: _Seconds | None = None,
+        debounce_max: _Seconds | None = None,
     ) -> Enqueued:
         """The job id (``.created`` False on an idempotency hit). An unknown
         option is InvalidArgumentError listing the valid ones."""
@@ -658,6 +660,8 @@ class Queue:
         backoff_base: _Seconds | None = None,
         unique_for: _Seconds | None = None,
         unique_states: Literal["any", "active"] | None = None,
+        debounce: _Seconds | None = None,
+        debounce_max: _Seconds | None = None,
     ) -> JobInfo:
         """``enqueue`` (the same options), then ``wait``."""
     def _watch(self, job: _JobArg) -> JobWaiter: ...
