@@ -305,6 +305,12 @@ fn repeats(
         };
         let (d, states) = key_window(i);
         let jobs = by_key.get(key.as_str()).cloned().unwrap_or_default();
+        // Each job's place in the key's (created_at, id) order.
+        let place: HashMap<String, usize> = jobs
+            .iter()
+            .enumerate()
+            .map(|(n, j)| (j.id.to_string(), n))
+            .collect();
         for ev in evs {
             let Some((id, false, _)) = &ev.answer else {
                 continue;
@@ -319,10 +325,8 @@ fn repeats(
                     x.created_at + d
                 ));
             }
-            if let Some(y) = jobs
-                .iter()
-                .find(|y| (y.created_at, y.id) > (x.created_at, x.id) && y.created_at < ev.b_ms)
-            {
+            let next = place.get(id).and_then(|n| jobs.get(n + 1));
+            if let Some(y) = next.filter(|y| y.created_at < ev.b_ms) {
                 f.push(format!(
                     "{key}: a repeat at {} answered {id}, not the newer {} (created {})",
                     ev.b_ms, y.id, y.created_at
