@@ -157,6 +157,12 @@ fn thread_loop(q: &Queue, path: &Path, t: usize, round: u32, seed: u64, until: I
                 Some(("reschedule", at)) => q.reschedule(&id, at.parse().expect("ms")),
                 Some((_, p)) => q.set_priority(&id, p.parse().expect("priority")),
             };
+            // A job that answered WrongState (finished, or held by a killed
+            // owner) leaves the steering set: a retryable fail on its last
+            // attempt makes a job dead without a `dead` settle.
+            if r.is_err() {
+                recent.retain(|i| *i != id);
+            }
             outcome(&mut log, &id, r);
         } else {
             let Some(job) = q.lease_next(&worker, &lease).expect("lease") else {
