@@ -10,9 +10,12 @@
 //! harness".
 
 mod check;
+mod drain;
 mod followups;
 mod log;
 mod schedules;
+mod steer;
+mod steer_check;
 mod worker;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +25,7 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand, ValueEnum};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
-use telha_jobs::{LeaseOptions, Queue};
+use telha_jobs::Queue;
 
 #[derive(Parser)]
 #[command(about = "Kill -9 crash harness for telha-jobs")]
@@ -105,6 +108,35 @@ enum Cmd {
         #[arg(long)]
         seed: Option<u64>,
     },
+    /// Kill an owner mixing windowed enqueues, promote, reschedule,
+    /// set_priority and settles N times (per sync mode), checking windows
+    /// and steering against its logs after each kill (issue 44).
+    Steer {
+        /// Kills per sync mode.
+        #[arg(long, default_value_t = 20)]
+        kills: u32,
+        /// `sync_writes` off, on, or both (one run each).
+        #[arg(long, value_enum, default_value_t = Sync::Off)]
+        sync: Sync,
+        /// Seed for the kill delays and the workload (default: from the clock).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// The steering owner process (started by `steer`).
+    SteerOwner {
+        #[arg(long)]
+        store: PathBuf,
+        #[arg(long)]
+        logs: PathBuf,
+        #[arg(long)]
+        round: u32,
+        #[arg(long)]
+        seed: u64,
+        #[arg(long)]
+        sync_writes: bool,
+        #[arg(long, default_value_t = 120)]
+        max_secs: u64,
+    },
     /// The follow-up owner process (started by `followups`).
     FollowupOwner {
         #[arg(long)]
@@ -149,6 +181,40 @@ fn main() {
             sync_writes,
             max_secs,
         } => followups::owner(&store, sync_writes, max_secs),
+        Cmd::SteerOwner {
+            store,
+            logs,
+            round,
+            seed,
+            sync_writes,
+            max_secs,
+        } => steer::owner(&store, &logs, round, seed, sync_writes, max_secs),
+        Cmd::Steer { kills, sync, seed } => {
+            let seed = seed.unwrap_or_else(|| log::now_us() ^ u64::from(std::process::id()));
+            let tmp = tempfile::Builder::new()
+                .prefix("telha-crash-steer")
+                .tempdir()
+                .expect("temp dir");
+            println!(
+                "telha-crash steer: seed {seed} (rerun with --seed {seed}), {kills} kills per mode"
+            );
+            let (mut passed, mut failed) = (0u32, 0u32);
+            for &sync_writes in modes(sync) {
+                let base = tmp
+                    .path()
+                    .join(if sync_writes { "sync-on" } else { "sync-off" });
+                let (p_, f_) = steer::run(&steer::Params {
+                    base,
+                    kills,
+                    seed,
+                    sync_writes,
+                });
+                passed += p_;
+                failed += f_;
+            }
+            println!("{passed} passed, {failed} failed");
+            std::process::exit(if failed == 0 { 0 } else { 1 });
+        }
         Cmd::Followups { kills, sync, seed } => {
             let seed = seed.unwrap_or_else(|| log::now_us() ^ u64::from(std::process::id()));
             let tmp = tempfile::Builder::new()
@@ -414,7 +480,7 @@ fn run_mode(p: &RunParams) -> (u32, u32) {
     // After the last kill: everything paused is resumed, the leases the
     // dead workers held expire, and every job that is not dead or
     // cancelled drains to completed.
-    let drain = drain(&store, p.sync_writes, &mut history, p.kills + 1);
+    let drain = drain::drain(&store, p.sync_writes, &mut history, p.kills + 1);
     let (ok, bad) = tally(std::slice::from_ref(&drain));
     report_failures(std::slice::from_ref(&drain));
     passed += ok;
@@ -438,88 +504,10 @@ fn run_mode(p: &RunParams) -> (u32, u32) {
     (passed, failed)
 }
 
-fn drain(store: &Path, sync_writes: bool, h: &mut check::History, round: u32) -> check::Outcome {
-    let name = "after the last kill, every job not dead or cancelled drains to completed";
-    let mut failures = Vec::new();
-    let q = match Queue::open(store, check_config(sync_writes)) {
-        Ok(q) => q,
-        Err(e) => {
-            return check::Outcome {
-                name,
-                failures: vec![e.to_string()],
-            }
-        }
-    };
-    // Resume what the workers left paused, recorded as they record theirs.
-    let mut resumed = Vec::new();
-    for t in worker::pause_targets() {
-        match q.resume(&t) {
-            Ok(_) => resumed.push(log::Record {
-                tag: 'U',
-                t_us: log::now_us(),
-                id: t.label(),
-                generation: 0,
-                extra: "drain".into(),
-            }),
-            Err(e) => failures.push(format!("drain resume {}: {e}", t.label())),
-        }
-    }
-    h.add(round, resumed, 0);
-    let until = Instant::now() + Duration::from_secs(30);
-    let opts = LeaseOptions {
-        wait: Some(Duration::from_millis(50)),
-        ..LeaseOptions::default()
-    };
-    loop {
-        let s = match q.stats() {
-            Ok(s) => s.total,
-            Err(e) => {
-                failures.push(e.to_string());
-                break;
-            }
-        };
-        if s.pending + s.leased + s.failed == 0 {
-            break;
-        }
-        if Instant::now() > until {
-            failures.push(format!("not drained after 30 s: {s:?}"));
-            break;
-        }
-        if let Err(e) = q.reap() {
-            failures.push(format!("drain reap: {e}"));
-        }
-        match q.lease_many("drain", 1000, &opts) {
-            Ok(jobs) => {
-                let items = jobs.iter().map(|j| (j.token(), None).into()).collect();
-                match q.complete_many(items) {
-                    Ok(v) => {
-                        for a in v {
-                            if let Err(e) = a {
-                                failures.push(format!("drain complete: {e}"));
-                            }
-                        }
-                    }
-                    Err(e) => failures.push(format!("drain complete_many: {e}")),
-                }
-            }
-            Err(e) => failures.push(format!("drain lease: {e}")),
-        }
-        if failures.len() > 20 {
-            break;
-        }
-    }
-    let after = check::run(&q, h);
-    for o in after {
-        failures.extend(o.failures.into_iter().map(|f| format!("{}: {f}", o.name)));
-    }
-    q.close();
-    check::Outcome { name, failures }
-}
-
 /// The worker's config without the background reaper: the checks scan the
 /// store row by row, and a reaper moving rows between two reads would make
 /// them see a job in flight. The drain calls `reap()` itself.
-fn check_config(sync_writes: bool) -> telha_jobs::Config {
+pub(crate) fn check_config(sync_writes: bool) -> telha_jobs::Config {
     telha_jobs::Config {
         reaper_interval: Duration::ZERO,
         ..worker::config(sync_writes)
