@@ -82,6 +82,12 @@ mod tag {
     /// The job's own backoff base (enqueue's `backoff_base`), in ms. Safe
     /// to ignore: an older build retries on the kind's schedule.
     pub const BACKOFF_BASE: u64 = 12;
+    /// The job's tags (an array of strings, issue 42). Safe to ignore: an
+    /// older build keeps them as an unknown tag, and its moves leave the
+    /// tag index behind (see docs/ARCHITECTURE.md, "Tag index").
+    pub const TAGS: u64 = 13;
+    /// The job's metadata (a map of strings to strings). Safe to ignore.
+    pub const METADATA: u64 = 14;
 }
 
 /// A job's stored record (the jobs row value after the format byte).
@@ -162,6 +168,11 @@ pub struct Ext {
     pub parent: Option<crate::ids::JobId>,
     /// The job's own backoff base, over its kind's and the global one.
     pub backoff_base: Option<std::time::Duration>,
+    /// The job's tags (checked, without duplicates), indexed in `meta`
+    /// under `tag/` while the job exists.
+    pub tags: Vec<String>,
+    /// The job's metadata, never indexed.
+    pub metadata: std::collections::BTreeMap<String, String>,
     /// Extension tags this build does not know: tag and the exact bytes of
     /// its value.
     pub unknown: Vec<(u64, Vec<u8>)>,
@@ -183,6 +194,8 @@ impl Ext {
             + usize::from(self.schedule.is_some())
             + usize::from(self.parent.is_some())
             + usize::from(self.backoff_base.is_some())
+            + usize::from(!self.tags.is_empty())
+            + usize::from(!self.metadata.is_empty())
             + self.unknown.len()
     }
 
@@ -289,6 +302,9 @@ pub fn encoded_len_hint(r: &JobRecord) -> usize {
         + text(&r.last_error)
         + r.ext.progress.as_ref().map_or(0, Vec::len)
         + r.ext.schedule.as_ref().map_or(0, |s| 24 + s.name.len())
+        + r.ext.tags.iter().map(|t| 2 + t.len()).sum::<usize>()
+        + crate::tags::metadata_size(&r.ext.metadata)
+        + 4 * r.ext.metadata.len()
         + events
 }
 
@@ -371,6 +387,21 @@ pub fn encode_into(r: &JobRecord, out: &mut Vec<u8>) {
         if let Some(b) = x.backoff_base {
             w.uint(tag::BACKOFF_BASE);
             w.uint(b.as_millis() as u64);
+        }
+        if !x.tags.is_empty() {
+            w.uint(tag::TAGS);
+            w.array(x.tags.len());
+            for t in &x.tags {
+                w.str(t);
+            }
+        }
+        if !x.metadata.is_empty() {
+            w.uint(tag::METADATA);
+            w.map(x.metadata.len());
+            for (k, v) in &x.metadata {
+                w.str(k);
+                w.str(v);
+            }
         }
         for (t, v) in &x.unknown {
             w.uint(*t);
@@ -516,6 +547,19 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
             }
             tag::BACKOFF_BASE => {
                 x.backoff_base = Some(std::time::Duration::from_millis(r.uint()?));
+            }
+            tag::TAGS => {
+                let n = r.array()?;
+                x.tags = Vec::with_capacity(n.min(crate::tags::MAX_TAGS));
+                for _ in 0..n {
+                    x.tags.push(r.str()?);
+                }
+            }
+            tag::METADATA => {
+                for _ in 0..r.map()? {
+                    let k = r.str()?;
+                    x.metadata.insert(k, r.str()?);
+                }
             }
             _ => {
                 let v = r.skip()?.to_vec();
