@@ -62,6 +62,8 @@ export declare class NativeQueue {
    * `next` set).
    */
   list(options?: NativeListOptions | undefined | null): Promise<ListPage>
+  /** How many jobs carry `tag`, per state (the tag index). */
+  countTag(tag: string, scope?: string | undefined | null): Promise<StateCounts>
   /** One reaper pass now. */
   reap(): Promise<ReapReport>
   /**
@@ -530,6 +532,13 @@ export interface Job {
    * result, { then })`), or null.
    */
   parent: string | null
+  /**
+   * Its tags, as enqueued (duplicates removed; `list({ tag })` and
+   * `countTag(tag)` find it by them).
+   */
+  tags: Array<string>
+  /** Its metadata (string to string), as enqueued; never indexed. */
+  metadata: Record<string, string>
 }
 
 /** One entry of a job's event log. */
@@ -647,6 +656,13 @@ export interface JobInfo {
    * lists a job's follow-ups), or null.
    */
   parent: string | null
+  /**
+   * Its tags, as enqueued (duplicates removed; `list({ tag })` and
+   * `countTag(tag)` find it by them).
+   */
+  tags: Array<string>
+  /** Its metadata (string to string), as enqueued; never indexed. */
+  metadata: Record<string, string>
 }
 
 /**
@@ -672,6 +688,8 @@ export interface LeasedBatch {
   schedules?: Array<LeasedSchedule>
   /** The parents of the follow-up jobs in the batch (absent when none is). */
   parents?: Array<LeasedParent>
+  /** The tags and metadata of the jobs that have any (absent when none has). */
+  tagged?: Array<LeasedTags>
 }
 
 /** The parent of job `at` of a [`LeasedBatch`] (its `Job.parent`). */
@@ -689,6 +707,14 @@ export interface LeasedSchedule {
   name: string
   slot: number
   missed: number
+}
+
+/** The tags and metadata of job `at` of a [`LeasedBatch`]. */
+export interface LeasedTags {
+  /** The job's index in the batch. */
+  at: number
+  tags: Array<string>
+  metadata: Record<string, string>
 }
 
 /** The core's limits. */
@@ -798,6 +824,8 @@ export interface NativeEnqueueOptions {
   backoffBaseMs?: number
   uniqueForMs?: number
   uniqueStates?: string
+  tags?: Array<string>
+  metadata?: Record<string, string>
 }
 
 /**
@@ -820,6 +848,7 @@ export interface NativeListOptions {
   after?: string
   schedule?: string
   parent?: string
+  tag?: string
 }
 
 /**
