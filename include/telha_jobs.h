@@ -1307,6 +1307,33 @@ const char *tj_paused_label(const struct tj_paused *paused,
 void tj_paused_free(struct tj_paused *paused);
 
 /**
+ * Debounce of `debounce_ms` on the idempotency key (which it needs,
+ * checked at enqueue): the job runs that many ms after the latest enqueue
+ * of the key. While the key's job is pending, a repeat replaces its
+ * payload and moves its run time to now + `debounce_ms` (the answer is
+ * that job, `created` false); once it was leased or finished, a repeat
+ * makes a new job. At enqueue: 0, over `TJ_MAX_DURATION_MS`, no key, or
+ * together with a run-at, a delay or `unique_for_ms` is
+ * `TJ_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_enqueue_options_set_debounce_ms(struct tj_enqueue_options *options,
+                                             uint64_t debounce_ms);
+
+/**
+ * The longest a debounced job waits: its run time never moves past its
+ * first enqueue + `debounce_max_ms` (not set: no bound). At enqueue:
+ * without `debounce_ms` or under it is `TJ_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `options` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_enqueue_options_set_debounce_max_ms(struct tj_enqueue_options *options,
+                                                 uint64_t debounce_max_ms);
+
+/**
  * The lowercase name of `encoding` (`"unknown"`, `"bytes"`, `"value"`), or
  * `"unknown"` for a number that is not a `tj_encoding`. Static storage:
  * never free it. Thread-safe; never fails.
@@ -1523,7 +1550,7 @@ tj_status tj_subscribe_options_add_scope(struct tj_subscribe_options *options,
  * `progress`, `completed`, `failed`, `dead`, `lease_expired`, `released`,
  * `retried`, `pruned`, `purged`, `cancelled`, `cancel_requested`,
  * `deleted`, `snoozed`, `expired`, `promoted`, `rescheduled`,
- * `reprioritized`.
+ * `reprioritized`, `debounced`.
  *
  * Errors: `TJ_STATUS_NULL_ARGUMENT` (options, name), `TJ_STATUS_INVALID_UTF8`,
  * `TJ_STATUS_INVALID_ARGUMENT` for a name that is not a transition

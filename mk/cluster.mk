@@ -12,7 +12,13 @@
 #   in-process cluster (real fsynced logs) beside one store with
 #   sync_writes, target >= 0.5x, with Raft entries per write call; and
 #   failover (leader crashed -> first acknowledged write on the new leader)
-#   over 20 rounds, p50 and max with the timing settings, target < 2 s.
+#   over 20 rounds, p50 and max with the timing settings, target < 2 s;
+# - cluster_floor: the 1-client row taken apart: fsync latency of the disk
+#   (1 and 3 files at once), each lifecycle call's latency on the single
+#   store and through the cluster with its stages (telha_jobs_cluster::probe:
+#   proposer, log appends and fsyncs, the follower's ack, the leader's apply,
+#   the answers; p50/p90), and bare openraft with a no-op state machine and
+#   the same log store (the consensus floor).
 # TELHA_BENCH_DIR picks the disk.
 
 .PHONY: bench-cluster bench-cluster-quick test-cluster-failpoints
@@ -22,10 +28,12 @@ BENCH_TARGETS += bench-cluster
 bench-cluster: deps
 	$(CARGO) bench -p telha-jobs-cluster --bench log_append
 	$(CARGO) bench -p telha-jobs-cluster --bench cluster_gates
+	$(CARGO) bench -p telha-jobs-cluster --bench cluster_floor
 
 bench-cluster-quick: deps
 	$(CARGO) bench -p telha-jobs-cluster --bench log_append -- --quick
 	$(CARGO) bench -p telha-jobs-cluster --bench cluster_gates -- --quick
+	$(CARGO) bench -p telha-jobs-cluster --bench cluster_floor -- --quick
 
 # Failpoints (cargo feature `failpoints` of the cluster crate only: core and
 # RocksDB build as without it, `make check-vendor` checks that graph): one

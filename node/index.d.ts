@@ -62,8 +62,6 @@ export declare class NativeQueue {
    * `next` set).
    */
   list(options?: NativeListOptions | undefined | null): Promise<ListPage>
-  /** How many jobs carry `tag`, per state (the tag index). */
-  countTag(tag: string, scope?: string | undefined | null): Promise<StateCounts>
   /** One reaper pass now. */
   reap(): Promise<ReapReport>
   /**
@@ -445,11 +443,17 @@ export interface Enqueued {
   id: string
   /** False when the idempotency key matched an existing job. */
   created: boolean
+  /**
+   * True when a `debounceMs` enqueue updated the key's pending job (its
+   * payload and run time).
+   */
+  debounced: boolean
 }
 
 /**
  * The ids of an `enqueueMany` joined with `,`, and per job whether it was
- * created (1) or an idempotency key matched an existing job (0).
+ * created (1), an idempotency key matched an existing job (0), or a
+ * debounce updated the key's pending job (2).
  */
 export interface EnqueuedBatch {
   ids: string
@@ -532,13 +536,6 @@ export interface Job {
    * result, { then })`), or null.
    */
   parent: string | null
-  /**
-   * Its tags, as enqueued (duplicates removed; `list({ tag })` and
-   * `countTag(tag)` find it by them).
-   */
-  tags: Array<string>
-  /** Its metadata (string to string), as enqueued; never indexed. */
-  metadata: Record<string, string>
 }
 
 /** One entry of a job's event log. */
@@ -656,13 +653,6 @@ export interface JobInfo {
    * lists a job's follow-ups), or null.
    */
   parent: string | null
-  /**
-   * Its tags, as enqueued (duplicates removed; `list({ tag })` and
-   * `countTag(tag)` find it by them).
-   */
-  tags: Array<string>
-  /** Its metadata (string to string), as enqueued; never indexed. */
-  metadata: Record<string, string>
 }
 
 /**
@@ -688,8 +678,6 @@ export interface LeasedBatch {
   schedules?: Array<LeasedSchedule>
   /** The parents of the follow-up jobs in the batch (absent when none is). */
   parents?: Array<LeasedParent>
-  /** The tags and metadata of the jobs that have any (absent when none has). */
-  tagged?: Array<LeasedTags>
 }
 
 /** The parent of job `at` of a [`LeasedBatch`] (its `Job.parent`). */
@@ -707,14 +695,6 @@ export interface LeasedSchedule {
   name: string
   slot: number
   missed: number
-}
-
-/** The tags and metadata of job `at` of a [`LeasedBatch`]. */
-export interface LeasedTags {
-  /** The job's index in the batch. */
-  at: number
-  tags: Array<string>
-  metadata: Record<string, string>
 }
 
 /** The core's limits. */
@@ -824,8 +804,8 @@ export interface NativeEnqueueOptions {
   backoffBaseMs?: number
   uniqueForMs?: number
   uniqueStates?: string
-  tags?: Array<string>
-  metadata?: Record<string, string>
+  debounceMs?: number
+  debounceMaxMs?: number
 }
 
 /**
@@ -848,7 +828,6 @@ export interface NativeListOptions {
   after?: string
   schedule?: string
   parent?: string
-  tag?: string
 }
 
 /**
@@ -1087,7 +1066,7 @@ export interface SubscriptionEvent {
    * `completed`, `failed`, `dead`, `lease_expired`, `released`,
    * `retried`, `cancelled`, `cancel_requested`, `snoozed`, `expired`,
    * `pruned`, `purged`, `deleted`, `promoted`, `rescheduled`,
-   * `reprioritized`.
+   * `reprioritized`, `debounced`.
    */
   transition: string
   /**

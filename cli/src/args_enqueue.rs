@@ -51,6 +51,15 @@ pub struct EnqueueArgs {
     /// in all; never indexed).
     #[arg(long = "meta", value_parser = parse_meta, value_name = "KEY=VALUE")]
     pub meta: Vec<(String, String)>,
+    /// With --idempotency-key: the job runs this long ("30s") after the
+    /// latest enqueue of the key; while it is pending, a repeat replaces
+    /// its payload and moves its run time (once leased, a new job).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub debounce: Option<Duration>,
+    /// With --debounce: never run later than the first enqueue + this
+    /// (at least --debounce; not given: no bound).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION", requires = "debounce")]
+    pub debounce_max: Option<Duration>,
 }
 
 #[derive(Debug, Args)]

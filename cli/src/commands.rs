@@ -449,14 +449,25 @@ fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
         unique_states,
         tags: a.tags,
         metadata,
+        debounce: a.debounce,
+        debounce_max: a.debounce_max,
         ..EnqueueOptions::default()
     };
+    opts.check_debounce(now_ms())
+        .map_err(|e| Failure::usage(format!("--debounce: {e}")))?;
     let q = store::open_write(db, false)?;
     let r = q.enqueue(&a.kind, &payload, opts)?;
     Ok(if json {
-        Output::Json(json!({"id": r.id.to_string(), "created": r.created}))
+        Output::Json(
+            json!({"id": r.id.to_string(), "created": r.created, "debounced": r.debounced}),
+        )
     } else if r.created {
         Output::Text(format!("enqueued {} ({})\n", r.id, a.kind))
+    } else if r.debounced {
+        Output::Text(format!(
+            "debounced {} (the key's pending job: payload replaced, run time moved)\n",
+            r.id
+        ))
     } else {
         Output::Text(format!(
             "exists {} (the idempotency key matched; nothing enqueued)\n",

@@ -23,6 +23,7 @@ pub mod harness;
 pub mod log_store;
 pub mod network;
 pub mod node;
+pub mod probe;
 pub mod proposer;
 pub mod state_machine;
 mod timing;

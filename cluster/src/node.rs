@@ -176,8 +176,10 @@ impl Node {
             .map_err(|e| NodeError(format!("node {id}: log store: {e}")))?;
         let store = open_store(&dir.join("store"))
             .map_err(|e| NodeError(format!("node {id}: store: {e}")))?;
-        let sm = StateMachine::open(store.clone())
+        log.set_probe_node(id);
+        let mut sm = StateMachine::open(store.clone())
             .map_err(|e| NodeError(format!("node {id}: state machine: {e}")))?;
+        sm.set_probe_node(id);
         let skipped = sm.skipped();
         let muted = Arc::new(AtomicBool::new(false));
         let network = Mute::new(router.factory(id), muted.clone());

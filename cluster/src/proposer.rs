@@ -26,7 +26,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use openraft::error::ClientWriteError;
 use openraft::Raft;
@@ -34,6 +34,7 @@ use telha_jobs::replica::{ReplicaStore, Replicate, ReplicateError};
 use telha_jobs::Error;
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::probe::{self, Stage};
 use crate::types::{Applied, Epoch, Payload, TypeConfig, PAYLOAD_FORMAT};
 
 /// An entry's batches stop growing at this many bytes (a larger batch
@@ -70,12 +71,15 @@ impl Default for ProposerConfig {
 struct Pending {
     batch: Vec<u8>,
     done: oneshot::Sender<Outcome>,
+    /// When the engine thread handed it over (`probe` marks only).
+    at: Instant,
 }
 
 /// An entry's outcome, given to each of its batches.
 #[derive(Clone)]
 enum Outcome {
-    Ok,
+    /// Applied as the entry at this log index.
+    Ok(u64),
     Failed(String),
     Unknown(String),
 }
@@ -148,13 +152,17 @@ impl Replicate for Proposer {
             return Err(ReplicateError::Failed(Error::unavailable(why)));
         }
         let (done, answer) = oneshot::channel();
-        if self.tx.blocking_send(Pending { batch, done }).is_err() {
+        let at = Instant::now();
+        if self.tx.blocking_send(Pending { batch, done, at }).is_err() {
             return Err(ReplicateError::Failed(Error::unavailable(
                 "the node's Raft proposer has stopped",
             )));
         }
         match answer.blocking_recv() {
-            Ok(Outcome::Ok) => Ok(()),
+            Ok(Outcome::Ok(index)) => {
+                probe::mark(Stage::Answered, 0, index, Instant::now());
+                Ok(())
+            }
             Ok(Outcome::Failed(why)) => Err(ReplicateError::Failed(Error::unavailable(why))),
             Ok(Outcome::Unknown(why)) => {
                 self.unknown.store(true, Ordering::Release);
@@ -225,8 +233,15 @@ async fn run(
         }
         #[cfg(feature = "failpoints")]
         crate::failpoint::hold_point(crate::failpoint::HoldAt::Propose, &origin.path).await;
+        let queued = group
+            .iter()
+            .map(|p| p.at)
+            .min()
+            .unwrap_or_else(Instant::now);
         let (batches, dones): (Vec<_>, Vec<_>) =
             group.into_iter().map(|p| (p.batch, p.done)).unzip();
+        let bytes: usize = batches.iter().map(Vec::len).sum();
+        let submitted = Instant::now();
         let payload = Payload {
             format: PAYLOAD_FORMAT,
             cf_table_digest: origin.cf_table_digest,
@@ -251,13 +266,21 @@ async fn run(
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 r = tokio::time::timeout(timeout, reply) => match r {
-                    Ok(Ok(Ok(r))) => match r.data {
-                        Applied::Stale { epoch, current } => Outcome::Failed(format!(
-                            "the write was not applied: its engine (epoch {epoch}) was \
-                             fenced, epoch {current} opened before its entry committed"
-                        )),
-                        Applied::Written | Applied::Opened(_) => Outcome::Ok,
-                    },
+                    Ok(Ok(Ok(r))) => {
+                        let index = r.log_id.index;
+                        if probe::on() {
+                            probe::mark_bytes(Stage::Queued, 0, index, queued, bytes);
+                            probe::mark(Stage::Submitted, 0, index, submitted);
+                            probe::mark(Stage::Replied, 0, index, Instant::now());
+                        }
+                        match r.data {
+                            Applied::Stale { epoch, current } => Outcome::Failed(format!(
+                                "the write was not applied: its engine (epoch {epoch}) was \
+                                 fenced, epoch {current} opened before its entry committed"
+                            )),
+                            Applied::Written | Applied::Opened(_) => Outcome::Ok(index),
+                        }
+                    }
                     Ok(Ok(Err(ClientWriteError::ForwardToLeader(f)))) => Outcome::Unknown(format!(
                         "leadership lost while the write was in flight (leader now {:?})",
                         f.leader_id

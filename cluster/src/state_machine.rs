@@ -60,6 +60,8 @@ pub struct StateMachine {
     epoch: u64,
     /// Entries skipped as stale since open (shared with the node).
     skipped: Arc<AtomicU64>,
+    /// The node, for `probe` marks only.
+    probe_node: u64,
 }
 
 impl StateMachine {
@@ -73,12 +75,18 @@ impl StateMachine {
         Ok(StateMachine {
             epoch,
             skipped: Arc::default(),
+            probe_node: 0,
             cf_table_digest: store.cf_table_digest(),
             store,
             last_applied,
             membership,
             membership_raw,
         })
+    }
+
+    /// Names the node in this state machine's [`crate::probe`] marks.
+    pub fn set_probe_node(&mut self, id: u64) {
+        self.probe_node = id;
     }
 
     /// The store this state machine applies to.
@@ -262,7 +270,20 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         for entry in entries {
             #[cfg(feature = "failpoints")]
             crate::failpoint::hold_point(crate::failpoint::HoldAt::Apply, self.store.path()).await;
+            let index = entry.log_id.index;
+            crate::probe::mark(
+                crate::probe::Stage::ApplyStart,
+                self.probe_node,
+                index,
+                std::time::Instant::now(),
+            );
             out.push(self.apply_one(entry)?);
+            crate::probe::mark(
+                crate::probe::Stage::ApplyEnd,
+                self.probe_node,
+                index,
+                std::time::Instant::now(),
+            );
         }
         Ok(out)
     }

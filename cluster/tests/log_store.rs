@@ -255,7 +255,10 @@ fn appends_queued_behind_a_sync_share_the_next_one_and_complete_in_index_order()
         o.lock().unwrap().push(1);
         t.send(1).unwrap();
     };
-    log.append_then([entry(1, 1)], first).unwrap();
+    // A lone append syncs on its caller's thread and completes there, so
+    // the held completion gets a thread of its own.
+    let first_log = log.clone();
+    let holder = std::thread::spawn(move || first_log.append_then([entry(1, 1)], first).unwrap());
     // Only once the first sync is done may the others come, else the
     // flusher could take some of them with the first.
     started_rx.recv().unwrap();
@@ -274,6 +277,7 @@ fn appends_queued_behind_a_sync_share_the_next_one_and_complete_in_index_order()
         rx.recv_timeout(Duration::from_secs(30))
             .expect("every append completes");
     }
+    holder.join().unwrap();
     assert_eq!(*order.lock().unwrap(), (1..=N).collect::<Vec<_>>());
     assert_eq!(
         log.wal_syncs(),

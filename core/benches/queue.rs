@@ -180,6 +180,8 @@ impl Table {
 mod queue_tags;
 #[path = "parts/queue_unique.rs"]
 mod queue_unique;
+#[path = "parts/window_prune.rs"]
+mod window_prune;
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
@@ -200,6 +202,13 @@ fn main() {
             (20_000, 200_000)
         };
         queue_tags::rows(&mut t, n, others);
+        return;
+    }
+    if std::env::args().any(|a| a == "--prune-windows") {
+        // Issue 44's pruning row: `… --bench queue -- --prune-windows`.
+        let mut t = Table { rows: Vec::new() };
+        println!("{:<62} {:>16} {:>22}", "figure", "value", "vs");
+        window_prune::rows(&mut t, if quick { 100_000 } else { 1_000_000 });
         return;
     }
     let s = if quick {

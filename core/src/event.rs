@@ -60,11 +60,14 @@ pub enum Event {
     /// An operator gave a pending or failed job a new priority (same
     /// state and time).
     Reprioritized,
+    /// A `debounce` enqueue replaced a pending job's payload and moved its
+    /// run time (pending → pending).
+    Debounced,
 }
 
 impl Event {
     /// Every event, in a fixed order (the metrics' order).
-    pub const ALL: [Event; 20] = [
+    pub const ALL: [Event; 21] = [
         Event::Enqueued,
         Event::Leased,
         Event::Extended,
@@ -85,12 +88,14 @@ impl Event {
         Event::Promoted,
         Event::Rescheduled,
         Event::Reprioritized,
+        Event::Debounced,
     ];
 
     /// The stable name: `enqueued`, `leased`, `extended`, `completed`,
     /// `failed`, `dead`, `lease_expired`, `released`, `retried`, `pruned`,
     /// `purged`, `cancelled`, `cancel_requested`, `deleted`, `snoozed`,
-    /// `expired`, `progress`, `promoted`, `rescheduled`, `reprioritized`.
+    /// `expired`, `progress`, `promoted`, `rescheduled`, `reprioritized`,
+    /// `debounced`.
     pub fn name(self) -> &'static str {
         match self {
             Event::Enqueued => "enqueued",
@@ -113,6 +118,7 @@ impl Event {
             Event::Promoted => "promoted",
             Event::Rescheduled => "rescheduled",
             Event::Reprioritized => "reprioritized",
+            Event::Debounced => "debounced",
         }
     }
 

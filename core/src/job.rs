@@ -20,6 +20,7 @@ pub use crate::limits::{
 pub use crate::list::{CorruptRecord, ListPage, ListQuery};
 use crate::payload::Encoding;
 pub use crate::state::{PerState, State, StateCounts};
+pub use crate::unique_states::UniqueStates;
 
 /// Options of one enqueue. All optional; see the field docs for defaults.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -64,42 +65,18 @@ pub struct EnqueueOptions {
     /// Metadata kept with the job and returned with it, never indexed: at
     /// most 4 KiB ([`crate::tags::MAX_METADATA_BYTES`]).
     pub metadata: BTreeMap<String, String>,
-}
-
-/// Which states of a unique window's job hold the window.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum UniqueStates {
-    /// Whatever became of the job (completed, dead, cancelled, pruned):
-    /// "at most once per window".
-    #[default]
-    Any,
-    /// Only while the job is pending, leased or waiting for a retry: once
-    /// it is finished, the next enqueue makes a new job.
-    Active,
-}
-
-impl UniqueStates {
-    /// `any` or `active`.
-    pub fn name(self) -> &'static str {
-        match self {
-            UniqueStates::Any => "any",
-            UniqueStates::Active => "active",
-        }
-    }
-}
-
-impl FromStr for UniqueStates {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "any" => Ok(UniqueStates::Any),
-            "active" => Ok(UniqueStates::Active),
-            _ => Err(Error::invalid(format!(
-                "unique_states must be \"any\" or \"active\", got {s:?}"
-            ))),
-        }
-    }
+    /// Debounce on the idempotency key (which it needs; over zero): the
+    /// job runs this long after the latest enqueue of the key. While the
+    /// key's job is pending, a repeat replaces its payload (and encoding)
+    /// and moves its run time to now + this (`Enqueued::debounced`); once
+    /// it was leased or finished, a repeat makes a new job. The run time
+    /// is now + this; not with `run_at`, `delay` or `unique_for`.
+    pub debounce: Option<Duration>,
+    /// The longest a debounced job waits: its run time never moves past
+    /// its first enqueue + this (at least `debounce`; only with it).
+    /// Without it a steady stream of repeats postpones the job for as
+    /// long as it lasts.
+    pub debounce_max: Option<Duration>,
 }
 
 impl EnqueueOptions {
@@ -181,6 +158,23 @@ impl EnqueueOptions {
         self.metadata.insert(key.into(), value.into());
         self
     }
+    /// `InvalidArgument` naming the field unless `debounce` and
+    /// `debounce_max` are usable with the other options at `now` (what
+    /// enqueue checks; for a front end that checks before it opens a store).
+    pub fn check_debounce(&self, now: u64) -> Result<()> {
+        crate::engine::debounce::check(self, now)
+    }
+    /// Debounce the key's job by `d` (see [`EnqueueOptions::debounce`]).
+    pub fn debounce(mut self, d: Duration) -> Self {
+        self.debounce = Some(d);
+        self
+    }
+    /// Never past the first enqueue + `d` (see
+    /// [`EnqueueOptions::debounce_max`]).
+    pub fn debounce_max(mut self, d: Duration) -> Self {
+        self.debounce_max = Some(d);
+        self
+    }
 }
 
 /// One job for [`crate::Queue::enqueue_many`].
@@ -217,6 +211,20 @@ pub struct Enqueued {
     pub id: JobId,
     /// False when an idempotency key matched an existing job.
     pub created: bool,
+    /// True when a `debounce` enqueue updated the key's pending job (its
+    /// payload and run time); `created` is then false.
+    pub debounced: bool,
+}
+
+impl Enqueued {
+    /// The answer naming an existing job (`created` and `debounced` false).
+    pub fn existing(id: JobId) -> Self {
+        Enqueued {
+            id,
+            created: false,
+            debounced: false,
+        }
+    }
 }
 
 /// Which jobs a poller takes, and how long it waits for one.

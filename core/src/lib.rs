@@ -69,6 +69,7 @@ pub mod store;
 pub mod tags;
 #[cfg(feature = "rocksdb")]
 mod timings;
+mod unique_states;
 #[cfg(feature = "rocksdb")]
 pub mod watch;
 #[cfg(feature = "rocksdb")]

@@ -89,7 +89,7 @@ pub unsafe extern "C" fn tj_subscribe_options_add_scope(
 /// `progress`, `completed`, `failed`, `dead`, `lease_expired`, `released`,
 /// `retried`, `pruned`, `purged`, `cancelled`, `cancel_requested`,
 /// `deleted`, `snoozed`, `expired`, `promoted`, `rescheduled`,
-/// `reprioritized`.
+/// `reprioritized`, `debounced`.
 ///
 /// Errors: `TJ_STATUS_NULL_ARGUMENT` (options, name), `TJ_STATUS_INVALID_UTF8`,
 /// `TJ_STATUS_INVALID_ARGUMENT` for a name that is not a transition

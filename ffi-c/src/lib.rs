@@ -20,6 +20,7 @@ mod cancel;
 mod completions;
 mod config_keys;
 mod control;
+mod debounce;
 mod encoding;
 mod enqueue_options;
 mod error;

@@ -29,7 +29,7 @@ export type Transition =
   | 'enqueued' | 'leased' | 'extended' | 'progress' | 'completed' | 'failed' | 'dead'
   | 'lease_expired' | 'released' | 'retried' | 'cancelled' | 'cancel_requested'
   | 'snoozed' | 'expired' | 'pruned' | 'purged' | 'deleted'
-  | 'promoted' | 'rescheduled' | 'reprioritized'
+  | 'promoted' | 'rescheduled' | 'reprioritized' | 'debounced'
 
 /** One committed transition ({@link SubscriptionEvent}, its `transition` typed). */
 export interface QueueEvent extends SubscriptionEvent {

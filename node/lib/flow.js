@@ -9,7 +9,7 @@
 
 const { typeError, invalidArgument, options, str, optStr, optNum } = require('./check.js')
 
-const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt', 'backoffBaseMs', 'uniqueForMs', 'uniqueStates', 'tags', 'metadata'])
+const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt', 'backoffBaseMs', 'uniqueForMs', 'uniqueStates', 'tags', 'metadata', 'debounceMs', 'debounceMaxMs'])
 const ITEM_KEYS = new Set(['kind', 'payload', ...ENQUEUE_KEYS])
 const COMPLETE_KEYS = new Set(['then'])
 const LIMIT_KEYS = new Set(['concurrency', 'rate', 'burst', 'weight'])
@@ -34,7 +34,9 @@ function enqueueOptions (o, name) {
     uniqueForMs: optNum(o.uniqueForMs, `${name}.uniqueForMs`),
     uniqueStates: optStr(o.uniqueStates, `${name}.uniqueStates`),
     tags: optStrings(o.tags, `${name}.tags`),
-    metadata: optTextMap(o.metadata, `${name}.metadata`)
+    metadata: optTextMap(o.metadata, `${name}.metadata`),
+    debounceMs: optNum(o.debounceMs, `${name}.debounceMs`),
+    debounceMaxMs: optNum(o.debounceMaxMs, `${name}.debounceMaxMs`)
   }
 }
 

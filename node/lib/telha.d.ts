@@ -152,6 +152,19 @@ export interface EnqueueOptions {
   tags?: string[]
   /** Metadata kept and returned with the job, never indexed: at most 4096 bytes (keys and values plus 2 per entry). */
   metadata?: Record<string, string>
+  /**
+   * Debounce on `idempotencyKey` (which it needs), ms (≥ 1): the job runs
+   * this long after the latest enqueue of the key. While the key's job is
+   * pending, a repeat replaces its payload and moves its run time
+   * (`debounced: true`); once it was leased or finished, a repeat makes a
+   * new job. Not with `runAt`, `delayMs` or `uniqueForMs`.
+   */
+  debounceMs?: number
+  /**
+   * The longest a debounced job waits, ms (≥ `debounceMs`): its run time
+   * never moves past its first enqueue + this. Not given: no bound.
+   */
+  debounceMaxMs?: number
 }
 
 /** One job of {@link Queue.enqueueMany}: a `[kind, payload]` pair or an object. */

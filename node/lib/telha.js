@@ -285,7 +285,7 @@ class Queue {
   async enqueueManyResults (items) {
     const { ids, created } = await this.#enqueueMany(items)
     if (!ids.length) return []
-    return ids.split(',').map((id, i) => ({ id, created: created[i] === 1 }))
+    return ids.split(',').map((id, i) => ({ id, created: created[i] === 1, debounced: created[i] === 2 }))
   }
 
   async #enqueueMany (items) {

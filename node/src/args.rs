@@ -306,6 +306,8 @@ pub struct NativeEnqueueOptions {
     pub unique_states: Option<String>,
     pub tags: Option<Vec<String>>,
     pub metadata: Option<std::collections::HashMap<String, String>>,
+    pub debounce_ms: Option<f64>,
+    pub debounce_max_ms: Option<f64>,
 }
 
 /// The core's options of one enqueue; `at` names them in messages
@@ -352,6 +354,12 @@ pub fn enqueue_options(
     }
     e.tags = o.tags.unwrap_or_default();
     e.metadata = o.metadata.unwrap_or_default().into_iter().collect();
+    if let Some(d) = o.debounce_ms {
+        e.debounce = Some(delay_ms(d, &format!("{at}.debounceMs"))?);
+    }
+    if let Some(d) = o.debounce_max_ms {
+        e.debounce_max = Some(delay_ms(d, &format!("{at}.debounceMaxMs"))?);
+    }
     Ok(e)
 }
 

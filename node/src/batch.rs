@@ -11,7 +11,8 @@ use crate::job::{count, time};
 use crate::payload::{value_to_js, Bytes};
 
 /// The ids of an `enqueueMany` joined with `,`, and per job whether it was
-/// created (1) or an idempotency key matched an existing job (0).
+/// created (1), an idempotency key matched an existing job (0), or a
+/// debounce updated the key's pending job (2).
 #[napi(object, object_from_js = false)]
 pub struct EnqueuedBatch {
     pub ids: String,
@@ -32,7 +33,11 @@ impl EnqueuedBatch {
         }
         EnqueuedBatch {
             ids,
-            created: Copied(done.iter().map(|e| u8::from(e.created)).collect()),
+            created: Copied(
+                done.iter()
+                    .map(|e| if e.debounced { 2 } else { u8::from(e.created) })
+                    .collect(),
+            ),
         }
     }
 }

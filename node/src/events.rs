@@ -120,7 +120,7 @@ pub struct SubscriptionEvent {
     /// `completed`, `failed`, `dead`, `lease_expired`, `released`,
     /// `retried`, `cancelled`, `cancel_requested`, `snoozed`, `expired`,
     /// `pruned`, `purged`, `deleted`, `promoted`, `rescheduled`,
-    /// `reprioritized`.
+    /// `reprioritized`, `debounced`.
     pub transition: String,
     /// For a lease's transition, that lease's attempt (from 1); for the
     /// others, the failed attempts so far.

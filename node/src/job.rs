@@ -377,4 +377,7 @@ pub struct Enqueued {
     pub id: String,
     /// False when the idempotency key matched an existing job.
     pub created: bool,
+    /// True when a `debounceMs` enqueue updated the key's pending job (its
+    /// payload and run time).
+    pub debounced: bool,
 }

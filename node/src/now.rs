@@ -143,6 +143,7 @@ impl NativeQueue {
             |e| Enqueued {
                 id: e.id.to_string(),
                 created: e.created,
+                debounced: e.debounced,
             },
         ))
     }

@@ -267,6 +267,8 @@ class Run {
     if ('tags' in s) o.tags = s.tags
     if ('metadata' in s) o.metadata = s.metadata
     if ('metadata_size' in s) o.metadata = { big: 'x'.repeat(s.metadata_size) }
+    if ('debounce_ms' in s) o.debounceMs = s.debounce_ms
+    if ('debounce_max_ms' in s) o.debounceMaxMs = s.debounce_max_ms
     return o
   }
 

@@ -88,6 +88,8 @@ pub fn new_job_to_pb(j: NewJob) -> pb::NewJob {
         expires_in_ms: o.expires_in.map(duration_ms),
         backoff_base_ms: o.backoff_base.map(duration_ms),
         unique_for_ms: o.unique_for.map(duration_ms),
+        debounce_ms: o.debounce.map(duration_ms),
+        debounce_max_ms: o.debounce_max.map(duration_ms),
         unique_states: match o.unique_states {
             None => pb::UniqueStates::Unspecified,
             Some(UniqueStates::Active) => pb::UniqueStates::Active,
@@ -127,6 +129,8 @@ pub fn new_job_from_pb(j: pb::NewJob) -> Result<NewJob> {
             expires_in: j.expires_in_ms.map(Duration::from_millis),
             backoff_base: j.backoff_base_ms.map(Duration::from_millis),
             unique_for: j.unique_for_ms.map(Duration::from_millis),
+            debounce: j.debounce_ms.map(Duration::from_millis),
+            debounce_max: j.debounce_max_ms.map(Duration::from_millis),
             unique_states: match pb::UniqueStates::try_from(j.unique_states) {
                 Ok(pb::UniqueStates::Unspecified) => None,
                 Ok(pb::UniqueStates::Any) => Some(UniqueStates::Any),
@@ -149,6 +153,7 @@ pub fn enqueued_to_pb(e: &Enqueued) -> pb::Enqueued {
     pb::Enqueued {
         id: e.id.as_bytes().to_vec(),
         created: e.created,
+        debounced: e.debounced,
     }
 }
 
@@ -157,6 +162,7 @@ pub fn enqueued_from_pb(e: &pb::Enqueued) -> Result<Enqueued> {
     Ok(Enqueued {
         id: id_from_pb(&e.id)?,
         created: e.created,
+        debounced: e.debounced,
     })
 }
 

@@ -350,6 +350,8 @@ pub const ENQUEUE_OPTIONS: [&str; 13] = [
     "unique_states",
     "tags",
     "metadata",
+    "debounce",
+    "debounce_max",
 ];
 
 /// `options` (a dict of enqueue options; None values are "not given"),
@@ -383,6 +385,8 @@ pub fn enqueue_options(
             "expires_in" => o.expires_in = Some(delay(v, "expires_in")?),
             "backoff_base" => o.backoff_base = Some(delay(v, "backoff_base")?),
             "unique_for" => o.unique_for = Some(delay(v, "unique_for")?),
+            "debounce" => o.debounce = Some(delay(v, "debounce")?),
+            "debounce_max" => o.debounce_max = Some(delay(v, "debounce_max")?),
             "unique_states" => {
                 let s = v.cast::<PyString>().map_err(|_| {
                     type_error(format!(

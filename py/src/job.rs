@@ -395,5 +395,8 @@ pub fn enqueued(py: Python<'_>, e: &Enqueued) -> PyResult<Py<PyAny>> {
     if !e.created {
         id.setattr("created", false)?;
     }
+    if e.debounced {
+        id.setattr("debounced", true)?;
+    }
     Ok(id.unbind())
 }

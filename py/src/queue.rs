@@ -175,8 +175,13 @@ impl Queue {
     /// repeat of the key within that long answers the job that opened the
     /// window (`created` False), after it a new job; `unique_states`
     /// (`"any"`, the default: whatever became of the job; `"active"`: only
-    /// while it is pending, leased or waiting for a retry); an unknown
-    /// option is `InvalidArgumentError` listing them.
+    /// while it is pending, leased or waiting for a retry); `debounce`
+    /// (seconds or a timedelta, with an `idempotency_key`): while the key's
+    /// job is pending, a repeat replaces its payload and moves its run time
+    /// to now + debounce (`debounced` True), once leased or finished a new
+    /// job; `debounce_max` (at least `debounce`): never past the first
+    /// enqueue + this; an unknown option is `InvalidArgumentError` listing
+    /// them.
     #[pyo3(signature = (kind, payload=None, **options))]
     fn enqueue(
         &self,

@@ -124,3 +124,33 @@ def test_a_stop_while_carrying_leaves_nothing_leased(store: Path, monkeypatch: p
     assert total["completed"] == w.counts["completed"] and total["completed"] < n
     assert total["pending"] == n - total["completed"]
     q.close()
+
+
+def test_cancelling_run_from_outside_counts_what_the_carried_calls_completed(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent = spy_carried(monkeypatch)
+    n = 5000
+    q = telha_jobs.Queue(store, reaper_interval=0)
+    q.enqueue_many([("k", i) for i in range(n)])
+
+    async def handler(job: telha_jobs.Job) -> None:
+        return None
+
+    async def main() -> AsyncWorker:
+        w = AsyncWorker(AsyncQueue(q), handler, concurrency=16, poll_wait=0.05)
+        runner = asyncio.create_task(w.run())
+        while w.counts["completed"] < 500:
+            await asyncio.sleep(0)
+        runner.cancel()  # not stop(): run()'s task cancelled while carried calls are out
+        with pytest.raises(asyncio.CancelledError):
+            await runner
+        return w
+
+    w = asyncio.run(main())
+    total = q.stats()["total"]
+    assert sent, "no carried call was made"
+    # Every completion the store holds is counted, and what finished was sent.
+    assert total["completed"] == w.counts["completed"] and total["completed"] < n
+    assert total["leased"] == 0
+    q.close()

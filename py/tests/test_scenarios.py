@@ -266,6 +266,10 @@ class Run:
             kw["metadata"] = s["metadata"]
         if "metadata_size" in s:
             kw["metadata"] = {"big": "x" * s["metadata_size"]}
+        if "debounce_ms" in s:
+            kw["debounce"] = s["debounce_ms"] / 1000
+        if "debounce_max_ms" in s:
+            kw["debounce_max"] = s["debounce_max_ms"] / 1000
         return kw
 
     def item(self, j: dict[str, Any]) -> dict[str, Any]:

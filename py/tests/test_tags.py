@@ -1,6 +1,6 @@
 """Tags and metadata (issue 42), embedded and through a server, sync and
 asyncio; the behaviour in depth is the core's
-(core/tests/behaviour/tags.rs) and conformance case 097."""
+(core/tests/behaviour/tags.rs) and conformance case 098."""
 
 from __future__ import annotations
 

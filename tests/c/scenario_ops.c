@@ -194,6 +194,9 @@ static tj_status enqueue_options(const jval *s, tj_enqueue_options **out, tj_err
         st = tj_enqueue_options_set_backoff_base_ms(o, (uint64_t)n);
     if (st == TJ_STATUS_OK && jget_num(s, "unique_for_ms", &n))
         st = tj_enqueue_options_set_unique_for_ms(o, (uint64_t)n);
+    if (st == TJ_STATUS_OK && jget_num(s, "debounce_ms", &n)) st = tj_enqueue_options_set_debounce_ms(o, (uint64_t)n);
+    if (st == TJ_STATUS_OK && jget_num(s, "debounce_max_ms", &n))
+        st = tj_enqueue_options_set_debounce_max_ms(o, (uint64_t)n);
     const char *states = jget_str(s, "unique_states", NULL);
     if (st == TJ_STATUS_OK && states)
         st = tj_enqueue_options_set_unique_states(

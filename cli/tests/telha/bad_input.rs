@@ -108,6 +108,22 @@ fn a_missing_store_is_not_found_and_no_command_but_enqueue_creates_one() {
         ],
     )
     .fails(2, "unique_states must be");
+    telha(&db, &["jobs", "enqueue", "embed", "--debounce", "1s"])
+        .fails(2, "debounce needs an idempotency_key");
+    telha(&db, &["jobs", "enqueue", "embed", "--debounce-max", "1s"]).fails(2, "--debounce");
+    let deb = [
+        "jobs",
+        "enqueue",
+        "embed",
+        "--idempotency-key",
+        "k",
+        "--debounce",
+    ];
+    telha(&db, &[&deb[..], &["10s", "--debounce-max", "1s"]].concat())
+        .fails(2, "must be at least debounce (10s)");
+    telha(&db, &[&deb[..], &["0s"]].concat()).fails(2, "debounce must be at least 1ms");
+    telha(&db, &[&deb[..], &["1s", "--delay", "1s"]].concat())
+        .fails(2, "debounce cannot be combined with delay");
     telha(&db, &["jobs", "enqueue", "embed", "--backoff-base", "200y"])
         .fails(2, "at most 100 years");
     telha(&db, &["jobs", "enqueue", "embed", "--priority", "256"]).fails(2, "256");

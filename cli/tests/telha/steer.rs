@@ -61,3 +61,56 @@ fn promote_reschedule_and_priority_steer_waiting_jobs_and_refuse_a_leased_one() 
     assert_eq!(q.get(&leased).unwrap().unwrap().state, State::Leased);
     assert!(q.check().unwrap().problems.is_empty());
 }
+
+#[test]
+fn enqueue_with_debounce_updates_the_keys_pending_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let args = |p: &'static str| {
+        [
+            "--json",
+            "jobs",
+            "enqueue",
+            "digest",
+            "--idempotency-key",
+            "doc-1",
+            "--debounce",
+            "1h",
+            "--debounce-max",
+            "2h",
+            "--payload-json",
+            p,
+        ]
+    };
+    let first = telha(db, &args("1")).json();
+    assert_eq!(
+        (&first["created"], &first["debounced"]),
+        (&true.into(), &false.into())
+    );
+    let again = telha(db, &args("2")).json();
+    assert_eq!(again["id"], first["id"], "{again}");
+    assert_eq!(
+        (&again["created"], &again["debounced"]),
+        (&false.into(), &true.into())
+    );
+    let text = telha(
+        db,
+        &[
+            "jobs",
+            "enqueue",
+            "digest",
+            "--idempotency-key",
+            "doc-1",
+            "--debounce",
+            "1h",
+        ],
+    );
+    assert!(text.ok().starts_with("debounced "), "{text:#?}");
+    let q = Queue::open(db, config()).unwrap();
+    let id: telha_jobs::JobId = first["id"].as_str().unwrap().parse().unwrap();
+    let info = q.get(&id).unwrap().unwrap();
+    assert_eq!(info.state, State::Pending);
+    assert!(info.payload.is_empty(), "the last enqueue had no payload");
+    let events: Vec<_> = info.events.iter().map(|e| e.transition.as_str()).collect();
+    assert_eq!(events, ["enqueued", "debounced", "debounced"]);
+}

@@ -4,8 +4,9 @@
 //! Layout: column family `log` holds each entry under its index
 //! (big-endian), the value a CRC-32C and the MessagePack entry; `meta`
 //! holds `vote`, `committed` and `last_purged`, framed the same way.
-//! `append` writes without sync and completes once the flusher thread has
-//! synced the WAL (group commit); the vote is synced before `save_vote`
+//! `append` writes without sync and completes once the WAL is synced: on
+//! its own thread when it is the only append waiting, else by the flusher
+//! thread (group commit, `flusher.rs`); the vote is synced before `save_vote`
 //! returns. Everything goes through one WAL, so a later sync also covers
 //! earlier unsynced truncates, purges and committed ids, in order. The
 //! newest entries are also kept decoded in memory (`cache.rs`): openraft
@@ -19,6 +20,7 @@ use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use openraft::storage::{LogFlushed, RaftLogStorage};
@@ -69,6 +71,8 @@ struct Inner {
     last_purged: Mutex<Option<LogId>>,
     /// The newest entries, decoded: what every read of them gets.
     cache: Mutex<Cache>,
+    /// The node this log belongs to, for `probe` marks only.
+    probe_node: AtomicU64,
 }
 
 impl LogStore {
@@ -89,6 +93,7 @@ impl LogStore {
             db,
             last_purged: Mutex::new(None),
             cache: Mutex::new(Cache::new(CACHE_BYTES_DEFAULT)),
+            probe_node: AtomicU64::new(0),
         };
         let last_purged = inner.read_meta(KEY_LAST_PURGED, ErrorSubject::Logs)?;
         *inner.last_purged.lock().unwrap() = last_purged;
@@ -97,8 +102,15 @@ impl LogStore {
         })
     }
 
+    /// Names the node in this log's [`crate::probe`] marks.
+    pub fn set_probe_node(&self, id: u64) {
+        self.inner.probe_node.store(id, Ordering::Relaxed);
+    }
+
     /// Writes `entries` (readable on return) and calls `on_flushed` once
-    /// they are on disk, after the completions of earlier appends. This is
+    /// they are on disk, after the completions of earlier appends: on this
+    /// thread before returning when no other append is queued or being
+    /// synced (a lone append syncs here), else on the flusher's thread. This is
     /// [`RaftLogStorage::append`] for any callback; benches and tests use it.
     pub fn append_then<I, F>(&self, entries: I, on_flushed: F) -> Result<(), StorageError>
     where
@@ -109,6 +121,15 @@ impl LogStore {
         let cf = inner.cf(CF_LOG);
         let mut batch = WriteBatch::default();
         let entries: Vec<Entry> = entries.into_iter().collect();
+        if crate::probe::on() {
+            let (node, now) = (
+                inner.probe_node.load(Ordering::Relaxed),
+                std::time::Instant::now(),
+            );
+            for e in &entries {
+                crate::probe::mark(crate::probe::Stage::AppendCalled, node, e.log_id.index, now);
+            }
+        }
         for e in &entries {
             let value = encode(e)
                 .map_err(|err| StorageIOError::write_log_entry(e.log_id, AnyError::new(&err)))?;
@@ -123,9 +144,28 @@ impl LogStore {
             }
             return Err(StorageIOError::write_logs(e).into());
         }
+        if crate::probe::on() {
+            let node = inner.probe_node.load(Ordering::Relaxed);
+            let indexes: Vec<u64> = entries.iter().map(|e| e.log_id.index).collect();
+            let now = std::time::Instant::now();
+            for &i in &indexes {
+                crate::probe::mark(crate::probe::Stage::Appended, node, i, now);
+            }
+            cache.appended(entries);
+            drop(cache);
+            let done = move |res| {
+                let now = std::time::Instant::now();
+                for i in indexes {
+                    crate::probe::mark(crate::probe::Stage::Flushed, node, i, now);
+                }
+                on_flushed(res)
+            };
+            queue.sync_here(&inner.db, Box::new(done));
+            return Ok(());
+        }
         cache.appended(entries);
         drop(cache);
-        queue.push(Box::new(on_flushed));
+        queue.sync_here(&inner.db, Box::new(on_flushed));
         Ok(())
     }
 

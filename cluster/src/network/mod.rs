@@ -381,18 +381,29 @@ impl RaftNetwork<TypeConfig> for RouterClient {
         option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<u64>> {
         let (from, to) = (self.from, self.to);
+        let last = rpc.entries.last().map(|e| e.log_id.index);
         self.router
             .carry(
                 from,
                 to,
                 RPCTypes::AppendEntries,
                 option.hard_ttl(),
-                |r| async move { r.append_entries(rpc).await },
+                |r| async move {
+                    if let Some(i) = last {
+                        let now = std::time::Instant::now();
+                        crate::probe::mark(crate::probe::Stage::Delivered, to, i, now);
+                    }
+                    r.append_entries(rpc).await
+                },
             )
             .await
             .inspect(|r| {
                 if !matches!(r, AppendEntriesResponse::HigherVote(_)) {
-                    lock(&self.router.inner.heard).insert(to, std::time::Instant::now());
+                    let now = std::time::Instant::now();
+                    lock(&self.router.inner.heard).insert(to, now);
+                    if let Some(i) = last {
+                        crate::probe::mark(crate::probe::Stage::Acked, to, i, now);
+                    }
                 }
             })
             .map_err(|f| f.into_rpc(to))

@@ -1,5 +1,5 @@
-//! Issue 44's row: a keyed enqueue with a unique window (`unique_for`)
-//! beside a plain keyed enqueue, one job per call, same store settings,
+//! Issue 44's rows: a keyed enqueue with a unique window (`unique_for`)
+//! and with `debounce` beside a plain keyed enqueue, one job per call, same store settings,
 //! same run (target ≤ 1.3× the plain one's time per job), with the
 //! process's CPU time per job beside each rate.
 
@@ -9,7 +9,7 @@ use telha_jobs::{Config, EnqueueOptions, Queue};
 
 /// The process's user + system CPU time (from /proc/self/stat, clock ticks
 /// of 10 ms; zero where it cannot be read).
-fn cpu() -> Duration {
+pub fn cpu() -> Duration {
     let Ok(s) = std::fs::read_to_string("/proc/self/stat") else {
         return Duration::ZERO;
     };
@@ -25,9 +25,18 @@ fn cpu() -> Duration {
     Duration::from_millis(f.iter().sum::<u64>() * 10)
 }
 
-/// `n` keyed single enqueues (distinct keys) with `o`'s window on each;
+/// What a keyed enqueue carries beside its key.
+#[derive(Clone, Copy)]
+enum Mode {
+    Plain,
+    Window,
+    Debounce,
+}
+
+/// `n` keyed single enqueues (distinct keys) in `mode`; with `repeat`, each
+/// key was enqueued once before (a window hit, a debounce update);
 /// (jobs/s, CPU µs/job).
-fn keyed(n: usize, window: Option<Duration>, repeat: bool) -> (f64, f64) {
+fn keyed(n: usize, mode: Mode, repeat: bool) -> (f64, f64) {
     let dir = tempfile::tempdir().unwrap();
     let q = Queue::open(
         dir.path(),
@@ -39,9 +48,10 @@ fn keyed(n: usize, window: Option<Duration>, repeat: bool) -> (f64, f64) {
     .unwrap();
     let opts = |i: usize| {
         let o = EnqueueOptions::default().idempotency_key(format!("user-{i}"));
-        match window {
-            Some(d) => o.unique_for(d),
-            None => o,
+        match mode {
+            Mode::Plain => o,
+            Mode::Window => o.unique_for(Duration::from_secs(3600)),
+            Mode::Debounce => o.debounce(Duration::from_secs(3600)),
         }
     };
     if repeat {
@@ -70,11 +80,15 @@ pub fn rows(t: &mut super::Table, n: usize) {
     let mut uniq = Vec::new();
     let mut hits = Vec::new();
     let mut plain_hits = Vec::new();
+    let mut deb = Vec::new();
+    let mut deb_hits = Vec::new();
     for _ in 0..3 {
-        plain.push(keyed(n, None, false));
-        uniq.push(keyed(n, Some(Duration::from_secs(3600)), false));
-        plain_hits.push(keyed(n, None, true));
-        hits.push(keyed(n, Some(Duration::from_secs(3600)), true));
+        plain.push(keyed(n, Mode::Plain, false));
+        uniq.push(keyed(n, Mode::Window, false));
+        deb.push(keyed(n, Mode::Debounce, false));
+        plain_hits.push(keyed(n, Mode::Plain, true));
+        hits.push(keyed(n, Mode::Window, true));
+        deb_hits.push(keyed(n, Mode::Debounce, true));
     }
     let med = |v: &mut Vec<(f64, f64)>| {
         v.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -82,6 +96,7 @@ pub fn rows(t: &mut super::Table, n: usize) {
     };
     let (p, u) = (med(&mut plain), med(&mut uniq));
     let (ph, h) = (med(&mut plain_hits), med(&mut hits));
+    let (d, dh) = (med(&mut deb), med(&mut deb_hits));
     t.row(
         "keyed enqueue, 1 thread (new key each call)",
         format!("{:.0} jobs/s", p.0),
@@ -104,6 +119,21 @@ pub fn rows(t: &mut super::Table, n: usize) {
             "{:.2}× plain repeat time, {:.1} µs CPU/call",
             ph.0 / h.0,
             h.1
+        ),
+    );
+    t.row(
+        "keyed enqueue with debounce 1h (new key each call)",
+        format!("{:.0} jobs/s", d.0),
+        format!("{:.2}× plain time/job, {:.1} µs CPU/job", p.0 / d.0, d.1),
+    );
+    t.row(
+        "debounce repeat (updates the pending job)",
+        format!("{:.0} calls/s", dh.0),
+        format!(
+            "{:.2}× plain repeat, {:.2}× plain enqueue time, {:.1} µs CPU/call",
+            ph.0 / dh.0,
+            p.0 / dh.0,
+            dh.1
         ),
     );
 }

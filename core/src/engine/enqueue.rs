@@ -14,6 +14,7 @@ use crate::store::codec::{Ext, JobRecord};
 use crate::store::keys::{self, JobKey};
 use crate::store::{self as st};
 
+use super::debounce::Claims;
 use super::transition::Tx;
 use super::Engine;
 
@@ -38,6 +39,7 @@ impl Engine {
         let now = self.now();
         for j in jobs {
             self.validate_new(j)?;
+            super::debounce::check(&j.options, now)?;
             let ready = Self::ready_at(j, now)?;
             Self::expires_at(j, now, ready)?;
         }
@@ -96,10 +98,11 @@ impl Engine {
     /// When a new job becomes ready: its run-at, else now + its delay,
     /// else now; `InvalidArgument` past the latest supported time.
     pub(super) fn ready_at(j: &NewJob, now: u64) -> Result<u64> {
-        match (j.options.run_at, j.options.delay) {
-            (Some(t), _) => limits::check_instant("run_at", t),
-            (None, Some(d)) => limits::instant_after("delay", now, d),
-            (None, None) => Ok(now),
+        match (j.options.run_at, j.options.delay, j.options.debounce) {
+            (Some(t), _, _) => limits::check_instant("run_at", t),
+            (None, Some(d), _) => limits::instant_after("delay", now, d),
+            (None, None, Some(d)) => limits::instant_after("debounce", now, d),
+            (None, None, None) => Ok(now),
         }
     }
 
@@ -137,11 +140,14 @@ impl Engine {
         let mut tx = Tx::new(self);
         let mut out = Vec::with_capacity(jobs.len());
         let mut in_batch: HashMap<(Scope, String), JobId> = HashMap::default();
-        for j in jobs {
-            out.push(self.stage_new(&mut tx, j, now, &mut in_batch, Origin::Caller)?);
-        }
-        tx.commit()?;
-        Ok(out)
+        let mut claims = Claims::new();
+        let staged = jobs.into_iter().try_for_each(|j| {
+            out.push(self.stage_caller(&mut tx, j, now, &mut in_batch, &mut claims)?);
+            Ok(())
+        });
+        let res = staged.and_then(|()| tx.commit());
+        self.release_claims(claims, res.is_ok());
+        res.map(|()| out)
     }
 
     /// [`Engine::enqueue_many`] of one job, without the vectors.
@@ -150,9 +156,12 @@ impl Engine {
         let now = self.now();
         let mut tx = Tx::new(self);
         let mut in_batch: HashMap<(Scope, String), JobId> = HashMap::default();
-        let out = self.stage_new(&mut tx, job, now, &mut in_batch, Origin::Caller)?;
-        tx.commit()?;
-        Ok(out)
+        let mut claims = Claims::new();
+        let res = self
+            .stage_caller(&mut tx, job, now, &mut in_batch, &mut claims)
+            .and_then(|out| tx.commit().map(|()| out));
+        self.release_claims(claims, res.is_ok());
+        res
     }
 
     /// Stage one new job (validated by the caller, whose idempotency
@@ -171,6 +180,12 @@ impl Engine {
             Origin::Schedule(r) => (Some(r), None),
             Origin::Parent(id) => (None, Some(id)),
         };
+        if j.options.debounce.is_some() && (schedule.is_some() || parent.is_some()) {
+            return Err(Error::invalid(
+                "debounce is for enqueue and enqueue_many, not a follow-up or a schedule",
+            ));
+        }
+        super::debounce::check(&j.options, now)?;
         let scope = j.options.scope.unwrap_or(Scope::SYSTEM);
         super::unique::check(
             j.options.unique_for,
@@ -184,17 +199,20 @@ impl Engine {
                 return Ok(Enqueued {
                     id: *id,
                     created: false,
+                    debounced: false,
                 });
             }
             if j.options.unique_for.is_some() {
                 // The window, not the record, decides (issue 44).
                 let (hit, w) = self.window_match(&scope, k, now)?;
                 if let Some(id) = hit {
-                    return Ok(Enqueued { id, created: false });
+                    return Ok(Enqueued::existing(id));
                 }
                 old_window = w;
+            } else if j.options.debounce.is_some() {
+                // stage_caller found no pending job: a new one takes the key.
             } else if let Some(id) = self.idempotent_match(&scope, k)? {
-                return Ok(Enqueued { id, created: false });
+                return Ok(Enqueued::existing(id));
             }
         }
         let id = JobId::new_v7();
@@ -207,6 +225,7 @@ impl Engine {
             ts: ready_at,
             id,
         };
+        let debounce_until = super::debounce::latest(&j.options, now)?;
         let external = j.payload.len() > st::INLINE_PAYLOAD_MAX;
         let (payload, outside) = if external {
             (Vec::new(), Some(j.payload))
@@ -247,6 +266,7 @@ impl Engine {
                     crate::tags::normalize_tags(&j.options.tags)?
                 },
                 metadata: j.options.metadata,
+                debounce_until,
                 ..Ext::default()
             },
             ..JobRecord::default()
@@ -263,7 +283,11 @@ impl Engine {
         if let Some(k) = rec.idempotency_key {
             in_batch.insert((scope, k), id);
         }
-        Ok(Enqueued { id, created: true })
+        Ok(Enqueued {
+            id,
+            created: true,
+            debounced: false,
+        })
     }
 
     /// Lock the idempotency stripes `stripes`, in index order.

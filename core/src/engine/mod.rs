@@ -7,6 +7,7 @@ mod claim;
 mod close;
 mod commit;
 mod control;
+pub(crate) mod debounce;
 mod enqueue;
 mod flow;
 mod heartbeat;

@@ -86,6 +86,8 @@ pub(crate) fn rule(event: Event) -> (&'static [Option<State>], &'static [Option<
         Event::Progress => (LEASED, LEASED),
         // Operator steering keeps the state (`steer.rs` checks that).
         Event::Promoted | Event::Rescheduled | Event::Reprioritized => (READY, READY),
+        // A debounce enqueue moves a pending job within pending.
+        Event::Debounced => (&[Some(Pending)], &[Some(Pending)]),
     }
 }
 

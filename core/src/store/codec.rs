@@ -88,6 +88,10 @@ mod tag {
     pub const TAGS: u64 = 13;
     /// The job's metadata (a map of strings to strings). Safe to ignore.
     pub const METADATA: u64 = 14;
+    /// A debounced job's latest run time (its first enqueue +
+    /// `debounce_max`), ms since the epoch. Safe to ignore: an older build
+    /// only does not debounce the job.
+    pub const DEBOUNCE_UNTIL: u64 = 15;
 }
 
 /// A job's stored record (the jobs row value after the format byte).
@@ -173,6 +177,8 @@ pub struct Ext {
     pub tags: Vec<String>,
     /// The job's metadata, never indexed.
     pub metadata: std::collections::BTreeMap<String, String>,
+    /// A debounced job's latest run time (first enqueue + `debounce_max`).
+    pub debounce_until: Option<u64>,
     /// Extension tags this build does not know: tag and the exact bytes of
     /// its value.
     pub unknown: Vec<(u64, Vec<u8>)>,
@@ -196,6 +202,7 @@ impl Ext {
             + usize::from(self.backoff_base.is_some())
             + usize::from(!self.tags.is_empty())
             + usize::from(!self.metadata.is_empty())
+            + usize::from(self.debounce_until.is_some())
             + self.unknown.len()
     }
 
@@ -403,6 +410,10 @@ pub fn encode_into(r: &JobRecord, out: &mut Vec<u8>) {
                 w.str(v);
             }
         }
+        if let Some(t) = x.debounce_until {
+            w.uint(tag::DEBOUNCE_UNTIL);
+            w.uint(t);
+        }
         for (t, v) in &x.unknown {
             w.uint(*t);
             w.raw(v);
@@ -561,6 +572,7 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
                     x.metadata.insert(k, r.str()?);
                 }
             }
+            tag::DEBOUNCE_UNTIL => x.debounce_until = Some(r.uint()?),
             _ => {
                 let v = r.skip()?.to_vec();
                 x.unknown.push((t, v));

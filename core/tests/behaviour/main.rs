@@ -36,6 +36,7 @@ fn lease_with(s: &TestStore, opts: &LeaseOptions) -> Option<telha_jobs::Job> {
 mod backoff;
 mod bad_input;
 mod control;
+mod debounce;
 mod events;
 mod filters;
 mod jitter;

@@ -149,6 +149,12 @@ pub(crate) fn new_job_args(s: &Json) -> Result<(String, Vec<u8>, EnqueueOptions)
     if let Some(n) = num("metadata_size") {
         o = o.meta("big", "x".repeat(n as usize));
     }
+    if let Some(d) = num("debounce_ms") {
+        o = o.debounce(Duration::from_millis(d));
+    }
+    if let Some(d) = num("debounce_max_ms") {
+        o = o.debounce_max(Duration::from_millis(d));
+    }
     Ok((kind, payload, o))
 }
 

@@ -49,6 +49,16 @@ pub struct NewJob {
     /// Which states of the window's job hold it; only with unique_for_ms.
     #[prost(enumeration = "UniqueStates", tag = "14")]
     pub unique_states: i32,
+    /// Debounce on idempotency_key (which it needs), ms (>= 1): while the
+    /// key's job is pending, a repeat replaces its payload and moves its run
+    /// time to now + this (Enqueued.debounced); the run time is now + this.
+    /// Not with run_at_ms, delay_ms or unique_for_ms.
+    #[prost(uint64, optional, tag = "15")]
+    pub debounce_ms: ::core::option::Option<u64>,
+    /// The longest a debounced job waits: never past its first enqueue +
+    /// this (>= debounce_ms; only with it). Not given: no bound.
+    #[prost(uint64, optional, tag = "16")]
+    pub debounce_max_ms: ::core::option::Option<u64>,
     /// Tags to find the job by: at most 16, each 1 to 64 bytes without
     /// control characters; duplicates are removed.
     #[prost(string, repeated, tag = "17")]
@@ -67,6 +77,9 @@ pub struct Enqueued {
     pub id: ::prost::alloc::vec::Vec<u8>,
     #[prost(bool, tag = "2")]
     pub created: bool,
+    /// A debounce enqueue updated the key's pending job (created is false).
+    #[prost(bool, tag = "3")]
+    pub debounced: bool,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct EnqueueRequest {

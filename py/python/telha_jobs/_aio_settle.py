@@ -8,6 +8,7 @@ on a pool thread, while the loop runs the batch between)."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import logging
 import threading
@@ -35,8 +36,12 @@ Pending = tuple[Lease, Job, Any]
 # exception that refused them all), the jobs leased (or the lease's).
 Carried = tuple["list[object] | BaseException", "list[Job] | BaseException"]
 
-# The most carried calls out at once (see AsyncWorker._lease_loop).
+# The most carried calls out at once (see AsyncWorker._lease_loop), and
+# the Worker's threads that run them: side by side, the store's work for
+# one call beside the other's (no-op handlers: one thread ran at 97 % while
+# the loop waited for it; two, the same CPU per job, +5 % jobs/s, measured).
 CARRIED = 2
+CARRIERS = 2
 
 # The most ``complete_many`` calls out at once (see AsyncWorker._pump).
 SENDS = 4
@@ -85,7 +90,7 @@ class _Settling:
     _sending: set[asyncio.Task[None]]
     _flush_at: asyncio.Handle | None
     _carrying: bool
-    _carrier: ThreadPoolExecutor | None  # runs the carried calls, in turn
+    _carrier: ThreadPoolExecutor | None  # runs the carried calls (`CARRIERS` threads)
     _error: Callable[[str, BaseException], None]
 
     def _carry(self, most: int, wait: bool) -> tuple[list[Pending], asyncio.Future[Carried]]:
@@ -111,7 +116,7 @@ class _Settling:
         )
         started = threading.Event()
         if self._carrier is None:
-            self._carrier = ThreadPoolExecutor(1, thread_name_prefix=f"{self.worker_id}-carry")
+            self._carrier = ThreadPoolExecutor(CARRIERS, thread_name_prefix=f"{self.worker_id}-carry")
         fut: asyncio.Future[Carried] = self._loop.run_in_executor(self._carrier, _started, started, call)
         if wait:
             # Until the thread is inside the call: it needs the GIL to read
@@ -122,15 +127,22 @@ class _Settling:
         return batch, fut
 
     async def _collect(
-        self, batch: list[Pending], fut: asyncio.Future[Carried]
+        self, calls: collections.deque[tuple[list[Pending], asyncio.Future[Carried]]]
     ) -> list[tuple[Job, float | None]]:
-        """The answer of a `_carry` call: its completions booked, its leases."""
+        """The answer of the first `_carry` call of ``calls``, taken off
+        once answered: its completions booked, its leases. (Cancelled while
+        it waits, the call stays first: the lease loop collects it as it
+        ends, so its completions are counted exactly once.)"""
+        batch, fut = calls[0]
         try:
             done, leased = await asyncio.shield(fut)
         except asyncio.CancelledError:
             self._cancel.cancel()
-            fut.add_done_callback(self._give_back_carried)
             raise
+        except BaseException:
+            calls.popleft()
+            raise
+        calls.popleft()
         if batch:
             if isinstance(done, QueueClosedError):
                 done = [done] * len(batch)

@@ -118,11 +118,14 @@ class AsyncWorker(_Settling, _Heartbeats):
         self.settle_linger = seconds(settle_linger, "settle_linger")
         # With handlers running, a lease call waits until a quarter of the
         # slots (and the lease-ahead) are free. On an embedded queue it
-        # leases that many ahead too (a remote one has its prefetch): a
-        # freed slot starts a job at once, not after a lease round trip;
-        # none waits here past the prefetch fraction of its TTL (`fresh`).
+        # leases twice that many ahead (a remote one has its prefetch), so
+        # the refill is sent while a quarter's worth still waits here: a
+        # freed slot starts a job at once, not after a lease round trip
+        # (one quarter ahead: c=64 sleeping handlers 0.81x ideal, two:
+        # 0.83x, measured); none waits here past the prefetch fraction of
+        # its TTL (`fresh`).
         self._refill_at = max(1, math.ceil(concurrency / 4))
-        self._ahead_max = 0 if queue.queue.remote else self._refill_at
+        self._ahead_max = 0 if queue.queue.remote else 2 * self._refill_at
         self._ahead: collections.deque[tuple[Job, float]] = collections.deque()
         self._prefetch: Prefetch | None = None
         self._cancel = CancelWait()  # ends a waiting lease call when stopping
@@ -133,7 +136,7 @@ class AsyncWorker(_Settling, _Heartbeats):
         self._starting = False  # inside `_start`: a task may run through eagerly
         self._through = False  # every job of the last batch ran through in `_start`
         self._carrying = False  # the lease loop's next call carries the completions
-        self._carrier: ThreadPoolExecutor | None = None  # runs the carried calls, in turn
+        self._carrier: ThreadPoolExecutor | None = None  # runs the carried calls
         self._slot: asyncio.Event | None = None  # set when a slot frees
         # Completions waiting for a complete_many, and the calls out.
         self._out: list[Pending] = []
@@ -193,6 +196,9 @@ class AsyncWorker(_Settling, _Heartbeats):
             for t in (self._lease_task, heart):
                 t.cancel()
             await asyncio.gather(self._lease_task, heart, return_exceptions=True)
+            # Cancelled from outside (not stop()): what finished still goes
+            # out, and is counted.
+            await self._drain()
             if self._carrier is not None:
                 self._carrier.shutdown(wait=False)
                 self._carrier = None
@@ -307,9 +313,9 @@ class AsyncWorker(_Settling, _Heartbeats):
         # batch starts when the batch before ran through (handlers that
         # finish without waiting), so the store leases the next batch, and
         # completes the last one's jobs, while the loop runs this one.
-        # Up to `CARRIED` of them out at once, run in turn on one thread of
-        # their own: the store goes on to the next while the loop takes the
-        # last one's answer.
+        # Up to `CARRIED` of them out at once, side by side on the Worker's
+        # own threads (`CARRIERS`): the store goes on with one while the
+        # loop takes the other's answer.
         calls: collections.deque[tuple[list[Pending], asyncio.Future[Carried]]] = collections.deque()
         try:
             while not self._stopping.is_set():
@@ -321,7 +327,7 @@ class AsyncWorker(_Settling, _Heartbeats):
                         continue
                     pending: Awaitable[list[tuple[Job, float | None]] | None] = self._take(min(free, MAX_BATCH))
                 else:
-                    pending = self._collect(*calls.popleft())
+                    pending = self._collect(calls)
                 try:
                     got = await pending
                 except Exception as e:  # noqa: BLE001 - logged and counted, or it stops the Worker
@@ -339,9 +345,13 @@ class AsyncWorker(_Settling, _Heartbeats):
                         await self._give_back_now(job)
                     return
                 if got and self._through and not self.queue.queue.remote and free >= self._refill_at:
-                    # The last batch ran through: this one likely will too.
+                    # The last batch ran through: this one likely will too,
+                    # and leaves its slots free as it goes, so each call
+                    # leases twice the room (fewer, larger writes: no-op
+                    # handlers at concurrency 64 +12 %, measured; what a
+                    # batch does not start waits in the lease-ahead).
                     while len(calls) < CARRIED:
-                        calls.append(self._carry(min(free, MAX_BATCH), wait=not calls))
+                        calls.append(self._carry(min(2 * free, MAX_BATCH), wait=not calls))
                 else:
                     self._end_carry()
                 through = 0
@@ -353,13 +363,22 @@ class AsyncWorker(_Settling, _Heartbeats):
                 self._through = bool(got) and through == len(got)
         finally:
             self._carrying = False
-            while calls:  # stopping: what they leased goes back unrun
-                try:
-                    left = await self._collect(*calls.popleft())
-                except Exception:  # noqa: BLE001 - nothing was leased
-                    left = []
-                for job, _ in left:
-                    await self._give_back_now(job)
+            try:
+                # Stopping, or this task cancelled (run()'s, from outside):
+                # each call still out is collected, its completions counted
+                # and what it leased given back unrun.
+                while calls:
+                    try:
+                        left = await self._collect(calls)
+                    except Exception:  # noqa: BLE001 - nothing was leased
+                        left = []
+                    for job, _ in left:
+                        await self._give_back_now(job)
+            except asyncio.CancelledError:
+                # Cancelled again: what is still out goes back once answered.
+                for _, fut in calls:
+                    fut.add_done_callback(self._give_back_carried)
+                raise
 
     async def _take(self, most: int) -> list[tuple[Job, float | None]] | None:
         """Up to ``most`` leases, waiting off the loop (up to ``poll_wait``)
@@ -406,8 +425,9 @@ class AsyncWorker(_Settling, _Heartbeats):
 
     # -- running -------------------------------------------------------------
 
-    def _start(self, job: Job, since: float | None) -> bool:
-        """Start a handler task for ``job``; True when it already ran through."""
+    def _start(self, job: Job, since: float | None, eager: bool = False) -> bool:
+        """Start a handler task for ``job``; True when it already ran through.
+        ``eager``: start it eagerly on 3.11 too (a slot's next job)."""
         lease = Lease(job, since)
         self._leases[lease.key] = lease
         self._running += 1
@@ -418,12 +438,14 @@ class AsyncWorker(_Settling, _Heartbeats):
         # Eagerly where the loop allows it (`eager_task`): a handler that
         # finishes without waiting runs through right here, no loop turn.
         # On 3.11 only while no other handler is waiting (this job is the
-        # one running): there the by-hand eager start pays for handlers that
-        # finish at once, and cost waiting ones (2,000 sleeping handlers)
-        # about a fifth of their rate, measured.
+        # one running), or for the job a slot takes as its handler ends
+        # (`eager`: it starts in that same loop step, not a loop turn later;
+        # c=64 sleeping handlers 0.83x -> 0.88x ideal, measured): a whole
+        # batch started eagerly by hand while others wait cost 2,000
+        # sleeping handlers about a fifth of their rate, measured.
         outer, self._starting = self._starting, True
         try:
-            if NATIVE_EAGER or self._running == 1:
+            if NATIVE_EAGER or eager or self._running == 1:
                 task = eager_task(self._loop, self._run_one(lease), self._grab)
             else:
                 task = self._loop.create_task(self._run_one(lease))
@@ -470,10 +492,24 @@ class AsyncWorker(_Settling, _Heartbeats):
         while self._ahead and self._running < self.concurrency:
             job, leased = self._ahead.popleft()
             if fresh(job, leased, now):
-                self._start(job, leased)
+                self._start(job, leased, eager=True)
                 continue
-            self.counts["prefetch_released"] += 1
-            try:
-                self.queue._pool.submit(self.queue.queue.release, job)
-            except RuntimeError:  # the pool is shut down: the lease expires
-                return
+            self._release_stale(job)
+        p = self._prefetch
+        if p is not None and self._running < self.concurrency and p.waiting:
+            # Remote: the prefetch's leases are this Worker's lease-ahead; a
+            # freed slot takes its next job there at once, not through the
+            # lease task (a loop turn, a quarter of the slots, a thread hop).
+            got, stale = p.take_ready(self.concurrency - self._running)
+            for job, leased in got:
+                self._start(job, leased, eager=True)
+            for job in stale:
+                self._release_stale(job)
+
+    def _release_stale(self, job: Job) -> None:
+        """Give back a lease that waited here too long (no attempt spent)."""
+        self.counts["prefetch_released"] += 1
+        try:
+            self.queue._pool.submit(self.queue.queue.release, job)
+        except RuntimeError:  # the pool is shut down: the lease expires
+            pass

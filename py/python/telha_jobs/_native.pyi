@@ -97,7 +97,7 @@ _Item = tuple[str, Any] | Mapping[str, Any]
 _Transition = Literal[
     "enqueued", "leased", "extended", "completed", "failed", "dead", "lease_expired", "released",
     "retried", "pruned", "purged", "cancelled", "cancel_requested", "deleted", "snoozed",
-    "expired", "progress", "promoted", "rescheduled", "reprioritized",
+    "expired", "progress", "promoted", "rescheduled", "reprioritized", "debounced",
 ]
 
 class _KindSettings(TypedDict, total=False):
@@ -607,6 +607,8 @@ class Queue:
         unique_states: Literal["any", "active"] | None = None,
         tags: Sequence[str] | None = None,
         metadata: Mapping[str, str] | None = None,
+        debounce: _Seconds | None = None,
+        debounce_max: _Seconds | None = None,
     ) -> Enqueued:
         """The job id (``.created`` False on an idempotency hit). An unknown
         option is InvalidArgumentError listing the valid ones."""
@@ -674,6 +676,8 @@ class Queue:
         unique_states: Literal["any", "active"] | None = None,
         tags: Sequence[str] | None = None,
         metadata: Mapping[str, str] | None = None,
+        debounce: _Seconds | None = None,
+        debounce_max: _Seconds | None = None,
     ) -> JobInfo:
         """``enqueue`` (the same options), then ``wait``."""
     def _watch(self, job: _JobArg) -> JobWaiter: ...

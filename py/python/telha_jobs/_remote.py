@@ -157,6 +157,26 @@ class Prefetch:
         self._give_back(stale, "prefetch_released")
         return got
 
+    def take_ready(self, most: int) -> tuple[list[tuple[Job, float]], list[Job]]:
+        """Up to ``most`` fresh leases already here and when each arrived,
+        never waiting, and the stale ones met on the way, for the caller to
+        give back (no store call in here: an event loop may call it)."""
+        got: list[tuple[Job, float]] = []
+        stale: list[Job] = []
+        if not self._buf:
+            return got, stale
+        now = time.time()
+        with self._cond:
+            if not self._taking or self._stopping:
+                return got, stale
+            while self._buf and len(got) < most:
+                job, arrived = self._buf.popleft()
+                if fresh(job, arrived, now):
+                    got.append((job, arrived))
+                else:
+                    stale.append(job)
+        return got, stale
+
     def stop(self) -> None:
         """Stop handing out leases (waiting takers return None); the stream
         is still read until :meth:`close`."""
