@@ -150,6 +150,21 @@
 #define TJ_DEFAULT_MAX_CATCH_UP 100
 
 /**
+ * The most distinct tags one job carries (`tj_enqueue_options_add_tag`).
+ */
+#define TJ_MAX_TAGS 16
+
+/**
+ * The longest tag (and metadata key), in bytes.
+ */
+#define TJ_MAX_TAG_LEN 64
+
+/**
+ * The largest metadata map: keys' and values' bytes plus 2 per entry.
+ */
+#define TJ_MAX_METADATA_BYTES 4096
+
+/**
  * What a call did. `TJ_STATUS_OK` is 0; every other value is an error whose
  * message, when the caller passed a `tj_error **`, is in the `tj_error`.
  *
@@ -4670,6 +4685,165 @@ tj_status tj_queue_set_priority(const struct tj_queue *queue,
                                 const struct tj_id *id,
                                 uint32_t priority,
                                 struct tj_error **err);
+
+/**
+ * Add tag `tag` (copied) to the options: at most `TJ_MAX_TAGS` distinct
+ * tags (checked at enqueue; duplicates are removed), each 1 to
+ * `TJ_MAX_TAG_LEN` bytes of UTF-8 without control characters (checked
+ * here).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options, tag),
+ * `TJ_STATUS_INVALID_ARGUMENT` for a tag that breaks a rule, including
+ * one that is not UTF-8 (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `tag` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_enqueue_options_add_tag(struct tj_enqueue_options *options,
+                                     const char *tag,
+                                     struct tj_error **err);
+
+/**
+ * Set metadata `key` to `value` (both copied; a key set again is
+ * replaced): the whole map at most `TJ_MAX_METADATA_BYTES` (keys' and
+ * values' bytes plus 2 per entry, checked at enqueue); keys 1 to
+ * `TJ_MAX_TAG_LEN` bytes without control characters (checked here).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT`, `TJ_STATUS_INVALID_ARGUMENT` (a bad
+ * key, or a key or value that is not UTF-8; options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `key` and `value` are NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_enqueue_options_set_meta(struct tj_enqueue_options *options,
+                                      const char *key,
+                                      const char *value,
+                                      struct tj_error **err);
+
+/**
+ * Only jobs carrying `tag` (copied), read from the tag index: pages in
+ * scope, state and enqueue order, O(page). The page's `next` cursors are
+ * the tag index's: pass them back with the same tag.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT`, `TJ_STATUS_INVALID_ARGUMENT` (a bad
+ * tag, or not UTF-8; options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `tag` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_list_options_set_tag(struct tj_list_options *options,
+                                  const char *tag,
+                                  struct tj_error **err);
+
+/**
+ * How many jobs carry `tag`, per state, into `*counts_out`; in tenant
+ * `scope` (UUID text) or, when `scope` is NULL, every scope. Read from
+ * the tag index: O(jobs carrying the tag), nothing else read.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, tag, counts_out),
+ * `TJ_STATUS_INVALID_ARGUMENT` (a bad tag or scope), `TJ_STATUS_CLOSED`,
+ * `TJ_STATUS_STORAGE`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `tag` is NULL or NUL-terminated; `scope` is
+ * NULL or NUL-terminated; `counts_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_count_tag(const struct tj_queue *queue,
+                             const char *tag,
+                             const char *scope,
+                             struct tj_state_counts *counts_out,
+                             struct tj_error **err);
+
+/**
+ * How many tags the leased job carries (0 for NULL).
+ *
+ * # Safety
+ * `job` is NULL or live.
+ */
+size_t tj_job_tag_count(const struct tj_job *job);
+
+/**
+ * Tag `i` of the leased job (NUL-terminated, borrowed until
+ * `tj_job_free`); NULL when `i` is out of range or for NULL.
+ *
+ * # Safety
+ * `job` is NULL or live.
+ */
+const char *tj_job_tag(const struct tj_job *job,
+                       size_t i);
+
+/**
+ * How many metadata entries the leased job carries (0 for NULL).
+ *
+ * # Safety
+ * `job` is NULL or live.
+ */
+size_t tj_job_meta_count(const struct tj_job *job);
+
+/**
+ * The key of metadata entry `i` (entries in key order; borrowed until
+ * `tj_job_free`); NULL when out of range or for NULL.
+ *
+ * # Safety
+ * `job` is NULL or live.
+ */
+const char *tj_job_meta_key(const struct tj_job *job,
+                            size_t i);
+
+/**
+ * The value of metadata entry `i` (borrowed until `tj_job_free`); NULL
+ * when out of range or for NULL.
+ *
+ * # Safety
+ * `job` is NULL or live.
+ */
+const char *tj_job_meta_value(const struct tj_job *job,
+                              size_t i);
+
+/**
+ * How many tags the job carries (0 for NULL).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+size_t tj_job_info_tag_count(const struct tj_job_info *info);
+
+/**
+ * Tag `i` (borrowed from `info`); NULL when out of range or for NULL.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_job_info_tag(const struct tj_job_info *info,
+                            size_t i);
+
+/**
+ * How many metadata entries the job carries (0 for NULL).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+size_t tj_job_info_meta_count(const struct tj_job_info *info);
+
+/**
+ * The key of metadata entry `i` (key order; borrowed from `info`); NULL
+ * when out of range or for NULL.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_job_info_meta_key(const struct tj_job_info *info,
+                                 size_t i);
+
+/**
+ * The value of metadata entry `i` (borrowed from `info`); NULL when out
+ * of range or for NULL.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_job_info_meta_value(const struct tj_job_info *info,
+                                   size_t i);
 
 /**
  * A window of `unique_for_ms` on the idempotency key (which it needs,

@@ -62,6 +62,8 @@ export declare class NativeQueue {
    * `next` set).
    */
   list(options?: NativeListOptions | undefined | null): Promise<ListPage>
+  /** How many jobs carry `tag`, per state (the tag index). */
+  countTag(tag: string, scope?: string | undefined | null): Promise<StateCounts>
   /** One reaper pass now. */
   reap(): Promise<ReapReport>
   /**
@@ -536,6 +538,13 @@ export interface Job {
    * result, { then })`), or null.
    */
   parent: string | null
+  /**
+   * Its tags, as enqueued (duplicates removed; `list({ tag })` and
+   * `countTag(tag)` find it by them).
+   */
+  tags: Array<string>
+  /** Its metadata (string to string), as enqueued; never indexed. */
+  metadata: Record<string, string>
 }
 
 /** One entry of a job's event log. */
@@ -653,6 +662,13 @@ export interface JobInfo {
    * lists a job's follow-ups), or null.
    */
   parent: string | null
+  /**
+   * Its tags, as enqueued (duplicates removed; `list({ tag })` and
+   * `countTag(tag)` find it by them).
+   */
+  tags: Array<string>
+  /** Its metadata (string to string), as enqueued; never indexed. */
+  metadata: Record<string, string>
 }
 
 /**
@@ -678,6 +694,8 @@ export interface LeasedBatch {
   schedules?: Array<LeasedSchedule>
   /** The parents of the follow-up jobs in the batch (absent when none is). */
   parents?: Array<LeasedParent>
+  /** The tags and metadata of the jobs that have any (absent when none has). */
+  tagged?: Array<LeasedTags>
 }
 
 /** The parent of job `at` of a [`LeasedBatch`] (its `Job.parent`). */
@@ -695,6 +713,14 @@ export interface LeasedSchedule {
   name: string
   slot: number
   missed: number
+}
+
+/** The tags and metadata of job `at` of a [`LeasedBatch`]. */
+export interface LeasedTags {
+  /** The job's index in the batch. */
+  at: number
+  tags: Array<string>
+  metadata: Record<string, string>
 }
 
 /** The core's limits. */
@@ -804,6 +830,8 @@ export interface NativeEnqueueOptions {
   backoffBaseMs?: number
   uniqueForMs?: number
   uniqueStates?: string
+  tags?: Array<string>
+  metadata?: Record<string, string>
   debounceMs?: number
   debounceMaxMs?: number
 }
@@ -828,6 +856,7 @@ export interface NativeListOptions {
   after?: string
   schedule?: string
   parent?: string
+  tag?: string
 }
 
 /**

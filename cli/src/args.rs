@@ -9,6 +9,8 @@ use clap::{Args, Parser, Subcommand};
 use telha_jobs::limits::{MAX_LIST_LIMIT, MAX_SCOPE_LIMIT};
 use telha_jobs::{CatchUp, JobId, KindPattern, Scope, ScopeOrder, State};
 
+pub use crate::args_enqueue::{CountArgs, EnqueueArgs};
+
 /// Operate a telha-jobs store: list, inspect and repair jobs, read counts
 /// and metrics, enqueue.
 ///
@@ -142,6 +144,8 @@ pub enum Jobs {
     /// Enqueue one job (for operators and scripts); creates the store if
     /// there is none.
     Enqueue(EnqueueArgs),
+    /// How many jobs carry a tag, per state (from the tag index).
+    Count(CountArgs),
     /// Cancel jobs by id, or every unfinished job matching --kind/--state/
     /// --scope (asks first; --yes to skip). Pending, scheduled and failed
     /// jobs are cancelled at once; a leased job gets a cancel request its
@@ -290,6 +294,10 @@ pub struct LsArgs {
     /// Only the follow-up jobs this job's completion enqueued.
     #[arg(long, value_parser = parse_id, value_name = "JOB_ID")]
     pub parent: Option<JobId>,
+    /// Only jobs carrying this tag, read from the tag index (in scope,
+    /// state, enqueue order; O(page) at any store size).
+    #[arg(long, value_name = "TAG")]
+    pub tag: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -342,53 +350,6 @@ pub struct PurgeArgs {
     /// Only jobs that reached the state longer ago than this ("7d", "12h", "90m").
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub older_than: Duration,
-}
-
-#[derive(Debug, Args)]
-pub struct EnqueueArgs {
-    /// The job's kind: 1-64 bytes of lowercase letters, digits and _ - . :
-    pub kind: String,
-    /// The payload as JSON, stored in the cross-language convention
-    /// (version byte + msgpack), so it reads as a dict in Python and an
-    /// object in Node. Without it the payload is empty.
-    #[arg(long, value_name = "JSON")]
-    pub payload_json: Option<String>,
-    /// Tenant scope (UUID) [default: the system scope].
-    #[arg(long, value_parser = parse_scope)]
-    pub scope: Option<Scope>,
-    /// 0 most urgent ... 255 least [default: 128].
-    #[arg(long)]
-    pub priority: Option<u8>,
-    /// Not leasable before now + this ("30s", "2h").
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
-    pub delay: Option<Duration>,
-    /// Deduplicate within the scope: a repeat returns the existing job.
-    #[arg(long, value_name = "KEY")]
-    pub idempotency_key: Option<String>,
-    /// Dead after this many failed attempts (over the kind's and the global).
-    #[arg(long, value_name = "N")]
-    pub max_attempts: Option<u32>,
-    /// This job's first retry delay ("30s", at least 1ms), over the kind's
-    /// and the global backoff base (the kind's factor and jitter apply).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
-    pub backoff_base: Option<Duration>,
-    /// With --idempotency-key: a repeat of the key within this long ("1h")
-    /// answers the job that opened the window; after it, a new job.
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
-    pub unique_for: Option<Duration>,
-    /// Which states of the window's job hold it: any (default) or active
-    /// (only while pending, leased or waiting for a retry).
-    #[arg(long, value_name = "STATES", requires = "unique_for")]
-    pub unique_states: Option<String>,
-    /// With --idempotency-key: the job runs this long ("30s") after the
-    /// latest enqueue of the key; while it is pending, a repeat replaces
-    /// its payload and moves its run time (once leased, a new job).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
-    pub debounce: Option<Duration>,
-    /// With --debounce: never run later than the first enqueue + this
-    /// (at least --debounce; not given: no bound).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION", requires = "debounce")]
-    pub debounce_max: Option<Duration>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -514,7 +475,7 @@ fn parse_limit_target(s: &str) -> Result<telha_jobs::LimitTarget, String> {
     s.parse().map_err(|e: telha_jobs::Error| reason(e))
 }
 
-fn parse_scope(s: &str) -> Result<Scope, String> {
+pub(crate) fn parse_scope(s: &str) -> Result<Scope, String> {
     s.parse().map_err(|e: telha_jobs::Error| reason(e))
 }
 

@@ -14,7 +14,9 @@ use telha_jobs::{
     Scope, State, StatsQuery,
 };
 
-use crate::args::{EnqueueArgs, Jobs, LsArgs, PurgeArgs, RetryArgs, ScopeCount, StatsArgs};
+use crate::args::{
+    CountArgs, EnqueueArgs, Jobs, LsArgs, PurgeArgs, RetryArgs, ScopeCount, StatsArgs,
+};
 use crate::control;
 use crate::render;
 use crate::store::{self, Exit, Failure, Target};
@@ -44,6 +46,7 @@ pub fn run(cmd: Jobs, db: &Target, json: bool) -> Result<Output, Failure> {
         Jobs::Metrics => metrics(db, json),
         Jobs::Check => check(db, json),
         Jobs::Enqueue(a) => enqueue(db, a, json),
+        Jobs::Count(a) => count(db, &a, json),
         Jobs::Cancel(a) => control::cancel(db, a, json),
         Jobs::Delete { ids } => control::delete(db, &ids, json),
         Jobs::Promote(a) => crate::steer::promote(db, &a, json),
@@ -90,6 +93,7 @@ fn ls(db: &Target, a: LsArgs, json: bool) -> Result<Output, Failure> {
         kind: a.kind,
         schedule: a.schedule,
         parent: a.parent,
+        tag: a.tag,
         limit: usize::try_from(a.limit).unwrap_or(usize::MAX),
         after: a.after,
     };
@@ -195,6 +199,7 @@ pub fn matching_ids(
         kind,
         schedule: None,
         parent: None,
+        tag: None,
         limit: 1000,
         after: None,
     };
@@ -430,6 +435,9 @@ fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
             telha_jobs::payload::encode(&render::json_to_mp(&v))?
         }
     };
+    telha_jobs::tags::normalize_tags(&a.tags)?;
+    let metadata: std::collections::BTreeMap<String, String> = a.meta.into_iter().collect();
+    telha_jobs::tags::validate_metadata(&metadata)?;
     let opts = EnqueueOptions {
         scope: a.scope,
         priority: a.priority,
@@ -439,6 +447,8 @@ fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
         backoff_base: a.backoff_base,
         unique_for: a.unique_for,
         unique_states,
+        tags: a.tags,
+        metadata,
         debounce: a.debounce,
         debounce_max: a.debounce_max,
         ..EnqueueOptions::default()
@@ -463,5 +473,22 @@ fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
             "exists {} (the idempotency key matched; nothing enqueued)\n",
             r.id
         ))
+    })
+}
+
+/// `jobs count --tag T`: the tag's jobs per state, from the tag index.
+fn count(db: &Target, a: &CountArgs, json: bool) -> Result<Output, Failure> {
+    telha_jobs::tags::validate_tag(&a.tag)?;
+    let q = store::open_read(db)?;
+    let c = q.count_tag(&a.tag, a.scope)?;
+    Ok(if json {
+        Output::Json(json!({"tag": a.tag, "counts": telha_jobs_server::json::counts_json(&c)}))
+    } else {
+        let mut o = format!("{:<12}{}\n", "tag", a.tag);
+        for s in telha_jobs::State::ALL {
+            o.push_str(&format!("{:<12}{}\n", s.as_str(), c.get(s)));
+        }
+        o.push_str(&format!("{:<12}{}\n", "total", c.total()));
+        Output::Text(o)
     })
 }

@@ -1,6 +1,6 @@
 //! `telha`: the operator command line of telha-jobs.
 //!
-//! `telha jobs ls | show | retry | purge | stats | metrics | check | enqueue |
+//! `telha jobs ls | show | retry | purge | stats | metrics | check | enqueue | count |
 //! cancel | delete | pause | resume`, `telha schedules ls | show | put | rm |
 //! pause | resume | next | run` (on a store, or through a server with
 //! `--server`) and `telha serve`; see
@@ -9,6 +9,7 @@
 //! corruption, 5 a store of a newer format.
 
 mod args;
+mod args_enqueue;
 mod commands;
 mod control;
 mod limits;

@@ -119,6 +119,12 @@ pub fn job_text(j: &JobInfo) -> String {
     if let Some(p) = &j.progress {
         field("progress", bytes_text(p, Encoding::Unknown, 200));
     }
+    if !j.tags.is_empty() {
+        field("tags", j.tags.join(", "));
+    }
+    for (k, v) in &j.metadata {
+        field("meta", format!("{k}={v}"));
+    }
     if let Some(r) = &j.schedule {
         let missed = match r.missed {
             0 => String::new(),

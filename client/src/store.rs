@@ -531,6 +531,22 @@ impl JobStore for RemoteQueue {
         cv::list_page_from_pb(r)
     }
 
+    fn count_tag(
+        &self,
+        tag: &str,
+        scope: Option<telha_jobs::Scope>,
+    ) -> Result<telha_jobs::StateCounts> {
+        let req = cv::count_tag_to_pb(tag, scope);
+        let r = self.call(Safe::Always, |mut c| {
+            let r = req.clone();
+            async move { c.count_tag(r).await }
+        })?;
+        Ok(r.counts
+            .as_ref()
+            .map(cv::counts_from_pb)
+            .unwrap_or_default())
+    }
+
     fn reap(&self) -> Result<ReapReport> {
         let r = self.call(Safe::Always, |mut c| async move {
             c.reap(pb::ReapRequest {}).await

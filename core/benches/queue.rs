@@ -176,6 +176,8 @@ impl Table {
     }
 }
 
+#[path = "parts/queue_tags.rs"]
+mod queue_tags;
 #[path = "parts/queue_unique.rs"]
 mod queue_unique;
 #[path = "parts/window_prune.rs"]
@@ -188,6 +190,18 @@ fn main() {
         let mut t = Table { rows: Vec::new() };
         println!("{:<62} {:>16} {:>22}", "figure", "value", "vs");
         queue_unique::rows(&mut t, if quick { 5_000 } else { 50_000 });
+        return;
+    }
+    if std::env::args().any(|a| a == "--tags") {
+        // Only issue 42's rows: `cargo bench -p telha-jobs --bench queue -- --tags`.
+        let mut t = Table { rows: Vec::new() };
+        println!("{:<62} {:>16} {:>22}", "figure", "value", "vs");
+        let (n, others) = if quick {
+            (5_000, 20_000)
+        } else {
+            (20_000, 200_000)
+        };
+        queue_tags::rows(&mut t, n, others);
         return;
     }
     if std::env::args().any(|a| a == "--prune-windows") {

@@ -187,6 +187,12 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
         }
         Ok(out)
     }
+    /// See [`Queue::count_tag`].
+    fn count_tag(
+        &self,
+        tag: &str,
+        scope: Option<crate::ids::Scope>,
+    ) -> Result<crate::state::StateCounts>;
     /// See [`Queue::reap`].
     fn reap(&self) -> Result<ReapReport>;
     /// See [`Queue::purge`].
@@ -340,6 +346,13 @@ impl JobStore for Queue {
     }
     fn list(&self, query: &ListQuery) -> Result<ListPage> {
         Queue::list(self, query)
+    }
+    fn count_tag(
+        &self,
+        tag: &str,
+        scope: Option<crate::ids::Scope>,
+    ) -> Result<crate::state::StateCounts> {
+        Queue::count_tag(self, tag, scope)
     }
     fn reap(&self) -> Result<ReapReport> {
         Queue::reap(self)

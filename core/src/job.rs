@@ -5,6 +5,7 @@
 //! kinds ([`crate::kind`]), states ([`crate::state`]), events
 //! ([`crate::event`]) and limits ([`crate::limits`]).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -16,6 +17,7 @@ pub use crate::kind::{family, validate_kind, KindPattern};
 pub use crate::limits::{
     validate_worker_id, MAX_IDEMPOTENCY_KEY_LEN, MAX_KIND_LEN, MAX_WORKER_ID_LEN,
 };
+pub use crate::list::{CorruptRecord, ListPage, ListQuery};
 use crate::payload::Encoding;
 pub use crate::state::{PerState, State, StateCounts};
 pub use crate::unique_states::UniqueStates;
@@ -56,6 +58,13 @@ pub struct EnqueueOptions {
     /// Which states of the window's job hold the window (default
     /// [`UniqueStates::Any`]); only with `unique_for`.
     pub unique_states: Option<UniqueStates>,
+    /// Tags to find the job by (`list` with [`ListQuery::tag`],
+    /// `Queue::count_tag`): at most 16, each 1 to 64 bytes without control
+    /// characters; duplicates are removed ([`crate::tags`]).
+    pub tags: Vec<String>,
+    /// Metadata kept with the job and returned with it, never indexed: at
+    /// most 4 KiB ([`crate::tags::MAX_METADATA_BYTES`]).
+    pub metadata: BTreeMap<String, String>,
     /// Debounce on the idempotency key (which it needs; over zero): the
     /// job runs this long after the latest enqueue of the key. While the
     /// key's job is pending, a repeat replaces its payload (and encoding)
@@ -137,6 +146,16 @@ impl EnqueueOptions {
     /// Which states hold the window (see [`UniqueStates`]).
     pub fn unique_states(mut self, s: UniqueStates) -> Self {
         self.unique_states = Some(s);
+        self
+    }
+    /// Add tag `t` (see [`EnqueueOptions::tags`]).
+    pub fn tag(mut self, t: impl Into<String>) -> Self {
+        self.tags.push(t.into());
+        self
+    }
+    /// Set metadata `key` to `value` (see [`EnqueueOptions::metadata`]).
+    pub fn meta(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.metadata.insert(key.into(), value.into());
         self
     }
     /// `InvalidArgument` naming the field unless `debounce` and
@@ -322,6 +341,10 @@ pub struct Job {
     pub schedule: Option<crate::schedule::ScheduleRef>,
     /// The job whose completion enqueued it (`Completion::then`), if one did.
     pub parent: Option<JobId>,
+    /// Its tags, as enqueued (duplicates removed).
+    pub tags: Vec<String>,
+    /// Its metadata, as enqueued.
+    pub metadata: BTreeMap<String, String>,
 }
 
 impl Job {
@@ -406,6 +429,10 @@ pub struct JobInfo {
     pub schedule: Option<crate::schedule::ScheduleRef>,
     /// The job whose completion enqueued it (`Completion::then`), if one did.
     pub parent: Option<JobId>,
+    /// Its tags, as enqueued (duplicates removed).
+    pub tags: Vec<String>,
+    /// Its metadata, as enqueued.
+    pub metadata: BTreeMap<String, String>,
 }
 
 /// One completion for [`crate::Queue::complete_many`].
@@ -448,67 +475,6 @@ impl Completion {
         self.then = jobs;
         self
     }
-}
-
-/// A record that did not decode, as reported by `list` and `reap`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CorruptRecord {
-    /// The row key, hex.
-    pub key: String,
-    /// The job's id, when the key decoded far enough to tell.
-    pub id: Option<JobId>,
-    /// Why it did not decode.
-    pub error: String,
-}
-
-/// A `list` query. `after` is the `next` cursor of the previous page.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ListQuery {
-    /// Only jobs in this state.
-    pub state: Option<State>,
-    /// Only jobs of this scope.
-    pub scope: Option<Scope>,
-    /// Only jobs whose kind matches. Filtered as rows are read, so a rare
-    /// kind can give short pages (see [`ListPage::next`]).
-    pub kind: Option<KindPattern>,
-    /// Only jobs enqueued by the schedule of this name. Filtered as rows
-    /// are read, like `kind`.
-    pub schedule: Option<String>,
-    /// Only follow-up jobs of this parent (see [`Completion::then`]).
-    /// Filtered as rows are read, like `kind`.
-    pub parent: Option<JobId>,
-    /// The most jobs per page: 1 to [`crate::limits::MAX_LIST_LIMIT`]
-    /// (default 100).
-    pub limit: usize,
-    /// The previous page's `next`; `None` starts at the beginning.
-    pub after: Option<String>,
-}
-
-impl Default for ListQuery {
-    fn default() -> Self {
-        ListQuery {
-            state: None,
-            scope: None,
-            kind: None,
-            schedule: None,
-            parent: None,
-            limit: 100,
-            after: None,
-        }
-    }
-}
-
-/// One page of `list`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ListPage {
-    /// The matching jobs, in key order (scope, state, priority, time).
-    pub jobs: Vec<JobInfo>,
-    /// Pass as `after` for the next page; `None` at the end. A page can hold
-    /// fewer than `limit` jobs and still have a `next`: one call reads at
-    /// most 100,000 rows.
-    pub next: Option<String>,
-    /// Rows on this page's range that did not decode (skipped).
-    pub corrupt: Vec<CorruptRecord>,
 }
 
 /// Exact counts, kept in the same batches as the moves (never a scan).

@@ -47,6 +47,7 @@ pub mod ids;
 pub mod job;
 pub mod kind;
 pub mod limits;
+pub mod list;
 #[cfg(feature = "rocksdb")]
 mod metrics;
 pub mod payload;
@@ -65,6 +66,7 @@ pub mod scopes;
 pub mod state;
 mod steer;
 pub mod store;
+pub mod tags;
 #[cfg(feature = "rocksdb")]
 mod timings;
 mod unique_states;

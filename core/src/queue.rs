@@ -549,11 +549,13 @@ impl Queue {
         self.engine()?.get(id)
     }
 
-    /// A page of jobs in key order (scope, state, priority, time). Rows that
-    /// do not decode are skipped and listed in [`ListPage::corrupt`].
+    /// A page of jobs in key order (scope, state, priority, time); with
+    /// [`ListQuery::tag`], the tag's jobs from the tag index, by scope,
+    /// state and enqueue order, O(page). Rows that do not decode are
+    /// skipped and listed in [`ListPage::corrupt`].
     ///
     /// Errors: `InvalidArgument` for a limit of 0 or over
-    /// [`crate::limits::MAX_LIST_LIMIT`], or a malformed `after` cursor;
+    /// [`crate::limits::MAX_LIST_LIMIT`], a malformed tag or `after` cursor;
     /// `Storage`; `Closed`.
     pub fn list(&self, query: &ListQuery) -> Result<ListPage> {
         self.engine()?.list(query)

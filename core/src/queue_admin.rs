@@ -51,6 +51,19 @@ impl Queue {
         Ok(s)
     }
 
+    /// How many jobs carry `tag`, per state, in `scope` (or every scope):
+    /// read from the tag index, O(jobs carrying the tag), whatever else
+    /// the store holds (no counter rows: see docs/ARCHITECTURE.md, "Tag
+    /// index"). Errors: `InvalidArgument` for a malformed tag; `Storage`;
+    /// `Closed`.
+    pub fn count_tag(
+        &self,
+        tag: &str,
+        scope: Option<crate::ids::Scope>,
+    ) -> Result<crate::state::StateCounts> {
+        self.engine()?.count_tag(tag, scope)
+    }
+
     /// Prometheus text exposition: job counts, leases in flight, transitions
     /// and corrupt records since open, reaper passes, the backlog and the
     /// oldest ready job's age per kind, the wait and run-time histograms

@@ -18,7 +18,7 @@ use crate::id::{tj_id, tj_token};
 /// Getters given NULL return 0, an all-zero id/token, or NULL.
 #[allow(non_camel_case_types)]
 pub struct tj_job {
-    job: Job,
+    pub(crate) job: Job,
     // The C strings are made on first use: a worker that reads only the
     // token and payload pays nothing for them on the hot lease path.
     id_text: OnceLock<CString>,
@@ -26,6 +26,7 @@ pub struct tj_job {
     scope: OnceLock<CString>,
     worker_id: OnceLock<CString>,
     schedule_name: OnceLock<Option<CString>>,
+    tag_texts: OnceLock<crate::tags::TagTexts>,
 }
 
 impl tj_job {
@@ -37,7 +38,14 @@ impl tj_job {
             scope: OnceLock::new(),
             worker_id: OnceLock::new(),
             schedule_name: OnceLock::new(),
+            tag_texts: OnceLock::new(),
         }
+    }
+
+    /// Its tags and metadata as C strings, made on first use.
+    pub(crate) fn tag_texts(&self) -> &crate::tags::TagTexts {
+        self.tag_texts
+            .get_or_init(|| crate::tags::TagTexts::new(&self.job.tags, &self.job.metadata))
     }
 }
 

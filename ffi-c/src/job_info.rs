@@ -16,7 +16,8 @@ use crate::status::{tj_state, tj_status};
 /// threads at once. Getters given NULL return 0 or NULL.
 #[allow(non_camel_case_types)]
 pub struct tj_job_info {
-    info: JobInfo,
+    pub(crate) info: JobInfo,
+    pub(crate) tag_texts: crate::tags::TagTexts,
     id_text: CString,
     scope: CString,
     kind: CString,
@@ -41,6 +42,7 @@ impl tj_job_info {
             cancel_requested: info.cancel_requested.as_deref().map(cstring),
             cursor: cstring(&info.cursor),
             schedule_name: info.schedule.as_ref().map(|r| cstring(&r.name)),
+            tag_texts: crate::tags::TagTexts::new(&info.tags, &info.metadata),
             events: info
                 .events
                 .iter()

@@ -47,6 +47,7 @@ mod stats;
 mod stats_options;
 mod status;
 mod steer;
+mod tags;
 mod unique;
 mod wait;
 

@@ -47,6 +47,12 @@ pub const TJ_MAX_NEXT_TIMES: usize = 1000;
 pub const TJ_MAX_CATCH_UP: u32 = 10000;
 /// The `max_catch_up` of a schedule that sets none.
 pub const TJ_DEFAULT_MAX_CATCH_UP: u32 = 100;
+/// The most distinct tags one job carries (`tj_enqueue_options_add_tag`).
+pub const TJ_MAX_TAGS: usize = 16;
+/// The longest tag (and metadata key), in bytes.
+pub const TJ_MAX_TAG_LEN: usize = 64;
+/// The largest metadata map: keys' and values' bytes plus 2 per entry.
+pub const TJ_MAX_METADATA_BYTES: usize = 4096;
 
 #[cfg(test)]
 mod tests {
@@ -56,6 +62,12 @@ mod tests {
     #[test]
     fn every_header_limit_equals_the_cores() {
         assert_eq!(TJ_MAX_KIND_LEN, limits::MAX_KIND_LEN);
+        assert_eq!(TJ_MAX_TAGS, telha_jobs_core::tags::MAX_TAGS);
+        assert_eq!(TJ_MAX_TAG_LEN, telha_jobs_core::tags::MAX_TAG_LEN);
+        assert_eq!(
+            TJ_MAX_METADATA_BYTES,
+            telha_jobs_core::tags::MAX_METADATA_BYTES
+        );
         assert_eq!(TJ_MAX_IDEMPOTENCY_KEY_LEN, limits::MAX_IDEMPOTENCY_KEY_LEN);
         assert_eq!(TJ_MAX_WORKER_ID_LEN, limits::MAX_WORKER_ID_LEN);
         assert_eq!(TJ_MAX_BATCH, limits::MAX_BATCH);

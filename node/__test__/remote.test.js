@@ -21,6 +21,7 @@ describe('over a remote queue: the wait, events and progress suite', () => { req
 describe('over a remote queue: the schedules suite', () => { require('./schedules.test.js') })
 describe('over a remote queue: the flow-control and follow-up suite', () => { require('./flow.test.js') })
 describe('over a remote queue: the steering suite', () => { require('./steer.test.js') })
+describe('over a remote queue: the tags suite', () => { require('./tags.test.js') })
 describe('over a remote queue: the debounce suite', () => { require('./debounce.test.js') })
 
 test('serve and connect in one process share the queue', async (t) => {

@@ -28,11 +28,11 @@ const REFS = 4
  * numbers in one Float64Array, kind / scope / workerId / payloadEncoding as
  * indices into a table of the batch's distinct strings, one payload
  * Buffer, the payloads that read as values, and the schedules of the jobs
- * a schedule enqueued and the parents of follow-up jobs (absent when none
- * was), each with its job's index.
+ * a schedule enqueued, the parents of follow-up jobs and the tags and
+ * metadata of tagged jobs (absent when none was), each with its job's index.
  */
 function jobsFrom (batch) {
-  const { ids: joined, nums, refs, strings, payloads, decoded, schedules, parents } = batch
+  const { ids: joined, nums, refs, strings, payloads, decoded, schedules, parents, tagged } = batch
   if (joined.length === 0) return []
   const ids = joined.split(',')
   const jobs = new Array(ids.length)
@@ -60,7 +60,9 @@ function jobsFrom (batch) {
       priority: nums[k + 4],
       workerId: strings[refs[r + 2]],
       schedule: null,
-      parent: null
+      parent: null,
+      tags: [],
+      metadata: {}
     }
   }
   if (schedules) {
@@ -68,6 +70,9 @@ function jobsFrom (batch) {
   }
   if (parents) {
     for (const { at, id } of parents) jobs[at].parent = id
+  }
+  if (tagged) {
+    for (const { at, tags, metadata } of tagged) Object.assign(jobs[at], { tags, metadata })
   }
   return jobs
 }

@@ -9,7 +9,7 @@
 
 const { typeError, invalidArgument, options, str, optStr, optNum } = require('./check.js')
 
-const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt', 'backoffBaseMs', 'uniqueForMs', 'uniqueStates', 'debounceMs', 'debounceMaxMs'])
+const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt', 'backoffBaseMs', 'uniqueForMs', 'uniqueStates', 'tags', 'metadata', 'debounceMs', 'debounceMaxMs'])
 const ITEM_KEYS = new Set(['kind', 'payload', ...ENQUEUE_KEYS])
 const COMPLETE_KEYS = new Set(['then'])
 const LIMIT_KEYS = new Set(['concurrency', 'rate', 'burst', 'weight'])
@@ -33,9 +33,27 @@ function enqueueOptions (o, name) {
     backoffBaseMs: optNum(o.backoffBaseMs, `${name}.backoffBaseMs`),
     uniqueForMs: optNum(o.uniqueForMs, `${name}.uniqueForMs`),
     uniqueStates: optStr(o.uniqueStates, `${name}.uniqueStates`),
+    tags: optStrings(o.tags, `${name}.tags`),
+    metadata: optTextMap(o.metadata, `${name}.metadata`),
     debounceMs: optNum(o.debounceMs, `${name}.debounceMs`),
     debounceMaxMs: optNum(o.debounceMaxMs, `${name}.debounceMaxMs`)
   }
+}
+
+/** An array of strings, or undefined. */
+function optStrings (v, name) {
+  if (v === undefined || v === null) return undefined
+  if (!Array.isArray(v)) throw typeError(`${name} must be an array of strings, got ${typeof v}`)
+  return v.map((t, i) => str(t, `${name}[${i}]`))
+}
+
+/** A plain object of string values, or undefined. */
+function optTextMap (v, name) {
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'object' || Array.isArray(v)) throw typeError(`${name} must be an object of strings, got ${Array.isArray(v) ? 'an array' : typeof v}`)
+  const out = {}
+  for (const [k, x] of Object.entries(v)) out[k] = str(x, `${name}.${k}`)
+  return out
 }
 
 /**

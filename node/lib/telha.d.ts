@@ -148,6 +148,10 @@ export interface EnqueueOptions {
    * pending, leased or waiting for a retry).
    */
   uniqueStates?: 'any' | 'active'
+  /** Tags to find the job by (`list({ tag })`, `countTag`): at most 16, each 1 to 64 bytes without control characters; duplicates are removed. */
+  tags?: string[]
+  /** Metadata kept and returned with the job, never indexed: at most 4096 bytes (keys and values plus 2 per entry). */
+  metadata?: Record<string, string>
   /**
    * Debounce on `idempotencyKey` (which it needs), ms (≥ 1): the job runs
    * this long after the latest enqueue of the key. While the key's job is
@@ -215,6 +219,8 @@ export interface ListOptions {
   schedule?: string
   /** Only the follow-up jobs of this job (its id; `JobInfo.parent`), enqueued by `complete(job, result, { then })`. */
   parent?: string
+  /** Only the jobs carrying this tag, read from the tag index (by scope, state and enqueue order; O(page)). */
+  tag?: string
 }
 
 export type { ConnectOptions, ServeOptions } from './serve'
@@ -521,6 +527,8 @@ export declare class Queue {
   scheduleResume(name: string): Promise<ScheduleInfo>
   /** One scheduler pass now: enqueue every due slot (what the background scheduler does). */
   runSchedules(): Promise<RunReport>
+  /** How many jobs carry `tag`, per state (read from the tag index: O(jobs carrying it)). */
+  countTag(tag: string, options?: { scope?: string }): Promise<StateCounts>
   /** Run one reaper pass now: expire leases, prune completed jobs past their retention. */
   reap(): Promise<ReapReport>
   /**

@@ -20,7 +20,7 @@ const { ENQUEUE_KEYS, enqueueOptions, enqueueItems, completeArgs, completeManyAr
 const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c, c])))
 
 const LEASE_KEYS = new Set(['kinds', 'scope', 'waitMs', 'signal'])
-const LIST_KEYS = new Set(['state', 'scope', 'kind', 'limit', 'after', 'schedule', 'parent'])
+const LIST_KEYS = new Set(['state', 'scope', 'kind', 'limit', 'after', 'schedule', 'parent', 'tag'])
 const STATS_KEYS = new Set(['scopeOrder', 'scopeLimit', 'scopesAfter', 'scopePrefix', 'oldestReady'])
 const FAIL_KEYS = new Set(['retryable', 'retryInMs'])
 const CANCEL_KEYS = new Set(['reason'])
@@ -528,7 +528,8 @@ class Queue {
       limit: optNum(o.limit, 'limit'),
       after: optStr(o.after, 'after'),
       schedule: optStr(o.schedule, 'schedule'),
-      parent: optStr(o.parent, 'parent')
+      parent: optStr(o.parent, 'parent'),
+      tag: optStr(o.tag, 'tag')
     })
     // `next` is null at the end, as documented (napi leaves a None out).
     page.next ??= null
@@ -549,6 +550,7 @@ class Queue {
   async removeLimit (target) { return this.#native.removeLimit(str(target, 'target')) }
   async limits () { return this.#native.limits() }
 
+  async countTag (tag, opts) { return this.#native.countTag(str(tag, 'tag'), optStr(options(opts, 'countTag options', new Set(['scope'])).scope, 'scope')) }
   async reap () { return this.#native.reap() }
   async purge (state, before) {
     const ms = optNum(before instanceof Date ? before.getTime() : before, 'before')

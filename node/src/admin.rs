@@ -25,6 +25,7 @@ pub struct NativeListOptions {
     pub after: Option<String>,
     pub schedule: Option<String>,
     pub parent: Option<String>,
+    pub tag: Option<String>,
 }
 
 fn list_query(o: Option<NativeListOptions>) -> Result<ListQuery, Failure> {
@@ -39,6 +40,7 @@ fn list_query(o: Option<NativeListOptions>) -> Result<ListQuery, Failure> {
         q.after = o.after;
         q.schedule = o.schedule;
         q.parent = o.parent.map(|p| p.parse::<JobId>()).transpose()?;
+        q.tag = o.tag;
     }
     Ok(q)
 }
@@ -127,6 +129,25 @@ impl NativeQueue {
                     })
                 },
                 |v| v,
+            ))
+        })
+    }
+
+    /// How many jobs carry `tag`, per state (the tag index).
+    #[napi(ts_return_type = "Promise<StateCounts>")]
+    pub fn count_tag(
+        &self,
+        env: Env,
+        tag: String,
+        scope: Option<String>,
+    ) -> napi::Result<AsyncTask<Op<telha_jobs::StateCounts, crate::job::StateCounts>>> {
+        guard(&env, "countTag", || {
+            let scope = scope.map(|s| s.parse::<Scope>()).transpose()?;
+            let q = self.store().clone();
+            Ok(Op::task(
+                "countTag",
+                move || Ok(q.count_tag(&tag, scope)?),
+                crate::job::StateCounts::from,
             ))
         })
     }

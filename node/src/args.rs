@@ -304,6 +304,8 @@ pub struct NativeEnqueueOptions {
     pub backoff_base_ms: Option<f64>,
     pub unique_for_ms: Option<f64>,
     pub unique_states: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub metadata: Option<std::collections::HashMap<String, String>>,
     pub debounce_ms: Option<f64>,
     pub debounce_max_ms: Option<f64>,
 }
@@ -350,6 +352,8 @@ pub fn enqueue_options(
     if let Some(s) = o.unique_states {
         e.unique_states = Some(s.parse()?);
     }
+    e.tags = o.tags.unwrap_or_default();
+    e.metadata = o.metadata.unwrap_or_default().into_iter().collect();
     if let Some(d) = o.debounce_ms {
         e.debounce = Some(delay_ms(d, &format!("{at}.debounceMs"))?);
     }

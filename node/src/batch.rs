@@ -68,6 +68,18 @@ pub struct LeasedBatch {
     pub schedules: Option<Vec<LeasedSchedule>>,
     /// The parents of the follow-up jobs in the batch (absent when none is).
     pub parents: Option<Vec<LeasedParent>>,
+    /// The tags and metadata of the jobs that have any (absent when none has).
+    pub tagged: Option<Vec<LeasedTags>>,
+}
+
+/// The tags and metadata of job `at` of a [`LeasedBatch`].
+#[napi(object, object_from_js = false)]
+pub struct LeasedTags {
+    /// The job's index in the batch.
+    pub at: u32,
+    pub tags: Vec<String>,
+    #[napi(ts_type = "Record<string, string>")]
+    pub metadata: std::collections::HashMap<String, String>,
 }
 
 /// The parent of job `at` of a [`LeasedBatch`] (its `Job.parent`).
@@ -106,6 +118,7 @@ impl LeasedBatch {
         let mut decoded = Vec::with_capacity(jobs.len());
         let mut schedules: Option<Vec<LeasedSchedule>> = None;
         let mut parents: Option<Vec<LeasedParent>> = None;
+        let mut tagged: Option<Vec<LeasedTags>> = None;
         let mut scope = String::new();
         for (i, j) in jobs.into_iter().enumerate() {
             if i > 0 {
@@ -155,6 +168,13 @@ impl LeasedBatch {
                     id: p.to_string(),
                 });
             }
+            if !j.tags.is_empty() || !j.metadata.is_empty() {
+                tagged.get_or_insert_with(Vec::new).push(LeasedTags {
+                    at: i as u32,
+                    tags: j.tags,
+                    metadata: j.metadata.into_iter().collect(),
+                });
+            }
             decoded.push(telha_jobs::payload::read(&j.payload, j.payload_encoding));
             payloads.extend_from_slice(&j.payload);
         }
@@ -167,6 +187,7 @@ impl LeasedBatch {
             decoded: Decoded(decoded),
             schedules,
             parents,
+            tagged,
         }
     }
 }

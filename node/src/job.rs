@@ -90,6 +90,12 @@ pub struct Job {
     /// result, { then })`), or null.
     #[napi(ts_type = "string | null")]
     pub parent: OrNull<String>,
+    /// Its tags, as enqueued (duplicates removed; `list({ tag })` and
+    /// `countTag(tag)` find it by them).
+    pub tags: Vec<String>,
+    /// Its metadata (string to string), as enqueued; never indexed.
+    #[napi(ts_type = "Record<string, string>")]
+    pub metadata: std::collections::HashMap<String, String>,
 }
 
 /// One entry of a job's event log.
@@ -198,6 +204,12 @@ pub struct JobInfo {
     /// lists a job's follow-ups), or null.
     #[napi(ts_type = "string | null")]
     pub parent: OrNull<String>,
+    /// Its tags, as enqueued (duplicates removed; `list({ tag })` and
+    /// `countTag(tag)` find it by them).
+    pub tags: Vec<String>,
+    /// Its metadata (string to string), as enqueued; never indexed.
+    #[napi(ts_type = "Record<string, string>")]
+    pub metadata: std::collections::HashMap<String, String>,
 }
 
 impl JobInfo {
@@ -243,6 +255,8 @@ impl JobInfo {
             progress: OrNull(j.progress.map(|p| Payload::new(p, Encoding::Unknown))),
             schedule: OrNull(j.schedule.map(ScheduleRef::from_core)),
             parent: OrNull(j.parent.map(|p| p.to_string())),
+            tags: j.tags,
+            metadata: j.metadata.into_iter().collect(),
         }
     }
 }

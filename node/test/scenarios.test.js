@@ -192,7 +192,8 @@ class Run {
     const o = {
       job: this.nameOf(j.id), kind: j.kind, scope: j.scope, attempts: j.attempts,
       max_attempts: j.maxAttempts, generation: j.generation, priority: j.priority,
-      worker_id: j.workerId, timeout_ms: j.timeoutMs, ...scheduleJson(j.schedule), parent: this.parentName(j.parent)
+      worker_id: j.workerId, timeout_ms: j.timeoutMs, ...scheduleJson(j.schedule), parent: this.parentName(j.parent),
+      tags: j.tags, metadata: j.metadata
     }
     putBytes(o, 'payload', j.payloadBytes)
     return o
@@ -206,7 +207,7 @@ class Run {
       idempotency_key: i.idempotencyKey ?? null, events: i.events.map((e) => e.transition),
       cancel_requested: i.cancelRequested ?? null, snoozes: i.snoozes, paused: i.paused,
       expires: i.expiresAt !== undefined && i.expiresAt !== null, ...scheduleJson(i.schedule),
-      parent: this.parentName(i.parent)
+      parent: this.parentName(i.parent), tags: i.tags, metadata: i.metadata
     }
     putBytes(o, 'payload', i.payloadBytes)
     putBytes(o, 'result', i.resultBytes)
@@ -263,6 +264,9 @@ class Run {
     if ('backoff_base_ms' in s) o.backoffBaseMs = s.backoff_base_ms
     if ('unique_for_ms' in s) o.uniqueForMs = s.unique_for_ms
     if ('unique_states' in s) o.uniqueStates = s.unique_states
+    if ('tags' in s) o.tags = s.tags
+    if ('metadata' in s) o.metadata = s.metadata
+    if ('metadata_size' in s) o.metadata = { big: 'x'.repeat(s.metadata_size) }
     if ('debounce_ms' in s) o.debounceMs = s.debounce_ms
     if ('debounce_max_ms' in s) o.debounceMaxMs = s.debounce_max_ms
     return o
@@ -375,10 +379,14 @@ class Run {
         return await this.events(s)
       case 'list': {
         const o = {}
-        for (const k of ['state', 'scope', 'kind', 'schedule']) if (k in s) o[k] = s[k]
+        for (const k of ['state', 'scope', 'kind', 'schedule', 'tag']) if (k in s) o[k] = s[k]
         if ('parent' in s) o.parent = this.jobId({ job: s.parent })
         const page = await this.queue().list(o)
         return { jobs: page.jobs.map((i) => this.nameOf(i.id)), count: page.jobs.length }
+      }
+      case 'count_tag': {
+        const c = await this.queue().countTag(s.tag ?? '', 'scope' in s ? { scope: s.scope } : undefined)
+        return { ...c, total: c.pending + c.leased + c.failed + c.completed + c.dead + c.cancelled }
       }
       case 'schedule_put':
         return scheduleInfoJson(await this.queue().schedulePut(scheduleOptions(s)))

@@ -14,7 +14,8 @@ use crate::convert::{
 };
 use crate::v1 as pb;
 
-fn counts_to_pb(c: &StateCounts) -> pb::StateCounts {
+/// The wire form of counts per state.
+pub fn counts_to_pb(c: &StateCounts) -> pb::StateCounts {
     pb::StateCounts {
         pending: c.pending,
         leased: c.leased,
@@ -25,7 +26,8 @@ fn counts_to_pb(c: &StateCounts) -> pb::StateCounts {
     }
 }
 
-fn counts_from_pb(c: &pb::StateCounts) -> StateCounts {
+/// Counts per state from the wire.
+pub fn counts_from_pb(c: &pb::StateCounts) -> StateCounts {
     let mut a = PerState::<i64>::default();
     let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     a[State::Pending] = n(c.pending);
@@ -35,6 +37,19 @@ fn counts_from_pb(c: &pb::StateCounts) -> StateCounts {
     a[State::Dead] = n(c.dead);
     a[State::Cancelled] = n(c.cancelled);
     StateCounts::from_per_state(&a)
+}
+
+/// The wire form of a `count_tag` call.
+pub fn count_tag_to_pb(tag: &str, scope: Option<telha_jobs::Scope>) -> pb::CountTagRequest {
+    pb::CountTagRequest {
+        tag: tag.to_string(),
+        scope: scope.map(|s| s.as_bytes().to_vec()),
+    }
+}
+
+/// A `count_tag` call from the wire (the core checks the tag).
+pub fn count_tag_from_pb(r: pb::CountTagRequest) -> Result<(String, Option<telha_jobs::Scope>)> {
+    Ok((r.tag, r.scope.as_deref().map(scope_from_pb).transpose()?))
 }
 
 /// The wire form of a scope order.

@@ -95,6 +95,8 @@ pub fn new_job_to_pb(j: NewJob) -> pb::NewJob {
             Some(UniqueStates::Active) => pb::UniqueStates::Active,
             Some(_) => pb::UniqueStates::Any,
         } as i32,
+        tags: o.tags,
+        metadata: o.metadata.into_iter().collect(),
     }
 }
 
@@ -140,6 +142,8 @@ pub fn new_job_from_pb(j: pb::NewJob) -> Result<NewJob> {
                     )))
                 }
             },
+            tags: j.tags,
+            metadata: j.metadata.into_iter().collect(),
         },
     })
 }
@@ -180,6 +184,8 @@ pub fn job_to_pb(j: Job) -> pb::Job {
         timeout_ms: j.timeout_ms,
         schedule: j.schedule.map(crate::schedules::schedule_ref_to_pb),
         parent: j.parent.map(|p| p.as_bytes().to_vec()),
+        tags: j.tags,
+        metadata: j.metadata.into_iter().collect(),
     }
 }
 
@@ -201,6 +207,8 @@ pub fn job_from_pb(j: pb::Job) -> Result<Job> {
         timeout_ms: j.timeout_ms,
         schedule: j.schedule.map(crate::schedules::schedule_ref_from_pb),
         parent: j.parent.as_deref().map(id_from_pb).transpose()?,
+        tags: j.tags,
+        metadata: j.metadata.into_iter().collect(),
     })
 }
 
@@ -303,6 +311,8 @@ pub fn job_info_to_pb(j: JobInfo) -> pb::JobInfo {
         progress: j.progress,
         schedule: j.schedule.map(crate::schedules::schedule_ref_to_pb),
         parent: j.parent.map(|p| p.as_bytes().to_vec()),
+        tags: j.tags,
+        metadata: j.metadata.into_iter().collect(),
     }
 }
 
@@ -345,6 +355,8 @@ pub fn job_info_from_pb(j: pb::JobInfo) -> Result<JobInfo> {
         progress: j.progress,
         schedule: j.schedule.map(crate::schedules::schedule_ref_from_pb),
         parent: j.parent.as_deref().map(id_from_pb).transpose()?,
+        tags: j.tags,
+        metadata: j.metadata.into_iter().collect(),
     })
 }
 
@@ -358,6 +370,7 @@ pub fn list_query_to_pb(q: &ListQuery) -> pb::ListRequest {
         after: q.after.clone(),
         schedule: q.schedule.clone(),
         parent: q.parent.map(|p| p.as_bytes().to_vec()),
+        tag: q.tag.clone(),
     }
 }
 
@@ -369,6 +382,7 @@ pub fn list_query_from_pb(q: pb::ListRequest) -> Result<ListQuery> {
         kind: q.kind.as_deref().map(str::parse).transpose()?,
         schedule: q.schedule,
         parent: q.parent.as_deref().map(id_from_pb).transpose()?,
+        tag: q.tag,
         limit: q.limit as usize,
         after: q.after,
     })

@@ -50,6 +50,7 @@ pub fn list_query(
         kind,
         schedule: None,
         parent: None,
+        tag: None,
         limit,
         after: after.map(|a| cursor(py, store, a)).transpose()?,
     })
@@ -102,7 +103,7 @@ pub fn list_answer(py: Python<'_>, page: ListPage) -> PyResult<Py<PyAny>> {
     Ok(out.unbind())
 }
 
-fn counts_dict<'py>(py: Python<'py>, c: &StateCounts) -> PyResult<Bound<'py, PyDict>> {
+pub fn counts_dict<'py>(py: Python<'py>, c: &StateCounts) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for s in State::ALL {
         d.set_item(s.as_str(), c.get(s))?;

@@ -336,7 +336,7 @@ pub fn tokens(jobs: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<LeaseToken>> 
 }
 
 /// The keywords of `enqueue` (and keys of an `enqueue_many` dict item).
-pub const ENQUEUE_OPTIONS: [&str; 13] = [
+pub const ENQUEUE_OPTIONS: [&str; 15] = [
     "scope",
     "priority",
     "delay",
@@ -348,6 +348,8 @@ pub const ENQUEUE_OPTIONS: [&str; 13] = [
     "backoff_base",
     "unique_for",
     "unique_states",
+    "tags",
+    "metadata",
     "debounce",
     "debounce_max",
 ];
@@ -399,6 +401,8 @@ pub fn enqueue_options(
                 );
             }
             "expires_at" => o.expires_at = Some(instant_ms(v, "expires_at")?),
+            "tags" => o.tags = tags(v)?,
+            "metadata" => o.metadata = metadata(v)?,
             "run_at" => o.run_at = Some(instant_ms(v, "run_at")?),
             "idempotency_key" => {
                 let k = v.cast::<PyString>().map_err(|_| {
@@ -510,4 +514,49 @@ pub fn completion(
         c.encoding = encoding;
     }
     Ok(c)
+}
+
+/// `tags=`: a list (or tuple) of str. A lone str is refused: it would be
+/// read as one tag per character.
+fn tags(v: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    let bad = || type_error(format!("tags must be a list of str, got {}", type_name(v)));
+    if v.is_instance_of::<PyString>() {
+        return Err(bad());
+    }
+    v.try_iter()
+        .map_err(|_| bad())?
+        .map(|t| {
+            let t = t?;
+            let s = t.cast::<PyString>().map_err(|_| {
+                type_error(format!("every tag must be a str, got {}", type_name(&t)))
+            })?;
+            Ok(s.to_cow()?.into_owned())
+        })
+        .collect()
+}
+
+/// `metadata=`: a dict of str to str.
+fn metadata(v: &Bound<'_, PyAny>) -> PyResult<std::collections::BTreeMap<String, String>> {
+    let d = v.cast::<PyDict>().map_err(|_| {
+        type_error(format!(
+            "metadata must be a dict of str to str, got {}",
+            type_name(v)
+        ))
+    })?;
+    let mut m = std::collections::BTreeMap::new();
+    for (k, x) in d.iter() {
+        let text = |o: &Bound<'_, PyAny>| -> PyResult<String> {
+            Ok(o.cast::<PyString>()
+                .map_err(|_| {
+                    type_error(format!(
+                        "metadata keys and values must be str, got {}",
+                        type_name(o)
+                    ))
+                })?
+                .to_cow()?
+                .into_owned())
+        };
+        m.insert(text(&k)?, text(&x)?);
+    }
+    Ok(m)
 }

@@ -128,6 +128,16 @@ impl Job {
     fn parent(&self) -> Option<String> {
         self.inner.parent.map(|p| p.to_string())
     }
+    /// Its tags (a list of str, duplicates removed), as enqueued.
+    #[getter]
+    fn tags(&self) -> Vec<String> {
+        self.inner.tags.clone()
+    }
+    /// Its metadata (a dict of str to str), as enqueued.
+    #[getter]
+    fn metadata(&self) -> std::collections::BTreeMap<String, String> {
+        self.inner.metadata.clone()
+    }
     /// The lease token as text, `"<id>:<generation>"`.
     #[getter]
     fn token(&self) -> String {
@@ -347,6 +357,16 @@ impl JobInfo {
     #[getter]
     fn parent(&self) -> Option<String> {
         self.inner.parent.map(|p| p.to_string())
+    }
+    /// Its tags (a list of str, duplicates removed), as enqueued.
+    #[getter]
+    fn tags(&self) -> Vec<String> {
+        self.inner.tags.clone()
+    }
+    /// Its metadata (a dict of str to str), as enqueued.
+    #[getter]
+    fn metadata(&self) -> std::collections::BTreeMap<String, String> {
+        self.inner.metadata.clone()
     }
     /// How many older events were dropped to keep the log bounded.
     #[getter]

@@ -40,11 +40,13 @@ impl Queue {
     /// A page shorter than `limit` has no `next`, except when one call read
     /// its bound of rows first. `after`: a JobInfo, a cursor, or a job id.
     /// `schedule`: only the jobs that schedule enqueued; `parent` (a job
-    /// or id): only the follow-ups its completion enqueued.
+    /// or id): only the follow-ups its completion enqueued; `tag`: only the
+    /// jobs carrying it, read from the tag index (by scope, state and
+    /// enqueue order, O(page)).
     #[pyo3(signature = (*, state=None, scope=None, kind=None, limit=None, after=None, schedule=None,
-        parent=None),
+        parent=None, tag=None),
         text_signature = "($self, *, state=None, scope=None, kind=None, limit=100, after=None, \
-        schedule=None, parent=None)")]
+        schedule=None, parent=None, tag=None)")]
     #[allow(clippy::too_many_arguments)]
     fn list(
         &self,
@@ -56,14 +58,35 @@ impl Queue {
         after: Option<&Bound<'_, PyAny>>,
         schedule: Option<&Bound<'_, PyAny>>,
         parent: Option<&Bound<'_, PyAny>>,
+        tag: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         task::guard(py, "list", || {
             let q = &*self.store;
             let mut query = admin::list_query(py, q, state, scope, kind, limit, after)?;
             query.schedule = schedule.map(|s| args::text(s, "schedule")).transpose()?;
             query.parent = parent.map(args::job_ref).transpose()?;
+            query.tag = tag.map(|t| args::text(t, "tag")).transpose()?;
             let page = task::run(py, || q.list_full(&query))?;
             admin::list_answer(py, page)
+        })
+    }
+
+    /// How many jobs carry `tag`, per state (`scope`: only that scope):
+    /// a dict of the six states' counts, read from the tag
+    /// index (O(jobs carrying the tag)).
+    #[pyo3(signature = (tag, *, scope=None))]
+    fn count_tag<'py>(
+        &self,
+        py: Python<'py>,
+        tag: &Bound<'py, PyAny>,
+        scope: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        task::guard(py, "count_tag", || {
+            let tag = args::text(tag, "tag")?;
+            let scope = scope.map(args::scope).transpose()?;
+            let q = &*self.store;
+            let c = task::run(py, || q.count_tag(&tag, scope))?;
+            admin::counts_dict(py, &c)
         })
     }
 

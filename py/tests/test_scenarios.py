@@ -182,6 +182,7 @@ class Run:
             "schedule": None if j.schedule is None else j.schedule.name,
             "schedule_missed": None if j.schedule is None else j.schedule.missed,
             "parent": None if j.parent is None else self.name_of(j.parent),
+            "tags": j.tags, "metadata": j.metadata,
         }
         put_bytes(o, "payload", j.raw_payload)
         return o
@@ -197,6 +198,7 @@ class Run:
             "schedule": None if i.schedule is None else i.schedule.name,
             "schedule_missed": None if i.schedule is None else i.schedule.missed,
             "parent": None if i.parent is None else self.name_of(i.parent),
+            "tags": i.tags, "metadata": i.metadata,
         }
         put_bytes(o, "payload", i.raw_payload)
         put_bytes(o, "result", i.raw_result)
@@ -258,6 +260,12 @@ class Run:
             kw["unique_for"] = s["unique_for_ms"] / 1000
         if "unique_states" in s:
             kw["unique_states"] = s["unique_states"]
+        if "tags" in s:
+            kw["tags"] = s["tags"]
+        if "metadata" in s:
+            kw["metadata"] = s["metadata"]
+        if "metadata_size" in s:
+            kw["metadata"] = {"big": "x" * s["metadata_size"]}
         if "debounce_ms" in s:
             kw["debounce"] = s["debounce_ms"] / 1000
         if "debounce_max_ms" in s:
@@ -390,11 +398,14 @@ class Run:
         if op == "events":
             return self.events(s)
         if op == "list":
-            kw = {k: s[k] for k in ("state", "scope", "kind", "schedule") if k in s}
+            kw = {k: s[k] for k in ("state", "scope", "kind", "schedule", "tag") if k in s}
             if "parent" in s:
                 kw["parent"] = self.ids[s["parent"]]
             page = self.queue().list(**kw)
             return {"jobs": [self.name_of(i.id) for i in page], "count": len(page)}
+        if op == "count_tag":
+            c = self.queue().count_tag(s.get("tag", ""), scope=s.get("scope"))
+            return {**c, "total": sum(c.values())}
         if op.startswith("schedule_") or op == "run_schedules":
             return self.schedule_step(op, s)
         if op == "reap":

@@ -149,6 +149,8 @@ pub fn job_json(j: &JobInfo, full: bool) -> Json {
             "name": r.name, "slot_ms": r.slot, "slot": time(r.slot), "missed": r.missed,
         })),
         "parent": j.parent.map(|p| p.to_string()),
+        "tags": j.tags,
+        "metadata": j.metadata,
     });
     if full {
         o["payload"] = bytes_json(&j.payload, j.payload_encoding);

@@ -210,6 +210,21 @@ impl Jobs for JobsService {
         self.done("List", r)
     }
 
+    async fn count_tag(
+        &self,
+        req: Request<pb::CountTagRequest>,
+    ) -> Result<Response<pb::CountTagResponse>, Status> {
+        let r = async {
+            let (tag, scope) = cv::count_tag_from_pb(req.into_inner()).map_err(bad)?;
+            let c = self.shared.run(move |s| s.count_tag(&tag, scope)).await?;
+            Ok(pb::CountTagResponse {
+                counts: Some(cv::counts_to_pb(&c)),
+            })
+        }
+        .await;
+        self.done("CountTag", r)
+    }
+
     async fn stats(
         &self,
         req: Request<pb::StatsRequest>,

@@ -177,6 +177,13 @@ impl JobStore for Served {
     fn list(&self, query: &ListQuery) -> Result<ListPage> {
         self.remote.list(query)
     }
+    fn count_tag(
+        &self,
+        tag: &str,
+        scope: Option<telha_jobs::Scope>,
+    ) -> Result<telha_jobs::StateCounts> {
+        self.remote.count_tag(tag, scope)
+    }
     fn reap(&self) -> Result<ReapReport> {
         self.remote.reap()
     }

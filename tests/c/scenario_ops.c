@@ -92,6 +92,7 @@ static jval *job_json(const struct run *r, const tj_job *j) {
     jobj_put(o, "schedule_missed", sched ? jnew_num((double)tj_job_schedule_missed(j)) : jnew_null());
     tj_id parent;
     jobj_put(o, "parent", tj_job_parent(j, &parent) ? name_of(r, parent) : jnew_null());
+    put_job_tags(o, j);
     size_t len = 0;
     const uint8_t *p = tj_job_payload(j, &len);
     put_bytes(o, "payload", p, len, true);
@@ -126,6 +127,7 @@ jval *info_json(const struct run *r, const tj_job_info *i) {
     jobj_put(o, "schedule_missed", sched ? jnew_num((double)tj_job_info_schedule_missed(i)) : jnew_null());
     tj_id parent;
     jobj_put(o, "parent", tj_job_info_parent(i, &parent) ? name_of(r, parent) : jnew_null());
+    put_info_tags(o, i);
     size_t len = 0;
     const uint8_t *p = tj_job_info_payload(i, &len);
     put_bytes(o, "payload", p, len, true);
@@ -199,6 +201,7 @@ static tj_status enqueue_options(const jval *s, tj_enqueue_options **out, tj_err
     if (st == TJ_STATUS_OK && states)
         st = tj_enqueue_options_set_unique_states(
             o, strcmp(states, "active") == 0 ? TJ_UNIQUE_STATES_ACTIVE : strcmp(states, "any") == 0 ? TJ_UNIQUE_STATES_ANY : 99, err);
+    if (st == TJ_STATUS_OK) st = tag_options(s, o, err);
     if (st != TJ_STATUS_OK) { tj_enqueue_options_free(o); return st; }
     *out = o;
     return st;
@@ -439,6 +442,7 @@ tj_status op_list(struct run *r, const jval *s, jval **obs, tj_error **err) {
     if (st == TJ_STATUS_OK && scope) st = tj_list_options_set_scope(o, scope, err);
     if (st == TJ_STATUS_OK && kind) st = tj_list_options_set_kind(o, kind, err);
     if (st == TJ_STATUS_OK && schedule) st = tj_list_options_set_schedule(o, schedule, err);
+    if (st == TJ_STATUS_OK && jget(s, "tag")) st = tj_list_options_set_tag(o, jget_str(s, "tag", ""), err);
     if (st == TJ_STATUS_OK && jget(s, "parent")) {
         /* `parent` is a case name, looked up as a step's `job`. */
         jval *ref = jnew_obj();

@@ -15,3 +15,4 @@ mod poison_log;
 mod schedules;
 mod steer;
 mod support;
+mod tags;

@@ -75,6 +75,8 @@ impl Engine {
             progress: rec.ext.progress,
             schedule: rec.ext.schedule,
             parent: rec.ext.parent,
+            tags: rec.ext.tags,
+            metadata: rec.ext.metadata,
         })
     }
 
@@ -109,6 +111,9 @@ impl Engine {
         }
         if let Some(name) = &q.schedule {
             crate::schedule::validate_name(name)?;
+        }
+        if let Some(tag) = &q.tag {
+            return self.list_tagged(q, tag);
         }
         let prefix: Vec<u8> = match (q.scope, q.state) {
             (Some(s), Some(st)) => keys::job_state_prefix(&s, st).to_vec(),
@@ -171,18 +176,10 @@ impl Engine {
                 }
             }
             match it.value().map(codec::decode) {
-                Some(Ok(rec))
-                    if q.kind.as_ref().is_none_or(|p| p.matches(&rec.kind))
-                        && q.schedule.as_ref().is_none_or(|n| {
-                            rec.ext.schedule.as_ref().is_some_and(|s| s.name == *n)
-                        })
-                        && q.parent.is_none_or(|p| rec.ext.parent == Some(p)) =>
-                {
-                    match self.info(&key, rec) {
-                        Ok(info) => page.jobs.push(info),
-                        Err(e) => page.corrupt.push(self.report_corrupt(k, Some(key.id), &e)),
-                    }
-                }
+                Some(Ok(rec)) if wanted(q, &rec) => match self.info(&key, rec) {
+                    Ok(info) => page.jobs.push(info),
+                    Err(e) => page.corrupt.push(self.report_corrupt(k, Some(key.id), &e)),
+                },
                 Some(Ok(_)) => {}
                 Some(Err(e)) => page.corrupt.push(self.report_corrupt(k, Some(key.id), &e)),
                 None => {}
@@ -263,6 +260,15 @@ impl Engine {
         tx.stage(Event::Retried, Some(&key), Some(&new), &rec)?;
         tx.commit()
     }
+}
+
+/// Whether `rec` passes the filters `list` applies to the rows it reads.
+pub(super) fn wanted(q: &ListQuery, rec: &JobRecord) -> bool {
+    q.kind.as_ref().is_none_or(|p| p.matches(&rec.kind))
+        && q.schedule
+            .as_ref()
+            .is_none_or(|n| rec.ext.schedule.as_ref().is_some_and(|s| s.name == *n))
+        && q.parent.is_none_or(|p| rec.ext.parent == Some(p))
 }
 
 fn not_retryable(id: &JobId, state: State) -> Error {

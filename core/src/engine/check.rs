@@ -15,8 +15,8 @@ use super::admin::CheckReport;
 use super::Engine;
 
 impl Engine {
-    /// A full scan that cross-checks rows, the id, kind, idempotency and
-    /// expiry indexes, the payloads, the counters (disk and memory) and the in-memory leases.
+    /// A full scan that cross-checks rows, the id, kind, idempotency,
+    /// expiry and tag indexes, the payloads, the counters (disk and memory) and the in-memory leases.
     /// O(store size): for tests, the crash harness and operators. The disk
     /// checks read one snapshot and are exact on a live store; the
     /// comparisons with memory (leases, counts) are exact on a quiet one.
@@ -33,6 +33,7 @@ impl Engine {
         let mut records: HashMap<JobId, (String, Option<String>)> = HashMap::new();
         let mut external: HashSet<JobId> = HashSet::new();
         let mut expiring: HashSet<[u8; 24]> = HashSet::new();
+        let mut tagged: HashSet<Vec<u8>> = HashSet::new();
         let leased_mem: HashMap<JobId, (JobKey, u64)> = self
             .leases
             .snapshot()
@@ -120,10 +121,12 @@ impl Engine {
                     expiring.insert(keys::expiry_key(at, &key.id));
                 }
             }
+            Self::expected_tag_rows(&key, &rec, &mut tagged);
             records.insert(key.id, (rec.kind, rec.idempotency_key));
             it.next();
         }
         it.status()?;
+        self.check_tags(&snap, tagged, &mut r)?;
 
         // A format-1 store opened read-only has no expiry family.
         if let Ok(cf) = self.cf(st::CF_EXPIRY) {

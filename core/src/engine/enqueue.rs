@@ -88,6 +88,10 @@ impl Engine {
         if let Some(t) = j.options.run_at {
             limits::check_instant("run_at", t)?;
         }
+        if !j.options.tags.is_empty() {
+            crate::tags::normalize_tags(&j.options.tags)?;
+        }
+        crate::tags::validate_metadata(&j.options.metadata)?;
         Ok(())
     }
 
@@ -256,6 +260,12 @@ impl Engine {
                 schedule,
                 parent,
                 backoff_base: j.options.backoff_base,
+                tags: if j.options.tags.is_empty() {
+                    Vec::new()
+                } else {
+                    crate::tags::normalize_tags(&j.options.tags)?
+                },
+                metadata: j.options.metadata,
                 debounce_until,
                 ..Ext::default()
             },

@@ -504,6 +504,8 @@ impl Engine {
                 timeout_ms: self.cfg.timeout_for(&rec.kind).map(limits::ms),
                 schedule: rec.ext.schedule.clone(),
                 parent: rec.ext.parent,
+                tags: rec.ext.tags.clone(),
+                metadata: rec.ext.metadata.clone(),
             });
             self.leases.insert(key, rec);
         }

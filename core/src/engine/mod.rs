@@ -30,6 +30,7 @@ mod scopes;
 mod settle;
 mod settle_many;
 mod steer;
+mod tags;
 mod transition;
 mod unique;
 

@@ -82,6 +82,12 @@ mod tag {
     /// The job's own backoff base (enqueue's `backoff_base`), in ms. Safe
     /// to ignore: an older build retries on the kind's schedule.
     pub const BACKOFF_BASE: u64 = 12;
+    /// The job's tags (an array of strings, issue 42). Safe to ignore: an
+    /// older build keeps them as an unknown tag, and its moves leave the
+    /// tag index behind (see docs/ARCHITECTURE.md, "Tag index").
+    pub const TAGS: u64 = 13;
+    /// The job's metadata (a map of strings to strings). Safe to ignore.
+    pub const METADATA: u64 = 14;
     /// A debounced job's latest run time (its first enqueue +
     /// `debounce_max`), ms since the epoch. Safe to ignore: an older build
     /// only does not debounce the job.
@@ -166,6 +172,11 @@ pub struct Ext {
     pub parent: Option<crate::ids::JobId>,
     /// The job's own backoff base, over its kind's and the global one.
     pub backoff_base: Option<std::time::Duration>,
+    /// The job's tags (checked, without duplicates), indexed in `meta`
+    /// under `tag/` while the job exists.
+    pub tags: Vec<String>,
+    /// The job's metadata, never indexed.
+    pub metadata: std::collections::BTreeMap<String, String>,
     /// A debounced job's latest run time (first enqueue + `debounce_max`).
     pub debounce_until: Option<u64>,
     /// Extension tags this build does not know: tag and the exact bytes of
@@ -189,6 +200,8 @@ impl Ext {
             + usize::from(self.schedule.is_some())
             + usize::from(self.parent.is_some())
             + usize::from(self.backoff_base.is_some())
+            + usize::from(!self.tags.is_empty())
+            + usize::from(!self.metadata.is_empty())
             + usize::from(self.debounce_until.is_some())
             + self.unknown.len()
     }
@@ -296,6 +309,9 @@ pub fn encoded_len_hint(r: &JobRecord) -> usize {
         + text(&r.last_error)
         + r.ext.progress.as_ref().map_or(0, Vec::len)
         + r.ext.schedule.as_ref().map_or(0, |s| 24 + s.name.len())
+        + r.ext.tags.iter().map(|t| 2 + t.len()).sum::<usize>()
+        + crate::tags::metadata_size(&r.ext.metadata)
+        + 4 * r.ext.metadata.len()
         + events
 }
 
@@ -378,6 +394,21 @@ pub fn encode_into(r: &JobRecord, out: &mut Vec<u8>) {
         if let Some(b) = x.backoff_base {
             w.uint(tag::BACKOFF_BASE);
             w.uint(b.as_millis() as u64);
+        }
+        if !x.tags.is_empty() {
+            w.uint(tag::TAGS);
+            w.array(x.tags.len());
+            for t in &x.tags {
+                w.str(t);
+            }
+        }
+        if !x.metadata.is_empty() {
+            w.uint(tag::METADATA);
+            w.map(x.metadata.len());
+            for (k, v) in &x.metadata {
+                w.str(k);
+                w.str(v);
+            }
         }
         if let Some(t) = x.debounce_until {
             w.uint(tag::DEBOUNCE_UNTIL);
@@ -528,6 +559,19 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
             tag::BACKOFF_BASE => {
                 x.backoff_base = Some(std::time::Duration::from_millis(r.uint()?));
             }
+            tag::TAGS => {
+                let n = r.array()?;
+                x.tags = Vec::with_capacity(n.min(crate::tags::MAX_TAGS));
+                for _ in 0..n {
+                    x.tags.push(r.str()?);
+                }
+            }
+            tag::METADATA => {
+                for _ in 0..r.map()? {
+                    let k = r.str()?;
+                    x.metadata.insert(k, r.str()?);
+                }
+            }
             tag::DEBOUNCE_UNTIL => x.debounce_until = Some(r.uint()?),
             _ => {
                 let v = r.skip()?.to_vec();
@@ -538,38 +582,9 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
     Ok(x)
 }
 
-/// The named-map form: known names are read, others skipped.
-fn decode_named(r: &mut Reader<'_>) -> Result<JobRecord> {
-    let mut rec = JobRecord::default();
-    let (mut kind, mut payload) = (false, false);
-    for _ in 0..r.map()? {
-        match r.str()?.as_str() {
-            "kind" => (rec.kind, kind) = (r.str()?, true),
-            "payload" => (rec.payload, payload) = (r.bin()?, true),
-            "attempts" => rec.attempts = r.u32()?,
-            "worker_id" => rec.worker_id = r.opt_str()?,
-            "lease_deadline" => rec.lease_deadline = r.opt_uint()?,
-            "generation" => rec.generation = r.uint()?,
-            "idempotency_key" => rec.idempotency_key = r.opt_str()?,
-            "created_at" => rec.created_at = r.uint()?,
-            "ready_at" => rec.ready_at = r.uint()?,
-            "result" => rec.result = r.opt_bin()?,
-            "last_error" => rec.last_error = r.opt_str()?,
-            "events" => rec.events = events(r)?,
-            "dropped_events" => rec.dropped_events = r.u32()?,
-            "max_attempts" => rec.max_attempts = r.opt_u32()?,
-            _ => {
-                r.skip()?;
-            }
-        }
-    }
-    if !(kind && payload) {
-        return Err(Error::Corruption(
-            "job record does not decode: kind and payload are required".into(),
-        ));
-    }
-    Ok(rec)
-}
+#[path = "codec_named.rs"]
+mod named;
+use named::decode_named;
 
 #[cfg(test)]
 #[path = "codec_tests.rs"]

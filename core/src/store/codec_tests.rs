@@ -279,3 +279,62 @@ fn folded_attempts_are_bounded_too() {
     assert_eq!(r.events.len() - folded, MAX_EVENTS);
     assert!(r.dropped_events > 0);
 }
+
+fn tagged() -> JobRecord {
+    let mut r = rec();
+    r.ext.tags = vec!["order-4711".into(), "müller".into()];
+    r.ext.metadata.insert("trace".into(), "00-abc-01".into());
+    r.ext.metadata.insert("actor".into(), "ops".into());
+    r.log(5, Event::Enqueued, "");
+    r
+}
+
+#[test]
+fn tags_and_metadata_round_trip_as_tags_13_and_14() {
+    let r = tagged();
+    let row = encode(&r).unwrap();
+    assert_eq!(decode(&row).unwrap(), r);
+    assert!(encoded_len_hint(&r) >= row.len(), "the hint covers them");
+    // None of them: nothing written (a format-1 reader's record).
+    let mut plain = r.clone();
+    plain.ext.tags.clear();
+    plain.ext.metadata.clear();
+    let p = encode(&plain).unwrap();
+    assert_eq!(p[1], 0x9e, "no extension map");
+}
+
+#[test]
+fn an_older_build_keeps_tags_and_metadata_as_unknown_tags() {
+    // What a build without tags 13 and 14 reads: the same record with
+    // both held as unknown tags (their exact bytes), in the order read.
+    let r = tagged();
+    let row = encode(&r).unwrap();
+    let mut old = r.clone();
+    let (mut t, mut m) = (Vec::new(), Vec::new());
+    {
+        let mut w = Writer(&mut t);
+        w.array(r.ext.tags.len());
+        for x in &r.ext.tags {
+            w.str(x);
+        }
+        let mut w = Writer(&mut m);
+        w.map(r.ext.metadata.len());
+        for (k, v) in &r.ext.metadata {
+            w.str(k);
+            w.str(v);
+        }
+    }
+    old.ext.tags.clear();
+    old.ext.metadata.clear();
+    old.ext.unknown = vec![(13, t), (14, m)];
+    // Its rewrite of the untouched record is byte for byte this one's.
+    assert_eq!(encode(&old).unwrap(), row);
+    // After its lease, this build reads the tags and metadata back.
+    old.generation = 1;
+    old.log(6, Event::Leased, "w");
+    let back = decode(&encode(&old).unwrap()).unwrap();
+    assert_eq!(back.ext.tags, r.ext.tags);
+    assert_eq!(back.ext.metadata, r.ext.metadata);
+    assert!(back.ext.unknown.is_empty());
+    assert_eq!(back.generation, 1);
+}

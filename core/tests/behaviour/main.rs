@@ -52,6 +52,7 @@ mod settle;
 mod settle_many;
 mod steer;
 mod store;
+mod tags;
 mod timings;
 mod unique;
 mod waits;

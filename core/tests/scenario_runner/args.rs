@@ -135,6 +135,20 @@ pub(crate) fn new_job_args(s: &Json) -> Result<(String, Vec<u8>, EnqueueOptions)
     if let Some(v) = s.get("unique_states").and_then(Json::as_str) {
         o = o.unique_states(v.parse()?);
     }
+    for t in s.get("tags").and_then(Json::as_array).into_iter().flatten() {
+        o = o.tag(t.as_str().unwrap_or_default());
+    }
+    for (k, v) in s
+        .get("metadata")
+        .and_then(Json::as_object)
+        .into_iter()
+        .flatten()
+    {
+        o = o.meta(k, v.as_str().unwrap_or_default());
+    }
+    if let Some(n) = num("metadata_size") {
+        o = o.meta("big", "x".repeat(n as usize));
+    }
     if let Some(d) = num("debounce_ms") {
         o = o.debounce(Duration::from_millis(d));
     }

@@ -222,6 +222,7 @@ impl Run {
                 Err(e) => Err(e),
             },
             "list" => self.list(s),
+            "count_tag" => self.count_tag(s),
             "wait" => self.wait(s),
             "subscribe" => self.subscribe(s),
             "events" => self.events(s),
@@ -363,6 +364,7 @@ impl Run {
                 Some(_) => Some(self.job_id(&json!({ "job": s["parent"] }))?),
                 None => None,
             },
+            tag: s.get("tag").and_then(Json::as_str).map(str::to_string),
             ..ListQuery::default()
         };
         let page = self.q().map_err(Error::Storage)?.list(&q)?;
@@ -372,6 +374,21 @@ impl Run {
             .map(|j| json!(self.name_of(&j.id)))
             .collect();
         Ok(json!({ "jobs": jobs, "count": page.jobs.len() }))
+    }
+
+    fn count_tag(&self, s: &Json) -> Result<Json, Error> {
+        let tag = s.get("tag").and_then(Json::as_str).unwrap_or_default();
+        let scope = s
+            .get("scope")
+            .and_then(Json::as_str)
+            .map(str::parse)
+            .transpose()?;
+        let c = self.q().map_err(Error::Storage)?.count_tag(tag, scope)?;
+        let mut o = json!({ "total": c.total() });
+        for st in telha_jobs::State::ALL {
+            o[st.as_str()] = json!(c.get(st));
+        }
+        Ok(o)
     }
 
     fn bind(&mut self, s: &Json, id: JobId) {
@@ -430,6 +447,7 @@ impl Run {
             "schedule": j.schedule.as_ref().map(|r| r.name.clone()),
             "schedule_missed": j.schedule.as_ref().map(|r| r.missed),
             "parent": j.parent.map(|p| self.name_of(&p)),
+            "tags": j.tags, "metadata": j.metadata,
         });
         put_bytes(&mut o, "payload", Some(&j.payload));
         o
@@ -448,6 +466,7 @@ impl Run {
             "schedule": i.schedule.as_ref().map(|r| r.name.clone()),
             "schedule_missed": i.schedule.as_ref().map(|r| r.missed),
             "parent": i.parent.map(|p| self.name_of(&p)),
+            "tags": i.tags, "metadata": i.metadata,
         });
         put_bytes(&mut o, "payload", Some(&i.payload));
         put_bytes(&mut o, "result", i.result.as_deref());

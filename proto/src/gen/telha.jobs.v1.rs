@@ -14,7 +14,7 @@ pub struct LeaseToken {
     #[prost(uint64, tag = "2")]
     pub generation: u64,
 }
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct NewJob {
     #[prost(string, tag = "1")]
     pub kind: ::prost::alloc::string::String,
@@ -59,6 +59,17 @@ pub struct NewJob {
     /// this (>= debounce_ms; only with it). Not given: no bound.
     #[prost(uint64, optional, tag = "16")]
     pub debounce_max_ms: ::core::option::Option<u64>,
+    /// Tags to find the job by: at most 16, each 1 to 64 bytes without
+    /// control characters; duplicates are removed.
+    #[prost(string, repeated, tag = "17")]
+    pub tags: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Kept with the job and returned with it, never indexed: at most 4096
+    /// bytes (keys' and values' bytes plus 2 per entry).
+    #[prost(map = "string, string", tag = "18")]
+    pub metadata: ::std::collections::HashMap<
+        ::prost::alloc::string::String,
+        ::prost::alloc::string::String,
+    >,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Enqueued {
@@ -70,7 +81,7 @@ pub struct Enqueued {
     #[prost(bool, tag = "3")]
     pub debounced: bool,
 }
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct EnqueueRequest {
     #[prost(message, optional, tag = "1")]
     pub job: ::core::option::Option<NewJob>,
@@ -90,7 +101,7 @@ pub struct EnqueueManyResponse {
     #[prost(message, repeated, tag = "1")]
     pub enqueued: ::prost::alloc::vec::Vec<Enqueued>,
 }
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct Job {
     #[prost(bytes = "vec", tag = "1")]
     pub id: ::prost::alloc::vec::Vec<u8>,
@@ -125,6 +136,14 @@ pub struct Job {
     /// The job whose completion enqueued it (`Complete.then`), when one did.
     #[prost(bytes = "vec", optional, tag = "15")]
     pub parent: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    /// Its tags and metadata, as enqueued.
+    #[prost(string, repeated, tag = "16")]
+    pub tags: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(map = "string, string", tag = "17")]
+    pub metadata: ::std::collections::HashMap<
+        ::prost::alloc::string::String,
+        ::prost::alloc::string::String,
+    >,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LeaseRequest {
@@ -360,6 +379,14 @@ pub struct JobInfo {
     /// The job whose completion enqueued it (`Complete.then`), when one did.
     #[prost(bytes = "vec", optional, tag = "28")]
     pub parent: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    /// Its tags and metadata, as enqueued.
+    #[prost(string, repeated, tag = "29")]
+    pub tags: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(map = "string, string", tag = "30")]
+    pub metadata: ::std::collections::HashMap<
+        ::prost::alloc::string::String,
+        ::prost::alloc::string::String,
+    >,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct WaitJobRequest {
@@ -455,6 +482,25 @@ pub struct ListRequest {
     /// Only the follow-up jobs of this parent (16 id bytes).
     #[prost(bytes = "vec", optional, tag = "7")]
     pub parent: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    /// Only the jobs carrying this tag, read from the tag index (O(page)).
+    /// The page's cursors are the tag index's: send them back with the same tag.
+    #[prost(string, optional, tag = "8")]
+    pub tag: ::core::option::Option<::prost::alloc::string::String>,
+}
+/// How many jobs carry a tag, per state (a walk of the tag's index rows:
+/// O(jobs carrying it), nothing else read).
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CountTagRequest {
+    #[prost(string, tag = "1")]
+    pub tag: ::prost::alloc::string::String,
+    /// Only this scope (16 bytes); absent: every scope.
+    #[prost(bytes = "vec", optional, tag = "2")]
+    pub scope: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CountTagResponse {
+    #[prost(message, optional, tag = "1")]
+    pub counts: ::core::option::Option<StateCounts>,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ListResponse {
@@ -1531,6 +1577,31 @@ pub mod jobs_client {
             req.extensions_mut().insert(GrpcMethod::new("telha.jobs.v1.Jobs", "List"));
             self.inner.unary(req, path, codec).await
         }
+        /// How many jobs carry a tag, per state.
+        pub async fn count_tag(
+            &mut self,
+            request: impl tonic::IntoRequest<super::CountTagRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::CountTagResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/CountTag",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "CountTag"));
+            self.inner.unary(req, path, codec).await
+        }
         pub async fn stats(
             &mut self,
             request: impl tonic::IntoRequest<super::StatsRequest>,
@@ -2247,6 +2318,14 @@ pub mod jobs_server {
             &self,
             request: tonic::Request<super::ListRequest>,
         ) -> std::result::Result<tonic::Response<super::ListResponse>, tonic::Status>;
+        /// How many jobs carry a tag, per state.
+        async fn count_tag(
+            &self,
+            request: tonic::Request<super::CountTagRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::CountTagResponse>,
+            tonic::Status,
+        >;
         async fn stats(
             &self,
             request: tonic::Request<super::StatsRequest>,
@@ -3013,6 +3092,49 @@ pub mod jobs_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ListSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/CountTag" => {
+                    #[allow(non_camel_case_types)]
+                    struct CountTagSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::CountTagRequest>
+                    for CountTagSvc<T> {
+                        type Response = super::CountTagResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::CountTagRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::count_tag(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = CountTagSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

@@ -81,8 +81,12 @@ class _AsyncControl:
 
     async def list(self, **query: Any) -> JobList:
         """As :meth:`Queue.list` (keywords state, scope, kind, limit, after,
-        schedule, parent)."""
+        schedule, parent, tag)."""
         return await self._call(self.queue.list, **query)
+
+    async def count_tag(self, tag: str, *, scope: str | None = None) -> dict[str, int]:
+        """As :meth:`Queue.count_tag`: the tag's jobs per state."""
+        return await self._call(self.queue.count_tag, tag, scope=scope)
 
     async def reap(self) -> dict[str, int]:
         return await self._call(self.queue.reap)

@@ -377,6 +377,12 @@ class Job:
     def parent(self) -> str | None:
         """The id of the job whose completion enqueued it (``then=``), or None."""
     @property
+    def tags(self) -> list[str]:
+        """Its tags, as enqueued (duplicates removed)."""
+    @property
+    def metadata(self) -> dict[str, str]:
+        """Its metadata, as enqueued."""
+    @property
     def token(self) -> str: ...
 
 @final
@@ -453,6 +459,12 @@ class JobInfo:
     @property
     def parent(self) -> str | None:
         """The id of the job whose completion enqueued it (``then=``), or None."""
+    @property
+    def tags(self) -> list[str]:
+        """Its tags, as enqueued (duplicates removed)."""
+    @property
+    def metadata(self) -> dict[str, str]:
+        """Its metadata, as enqueued."""
 
 @final
 class Event:
@@ -593,6 +605,8 @@ class Queue:
         backoff_base: _Seconds | None = None,
         unique_for: _Seconds | None = None,
         unique_states: Literal["any", "active"] | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, str] | None = None,
         debounce: _Seconds | None = None,
         debounce_max: _Seconds | None = None,
     ) -> Enqueued:
@@ -660,6 +674,8 @@ class Queue:
         backoff_base: _Seconds | None = None,
         unique_for: _Seconds | None = None,
         unique_states: Literal["any", "active"] | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, str] | None = None,
         debounce: _Seconds | None = None,
         debounce_max: _Seconds | None = None,
     ) -> JobInfo:
@@ -763,12 +779,16 @@ class Queue:
         after: JobInfo | _IdArg | None = None,
         schedule: str | None = None,
         parent: _JobArg | None = None,
+        tag: str | None = None,
     ) -> JobList:
         """Up to ``limit`` jobs, 1 to ``limits.MAX_LIST_LIMIT`` (10,000);
         ``.next`` is the cursor for ``after`` (None at the end), ``.corrupt``
         the rows skipped. ``after``: a JobInfo, a cursor or a job id;
         ``schedule``: only the jobs that schedule enqueued; ``parent``: only
-        the follow-ups that job's completion enqueued."""
+        the follow-ups that job's completion enqueued; ``tag``: only the
+        jobs carrying it (the tag index: by scope, state, enqueue order)."""
+    def count_tag(self, tag: str, *, scope: _ScopeArg | None = None) -> dict[str, int]:
+        """How many jobs carry ``tag``, per state (read from the tag index)."""
     def reap(self) -> dict[str, int]: ...
     def serve(
         self,

@@ -190,8 +190,8 @@ fn overview_ready(s: &telha_jobs::Stats) -> Json {
     Json::Object(ready)
 }
 
-const JOB_FILTERS: [&str; 7] = [
-    "state", "kind", "scope", "schedule", "parent", "limit", "after",
+const JOB_FILTERS: [&str; 8] = [
+    "state", "kind", "scope", "schedule", "parent", "tag", "limit", "after",
 ];
 
 async fn jobs(q: Queue, req: &Req) -> Response<Body> {
@@ -218,6 +218,7 @@ async fn jobs(q: Queue, req: &Req) -> Response<Body> {
         kind: tri!(parse::<KindPattern>("kind", req.param("kind"))),
         schedule: req.param("schedule").map(str::to_string),
         parent: tri!(parse::<JobId>("parent", req.param("parent"))),
+        tag: req.param("tag").map(str::to_string),
         limit,
         after: req.param("after").map(str::to_string),
     };

@@ -1,0 +1,61 @@
+/* Conformance steps for tags and metadata (issue 42): the enqueue
+ * arguments `tags`, `metadata` and `metadata_size`, the `tags` and
+ * `metadata` fields of a leased job and a job info, and `count_tag`. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "scenario.h"
+
+tj_status tag_options(const jval *s, tj_enqueue_options *o, tj_error **err) {
+    tj_status st = TJ_STATUS_OK;
+    const jval *tags = jget(s, "tags");
+    for (size_t i = 0; tags && tags->t == J_ARR && i < tags->len && st == TJ_STATUS_OK; i++)
+        st = tj_enqueue_options_add_tag(o, tags->items[i]->str ? tags->items[i]->str : "", err);
+    const jval *meta = jget(s, "metadata");
+    for (size_t i = 0; meta && meta->t == J_OBJ && i < meta->len && st == TJ_STATUS_OK; i++)
+        st = tj_enqueue_options_set_meta(o, meta->keys[i], meta->items[i]->str ? meta->items[i]->str : "", err);
+    double n;
+    if (st == TJ_STATUS_OK && jget_num(s, "metadata_size", &n)) {
+        char *big = jx_alloc((size_t)n + 1);
+        memset(big, 'x', (size_t)n);
+        big[(size_t)n] = '\0';
+        st = tj_enqueue_options_set_meta(o, "big", big, err);
+        free(big);
+    }
+    return st;
+}
+
+void put_job_tags(jval *o, const tj_job *j) {
+    jval *tags = jnew_arr(), *meta = jnew_obj();
+    for (size_t i = 0; i < tj_job_tag_count(j); i++) jarr_push(tags, jnew_str(tj_job_tag(j, i)));
+    for (size_t i = 0; i < tj_job_meta_count(j); i++)
+        jobj_put(meta, tj_job_meta_key(j, i), jnew_str(tj_job_meta_value(j, i)));
+    jobj_put(o, "tags", tags);
+    jobj_put(o, "metadata", meta);
+}
+
+void put_info_tags(jval *o, const tj_job_info *i) {
+    jval *tags = jnew_arr(), *meta = jnew_obj();
+    for (size_t k = 0; k < tj_job_info_tag_count(i); k++) jarr_push(tags, jnew_str(tj_job_info_tag(i, k)));
+    for (size_t k = 0; k < tj_job_info_meta_count(i); k++)
+        jobj_put(meta, tj_job_info_meta_key(i, k), jnew_str(tj_job_info_meta_value(i, k)));
+    jobj_put(o, "tags", tags);
+    jobj_put(o, "metadata", meta);
+}
+
+tj_status op_count_tag(struct run *r, const jval *s, jval **obs, tj_error **err) {
+    tj_state_counts c;
+    memset(&c, 0, sizeof c);
+    tj_status st = tj_queue_count_tag(r->q, jget_str(s, "tag", ""), jget_str(s, "scope", NULL), &c, err);
+    if (st != TJ_STATUS_OK) return st;
+    *obs = jnew_obj();
+    jobj_put(*obs, "pending", jnew_num((double)c.pending));
+    jobj_put(*obs, "leased", jnew_num((double)c.leased));
+    jobj_put(*obs, "failed", jnew_num((double)c.failed));
+    jobj_put(*obs, "completed", jnew_num((double)c.completed));
+    jobj_put(*obs, "dead", jnew_num((double)c.dead));
+    jobj_put(*obs, "cancelled", jnew_num((double)c.cancelled));
+    jobj_put(*obs, "total",
+             jnew_num((double)(c.pending + c.leased + c.failed + c.completed + c.dead + c.cancelled)));
+    return st;
+}
