@@ -250,7 +250,13 @@ fn http_get(addr: &str, auth: Option<&str>) -> String {
     let extra = auth
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
-    write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n{extra}\r\n").unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{extra}\r\n"
+    )
+    .unwrap();
+    // `Connection: close`: else the server keeps the connection for its
+    // 10 s header-read timeout and this read races that against its own.
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
