@@ -213,7 +213,7 @@ test('enqueueResult and enqueueManyResults tell a new job from an idempotency hi
   const first = await q.enqueueResult('embed', 'a', { idempotencyKey: 'doc-1' })
   assert.equal(typeof first.id, 'string')
   assert.equal(first.created, true)
-  assert.deepEqual(await q.enqueueResult('embed', 'b', { idempotencyKey: 'doc-1' }), { id: first.id, created: false })
+  assert.deepEqual(await q.enqueueResult('embed', 'b', { idempotencyKey: 'doc-1' }), { id: first.id, created: false, debounced: false })
   assert.equal(await q.enqueue('embed', 'c', { idempotencyKey: 'doc-1' }), first.id)
   const many = await q.enqueueManyResults([
     { kind: 'embed', payload: 1, idempotencyKey: 'doc-1' },
