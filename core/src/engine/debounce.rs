@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::job::{EnqueueOptions, Enqueued, JobId, NewJob, Scope, State};
 use crate::limits;
-use crate::store::keys::{self, JobKey};
+use crate::store::keys::JobKey;
 use crate::store::{self as st};
 
 use super::bands::{self, Group};
@@ -165,19 +165,10 @@ impl Engine {
 
     /// The ready row of the job `(scope, key)` names, when it is pending.
     fn pending_of_key(&self, scope: &Scope, key: &str) -> Result<Option<JobKey>> {
-        let v = self
-            .db()
-            .get_pinned_cf(self.cf(st::CF_IDEM)?, keys::idem_key(scope, key))?;
-        let Some(v) = v else { return Ok(None) };
-        let bytes: [u8; 16] = v.as_ref().try_into().map_err(|_| {
-            Error::Corruption(format!(
-                "idempotency entry for {key:?} is {} bytes",
-                v.len()
-            ))
-        })?;
-        Ok(self
-            .key_of(&JobId::from_bytes(bytes))?
-            .filter(|k| k.state == State::Pending))
+        let Some(id) = self.idem_entry(scope, key)? else {
+            return Ok(None);
+        };
+        Ok(self.key_of(&id)?.filter(|k| k.state == State::Pending))
     }
 
     /// Give back the claims of a debounce batch; when it was not written

@@ -308,6 +308,14 @@ impl Engine {
 
     /// The job an idempotency key points at, if its record still exists.
     fn idempotent_match(&self, scope: &Scope, key: &str) -> Result<Option<JobId>> {
+        let Some(id) = self.idem_entry(scope, key)? else {
+            return Ok(None);
+        };
+        Ok(self.key_of(&id)?.map(|_| id))
+    }
+
+    /// The id an idempotency key's entry holds (its record may be gone).
+    pub(super) fn idem_entry(&self, scope: &Scope, key: &str) -> Result<Option<JobId>> {
         let v = self
             .db()
             .get_pinned_cf(self.cf(st::CF_IDEM)?, keys::idem_key(scope, key))?;
@@ -318,7 +326,6 @@ impl Engine {
                 v.len()
             ))
         })?;
-        let id = JobId::from_bytes(bytes);
-        Ok(self.key_of(&id)?.map(|_| id))
+        Ok(Some(JobId::from_bytes(bytes)))
     }
 }
