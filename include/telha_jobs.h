@@ -4721,6 +4721,24 @@ tj_status tj_enqueue_options_set_meta(struct tj_enqueue_options *options,
                                       struct tj_error **err);
 
 /**
+ * Set the job's W3C trace context: `traceparent` (copied) goes into its
+ * metadata under the key `traceparent`, where the Python and Node Workers
+ * read it to link the handler's span to the producer's (a `tracestate`
+ * goes in with `tj_enqueue_options_set_meta(options, "tracestate", ...)`).
+ * The value is checked against W3C Trace Context's syntax
+ * (`00-<32 hex>-<16 hex>-<2 hex>`, lowercase, ids not all zeros).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT`, `TJ_STATUS_INVALID_ARGUMENT` (not
+ * the syntax, or not UTF-8; options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `traceparent` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_enqueue_options_set_traceparent(struct tj_enqueue_options *options,
+                                             const char *traceparent,
+                                             struct tj_error **err);
+
+/**
  * Only jobs carrying `tag` (copied), read from the tag index: pages in
  * scope, state and enqueue order, O(page). The page's `next` cursors are
  * the tag index's: pass them back with the same tag.

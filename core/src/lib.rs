@@ -69,6 +69,7 @@ pub mod store;
 pub mod tags;
 #[cfg(feature = "rocksdb")]
 mod timings;
+pub mod trace_context;
 mod unique_states;
 #[cfg(feature = "rocksdb")]
 pub mod watch;

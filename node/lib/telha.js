@@ -15,6 +15,7 @@ const {
 const { tokens, jobsFrom } = require('./batch.js')
 const { putArgs, scheduleNextTimes, scheduleName } = require('./schedules.js')
 const { ENQUEUE_KEYS, enqueueOptions, enqueueItems, completeArgs, completeManyArgs, limitSettings } = require('./flow.js')
+const { injectOptions, injectItems } = require('./otel.js')
 
 /** The stable error codes, in the core's order. */
 const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c, c])))
@@ -251,7 +252,7 @@ class Queue {
     str(kind, 'kind')
     // No options cross as undefined: an object of 8 undefined fields costs
     // a napi read each.
-    const eo = opts === undefined || opts === null ? undefined : enqueueOptions(options(opts, 'enqueue options', ENQUEUE_KEYS), 'options')
+    const eo = injectOptions(opts === undefined || opts === null ? undefined : enqueueOptions(options(opts, 'enqueue options', ENQUEUE_KEYS), 'options'))
     if (LOOP_BUDGET_MS > 0) {
       // A loop, not an if: every waiter resumes in the same turn, and
       // those past the budget again wait for the next one (in order).
@@ -272,7 +273,7 @@ class Queue {
     str(kind, 'kind')
     // No options cross as undefined: an object of 8 undefined fields costs
     // a napi read each.
-    const eo = opts === undefined || opts === null ? undefined : enqueueOptions(options(opts, 'enqueue options', ENQUEUE_KEYS), 'options')
+    const eo = injectOptions(opts === undefined || opts === null ? undefined : enqueueOptions(options(opts, 'enqueue options', ENQUEUE_KEYS), 'options'))
     const r = await onLoop(() => this.#native.enqueueNow(kind, payload, eo))
     return r !== false ? r : this.#native.enqueue(kind, payload, eo)
   }
@@ -289,7 +290,7 @@ class Queue {
   }
 
   async #enqueueMany (items) {
-    const { kinds, payloads, opts } = enqueueItems(items)
+    const { kinds, payloads, opts } = injectItems(enqueueItems(items))
     // One kind for the whole batch (the common case) crosses as one string.
     const one = kinds.length > 0 && kinds.every((k) => k === kinds[0])
     return this.#native.enqueueMany(one ? kinds[0] : kinds, payloads, opts)
