@@ -2,7 +2,7 @@
 //! reopen, listed and counted through the tag index, checked by `check`.
 
 use super::*;
-use telha_jobs::{Completion, StateCounts};
+use telha_jobs::{CancelFilter, Completion, StateCounts};
 
 fn tagged(tags: &[&str]) -> EnqueueOptions {
     tags.iter()
@@ -332,4 +332,40 @@ fn the_open_rebuilds_an_index_of_slice_1s_layout() {
     assert_eq!((c.completed, c.pending), (1, 1));
     assert_eq!(ids_tagged(&s, "upload-9", None), [a]);
     assert_eq!(ids_tagged(&s, "order-4711", Some(State::Pending)), [b]);
+}
+
+#[test]
+fn cancel_many_by_tag_walks_the_index_in_pages_and_touches_nothing_else() {
+    let s = TestStore::new();
+    // 2,500 jobs of the tag (three pages of 1,000), 300 of another.
+    let batch = |tag: &str, n: usize| {
+        (0..n)
+            .map(|_| NewJob::new("embed", b"x".to_vec()).with(tagged(&[tag])))
+            .collect::<Vec<_>>()
+    };
+    s.q.enqueue_many(batch("upload-7", 2500)).unwrap();
+    s.q.enqueue_many(batch("upload-8", 300)).unwrap();
+    let held = s.must_lease("w");
+    assert!(held.tags.contains(&"upload-7".to_string()));
+    let f = |tag: &str| CancelFilter {
+        tag: Some(tag.into()),
+        reason: "the upload failed".into(),
+        ..CancelFilter::default()
+    };
+    let r = s.q.cancel_many(&f("upload-7")).unwrap();
+    assert_eq!((r.cancelled, r.requested, r.corrupt), (2499, 1, 0));
+    let c = count(&s, "upload-7");
+    assert_eq!((c.cancelled, c.leased), (2499, 1));
+    assert_eq!(count(&s, "upload-8").pending, 300);
+    assert_eq!(
+        s.get(&held.id).cancel_requested.as_deref(),
+        Some("the upload failed")
+    );
+    // Again: only the request on the leased one is answered.
+    let r = s.q.cancel_many(&f("upload-7")).unwrap();
+    assert_eq!((r.cancelled, r.requested), (0, 1));
+    // A bad tag: InvalidArgument, nothing changed.
+    expect_err(s.q.cancel_many(&f("a\nb")), ErrorKind::InvalidArgument);
+    assert_eq!(count(&s, "upload-8").pending, 300);
+    assert_consistent(&s.q);
 }
