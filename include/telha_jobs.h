@@ -1218,6 +1218,27 @@ tj_status tj_queue_cancel_many(const struct tj_queue *queue,
                                struct tj_error **err);
 
 /**
+ * `tj_queue_cancel_many` of the jobs carrying `tag` (and matching the
+ * other filters, as there): the tag index is walked a page of 1,000 rows
+ * per atomic batch, O(jobs carrying the tag) whatever the store holds.
+ *
+ * Errors: those of `tj_queue_cancel_many`, and `TJ_STATUS_NULL_ARGUMENT`
+ * (tag), `TJ_STATUS_INVALID_ARGUMENT` for a bad tag (also one that is not
+ * UTF-8, the tag's rule).
+ *
+ * # Safety
+ * As `tj_queue_cancel_many`; `tag` is NULL or NUL-terminated.
+ */
+tj_status tj_queue_cancel_tag(const struct tj_queue *queue,
+                              const char *tag,
+                              const char *kind,
+                              const char *scope,
+                              uint32_t state,
+                              const char *reason,
+                              struct tj_cancel_report *report_out,
+                              struct tj_error **err);
+
+/**
  * Delete job `*id` with all its index entries and events. A leased job is
  * refused: cancel it first.
  *

@@ -807,6 +807,7 @@ export interface NativeCancelFilter {
   scope?: string
   state?: string
   reason?: string
+  tag?: string
 }
 
 /** Options of `NativeQueue.connect`. */

@@ -239,12 +239,15 @@ pub struct WatchArgs {
 
 #[derive(Debug, Args)]
 pub struct CancelArgs {
-    /// The jobs to cancel. Give ids, or filters (--kind, --state, --scope).
-    #[arg(value_parser = parse_id, conflicts_with_all = ["kind", "state", "scope", "yes"])]
+    /// The jobs to cancel. Give ids, or filters (--kind, --tag, --state, --scope).
+    #[arg(value_parser = parse_id, conflicts_with_all = ["kind", "tag", "state", "scope", "yes"])]
     pub ids: Vec<JobId>,
     /// Filter: only jobs of this kind (exact or `family:*`).
     #[arg(long, value_parser = parse_kind)]
     pub kind: Option<KindPattern>,
+    /// Filter: only jobs carrying this tag (walked through the tag index).
+    #[arg(long)]
+    pub tag: Option<String>,
     /// Filter: only jobs in this state: pending, failed or leased [default: all three].
     #[arg(long, value_parser = parse_state)]
     pub state: Option<State>,

@@ -192,6 +192,7 @@ pub fn matching_ids(
     state: State,
     scope: Option<Scope>,
     kind: Option<KindPattern>,
+    tag: Option<String>,
 ) -> Result<Vec<JobId>, Failure> {
     let mut query = ListQuery {
         state: Some(state),
@@ -199,7 +200,7 @@ pub fn matching_ids(
         kind,
         schedule: None,
         parent: None,
-        tag: None,
+        tag,
         limit: 1000,
         after: None,
     };
@@ -236,7 +237,7 @@ fn retry_bulk(db: &Target, a: RetryArgs, json: bool) -> Result<Output, Failure> 
     // Hold the store for the whole command: nothing else can move the
     // matching jobs between the count and the retries.
     let q = store::open_write(db, true)?;
-    let ids = matching_ids(q.as_ref(), state, a.scope, a.kind.clone())?;
+    let ids = matching_ids(q.as_ref(), state, a.scope, a.kind.clone(), None)?;
     let what = describe(state, a.scope.as_ref(), a.kind.as_ref());
     let go = a.yes
         || (!json

@@ -9,6 +9,8 @@
 //! - `lifecycle-traced`: the same, each job with a W3C `traceparent` in
 //!   its metadata (issue 45); `enqueue` / `enqueue-traced`: N enqueues
 //!   alone, without and with it;
+//! - `tagged`: `lifecycle` with 4 tags per job (`tag-T-(i % 100)`, the
+//!   `--tags` bench row's jobs), to set beside `lifecycle`;
 //! - `pairs`: N enqueued by `enqueue_many(1000)`, then N × (`lease_next` +
 //!   complete);
 //! - `batch`: N jobs, 100 at a time, through `enqueue_many` →
@@ -83,6 +85,19 @@ fn main() {
                     q.complete(&j.token(), None).expect("complete");
                 });
             }
+            q.close();
+        }
+        "tagged" => {
+            let q = queue(dir.path());
+            let opts = LeaseOptions::default();
+            measured(n, |i| {
+                let o = (0..4).fold(EnqueueOptions::default(), |o, t| {
+                    o.tag(format!("tag-{t}-{}", i % 100))
+                });
+                q.enqueue("bench", PAYLOAD, o).expect("enqueue");
+                let j = q.lease_next("w", &opts).expect("lease").expect("a job");
+                q.complete(&j.token(), None).expect("complete");
+            });
             q.close();
         }
         "pairs" => {

@@ -21,7 +21,7 @@ use crate::status::tj_status;
 
 /// A tag-like argument: NULL is `TJ_STATUS_NULL_ARGUMENT`; bytes that are
 /// not UTF-8 are `TJ_STATUS_INVALID_ARGUMENT` naming the rule.
-fn text<'a>(func: &str, arg: &str, p: *const c_char) -> Res<&'a str> {
+pub(crate) fn text<'a>(func: &str, arg: &str, p: *const c_char) -> Res<&'a str> {
     if p.is_null() {
         return Err(boundary::null(func, arg));
     }

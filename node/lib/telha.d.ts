@@ -408,10 +408,11 @@ export declare class Queue {
   cancel(id: string, options?: { reason?: string }): Promise<'cancelled' | 'requested'>
   /**
    * Cancel every unfinished job matching all the filters given (kind exact
-   * or `family:*`, scope, state `pending` / `failed` / `leased`), in bounded
-   * atomic batches. A finished state is `INVALID_ARGUMENT`.
+   * or `family:*`, scope, state `pending` / `failed` / `leased`, a tag:
+   * walked through the tag index, O(jobs carrying it)), in bounded atomic
+   * batches. A finished state or a bad tag is `INVALID_ARGUMENT`.
    */
-  cancelMany(filter?: { kind?: string, scope?: string, state?: 'pending' | 'failed' | 'leased', reason?: string }): Promise<CancelReport>
+  cancelMany(filter?: { kind?: string, scope?: string, state?: 'pending' | 'failed' | 'leased', reason?: string, tag?: string }): Promise<CancelReport>
   /**
    * Remove a job that is not leased (pending, failed, completed, dead,
    * cancelled) with all its index entries; a leased one is `WRONG_STATE`

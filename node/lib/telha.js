@@ -25,7 +25,7 @@ const LIST_KEYS = new Set(['state', 'scope', 'kind', 'limit', 'after', 'schedule
 const STATS_KEYS = new Set(['scopeOrder', 'scopeLimit', 'scopesAfter', 'scopePrefix', 'oldestReady'])
 const FAIL_KEYS = new Set(['retryable', 'retryInMs'])
 const CANCEL_KEYS = new Set(['reason'])
-const CANCEL_MANY_KEYS = new Set(['kind', 'scope', 'state', 'reason'])
+const CANCEL_MANY_KEYS = new Set(['kind', 'scope', 'state', 'reason', 'tag'])
 const PAUSE_KEYS = new Set(['kind', 'scope'])
 const EXTEND_KEYS = new Set(['progress'])
 const ENQUEUE_WAIT_KEYS = new Set([...ENQUEUE_KEYS, ...WAIT_KEYS])
@@ -455,7 +455,8 @@ class Queue {
       kind: optStr(o.kind, 'kind'),
       scope: optStr(o.scope, 'scope'),
       state: optStr(o.state, 'state'),
-      reason: optStr(o.reason, 'reason')
+      reason: optStr(o.reason, 'reason'),
+      tag: optStr(o.tag, 'tag')
     })
   }
 

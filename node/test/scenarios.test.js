@@ -331,7 +331,7 @@ class Run {
         return { outcome: await this.queue().cancel(this.jobId(s), { reason: s.reason ?? '' }) }
       case 'cancel_many': {
         const f = {}
-        for (const k of ['kind', 'scope', 'state', 'reason']) if (k in s) f[k] = s[k]
+        for (const k of ['kind', 'scope', 'state', 'reason', 'tag']) if (k in s) f[k] = s[k]
         const r = await this.queue().cancelMany(f)
         return { cancelled: r.cancelled, requested: r.requested }
       }

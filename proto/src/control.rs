@@ -196,6 +196,7 @@ pub fn cancel_filter_to_pb(f: &CancelFilter) -> pb::CancelManyRequest {
         scope: f.scope.map(|s| s.as_bytes().to_vec()),
         state: f.state.map(|s| state_to_pb(s) as i32),
         reason: f.reason.clone(),
+        tag: f.tag.clone(),
     }
 }
 
@@ -206,6 +207,7 @@ pub fn cancel_filter_from_pb(r: pb::CancelManyRequest) -> Result<CancelFilter> {
         scope: r.scope.as_deref().map(scope_from_pb).transpose()?,
         state: r.state.map(state_from_pb).transpose()?,
         reason: r.reason,
+        tag: r.tag,
     })
 }
 

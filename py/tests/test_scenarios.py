@@ -353,7 +353,8 @@ class Run:
             return {"outcome": self.queue().cancel(self.job_id(s), s.get("reason", ""))}
         if op == "cancel_many":
             r = self.queue().cancel_many(kind=s.get("kind"), scope=s.get("scope"),
-                                         state=s.get("state"), reason=s.get("reason", ""))
+                                         state=s.get("state"), reason=s.get("reason", ""),
+                                         tag=s.get("tag"))
             return {"cancelled": r["cancelled"], "requested": r["requested"]}
         if op == "delete":
             self.queue().delete(self.job_id(s))

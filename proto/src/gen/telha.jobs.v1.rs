@@ -643,6 +643,9 @@ pub struct CancelManyRequest {
     pub state: ::core::option::Option<i32>,
     #[prost(string, tag = "4")]
     pub reason: ::prost::alloc::string::String,
+    /// Only jobs carrying this tag, walked through the tag index (issue 42).
+    #[prost(string, optional, tag = "5")]
+    pub tag: ::core::option::Option<::prost::alloc::string::String>,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct CancelManyResponse {

@@ -35,10 +35,11 @@ class _AsyncControl:
         scope: str | None = None,
         state: str | None = None,
         reason: str = "",
+        tag: str | None = None,
     ) -> dict[str, int]:
         """As :meth:`Queue.cancel_many`."""
         return await self._call(
-            self.queue.cancel_many, kind=kind, scope=scope, state=state, reason=reason
+            self.queue.cancel_many, kind=kind, scope=scope, state=state, reason=reason, tag=tag
         )
 
     async def delete(self, job_id: str) -> None:

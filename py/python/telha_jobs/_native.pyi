@@ -747,8 +747,10 @@ class Queue:
         scope: _ScopeArg | None = None,
         state: Literal["pending", "failed", "leased"] | None = None,
         reason: str = "",
+        tag: str | None = None,
     ) -> dict[str, int]:
-        """``{"cancelled": n, "requested": n, "corrupt": n}``."""
+        """``{"cancelled": n, "requested": n, "corrupt": n}``; ``tag``: only
+        jobs carrying it, walked through the tag index."""
     def delete(self, job_id: _IdArg) -> None:
         """WrongStateError for a leased job (cancel it first)."""
     def promote(self, job_id: _IdArg) -> None:
