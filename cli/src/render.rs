@@ -264,6 +264,7 @@ pub fn stats_text(s: &Stats) -> String {
                 c.completed,
                 c.dead,
                 c.cancelled,
+                c.waiting,
                 c.total(),
             ]
             .iter()
@@ -280,6 +281,7 @@ pub fn stats_text(s: &Stats) -> String {
             "COMPLETED",
             "DEAD",
             "CANCELLED",
+            "WAITING",
             "TOTAL",
         ]
     };

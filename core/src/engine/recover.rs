@@ -21,6 +21,7 @@ impl Engine {
         // After the leases are loaded: the limits count them.
         self.load_limits()?;
         self.load_schedules()?;
+        self.load_fan()?;
         Ok(())
     }
 
@@ -93,7 +94,7 @@ impl Engine {
                         g.failed = c;
                     }
                 }
-                State::Completed | State::Dead | State::Cancelled => {}
+                State::Completed | State::Dead | State::Cancelled | State::Waiting => {}
             }
             // Jump to the next (scope, state, priority) band.
             match keys::prefix_end(&keys::job_band_prefix(&key.scope, key.state, key.priority)) {

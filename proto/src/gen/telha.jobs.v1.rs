@@ -70,6 +70,23 @@ pub struct NewJob {
         ::prost::alloc::string::String,
         ::prost::alloc::string::String,
     >,
+    /// Fan-in (issue 43): wait for these jobs (16-byte ids) to finish first;
+    /// the job is WAITING while any is unfinished. An unknown id is NOT_FOUND.
+    #[prost(bytes = "vec", repeated, tag = "19")]
+    pub after: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
+    /// What a child that did not complete does to it (only with after).
+    #[prost(enumeration = "ChildDeadPolicy", tag = "20")]
+    pub on_child_dead: i32,
+}
+/// A fan-in parent's children: how many are unfinished, of how many.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct FanIn {
+    #[prost(uint64, tag = "1")]
+    pub unfinished: u64,
+    #[prost(uint64, tag = "2")]
+    pub total: u64,
+    #[prost(enumeration = "ChildDeadPolicy", tag = "3")]
+    pub on_child_dead: i32,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Enqueued {
@@ -387,6 +404,9 @@ pub struct JobInfo {
         ::prost::alloc::string::String,
         ::prost::alloc::string::String,
     >,
+    /// A fan-in parent's children (issue 43).
+    #[prost(message, optional, tag = "31")]
+    pub fan_in: ::core::option::Option<FanIn>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct WaitJobRequest {
@@ -525,6 +545,8 @@ pub struct StateCounts {
     pub dead: u64,
     #[prost(uint64, tag = "6")]
     pub cancelled: u64,
+    #[prost(uint64, tag = "7")]
+    pub waiting: u64,
 }
 /// The totals and per-kind counts are always whole; the per-scope counts are
 /// one page. An empty request: the 100 scopes with the most pending jobs.
@@ -946,6 +968,8 @@ pub enum JobState {
     Completed = 4,
     Dead = 5,
     Cancelled = 6,
+    /// Waiting for its children (fan-in, issue 43).
+    Waiting = 7,
 }
 impl JobState {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -961,6 +985,7 @@ impl JobState {
             Self::Completed => "JOB_STATE_COMPLETED",
             Self::Dead => "JOB_STATE_DEAD",
             Self::Cancelled => "JOB_STATE_CANCELLED",
+            Self::Waiting => "JOB_STATE_WAITING",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -973,6 +998,7 @@ impl JobState {
             "JOB_STATE_COMPLETED" => Some(Self::Completed),
             "JOB_STATE_DEAD" => Some(Self::Dead),
             "JOB_STATE_CANCELLED" => Some(Self::Cancelled),
+            "JOB_STATE_WAITING" => Some(Self::Waiting),
             _ => None,
         }
     }
@@ -1065,6 +1091,42 @@ impl Encoding {
             "ENCODING_UNKNOWN" => Some(Self::Unknown),
             "ENCODING_BYTES" => Some(Self::Bytes),
             "ENCODING_VALUE" => Some(Self::Value),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum ChildDeadPolicy {
+    /// Not given: FAIL.
+    Unspecified = 0,
+    /// The parent goes dead, its last error naming the child.
+    Fail = 1,
+    /// The parent is cancelled, then its unfinished children.
+    CancelRest = 2,
+    /// The child counts as finished.
+    Ignore = 3,
+}
+impl ChildDeadPolicy {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "CHILD_DEAD_POLICY_UNSPECIFIED",
+            Self::Fail => "CHILD_DEAD_POLICY_FAIL",
+            Self::CancelRest => "CHILD_DEAD_POLICY_CANCEL_REST",
+            Self::Ignore => "CHILD_DEAD_POLICY_IGNORE",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "CHILD_DEAD_POLICY_UNSPECIFIED" => Some(Self::Unspecified),
+            "CHILD_DEAD_POLICY_FAIL" => Some(Self::Fail),
+            "CHILD_DEAD_POLICY_CANCEL_REST" => Some(Self::CancelRest),
+            "CHILD_DEAD_POLICY_IGNORE" => Some(Self::Ignore),
             _ => None,
         }
     }
