@@ -958,6 +958,52 @@ pub struct LimitsResponse {
     #[prost(message, repeated, tag = "1")]
     pub limits: ::prost::alloc::vec::Vec<LimitStatus>,
 }
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct EnqueueGroupRequest {
+    #[prost(message, repeated, tag = "1")]
+    pub children: ::prost::alloc::vec::Vec<NewJob>,
+    #[prost(message, optional, tag = "2")]
+    pub parent: ::core::option::Option<NewJob>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct EnqueueGroupResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub children: ::prost::alloc::vec::Vec<Enqueued>,
+    #[prost(message, optional, tag = "2")]
+    pub parent: ::core::option::Option<Enqueued>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ResultsOfChildrenRequest {
+    #[prost(bytes = "vec", tag = "1")]
+    pub parent: ::prost::alloc::vec::Vec<u8>,
+    /// A page's next; absent: the first page.
+    #[prost(string, optional, tag = "2")]
+    pub cursor: ::core::option::Option<::prost::alloc::string::String>,
+    /// 1 to 1,000.
+    #[prost(uint32, tag = "3")]
+    pub limit: u32,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ChildResult {
+    #[prost(bytes = "vec", tag = "1")]
+    pub id: ::prost::alloc::vec::Vec<u8>,
+    /// UNSPECIFIED once the child was pruned, purged or deleted.
+    #[prost(enumeration = "JobState", tag = "2")]
+    pub state: i32,
+    #[prost(bytes = "vec", optional, tag = "3")]
+    pub result: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    #[prost(enumeration = "Encoding", tag = "4")]
+    pub result_encoding: i32,
+    #[prost(string, optional, tag = "5")]
+    pub last_error: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ResultsOfChildrenResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub children: ::prost::alloc::vec::Vec<ChildResult>,
+    #[prost(string, optional, tag = "2")]
+    pub next: ::core::option::Option<::prost::alloc::string::String>,
+}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum JobState {
@@ -2277,6 +2323,57 @@ pub mod jobs_client {
                 .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "ScheduleNextTimes"));
             self.inner.unary(req, path, codec).await
         }
+        /// Fan-in (issue 43): children and a parent waiting on them, in one
+        /// atomic batch.
+        pub async fn enqueue_group(
+            &mut self,
+            request: impl tonic::IntoRequest<super::EnqueueGroupRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::EnqueueGroupResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/EnqueueGroup",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "EnqueueGroup"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// A page of a parent's children with their states and results.
+        pub async fn results_of_children(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ResultsOfChildrenRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ResultsOfChildrenResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/ResultsOfChildren",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "ResultsOfChildren"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -2571,6 +2668,23 @@ pub mod jobs_server {
             request: tonic::Request<super::ScheduleNextTimesRequest>,
         ) -> std::result::Result<
             tonic::Response<super::ScheduleNextTimesResponse>,
+            tonic::Status,
+        >;
+        /// Fan-in (issue 43): children and a parent waiting on them, in one
+        /// atomic batch.
+        async fn enqueue_group(
+            &self,
+            request: tonic::Request<super::EnqueueGroupRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::EnqueueGroupResponse>,
+            tonic::Status,
+        >;
+        /// A page of a parent's children with their states and results.
+        async fn results_of_children(
+            &self,
+            request: tonic::Request<super::ResultsOfChildrenRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ResultsOfChildrenResponse>,
             tonic::Status,
         >;
     }
@@ -4326,6 +4440,94 @@ pub mod jobs_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ScheduleNextTimesSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/EnqueueGroup" => {
+                    #[allow(non_camel_case_types)]
+                    struct EnqueueGroupSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::EnqueueGroupRequest>
+                    for EnqueueGroupSvc<T> {
+                        type Response = super::EnqueueGroupResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::EnqueueGroupRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::enqueue_group(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = EnqueueGroupSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/ResultsOfChildren" => {
+                    #[allow(non_camel_case_types)]
+                    struct ResultsOfChildrenSvc<T: Jobs>(pub Arc<T>);
+                    impl<
+                        T: Jobs,
+                    > tonic::server::UnaryService<super::ResultsOfChildrenRequest>
+                    for ResultsOfChildrenSvc<T> {
+                        type Response = super::ResultsOfChildrenResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ResultsOfChildrenRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::results_of_children(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ResultsOfChildrenSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(
