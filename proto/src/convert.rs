@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use telha_jobs::{
-    ChildDeadPolicy, CorruptRecord, Encoding, FanInInfo, EnqueueOptions, Enqueued, Error, Job, JobId, JobInfo, KindPattern,
-    LeaseToken, ListPage, ListQuery, LogEntry, NewJob, Result, Scope, State, UniqueStates,
+    ChildDeadPolicy, CorruptRecord, Encoding, EnqueueOptions, Enqueued, Error, FanInInfo, Job,
+    JobId, JobInfo, KindPattern, LeaseToken, ListPage, ListQuery, LogEntry, NewJob, Result, Scope,
+    State, UniqueStates,
 };
 
 use crate::v1 as pb;

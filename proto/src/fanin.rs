@@ -3,15 +3,18 @@
 use telha_jobs::{ChildPage, ChildResult, Enqueued, JobId, NewJob, Result};
 
 use crate::convert::{
-    encoding_from_pb, encoding_to_pb, enqueued_from_pb, enqueued_to_pb, id_from_pb,
-    invalid, new_job_from_pb, state_from_pb, state_to_pb,
+    encoding_from_pb, encoding_to_pb, enqueued_from_pb, enqueued_to_pb, id_from_pb, invalid,
+    new_job_from_pb, state_from_pb, state_to_pb,
 };
 use crate::v1 as pb;
 
 /// The wire form of a group.
 pub fn group_to_pb(children: Vec<NewJob>, parent: NewJob) -> pb::EnqueueGroupRequest {
     pb::EnqueueGroupRequest {
-        children: children.into_iter().map(crate::convert::new_job_to_pb).collect(),
+        children: children
+            .into_iter()
+            .map(crate::convert::new_job_to_pb)
+            .collect(),
         parent: Some(crate::convert::new_job_to_pb(parent)),
     }
 }

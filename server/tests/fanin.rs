@@ -34,7 +34,10 @@ fn fan_in_round_trips_through_remote_queue() {
     let info = c.get(&p.id).unwrap().unwrap();
     assert_eq!(info.state, State::Waiting);
     let f = info.fan_in.unwrap();
-    assert_eq!((f.unfinished, f.total, f.policy), (2, 2, ChildDeadPolicy::Ignore));
+    assert_eq!(
+        (f.unfinished, f.total, f.policy),
+        (2, 2, ChildDeadPolicy::Ignore)
+    );
     assert_eq!(info, s.queue.get(&p.id).unwrap().unwrap());
     assert_eq!(c.stats().unwrap().total.waiting, 1);
     let waiting = c
@@ -68,7 +71,10 @@ fn fan_in_round_trips_through_remote_queue() {
         .unwrap();
     assert_eq!(ks.len(), 1);
     assert_eq!(c.get(&gp.id).unwrap().unwrap().state, State::Waiting);
-    assert_eq!(c.cancel(&gp.id, "no").unwrap(), telha_jobs::CancelOutcome::Cancelled);
+    assert_eq!(
+        c.cancel(&gp.id, "no").unwrap(),
+        telha_jobs::CancelOutcome::Cancelled
+    );
 
     let ghost = JobId::from_bytes([5; 16]);
     let e = c

@@ -27,12 +27,21 @@ fn a_parent_waits_and_shows_its_children() {
         "ignore",
     ]);
     let ls = telha(db, &["--json", "jobs", "ls", "--state", "waiting"]).json();
-    let ids: Vec<String> = json_ids(&ls["jobs"]).iter().map(|i| i.to_string()).collect();
+    let ids: Vec<String> = json_ids(&ls["jobs"])
+        .iter()
+        .map(|i| i.to_string())
+        .collect();
     assert_eq!(ids, std::slice::from_ref(&p));
     let show = telha(db, &["jobs", "show", &p]);
     let text = show.ok();
-    assert!(text.contains("2 of 2 unfinished (on_child_dead ignore)"), "{text}");
-    assert!(text.contains(&format!("child         {a} pending")), "{text}");
+    assert!(
+        text.contains("2 of 2 unfinished (on_child_dead ignore)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("child         {a} pending")),
+        "{text}"
+    );
     let j = telha(db, &["--json", "jobs", "show", &p]).json();
     assert_eq!(j["state"], "waiting");
     assert_eq!(j["fan_in"]["unfinished"], 2, "{j}");
@@ -42,6 +51,17 @@ fn a_parent_waits_and_shows_its_children() {
 
     let ghost = "0192e7a0-0000-7000-8000-000000000000";
     telha(db, &["jobs", "enqueue", "index", "--after", ghost]).fails(1, "does not exist");
-    telha(db, &["jobs", "enqueue", "index", "--after", &a, "--on-child-dead", "maybe"])
-        .fails(2, "--on-child-dead");
+    telha(
+        db,
+        &[
+            "jobs",
+            "enqueue",
+            "index",
+            "--after",
+            &a,
+            "--on-child-dead",
+            "maybe",
+        ],
+    )
+    .fails(2, "--on-child-dead");
 }
