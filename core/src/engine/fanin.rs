@@ -42,6 +42,10 @@ use super::Engine;
 #[derive(Default)]
 pub(crate) struct FanMap {
     by_child: HashMap<JobId, Vec<JobId>>,
+    /// The latest row and record of waiting parents a settle has read:
+    /// only batches holding this map's lock move a waiting parent, so a
+    /// child's settle need not read its parent back from the store.
+    parents: HashMap<JobId, (JobKey, JobRecord)>,
 }
 
 impl FanMap {
@@ -373,9 +377,9 @@ impl<'e> Tx<'e> {
     /// Before the write of a batch that finishes jobs: take the gate, and
     /// stage the moves of their waiting parents. Answers the `fanc/` rows
     /// deleted, which memory forgets after the write.
-    pub(super) fn stage_fan_in(&mut self) -> Result<Vec<(JobId, JobId)>> {
+    pub(super) fn stage_fan_in(&mut self) -> Result<FanStaged> {
         if self.p.finished.is_empty() || self.after.is_some() {
-            return Ok(Vec::new());
+            return Ok(FanStaged::default());
         }
         // Under the gate, the map says exactly which parents wait.
         if self.fan_gate.is_none() {
@@ -385,7 +389,7 @@ impl<'e> Tx<'e> {
             self.fan_map = Some(self.e.fan.lock_map());
         }
         let Some(map) = self.fan_map.take() else {
-            return Ok(Vec::new());
+            return Ok(FanStaged::default());
         };
         let staged = stage_parents(self, &map);
         self.fan_map = Some(map);
@@ -400,10 +404,20 @@ pub(super) fn committed(
     map: Option<MutexGuard<'_, FanMap>>,
     gate: Option<GateRead<'_>>,
     after: Option<AfterGuard<'_>>,
-    removed: &[(JobId, JobId)],
+    staged: FanStaged,
 ) {
     if let Some(mut m) = map {
-        e.fan.remove(&mut m, removed);
+        e.fan.remove(&mut m, &staged.removed);
+        for p in &staged.left {
+            m.parents.remove(p);
+        }
+        for (p, (k, rec)) in staged.parents {
+            if k.state == State::Waiting {
+                m.parents.insert(p, (k, rec));
+            } else {
+                m.parents.remove(&p);
+            }
+        }
     }
     drop(gate);
     if let Some(a) = after {
@@ -416,11 +430,13 @@ pub(super) fn committed(
 
 /// What a finishing commit stages for the parents of the jobs it
 /// finished (called by `Tx::commit` under the gate and the map's lock).
-fn stage_parents(tx: &mut Tx<'_>, map: &FanMap) -> Result<Vec<(JobId, JobId)>> {
+fn stage_parents(tx: &mut Tx<'_>, map: &FanMap) -> Result<FanStaged> {
     let e = tx.e;
     let now = e.now();
     let mut removed: Vec<(JobId, JobId)> = Vec::new();
-    let gone = |removed: &Vec<(JobId, JobId)>, c: &JobId, p: &JobId| removed.contains(&(*c, *p));
+    let mut removed_set: HashSet<(JobId, JobId)> = HashSet::new();
+    let mut left: Vec<JobId> = Vec::new();
+    let gone = |set: &HashSet<(JobId, JobId)>, c: &JobId, p: &JobId| set.contains(&(*c, *p));
     // The latest staged (key, record) of each parent this batch moved.
     let mut cache: HashMap<JobId, (JobKey, JobRecord)> = HashMap::default();
     let mut cancel_rest: HashSet<JobId> = HashSet::new();
@@ -439,16 +455,18 @@ fn stage_parents(tx: &mut Tx<'_>, map: &FanMap) -> Result<Vec<(JobId, JobId)>> {
                     break;
                 }
                 if let Some((_, c)) = keys::decode_fan_key(k) {
-                    if map.waits(&c, &f.id) && !gone(&removed, &c, &f.id) {
+                    if map.waits(&c, &f.id) && !gone(&removed_set, &c, &f.id) {
                         open.push(c);
                     }
                 }
                 it.next();
             }
             it.status()?;
+            left.push(f.id);
             for c in open {
                 tx.delete_raw(st::CF_META, &keys::fan_child_key(&c, &f.id))?;
                 removed.push((c, f.id));
+                removed_set.insert((c, f.id));
                 if cancel_rest.contains(&f.id) {
                     cancels.push((
                         c,
@@ -460,13 +478,14 @@ fn stage_parents(tx: &mut Tx<'_>, map: &FanMap) -> Result<Vec<(JobId, JobId)>> {
         let parents: Vec<JobId> = map
             .parents_of(&f.id)
             .iter()
-            .filter(|p| !gone(&removed, &f.id, p))
+            .filter(|p| !gone(&removed_set, &f.id, p))
             .copied()
             .collect();
         for p in parents {
             tx.delete_raw(st::CF_META, &keys::fan_child_key(&f.id, &p))?;
             removed.push((f.id, p));
-            let (pk, mut rec) = match cache.remove(&p) {
+            removed_set.insert((f.id, p));
+            let (pk, mut rec) = match cache.remove(&p).or_else(|| map.parents.get(&p).cloned()) {
                 Some(x) => x,
                 None => {
                     let Some(k) = e.key_of(&p)? else { continue };
@@ -524,7 +543,22 @@ fn stage_parents(tx: &mut Tx<'_>, map: &FanMap) -> Result<Vec<(JobId, JobId)>> {
         }
     }
     e.fan.queue_cancels(cancels);
-    Ok(removed)
+    Ok(FanStaged {
+        removed,
+        left,
+        parents: cache,
+    })
+}
+
+/// What a finishing commit staged, for memory after its write.
+#[derive(Default)]
+pub(super) struct FanStaged {
+    /// `fanc/` rows deleted.
+    removed: Vec<(JobId, JobId)>,
+    /// Parents that left waiting by a move of their own (cancel, delete).
+    left: Vec<JobId>,
+    /// Each parent's row and record as the batch leaves it.
+    parents: HashMap<JobId, (JobKey, JobRecord)>,
 }
 
 /// The fan-in record of a new parent.

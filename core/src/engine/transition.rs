@@ -228,7 +228,10 @@ impl<'e> Tx<'e> {
         let e = self.e;
         let jobs = e.cf(st::CF_JOBS)?;
         let kinds = e.cf(st::CF_KINDS)?;
-        if let Some(f) = from {
+        // A move within its row (a parent's count, a heartbeat) overwrites
+        // it: no delete, and the id index already names it.
+        let same_row = from.is_some() && from == to;
+        if let Some(f) = from.filter(|_| !same_row) {
             self.batch.delete_cf(jobs, f.encode());
             if f.state.is_ready() {
                 self.batch.delete_cf(
@@ -245,7 +248,9 @@ impl<'e> Tx<'e> {
                 buf.reserve(codec::encoded_len_hint(rec));
                 codec::encode_into(rec, buf);
                 self.batch.put_cf(jobs, tk, &*buf);
-                self.batch.put_cf(e.cf(st::CF_IDS)?, t.id.as_bytes(), tk);
+                if !same_row {
+                    self.batch.put_cf(e.cf(st::CF_IDS)?, t.id.as_bytes(), tk);
+                }
                 if t.state.is_ready() {
                     self.batch.put_cf(
                         kinds,
@@ -454,7 +459,7 @@ impl<'e> Tx<'e> {
             let staged = std::mem::take(&mut p.staged);
             e.hub.commit_ordered(e.now(), staged, || e.write(batch))?;
         }
-        super::fanin::committed(e, fan_map, fan_gate, after, &fan_removed);
+        super::fanin::committed(e, fan_map, fan_gate, after, fan_removed);
         for (kind, d) in &p.counters {
             e.counts.add(kind, d);
         }
