@@ -63,6 +63,7 @@ bench: deps bench-core bench-callgrind $(BENCH_TARGETS)
 bench-core:
 	$(CARGO) bench -p telha-jobs --bench queue
 	$(CARGO) bench -p telha-jobs --bench queue -- --unique
+	$(CARGO) bench -p telha-jobs --bench queue -- --fanin
 	$(CARGO) bench -p telha-jobs --bench queue -- --prune-windows
 	$(CARGO) bench -p telha-jobs --bench queue -- --trace
 	$(CARGO) bench -p telha-jobs --bench cost

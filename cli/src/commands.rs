@@ -166,10 +166,26 @@ fn get(q: &dyn JobStore, id: JobId) -> Result<JobInfo, Failure> {
 fn show(db: &Target, id: JobId, json: bool) -> Result<Output, Failure> {
     let q = store::open_read(db)?;
     let j = get(q.as_ref(), id)?;
+    // A fan-in parent's children (the first page; a store that does not
+    // serve them yet shows none).
+    let children = match j.fan_in {
+        Some(_) => q
+            .results_of_children(&id, None, telha_jobs::fanin::MAX_CHILDREN_PAGE)
+            .ok(),
+        None => None,
+    };
     Ok(if json {
-        Output::Json(render::job_json(&j, true))
+        let mut v = render::job_json(&j, true);
+        if let Some(c) = &children {
+            v["children"] = render::children_json(c);
+        }
+        Output::Json(v)
     } else {
-        Output::Text(render::job_text(&j))
+        let mut t = render::job_text(&j);
+        if let Some(c) = &children {
+            t.push_str(&render::children_text(c));
+        }
+        Output::Text(t)
     })
 }
 
@@ -439,6 +455,12 @@ fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
     telha_jobs::tags::normalize_tags(&a.tags)?;
     let metadata: std::collections::BTreeMap<String, String> = a.meta.into_iter().collect();
     telha_jobs::tags::validate_metadata(&metadata)?;
+    let on_child_dead = a
+        .on_child_dead
+        .as_deref()
+        .map(|s| s.parse::<telha_jobs::ChildDeadPolicy>())
+        .transpose()
+        .map_err(|e| Failure::usage(format!("--on-child-dead: {e}")))?;
     let opts = EnqueueOptions {
         scope: a.scope,
         priority: a.priority,
@@ -452,6 +474,8 @@ fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
         metadata,
         debounce: a.debounce,
         debounce_max: a.debounce_max,
+        after: a.after,
+        on_child_dead,
         ..EnqueueOptions::default()
     };
     opts.check_debounce(now_ms())

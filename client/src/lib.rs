@@ -84,6 +84,7 @@ mod deadline;
 mod driver;
 mod endpoints;
 mod events;
+mod fanin;
 mod retry;
 mod schedules;
 mod store;

@@ -176,6 +176,8 @@ impl Table {
     }
 }
 
+#[path = "parts/queue_fanin.rs"]
+mod queue_fanin;
 #[path = "parts/queue_tags.rs"]
 mod queue_tags;
 #[path = "parts/queue_trace.rs"]
@@ -192,6 +194,13 @@ fn main() {
         let mut t = Table { rows: Vec::new() };
         println!("{:<62} {:>16} {:>22}", "figure", "value", "vs");
         queue_unique::rows(&mut t, if quick { 5_000 } else { 50_000 });
+        return;
+    }
+    if std::env::args().any(|a| a == "--fanin") {
+        // Only issue 43's row: `cargo bench -p telha-jobs --bench queue -- --fanin`.
+        let mut t = Table { rows: Vec::new() };
+        println!("{:<62} {:>16} {:>22}", "figure", "value", "vs");
+        queue_fanin::rows(&mut t, 10_000, if quick { 1 } else { 3 });
         return;
     }
     if std::env::args().any(|a| a == "--tags") {

@@ -41,6 +41,7 @@ pub mod control;
 mod engine;
 pub mod error;
 pub mod event;
+pub mod fanin;
 pub mod flow;
 mod heap;
 pub mod ids;
@@ -54,6 +55,8 @@ pub mod payload;
 #[cfg(feature = "rocksdb")]
 mod queue;
 mod queue_admin;
+#[cfg(feature = "rocksdb")]
+mod queue_fanin;
 #[cfg(feature = "rocksdb")]
 mod reaper;
 #[cfg(feature = "rocksdb")]
@@ -86,6 +89,7 @@ pub use config::{Backoff, Config, KindConfig};
 pub use control::{CancelFilter, CancelOutcome, CancelReport, Failure, PauseTarget, Paused};
 pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, LogEntry};
+pub use fanin::{ChildDeadPolicy, ChildPage, ChildResult, FanInInfo};
 pub use flow::{Limit, LimitStatus, LimitTarget};
 pub use ids::{JobId, Scope};
 pub use job::{

@@ -23,6 +23,7 @@ pub fn counts_to_pb(c: &StateCounts) -> pb::StateCounts {
         completed: c.completed,
         dead: c.dead,
         cancelled: c.cancelled,
+        waiting: c.waiting,
     }
 }
 
@@ -36,6 +37,7 @@ pub fn counts_from_pb(c: &pb::StateCounts) -> StateCounts {
     a[State::Completed] = n(c.completed);
     a[State::Dead] = n(c.dead);
     a[State::Cancelled] = n(c.cancelled);
+    a[State::Waiting] = n(c.waiting);
     StateCounts::from_per_state(&a)
 }
 

@@ -43,6 +43,7 @@
 mod auth;
 mod control;
 mod events;
+mod fanin;
 mod health;
 mod http;
 pub mod json;

@@ -7,6 +7,7 @@ mod bad_input;
 mod check;
 mod commands;
 mod control;
+mod fanin;
 mod far_future;
 mod limits;
 mod locked;

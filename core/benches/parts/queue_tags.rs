@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use telha_jobs::{Config, EnqueueOptions, LeaseOptions, ListQuery, NewJob, Queue};
 
 /// The process's user + system CPU time (from /proc/self/stat).
-fn cpu() -> Duration {
+pub fn cpu() -> Duration {
     let Ok(s) = std::fs::read_to_string("/proc/self/stat") else {
         return Duration::ZERO;
     };

@@ -105,9 +105,22 @@ impl Engine {
                         return Ok(outcome);
                     }
                 }
+                State::Waiting => {
+                    // Children's settles move a waiting parent under the
+                    // fan-in map's lock: read and move it under it too.
+                    let mut tx = Tx::new(self);
+                    tx.hold_fan();
+                    if self.key_of(id)? == Some(key) {
+                        if let Some(rec) = self.record_at(&key)? {
+                            self.stage_cancel(&mut tx, &key, rec, &reason)?;
+                            tx.commit()?;
+                            return Ok(CancelOutcome::Cancelled);
+                        }
+                    }
+                }
                 other => {
                     return Err(Error::WrongState(format!(
-                        "job {id} is {other}; only pending, failed and leased jobs can be cancelled"
+                        "job {id} is {other}; only pending, failed, leased and waiting jobs can be cancelled"
                     )))
                 }
             }
@@ -353,6 +366,16 @@ impl Engine {
                     })?;
                     if done.is_ok() {
                         return Ok(());
+                    }
+                }
+                State::Waiting => {
+                    let mut tx = Tx::new(self);
+                    tx.hold_fan();
+                    if self.key_of(id)? == Some(key) {
+                        if let Some(rec) = self.record_at(&key)? {
+                            tx.stage(Event::Deleted, Some(&key), None, &rec)?;
+                            return tx.commit();
+                        }
                     }
                 }
                 _ => {

@@ -283,6 +283,49 @@ pub fn decode_expiry_key(k: &[u8]) -> Option<(u64, JobId)> {
     Some((at, JobId::from_bytes(id)))
 }
 
+/// The prefix of the fan-in rows child → waiting parent in `meta`
+/// (`fanc/ child(16) parent(16)`, empty): kept while the parent waits and
+/// the child has not finished (issue 43).
+pub const FAN_CHILD_PREFIX: &[u8] = b"fanc/";
+
+/// The prefix of the fan-in rows parent → child in `meta` (`fanp/
+/// parent(16) child(16)`, empty): every child a parent named, kept until
+/// the parent is deleted (`results_of_children` reads them).
+pub const FAN_PARENT_PREFIX: &[u8] = b"fanp/";
+
+fn pair_key(prefix: &[u8], a: &JobId, b: &JobId) -> [u8; 37] {
+    let mut k = [0u8; 37];
+    k[..5].copy_from_slice(prefix);
+    k[5..21].copy_from_slice(a.as_bytes());
+    k[21..].copy_from_slice(b.as_bytes());
+    k
+}
+
+/// The row saying `parent` waits on the unfinished `child`.
+pub fn fan_child_key(child: &JobId, parent: &JobId) -> [u8; 37] {
+    pair_key(FAN_CHILD_PREFIX, child, parent)
+}
+
+/// The row naming `child` among `parent`'s children.
+pub fn fan_parent_key(parent: &JobId, child: &JobId) -> [u8; 37] {
+    pair_key(FAN_PARENT_PREFIX, parent, child)
+}
+
+/// The prefix of one parent's `fanp/` rows.
+pub fn fan_parent_prefix(parent: &JobId) -> [u8; 21] {
+    let mut k = [0u8; 21];
+    k[..5].copy_from_slice(FAN_PARENT_PREFIX);
+    k[5..].copy_from_slice(parent.as_bytes());
+    k
+}
+
+/// The two ids of a `fanc/` or `fanp/` row; `None` when it is not 37 bytes.
+pub fn decode_fan_key(k: &[u8]) -> Option<(JobId, JobId)> {
+    let a: [u8; 16] = k.get(5..21)?.try_into().ok()?;
+    let b: [u8; 16] = k.get(21..37)?.try_into().ok()?;
+    (k.len() == 37).then(|| (JobId::from_bytes(a), JobId::from_bytes(b)))
+}
+
 /// The prefix of the tag index's rows in the `meta` family.
 pub const TAG_INDEX_PREFIX: &[u8] = b"tag/";
 
