@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The glibc 2.17 artifacts of `make dist-all` (issue 47):
+#
+# 1. Each binary they ship (the wheel's extension, the npm addon, the C
+#    library, telha) imports no glibc symbol version newer than GLIBC (the
+#    manylinux2014 floor), no libstdc++ at all (zig's libc++ is linked in),
+#    and needs only glibc's own libraries: read with objdump -T / readelf -d
+#    (scripts/dist/elf_needs.py), so a newer symbol fails here even though
+#    no glibc 2.17 system can be had on this machine.
+# 2. Installed and run in ROOTFS, the oldest Debian root file system that
+#    can be made here (tests/dist/rootfs.sh: bullseye, glibc 2.31, CPython
+#    3.9, gcc), through chroot: the wheel in a new virtualenv with the
+#    README's Python example, the telha tarball listing the store that
+#    example wrote, the C tarball's shared library under the README's C
+#    example built by the root file system's own gcc. Its Node (12) is older
+#    than the package's floor (18), so the addon is checked by (1) only.
+#
+#   test_oldglibc.sh DIST VERSION README GLIBC ROOTFS
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+. "$here/lib.sh"
+dist=$(cd "$1" && pwd) version=$2 readme=$(cd "$(dirname "$3")" && pwd)/$(basename "$3") glibc=$4 rootfs=$5
+[ -n "$rootfs" ] && [ -f "$rootfs/.ready" ] || { echo "test_oldglibc.sh: no root file system in '$rootfs' (tests/dist/rootfs.sh)"; exit 1; }
+
+tmp=$(mktemp -d)
+# Inside the root file system: a directory of its own, removed at the end.
+inside=/tmp/telha-dist-test.$$
+trap 'rm -rf "$tmp" "$rootfs$inside"' EXIT
+mkdir -p "$tmp/bin" "$rootfs$inside/dist"
+
+wheel=$(cd "$dist" && ls telha_jobs-"$version"-cp39-abi3-*.whl 2>/dev/null | grep -E "[-.]manylinux_2_17_x86_64[.]" | head -n 1)
+ctar="telha-jobs-$version-x86_64-linux-gnu"
+clitar="telha-$version-x86_64-linux-gnu"
+{ [ -n "$wheel" ] && python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); n = next(n for n in z.namelist() if n.endswith(".so")); open(sys.argv[2] + "/_native.so", "wb").write(z.read(n))' "$dist/$wheel" "$tmp/bin"
+  tar -xzf "$dist/npm/telha-jobs-linux-x64-gnu-$version.tgz" -C "$tmp" && cp "$tmp"/package/*.node "$tmp/bin/"
+  tar -xzf "$dist/c/$ctar.tar.gz" -C "$tmp" && cp "$tmp/$ctar/lib/libtelha_jobs.so.$version" "$tmp/bin/"
+  tar -xzf "$dist/cli/$clitar.tar.gz" -C "$tmp" && cp "$tmp/$clitar/telha" "$tmp/bin/"; } >/dev/null 2>&1
+echo "== $dist: ${wheel:-no wheel}, the addon, the C library, telha"
+
+for f in _native.so telha-jobs.linux-x64-gnu.node "libtelha_jobs.so.$version" telha; do
+  check "$f: no GLIBC_ version above $glibc, no libstdc++, only glibc's libraries needed" \
+    python3 - "$root/scripts/dist/elf_needs.py" "$tmp/bin/$f" "$glibc" <<'EOF'
+import json, subprocess, sys
+tool, path, floor = sys.argv[1:]
+key = lambda v: tuple(int(p) for p in v.split("."))
+d = json.loads(subprocess.run([sys.executable, tool, path], check=True, capture_output=True, text=True).stdout)
+print(f"{d['file']}: GLIBC_{d['glibc']} max, GLIBCXX {d['glibcxx']}, CXXABI {d['cxxabi']}, GCC_{d['gcc']}, NEEDED {' '.join(d['needed'])}")
+# The versions above the floor, each with its symbols (what to fix).
+out = subprocess.run(["objdump", "-T", path], check=True, capture_output=True, text=True).stdout
+newer = sorted({l.split()[-1] + " " + t for l in out.splitlines() if "*UND*" in l
+                for t in [p.strip("()") for p in l.split() if p.strip("()").startswith("GLIBC_2.")]
+                if key(t[len("GLIBC_"):]) > key(floor)})
+print("\n".join(newer[:20]))
+glibc_libs = {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "libutil.so.1",
+              "ld-linux-x86-64.so.2", "libgcc_s.so.1"}
+bad = newer or d["glibcxx"] or d["cxxabi"] or set(d["needed"]) - glibc_libs
+sys.exit(1 if bad else 0)
+EOF
+done
+
+# In the old root file system (chroot: its own loader, glibc and Python).
+cp "$dist/$wheel" "$rootfs$inside/dist/"
+tar -xzf "$dist/cli/$clitar.tar.gz" -C "$rootfs$inside"
+tar -xzf "$dist/c/$ctar.tar.gz" -C "$rootfs$inside"
+{ printf 'def parse(doc):\n    return 3\n\n'; readme_block "$readme" '## Python' python; } > "$rootfs$inside/readme.py"
+{
+  printf '#include <stdio.h>\n#include <string.h>\n#include <telha_jobs.h>\nint main(void) {\n'
+  printf 'if (strcmp(tj_version(), "%s") != 0) { fprintf(stderr, "version %%s\\n", tj_version()); return 2; }\n' "$version"
+  readme_block "$readme" '## C' c
+  printf 'return 0;\n}\n'
+} > "$rootfs$inside/readme.c"
+# Each step a script run by the root file system's sh, in $inside.
+printf 'version=%s clitar=%s ctar=%s\n' "$version" "$clitar" "$ctar" > "$rootfs$inside/env.sh"
+cat > "$rootfs$inside/wheel.sh" <<'EOF'
+python3 -m venv venv
+venv/bin/pip install -q --no-index --find-links dist telha-jobs
+venv/bin/python -c 'import telha_jobs; print(telha_jobs.__file__)'
+EOF
+cat > "$rootfs$inside/example.sh" <<'EOF'
+venv/bin/python readme.py
+test -d telha-data
+EOF
+cat > "$rootfs$inside/cli.sh" <<'EOF'
+got=$("./$clitar/telha" --version); echo "$got"; [ "$got" = "telha $version" ]
+"./$clitar/telha" --db telha-data jobs ls
+"./$clitar/telha" --db telha-data --json jobs ls --state completed --kind ingest:pdf > ls.json
+venv/bin/python -c 'import json; j = json.load(open("ls.json"))["jobs"]; assert [x["kind"] for x in j] == ["ingest:pdf"], j'
+EOF
+cat > "$rootfs$inside/c.sh" <<'EOF'
+gcc -std=c11 -Wall -Wextra -Werror readme.c -I"$ctar/include" -L"$ctar/lib" -Wl,-rpath,"$PWD/$ctar/lib" -ltelha_jobs -o readme-c
+mkdir -p run-c && cd run-c
+out=$(../readme-c); [ -z "$out" ] && [ -d telha-data ]
+EOF
+in_root() { chroot "$rootfs" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root /bin/sh -ec "cd $inside && . ./env.sh && . ./$1"; }
+
+rootfs_libc=$(chroot "$rootfs" /bin/sh -c 'ldd --version | head -n 1' 2>&1 | awk '{print $NF}')
+host_libc=$(ldd --version | head -n 1 | awk '{print $NF}')
+check "the root file system's glibc ($rootfs_libc, $(chroot "$rootfs" python3 -V 2>&1)) is older than this machine's ($host_libc)" \
+  bash -c '[ "$(printf "%s\n%s\n" "$1" "$2" | sort -V | head -n 1)" = "$1" ] && [ "$1" != "$2" ]' _ "$rootfs_libc" "$host_libc"
+check "there: the wheel installs by name into a new virtualenv (pip --no-index --find-links) and imports" in_root wheel.sh
+check "there: the README's Python example writes ./telha-data" in_root example.sh
+check "there: telha --version, then telha jobs ls lists the example's completed ingest:pdf job" in_root cli.sh
+check "there: the README's C example built by its gcc against the tarball's shared library, run" in_root c.sh
+
+finish "dist glibc $glibc"
