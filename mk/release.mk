@@ -96,11 +96,12 @@ dist-all-c: dist-all-zigbuild
 	MAKE="$(MAKE)" scripts/dist/c-tarball.sh $(DIST_ALL_DIR)/c $(DIST_VERSION) $(C_ABI) $(DIST_ALL_WORK)/c-needs.json \
 		x86_64 $(DIST_X64_OUT)
 
-## The help text comes from the host build (same version, same words).
-dist-all-cli: dist-all-zigbuild build-cli
+## The help text comes from the zig binary itself: it runs here (glibc 2.17
+## and newer), so no host build of telha (a second RocksDB) is needed.
+dist-all-cli: dist-all-zigbuild
 	python3 scripts/dist/elf_needs.py $(DIST_X64_OUT)/telha > $(DIST_ALL_WORK)/cli-needs.json
 	scripts/dist/cli-tarball.sh $(DIST_ALL_DIR)/cli $(DIST_VERSION) $(DIST_X64_OUT)/telha x86_64 gnu \
-		$(DIST_ALL_WORK)/cli-needs.json $(CLI_BIN)
+		$(DIST_ALL_WORK)/cli-needs.json
 
 dist-all-sums:
 	cd $(DIST_ALL_DIR) && rm -f SHA256SUMS && sha256sum *.whl npm/* c/* cli/* > SHA256SUMS
