@@ -12,8 +12,12 @@
 #    3.9, gcc), through chroot: the wheel in a new virtualenv with the
 #    README's Python example, the telha tarball listing the store that
 #    example wrote, the C tarball's shared library under the README's C
-#    example built by the root file system's own gcc. Its Node (12) is older
-#    than the package's floor (18), so the addon is checked by (1) only.
+#    example built by the root file system's own gcc, its store listed by
+#    telha. Its own Node (12) is older than the package's floor (18): this
+#    machine's node and npm are copied in (the nodejs.org build needs glibc
+#    2.28 and GLIBCXX_3.4.21, which bullseye has; it runs on bullseye's
+#    libraries there), the two npm tarballs installed with npm --offline,
+#    and the README's Node example run.
 #
 #   test_oldglibc.sh DIST VERSION README GLIBC ROOTFS
 set -uo pipefail
@@ -91,6 +95,40 @@ cat > "$rootfs$inside/c.sh" <<'EOF'
 gcc -std=c11 -Wall -Wextra -Werror readme.c -I"$ctar/include" -L"$ctar/lib" -Wl,-rpath,"$PWD/$ctar/lib" -ltelha_jobs -o readme-c
 mkdir -p run-c && cd run-c
 out=$(../readme-c); [ -z "$out" ] && [ -d telha-data ]
+"../$clitar/telha" --db telha-data --json jobs ls --state completed --kind ingest:pdf > ls.json
+../venv/bin/python -c 'import json; j = json.load(open("ls.json"))["jobs"]; assert [x["kind"] for x in j] == ["ingest:pdf"], j'
+EOF
+# The README's Node example, completed as tests/dist/test_npm.sh does it,
+# and the addon it loaded must be the platform package's.
+{
+  echo "async function handle (payload) { if (payload.doc !== 's3://bucket/a.pdf') throw new Error('payload ' + JSON.stringify(payload)); return { pages: 12 } }"
+  echo "(async () => {"
+  readme_block "$readme" '## Node' js
+  cat <<'EOF'
+  const info = await q.get(job.id)
+  if (info.state !== 'completed') throw new Error('job is ' + info.state)
+  await q.close()
+  const loaded = Object.keys(require.cache).filter((f) => f.endsWith('.node'))
+  const want = require('node:path').resolve('node_modules/telha-jobs-linux-x64-gnu/telha-jobs.linux-x64-gnu.node')
+  if (JSON.stringify(loaded) !== JSON.stringify([want])) throw new Error('addons loaded: ' + loaded)
+  console.log('README example: 1 job completed on Node ' + process.version)
+})().catch((e) => { console.error(e); process.exit(1) })
+EOF
+} > "$rootfs$inside/readme_example.js"
+node_bin=$(readlink -f "$(command -v node)")
+npm_dir=$(cd "$(dirname "$(readlink -f "$(command -v npm)")")/.." && pwd)
+mkdir -p "$rootfs$inside/node/bin" "$rootfs$inside/npm-dist"
+cp "$node_bin" "$rootfs$inside/node/bin/node"
+cp -a "$npm_dir" "$rootfs$inside/node/npm"
+cp "$dist"/npm/*.tgz "$rootfs$inside/npm-dist/"
+cat > "$rootfs$inside/node.sh" <<'EOF'
+export PATH="$PWD/node/bin:$PATH" npm_config_cache="$PWD/npm-cache" npm_config_userconfig="$PWD/npmrc" \
+  npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
+: > npmrc
+mkdir -p app-node && cd app-node
+node ../node/npm/bin/npm-cli.js install --offline --no-progress \
+  "../npm-dist/telha-jobs-linux-x64-gnu-$version.tgz" "../npm-dist/telha-jobs-$version.tgz"
+cp ../readme_example.js . && node readme_example.js | grep -x "README example: 1 job completed on Node v.*"
 EOF
 in_root() { chroot "$rootfs" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root /bin/sh -ec "cd $inside && . ./env.sh && . ./$1"; }
 
@@ -101,6 +139,7 @@ check "the root file system's glibc ($rootfs_libc, $(chroot "$rootfs" python3 -V
 check "there: the wheel installs by name into a new virtualenv (pip --no-index --find-links) and imports" in_root wheel.sh
 check "there: the README's Python example writes ./telha-data" in_root example.sh
 check "there: telha --version, then telha jobs ls lists the example's completed ingest:pdf job" in_root cli.sh
-check "there: the README's C example built by its gcc against the tarball's shared library, run" in_root c.sh
+check "there: the README's C example built by its gcc against the tarball's shared library, run; telha lists its completed job" in_root c.sh
+check "there: npm install --offline of the two npm tarballs, the README's Node example on this machine's Node ($(node --version))" in_root node.sh
 
 finish "dist glibc $glibc"
