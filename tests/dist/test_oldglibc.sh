@@ -63,6 +63,22 @@ sys.exit(1 if bad else 0)
 EOF
 done
 
+# What the README's install section and docs/install.md say of this set.
+check "README.md and docs/install.md name these artifacts and glibc $glibc" python3 - "$readme" "$root/docs/install.md" "$dist" "$glibc" <<'EOF'
+import re, sys
+from pathlib import Path
+readme, page, dist, glibc = Path(sys.argv[1]).read_text(), Path(sys.argv[2]).read_text(), Path(sys.argv[3]), sys.argv[4]
+m = re.search(r"^## Install$(.*?)^## ", readme, re.M | re.S)
+install = " ".join(m.group(1).split()) if m else ""
+files = sorted(str(p.relative_to(dist)) for p in dist.rglob("*") if p.is_file() and p.name != "SHA256SUMS")
+wheel = next(f for f in files if f.endswith(".whl"))
+missing = [w for w in (wheel, f"glibc {glibc} or newer") if w not in install]
+missing += [f"docs/install.md: dist-all/{f}" for f in files if f"dist-all/{f}" not in page]
+missing += [f"docs/install.md: glibc {glibc} or newer"] if f"glibc {glibc} or newer" not in page else []
+print("\n".join(f"not said: {w}" for w in missing))
+sys.exit(1 if missing or not files else 0)
+EOF
+
 # In the old root file system (chroot: its own loader, glibc and Python).
 cp "$dist/$wheel" "$rootfs$inside/dist/"
 tar -xzf "$dist/cli/$clitar.tar.gz" -C "$rootfs$inside"
