@@ -36,8 +36,11 @@ DIST_GLIBC := 2.17
 DIST_X64_TARGET := $(HOME)/.cache/telha-jobs/target-dist-x86_64-linux-gnu.$(DIST_GLIBC)
 DIST_X64_OUT := $(DIST_X64_TARGET)/x86_64-unknown-linux-gnu/release
 DIST_ZIG_ENV_FILE := $(DIST_X64_TARGET)/zig-env
-DIST_ZIGBUILD = scripts/dist/zig/with-env $(DIST_ZIG_ENV_FILE) env CARGO_TARGET_DIR="$(DIST_X64_TARGET)" \
-	$(CARGO) build $(PROFILE) --target x86_64-unknown-linux-gnu
+# The build tools stay on PATH: the recorded `ar` wrapper is maturin itself
+# (cargo-zigbuild's multicall), which finds zig there ("Failed to find zig"
+# without it, for any crate whose build script archives C).
+DIST_ZIGBUILD = PATH="$(DIST_TOOLS)/bin:$$PATH" scripts/dist/zig/with-env $(DIST_ZIG_ENV_FILE) \
+	env CARGO_TARGET_DIR="$(DIST_X64_TARGET)" $(CARGO) build $(PROFILE) --target x86_64-unknown-linux-gnu
 # The oldest Debian deb.debian.org still serves (tests/dist/rootfs.sh).
 DIST_ROOTFS_SUITE := bullseye
 DIST_ROOTFS := $(HOME)/.cache/telha-jobs/rootfs/$(DIST_ROOTFS_SUITE)-amd64
