@@ -1,8 +1,8 @@
 # Release artifacts for the targets `make dist` cannot reach (issue 47; mk/release.mk):
 # `make dist-all` writes them into dist-all/, `make test-dist-all` installs
 # each one. Neither is part of `make test`: every target here compiles
-# RocksDB's C++ again, in a target dir of its own (~40-60 min on 2 cores the
-# first time, then kept).
+# RocksDB's C++ again, in a target dir of its own (91 min niced on 2 busy
+# cores the first time, then kept; the Rust crates above it: 31 min).
 #
 #   dist-all/telha_jobs-V-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
 #   dist-all/npm/telha-jobs-V.tgz, npm/telha-jobs-linux-x64-gnu-V.tgz

@@ -33,7 +33,8 @@ inside=/tmp/telha-dist-test.$$
 trap 'rm -rf "$tmp" "$rootfs$inside"' EXIT
 mkdir -p "$tmp/bin" "$rootfs$inside/dist"
 
-wheel=$(cd "$dist" && ls telha_jobs-"$version"-cp39-abi3-*.whl 2>/dev/null | grep -E "[-.]manylinux_2_17_x86_64[.]" | head -n 1)
+wheel=$(cd "$dist" && for f in telha_jobs-"$version"-cp39-abi3-*.whl; do
+  case $f in *[-.]manylinux_2_17_x86_64.*) echo "$f"; break ;; esac; done)
 ctar="telha-jobs-$version-x86_64-linux-gnu"
 clitar="telha-$version-x86_64-linux-gnu"
 { [ -n "$wheel" ] && python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); n = next(n for n in z.namelist() if n.endswith(".so")); open(sys.argv[2] + "/_native.so", "wb").write(z.read(n))' "$dist/$wheel" "$tmp/bin"
