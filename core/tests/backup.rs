@@ -31,7 +31,7 @@ fn writer(q: Queue, n: usize, stop: Arc<AtomicBool>, acked: Acked, ops: Arc<Atom
         if let Some(job) = q.lease_next(&worker, &LeaseOptions::default()).unwrap() {
             acked.lock().unwrap().insert(job.id, State::Leased);
             // One in four stays leased: the backup must show it leased.
-            if i % 4 != 0 {
+            if !i.is_multiple_of(4) {
                 q.complete(&job.token(), Some(b"ok")).unwrap();
                 acked.lock().unwrap().insert(job.id, State::Completed);
             }
@@ -103,7 +103,7 @@ fn a_backup_under_load_opens_passes_check_and_holds_every_acknowledged_job() {
         );
         *seen.entry(*state).or_default() += 1;
     }
-    assert!(seen.get(&State::Leased).is_some(), "{seen:?}");
+    assert!(seen.contains_key(&State::Leased), "{seen:?}");
     // Leases are rebuilt from the rows: a leased job is not leased again.
     let leased = b.stats().unwrap().total.leased;
     assert!(leased > 0);
