@@ -176,6 +176,8 @@ impl Table {
     }
 }
 
+#[path = "parts/backup.rs"]
+mod backup;
 #[path = "parts/queue_tags.rs"]
 mod queue_tags;
 #[path = "parts/queue_unique.rs"]
@@ -202,6 +204,18 @@ fn main() {
             (20_000, 200_000)
         };
         queue_tags::rows(&mut t, n, others);
+        return;
+    }
+    if std::env::args().any(|a| a == "--backup") {
+        // Issue 39's backup rows: `… --bench queue -- --backup`.
+        let mut t = Table { rows: Vec::new() };
+        println!("{:<62} {:>16} {:>22}", "figure", "value", "vs");
+        let (small, large) = if quick {
+            (1_000, 50_000)
+        } else {
+            (10_000, 1_000_000)
+        };
+        backup::rows(&mut t, small, large);
         return;
     }
     if std::env::args().any(|a| a == "--prune-windows") {
