@@ -47,6 +47,7 @@ pub fn run(cmd: Jobs, db: &Target, json: bool) -> Result<Output, Failure> {
         Jobs::Check => check(db, json),
         Jobs::Enqueue(a) => enqueue(db, a, json),
         Jobs::Count(a) => count(db, &a, json),
+        Jobs::Backup { dir } => backup(db, &dir, json),
         Jobs::Cancel(a) => control::cancel(db, a, json),
         Jobs::Delete { ids } => control::delete(db, &ids, json),
         Jobs::Promote(a) => crate::steer::promote(db, &a, json),
@@ -299,6 +300,28 @@ fn describe(state: State, scope: Option<&Scope>, kind: Option<&KindPattern>) -> 
         s.push_str(&format!(" in scope {sc}"));
     }
     s
+}
+
+fn backup(db: &Target, dir: &std::path::Path, json: bool) -> Result<Output, Failure> {
+    let q = store::open_write(db, true)?;
+    let b = q.backup(dir)?;
+    if json {
+        return Ok(Output::Json(json!({
+            "path": b.path.display().to_string(),
+            "bytes": b.bytes,
+            "files": b.files,
+            "took_us": u64::try_from(b.took.as_micros()).unwrap_or(u64::MAX),
+            "sequence": b.sequence,
+        })));
+    }
+    Ok(Output::Text(format!(
+        "backup at {}: {} files, {} bytes, sequence {}, took {:.1} ms\n",
+        b.path.display(),
+        b.files,
+        b.bytes,
+        b.sequence,
+        b.took.as_secs_f64() * 1e3
+    )))
 }
 
 fn purge(db: &Target, a: PurgeArgs, json: bool) -> Result<Output, Failure> {

@@ -178,6 +178,8 @@ impl Table {
 
 #[path = "parts/queue_fanin.rs"]
 mod queue_fanin;
+#[path = "parts/backup.rs"]
+mod backup;
 #[path = "parts/queue_tags.rs"]
 mod queue_tags;
 #[path = "parts/queue_trace.rs"]
@@ -224,6 +226,18 @@ fn main() {
             if quick { 5_000 } else { 20_000 },
             if quick { 3 } else { 5 },
         );
+        return;
+    }
+    if std::env::args().any(|a| a == "--backup") {
+        // Issue 39's backup rows: `… --bench queue -- --backup`.
+        let mut t = Table { rows: Vec::new() };
+        println!("{:<62} {:>16} {:>22}", "figure", "value", "vs");
+        let (small, large) = if quick {
+            (1_000, 50_000)
+        } else {
+            (10_000, 1_000_000)
+        };
+        backup::rows(&mut t, small, large);
         return;
     }
     if std::env::args().any(|a| a == "--prune-windows") {

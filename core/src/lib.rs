@@ -32,6 +32,7 @@
 #[cfg(feature = "rocksdb")]
 mod api;
 pub mod backoff;
+pub mod backup;
 #[cfg(feature = "rocksdb")]
 mod cancel;
 pub mod clock;
@@ -82,6 +83,7 @@ mod would_block;
 
 #[cfg(feature = "rocksdb")]
 pub use api::JobStore;
+pub use backup::BackupInfo;
 #[cfg(feature = "rocksdb")]
 pub use cancel::CancelWait;
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -8,6 +8,7 @@ import type {
   JobEvent,
   ListPage,
   ReapReport,
+  BackupInfo,
   Stats,
   ScopeCounts,
   StateCounts,
@@ -25,7 +26,7 @@ import type { LimitStatus, LimitTarget, LimitSettings, CompleteOptions, Complete
 import type { OpenOptions, Settings } from './options'
 import type { ConnectOptions, ServeOptions, Server } from './serve'
 
-export type { Job, JobInfo, JobEvent, ListPage, ReapReport, Stats, ScopeCounts, StateCounts, CorruptRecord, Enqueued, ConfigKey, Limits, CancelReport, Paused, SubscriptionEvent }
+export type { Job, JobInfo, JobEvent, ListPage, ReapReport, BackupInfo, Stats, ScopeCounts, StateCounts, CorruptRecord, Enqueued, ConfigKey, Limits, CancelReport, Paused, SubscriptionEvent }
 
 /**
  * The stable `code` of every error the store raises, mapped one-to-one from
@@ -530,6 +531,11 @@ export declare class Queue {
   runSchedules(): Promise<RunReport>
   /** How many jobs carry `tag`, per state (read from the tag index: O(jobs carrying it)). */
   countTag(tag: string, options?: { scope?: string }): Promise<StateCounts>
+  /**
+   * Write a consistent copy of the live store to the directory `dir` (must not exist, or be empty) that opens as a store; calls go on meanwhile.
+   * On a connected queue, `dir` is on the server's filesystem. `INVALID_ARGUMENT` naming `dir` when it is taken.
+   */
+  backup(dir: string): Promise<BackupInfo>
   /** Run one reaper pass now: expire leases, prune completed jobs past their retention. */
   reap(): Promise<ReapReport>
   /**

@@ -553,6 +553,7 @@ class Queue {
   async limits () { return this.#native.limits() }
 
   async countTag (tag, opts) { return this.#native.countTag(str(tag, 'tag'), optStr(options(opts, 'countTag options', new Set(['scope'])).scope, 'scope')) }
+  async backup (dir) { return this.#native.backup(str(dir, 'dir')) }
   async reap () { return this.#native.reap() }
   async purge (state, before) {
     const ms = optNum(before instanceof Date ? before.getTime() : before, 'before')
