@@ -39,6 +39,7 @@ use telha_jobs::{Clock, Config, Error, Queue, SystemClock};
 use crate::elect::Overdue;
 use crate::network::{Mute, Router};
 use crate::proposer::{Proposer, ProposerConfig};
+use crate::snapshot::{SnapshotPolicy, SnapshotTrigger, Snapshots, StoreCell};
 use crate::state_machine::StateMachine;
 pub use crate::timing::{Timing, ELECTION_MAX_DEFAULT, ELECTION_MIN_DEFAULT, HEARTBEAT_DEFAULT};
 use crate::types::{Applied, Epoch, Payload, PeerNode, TypeConfig, Vote, PAYLOAD_FORMAT};
@@ -60,6 +61,8 @@ pub struct NodeOptions {
     /// ordinary wait stands itself (`elect.rs`; on by default, off only
     /// to measure what it saves).
     pub stand_when_overdue: bool,
+    /// When to snapshot, and how much log to keep behind a snapshot.
+    pub snapshots: SnapshotPolicy,
 }
 
 impl Default for NodeOptions {
@@ -71,6 +74,7 @@ impl Default for NodeOptions {
             proposer: ProposerConfig::default(),
             watch_interval: Duration::from_millis(20),
             stand_when_overdue: true,
+            snapshots: SnapshotPolicy::default(),
         }
     }
 }
@@ -147,7 +151,8 @@ pub struct Node {
     dir: PathBuf,
     router: Router,
     raft: Raft<TypeConfig>,
-    store: ReplicaStore,
+    store: StoreCell,
+    snapshots: Arc<Snapshots>,
     /// Entries the state machine skipped as stale (fencing token).
     skipped: Arc<AtomicU64>,
     shared: Arc<Shared>,
@@ -163,7 +168,7 @@ impl Node {
         router: &Router,
         opts: NodeOptions,
     ) -> Result<Node, NodeError> {
-        let raft_cfg = Arc::new(opts.timing.raft_config()?);
+        let raft_cfg = Arc::new(opts.timing.raft_config(opts.snapshots.keep_log)?);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name(format!("telha-raft-{id}"))
@@ -176,12 +181,27 @@ impl Node {
             .map_err(|e| NodeError(format!("node {id}: log store: {e}")))?;
         let store = open_store(&dir.join("store"))
             .map_err(|e| NodeError(format!("node {id}: store: {e}")))?;
+        let snapshots = Arc::new(
+            Snapshots::open(&dir.join("snapshots"))
+                .map_err(|e| NodeError(format!("node {id}: snapshots: {e}")))?,
+        );
         log.set_probe_node(id);
         log.set_node(id);
-        let mut sm = StateMachine::open(store.clone())
+        let mut sm = StateMachine::open(store)
             .map_err(|e| NodeError(format!("node {id}: state machine: {e}")))?;
         sm.set_probe_node(id);
         sm.wait_for_log(log.durable());
+        sm.keep_snapshots(snapshots.clone());
+        let store = sm.cell();
+        log.before_purge(crate::snapshot::purge_guard(store.clone()));
+        let purge_log = log.clone();
+        sm.after_install(Arc::new(move || {
+            purge_log
+                .purge_deferred()
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }));
+        let log_handle = log.clone();
         let skipped = sm.skipped();
         let muted = Arc::new(AtomicBool::new(false));
         let network = Mute::new(router.factory(id), muted.clone());
@@ -206,7 +226,7 @@ impl Node {
             let heard: Heard = Box::new(move || r.last_heard(id).unwrap_or(started).max(started));
             std::thread::Builder::new()
                 .name(format!("telha-node-{id}"))
-                .spawn(move || watch(raft, store, shared, handle, opts, heard))
+                .spawn(move || watch(raft, store, shared, handle, opts, heard, log_handle))
                 .map_err(|e| NodeError(format!("node {id}: watcher thread: {e}")))?
         };
         Ok(Node {
@@ -215,6 +235,7 @@ impl Node {
             router: router.clone(),
             raft,
             store,
+            snapshots,
             skipped,
             shared,
             watcher: Some(watcher),
@@ -243,8 +264,16 @@ impl Node {
         &self.raft
     }
 
-    pub fn store(&self) -> &ReplicaStore {
-        &self.store
+    /// A handle to this node's store (`None` only after a snapshot
+    /// install failed and no store could be opened again: the node has
+    /// stopped). Let it go after use: an install waits for every handle.
+    pub fn store(&self) -> Option<ReplicaStore> {
+        self.store.get()
+    }
+
+    /// This node's retained snapshots (`D/snapshots/`).
+    pub fn snapshots(&self) -> &Snapshots {
+        &self.snapshots
     }
 
     pub fn metrics(&self) -> RaftMetrics<u64, PeerNode> {
@@ -379,20 +408,22 @@ fn fence(shared: &Shared, reason: &str) {
     }
 }
 
-/// The engine watcher: one per node, a std thread (opening an engine
-/// blocks and may replicate).
 /// When this node last heard a leader (or started, if later).
 type Heard = Box<dyn Fn() -> Instant + Send>;
 
+/// The engine watcher: one per node, a std thread (opening an engine
+/// blocks and may replicate). It also triggers snapshots by the policy.
 fn watch(
     raft: Raft<TypeConfig>,
-    store: ReplicaStore,
+    store: StoreCell,
     shared: Arc<Shared>,
     rt: tokio::runtime::Handle,
     opts: NodeOptions,
     heard: Heard,
+    log: LogStore,
 ) {
     let mut rx = raft.metrics();
+    let mut snap = SnapshotTrigger::new(opts.snapshots, log.appended_bytes());
     let stale_after = opts.timing.election_max;
     let mut seen_at = Instant::now();
     let mut seen_state = None;
@@ -459,6 +490,13 @@ fn watch(
         if open {
             try_open(&raft, &store, &shared, &rt, &opts, m.vote);
         }
+        if snap.due(&m, log.appended_bytes()) {
+            let _ = rt.block_on(raft.trigger().snapshot());
+        }
+        // A follower's purge that came before its snapshot install.
+        if let Err(e) = log.purge_deferred() {
+            lock(&shared.slot).event(format!("deferred log purge failed: {e}"));
+        }
         let leader_is_self = m.current_leader == Some(shared.id);
         if opts.stand_when_overdue
             && overdue.observe(m.state, &m.vote, leader_is_self, heard(), Instant::now())
@@ -487,18 +525,23 @@ fn watch(
 /// every replica (`state_machine.rs`).
 fn try_open(
     raft: &Raft<TypeConfig>,
-    store: &ReplicaStore,
+    cell: &StoreCell,
     shared: &Shared,
     rt: &tokio::runtime::Handle,
     opts: &NodeOptions,
     vote: Vote,
 ) {
+    // Held only while in use: a snapshot install waits for every handle.
+    let Some(store) = cell.get() else {
+        return;
+    };
     let open = Payload {
         format: PAYLOAD_FORMAT,
         cf_table_digest: store.cf_table_digest(),
         epoch: Epoch::Open,
         batches: Vec::new(),
     };
+    drop(store);
     lock(&shared.slot).event(format!("Open entry proposed under {vote}"));
     let res = rt.block_on(async {
         tokio::time::timeout(opts.proposer.write_timeout, raft.client_write(open)).await
@@ -528,14 +571,18 @@ fn try_open(
             return;
         }
     };
-    let proposer = Proposer::start(raft.clone(), rt, store, epoch, opts.proposer.clone());
+    let Some(store) = cell.get() else {
+        return;
+    };
+    let proposer = Proposer::start(raft.clone(), rt, &store, epoch, opts.proposer.clone());
     let opened = Queue::open_replica(
-        store,
+        &store,
         opts.queue_config.clone(),
         opts.clock.clone(),
         Box::new(proposer.clone()),
         opts.timing.takeover_grace(),
     );
+    drop(store);
     let mut slot = lock(&shared.slot);
     match opened {
         Ok(queue) => {
