@@ -278,10 +278,13 @@ impl LogStore {
             let node = inner.node.load(Ordering::Relaxed);
             node != 0 && id.leader_id.node_id == node
         });
-        let durable = self.inner.clone();
+        // Weak: a completion must not hold the log open after its caller
+        // dropped it (the last handle would go on the flusher's thread and
+        // the DB would close after the caller's reopen tried its LOCK).
+        let durable = Arc::downgrade(&self.inner);
         let truncations = inner.truncations.lock().unwrap().len();
         let on_flushed = move |res: io::Result<()>| {
-            if let (Ok(()), Some(id)) = (&res, last) {
+            if let (Ok(()), Some(id), Some(durable)) = (&res, last, durable.upgrade()) {
                 durable.durable.send_if_modified(|d| {
                     let since = durable.truncations.lock().unwrap();
                     let cap = since[truncations..].iter().copied().min();
