@@ -82,7 +82,7 @@ impl Snapshots {
                 }
             }
         }
-        found.sort_by(|a, b| a.0.last_log_id.cmp(&b.0.last_log_id));
+        found.sort_by_key(|(meta, _)| meta.last_log_id);
         while found.len() > KEPT {
             let (_, path) = found.remove(0);
             let _ = std::fs::remove_dir_all(path);
@@ -143,7 +143,7 @@ impl Snapshots {
             retired: AtomicBool::new(false),
         });
         kept.push(r.clone());
-        kept.sort_by(|a, b| a.meta.last_log_id.cmp(&b.meta.last_log_id));
+        kept.sort_by_key(|r| r.meta.last_log_id);
         while kept.len() > KEPT {
             let old = kept.remove(0);
             old.retired.store(true, Ordering::Release);
