@@ -268,3 +268,66 @@ fn at_most_two_snapshots_are_kept_and_a_held_one_stays_until_let_go() {
     let kept = Snapshots::open(&dir).unwrap().retained();
     assert_eq!(kept, vec![ids[2], ids[3]]);
 }
+
+/// Prints what a snapshot of a bigger store costs: the build (checkpoint),
+/// the copy a transfer makes, and the install (verify with `check()`, swap,
+/// keep). Measures, asserts only that the stores end equal.
+#[test]
+#[ignore = "measurement: cargo test --release -p telha-jobs-cluster --test snapshot_install -- --ignored --nocapture"]
+fn measure_a_snapshot_of_a_50k_job_store() {
+    use std::time::Instant;
+    use telha_jobs::NewJob;
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let rt = rt();
+    let a = Arc::new(Mutex::new(node(da.path())));
+    let next = Arc::new(Mutex::new(0));
+    let store = a.lock().unwrap().cell().get().unwrap();
+    let apply = Apply {
+        sm: a.clone(),
+        digest: store.cf_table_digest(),
+        next: next.clone(),
+        rt: tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap(),
+    };
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let q = Queue::open_replica(&store, cfg(), clock, Box::new(apply), Duration::ZERO).unwrap();
+    drop(store);
+    let jobs = 50_000u32;
+    for chunk in 0..jobs / 500 {
+        let batch = (0..500)
+            .map(|i| NewJob {
+                kind: "mail".into(),
+                payload: (chunk * 500 + i).to_le_bytes().repeat(16),
+                options: EnqueueOptions::default(),
+            })
+            .collect();
+        q.enqueue_many(batch).unwrap();
+    }
+    q.fence("done");
+    drop(q);
+
+    let t = Instant::now();
+    let snap = build(&rt, &a);
+    let built = t.elapsed();
+    let (mut files, mut bytes) = (0, 0);
+    for f in std::fs::read_dir(&snap.snapshot.path).unwrap().flatten() {
+        files += 1;
+        bytes += f.metadata().unwrap().len();
+    }
+    let mut b = node(db.path());
+    let t = Instant::now();
+    let staged = receive(&rt, &mut b, &snap);
+    let copied = t.elapsed();
+    let t = Instant::now();
+    rt.block_on(b.install_snapshot(&snap.meta, staged)).unwrap();
+    let installed = t.elapsed();
+    assert_eq!(digest(&b), digest(&a.lock().unwrap()));
+    eprintln!(
+        "{jobs} jobs ({} entries): snapshot {files} files, {:.1} MiB; build {built:?}, \
+         copy {copied:?}, install (verify + check() + swap + keep) {installed:?}",
+        *next.lock().unwrap(),
+        bytes as f64 / (1 << 20) as f64
+    );
+}
