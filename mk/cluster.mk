@@ -48,10 +48,11 @@ TEST_TARGETS += test-cluster-failpoints
 test-cluster-failpoints: deps
 	$(CARGO) test $(PROFILE) -p telha-jobs-cluster --features failpoints --test failpoints --test fencing -- --nocapture
 
-# The long cluster runs (issue 38), kept out of `make test`: the contention
-# test with 100,000 jobs across two leader changes, and three crashes at each
-# failpoint (before and after the log flush, before and after the apply)
-# under load. One test at a time: each is a 3-node cluster on this machine's
+# The long cluster runs (issues 38 and 39), kept out of `make test`: the
+# contention test with 100,000 jobs across two leader changes, three crashes
+# at each failpoint (before and after the log flush, before and after the
+# apply) under load, and two minutes of snapshot triggers and log purges
+# hammered under writes (tests/snapshots.rs). One test at a time: each is a 3-node cluster on this machine's
 # cores. Failover time is measured by bench-cluster, not asserted in tests.
 # TELHA_CLUSTER_SEED=<n> replays a run's network faults and failpoint picks.
 .PHONY: test-cluster-long

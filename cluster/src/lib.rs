@@ -3,11 +3,12 @@
 //! own store. This crate is the only one that names openraft (pinned at
 //! 0.9.25), so a later move to 0.10 stays here.
 //!
-//! In progress (issue 38): the type configuration, the log store with
-//! group commit, the state machine over a `telha_jobs::replica` store,
-//! the proposer, a node with its engine per leadership term, and for
-//! in-process clusters the faulty router and `ClusterQueue`; nothing is
-//! exposed through `telha serve` yet. docs/ARCHITECTURE.md "Cluster (in
+//! In progress (issues 38 and 39): the type configuration, the log store
+//! with group commit, the state machine over a `telha_jobs::replica` store,
+//! snapshots (checkpoints of that store) and log purge, the proposer, a
+//! node with its engine per leadership term, and for in-process clusters
+//! the faulty router (snapshots streamed file by file) and `ClusterQueue`;
+//! nothing is exposed through `telha serve` yet. docs/ARCHITECTURE.md "Cluster (in
 //! progress)".
 
 // openraft's traits return its `StorageError` (224 bytes) by value; the
@@ -25,6 +26,7 @@ pub mod network;
 pub mod node;
 pub mod probe;
 pub mod proposer;
+pub mod snapshot;
 pub mod state_machine;
 mod timing;
 mod types;

@@ -37,12 +37,16 @@ use telha_jobs::replica::ReplicaStore;
 use telha_jobs::{Clock, Config, Error, Queue, SystemClock};
 
 use crate::elect::Overdue;
+
+mod open;
 use crate::network::{Mute, Router};
 use crate::proposer::{Proposer, ProposerConfig};
+use crate::snapshot::{SnapshotPolicy, SnapshotTrigger, Snapshots, StoreCell};
 use crate::state_machine::StateMachine;
 pub use crate::timing::{Timing, ELECTION_MAX_DEFAULT, ELECTION_MIN_DEFAULT, HEARTBEAT_DEFAULT};
-use crate::types::{Applied, Epoch, Payload, PeerNode, TypeConfig, Vote, PAYLOAD_FORMAT};
+use crate::types::{PeerNode, TypeConfig, Vote};
 use crate::LogStore;
+use open::try_open;
 
 /// How a node runs.
 #[derive(Clone)]
@@ -60,6 +64,8 @@ pub struct NodeOptions {
     /// ordinary wait stands itself (`elect.rs`; on by default, off only
     /// to measure what it saves).
     pub stand_when_overdue: bool,
+    /// When to snapshot, and how much log to keep behind a snapshot.
+    pub snapshots: SnapshotPolicy,
 }
 
 impl Default for NodeOptions {
@@ -71,6 +77,7 @@ impl Default for NodeOptions {
             proposer: ProposerConfig::default(),
             watch_interval: Duration::from_millis(20),
             stand_when_overdue: true,
+            snapshots: SnapshotPolicy::default(),
         }
     }
 }
@@ -147,7 +154,8 @@ pub struct Node {
     dir: PathBuf,
     router: Router,
     raft: Raft<TypeConfig>,
-    store: ReplicaStore,
+    store: StoreCell,
+    snapshots: Arc<Snapshots>,
     /// Entries the state machine skipped as stale (fencing token).
     skipped: Arc<AtomicU64>,
     shared: Arc<Shared>,
@@ -163,7 +171,7 @@ impl Node {
         router: &Router,
         opts: NodeOptions,
     ) -> Result<Node, NodeError> {
-        let raft_cfg = Arc::new(opts.timing.raft_config()?);
+        let raft_cfg = Arc::new(opts.timing.raft_config(opts.snapshots.keep_log)?);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name(format!("telha-raft-{id}"))
@@ -176,12 +184,27 @@ impl Node {
             .map_err(|e| NodeError(format!("node {id}: log store: {e}")))?;
         let store = open_store(&dir.join("store"))
             .map_err(|e| NodeError(format!("node {id}: store: {e}")))?;
+        let snapshots = Arc::new(
+            Snapshots::open(&dir.join("snapshots"))
+                .map_err(|e| NodeError(format!("node {id}: snapshots: {e}")))?,
+        );
         log.set_probe_node(id);
         log.set_node(id);
-        let mut sm = StateMachine::open(store.clone())
+        let mut sm = StateMachine::open(store)
             .map_err(|e| NodeError(format!("node {id}: state machine: {e}")))?;
         sm.set_probe_node(id);
         sm.wait_for_log(log.durable());
+        sm.keep_snapshots(snapshots.clone());
+        let store = sm.cell();
+        log.before_purge(crate::snapshot::purge_guard(store.clone()));
+        let purge_log = log.clone();
+        sm.after_install(Arc::new(move || {
+            purge_log
+                .purge_deferred()
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }));
+        let log_handle = log.clone();
         let skipped = sm.skipped();
         let muted = Arc::new(AtomicBool::new(false));
         let network = Mute::new(router.factory(id), muted.clone());
@@ -206,7 +229,7 @@ impl Node {
             let heard: Heard = Box::new(move || r.last_heard(id).unwrap_or(started).max(started));
             std::thread::Builder::new()
                 .name(format!("telha-node-{id}"))
-                .spawn(move || watch(raft, store, shared, handle, opts, heard))
+                .spawn(move || watch(raft, store, shared, handle, opts, heard, log_handle))
                 .map_err(|e| NodeError(format!("node {id}: watcher thread: {e}")))?
         };
         Ok(Node {
@@ -215,6 +238,7 @@ impl Node {
             router: router.clone(),
             raft,
             store,
+            snapshots,
             skipped,
             shared,
             watcher: Some(watcher),
@@ -243,8 +267,16 @@ impl Node {
         &self.raft
     }
 
-    pub fn store(&self) -> &ReplicaStore {
-        &self.store
+    /// A handle to this node's store (`None` only after a snapshot
+    /// install failed and no store could be opened again: the node has
+    /// stopped). Let it go after use: an install waits for every handle.
+    pub fn store(&self) -> Option<ReplicaStore> {
+        self.store.get()
+    }
+
+    /// This node's retained snapshots (`D/snapshots/`).
+    pub fn snapshots(&self) -> &Snapshots {
+        &self.snapshots
     }
 
     pub fn metrics(&self) -> RaftMetrics<u64, PeerNode> {
@@ -379,20 +411,22 @@ fn fence(shared: &Shared, reason: &str) {
     }
 }
 
-/// The engine watcher: one per node, a std thread (opening an engine
-/// blocks and may replicate).
 /// When this node last heard a leader (or started, if later).
 type Heard = Box<dyn Fn() -> Instant + Send>;
 
+/// The engine watcher: one per node, a std thread (opening an engine
+/// blocks and may replicate). It also triggers snapshots by the policy.
 fn watch(
     raft: Raft<TypeConfig>,
-    store: ReplicaStore,
+    store: StoreCell,
     shared: Arc<Shared>,
     rt: tokio::runtime::Handle,
     opts: NodeOptions,
     heard: Heard,
+    log: LogStore,
 ) {
     let mut rx = raft.metrics();
+    let mut snap = SnapshotTrigger::new(opts.snapshots, log.appended_bytes());
     let stale_after = opts.timing.election_max;
     let mut seen_at = Instant::now();
     let mut seen_state = None;
@@ -459,6 +493,13 @@ fn watch(
         if open {
             try_open(&raft, &store, &shared, &rt, &opts, m.vote);
         }
+        if snap.due(&m, log.appended_bytes()) {
+            let _ = rt.block_on(raft.trigger().snapshot());
+        }
+        // A follower's purge that came before its snapshot install.
+        if let Err(e) = log.purge_deferred() {
+            lock(&shared.slot).event(format!("deferred log purge failed: {e}"));
+        }
         let leader_is_self = m.current_leader == Some(shared.id);
         if opts.stand_when_overdue
             && overdue.observe(m.state, &m.vote, leader_is_self, heard(), Instant::now())
@@ -476,88 +517,6 @@ fn watch(
             Ok(Ok(())) => seen_at = Instant::now(),
             Ok(Err(_)) => break, // Raft is gone.
             Err(_) => {}
-        }
-    }
-}
-
-/// Open this vote's engine: first an `Epoch::Open` entry, then the engine
-/// of that epoch once the entry is applied here (so is everything before it
-/// in the log, whichever engine proposed it: the recovery reads it all).
-/// Entries of earlier engines that reach the log after it are skipped by
-/// every replica (`state_machine.rs`).
-fn try_open(
-    raft: &Raft<TypeConfig>,
-    store: &ReplicaStore,
-    shared: &Shared,
-    rt: &tokio::runtime::Handle,
-    opts: &NodeOptions,
-    vote: Vote,
-) {
-    let open = Payload {
-        format: PAYLOAD_FORMAT,
-        cf_table_digest: store.cf_table_digest(),
-        epoch: Epoch::Open,
-        batches: Vec::new(),
-    };
-    lock(&shared.slot).event(format!("Open entry proposed under {vote}"));
-    let res = rt.block_on(async {
-        tokio::time::timeout(opts.proposer.write_timeout, raft.client_write(open)).await
-    });
-    // Not applied in time, or leadership lost: the watcher tries again
-    // (a late Open entry only moves the epoch on; no engine is of it).
-    let epoch = match res {
-        Ok(Ok(r)) => match r.data {
-            Applied::Opened(e) => {
-                lock(&shared.slot).event(format!("Open entry {} applied", r.log_id));
-                e
-            }
-            other => {
-                lock(&shared.slot).fences.push(format!(
-                    "node {}: epoch entry {} applied as {other:?}",
-                    shared.id, r.log_id
-                ));
-                return;
-            }
-        },
-        Ok(Err(e)) => {
-            lock(&shared.slot).event(format!("Open entry refused: {e}"));
-            return;
-        }
-        Err(_) => {
-            lock(&shared.slot).event("Open entry not applied in time".into());
-            return;
-        }
-    };
-    let proposer = Proposer::start(raft.clone(), rt, store, epoch, opts.proposer.clone());
-    let opened = Queue::open_replica(
-        store,
-        opts.queue_config.clone(),
-        opts.clock.clone(),
-        Box::new(proposer.clone()),
-        opts.timing.takeover_grace(),
-    );
-    let mut slot = lock(&shared.slot);
-    match opened {
-        Ok(queue) => {
-            slot.event(format!("engine of epoch {epoch} opened"));
-            slot.opened += 1;
-            slot.epoch = Some(epoch);
-            slot.term = Some(Term {
-                vote,
-                epoch,
-                queue,
-                proposer,
-                opened_at: Instant::now(),
-            });
-        }
-        Err(e) => {
-            // Its recovery write may have an unknown outcome: the next
-            // engine opens after a new epoch entry, which fences it.
-            proposer.fence(&format!("engine open failed: {e}"));
-            slot.fences.push(format!(
-                "node {}: engine open under {vote}, epoch {epoch} failed: {e}",
-                shared.id
-            ));
         }
     }
 }

@@ -21,15 +21,18 @@
 //! opens only after its `Open` entry applied) and is refused like a newer
 //! format.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use openraft::storage::RaftStateMachine;
 use openraft::{
-    AnyError, EntryPayload, ErrorSubject, ErrorVerb, OptionalSend, RaftSnapshotBuilder, Snapshot,
-    SnapshotMeta, StorageIOError, StoredMembership,
+    AnyError, EntryPayload, ErrorSubject, OptionalSend, Snapshot, SnapshotMeta, StorageIOError,
+    StoredMembership,
 };
 use telha_jobs::replica::ReplicaStore;
+
+use crate::snapshot::{Snapshots, StoreCell};
 
 use crate::log_store::codec::{decode_meta, encode};
 use crate::types::{
@@ -44,13 +47,28 @@ pub const META_MEMBERSHIP: &[u8] = b"raft/membership";
 /// applied (a `u64`, framed the same way; absent = 0).
 pub const META_EPOCH: &[u8] = b"raft/epoch";
 
+/// See [`StateMachine::after_install`].
+pub type AfterInstall = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
 /// The membership as applied: the log id that set it, and it.
-type Members = StoredMembership<u64, PeerNode>;
+pub(crate) type Members = StoredMembership<u64, PeerNode>;
+
+mod snapshots;
+pub use snapshots::SnapshotBuilder;
 
 /// A node's state machine over its store. Open one per node; clones of
 /// the [`ReplicaStore`] inside serve the engine on the leader.
 pub struct StateMachine {
-    store: ReplicaStore,
+    /// The store, swapped by a snapshot install.
+    cell: StoreCell,
+    /// Its directory (the same after an install).
+    path: PathBuf,
+    /// Where snapshots are built and received; `None`: this state machine
+    /// refuses them.
+    snapshots: Option<Arc<Snapshots>>,
+    /// Run after each install (the node: a purge the log put off until
+    /// the store had the entries).
+    after_install: Option<AfterInstall>,
     cf_table_digest: u64,
     last_applied: Option<LogId>,
     membership: Members,
@@ -81,7 +99,10 @@ impl StateMachine {
             probe_node: 0,
             durable: None,
             cf_table_digest: store.cf_table_digest(),
-            store,
+            path: store.path().to_path_buf(),
+            cell: StoreCell::new(store),
+            snapshots: None,
+            after_install: None,
             last_applied,
             membership,
             membership_raw,
@@ -99,9 +120,34 @@ impl StateMachine {
         self.durable = Some(durable);
     }
 
-    /// The store this state machine applies to.
-    pub fn store(&self) -> &ReplicaStore {
-        &self.store
+    /// Builds snapshots in, and receives them into, `snapshots` (the
+    /// node's `D/snapshots/`); without it they are refused.
+    pub fn keep_snapshots(&mut self, snapshots: Arc<Snapshots>) {
+        self.snapshots = Some(snapshots);
+    }
+
+    /// Runs `f` after each snapshot install, once the new store is in
+    /// place; its error fails the install (the node passes the log's
+    /// [`crate::LogStore::purge_deferred`]).
+    pub fn after_install(&mut self, f: AfterInstall) {
+        self.after_install = Some(f);
+    }
+
+    /// The store this state machine applies to, as the node shares it (a
+    /// snapshot install swaps what is inside).
+    pub fn cell(&self) -> StoreCell {
+        self.cell.clone()
+    }
+
+    /// A handle to the store, or the error of an install that left none.
+    fn store(&self) -> Result<ReplicaStore, StorageError> {
+        self.cell.get().ok_or_else(|| {
+            let msg = format!(
+                "store {}: a snapshot install failed and no store could be opened again",
+                self.path.display()
+            );
+            StorageIOError::write_state_machine(AnyError::error(msg)).into()
+        })
     }
 
     /// How many entries this state machine skipped as stale since it
@@ -136,7 +182,7 @@ impl StateMachine {
                 "raft entry {log_id} was written for column-family table {digest:#018x}, this store \
                  ({}) has table {:#018x}: its write batches would name the wrong families; \
                  reseed this node from a snapshot",
-                self.store.path().display(),
+                self.path.display(),
                 self.cf_table_digest
             ));
         }
@@ -152,7 +198,7 @@ impl StateMachine {
         None
     }
 
-    fn apply_one(&mut self, entry: Entry) -> Result<Applied, StorageError> {
+    fn apply_one(&mut self, store: &ReplicaStore, entry: Entry) -> Result<Applied, StorageError> {
         let log_id = entry.log_id;
         let mut applied = Applied::Written;
         let mut membership_changed = false;
@@ -186,7 +232,7 @@ impl StateMachine {
             }
         };
         #[cfg(feature = "failpoints")]
-        if crate::failpoint::hit(crate::failpoint::Point::BeforeApply, self.store.path()) {
+        if crate::failpoint::hit(crate::failpoint::Point::BeforeApply, &self.path) {
             return Err(failpoint_crash(log_id));
         }
         let applied_raw = encode(&log_id).map_err(sm_write)?;
@@ -202,7 +248,7 @@ impl StateMachine {
             epoch_raw = encode(&e).map_err(sm_write)?;
             meta.push((META_EPOCH, epoch_raw.as_slice()));
         }
-        self.store.apply(&batches, &meta).map_err(|e| {
+        store.apply(&batches, &meta).map_err(|e| {
             let msg = format!("applying raft entry {log_id}: {e}");
             StorageIOError::apply(log_id, AnyError::error(msg))
         })?;
@@ -215,7 +261,7 @@ impl StateMachine {
             Applied::Written => {}
         }
         #[cfg(feature = "failpoints")]
-        if crate::failpoint::hit(crate::failpoint::Point::AfterApply, self.store.path()) {
+        if crate::failpoint::hit(crate::failpoint::Point::AfterApply, &self.path) {
             return Err(failpoint_crash(log_id));
         }
         Ok(applied)
@@ -227,7 +273,7 @@ fn failpoint_crash(log_id: LogId) -> StorageError {
     StorageIOError::apply(log_id, AnyError::error("failpoint: the node crashed")).into()
 }
 
-fn read_meta<T: serde::de::DeserializeOwned>(
+pub(crate) fn read_meta<T: serde::de::DeserializeOwned>(
     store: &ReplicaStore,
     key: &[u8],
 ) -> Result<Option<T>, StorageError> {
@@ -244,25 +290,8 @@ fn sm_write(e: rmp_serde::encode::Error) -> StorageError {
     StorageIOError::write_state_machine(AnyError::new(&e)).into()
 }
 
-/// Snapshots come in a later step (checkpoints of the store); until then
-/// the snapshot policy is `Never` and nothing is purged, so openraft never
-/// asks for one. If it does, it gets an error rather than a wrong snapshot.
-fn no_snapshots(verb: ErrorVerb) -> StorageError {
-    let msg = "snapshots are not supported yet (the snapshot policy must be Never)";
-    StorageIOError::new(ErrorSubject::Snapshot(None), verb, AnyError::error(msg)).into()
-}
-
-/// See `no_snapshots` (this module).
-pub struct NoSnapshots;
-
-impl RaftSnapshotBuilder<TypeConfig> for NoSnapshots {
-    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
-        Err(no_snapshots(ErrorVerb::Write))
-    }
-}
-
 impl RaftStateMachine<TypeConfig> for StateMachine {
-    type SnapshotBuilder = NoSnapshots;
+    type SnapshotBuilder = SnapshotBuilder;
 
     async fn applied_state(&mut self) -> Result<(Option<LogId>, Members), StorageError> {
         Ok((self.last_applied, self.membership.clone()))
@@ -277,9 +306,10 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I::IntoIter: OptionalSend,
     {
         let mut out = Vec::new();
+        let store = self.store()?;
         for entry in entries {
             #[cfg(feature = "failpoints")]
-            crate::failpoint::hold_point(crate::failpoint::HoldAt::Apply, self.store.path()).await;
+            crate::failpoint::hold_point(crate::failpoint::HoldAt::Apply, &self.path).await;
             let index = entry.log_id.index;
             if let Some(durable) = &mut self.durable {
                 // A leader's entry may commit on two followers before the
@@ -298,7 +328,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 index,
                 std::time::Instant::now(),
             );
-            out.push(self.apply_one(entry)?);
+            out.push(self.apply_one(&store, entry)?);
             crate::probe::mark(
                 crate::probe::Stage::ApplyEnd,
                 self.probe_node,
@@ -309,23 +339,25 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         Ok(out)
     }
 
-    async fn get_snapshot_builder(&mut self) -> NoSnapshots {
-        NoSnapshots
+    async fn get_snapshot_builder(&mut self) -> SnapshotBuilder {
+        self.builder()
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotDir>, StorageError> {
-        Err(no_snapshots(ErrorVerb::Write))
+        self.begin_receiving()
     }
 
+    /// Verifies the received checkpoint and swaps it in for the store:
+    /// `snapshots.rs`.
     async fn install_snapshot(
         &mut self,
-        _meta: &SnapshotMeta<u64, PeerNode>,
-        _snapshot: Box<SnapshotDir>,
+        meta: &SnapshotMeta<u64, PeerNode>,
+        snapshot: Box<SnapshotDir>,
     ) -> Result<(), StorageError> {
-        Err(no_snapshots(ErrorVerb::Write))
+        self.install(meta, *snapshot).await
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
-        Ok(None)
+        Ok(self.snapshots.as_ref().and_then(|s| s.current()))
     }
 }

@@ -29,15 +29,22 @@ impl Default for Timing {
 }
 
 impl Timing {
-    /// openraft's configuration: these timings, snapshots never (they come
-    /// in a later step), so nothing is purged either.
-    pub fn raft_config(&self) -> Result<openraft::Config, NodeError> {
+    /// openraft's configuration: these timings, and `keep_log` entries
+    /// kept behind the newest snapshot. openraft's own snapshot policy is
+    /// `Never`: the node triggers snapshots by its [`crate::snapshot::SnapshotPolicy`]
+    /// (log size), and a purge follows each snapshot. The sender's
+    /// deadlines are the router's own (`network/stream.rs`), not
+    /// `install_snapshot_timeout`, whose 200 ms default makes big
+    /// snapshots resend forever (renegade-fi/renegade #634).
+    pub fn raft_config(&self, keep_log: u64) -> Result<openraft::Config, NodeError> {
         openraft::Config {
             cluster_name: "telha".into(),
             heartbeat_interval: self.heartbeat.as_millis() as u64,
             election_timeout_min: self.election_min.as_millis() as u64,
             election_timeout_max: self.election_max.as_millis() as u64,
             snapshot_policy: openraft::SnapshotPolicy::Never,
+            max_in_snapshot_log_to_keep: keep_log,
+            purge_batch_size: 1,
             ..Default::default()
         }
         .validate()

@@ -98,13 +98,36 @@ pub enum Applied {
     Stale { epoch: u64, current: u64 },
 }
 
-/// A snapshot is a RocksDB checkpoint of the node's store: a directory of
-/// files, streamed file by file (snapshots come in a later step; until then
-/// the policy is `Never`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A snapshot is a RocksDB checkpoint of the node's store (plus its format
+/// marker): a directory of files, streamed file by file
+/// (`snapshot.rs`, `network/stream.rs`). A handle to one of the node's
+/// retained snapshots keeps its directory on disk while it lives (a send
+/// in progress), though a newer one retired it meanwhile.
+#[derive(Debug, Clone)]
 pub struct SnapshotDir {
     pub path: PathBuf,
+    /// The retained snapshot this handle holds, if it is one.
+    pub(crate) hold: Option<std::sync::Arc<crate::snapshot::Retained>>,
 }
+
+impl SnapshotDir {
+    /// A handle to the snapshot (or staging) directory `path`, holding
+    /// nothing.
+    pub fn new(path: impl Into<PathBuf>) -> SnapshotDir {
+        SnapshotDir {
+            path: path.into(),
+            hold: None,
+        }
+    }
+}
+
+impl PartialEq for SnapshotDir {
+    fn eq(&self, other: &SnapshotDir) -> bool {
+        self.path == other.path
+    }
+}
+
+impl Eq for SnapshotDir {}
 
 /// Batches as MessagePack `bin`, not arrays of integers: one copy, no
 /// per-byte encoding, about half the size.

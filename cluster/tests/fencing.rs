@@ -105,7 +105,10 @@ fn an_entry_of_a_fenced_engine_proposed_after_the_next_engine_opened_is_applied_
     // Every replica holds what the next engine wrote, not the fenced one's
     // entry (digests are equal, so one node's rows stand for all).
     for n in c.nodes.all() {
-        let r = n.store().check(telha_jobs_cluster::harness::queue_config());
+        let r = n
+            .store()
+            .unwrap()
+            .check(telha_jobs_cluster::harness::queue_config());
         assert_eq!(r.unwrap().problems, Vec::<String>::new(), "node {}", n.id());
     }
 }

@@ -41,9 +41,7 @@ impl FixtureStateMachine {
 impl RaftSnapshotBuilder<TypeConfig> for FixtureStateMachine {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
         let meta = self.meta();
-        let dir = SnapshotDir {
-            path: PathBuf::from(&meta.snapshot_id),
-        };
+        let dir = SnapshotDir::new(PathBuf::from(&meta.snapshot_id));
         *self.snapshot.lock().unwrap() = Some((meta.clone(), dir.clone()));
         Ok(Snapshot {
             meta,
@@ -82,9 +80,7 @@ impl RaftStateMachine<TypeConfig> for FixtureStateMachine {
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotDir>, StorageError> {
-        Ok(Box::new(SnapshotDir {
-            path: PathBuf::new(),
-        }))
+        Ok(Box::new(SnapshotDir::new(PathBuf::new())))
     }
 
     async fn install_snapshot(

@@ -75,7 +75,7 @@ fn a_follower_killed_with_unflushed_applies_reapplies_them_from_its_log() {
     // Flushed on the follower: its store holds this part after the kill.
     lifecycle(&c, "one", 100, 30);
     c.quiesce(Duration::from_secs(20));
-    c.node(follower).store().persist().unwrap();
+    c.node(follower).store().unwrap().persist().unwrap();
     let flushed = c.node(follower).metrics().last_applied.unwrap().index;
     // Applied but only in the memtables (new rows, moves, counter merges
     // on rows the flush already wrote: re-applied twice they would count
@@ -83,7 +83,7 @@ fn a_follower_killed_with_unflushed_applies_reapplies_them_from_its_log() {
     lifecycle(&c, "two", 100, 50);
     let index = c.quiesce(Duration::from_secs(20));
     assert!(index > flushed);
-    let dir = c.node(follower).store().path().to_path_buf();
+    let dir = c.node(follower).store().unwrap().path().to_path_buf();
     let killed = tempfile::tempdir().unwrap();
     copy_dir(&dir, killed.path());
     c.crash(follower);

@@ -39,6 +39,8 @@ use crate::queue::Queue;
 use crate::store::batch;
 use crate::store::{self as st, Store};
 
+mod swap;
+
 pub use crate::store::RAFT_META_PREFIX;
 
 /// An open store owned by a replicated state machine, with no engine.
@@ -84,30 +86,10 @@ impl ReplicaStore {
     /// `Storage`, `Corruption`.
     pub fn open(path: &Path) -> Result<ReplicaStore> {
         let canon = st::canonical(path)?;
+        // A swap cut short by a crash (`swap.rs`) is finished or undone first.
+        ReplicaStore::repair_swap(&canon)?;
         let store = Store::open_replica(&canon)?;
-        let table = cf_table(store.db(), &canon)?;
-        let meta_id = table
-            .iter()
-            .find(|(n, _)| n == st::CF_META)
-            .map(|(_, id)| *id)
-            .ok_or_else(|| {
-                Error::Corruption(format!("store {} has no meta family", canon.display()))
-            })?;
-        let mut h = Fnv::new();
-        for (name, id) in &table {
-            h.framed(name.as_bytes());
-            h.bytes(&id.to_le_bytes());
-        }
-        Ok(ReplicaStore {
-            inner: Arc::new(Inner {
-                store: Arc::new(store),
-                path: canon,
-                table_digest: h.0,
-                table,
-                meta_id,
-                engine: Mutex::new(Weak::new()),
-            }),
-        })
+        ReplicaStore::over(store, canon)
     }
 
     /// The store directory, canonicalized.

@@ -232,7 +232,7 @@ impl TestCluster {
                 .nodes
                 .all()
                 .iter()
-                .map(|n| (n.id(), n.store().digest().unwrap()))
+                .map(|n| (n.id(), n.store().unwrap().digest().unwrap()))
                 .collect();
             if self.quiesce(Duration::from_secs(20)) != index {
                 continue;
@@ -242,7 +242,7 @@ impl TestCluster {
                 "replicas differ at applied index {index}: {digests:?}"
             );
             for n in self.nodes.all() {
-                let r = n.store().check(queue_config()).unwrap();
+                let r = n.store().unwrap().check(queue_config()).unwrap();
                 assert_eq!(r.problems, Vec::<String>::new(), "node {}", n.id());
             }
             eprintln!(

@@ -113,12 +113,19 @@ impl Flusher {
 }
 
 impl Drop for Flusher {
-    /// Syncs and completes what is queued, then joins the thread.
+    /// Syncs and completes what is queued, then joins the thread. When
+    /// the last handle of the log goes on the flusher thread itself (a
+    /// completion held the last clone: the caller dropped the log while its
+    /// callback ran), the thread is not joined (it cannot join itself): it
+    /// finishes what is queued and ends on its own, holding its own handle
+    /// of the DB until then.
     fn drop(&mut self) {
         lock(&self.shared.queue).stop = true;
         self.shared.wake.notify_one();
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
         }
     }
 }

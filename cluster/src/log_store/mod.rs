@@ -86,7 +86,20 @@ struct Inner {
     /// indexes above it may hold other, unsynced entries by then).
     /// One number per truncation (a conflict after a leader change).
     truncations: Mutex<Vec<u64>>,
+    /// Bytes of entries appended since open (encoded), for the snapshot
+    /// policy's size rule.
+    appended_bytes: AtomicU64,
+    /// Run before every purge, with the last entry it deletes: the node
+    /// makes its store durable up to it first ([`LogStore::before_purge`]).
+    before_purge: Mutex<Option<PurgeGuard>>,
+    /// A purge the guard put off: done by [`LogStore::purge_deferred`].
+    deferred: Mutex<Option<LogId>>,
 }
+
+/// See [`LogStore::before_purge`]: `Ok(true)` purge now, `Ok(false)` not
+/// yet (the store has not applied the entries: an install is under way),
+/// `Err` never (a reason).
+pub type PurgeGuard = Arc<dyn Fn(LogId) -> Result<bool, String> + Send + Sync>;
 
 impl LogStore {
     /// Opens (or creates) the log DB in `dir`.
@@ -110,6 +123,9 @@ impl LogStore {
             node: AtomicU64::new(0),
             durable: tokio::sync::watch::Sender::new(0),
             truncations: Mutex::new(Vec::new()),
+            appended_bytes: AtomicU64::new(0),
+            before_purge: Mutex::new(None),
+            deferred: Mutex::new(None),
         };
         let last_purged = inner.read_meta(KEY_LAST_PURGED, ErrorSubject::Logs)?;
         *inner.last_purged.lock().unwrap() = last_purged;
@@ -133,6 +149,77 @@ impl LogStore {
     /// the leader replicates while its own log syncs.
     pub fn set_node(&self, id: u64) {
         self.inner.node.store(id, Ordering::Relaxed);
+    }
+
+    /// Runs `guard` before each purge, with the last entry the purge
+    /// deletes. The node passes one that makes its store durable up to
+    /// that entry: the store applies without a WAL, so the log is its WAL
+    /// until the store's memtables are flushed. `Ok(false)` (the store has
+    /// not applied the entries yet) puts the purge off: nothing is deleted
+    /// and the log answers as if it had been (openraft reads no entry at
+    /// or below a purge), until [`LogStore::purge_deferred`] finds the
+    /// store ready; keeping more log than asked is always safe. An error
+    /// stops the purge (a `StorageError` naming it, which stops openraft:
+    /// nothing is deleted).
+    pub fn before_purge(&self, guard: PurgeGuard) {
+        *self.inner.before_purge.lock().unwrap() = Some(guard);
+    }
+
+    /// Runs a purge the guard put off, if its guard now lets it; whether
+    /// one is still put off. The node's watcher calls it.
+    pub fn purge_deferred(&self) -> Result<bool, StorageError> {
+        let pending = *self.inner.deferred.lock().unwrap();
+        match pending {
+            None => Ok(false),
+            Some(id) => {
+                self.purge_now(id)?;
+                Ok(self.inner.deferred.lock().unwrap().is_some())
+            }
+        }
+    }
+
+    /// Deletes every entry up to and including `log_id` and remembers it
+    /// as the last purged, in one batch, once the guard lets it.
+    fn purge_now(&self, log_id: LogId) -> Result<(), StorageError> {
+        let inner = &self.inner;
+        let guard = inner.before_purge.lock().unwrap().clone();
+        if let Some(guard) = guard {
+            if inner.last_purged.lock().unwrap().is_none_or(|l| l < log_id) {
+                let now = guard(log_id).map_err(|why| {
+                    let msg = format!("not purging the log up to {log_id}: {why}");
+                    StorageIOError::new(ErrorSubject::Logs, ErrorVerb::Delete, AnyError::error(msg))
+                })?;
+                if !now {
+                    let mut d = inner.deferred.lock().unwrap();
+                    if d.is_none_or(|d| d < log_id) {
+                        *d = Some(log_id);
+                    }
+                    return Ok(());
+                }
+            }
+        }
+        let mut last = inner.last_purged.lock().unwrap();
+        if last.is_none_or(|l| l < log_id) {
+            let mut batch = WriteBatch::default();
+            inner.put_meta(&mut batch, KEY_LAST_PURGED, &log_id, ErrorSubject::Logs)?;
+            let cf = inner.cf(CF_LOG);
+            batch.delete_range_cf(cf, index_key(0), index_key(log_id.index.saturating_add(1)));
+            inner.cache().purge(log_id.index);
+            inner
+                .write(batch, false)
+                .map_err(|e| StorageIOError::new(ErrorSubject::Logs, ErrorVerb::Delete, e))?;
+            *last = Some(log_id);
+        }
+        let mut d = inner.deferred.lock().unwrap();
+        if d.is_some_and(|d| d <= log_id) {
+            *d = None;
+        }
+        Ok(())
+    }
+
+    /// Bytes of entries appended since this log opened (as encoded).
+    pub fn appended_bytes(&self) -> u64 {
+        self.inner.appended_bytes.load(Ordering::Relaxed)
     }
 
     /// The highest index on disk, watched: what was in the log at open,
@@ -169,11 +256,14 @@ impl LogStore {
                 crate::probe::mark(crate::probe::Stage::AppendCalled, node, e.log_id.index, now);
             }
         }
+        let mut bytes = 0;
         for e in &entries {
             let value = encode(e)
                 .map_err(|err| StorageIOError::write_log_entry(e.log_id, AnyError::new(&err)))?;
+            bytes += value.len() as u64;
             batch.put_cf(cf, index_key(e.log_id.index), value);
         }
+        inner.appended_bytes.fetch_add(bytes, Ordering::Relaxed);
         let queue = inner.flusher.enqueue();
         let mut cache = inner.cache();
         if let Err(e) = inner.write(batch, false) {
@@ -188,10 +278,13 @@ impl LogStore {
             let node = inner.node.load(Ordering::Relaxed);
             node != 0 && id.leader_id.node_id == node
         });
-        let durable = self.inner.clone();
+        // Weak: a completion must not hold the log open after its caller
+        // dropped it (the last handle would go on the flusher's thread and
+        // the DB would close after the caller's reopen tried its LOCK).
+        let durable = Arc::downgrade(&self.inner);
         let truncations = inner.truncations.lock().unwrap().len();
         let on_flushed = move |res: io::Result<()>| {
-            if let (Ok(()), Some(id)) = (&res, last) {
+            if let (Ok(()), Some(id), Some(durable)) = (&res, last, durable.upgrade()) {
                 durable.durable.send_if_modified(|d| {
                     let since = durable.truncations.lock().unwrap();
                     let cap = since[truncations..].iter().copied().min();
@@ -449,20 +542,6 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     /// Deletes every entry up to and including `log_id` and remembers it as
     /// the last purged, in one batch.
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
-        let inner = &self.inner;
-        let mut last = inner.last_purged.lock().unwrap();
-        if last.is_some_and(|l| l >= log_id) {
-            return Ok(());
-        }
-        let mut batch = WriteBatch::default();
-        inner.put_meta(&mut batch, KEY_LAST_PURGED, &log_id, ErrorSubject::Logs)?;
-        let cf = inner.cf(CF_LOG);
-        batch.delete_range_cf(cf, index_key(0), index_key(log_id.index.saturating_add(1)));
-        inner.cache().purge(log_id.index);
-        inner
-            .write(batch, false)
-            .map_err(|e| StorageIOError::new(ErrorSubject::Logs, ErrorVerb::Delete, e))?;
-        *last = Some(log_id);
-        Ok(())
+        self.purge_now(log_id)
     }
 }

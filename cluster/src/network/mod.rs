@@ -19,6 +19,7 @@
 
 mod mute;
 mod rng;
+mod stream;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -38,6 +39,9 @@ use openraft::{Raft, Snapshot};
 
 pub use mute::{Mute, MuteClient};
 pub use rng::{test_seed, SplitMix64};
+pub use stream::{
+    SnapshotDeadlines, SNAPSHOT_CHUNK, SNAPSHOT_IDLE_DEFAULT, SNAPSHOT_TOTAL_DEFAULT,
+};
 
 use crate::types::{PeerNode, TypeConfig, Vote};
 
@@ -75,6 +79,8 @@ struct Faults {
     /// Directed links whose messages never arrive nor fail.
     hung: HashSet<(u64, u64)>,
     backoff: Option<Duration>,
+    /// Snapshot transfers' deadlines (`stream.rs`), when set.
+    snapshot: Option<SnapshotDeadlines>,
 }
 
 #[derive(Default)]
@@ -84,6 +90,7 @@ struct Counters {
     dropped: AtomicU64,
     unreachable: AtomicU64,
     hung: AtomicU64,
+    snapshots: AtomicU64,
 }
 
 /// What the router did so far, for assertions that faults happened.
@@ -99,6 +106,8 @@ pub struct RouterStats {
     pub unreachable: u64,
     /// RPCs held on a hung link until their deadline.
     pub hung: u64,
+    /// Snapshots sent whole and handed to the receiver's install.
+    pub snapshots: u64,
 }
 
 /// What happens to one message on one directed link.
@@ -205,9 +214,13 @@ impl Router {
 
     /// Clear every fault.
     pub fn clear_faults(&self) {
-        let backoff = self.faults().backoff;
+        let (backoff, snapshot) = {
+            let f = self.faults();
+            (f.backoff, f.snapshot)
+        };
         *self.faults() = Faults {
             backoff,
+            snapshot,
             ..Faults::default()
         };
     }
@@ -226,6 +239,7 @@ impl Router {
             dropped: s.dropped.load(Ordering::Relaxed),
             unreachable: s.unreachable.load(Ordering::Relaxed),
             hung: s.hung.load(Ordering::Relaxed),
+            snapshots: s.snapshots.load(Ordering::Relaxed),
         }
     }
 
@@ -427,33 +441,18 @@ impl RaftNetwork<TypeConfig> for RouterClient {
             .map_err(|f| f.into_rpc(to))
     }
 
-    /// Hands the snapshot to the target whole (snapshots are unused until
-    /// step 3: policy `Never`, no purge).
+    /// Streams the snapshot's files to the target (`stream.rs`), with
+    /// deadlines of its own, not `option`'s.
     async fn full_snapshot(
         &mut self,
         vote: Vote,
         snapshot: Snapshot<TypeConfig>,
         cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
-        option: RPCOption,
+        _option: RPCOption,
     ) -> Result<SnapshotResponse<u64>, StreamingError<TypeConfig, Fatal<u64>>> {
-        let (from, to) = (self.from, self.to);
-        let send = self.router.carry(
-            from,
-            to,
-            RPCTypes::InstallSnapshot,
-            option.hard_ttl(),
-            |r| async move { r.install_full_snapshot(vote, snapshot).await },
-        );
-        let res = tokio::select! {
-            closed = cancel => return Err(StreamingError::Closed(closed)),
-            res = send => res,
-        };
-        res.map_err(|f| match f {
-            Failure::Dropped(m) => StreamingError::Network(NetworkError::new(&LinkError(m))),
-            Failure::Unreachable(m) => StreamingError::Unreachable(Unreachable::new(&LinkError(m))),
-            Failure::Timeout(t) => StreamingError::Timeout(t),
-            Failure::Remote(f) => StreamingError::Unreachable(Unreachable::new(&f)),
-        })
+        self.router
+            .send_snapshot(self.from, self.to, vote, snapshot, cancel)
+            .await
     }
 
     fn backoff(&self) -> Backoff {
