@@ -47,6 +47,7 @@ pub fn run(cmd: Jobs, db: &Target, json: bool) -> Result<Output, Failure> {
         Jobs::Check => check(db, json),
         Jobs::Enqueue(a) => enqueue(db, a, json),
         Jobs::Count(a) => count(db, &a, json),
+        Jobs::Backup { dir } => backup(db, &dir, json),
         Jobs::Cancel(a) => control::cancel(db, a, json),
         Jobs::Delete { ids } => control::delete(db, &ids, json),
         Jobs::Promote(a) => crate::steer::promote(db, &a, json),
@@ -208,6 +209,7 @@ pub fn matching_ids(
     state: State,
     scope: Option<Scope>,
     kind: Option<KindPattern>,
+    tag: Option<String>,
 ) -> Result<Vec<JobId>, Failure> {
     let mut query = ListQuery {
         state: Some(state),
@@ -215,7 +217,7 @@ pub fn matching_ids(
         kind,
         schedule: None,
         parent: None,
-        tag: None,
+        tag,
         limit: 1000,
         after: None,
     };
@@ -252,7 +254,7 @@ fn retry_bulk(db: &Target, a: RetryArgs, json: bool) -> Result<Output, Failure> 
     // Hold the store for the whole command: nothing else can move the
     // matching jobs between the count and the retries.
     let q = store::open_write(db, true)?;
-    let ids = matching_ids(q.as_ref(), state, a.scope, a.kind.clone())?;
+    let ids = matching_ids(q.as_ref(), state, a.scope, a.kind.clone(), None)?;
     let what = describe(state, a.scope.as_ref(), a.kind.as_ref());
     let go = a.yes
         || (!json
@@ -298,6 +300,28 @@ fn describe(state: State, scope: Option<&Scope>, kind: Option<&KindPattern>) -> 
         s.push_str(&format!(" in scope {sc}"));
     }
     s
+}
+
+fn backup(db: &Target, dir: &std::path::Path, json: bool) -> Result<Output, Failure> {
+    let q = store::open_write(db, true)?;
+    let b = q.backup(dir)?;
+    if json {
+        return Ok(Output::Json(json!({
+            "path": b.path.display().to_string(),
+            "bytes": b.bytes,
+            "files": b.files,
+            "took_us": u64::try_from(b.took.as_micros()).unwrap_or(u64::MAX),
+            "sequence": b.sequence,
+        })));
+    }
+    Ok(Output::Text(format!(
+        "backup at {}: {} files, {} bytes, sequence {}, took {:.1} ms\n",
+        b.path.display(),
+        b.files,
+        b.bytes,
+        b.sequence,
+        b.took.as_secs_f64() * 1e3
+    )))
 }
 
 fn purge(db: &Target, a: PurgeArgs, json: bool) -> Result<Output, Failure> {

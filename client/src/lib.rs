@@ -80,6 +80,7 @@
 
 #![warn(missing_docs)]
 
+mod backup;
 mod deadline;
 mod driver;
 mod endpoints;

@@ -564,6 +564,10 @@ impl JobStore for RemoteQueue {
             .unwrap_or_default())
     }
 
+    fn backup(&self, dir: &std::path::Path) -> Result<telha_jobs::BackupInfo> {
+        RemoteQueue::backup(self, dir)
+    }
+
     fn reap(&self) -> Result<ReapReport> {
         let r = self.call(Safe::Always, |mut c| async move {
             c.reap(pb::ReapRequest {}).await

@@ -216,6 +216,15 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
             "results_of_children is not served by this store",
         ))
     }
+    /// See [`Queue::backup`]; a remote store writes it on the server's
+    /// filesystem. The default answers `InvalidArgument` (a store with no
+    /// files of its own to copy).
+    fn backup(&self, dir: &std::path::Path) -> Result<crate::BackupInfo> {
+        Err(crate::Error::InvalidArgument(format!(
+            "{self:?} cannot write a backup (to {})",
+            dir.display()
+        )))
+    }
     /// See [`Queue::reap`].
     fn reap(&self) -> Result<ReapReport>;
     /// See [`Queue::purge`].
@@ -391,6 +400,9 @@ impl JobStore for Queue {
         scope: Option<crate::ids::Scope>,
     ) -> Result<crate::state::StateCounts> {
         Queue::count_tag(self, tag, scope)
+    }
+    fn backup(&self, dir: &std::path::Path) -> Result<crate::BackupInfo> {
+        Queue::backup(self, dir)
     }
     fn reap(&self) -> Result<ReapReport> {
         Queue::reap(self)

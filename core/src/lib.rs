@@ -32,6 +32,7 @@
 #[cfg(feature = "rocksdb")]
 mod api;
 pub mod backoff;
+pub mod backup;
 #[cfg(feature = "rocksdb")]
 mod cancel;
 pub mod clock;
@@ -72,6 +73,7 @@ pub mod store;
 pub mod tags;
 #[cfg(feature = "rocksdb")]
 mod timings;
+pub mod trace_context;
 mod unique_states;
 #[cfg(feature = "rocksdb")]
 pub mod watch;
@@ -81,6 +83,7 @@ mod would_block;
 
 #[cfg(feature = "rocksdb")]
 pub use api::JobStore;
+pub use backup::BackupInfo;
 #[cfg(feature = "rocksdb")]
 pub use cancel::CancelWait;
 pub use clock::{Clock, ManualClock, SystemClock};

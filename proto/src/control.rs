@@ -54,6 +54,28 @@ pub fn count_tag_from_pb(r: pb::CountTagRequest) -> Result<(String, Option<telha
     Ok((r.tag, r.scope.as_deref().map(scope_from_pb).transpose()?))
 }
 
+/// The wire form of a finished backup.
+pub fn backup_to_pb(b: &telha_jobs::BackupInfo) -> pb::BackupResponse {
+    pb::BackupResponse {
+        path: b.path.to_string_lossy().into_owned(),
+        bytes: b.bytes,
+        files: b.files,
+        took_us: u64::try_from(b.took.as_micros()).unwrap_or(u64::MAX),
+        sequence: b.sequence,
+    }
+}
+
+/// A finished backup from the wire (its path is on the server's filesystem).
+pub fn backup_from_pb(r: pb::BackupResponse) -> telha_jobs::BackupInfo {
+    telha_jobs::BackupInfo {
+        path: r.path.into(),
+        bytes: r.bytes,
+        files: r.files,
+        took: std::time::Duration::from_micros(r.took_us),
+        sequence: r.sequence,
+    }
+}
+
 /// The wire form of a scope order.
 pub fn scope_order_to_pb(o: ScopeOrder) -> pb::ScopeOrder {
     match o {
@@ -198,6 +220,7 @@ pub fn cancel_filter_to_pb(f: &CancelFilter) -> pb::CancelManyRequest {
         scope: f.scope.map(|s| s.as_bytes().to_vec()),
         state: f.state.map(|s| state_to_pb(s) as i32),
         reason: f.reason.clone(),
+        tag: f.tag.clone(),
     }
 }
 
@@ -208,6 +231,7 @@ pub fn cancel_filter_from_pb(r: pb::CancelManyRequest) -> Result<CancelFilter> {
         scope: r.scope.as_deref().map(scope_from_pb).transpose()?,
         state: r.state.map(state_from_pb).transpose()?,
         reason: r.reason,
+        tag: r.tag,
     })
 }
 

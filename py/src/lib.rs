@@ -16,6 +16,7 @@
 //! flow.rs (limits: set_limit, remove_limit, limits; complete's `then`),
 //! fanin.rs (fan-in: `after=`, `on_child_dead=`, `enqueue_group`,
 //! `results_of_children`, `JobInfo.fan_in`),
+//! otel.rs (the trace context added to a new job's metadata),
 //! task.rs (running a call: the GIL released around the core, panics
 //! caught), carry.rs (`_complete_then_lease`, the AsyncWorker's one call
 //! per batch). node/src/batch.rs (batched napi values) has no
@@ -33,6 +34,7 @@ mod flow;
 mod job;
 mod lease;
 mod notify;
+mod otel;
 mod payload;
 mod queue;
 mod queue_admin;

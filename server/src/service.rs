@@ -211,6 +211,14 @@ impl Jobs for JobsService {
         self.done("List", r)
     }
 
+    async fn backup(
+        &self,
+        req: Request<pb::BackupRequest>,
+    ) -> Result<Response<pb::BackupResponse>, Status> {
+        let r = crate::backup::backup(&self.shared, req).await;
+        self.done("Backup", r)
+    }
+
     async fn count_tag(
         &self,
         req: Request<pb::CountTagRequest>,

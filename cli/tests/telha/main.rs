@@ -3,6 +3,7 @@
 //!
 //! One test binary (its modules below) so RocksDB is linked once.
 
+mod backup;
 mod bad_input;
 mod check;
 mod commands;

@@ -34,6 +34,7 @@ mod scopes;
 mod settle;
 mod settle_many;
 mod steer;
+mod tag_ops;
 mod tags;
 mod transition;
 mod unique;

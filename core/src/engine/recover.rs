@@ -21,6 +21,8 @@ impl Engine {
         // After the leases are loaded: the limits count them.
         self.load_limits()?;
         self.load_schedules()?;
+        // Slice 1's tag rows (with a state) become this layout's, once.
+        self.upgrade_tag_index()?;
         self.load_fan()?;
         Ok(())
     }

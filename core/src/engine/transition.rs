@@ -13,7 +13,7 @@
 //! | `kinds`       | delete, if ready    | put, if ready (pending or failed)   |
 //! | `idem`        | delete, if it names this job (deletes only) | put (new jobs with a key) |
 //! | `expiry`      | delete, if it was indexed | put, if pending, never leased and it has an expiry |
-//! | `meta` `tag/` | delete, per tag, when the state changes | put, per tag, when the state changes |
+//! | `meta` `tag/` | delete, per tag, if no to-row | put, per tag, if no from-row |
 //! | `counters`    | one merge operand per kind and one per scope per batch: −1 from-state, +1 to-state |
 //!
 //! A move out of the leased state also frees the job's flow-control slots
@@ -306,18 +306,23 @@ impl<'e> Tx<'e> {
                 });
             }
         }
-        if fs != ts && !rec.ext.tags.is_empty() {
-            // The tag index: one row per tag, keyed by the state, moved
-            // only when the state changes (tags never change).
-            let meta = e.cf(st::CF_META)?;
-            for tag in &rec.ext.tags {
-                if let Some(f) = from {
-                    self.batch
-                        .delete_cf(meta, keys::tag_key(tag, &f.scope, f.state, &f.id));
-                }
-                if let Some(t) = to {
-                    self.batch
-                        .put_cf(meta, keys::tag_key(tag, &t.scope, t.state, &t.id), []);
+        if !rec.ext.tags.is_empty() {
+            // The tag index: one row per tag, `tag scope id`, put when the
+            // job is created and deleted with it. A move between two rows
+            // of one scope (every move: the scope never changes) writes
+            // none, so tags cost nothing per move.
+            let moved_scope = from.zip(to).is_some_and(|(f, t)| f.scope != t.scope);
+            if from.is_none() || to.is_none() || moved_scope {
+                let meta = e.cf(st::CF_META)?;
+                for tag in &rec.ext.tags {
+                    if let Some(f) = from.filter(|_| to.is_none() || moved_scope) {
+                        self.batch
+                            .delete_cf(meta, keys::tag_key(tag, &f.scope, &f.id));
+                    }
+                    if let Some(t) = to.filter(|_| from.is_none() || moved_scope) {
+                        self.batch
+                            .put_cf(meta, keys::tag_key(tag, &t.scope, &t.id), []);
+                    }
                 }
             }
         }

@@ -665,6 +665,9 @@ pub struct CancelManyRequest {
     pub state: ::core::option::Option<i32>,
     #[prost(string, tag = "4")]
     pub reason: ::prost::alloc::string::String,
+    /// Only jobs carrying this tag, walked through the tag index (issue 42).
+    #[prost(string, optional, tag = "5")]
+    pub tag: ::core::option::Option<::prost::alloc::string::String>,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct CancelManyResponse {
@@ -1003,6 +1006,30 @@ pub struct ResultsOfChildrenResponse {
     pub children: ::prost::alloc::vec::Vec<ChildResult>,
     #[prost(string, optional, tag = "2")]
     pub next: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct BackupRequest {
+    /// The backup directory on the server's filesystem (absolute, or relative
+    /// to the server's working directory); must not exist, or be empty.
+    #[prost(string, tag = "1")]
+    pub dir: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct BackupResponse {
+    /// Where the backup is, canonicalized by the server.
+    #[prost(string, tag = "1")]
+    pub path: ::prost::alloc::string::String,
+    /// The total size of its files (hard-linked ones count in full).
+    #[prost(uint64, tag = "2")]
+    pub bytes: u64,
+    #[prost(uint64, tag = "3")]
+    pub files: u64,
+    /// How long it took, in microseconds.
+    #[prost(uint64, tag = "4")]
+    pub took_us: u64,
+    /// RocksDB's latest sequence number in the backup: the point it holds.
+    #[prost(uint64, tag = "5")]
+    pub sequence: u64,
 }
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
@@ -2374,6 +2401,33 @@ pub mod jobs_client {
                 .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "ResultsOfChildren"));
             self.inner.unary(req, path, codec).await
         }
+        /// A consistent copy of the live store (the core's Queue::backup) written
+        /// to `dir` ON THE SERVER'S FILESYSTEM, not the caller's. Answered only
+        /// over a Unix socket or a loopback TCP connection unless the server was
+        /// started to allow it from anywhere (`ServeOptions::allow_remote_backup`,
+        /// `telha serve --allow-remote-backup`); otherwise INVALID_ARGUMENT,
+        /// nothing written. A `dir` that exists and is not empty, whose parent is
+        /// missing or that lies inside the store is INVALID_ARGUMENT naming it.
+        pub async fn backup(
+            &mut self,
+            request: impl tonic::IntoRequest<super::BackupRequest>,
+        ) -> std::result::Result<tonic::Response<super::BackupResponse>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/Backup",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut().insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Backup"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -2687,6 +2741,17 @@ pub mod jobs_server {
             tonic::Response<super::ResultsOfChildrenResponse>,
             tonic::Status,
         >;
+        /// A consistent copy of the live store (the core's Queue::backup) written
+        /// to `dir` ON THE SERVER'S FILESYSTEM, not the caller's. Answered only
+        /// over a Unix socket or a loopback TCP connection unless the server was
+        /// started to allow it from anywhere (`ServeOptions::allow_remote_backup`,
+        /// `telha serve --allow-remote-backup`); otherwise INVALID_ARGUMENT,
+        /// nothing written. A `dir` that exists and is not empty, whose parent is
+        /// missing or that lies inside the store is INVALID_ARGUMENT naming it.
+        async fn backup(
+            &self,
+            request: tonic::Request<super::BackupRequest>,
+        ) -> std::result::Result<tonic::Response<super::BackupResponse>, tonic::Status>;
     }
     #[derive(Debug)]
     pub struct JobsServer<T> {
@@ -4528,6 +4593,49 @@ pub mod jobs_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ResultsOfChildrenSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/Backup" => {
+                    #[allow(non_camel_case_types)]
+                    struct BackupSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::BackupRequest>
+                    for BackupSvc<T> {
+                        type Response = super::BackupResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::BackupRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::backup(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = BackupSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(
