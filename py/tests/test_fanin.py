@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -176,24 +175,24 @@ def test_results_of_children_pages_in_enqueue_order(target: Target) -> None:
     "call,error,message",
     [
         (lambda q, k: q.enqueue("index", None, after=[str(uuid.uuid4())]),
-         telha_jobs.NotFoundError, ""),
+         telha_jobs.NotFoundError, None),
         (lambda q, k: q.enqueue_many([("page", 1), {"kind": "index", "after": [*k, str(uuid.uuid4())]}]),
-         telha_jobs.NotFoundError, ""),
+         telha_jobs.NotFoundError, None),
         (lambda q, k: q.enqueue_group([("page", 1)], {"kind": "index", "after": [str(uuid.uuid4())]}),
-         telha_jobs.NotFoundError, ""),
+         telha_jobs.NotFoundError, None),
         (lambda q, k: q.enqueue("index", None, after=k, on_child_dead="retry"),
          telha_jobs.InvalidArgumentError, "cancel_rest"),
         (lambda q, k: q.enqueue_group([("page", 1)], {"kind": "index", "on_child_dead": "x"}),
          telha_jobs.InvalidArgumentError, "on_child_dead"),
-        (lambda q, k: q.enqueue_group([], ("index", None)), telha_jobs.InvalidArgumentError, ""),
+        (lambda q, k: q.enqueue_group([], ("index", None)), telha_jobs.InvalidArgumentError, None),
         (lambda q, k: q.enqueue("index", None, after=k[0]), TypeError, "list of job ids"),
-        (lambda q, k: q.enqueue("index", None, after=["nope"]), telha_jobs.InvalidArgumentError, ""),
+        (lambda q, k: q.enqueue("index", None, after=["nope"]), telha_jobs.InvalidArgumentError, None),
         (lambda q, k: q.enqueue("index", None, after=k, on_child_dead=1), TypeError, "on_child_dead"),
         (lambda q, k: q.enqueue_group("page", ("index", None)), TypeError, "list of"),
     ],
 )
 def test_bad_fan_in_input_is_refused_and_nothing_is_written(
-    target: Target, call: Any, error: type[Exception], message: str
+    target: Target, call: Any, error: type[Exception], message: str | None
 ) -> None:
     q = target.open(reaper_interval=0)
     kids = children(q, 2)
@@ -244,9 +243,9 @@ def test_a_worker_handler_reads_its_childrens_results(target: Target) -> None:
     assert [state(q, k) for k in kids] == ["completed"] * 3
 
 
-def test_asyncio_fan_in(store: Path) -> None:
+def test_asyncio_fan_in(target: Target) -> None:
     async def main() -> None:
-        async with await AsyncQueue.open(store, reaper_interval=0) as aq:
+        async with AsyncQueue(target.open(reaper_interval=0)) as aq:
             kids, p = await aq.enqueue_group([("page", 1), ("page", 2)], ("index", None))
             p2 = await aq.enqueue("index", None, after=kids, on_child_dead="ignore")
             info = await aq.get(p2)
