@@ -176,10 +176,10 @@ impl Table {
     }
 }
 
-#[path = "parts/queue_fanin.rs"]
-mod queue_fanin;
 #[path = "parts/backup.rs"]
 mod backup;
+#[path = "parts/queue_fanin.rs"]
+mod queue_fanin;
 #[path = "parts/queue_tags.rs"]
 mod queue_tags;
 #[path = "parts/queue_trace.rs"]
