@@ -39,7 +39,7 @@
  * a program should refuse to run when they differ. Bumped on every
  * incompatible change to a signature, a struct layout or a number.
  */
-#define TJ_ABI_VERSION 2
+#define TJ_ABI_VERSION 3
 
 /**
  * The size of a buffer that holds a job id's text form with its NUL:
@@ -66,6 +66,16 @@
  * The most jobs one `tj_queue_lease_many` takes.
  */
 #define TJ_MAX_BATCH 10000
+
+/**
+ * The largest `tj_queue_results_of_children` page.
+ */
+#define TJ_MAX_CHILDREN_PAGE 1000
+
+/**
+ * The most jobs one job may wait on (`tj_enqueue_options_add_after`).
+ */
+#define TJ_MAX_AFTER 100000
 
 /**
  * The largest `tj_queue_list` page (`tj_list_options_set_limit`).
@@ -360,6 +370,12 @@ enum tj_state
    * cancelled retention.
    */
   TJ_STATE_CANCELLED = 6,
+  /**
+   * A fan-in parent waiting on its children (`tj_enqueue_options_add_after`,
+   * `tj_queue_enqueue_group`): never leased; pending once every child
+   * finished.
+   */
+  TJ_STATE_WAITING = 7,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -432,6 +448,39 @@ typedef uint32_t tj_unique_states;
 #endif // __cplusplus
 
 /**
+ * What a child that did not complete (dead, cancelled, deleted) does to
+ * its parent. The numbers never change.
+ */
+enum tj_child_dead
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The parent goes dead at once, its last error naming the child and
+   * the child's error (the default).
+   */
+  TJ_CHILD_DEAD_FAIL = 1,
+  /**
+   * The parent is cancelled at once, then its unfinished children (by
+   * the next reaper pass, or `tj_queue_reap`).
+   */
+  TJ_CHILD_DEAD_CANCEL_REST = 2,
+  /**
+   * The child counts as finished: the parent runs once every child
+   * finished, whatever the outcome.
+   */
+  TJ_CHILD_DEAD_IGNORE = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tj_child_dead tj_child_dead;
+#else
+typedef uint32_t tj_child_dead;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A list of jobs to enqueue in one atomic batch. Owned by the caller
  * (`tj_batch_new` / `tj_batch_free`); `tj_batch_add` copies its arguments.
  * Not thread-safe while being filled.
@@ -445,6 +494,13 @@ typedef struct tj_batch tj_batch;
  * Owned by the caller (`tj_cancel_new` / `tj_cancel_free`).
  */
 typedef struct tj_cancel tj_cancel;
+
+/**
+ * A page of `tj_queue_results_of_children`: children in enqueue order and
+ * the cursor of the next page. Owned by the caller
+ * (`tj_children_page_free`). Immutable: readable from many threads.
+ */
+typedef struct tj_children_page tj_children_page;
 
 /**
  * A list of completions for one `tj_queue_complete_many`. Owned by the
@@ -828,6 +884,56 @@ typedef struct tj_event {
 } tj_event;
 
 /**
+ * One child of a `tj_children_page` (`tj_children_page_child`): its
+ * pointers are borrowed from the page and valid until it is freed.
+ */
+typedef struct tj_child_result {
+  /**
+   * The child's id.
+   */
+  struct tj_id id;
+  /**
+   * Its `tj_state` now; `TJ_STATE_UNKNOWN` (0) when it was pruned,
+   * purged or deleted.
+   */
+  uint32_t state;
+  /**
+   * What its completion was given (not NUL-terminated), or NULL.
+   */
+  const uint8_t *result;
+  /**
+   * The length of `result` (0 when NULL).
+   */
+  size_t result_len;
+  /**
+   * How the result was made (a `tj_encoding`).
+   */
+  uint32_t result_encoding;
+  /**
+   * Its latest failure (a dead child's error), or NULL.
+   */
+  const char *last_error;
+} tj_child_result;
+
+/**
+ * A fan-in parent's children (`tj_job_info_fan_in`). A plain value.
+ */
+typedef struct tj_fan_in {
+  /**
+   * Children not finished yet (0 once the parent was released).
+   */
+  uint64_t unfinished;
+  /**
+   * Every child it waits on.
+   */
+  uint64_t total;
+  /**
+   * Its `tj_child_dead` policy.
+   */
+  uint32_t policy;
+} tj_fan_in;
+
+/**
  * One limit and its use now (`tj_limits_get`). A plain value; `target` is
  * borrowed from the `tj_limits` it came from. Each setting has a flag
  * saying whether the limit sets it (the value is 0 when not).
@@ -967,6 +1073,10 @@ typedef struct tj_state_counts {
    * Cancelled, not yet pruned.
    */
   uint64_t cancelled;
+  /**
+   * Fan-in parents waiting on their children (`TJ_STATE_WAITING`).
+   */
+  uint64_t waiting;
 } tj_state_counts;
 
 #ifdef __cplusplus
@@ -1843,6 +1953,148 @@ tj_status tj_queue_release_many(const struct tj_queue *queue,
                                 size_t n,
                                 tj_status *statuses_out,
                                 struct tj_error **err);
+
+/**
+ * Wait on job `*child` (copied): the job is enqueued `TJ_STATE_WAITING`
+ * (counted, listed, cancellable, never leased) until every job added
+ * this way has finished, then it becomes pending, in the same atomic
+ * write as the last one's settle. Ids that already finished count as
+ * done; an unknown id makes the enqueue `TJ_STATUS_NOT_FOUND` with
+ * nothing written. At most 100,000 (checked at enqueue); not with a
+ * debounce, nor on a follow-up (`tj_queue_complete_then`).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options, child).
+ *
+ * # Safety
+ * `options` and `child` are NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_enqueue_options_add_after(struct tj_enqueue_options *options,
+                                       const struct tj_id *child,
+                                       struct tj_error **err);
+
+/**
+ * What a child that did not complete does to this job: a `tj_child_dead`
+ * (default `TJ_CHILD_DEAD_FAIL`). Only with `tj_enqueue_options_add_after`
+ * or on a group's parent (else the enqueue is `TJ_STATUS_INVALID_ARGUMENT`).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT`, `TJ_STATUS_INVALID_ARGUMENT` for a
+ * number that is not a `tj_child_dead` (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `err` is NULL or writable.
+ */
+tj_status tj_enqueue_options_set_on_child_dead(struct tj_enqueue_options *options,
+                                               uint32_t policy,
+                                               struct tj_error **err);
+
+/**
+ * Enqueue the jobs of `children` (a `tj_batch`, copied; at least one)
+ * and their parent (`kind`, `payload_len` bytes at `payload`, `options`:
+ * as `tj_queue_enqueue` takes them; `options` may add older jobs with
+ * `tj_enqueue_options_add_after` and set the policy) in one atomic write:
+ * all or none. The parent waits (`TJ_STATE_WAITING`) until every child
+ * finished. On success, when not NULL, `ids_out[i]` is child `i`'s id (an
+ * array of `tj_batch_len(children)`) and `*parent_out` the parent's.
+ *
+ * Blocks for one RocksDB write.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, children, kind, payload with
+ * a non-zero length), `TJ_STATUS_INVALID_UTF8` (kind),
+ * `TJ_STATUS_INVALID_ARGUMENT` (no child, over `TJ_MAX_BATCH`, a parent
+ * with an idempotency key, a uniqueness window or a debounce, and what
+ * `tj_queue_enqueue_many` refuses; the message names the job),
+ * `TJ_STATUS_NOT_FOUND` (an `after` id names no job), `TJ_STATUS_CLOSED`,
+ * `TJ_STATUS_STORAGE`. Nothing is written on an error.
+ *
+ * # Safety
+ * `queue` and `children` are NULL or live (`children` not being changed
+ * by another thread); `kind` is NULL or NUL-terminated; `payload` is NULL
+ * or holds `payload_len` readable bytes; `options` is NULL or live;
+ * `ids_out` is NULL or holds `tj_batch_len(children)` writable elements;
+ * `parent_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_enqueue_group(const struct tj_queue *queue,
+                                 const struct tj_batch *children,
+                                 const char *kind,
+                                 const uint8_t *payload,
+                                 size_t payload_len,
+                                 const struct tj_enqueue_options *options,
+                                 struct tj_id *ids_out,
+                                 struct tj_id *parent_out,
+                                 struct tj_error **err);
+
+/**
+ * A page of `*parent`'s children (every job its `after` named, or its
+ * group's children) in enqueue order, each with its state, result and
+ * last error: what a parent's handler reads. `cursor`: NULL for the
+ * first page, else the previous page's `tj_children_page_next`. `limit`:
+ * 1 to `TJ_MAX_CHILDREN_PAGE`. On success `*page_out` is a new page the
+ * caller frees; a job that waits on nothing has an empty one.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, parent, page_out),
+ * `TJ_STATUS_INVALID_UTF8` (cursor), `TJ_STATUS_INVALID_ARGUMENT` (a
+ * limit of 0 or over the maximum, a malformed cursor),
+ * `TJ_STATUS_NOT_FOUND` (no such parent), `TJ_STATUS_CLOSED`,
+ * `TJ_STATUS_STORAGE`.
+ *
+ * # Safety
+ * `queue` and `parent` are NULL or live; `cursor` is NULL or
+ * NUL-terminated; `page_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_results_of_children(const struct tj_queue *queue,
+                                       const struct tj_id *parent,
+                                       const char *cursor,
+                                       size_t limit,
+                                       struct tj_children_page **page_out,
+                                       struct tj_error **err);
+
+/**
+ * Free a page. NULL does nothing.
+ *
+ * # Safety
+ * `page` is NULL or a `tj_children_page` not freed before.
+ */
+void tj_children_page_free(struct tj_children_page *page);
+
+/**
+ * How many children the page holds (0 for NULL).
+ *
+ * # Safety
+ * `page` is NULL or live.
+ */
+size_t tj_children_page_len(const struct tj_children_page *page);
+
+/**
+ * Child `index` of the page into `*child_out` (its pointers borrowed from
+ * the page): true, or false (nothing written) for NULL or an index past
+ * the end.
+ *
+ * # Safety
+ * `page` is NULL or live; `child_out` is NULL or writable.
+ */
+bool tj_children_page_child(const struct tj_children_page *page,
+                            size_t index,
+                            struct tj_child_result *child_out);
+
+/**
+ * The cursor of the next page (borrowed: valid until the page is freed),
+ * or NULL after the last page.
+ *
+ * # Safety
+ * `page` is NULL or live.
+ */
+const char *tj_children_page_next(const struct tj_children_page *page);
+
+/**
+ * A fan-in parent's children into `*fan_in_out` (when not NULL): true
+ * for a job enqueued with `after` or as a group's parent, false (nothing
+ * written) for any other job, or for NULL.
+ *
+ * # Safety
+ * `info` is NULL or live; `fan_in_out` is NULL or writable.
+ */
+bool tj_job_info_fan_in(const struct tj_job_info *info,
+                        struct tj_fan_in *fan_in_out);
 
 /**
  * New limit settings with nothing set (`tj_queue_set_limit` refuses a
@@ -4700,7 +4952,7 @@ const char *tj_stats_scopes_next(const struct tj_stats *stats);
 const char *tj_status_name(uint32_t status);
 
 /**
- * The lowercase name of `state` (`"pending"`, ... `"cancelled"`), or `"unknown"`
+ * The lowercase name of `state` (`"pending"`, ... `"waiting"`), or `"unknown"`
  * for a number that is not a `tj_state`. Static storage: never free it.
  */
 const char *tj_state_name(uint32_t state);

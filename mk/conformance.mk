@@ -36,7 +36,7 @@ test-scenarios-py: py-wheel
 test-scenarios-node: node-build
 	cd node && node --test --test-reporter=spec test/scenarios.test.js
 
-C_SCENARIO_SRC := tests/c/scenarios.c tests/c/scenario_ops.c tests/c/scenario_control.c tests/c/scenario_schedules.c tests/c/scenario_settle_many.c tests/c/scenario_tags.c
+C_SCENARIO_SRC := tests/c/scenarios.c tests/c/scenario_ops.c tests/c/scenario_control.c tests/c/scenario_schedules.c tests/c/scenario_settle_many.c tests/c/scenario_tags.c tests/c/scenario_fanin.c
 
 $(CONF_OUT)/scenarios: $(C_SCENARIO_SRC) tests/c/scenario.h tests/c/mini_json.h include/telha_jobs.h c-lib
 	@mkdir -p $(@D)

@@ -131,6 +131,17 @@ export declare class NativeQueue {
    * arrive after a `drain` (once per batch) and when the subscription ends.
    */
   subscribe(options: NativeSubscribeOptions | undefined | null, onWake: () => void): Promise<NativeSubscription>
+  /**
+   * Enqueue children (parallel arrays as `enqueueMany` takes them) and
+   * their parent in one atomic batch: the parent waits (`waiting`) until
+   * every child finished.
+   */
+  enqueueGroup(kinds: string[], payloads: unknown[], options: Array<NativeEnqueueOptions | undefined | null> | undefined | null, parentKind: string, parentPayload: unknown, parentOptions?: NativeEnqueueOptions | undefined | null): Promise<EnqueuedGroup>
+  /**
+   * A page of `parent`'s children in enqueue order, with their states,
+   * results and last errors; `limit` 1 to 1,000.
+   */
+  resultsOfChildren(parent: string, cursor?: string | undefined | null, limit?: number | undefined | null): Promise<ChildPage>
   /** Set (or replace) the limit on `target`. */
   setLimit(target: string, settings: NativeLimit): Promise<void>
   /** Remove the limit on `target`: whether there was one. */
@@ -405,6 +416,30 @@ export interface CancelReport {
   corrupt: number
 }
 
+/** A page of `resultsOfChildren`. */
+export interface ChildPage {
+  /** The children of this page, in enqueue order. */
+  children: Array<ChildResult>
+  /** Pass as `cursor` for the next page; null after the last one. */
+  next: string | null
+}
+
+/** One child of a fan-in parent (`resultsOfChildren`). */
+export interface ChildResult {
+  /** The child's id. */
+  id: string
+  /** Its state now; null when it was pruned, purged or deleted. */
+  state: 'pending' | 'leased' | 'failed' | 'completed' | 'dead' | 'cancelled' | 'waiting' | null
+  /** What its `complete` was given (read like a payload), or null. */
+  result: unknown
+  /** The stored result bytes, or null. */
+  resultBytes: Buffer | null
+  /** How the result was given. */
+  resultEncoding: 'unknown' | 'bytes' | 'value'
+  /** Its latest failure (a dead child's error), or null. */
+  lastError: string | null
+}
+
 /** One key of the core's table, as `configKeys()` lists it. */
 export interface ConfigKey {
   /** The `Queue.open` option (`leaseTtlMs`). */
@@ -484,12 +519,28 @@ export interface EnqueuedBatch {
   created: Uint8Array
 }
 
+/** What `enqueueGroup` did: the children's ids in order, and the parent's. */
+export interface EnqueuedGroup {
+  children: Array<string>
+  parent: string
+}
+
 /**
  * The stable error codes, in the core's order: `INVALID_ARGUMENT`,
  * `NOT_FOUND`, `ABORTED`, `STORE_LOCKED`, `STORAGE`, `CORRUPTION`,
  * `CLOSED`, `UNSUPPORTED_FORMAT`, `CANCELLED`, `WRONG_STATE`, `UNAVAILABLE`.
  */
 export declare function errorCodes(): Array<string>
+
+/** A fan-in parent's children (`JobInfo.fanIn`). */
+export interface FanIn {
+  /** Children not finished yet (0 once the parent was released). */
+  unfinished: number
+  /** Every child it waits on. */
+  total: number
+  /** What a child that did not complete does to it. */
+  policy: 'fail' | 'cancel_rest' | 'ignore'
+}
 
 /**
  * A leased job, as a worker sees it. Pass it back to `extend`, `complete`,
@@ -592,8 +643,11 @@ export interface JobInfo {
   scope: string
   /** The job's kind. */
   kind: string
-  /** `pending`, `leased`, `failed`, `completed`, `dead` or `cancelled`. */
-  state: 'pending' | 'leased' | 'failed' | 'completed' | 'dead' | 'cancelled'
+  /**
+   * `pending`, `leased`, `failed`, `completed`, `dead`, `cancelled` or
+   * `waiting` (a fan-in parent whose children have not all finished).
+   */
+  state: 'pending' | 'leased' | 'failed' | 'completed' | 'dead' | 'cancelled' | 'waiting'
   /** 0 most urgent … 255 least. */
   priority: number
   /**
@@ -691,6 +745,11 @@ export interface JobInfo {
   tags: Array<string>
   /** Its metadata (string to string), as enqueued; never indexed. */
   metadata: Record<string, string>
+  /**
+   * A fan-in parent's children (enqueued with `after` or by
+   * `enqueueGroup`), or null.
+   */
+  fanIn: FanIn | null
 }
 
 /**
@@ -857,6 +916,10 @@ export interface NativeEnqueueOptions {
   metadata?: Record<string, string>
   debounceMs?: number
   debounceMaxMs?: number
+  /** Fan-in: the ids of the jobs this one waits on (issue 43). */
+  after?: Array<string>
+  /** Fan-in: `fail`, `cancel_rest` or `ignore` (with `after`). */
+  onChildDead?: string
 }
 
 /**
@@ -1068,6 +1131,8 @@ export interface StateCounts {
   completed: number
   dead: number
   cancelled: number
+  /** Fan-in parents waiting on their children. */
+  waiting: number
 }
 
 /** Exact counts (kept in the same batches as the moves; never a scan). */

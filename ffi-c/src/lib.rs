@@ -27,6 +27,7 @@ mod enqueue_options;
 mod error;
 mod events;
 mod failures;
+mod fanin;
 mod flow;
 mod id;
 mod job;
@@ -57,7 +58,7 @@ use std::ffi::c_char;
 /// The ABI version of this header. `tj_abi_version()` returns the library's;
 /// a program should refuse to run when they differ. Bumped on every
 /// incompatible change to a signature, a struct layout or a number.
-pub const TJ_ABI_VERSION: u32 = 2;
+pub const TJ_ABI_VERSION: u32 = 3;
 
 /// The library's ABI version; compare it with `TJ_ABI_VERSION` from the
 /// header the program was compiled with. Thread-safe; never fails.

@@ -10,6 +10,10 @@ pub const TJ_MAX_IDEMPOTENCY_KEY_LEN: usize = 512;
 pub const TJ_MAX_WORKER_ID_LEN: usize = 256;
 /// The most jobs one `tj_queue_lease_many` takes.
 pub const TJ_MAX_BATCH: usize = 10000;
+/// The largest `tj_queue_results_of_children` page.
+pub const TJ_MAX_CHILDREN_PAGE: usize = 1000;
+/// The most jobs one job may wait on (`tj_enqueue_options_add_after`).
+pub const TJ_MAX_AFTER: usize = 100000;
 /// The largest `tj_queue_list` page (`tj_list_options_set_limit`).
 pub const TJ_MAX_LIST_LIMIT: usize = 10000;
 /// The most rows one `tj_queue_list` reads before it returns a page
@@ -72,6 +76,11 @@ mod tests {
         assert_eq!(TJ_MAX_WORKER_ID_LEN, limits::MAX_WORKER_ID_LEN);
         assert_eq!(TJ_MAX_BATCH, limits::MAX_BATCH);
         assert_eq!(TJ_MAX_LIST_LIMIT, limits::MAX_LIST_LIMIT);
+        assert_eq!(
+            TJ_MAX_CHILDREN_PAGE,
+            telha_jobs_core::fanin::MAX_CHILDREN_PAGE
+        );
+        assert_eq!(TJ_MAX_AFTER, telha_jobs_core::fanin::MAX_AFTER);
         assert_eq!(TJ_LIST_SCAN_BUDGET, limits::LIST_SCAN_BUDGET);
         assert_eq!(TJ_MAX_SCOPE_LIMIT, limits::MAX_SCOPE_LIMIT);
         assert_eq!(

@@ -25,6 +25,8 @@ pub struct tj_state_counts {
     pub dead: u64,
     /// Cancelled, not yet pruned.
     pub cancelled: u64,
+    /// Fan-in parents waiting on their children (`TJ_STATE_WAITING`).
+    pub waiting: u64,
 }
 
 impl From<StateCounts> for tj_state_counts {
@@ -36,6 +38,7 @@ impl From<StateCounts> for tj_state_counts {
             completed: c.completed,
             dead: c.dead,
             cancelled: c.cancelled,
+            waiting: c.waiting,
         }
     }
 }

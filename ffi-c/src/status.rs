@@ -155,6 +155,10 @@ pub enum tj_state {
     /// Cancelled by an operator or program; never retried; pruned after the
     /// cancelled retention.
     TJ_STATE_CANCELLED = 6,
+    /// A fan-in parent waiting on its children (`tj_enqueue_options_add_after`,
+    /// `tj_queue_enqueue_group`): never leased; pending once every child
+    /// finished.
+    TJ_STATE_WAITING = 7,
 }
 
 impl From<State> for tj_state {
@@ -166,6 +170,7 @@ impl From<State> for tj_state {
             State::Completed => tj_state::TJ_STATE_COMPLETED,
             State::Dead => tj_state::TJ_STATE_DEAD,
             State::Cancelled => tj_state::TJ_STATE_CANCELLED,
+            State::Waiting => tj_state::TJ_STATE_WAITING,
             // A state this library does not number yet reads as 0 (no tj_state).
             _ => tj_state::TJ_STATE_UNKNOWN,
         }
@@ -179,7 +184,7 @@ pub(crate) fn state_from_u32(v: u32) -> Option<State> {
         .find(|s| v != 0 && tj_state::from(*s) as u32 == v)
 }
 
-/// The lowercase name of `state` (`"pending"`, ... `"cancelled"`), or `"unknown"`
+/// The lowercase name of `state` (`"pending"`, ... `"waiting"`), or `"unknown"`
 /// for a number that is not a `tj_state`. Static storage: never free it.
 #[no_mangle]
 pub extern "C" fn tj_state_name(state: u32) -> *const c_char {
@@ -190,6 +195,7 @@ pub extern "C" fn tj_state_name(state: u32) -> *const c_char {
         Some(State::Completed) => c"completed",
         Some(State::Dead) => c"dead",
         Some(State::Cancelled) => c"cancelled",
+        Some(State::Waiting) => c"waiting",
         _ => c"unknown",
     }
     .as_ptr()
@@ -206,6 +212,17 @@ mod tests {
             assert_eq!(s as u32, i as u32 + 1, "{k:?}");
             let name = unsafe { std::ffi::CStr::from_ptr(tj_status_name(s as u32)) };
             assert_eq!(name.to_str().unwrap(), k.code());
+        }
+    }
+
+    #[test]
+    fn each_core_state_has_its_byte_and_name() {
+        for s in State::ALL {
+            let n = tj_state::from(s) as u32;
+            assert_eq!(n, u32::from(s.byte()), "{s:?}");
+            assert_eq!(state_from_u32(n), Some(s));
+            let name = unsafe { std::ffi::CStr::from_ptr(tj_state_name(n)) };
+            assert_eq!(name.to_str().unwrap(), s.as_str());
         }
     }
 

@@ -44,5 +44,5 @@ test('16 concurrent async pollers over 20,000 jobs: no double lease, each comple
   const byWorker = new Set([...leasedBy.values()].map((h) => h[0]))
   assert.ok(byWorker.size > 1, 'the work was shared by several pollers')
   const stats = await q.stats()
-  assert.deepEqual(stats.total, { pending: 0, leased: 0, failed: 0, completed: JOBS, dead: 0, cancelled: 0 })
+  assert.deepEqual(stats.total, { pending: 0, leased: 0, failed: 0, completed: JOBS, dead: 0, cancelled: 0, waiting: 0 })
 })

@@ -30,6 +30,7 @@ export type Transition =
   | 'lease_expired' | 'released' | 'retried' | 'cancelled' | 'cancel_requested'
   | 'snoozed' | 'expired' | 'pruned' | 'purged' | 'deleted'
   | 'promoted' | 'rescheduled' | 'reprioritized' | 'debounced'
+  | 'child_settled' | 'children_done'
 
 /** One committed transition ({@link SubscriptionEvent}, its `transition` typed). */
 export interface QueueEvent extends SubscriptionEvent {

@@ -9,7 +9,7 @@
 
 const { typeError, invalidArgument, options, str, optStr, optNum } = require('./check.js')
 
-const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt', 'backoffBaseMs', 'uniqueForMs', 'uniqueStates', 'tags', 'metadata', 'debounceMs', 'debounceMaxMs'])
+const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt', 'backoffBaseMs', 'uniqueForMs', 'uniqueStates', 'tags', 'metadata', 'debounceMs', 'debounceMaxMs', 'after', 'onChildDead'])
 const ITEM_KEYS = new Set(['kind', 'payload', ...ENQUEUE_KEYS])
 const COMPLETE_KEYS = new Set(['then'])
 const LIMIT_KEYS = new Set(['concurrency', 'rate', 'burst', 'weight'])
@@ -36,7 +36,9 @@ function enqueueOptions (o, name) {
     tags: optStrings(o.tags, `${name}.tags`),
     metadata: optTextMap(o.metadata, `${name}.metadata`),
     debounceMs: optNum(o.debounceMs, `${name}.debounceMs`),
-    debounceMaxMs: optNum(o.debounceMaxMs, `${name}.debounceMaxMs`)
+    debounceMaxMs: optNum(o.debounceMaxMs, `${name}.debounceMaxMs`),
+    after: optStrings(o.after, `${name}.after`),
+    onChildDead: optStr(o.onChildDead, `${name}.onChildDead`)
   }
 }
 
@@ -138,4 +140,4 @@ function limitSettings (settings) {
   }
 }
 
-module.exports = { ENQUEUE_KEYS, enqueueOptions, enqueueItems, completeArgs, completeManyArgs, limitSettings }
+module.exports = { ENQUEUE_KEYS, ITEM_KEYS, enqueueOptions, addItems, enqueueItems, completeArgs, completeManyArgs, limitSettings }

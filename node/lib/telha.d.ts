@@ -24,6 +24,7 @@ import type { Subscription, QueueEvents, WaitOptions, EnqueueAndWaitOptions, Sub
 import type { ScheduleInfo, RunReport, ScheduleOptions } from './schedules'
 import type { LimitStatus, LimitTarget, LimitSettings, CompleteOptions, CompleteManyOptions } from './flow'
 import type { OpenOptions, Settings } from './options'
+import type { FanInOptions, FanInCalls } from './fanin'
 import type { ConnectOptions, ServeOptions, Server } from './serve'
 
 export type { Job, JobInfo, JobEvent, ListPage, ReapReport, BackupInfo, Stats, ScopeCounts, StateCounts, CorruptRecord, Enqueued, ConfigKey, Limits, CancelReport, Paused, SubscriptionEvent }
@@ -102,7 +103,7 @@ export type PayloadValue =
 export type { BackoffOptions, KindOptions, OpenOptions, Settings } from './options'
 
 /** Options of one enqueue. */
-export interface EnqueueOptions {
+export interface EnqueueOptions extends FanInOptions {
   /** The tenant scope, a UUID string (default: the nil UUID, the system scope). */
   scope?: string
   /** 0 most urgent … 255 least (default 128); FIFO within a priority. */
@@ -207,7 +208,7 @@ export interface ExtendOptions {
 
 /** Filters of {@link Queue.list}. */
 export interface ListOptions {
-  state?: 'pending' | 'leased' | 'failed' | 'completed' | 'dead' | 'cancelled'
+  state?: 'pending' | 'leased' | 'failed' | 'completed' | 'dead' | 'cancelled' | 'waiting'
   /** A scope UUID. */
   scope?: string
   /** An exact kind or a family (`ingest:*`). */
@@ -249,6 +250,7 @@ export interface LeaseRef {
  * if (job) await q.complete(job, { pages: 12 })
  * ```
  */
+export interface Queue extends FanInCalls {}
 export declare class Queue {
   private constructor()
   /**
@@ -582,6 +584,7 @@ export type { HandlerContext, Handler, WorkerOptions } from './worker'
 export { Subscription, QueueEvents } from './events'
 export type { WaitOptions, EnqueueAndWaitOptions, SubscribeFilter, NextOptions, Transition, QueueEvent, QueueEventMap } from './events'
 export type { LimitStatus, LimitTarget, LimitSettings, CompleteOptions, CompleteManyOptions } from './flow'
+export type { FanIn, ChildResult, ChildPage, EnqueuedGroup, ChildDeadPolicy, FanInOptions, ResultsOfChildrenOptions } from './fanin'
 export { scheduleNextTimes } from './schedules'
 export type { ScheduleInfo, ScheduleRef, RunReport, ScheduleOptions, NextTimesOptions, CatchUp } from './schedules'
 

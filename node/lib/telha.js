@@ -16,6 +16,7 @@ const { tokens, jobsFrom } = require('./batch.js')
 const { putArgs, scheduleNextTimes, scheduleName } = require('./schedules.js')
 const { ENQUEUE_KEYS, enqueueOptions, enqueueItems, completeArgs, completeManyArgs, limitSettings } = require('./flow.js')
 const { injectOptions, injectItems } = require('./otel.js')
+const { groupArgs, childrenArgs } = require('./fanin.js')
 
 /** The stable error codes, in the core's order. */
 const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c, c])))
@@ -270,9 +271,7 @@ class Queue {
   }
 
   async enqueueResult (kind, payload, opts) {
-    str(kind, 'kind')
-    // No options cross as undefined: an object of 8 undefined fields costs
-    // a napi read each.
+    str(kind, 'kind') // options as in enqueue
     const eo = injectOptions(opts === undefined || opts === null ? undefined : enqueueOptions(options(opts, 'enqueue options', ENQUEUE_KEYS), 'options'))
     const r = await onLoop(() => this.#native.enqueueNow(kind, payload, eo))
     return r !== false ? r : this.#native.enqueue(kind, payload, eo)
@@ -547,10 +546,12 @@ class Queue {
   async scheduleResume (name) { return this.#native.scheduleResume(scheduleName(name)) }
   async runSchedules () { return this.#native.runSchedules() }
 
-  // Flow control (flow.js checks the settings; the core the target and ranges).
+  // Flow control and fan-in (flow.js and fanin.js check the arguments; the core the rest).
   async setLimit (target, settings) { await this.#native.setLimit(str(target, 'target'), limitSettings(settings)) }
   async removeLimit (target) { return this.#native.removeLimit(str(target, 'target')) }
   async limits () { return this.#native.limits() }
+  async enqueueGroup (children, parent) { return this.#native.enqueueGroup(...groupArgs(children, parent)) }
+  async resultsOfChildren (parent, opts) { return this.#native.resultsOfChildren(...childrenArgs(parent, opts)) }
 
   async countTag (tag, opts) { return this.#native.countTag(str(tag, 'tag'), optStr(options(opts, 'countTag options', new Set(['scope'])).scope, 'scope')) }
   async backup (dir) { return this.#native.backup(str(dir, 'dir')) }

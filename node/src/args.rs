@@ -308,6 +308,10 @@ pub struct NativeEnqueueOptions {
     pub metadata: Option<std::collections::HashMap<String, String>>,
     pub debounce_ms: Option<f64>,
     pub debounce_max_ms: Option<f64>,
+    /// Fan-in: the ids of the jobs this one waits on (issue 43).
+    pub after: Option<Vec<String>>,
+    /// Fan-in: `fail`, `cancel_rest` or `ignore` (with `after`).
+    pub on_child_dead: Option<String>,
 }
 
 /// The core's options of one enqueue; `at` names them in messages
@@ -359,6 +363,15 @@ pub fn enqueue_options(
     }
     if let Some(d) = o.debounce_max_ms {
         e.debounce_max = Some(delay_ms(d, &format!("{at}.debounceMaxMs"))?);
+    }
+    if let Some(ids) = o.after {
+        e.after = ids
+            .iter()
+            .map(|id| id.parse::<JobId>())
+            .collect::<Result<_, _>>()?;
+    }
+    if let Some(p) = o.on_child_dead {
+        e.on_child_dead = Some(p.parse()?);
     }
     Ok(e)
 }

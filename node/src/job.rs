@@ -13,6 +13,7 @@ use telha_jobs::Encoding;
 
 use crate::args::MAX_SAFE;
 use crate::control::Paused;
+use crate::fanin::FanIn;
 use crate::payload::{Bytes, OrNull, Payload};
 use crate::schedule::ScheduleRef;
 
@@ -121,8 +122,11 @@ pub struct JobInfo {
     pub scope: String,
     /// The job's kind.
     pub kind: String,
-    /// `pending`, `leased`, `failed`, `completed`, `dead` or `cancelled`.
-    #[napi(ts_type = "'pending' | 'leased' | 'failed' | 'completed' | 'dead' | 'cancelled'")]
+    /// `pending`, `leased`, `failed`, `completed`, `dead`, `cancelled` or
+    /// `waiting` (a fan-in parent whose children have not all finished).
+    #[napi(
+        ts_type = "'pending' | 'leased' | 'failed' | 'completed' | 'dead' | 'cancelled' | 'waiting'"
+    )]
     pub state: String,
     /// 0 most urgent … 255 least.
     pub priority: u32,
@@ -210,6 +214,10 @@ pub struct JobInfo {
     /// Its metadata (string to string), as enqueued; never indexed.
     #[napi(ts_type = "Record<string, string>")]
     pub metadata: std::collections::HashMap<String, String>,
+    /// A fan-in parent's children (enqueued with `after` or by
+    /// `enqueueGroup`), or null.
+    #[napi(ts_type = "FanIn | null")]
+    pub fan_in: OrNull<FanIn>,
 }
 
 impl JobInfo {
@@ -257,6 +265,7 @@ impl JobInfo {
             parent: OrNull(j.parent.map(|p| p.to_string())),
             tags: j.tags,
             metadata: j.metadata.into_iter().collect(),
+            fan_in: OrNull(j.fan_in.as_ref().map(FanIn::from_core)),
         }
     }
 }
@@ -319,6 +328,8 @@ pub struct StateCounts {
     pub completed: f64,
     pub dead: f64,
     pub cancelled: f64,
+    /// Fan-in parents waiting on their children.
+    pub waiting: f64,
 }
 
 impl From<telha_jobs::StateCounts> for StateCounts {
@@ -330,6 +341,7 @@ impl From<telha_jobs::StateCounts> for StateCounts {
             completed: count(c.completed),
             dead: count(c.dead),
             cancelled: count(c.cancelled),
+            waiting: count(c.waiting),
         }
     }
 }

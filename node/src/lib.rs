@@ -14,7 +14,8 @@
 //! (schedules: put, get, list, pause, run, next times), `task.rs` (how
 //! a call runs, and its panic boundary), `watch.rs` (waiting for a job) and
 //! `events.rs` (subscriptions to committed transitions), `flow.rs` (limits
-//! and follow-up jobs).
+//! and follow-up jobs), `fanin.rs` (fan-in: `enqueueGroup`,
+//! `resultsOfChildren`, `JobInfo.fanIn`).
 
 #![deny(clippy::all)]
 
@@ -25,6 +26,7 @@ mod config;
 mod control;
 mod errors;
 mod events;
+mod fanin;
 mod flow;
 mod job;
 mod now;

@@ -13,6 +13,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { spawn } = require('node:child_process')
 const { Queue, configKeys, scheduleNextTimes } = require('..')
+const { fanOptions, fanInJson, fanInStep } = require('./scenario_fanin.js')
 
 const KEYS = configKeys()
 
@@ -214,7 +215,7 @@ class Run {
       idempotency_key: i.idempotencyKey ?? null, events: i.events.map((e) => e.transition),
       cancel_requested: i.cancelRequested ?? null, snoozes: i.snoozes, paused: i.paused,
       expires: i.expiresAt !== undefined && i.expiresAt !== null, ...scheduleJson(i.schedule),
-      parent: this.parentName(i.parent), tags: i.tags, metadata: i.metadata
+      parent: this.parentName(i.parent), tags: i.tags, metadata: i.metadata, fan_in: fanInJson(i.fanIn)
     }
     putBytes(o, 'payload', i.payloadBytes)
     putBytes(o, 'result', i.resultBytes)
@@ -276,7 +277,7 @@ class Run {
     if ('metadata_size' in s) o.metadata = { big: 'x'.repeat(s.metadata_size) }
     if ('debounce_ms' in s) o.debounceMs = s.debounce_ms
     if ('debounce_max_ms' in s) o.debounceMaxMs = s.debounce_max_ms
-    return o
+    return Object.assign(o, fanOptions(this, s))
   }
 
   async do (s) {
@@ -286,6 +287,9 @@ class Run {
         if ('as' in s) this.ids.set(s.as, id)
         return { same_as: this.nameOf(id) }
       }
+      case 'enqueue_group':
+      case 'results_of_children':
+        return fanInStep(this, s)
       case 'enqueue_many': {
         const ids = await this.queue().enqueueMany(this.items(s.jobs))
         s.jobs.forEach((j, i) => { if ('as' in j) this.ids.set(j.as, ids[i]) })

@@ -336,7 +336,7 @@ pub fn tokens(jobs: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<LeaseToken>> 
 }
 
 /// The keywords of `enqueue` (and keys of an `enqueue_many` dict item).
-pub const ENQUEUE_OPTIONS: [&str; 15] = [
+pub const ENQUEUE_OPTIONS: [&str; 17] = [
     "scope",
     "priority",
     "delay",
@@ -352,6 +352,8 @@ pub const ENQUEUE_OPTIONS: [&str; 15] = [
     "metadata",
     "debounce",
     "debounce_max",
+    "after",
+    "on_child_dead",
 ];
 
 /// `options` (a dict of enqueue options; None values are "not given"),
@@ -402,6 +404,8 @@ pub fn enqueue_options(
             }
             "expires_at" => o.expires_at = Some(instant_ms(v, "expires_at")?),
             "tags" => o.tags = tags(v)?,
+            "after" => o.after = crate::fanin::after(v)?,
+            "on_child_dead" => o.on_child_dead = Some(crate::fanin::policy(v)?),
             "metadata" => o.metadata = metadata(v)?,
             "run_at" => o.run_at = Some(instant_ms(v, "run_at")?),
             "idempotency_key" => {

@@ -189,8 +189,9 @@ impl JobInfo {
     fn scope(&self) -> String {
         self.inner.scope.to_string()
     }
-    /// `"pending"`, `"leased"`, `"completed"`, `"failed"`, `"dead"` or
-    /// `"cancelled"`.
+    /// `"pending"`, `"leased"`, `"completed"`, `"failed"`, `"dead"`,
+    /// `"cancelled"` or `"waiting"` (a fan-in parent before its children
+    /// finished).
     #[getter]
     fn state(&self) -> &'static str {
         self.inner.state.as_str()
@@ -367,6 +368,18 @@ impl JobInfo {
     #[getter]
     fn metadata(&self) -> std::collections::BTreeMap<String, String> {
         self.inner.metadata.clone()
+    }
+    /// A fan-in parent's children (`FanIn(unfinished, total, policy)`:
+    /// enqueued with `after=` or by `enqueue_group`), else None.
+    #[getter]
+    fn fan_in(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        task::guard(py, "fan_in", || {
+            self.inner
+                .fan_in
+                .as_ref()
+                .map(|f| crate::fanin::fan_in(py, f))
+                .transpose()
+        })
     }
     /// How many older events were dropped to keep the log bounded.
     #[getter]

@@ -14,6 +14,8 @@
 //! watch.rs (`wait`, `JobWaiter`), events.rs (`subscribe`: `Subscription`,
 //! `Event`), notify.rs (the notifier thread that hands commits to asyncio),
 //! flow.rs (limits: set_limit, remove_limit, limits; complete's `then`),
+//! fanin.rs (fan-in: `after=`, `on_child_dead=`, `enqueue_group`,
+//! `results_of_children`, `JobInfo.fan_in`),
 //! otel.rs (the trace context added to a new job's metadata),
 //! task.rs (running a call: the GIL released around the core, panics
 //! caught), carry.rs (`_complete_then_lease`, the AsyncWorker's one call
@@ -27,6 +29,7 @@ mod config;
 mod control;
 mod errors;
 mod events;
+mod fanin;
 mod flow;
 mod job;
 mod lease;

@@ -23,6 +23,8 @@ import pytest
 
 import telha_jobs
 
+from .scenario_fanin import FANIN_OPS, fan_in_json, fan_kw, fanin_step
+
 CASES_DIR = Path(__file__).resolve().parents[2] / "tests" / "scenarios"
 CASE_FILES = sorted(CASES_DIR.glob("*.json"))
 MIN_CASES = 30
@@ -206,7 +208,7 @@ class Run:
             "schedule": None if i.schedule is None else i.schedule.name,
             "schedule_missed": None if i.schedule is None else i.schedule.missed,
             "parent": None if i.parent is None else self.name_of(i.parent),
-            "tags": i.tags, "metadata": i.metadata,
+            "tags": i.tags, "metadata": i.metadata, "fan_in": fan_in_json(i.fan_in),
         }
         put_bytes(o, "payload", i.raw_payload)
         put_bytes(o, "result", i.raw_result)
@@ -278,7 +280,7 @@ class Run:
             kw["debounce"] = s["debounce_ms"] / 1000
         if "debounce_max_ms" in s:
             kw["debounce_max"] = s["debounce_max_ms"] / 1000
-        return kw
+        return kw | fan_kw(self.ids, s)
 
     def item(self, j: dict[str, Any]) -> dict[str, Any]:
         """An enqueue_many item (and a follow-up of complete's ``then``)."""
@@ -417,6 +419,8 @@ class Run:
             return {**c, "total": sum(c.values())}
         if op.startswith("schedule_") or op == "run_schedules":
             return self.schedule_step(op, s)
+        if op in FANIN_OPS:
+            return fanin_step(self, op, s)
         if op == "reap":
             return self.queue().reap()
         if op == "purge":

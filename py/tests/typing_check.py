@@ -243,3 +243,23 @@ async def async_flow(aq: AsyncQueue, job: telha_jobs.Job) -> None:
     print(infos, await aq.remove_limit("kind:embed"))
     await aq.complete(job, None, then=[("embed", b"")])
     await aq.complete_many([job], then=[None])
+
+
+def fan_in(q: telha_jobs.Queue, job: telha_jobs.Job) -> None:
+    kids: list[telha_jobs.Enqueued]
+    kids, parent = q.enqueue_group([("page", 1)], {"kind": "index", "on_child_dead": "ignore"})
+    later: telha_jobs.Enqueued = q.enqueue("report", None, after=[parent, *kids],
+                                            on_child_dead="cancel_rest")
+    info = q.get(later)
+    f: telha_jobs.FanIn | None = info.fan_in if info is not None else None
+    unfinished: int = f.unfinished if f is not None else 0
+    page: telha_jobs.ChildPage = q.results_of_children(job, limit=10)
+    first: telha_jobs.ChildResult | None = page[0] if page else None
+    nxt: str | None = page.next
+    print(unfinished, first.state if first else None, nxt)
+
+
+async def async_fan_in(aq: AsyncQueue, job: telha_jobs.Job) -> None:
+    kids, parent = await aq.enqueue_group([("page", 1)], ("index", None))
+    page: telha_jobs.ChildPage = await aq.results_of_children(parent, cursor=None, limit=5)
+    print(kids, [c.result for c in page], await aq.enqueue("x", None, after=kids))

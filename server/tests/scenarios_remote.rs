@@ -187,6 +187,21 @@ impl JobStore for Served {
     fn backup(&self, dir: &Path) -> Result<telha_jobs::BackupInfo> {
         self.remote.backup(dir)
     }
+    fn enqueue_group(
+        &self,
+        children: Vec<NewJob>,
+        parent: NewJob,
+    ) -> Result<(Vec<Enqueued>, Enqueued)> {
+        self.remote.enqueue_group(children, parent)
+    }
+    fn results_of_children(
+        &self,
+        parent: &telha_jobs::JobId,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<telha_jobs::ChildPage> {
+        self.remote.results_of_children(parent, cursor, limit)
+    }
     fn reap(&self) -> Result<ReapReport> {
         self.remote.reap()
     }

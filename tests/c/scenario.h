@@ -1,6 +1,7 @@
 /* The C conformance runner's shared state: scenarios.c (cases, comparison,
  * the store, other processes) and scenario_ops.c (the steps as API calls;
- * also scenario_control.c, scenario_schedules.c, scenario_settle_many.c). */
+ * also scenario_control.c, scenario_schedules.c, scenario_settle_many.c,
+ * scenario_tags.c, scenario_fanin.c). */
 #ifndef TJ_SCENARIO_H
 #define TJ_SCENARIO_H
 
@@ -70,6 +71,18 @@ tj_status op_cancel(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_cancel_many(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_complete_many(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_purge(struct run *r, const jval *s, jval **obs, tj_error **err);
+/* scenario_ops.c, shared with the other step files. */
+void bind_id(struct run *r, const jval *s, tj_id id);
+void bytes_arg(const jval *s, const char *name, uint8_t **buf, size_t *len, bool *present);
+tj_status enqueue_options(struct run *r, const jval *s, tj_enqueue_options **out, tj_error **err);
+tj_status fill_batch(struct run *r, tj_batch *b, const jval *jobs, tj_error **err);
+void name_cursor(struct run *r, const char *name, const char *cursor);
+const char *cursor_named(const struct run *r, const char *name);
+/* scenario_fanin.c: fan-in. */
+tj_status fan_options(struct run *r, const jval *s, tj_enqueue_options *o, tj_error **err);
+void put_fan_in(jval *o, const tj_job_info *i);
+tj_status op_enqueue_group(struct run *r, const jval *s, tj_error **err);
+tj_status op_results_of_children(struct run *r, const jval *s, jval **obs, tj_error **err);
 /* scenario_tags.c: tags and metadata. */
 tj_status tag_options(const jval *s, tj_enqueue_options *o, tj_error **err);
 void put_job_tags(jval *o, const tj_job *j);

@@ -14,7 +14,7 @@ uint64_t now_ms(void) {
 
 /* ------------------------------------------------------------ names */
 
-static void bind_id(struct run *r, const jval *s, tj_id id) {
+void bind_id(struct run *r, const jval *s, tj_id id) {
     const char *name = jget_str(s, "as", NULL);
     if (!name) return;
     for (size_t i = 0; i < r->nids; i++)
@@ -128,6 +128,7 @@ jval *info_json(const struct run *r, const tj_job_info *i) {
     tj_id parent;
     jobj_put(o, "parent", tj_job_info_parent(i, &parent) ? name_of(r, parent) : jnew_null());
     put_info_tags(o, i);
+    put_fan_in(o, i);
     size_t len = 0;
     const uint8_t *p = tj_job_info_payload(i, &len);
     put_bytes(o, "payload", p, len, true);
@@ -146,6 +147,7 @@ static jval *counts_json(tj_state_counts c) {
     jobj_put(o, "completed", jnew_num((double)c.completed));
     jobj_put(o, "dead", jnew_num((double)c.dead));
     jobj_put(o, "cancelled", jnew_num((double)c.cancelled));
+    jobj_put(o, "waiting", jnew_num((double)c.waiting));
     return o;
 }
 
@@ -153,7 +155,7 @@ static jval *counts_json(tj_state_counts c) {
 
 /* A step's bytes: `name` as text, or `<name>_size` bytes of 'x'. *buf is
  * malloc'd (free it); *present is false when the step gives neither. */
-static void bytes_arg(const jval *s, const char *name, uint8_t **buf, size_t *len, bool *present) {
+void bytes_arg(const jval *s, const char *name, uint8_t **buf, size_t *len, bool *present) {
     char size_key[64];
     snprintf(size_key, sizeof size_key, "%s_size", name);
     const jval *v = jget(s, name);
@@ -173,7 +175,7 @@ static void bytes_arg(const jval *s, const char *name, uint8_t **buf, size_t *le
 }
 
 /* Enqueue options from a step (or an enqueue_many item). */
-static tj_status enqueue_options(const jval *s, tj_enqueue_options **out, tj_error **err) {
+tj_status enqueue_options(struct run *r, const jval *s, tj_enqueue_options **out, tj_error **err) {
     tj_enqueue_options *o = tj_enqueue_options_new();
     tj_status st = TJ_STATUS_OK;
     double n;
@@ -202,6 +204,7 @@ static tj_status enqueue_options(const jval *s, tj_enqueue_options **out, tj_err
         st = tj_enqueue_options_set_unique_states(
             o, strcmp(states, "active") == 0 ? TJ_UNIQUE_STATES_ACTIVE : strcmp(states, "any") == 0 ? TJ_UNIQUE_STATES_ANY : 99, err);
     if (st == TJ_STATUS_OK) st = tag_options(s, o, err);
+    if (st == TJ_STATUS_OK) st = fan_options(r, s, o, err);
     if (st != TJ_STATUS_OK) { tj_enqueue_options_free(o); return st; }
     *out = o;
     return st;
@@ -209,7 +212,7 @@ static tj_status enqueue_options(const jval *s, tj_enqueue_options **out, tj_err
 
 tj_status op_enqueue(struct run *r, const jval *s, jval **obs, tj_error **err) {
     tj_enqueue_options *o = NULL;
-    tj_status st = enqueue_options(s, &o, err);
+    tj_status st = enqueue_options(r, s, &o, err);
     if (st != TJ_STATUS_OK) return st;
     uint8_t *p; size_t len; bool present;
     bytes_arg(s, "payload", &p, &len, &present);
@@ -225,11 +228,11 @@ tj_status op_enqueue(struct run *r, const jval *s, jval **obs, tj_error **err) {
 }
 
 /* The items of enqueue_many's `jobs` (or complete's `then`) added to `b`. */
-static tj_status fill_batch(tj_batch *b, const jval *jobs, tj_error **err) {
+tj_status fill_batch(struct run *r, tj_batch *b, const jval *jobs, tj_error **err) {
     tj_status st = TJ_STATUS_OK;
     for (size_t i = 0; i < jobs->len && st == TJ_STATUS_OK; i++) {
         tj_enqueue_options *o = NULL;
-        st = enqueue_options(jobs->items[i], &o, err);
+        st = enqueue_options(r, jobs->items[i], &o, err);
         if (st != TJ_STATUS_OK) break;
         uint8_t *p; size_t len; bool present;
         bytes_arg(jobs->items[i], "payload", &p, &len, &present);
@@ -244,7 +247,7 @@ tj_status op_enqueue_many(struct run *r, const jval *s, tj_error **err) {
     const jval *jobs = jget(s, "jobs");
     if (!jobs || jobs->t != J_ARR) return runner_error(r, "enqueue_many needs jobs");
     tj_batch *b = tj_batch_new();
-    tj_status st = fill_batch(b, jobs, err);
+    tj_status st = fill_batch(r, b, jobs, err);
     tj_id *ids = jx_alloc((jobs->len + 1) * sizeof *ids);
     if (st == TJ_STATUS_OK) st = tj_queue_enqueue_many(r->q, b, ids, NULL, err);
     if (st == TJ_STATUS_OK)
@@ -356,7 +359,7 @@ tj_status op_settle(struct run *r, const char *op, const jval *s, tj_error **err
         /* Follow-ups: a bad item is refused by tj_queue_complete_then (the
          * batch only copies), so the completion's answer is the step's. */
         tj_batch *b = tj_batch_new();
-        st = fill_batch(b, then, err);
+        st = fill_batch(r, b, then, err);
         if (st == TJ_STATUS_OK)
             st = tj_queue_complete_then(r->q, &t, present ? p : NULL, len, TJ_ENCODING_UNKNOWN, b, err);
         tj_batch_free(b);
@@ -393,7 +396,7 @@ tj_status op_complete_many(struct run *r, const jval *s, jval **obs, tj_error **
         if (then) {
             if (then->t != J_ARR) { free(p); st = runner_error(r, "complete_many: then must be a list"); break; }
             b = tj_batch_new();
-            st = fill_batch(b, then, err);
+            st = fill_batch(r, b, then, err);
         }
         if (st == TJ_STATUS_OK)
             st = tj_completions_add(c, &t, present ? p : NULL, len, TJ_ENCODING_UNKNOWN, b, err);
@@ -428,7 +431,7 @@ tj_status op_get(struct run *r, const jval *s, jval **obs, tj_error **err) {
 }
 
 uint32_t state_number(const char *name) {
-    for (uint32_t i = 1; i <= 6; i++)
+    for (uint32_t i = 1; i <= TJ_STATE_WAITING; i++)
         if (strcmp(tj_state_name(i), name) == 0) return i;
     return 0; /* refused by tj_list_options_set_state */
 }
@@ -467,7 +470,14 @@ tj_status op_list(struct run *r, const jval *s, jval **obs, tj_error **err) {
     return st;
 }
 
-static const char *cursor_named(const struct run *r, const char *name) {
+/* Name a page's cursor (`as`), for a later step's `after` / `cursor`. */
+void name_cursor(struct run *r, const char *name, const char *cursor) {
+    if (r->ncursors == MAX_NAMES) return;
+    r->cursors[r->ncursors].name = strdup(name);
+    r->cursors[r->ncursors++].cursor = strdup(cursor);
+}
+
+const char *cursor_named(const struct run *r, const char *name) {
     for (size_t i = 0; i < r->ncursors; i++)
         if (strcmp(r->cursors[i].name, name) == 0) return r->cursors[i].cursor;
     return NULL;
@@ -493,10 +503,7 @@ tj_status op_stats(struct run *r, const jval *s, jval **obs, tj_error **err) {
     tj_stats_options_free(o);
     if (st != TJ_STATUS_OK) return st;
     const char *next = tj_stats_scopes_next(stats);
-    if (as && next && r->ncursors < MAX_NAMES) {
-        r->cursors[r->ncursors].name = strdup(as);
-        r->cursors[r->ncursors++].cursor = strdup(next);
-    }
+    if (as && next) name_cursor(r, as, next);
     *obs = counts_json(tj_stats_total(stats));
     jval *by = jnew_obj();
     for (size_t i = 0; i < tj_stats_kind_count(stats); i++) {

@@ -233,6 +233,8 @@ static tj_status do_step(struct run *r, const char *op, const jval *s, jval **ob
     double n;
     if (strcmp(op, "enqueue") == 0) return op_enqueue(r, s, obs, err);
     if (strcmp(op, "enqueue_many") == 0) return op_enqueue_many(r, s, err);
+    if (strcmp(op, "enqueue_group") == 0) return op_enqueue_group(r, s, err);
+    if (strcmp(op, "results_of_children") == 0) return op_results_of_children(r, s, obs, err);
     if (strcmp(op, "lease") == 0) return op_lease(r, s, obs, err);
     if (strcmp(op, "extend") == 0) return op_extend(r, s, obs, err);
     if (strcmp(op, "complete") == 0 || strcmp(op, "fail") == 0 || strcmp(op, "release") == 0)

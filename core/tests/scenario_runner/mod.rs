@@ -22,15 +22,15 @@ use std::time::Duration;
 mod args;
 mod control;
 mod events;
+mod fanin;
 mod flow;
 mod schedules;
 mod stats;
 
-use args::{check, config_of, ms, new_job_args, put_bytes, strs, uint};
+use args::{check, config_of, ms, put_bytes, strs, uint};
 use serde_json::{json, Value as Json};
 use telha_jobs::{
-    Config, Error, Job, JobId, JobInfo, JobStore, LeaseOptions, LeaseToken, ListQuery, NewJob,
-    Queue, Scope,
+    Config, Error, Job, JobId, JobInfo, JobStore, LeaseOptions, LeaseToken, ListQuery, Queue, Scope,
 };
 
 const HOLDER_ENV: &str = "TELHA_SCENARIO_HOLD";
@@ -181,6 +181,8 @@ impl Run {
         let observed: Result<Json, Error> = match op {
             "enqueue" => self.enqueue(s),
             "enqueue_many" => self.enqueue_many(s),
+            "enqueue_group" => self.enqueue_group(s),
+            "results_of_children" => self.results_of_children(s),
             "lease" => self.lease(s),
             "extend" => self.extend(s),
             "complete" => self.complete(s),
@@ -314,11 +316,11 @@ impl Run {
     }
 
     fn enqueue(&mut self, s: &Json) -> Result<Json, Error> {
-        let (kind, payload, opts) = new_job_args(s)?;
+        let j = self.new_job(s)?;
         let e = self
             .q()
             .map_err(Error::Storage)?
-            .enqueue(&kind, &payload, opts)?;
+            .enqueue(&j.kind, &j.payload, j.options)?;
         self.bind(s, e.id);
         Ok(json!({"same_as": self.name_of(&e.id)}))
     }
@@ -331,10 +333,7 @@ impl Run {
             .unwrap_or_default();
         let jobs = items
             .iter()
-            .map(|j| {
-                let (kind, payload, opts) = new_job_args(j)?;
-                Ok(NewJob::new(kind, payload).with(opts))
-            })
+            .map(|j| self.new_job(j))
             .collect::<Result<Vec<_>, Error>>()?;
         let done = self.q().map_err(Error::Storage)?.enqueue_many(jobs)?;
         for (j, e) in items.iter().zip(&done) {
@@ -489,6 +488,7 @@ impl Run {
             "schedule_missed": i.schedule.as_ref().map(|r| r.missed),
             "parent": i.parent.map(|p| self.name_of(&p)),
             "tags": i.tags, "metadata": i.metadata,
+            "fan_in": fanin::fan_in_json(i.fan_in.as_ref()),
         });
         put_bytes(&mut o, "payload", Some(&i.payload));
         put_bytes(&mut o, "result", i.result.as_deref());

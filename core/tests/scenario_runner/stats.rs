@@ -33,7 +33,8 @@ impl Run {
         let st = self.q().map_err(Error::Storage)?.stats_with(&q)?;
         let counts = |c: &telha_jobs::StateCounts| {
             json!({"pending": c.pending, "leased": c.leased, "failed": c.failed,
-                   "completed": c.completed, "dead": c.dead, "cancelled": c.cancelled})
+                   "completed": c.completed, "dead": c.dead, "cancelled": c.cancelled,
+                   "waiting": c.waiting})
         };
         let mut o = counts(&st.total);
         let by: Map<String, Json> = st

@@ -6,7 +6,8 @@ import {
   type CancelReport, type Paused,
   Subscription, QueueEvents, type SubscriptionEvent, type QueueEvent, type Transition,
   scheduleNextTimes, type ScheduleInfo, type ScheduleRef, type RunReport, type ScheduleOptions, type CatchUp,
-  type LimitStatus, type LimitSettings, type CompleteOptions
+  type LimitStatus, type LimitSettings, type CompleteOptions,
+  type FanIn, type ChildPage, type ChildResult, type EnqueuedGroup, type ChildDeadPolicy, type StateCounts
 } from 'telha-jobs'
 
 async function main (): Promise<void> {
@@ -55,7 +56,7 @@ async function main (): Promise<void> {
   const cursor: string | undefined = info?.cursor
   const resultEncoding: 'unknown' | 'bytes' | 'value' | undefined = info?.resultEncoding
   console.log(cursor, resultEncoding)
-  const state: 'pending' | 'leased' | 'failed' | 'completed' | 'dead' | 'cancelled' | undefined = info?.state
+  const state: 'pending' | 'leased' | 'failed' | 'completed' | 'dead' | 'cancelled' | 'waiting' | undefined = info?.state
   const control: [string | undefined, number | undefined, boolean | undefined, number | undefined] =
     [info?.cancelRequested, info?.snoozes, info?.paused, info?.expiresAt]
   const outcome: 'cancelled' | 'requested' = await q.cancel(id, { reason: 'operator' })
@@ -236,5 +237,31 @@ async function flow (q: Queue): Promise<void> {
   if (job) await q.complete(job, null, { next: [] })
 }
 
+// Fan-in (issue 43).
+async function fanIn (q: Queue): Promise<void> {
+  const g: EnqueuedGroup = await q.enqueueGroup([['page', 1], { kind: 'page', payload: 2 }], { kind: 'index', onChildDead: 'ignore' })
+  const kids: string[] = g.children
+  const policy: ChildDeadPolicy = 'cancel_rest'
+  const later: string = await q.enqueue('report', null, { after: [g.parent, ...kids], onChildDead: policy })
+  const info = await q.get(later)
+  const f: FanIn | null = info ? info.fanIn : null
+  const waiting: 'waiting' | undefined = info?.state === 'waiting' ? info.state : undefined
+  const counts: StateCounts = (await q.stats()).total
+  const page: ChildPage = await q.resultsOfChildren(g.parent, { limit: 10 })
+  const first: ChildResult | undefined = page.children[0]
+  const next: string | null = page.next
+  const more = await q.resultsOfChildren(info ?? later, { cursor: next })
+  new Worker(q, async (job, ctx) => (await ctx.queue.resultsOfChildren(job)).children.map((c) => c.result))
+  console.log(f?.unfinished, waiting, counts.waiting, first?.state, first?.lastError, more.children.length)
+  // @ts-expect-error not a policy
+  await q.enqueue('x', null, { after: kids, onChildDead: 'retry' })
+  // @ts-expect-error after is an array of ids
+  await q.enqueue('x', null, { after: g.parent })
+  // @ts-expect-error unknown option
+  await q.resultsOfChildren(g.parent, { page: 2 })
+  await q.list({ state: 'waiting' })
+}
+
 void main
 void flow
+void fanIn

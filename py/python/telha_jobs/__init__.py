@@ -81,17 +81,20 @@ from ._native import (
     encode_payload,
     schedule_next_times,
 )
-from ._types import CorruptRecord, Enqueued, JobList, LimitInfo
+from ._types import ChildPage, ChildResult, CorruptRecord, Enqueued, FanIn, JobList, LimitInfo
 from .worker import Worker
 
 __all__ = [
     "CancelWait",
     "CancelledError",
+    "ChildPage",
+    "ChildResult",
     "ConfigKey",
     "CorruptRecord",
     "CorruptionError",
     "Enqueued",
     "Event",
+    "FanIn",
     "InvalidArgumentError",
     "Job",
     "JobInfo",

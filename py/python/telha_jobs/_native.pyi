@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, final
 
 from ._errors import TelhaError
-from ._types import Enqueued, JobList, LimitInfo
+from ._types import ChildPage, Enqueued, FanIn, JobList, LimitInfo
 
 __all__ = [
     "CancelWait",
@@ -78,7 +78,8 @@ MAX_NEXT_TIMES: int
 MAX_CATCH_UP_LIMIT: int
 DEFAULT_MAX_CATCH_UP: int
 
-_State = Literal["pending", "leased", "completed", "failed", "dead", "cancelled"]
+_State = Literal["pending", "leased", "completed", "failed", "dead", "cancelled", "waiting"]
+_ChildDead = Literal["fail", "cancel_rest", "ignore"]
 _ScopeOrder = Literal["pending", "leased", "dead", "name"]
 _ExtendAnswer = Literal["renewed", "lost", "cancelled"]
 _Encoding = Literal["unknown", "bytes", "value"]
@@ -98,6 +99,7 @@ _Transition = Literal[
     "enqueued", "leased", "extended", "completed", "failed", "dead", "lease_expired", "released",
     "retried", "pruned", "purged", "cancelled", "cancel_requested", "deleted", "snoozed",
     "expired", "progress", "promoted", "rescheduled", "reprioritized", "debounced",
+    "child_settled", "children_done",
 ]
 
 class _BackupInfo(TypedDict):
@@ -478,6 +480,9 @@ class JobInfo:
     @property
     def metadata(self) -> dict[str, str]:
         """Its metadata, as enqueued."""
+    @property
+    def fan_in(self) -> FanIn | None:
+        """A fan-in parent's children (``after=``, ``enqueue_group``), else None."""
 
 @final
 class Event:
@@ -622,10 +627,22 @@ class Queue:
         metadata: Mapping[str, str] | None = None,
         debounce: _Seconds | None = None,
         debounce_max: _Seconds | None = None,
+        after: Iterable[_IdArg] | None = None,
+        on_child_dead: _ChildDead | None = None,
     ) -> Enqueued:
         """The job id (``.created`` False on an idempotency hit). An unknown
         option is InvalidArgumentError listing the valid ones."""
     def enqueue_many(self, items: Iterable[_Item]) -> list[Enqueued]: ...
+    def enqueue_group(
+        self, children: Iterable[_Item], parent: _Item
+    ) -> tuple[list[Enqueued], Enqueued]:
+        """The children and their parent (waiting until every child
+        finished) in one atomic batch: ``(children_ids, parent_id)``."""
+    def results_of_children(
+        self, parent: _JobArg, cursor: str | None = None, limit: int = 100
+    ) -> ChildPage:
+        """A page of ``parent``'s children in enqueue order, with their
+        states, results and last errors; ``.next`` the next page's cursor."""
     def lease_next(
         self,
         worker_id: str,
@@ -691,6 +708,8 @@ class Queue:
         metadata: Mapping[str, str] | None = None,
         debounce: _Seconds | None = None,
         debounce_max: _Seconds | None = None,
+        after: Iterable[_IdArg] | None = None,
+        on_child_dead: _ChildDead | None = None,
     ) -> JobInfo:
         """``enqueue`` (the same options), then ``wait``."""
     def _watch(self, job: _JobArg) -> JobWaiter: ...

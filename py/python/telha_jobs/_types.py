@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from ._native import JobInfo
 
-__all__ = ["CorruptRecord", "Enqueued", "JobList", "LimitInfo"]
+__all__ = [
+    "ChildPage", "ChildResult", "CorruptRecord", "Enqueued", "FanIn", "JobList", "LimitInfo",
+]
 
 
 class Enqueued(str):
@@ -99,6 +101,51 @@ class JobList(list["JobInfo"]):
         return f"JobList({list.__repr__(self)}, next={self.next!r}, corrupt={self.corrupt!r})"
 
 
-for _cls in (Enqueued, CorruptRecord, JobList, LimitInfo):
+@dataclass(frozen=True)
+class FanIn:
+    """A fan-in parent's children (``JobInfo.fan_in``): ``unfinished``
+    (children not finished yet; 0 once the parent was released), ``total``
+    (every child it waits on) and ``policy``, what a child that did not
+    complete does to it (``"fail"``, ``"cancel_rest"`` or ``"ignore"``)."""
+
+    unfinished: int
+    total: int
+    policy: Literal["fail", "cancel_rest", "ignore"]
+
+
+@dataclass(frozen=True)
+class ChildResult:
+    """One child of a fan-in parent (``results_of_children``): its ``id``,
+    its ``state`` now (None when it was pruned, purged or deleted), its
+    ``result`` decoded as ``JobInfo.result`` is (``raw_result``: the bytes
+    as stored), ``result_encoding`` and ``last_error`` (a dead child's
+    error)."""
+
+    id: str
+    state: (
+        Literal["pending", "leased", "completed", "failed", "dead", "cancelled", "waiting"] | None
+    )
+    result: Any
+    raw_result: bytes | None
+    result_encoding: Literal["unknown", "bytes", "value"]
+    last_error: str | None
+
+
+class ChildPage(list[ChildResult]):
+    """A page of ``Queue.results_of_children``: a ``list`` of
+    :class:`ChildResult` in enqueue order, with :attr:`next`, the cursor to
+    pass as ``cursor=`` for the next page (None after the last one)."""
+
+    next: str | None
+
+    def __init__(self, children: list[ChildResult] = [], next: str | None = None) -> None:
+        super().__init__(children)
+        self.next = next
+
+    def __repr__(self) -> str:
+        return f"ChildPage({list.__repr__(self)}, next={self.next!r})"
+
+
+for _cls in (Enqueued, CorruptRecord, JobList, LimitInfo, FanIn, ChildResult, ChildPage):
     _cls.__module__ = "telha_jobs"
 del _cls

@@ -20,7 +20,7 @@ from ._aio_server import AsyncServer
 from ._aio_worker import AsyncWorker
 from ._errors import TelhaError
 from ._native import CancelWait, Job, JobInfo, Queue, connect
-from ._types import Enqueued
+from ._types import ChildPage, Enqueued
 
 __all__ = ["AsyncQueue", "AsyncServer", "AsyncSubscription", "AsyncWorker"]
 
@@ -126,6 +126,20 @@ class AsyncQueue(_AsyncControl, _AsyncSchedules):
     async def enqueue_many(self, items: Iterable[Any]) -> list[Enqueued]:
         """As :meth:`Queue.enqueue_many` (atomic)."""
         return await self._call(self.queue.enqueue_many, list(items))
+
+    async def enqueue_group(
+        self, children: Iterable[Any], parent: Any
+    ) -> tuple[list[Enqueued], Enqueued]:
+        """As :meth:`Queue.enqueue_group`: the children and their waiting
+        parent in one atomic batch."""
+        return await self._call(self.queue.enqueue_group, list(children), parent)
+
+    async def results_of_children(
+        self, parent: Any, cursor: str | None = None, limit: int = 100
+    ) -> ChildPage:
+        """As :meth:`Queue.results_of_children`: a page of the parent's
+        children with their states, results and last errors."""
+        return await self._call(self.queue.results_of_children, parent, cursor, limit)
 
     async def lease_many(
         self,
