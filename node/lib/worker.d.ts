@@ -65,7 +65,7 @@ export interface WorkerOptions {
   heartbeatMs?: number
   /**
    * On a remote queue (`Queue.connect`), the most leases held ahead beyond
-   * the running ones (default 64, at most `limits.maxBatch - concurrency`;
+   * the running ones (default 256, at most `limits.maxBatch - concurrency`;
    * 0: lease only when a handler is free). They come through the server's
    * PollJobs stream, whose capacity is `concurrency + maxPrefetch`
    * unsettled leases; one that waited here past a quarter of its TTL is

@@ -23,8 +23,14 @@ const { Prefetch } = require('./prefetch.js')
 
 /** The largest completion batch that runs on the event loop (node/src/now.rs: NOW_MAX_BATCH). */
 const FLUSH_AT = 64
-/** A remote Worker's default `maxPrefetch`. */
-const MAX_PREFETCH = 64
+/**
+ * A remote Worker's default `maxPrefetch`: large enough that a PollJobs
+ * message (a stream carries about one per completeMany, each about half
+ * its capacity) and a completeMany cost little beside the jobs they carry
+ * (issue 37: 64 → 256 cut the CPU per job of 4 such processes and their
+ * server, `make bench-fleet`'s CPU columns).
+ */
+const MAX_PREFETCH = 256
 const WORKER_KEYS = new Set(['workerId', 'kinds', 'scope', 'concurrency', 'pollMs', 'heartbeatMs', 'maxPrefetch'])
 const STOP_KEYS = new Set(['graceMs'])
 
