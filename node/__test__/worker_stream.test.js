@@ -4,8 +4,10 @@
 // process started here and stopped by its pid: it holds leases ahead up to
 // `concurrency + maxPrefetch`, never runs one that waited past a quarter of
 // its TTL, gives back what it holds at `stop()` without spending attempts,
-// and the jobs of a worker process killed outright come back after their
-// TTL.
+// the jobs of a worker process killed outright come back after their
+// TTL, and (issue 37) the window follows the handlers: two Workers with
+// slow handlers share a small backlog. The tests of the prefetch's own
+// bounds keep a fixed window (`minPrefetch` = `maxPrefetch`).
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const path = require('node:path')
@@ -45,7 +47,7 @@ test('through telha serve: a Worker at concurrency 1 holds leases ahead, at most
     seen.set(job.id, (seen.get(job.id) || 0) + 1)
     await gate
     return job.payload
-  }, { concurrency: 1, maxPrefetch: 5 })
+  }, { concurrency: 1, maxPrefetch: 5, minPrefetch: 5 }) // a fixed window
   let done = 0
   w.on('completed', () => { done++ })
   const run = w.run()
@@ -86,7 +88,7 @@ test('through telha serve: no prefetched lease reaches a handler after waiting p
       await sleep(TTL_MS * 0.75)
     }
     return null
-  }, { concurrency: 1, maxPrefetch: 3 })
+  }, { concurrency: 1, maxPrefetch: 3, minPrefetch: 3 })
   let done = 0
   w.on('completed', () => { done++ })
   const run = w.run()
@@ -113,7 +115,7 @@ test('through telha serve: stop() gives back what the Worker holds, no attempt s
   const w = new Worker(q, async (job, { signal }) => {
     started++
     await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
-  }, { concurrency: 2, maxPrefetch: 4 })
+  }, { concurrency: 2, maxPrefetch: 4, minPrefetch: 4 })
   const run = w.run()
   await eventually(() => admin.stats(), (s) => s.total.leased === 6 && started === 2)
   await w.stop({ graceMs: 50 })
@@ -132,7 +134,7 @@ test('through telha serve: the leases of a Worker process killed outright come b
   const script = `
     const { Queue, Worker } = require(${JSON.stringify(path.join(__dirname, '..'))})
     Queue.connect(${JSON.stringify(url)}).then((q) => {
-      new Worker(q, () => new Promise(() => {}), { concurrency: 1, maxPrefetch: 4 }).run()
+      new Worker(q, () => new Promise(() => {}), { concurrency: 1, maxPrefetch: 4, minPrefetch: 4 }).run()
     })`
   const child = spawn(process.execPath, ['-e', script], { stdio: 'inherit' })
   const exited = new Promise((resolve) => child.once('exit', resolve))
@@ -159,4 +161,33 @@ test('through telha serve: the leases of a Worker process killed outright come b
   }
   // The 5 the killed worker held spent an attempt each (expired), no other.
   assert.equal(spent, 5)
+})
+
+test('through telha serve: two Workers with slow handlers share a small backlog (the window follows the handlers)', async (t) => {
+  const { url } = await telhaServe(t, CONFIG)
+  const admin = await connect(t, url)
+  const ids = await admin.enqueueMany(Array.from({ length: 20 }, (_, i) => ['share', i]))
+  const ran = { a: 0, b: 0 }
+  const workers = []
+  for (const name of ['a', 'b']) {
+    const q = await connect(t, url)
+    // The default maxPrefetch (256): a fixed window leased all 20 to one.
+    const w = new Worker(q, async () => { ran[name]++; await sleep(150) }, { workerId: name, concurrency: 1 })
+    workers.push({ w, run: w.run() })
+  }
+  let mostLeased = 0
+  for (;;) {
+    const s = await admin.stats()
+    mostLeased = Math.max(mostLeased, s.total.leased)
+    if (s.total.completed === ids.length) break
+    await sleep(5)
+  }
+  for (const { w, run } of workers) {
+    await w.stop()
+    await run
+    assert.equal(w.prefetchReleased, 0)
+  }
+  assert.ok(mostLeased <= 6, `${mostLeased} leased at once`)
+  assert.ok(ran.a >= 5 && ran.b >= 5, JSON.stringify(ran))
+  for (const id of ids) assert.equal((await admin.get(id)).attempts, 0)
 })

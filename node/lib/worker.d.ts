@@ -70,9 +70,17 @@ export interface WorkerOptions {
    * PollJobs stream, whose capacity is `concurrency + maxPrefetch`
    * unsettled leases; one that waited here past a quarter of its TTL is
    * released (no attempt spent) rather than run. Ignored on an embedded
-   * queue.
+   * queue. That capacity is the upper bound: the window follows the
+   * handlers (the server keeps about 100 ms of their work unsettled, its
+   * settle rate × 100 ms, at least `concurrency + minPrefetch`).
    */
   maxPrefetch?: number
+  /**
+   * Of the `maxPrefetch` leases, how many the server keeps ahead even
+   * while the handlers are slow (default 0, at most `maxPrefetch`; equal
+   * to it: a fixed window).
+   */
+  minPrefetch?: number
 }
 
 /**

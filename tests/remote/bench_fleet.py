@@ -33,7 +33,11 @@ microseconds. On a machine with fewer cores than busy processes the rate is
 about cores / (server + workers CPU per job), and CPU per job does not move
 with the load other processes put on the machine: it is the figure to
 drive down. ``--only py4_c1,node4_c1`` measures only the named fleet rows
-(with the core's reference; no in-process rows).
+(with the core's reference; no in-process rows). ``--fixed-window`` runs
+the workers with their whole prefetch window kept (``min_prefetch =
+prefetch``, as before issue 37's window sized by the handlers' rate: pair
+runs with and without it); ``--handler-ms 20`` gives each job a handler of
+that long and prints wall time beside the ideal.
 """
 
 from __future__ import annotations
@@ -204,7 +208,17 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=20_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", default="", help="comma-separated fleet rows (default: every row)")
+    ap.add_argument("--fixed-window", action="store_true",
+                    help="workers keep their whole prefetch window (min_prefetch = prefetch), as before "
+                         "the server sized it by the handlers' rate (issue 37)")
+    ap.add_argument("--handler-ms", type=float, default=0.0,
+                    help="each handler sleeps this long; prints each fleet row's wall time beside "
+                         "the ideal (jobs x handler time / handlers)")
     a = ap.parse_args()
+    if a.fixed_window:
+        os.environ["TELHA_BENCH_FIXED_WINDOW"] = "1"
+    if a.handler_ms > 0:
+        os.environ["TELHA_BENCH_HANDLER_MS"] = str(a.handler_ms)
     only = [k for k in a.only.split(",") if k]
     for k in only:
         if k not in FLEETS:
@@ -254,6 +268,14 @@ def main() -> None:
         print(f"issue 37: {label} vs the core's batched 4 threads: {r:.2f}x (target >= {target}x) "
               + ("ok" if r >= target else "BELOW")
               + f"; CPU/job server {med[key + '_server_us']:.1f} µs + workers {med[key + '_workers_us']:.1f} µs")
+    if a.handler_ms > 0:
+        for label, key, _ in ROWS:
+            if key not in med or key not in FLEETS:
+                continue
+            py, node, _, c, nc = FLEETS[key]
+            ideal = a.jobs * a.handler_ms / 1000 / (py * c + node * nc)
+            print(f"{label}, {a.handler_ms:g} ms handlers: wall {a.jobs / med[key]:.2f} s, "
+                  f"ideal {ideal:.2f} s ({ideal * med[key] / a.jobs:.2f} of ideal)")
     if "node4_c1" in med and "py4_c1" in med:
         r = med["node4_c1"] / med["py4_c1"]
         print(f"issue 46: 4 Node processes vs 4 Python processes, Worker concurrency 1 each: {r:.2f}x "

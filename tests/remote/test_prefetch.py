@@ -8,6 +8,8 @@ settles completions in batches. Through a real ``telha serve`` process
 - completions go in ``complete_many`` batches and each job is completed
   once;
 - ``stop()`` sends the completions still gathered in a batch;
+- two Workers with slow handlers share a small backlog (the window follows
+  the handlers: issue 37);
 - a worker process killed (SIGKILL) while holding prefetched leases loses
   no job: the leases expire and another worker completes every job once.
 """
@@ -89,7 +91,9 @@ def test_a_prefetched_lease_past_a_quarter_of_its_ttl_is_released_not_run(served
         time.sleep(0.8)  # past a quarter of the TTL: what waits behind it goes stale
         return {"n": job.payload["n"]}
 
-    w = telha_jobs.Worker(q, handler, concurrency=1, prefetch=5, poll_wait=0.1)
+    # min_prefetch=prefetch: a fixed window (else the server keeps about
+    # 100 ms of these handlers' work ahead: none here).
+    w = telha_jobs.Worker(q, handler, concurrency=1, prefetch=5, min_prefetch=5, poll_wait=0.1)
     assert w.prefetch == 5
     w.start()
     try:
@@ -151,7 +155,8 @@ def test_stop_sends_the_completions_gathered_in_a_batch(served: str) -> None:
     # stop() sends it. A batch lingers only while prefetched leases wait
     # ("later", behind the slow one); the one handler stays busy, so only
     # stop() can send it.
-    w = telha_jobs.Worker(q, handler, concurrency=1, prefetch=2, settle_linger=600.0, poll_wait=0.1)
+    w = telha_jobs.Worker(q, handler, concurrency=1, prefetch=2, min_prefetch=2, settle_linger=600.0,
+                          poll_wait=0.1)
     w.start()
     stopper = None
     try:
@@ -239,4 +244,48 @@ def test_the_async_worker_leases_ahead_and_batches_too(served: str) -> None:
     for info in completed_once(q, ids[:100]):
         assert info.result == {"n": ids.index(info.id)}
     assert q.stats()["total"]["leased"] == 0
+    q.close()
+
+
+def test_two_slow_workers_share_a_small_backlog(served: str) -> None:
+    """The window follows the handlers (issue 37): a Worker whose handlers
+    take 150 ms holds about one lease at a time, not its whole prefetch
+    (257 by default), so a backlog of 20 is shared with the other Worker."""
+    q = telha_jobs.connect(served, timeout=10.0)
+    ids = q.enqueue_many([("share", {"n": i}) for i in range(20)])
+    ran: dict[str, int] = {"a": 0, "b": 0}
+
+    def handler_of(name: str) -> Any:
+        def handler(job: telha_jobs.Job) -> Any:
+            ran[name] += 1
+            time.sleep(0.15)
+            return None
+        return handler
+
+    workers = [
+        telha_jobs.Worker(q, handler_of(name), worker_id=name, concurrency=1, poll_wait=0.1)
+        for name in ("a", "b")
+    ]
+    assert all(w.prefetch == 256 for w in workers)
+    assert all(w.min_prefetch == 0 for w in workers)
+    with pytest.raises(telha_jobs.InvalidArgumentError):
+        telha_jobs.Worker(q, lambda job: None, prefetch=4, min_prefetch=5)
+    for w in workers:
+        w.start()
+    most_leased = 0
+    try:
+        end = time.monotonic() + 60.0
+        while q.stats()["total"]["completed"] < 20:
+            assert time.monotonic() < end, q.stats()
+            most_leased = max(most_leased, q.stats()["total"]["leased"])
+            time.sleep(0.005)
+    finally:
+        for w in workers:
+            w.stop()
+    # A fixed window leased all 20 to the first stream at once.
+    assert most_leased <= 6, most_leased
+    assert ran["a"] >= 5 and ran["b"] >= 5, ran
+    for w in workers:
+        assert w.counts["prefetch_released"] == 0, w.counts
+    completed_once(q, ids)
     q.close()

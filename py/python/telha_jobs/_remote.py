@@ -68,7 +68,9 @@ def fresh(job: Job, arrived: float, now: float) -> bool:
 class Prefetch:
     """Leases pushed by the server for one worker, at most ``capacity``
     unsettled (running, waiting here or being settled) at once; handler
-    threads :meth:`take` them one at a time.
+    threads :meth:`take` them one at a time. With ``floor`` (the worker's
+    concurrency) the server sizes the window by time: about 100 ms of the
+    handlers' work, at least ``floor``, at most ``capacity``.
 
     The stream is kept open until :meth:`close`: a server pushes leases
     ahead of time into its stream's buffer, and a stream dropped with leases
@@ -92,13 +94,17 @@ class Prefetch:
         count: Callable[[str], None],
         takers: int = 1,
         on_idle: Callable[[], None] = lambda: None,
+        floor: int | None = None,
     ) -> None:
         self._queue = queue
         self._takers = takers
         self._idle = 0  # takers waiting with nothing to take
         self._on_idle = on_idle
+        # The server keeps between ``floor`` (the worker's concurrency) and
+        # ``capacity`` leases unsettled, following the handlers' settle
+        # rate: slow handlers leave a backlog to other workers.
         self._open: Callable[[], Any] = lambda: queue._poll_jobs(
-            worker_id, capacity, kinds=kinds, scope=scope
+            worker_id, capacity, kinds=kinds, scope=scope, floor=floor
         )
         self._worker_id = worker_id
         self._count = count

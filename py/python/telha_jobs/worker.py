@@ -23,6 +23,7 @@ from ._worker_rules import (
     failure_reason,
     join_timeout,
     outcome,
+    min_prefetch_size,
     prefetch_size,
     refused,
     restore_progress,
@@ -67,7 +68,11 @@ class Worker:
     - On a remote queue (``connect()``) it leases ahead: the server pushes
       up to ``prefetch`` leases beyond the running ones through one PollJobs
       stream (default ``max(4 * concurrency, 256)``; 0: one ``lease_next``
-      call per job). A prefetched lease that waited past a
+      call per job). That is the upper bound: the window follows the
+      handlers (the server keeps about 100 ms of their work unsettled, its
+      settle rate × 100 ms, at least ``concurrency + min_prefetch``;
+      ``min_prefetch`` default 0, equal to ``prefetch``: a fixed window), so
+      slow handlers leave a backlog to other workers. A prefetched lease that waited past a
       quarter of its TTL is released back unstarted (no attempt spent;
       counted ``prefetch_released``) instead of reaching a handler.
       Completions are sent in ``complete_many`` batches of up to
@@ -98,6 +103,7 @@ class Worker:
         poll_wait: float = 1.0,
         stop_timeout: float = 30.0,
         prefetch: int | None = None,
+        min_prefetch: int = 0,
         settle_batch: int | None = None,
         settle_linger: float = 0.002,
     ) -> None:
@@ -118,6 +124,7 @@ class Worker:
         self.poll_wait = seconds(poll_wait, "poll_wait")
         self.stop_timeout = seconds(stop_timeout, "stop_timeout")
         self.prefetch = prefetch_size(prefetch, concurrency, queue.remote)
+        self.min_prefetch = min_prefetch_size(min_prefetch, self.prefetch)
         self.settle_batch = (
             settle_batch_size(settle_batch) if settle_batch is not None
             else settle_batch_default(concurrency, self.prefetch, queue.remote)
@@ -197,6 +204,7 @@ class Worker:
                     self._count,
                     self.concurrency,
                     self._batch.nudge,
+                    self.concurrency + self.min_prefetch,
                 )
             except BaseException:
                 self._batch.close()
