@@ -9,7 +9,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/telha-jobs/target
 CARGO ?= cargo
 PROFILE := --release
 
-.PHONY: all deps build test test-core lint fmt doc demo demo-rust bench bench-core bench-quick bench-memory install clean-store generated
+.PHONY: all deps build test test-core lint fmt doc demo demo-rust bench bench-core bench-callgrind bench-quick bench-memory install clean-store generated
 
 # Each front end (C, Python, Node, CLI) keeps its rules in mk/<name>.mk and
 # adds its targets to these lists; `make test` runs them after the core.
@@ -58,15 +58,27 @@ demo-rust:
 	$(CARGO) run $(PROFILE) -p telha-jobs --example demo
 
 ## The benchmark table (README "Performance"). Several minutes.
-bench: deps bench-core $(BENCH_TARGETS)
+bench: deps bench-core bench-callgrind $(BENCH_TARGETS)
 
 bench-core:
 	$(CARGO) bench -p telha-jobs --bench queue
 	$(CARGO) bench -p telha-jobs --bench queue -- --unique
+	$(CARGO) bench -p telha-jobs --bench queue -- --fanin
 	$(CARGO) bench -p telha-jobs --bench queue -- --prune-windows
+	$(CARGO) bench -p telha-jobs --bench queue -- --trace
+	$(CARGO) bench -p telha-jobs --bench queue -- --backup
 	$(CARGO) bench -p telha-jobs --bench cost
 	$(CARGO) bench -p telha-jobs --bench events
 	$(CARGO) bench -p telha-jobs --bench schedules
+
+## Issue 45's instruction-count rows (callgrind, one run; skipped without
+## valgrind): what the wait and run-time histograms cost a lifecycle (they
+## cannot be turned off: the lifecycle beside itself minus what they
+## execute), and an enqueue and a lifecycle with a W3C traceparent in the
+## metadata beside the same without (scripts/callgrind_rows.py).
+bench-callgrind:
+	$(CARGO) build $(PROFILE) -q -p telha-jobs --example lifecycle_calls
+	python3 scripts/callgrind_rows.py $(CARGO_TARGET_DIR)/release/examples/lifecycle_calls 2000
 
 ## The reference figures (Rust core + raw RocksDB, JSON) that each binding's
 ## benchmark prints itself beside, measured in the same run.

@@ -645,6 +645,32 @@ typedef struct tj_subscribe_options tj_subscribe_options;
 typedef struct tj_subscription tj_subscription;
 
 /**
+ * What a finished backup reports. A plain value; the backup's path is
+ * the `dir` the caller passed.
+ */
+typedef struct tj_backup_info {
+  /**
+   * The total size of the backup's files in bytes (files hard-linked to
+   * the store's count in full).
+   */
+  uint64_t bytes;
+  /**
+   * How many files the backup holds.
+   */
+  uint64_t files;
+  /**
+   * How long the backup took, in microseconds.
+   */
+  uint64_t took_us;
+  /**
+   * RocksDB's latest sequence number in the backup: the point of the
+   * store's write order it holds (comparable between backups of the
+   * same store only).
+   */
+  uint64_t sequence;
+} tj_backup_info;
+
+/**
  * A job id: the 16 bytes of a UUIDv7 (time-ordered). A plain value: copy it,
  * compare it with `memcmp`, keep it as long as you like.
  */
@@ -959,6 +985,32 @@ uint32_t tj_abi_version(void);
 const char *tj_version(void);
 
 /**
+ * Write a consistent copy of the live store to the directory `dir` (a
+ * RocksDB checkpoint plus the store's format marker; SST files
+ * hard-linked where the filesystem allows) that opens with
+ * `tj_queue_open` as an ordinary store; other threads' calls go on
+ * meanwhile. The copy is written beside `dir` and renamed into place, so
+ * a crash never leaves a half backup at `dir`. It holds every operation
+ * acknowledged before the call; leased jobs are leased in it (their
+ * leases expire by the usual rules once it is opened). `info_out` may be
+ * NULL.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, dir), `TJ_STATUS_INVALID_UTF8`,
+ * `TJ_STATUS_INVALID_ARGUMENT` (naming `dir`: it exists and is not an
+ * empty directory, its parent does not exist, it lies inside the store;
+ * or the queue is open read-only), `TJ_STATUS_CLOSED`,
+ * `TJ_STATUS_UNAVAILABLE`, `TJ_STATUS_STORAGE`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `dir` is NULL or NUL-terminated; `info_out`
+ * and `err` are NULL or writable.
+ */
+tj_status tj_queue_backup(const struct tj_queue *queue,
+                          const char *dir,
+                          struct tj_backup_info *info_out,
+                          struct tj_error **err);
+
+/**
  * A new, empty batch. Never NULL.
  */
 struct tj_batch *tj_batch_new(void);
@@ -1216,6 +1268,27 @@ tj_status tj_queue_cancel_many(const struct tj_queue *queue,
                                const char *reason,
                                struct tj_cancel_report *report_out,
                                struct tj_error **err);
+
+/**
+ * `tj_queue_cancel_many` of the jobs carrying `tag` (and matching the
+ * other filters, as there): the tag index is walked a page of 1,000 rows
+ * per atomic batch, O(jobs carrying the tag) whatever the store holds.
+ *
+ * Errors: those of `tj_queue_cancel_many`, and `TJ_STATUS_NULL_ARGUMENT`
+ * (tag), `TJ_STATUS_INVALID_ARGUMENT` for a bad tag (also one that is not
+ * UTF-8, the tag's rule).
+ *
+ * # Safety
+ * As `tj_queue_cancel_many`; `tag` is NULL or NUL-terminated.
+ */
+tj_status tj_queue_cancel_tag(const struct tj_queue *queue,
+                              const char *tag,
+                              const char *kind,
+                              const char *scope,
+                              uint32_t state,
+                              const char *reason,
+                              struct tj_cancel_report *report_out,
+                              struct tj_error **err);
 
 /**
  * Delete job `*id` with all its index entries and events. A leased job is
@@ -4719,6 +4792,24 @@ tj_status tj_enqueue_options_set_meta(struct tj_enqueue_options *options,
                                       const char *key,
                                       const char *value,
                                       struct tj_error **err);
+
+/**
+ * Set the job's W3C trace context: `traceparent` (copied) goes into its
+ * metadata under the key `traceparent`, where the Python and Node Workers
+ * read it to link the handler's span to the producer's (a `tracestate`
+ * goes in with `tj_enqueue_options_set_meta(options, "tracestate", ...)`).
+ * The value is checked against W3C Trace Context's syntax
+ * (`00-<32 hex>-<16 hex>-<2 hex>`, lowercase, ids not all zeros).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT`, `TJ_STATUS_INVALID_ARGUMENT` (not
+ * the syntax, or not UTF-8; options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `traceparent` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_enqueue_options_set_traceparent(struct tj_enqueue_options *options,
+                                             const char *traceparent,
+                                             struct tj_error **err);
 
 /**
  * Only jobs carrying `tag` (copied), read from the tag index: pages in

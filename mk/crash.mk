@@ -28,6 +28,7 @@ test-crash: crash-build
 	$(CRASH_BIN) run --kills 10 --sync both $(CRASH_ARGS)
 	$(CRASH_BIN) schedules --kills 20 $(CRASH_SCHEDULE_ARGS)
 	$(CRASH_BIN) followups --kills 20
+	$(CRASH_BIN) fanin --kills 20
 	$(CRASH_BIN) steer --kills 20
 
 ## 100 SIGKILLs per sync mode (several minutes).
@@ -35,6 +36,7 @@ bench-crash: crash-build
 	$(CRASH_BIN) run --kills 100 --sync both $(CRASH_ARGS)
 	$(CRASH_BIN) schedules --kills 60 --sync both $(CRASH_SCHEDULE_ARGS)
 	$(CRASH_BIN) followups --kills 100 --sync both
+	$(CRASH_BIN) fanin --kills 100 --sync both
 	$(CRASH_BIN) steer --kills 100 --sync both
 
 ## Random and mutated bytes into the record, key and payload decoders

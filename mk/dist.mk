@@ -21,6 +21,9 @@
 # as a candidate, so the npm and C archives, whose names would match, live
 # in subdirectories.
 #
+# Other targets (older glibc, aarch64) are built by `make dist-all`
+# (mk/release.mk), never by `make test`: each compiles RocksDB again.
+#
 # V is the workspace version in Cargo.toml; node/package.json must equal it
 # (dist-npm fails otherwise) and the tests check every artifact against it.
 # `make test` runs test-dist: each artifact installed in a fresh place

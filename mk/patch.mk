@@ -1,5 +1,7 @@
-# The [patch.crates-io] section of Cargo.toml: vendor/prost-derive
-# (README.telha there says what differs from upstream and why).
+# The [patch.crates-io] section of Cargo.toml: vendor/prost-derive and
+# vendor/openraft (README.telha in each says what differs from upstream and
+# why). scripts/check-vendor-openraft.sh checks that vendor/openraft is the
+# published 0.9.25 plus vendor/openraft/telha.patch, nothing else.
 #
 # `make check-vendor` shows the patch is still needed: it resolves the
 # workspace with and without it (`cargo tree` only, nothing is compiled,
@@ -20,6 +22,7 @@
 
 check-vendor:
 	@bash scripts/check-vendor-prost-derive.sh
+	@bash scripts/check-vendor-openraft.sh
 	@bash scripts/check-rocksdb-build-graph.sh
 
 lint: check-vendor

@@ -6,7 +6,10 @@ PYTHON3 ?= python3
 PY_VENV := $(CARGO_TARGET_DIR)/py-venv
 PY := $(PY_VENV)/bin/python
 PY_WHEELS := $(CARGO_TARGET_DIR)/py-wheels
-PY_TOOLS := "maturin>=1.16,<2" "pytest>=8" "mypy>=1.10" "hypothesis>=6.100"
+# opentelemetry-api/-sdk: the trace-context tests (py/tests/test_otel.py;
+# the package itself imports neither unless the application has).
+PY_TOOLS := "maturin>=1.16,<2" "pytest>=8" "mypy>=1.10" "hypothesis>=6.100" \
+	"opentelemetry-api>=1.20" "opentelemetry-sdk>=1.20"
 # One stamp per tool list: a virtualenv made before a tool was added gets it
 # on the next run instead of lacking it forever.
 PY_TOOLS_STAMP := $(PY_VENV)/.tools-$(shell printf '%s' '$(PY_TOOLS)' | cksum | cut -d' ' -f1)
@@ -17,7 +20,8 @@ DEMO_TARGET := demo-py
 
 .PHONY: py-venv py-wheel test-py bench-py demo-py
 
-## The virtualenv with maturin, pytest, mypy and hypothesis (created once,
+## The virtualenv with maturin, pytest, mypy, hypothesis and OpenTelemetry's
+## api and sdk (created once,
 ## topped up when PY_TOOLS changes), and faketime for the test of a server
 ## whose clock differs from its client's.
 py-venv: $(PY_TOOLS_STAMP)

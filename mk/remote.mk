@@ -16,7 +16,9 @@
 # runs no job twice and stops in time (issue 48); test_restart.py: a
 # Python and a Node Worker on a list of two addresses ride out three
 # SIGKILLed restarts of `telha serve` with no error and each job once
-# (issue 36). `make
+# (issue 36); test_otel.py: a Node producer inside an OpenTelemetry span
+# (node_trace_producer.js) and a Python Worker through `telha serve` give
+# one trace, a retried job two linked process spans (issue 45). `make
 # bench-fleet` (in `make bench`): worker processes through `telha serve`
 # beside the in-process Worker (tests/remote/bench_fleet.py).
 

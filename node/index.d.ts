@@ -64,6 +64,11 @@ export declare class NativeQueue {
   list(options?: NativeListOptions | undefined | null): Promise<ListPage>
   /** How many jobs carry `tag`, per state (the tag index). */
   countTag(tag: string, scope?: string | undefined | null): Promise<StateCounts>
+  /**
+   * A consistent copy of the live store at `dir` (`Queue::backup`); on a
+   * connected queue, `dir` is on the server's filesystem.
+   */
+  backup(dir: string): Promise<BackupInfo>
   /** One reaper pass now. */
   reap(): Promise<ReapReport>
   /**
@@ -371,6 +376,23 @@ export declare function __panicForTest(at: string): Promise<void>
  * `__panicForTest`).
  */
 export declare function __panicOnThreadForTest(): Promise<void>
+
+/** What a finished backup reports. */
+export interface BackupInfo {
+  /** Where the backup is (canonical; the server's path when connected). */
+  path: string
+  /** The total size of its files in bytes (hard-linked ones count in full). */
+  bytes: number
+  /** How many files it holds. */
+  files: number
+  /** How long it took, in milliseconds. */
+  tookMs: number
+  /**
+   * RocksDB's latest sequence number in the backup: the point it holds
+   * (exact up to 2^53).
+   */
+  sequence: number
+}
 
 /** What `cancelMany` did. */
 export interface CancelReport {
@@ -809,6 +831,7 @@ export interface NativeCancelFilter {
   scope?: string
   state?: string
   reason?: string
+  tag?: string
 }
 
 /** Options of `NativeQueue.connect`. */

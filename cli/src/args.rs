@@ -112,6 +112,11 @@ pub struct ServeArgs {
     /// The page and API show everything but refuse every action.
     #[arg(long, requires = "ui")]
     pub ui_read_only: bool,
+    /// Answer the Backup RPC (`telha jobs backup --server`) over any
+    /// connection, not only a Unix socket or loopback: it writes to this
+    /// server's filesystem.
+    #[arg(long)]
+    pub allow_remote_backup: bool,
     /// How long a shutdown waits for calls in flight.
     #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
     pub grace: Duration,
@@ -146,6 +151,16 @@ pub enum Jobs {
     Enqueue(EnqueueArgs),
     /// How many jobs carry a tag, per state (from the tag index).
     Count(CountArgs),
+    /// Write a consistent copy of the live store to DIR (a RocksDB
+    /// checkpoint: SST files hard-linked where the filesystem allows) that
+    /// opens as a store; workers go on meanwhile. DIR must not exist, or be
+    /// empty. With --server, DIR is on the SERVER's filesystem (answered
+    /// over a Unix socket or loopback only, unless the server runs with
+    /// --allow-remote-backup).
+    Backup {
+        /// The backup directory.
+        dir: std::path::PathBuf,
+    },
     /// Cancel jobs by id, or every unfinished job matching --kind/--state/
     /// --scope (asks first; --yes to skip). Pending, scheduled and failed
     /// jobs are cancelled at once; a leased job gets a cancel request its
@@ -239,12 +254,15 @@ pub struct WatchArgs {
 
 #[derive(Debug, Args)]
 pub struct CancelArgs {
-    /// The jobs to cancel. Give ids, or filters (--kind, --state, --scope).
-    #[arg(value_parser = parse_id, conflicts_with_all = ["kind", "state", "scope", "yes"])]
+    /// The jobs to cancel. Give ids, or filters (--kind, --tag, --state, --scope).
+    #[arg(value_parser = parse_id, conflicts_with_all = ["kind", "tag", "state", "scope", "yes"])]
     pub ids: Vec<JobId>,
     /// Filter: only jobs of this kind (exact or `family:*`).
     #[arg(long, value_parser = parse_kind)]
     pub kind: Option<KindPattern>,
+    /// Filter: only jobs carrying this tag (walked through the tag index).
+    #[arg(long)]
+    pub tag: Option<String>,
     /// Filter: only jobs in this state: pending, failed or leased [default: all three].
     #[arg(long, value_parser = parse_state)]
     pub state: Option<State>,

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use telha_jobs::Scope;
+use telha_jobs::{JobId, Scope};
 
 use crate::args::{parse_duration, parse_scope};
 
@@ -60,6 +60,14 @@ pub struct EnqueueArgs {
     /// (at least --debounce; not given: no bound).
     #[arg(long, value_parser = parse_duration, value_name = "DURATION", requires = "debounce")]
     pub debounce_max: Option<Duration>,
+    /// Wait for job ID to finish first (repeatable; fan-in): the job is
+    /// `waiting` until every one has finished, then pending.
+    #[arg(long = "after", value_name = "ID")]
+    pub after: Vec<JobId>,
+    /// With --after: what a child that did not complete does to this job:
+    /// fail (default: it goes dead), cancel_rest, ignore.
+    #[arg(long, value_name = "POLICY", requires = "after")]
+    pub on_child_dead: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -47,6 +47,7 @@ pub fn run(cmd: Jobs, db: &Target, json: bool) -> Result<Output, Failure> {
         Jobs::Check => check(db, json),
         Jobs::Enqueue(a) => enqueue(db, a, json),
         Jobs::Count(a) => count(db, &a, json),
+        Jobs::Backup { dir } => backup(db, &dir, json),
         Jobs::Cancel(a) => control::cancel(db, a, json),
         Jobs::Delete { ids } => control::delete(db, &ids, json),
         Jobs::Promote(a) => crate::steer::promote(db, &a, json),
@@ -166,10 +167,26 @@ fn get(q: &dyn JobStore, id: JobId) -> Result<JobInfo, Failure> {
 fn show(db: &Target, id: JobId, json: bool) -> Result<Output, Failure> {
     let q = store::open_read(db)?;
     let j = get(q.as_ref(), id)?;
+    // A fan-in parent's children (the first page; a store that does not
+    // serve them yet shows none).
+    let children = match j.fan_in {
+        Some(_) => q
+            .results_of_children(&id, None, telha_jobs::fanin::MAX_CHILDREN_PAGE)
+            .ok(),
+        None => None,
+    };
     Ok(if json {
-        Output::Json(render::job_json(&j, true))
+        let mut v = render::job_json(&j, true);
+        if let Some(c) = &children {
+            v["children"] = render::children_json(c);
+        }
+        Output::Json(v)
     } else {
-        Output::Text(render::job_text(&j))
+        let mut t = render::job_text(&j);
+        if let Some(c) = &children {
+            t.push_str(&render::children_text(c));
+        }
+        Output::Text(t)
     })
 }
 
@@ -192,6 +209,7 @@ pub fn matching_ids(
     state: State,
     scope: Option<Scope>,
     kind: Option<KindPattern>,
+    tag: Option<String>,
 ) -> Result<Vec<JobId>, Failure> {
     let mut query = ListQuery {
         state: Some(state),
@@ -199,7 +217,7 @@ pub fn matching_ids(
         kind,
         schedule: None,
         parent: None,
-        tag: None,
+        tag,
         limit: 1000,
         after: None,
     };
@@ -236,7 +254,7 @@ fn retry_bulk(db: &Target, a: RetryArgs, json: bool) -> Result<Output, Failure> 
     // Hold the store for the whole command: nothing else can move the
     // matching jobs between the count and the retries.
     let q = store::open_write(db, true)?;
-    let ids = matching_ids(q.as_ref(), state, a.scope, a.kind.clone())?;
+    let ids = matching_ids(q.as_ref(), state, a.scope, a.kind.clone(), None)?;
     let what = describe(state, a.scope.as_ref(), a.kind.as_ref());
     let go = a.yes
         || (!json
@@ -282,6 +300,28 @@ fn describe(state: State, scope: Option<&Scope>, kind: Option<&KindPattern>) -> 
         s.push_str(&format!(" in scope {sc}"));
     }
     s
+}
+
+fn backup(db: &Target, dir: &std::path::Path, json: bool) -> Result<Output, Failure> {
+    let q = store::open_write(db, true)?;
+    let b = q.backup(dir)?;
+    if json {
+        return Ok(Output::Json(json!({
+            "path": b.path.display().to_string(),
+            "bytes": b.bytes,
+            "files": b.files,
+            "took_us": u64::try_from(b.took.as_micros()).unwrap_or(u64::MAX),
+            "sequence": b.sequence,
+        })));
+    }
+    Ok(Output::Text(format!(
+        "backup at {}: {} files, {} bytes, sequence {}, took {:.1} ms\n",
+        b.path.display(),
+        b.files,
+        b.bytes,
+        b.sequence,
+        b.took.as_secs_f64() * 1e3
+    )))
 }
 
 fn purge(db: &Target, a: PurgeArgs, json: bool) -> Result<Output, Failure> {
@@ -438,6 +478,12 @@ fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
     telha_jobs::tags::normalize_tags(&a.tags)?;
     let metadata: std::collections::BTreeMap<String, String> = a.meta.into_iter().collect();
     telha_jobs::tags::validate_metadata(&metadata)?;
+    let on_child_dead = a
+        .on_child_dead
+        .as_deref()
+        .map(|s| s.parse::<telha_jobs::ChildDeadPolicy>())
+        .transpose()
+        .map_err(|e| Failure::usage(format!("--on-child-dead: {e}")))?;
     let opts = EnqueueOptions {
         scope: a.scope,
         priority: a.priority,
@@ -451,6 +497,8 @@ fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
         metadata,
         debounce: a.debounce,
         debounce_max: a.debounce_max,
+        after: a.after,
+        on_child_dead,
         ..EnqueueOptions::default()
     };
     opts.check_debounce(now_ms())

@@ -54,9 +54,9 @@ pub fn cancel(db: &Target, a: CancelArgs, json: bool) -> Result<Output, Failure>
             Ok(q.cancel(id, &a.reason)?.name().to_string())
         }));
     }
-    if a.kind.is_none() && a.scope.is_none() && a.state.is_none() {
+    if a.kind.is_none() && a.scope.is_none() && a.state.is_none() && a.tag.is_none() {
         return Err(Failure::usage(
-            "cancel needs job ids, or a filter: --kind, --state and/or --scope",
+            "cancel needs job ids, or a filter: --kind, --tag, --state and/or --scope",
         ));
     }
     if let Some(s) = a.state {
@@ -73,7 +73,7 @@ pub fn cancel(db: &Target, a: CancelArgs, json: bool) -> Result<Output, Failure>
     };
     let mut matched = 0usize;
     for s in &states {
-        matched += matching_ids(q.as_ref(), *s, a.scope, a.kind.clone())?.len();
+        matched += matching_ids(q.as_ref(), *s, a.scope, a.kind.clone(), a.tag.clone())?.len();
     }
     let what = describe(&a);
     let go = a.yes
@@ -98,6 +98,7 @@ pub fn cancel(db: &Target, a: CancelArgs, json: bool) -> Result<Output, Failure>
         scope: a.scope,
         state: a.state,
         reason: a.reason.clone(),
+        tag: a.tag.clone(),
     })?;
     if r.corrupt > 0 {
         eprintln!(
@@ -125,6 +126,9 @@ fn describe(a: &CancelArgs) -> String {
     };
     if let Some(k) = &a.kind {
         s.push_str(&format!(" of kind {k}"));
+    }
+    if let Some(t) = &a.tag {
+        s.push_str(&format!(" tagged {t:?}"));
     }
     if let Some(sc) = &a.scope {
         s.push_str(&format!(" in scope {sc}"));

@@ -71,6 +71,35 @@ pub fn cut(s: &str, max: usize) -> String {
 
 /// `show`: the job's fields, then its event log with offsets from the
 /// first event.
+/// A parent's children for `jobs show`: one line each, id and state.
+pub fn children_text(p: &telha_jobs::ChildPage) -> String {
+    let mut o = String::new();
+    for c in &p.children {
+        let st = c.state.map_or("gone", |s| s.as_str());
+        let _ = writeln!(o, "  child         {} {st}", c.id);
+    }
+    if p.next.is_some() {
+        let _ = writeln!(o, "  (more children)");
+    }
+    o
+}
+
+/// A parent's children as JSON: id, state (null once gone), last error.
+pub fn children_json(p: &telha_jobs::ChildPage) -> Json {
+    Json::Array(
+        p.children
+            .iter()
+            .map(|c| {
+                json!({
+                    "id": c.id.to_string(),
+                    "state": c.state.map(|s| s.as_str()),
+                    "last_error": c.last_error,
+                })
+            })
+            .collect(),
+    )
+}
+
 pub fn job_text(j: &JobInfo) -> String {
     let mut o = String::new();
     let mut field = |k: &str, v: String| {
@@ -121,6 +150,15 @@ pub fn job_text(j: &JobInfo) -> String {
     }
     if !j.tags.is_empty() {
         field("tags", j.tags.join(", "));
+    }
+    if let Some(f) = &j.fan_in {
+        field(
+            "children",
+            format!(
+                "{} of {} unfinished (on_child_dead {})",
+                f.unfinished, f.total, f.policy
+            ),
+        );
     }
     for (k, v) in &j.metadata {
         field("meta", format!("{k}={v}"));
@@ -264,6 +302,7 @@ pub fn stats_text(s: &Stats) -> String {
                 c.completed,
                 c.dead,
                 c.cancelled,
+                c.waiting,
                 c.total(),
             ]
             .iter()
@@ -280,6 +319,7 @@ pub fn stats_text(s: &Stats) -> String {
             "COMPLETED",
             "DEAD",
             "CANCELLED",
+            "WAITING",
             "TOTAL",
         ]
     };

@@ -64,6 +64,7 @@ fn serve_until_signal(a: ServeArgs, db: &Path, token: Option<String>) -> Result<
             metrics_listen: a.metrics_listen,
             ui: a.ui,
             ui_read_only: a.ui_read_only,
+            allow_remote_backup: a.allow_remote_backup,
             ..ServeOptions::default()
         },
     )

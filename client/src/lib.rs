@@ -80,10 +80,12 @@
 
 #![warn(missing_docs)]
 
+mod backup;
 mod deadline;
 mod driver;
 mod endpoints;
 mod events;
+mod fanin;
 mod retry;
 mod schedules;
 mod store;

@@ -546,6 +546,23 @@ impl JobStore for RemoteQueue {
         cv::list_page_from_pb(r)
     }
 
+    fn enqueue_group(
+        &self,
+        children: Vec<NewJob>,
+        parent: NewJob,
+    ) -> Result<(Vec<Enqueued>, Enqueued)> {
+        self.group_rpc(children, parent)
+    }
+
+    fn results_of_children(
+        &self,
+        parent: &JobId,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<telha_jobs::ChildPage> {
+        self.children_rpc(parent, cursor, limit)
+    }
+
     fn count_tag(
         &self,
         tag: &str,
@@ -560,6 +577,10 @@ impl JobStore for RemoteQueue {
             .as_ref()
             .map(cv::counts_from_pb)
             .unwrap_or_default())
+    }
+
+    fn backup(&self, dir: &std::path::Path) -> Result<telha_jobs::BackupInfo> {
+        RemoteQueue::backup(self, dir)
     }
 
     fn reap(&self) -> Result<ReapReport> {

@@ -441,8 +441,8 @@ fn main() {
     );
     println!(
         "  fsyncs on the path: a sync_writes call waits 1 WAL fsync ({f1:.2} ms alone on this \
-         disk); a cluster call 2 one after the other: openraft 0.9.25's core awaits the \
-         leader's own log flush before it replicates (RaftCore::append_to_log), then a \
-         follower's ({f3:.2} ms when 3 logs sync at once)"
+         disk); a cluster call the slower of the leader's and a follower's, side by side \
+         ({f3:.2} ms when 3 logs sync at once): the vendored openraft replicates while the \
+         leader's own log syncs (vendor/openraft/README.telha)"
     );
 }

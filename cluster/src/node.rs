@@ -177,9 +177,11 @@ impl Node {
         let store = open_store(&dir.join("store"))
             .map_err(|e| NodeError(format!("node {id}: store: {e}")))?;
         log.set_probe_node(id);
+        log.set_node(id);
         let mut sm = StateMachine::open(store.clone())
             .map_err(|e| NodeError(format!("node {id}: state machine: {e}")))?;
         sm.set_probe_node(id);
+        sm.wait_for_log(log.durable());
         let skipped = sm.skipped();
         let muted = Arc::new(AtomicBool::new(false));
         let network = Mute::new(router.factory(id), muted.clone());

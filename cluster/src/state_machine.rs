@@ -62,6 +62,9 @@ pub struct StateMachine {
     skipped: Arc<AtomicU64>,
     /// The node, for `probe` marks only.
     probe_node: u64,
+    /// The node's log's durable index ([`crate::LogStore::durable`]): no
+    /// entry is applied before the node's own log has it on disk.
+    durable: Option<tokio::sync::watch::Receiver<u64>>,
 }
 
 impl StateMachine {
@@ -76,6 +79,7 @@ impl StateMachine {
             epoch,
             skipped: Arc::default(),
             probe_node: 0,
+            durable: None,
             cf_table_digest: store.cf_table_digest(),
             store,
             last_applied,
@@ -87,6 +91,12 @@ impl StateMachine {
     /// Names the node in this state machine's [`crate::probe`] marks.
     pub fn set_probe_node(&mut self, id: u64) {
         self.probe_node = id;
+    }
+
+    /// Applies no entry before `durable` (the node's log's
+    /// [`crate::LogStore::durable`]) has reached it.
+    pub fn wait_for_log(&mut self, durable: tokio::sync::watch::Receiver<u64>) {
+        self.durable = Some(durable);
     }
 
     /// The store this state machine applies to.
@@ -271,6 +281,17 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             #[cfg(feature = "failpoints")]
             crate::failpoint::hold_point(crate::failpoint::HoldAt::Apply, self.store.path()).await;
             let index = entry.log_id.index;
+            if let Some(durable) = &mut self.durable {
+                // A leader's entry may commit on two followers before the
+                // leader's own sync ends: it waits for it here.
+                if *durable.borrow() < index {
+                    durable.wait_for(|d| *d >= index).await.map_err(|_| {
+                        let e =
+                            std::io::Error::other("the log closed before this entry was on disk");
+                        StorageError::from(StorageIOError::write_state_machine(AnyError::new(&e)))
+                    })?;
+                }
+            }
             crate::probe::mark(
                 crate::probe::Stage::ApplyStart,
                 self.probe_node,

@@ -113,6 +113,8 @@ impl Cluster {
         let (mut rafts, mut sms) = (BTreeMap::new(), BTreeMap::new());
         for id in IDS {
             let log = LogStore::open(dir.path().join(format!("{id}/raft"))).unwrap();
+            // A leader's own entries synced on the flusher, as in a Node.
+            log.set_node(id);
             let sm = Counting::default();
             let raft = Raft::new(id, cfg.clone(), router.factory(id), log, sm.clone())
                 .await

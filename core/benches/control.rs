@@ -399,6 +399,7 @@ fn main() {
                 scope: None,
                 state: Some(State::Pending),
                 reason: "bench".into(),
+                tag: None,
             })
             .unwrap();
         let rate = r.cancelled as f64 / t0.elapsed().as_secs_f64();

@@ -176,8 +176,14 @@ impl Table {
     }
 }
 
+#[path = "parts/queue_fanin.rs"]
+mod queue_fanin;
+#[path = "parts/backup.rs"]
+mod backup;
 #[path = "parts/queue_tags.rs"]
 mod queue_tags;
+#[path = "parts/queue_trace.rs"]
+mod queue_trace;
 #[path = "parts/queue_unique.rs"]
 mod queue_unique;
 #[path = "parts/window_prune.rs"]
@@ -192,6 +198,13 @@ fn main() {
         queue_unique::rows(&mut t, if quick { 5_000 } else { 50_000 });
         return;
     }
+    if std::env::args().any(|a| a == "--fanin") {
+        // Only issue 43's row: `cargo bench -p telha-jobs --bench queue -- --fanin`.
+        let mut t = Table { rows: Vec::new() };
+        println!("{:<62} {:>16} {:>22}", "figure", "value", "vs");
+        queue_fanin::rows(&mut t, 10_000, if quick { 1 } else { 3 });
+        return;
+    }
     if std::env::args().any(|a| a == "--tags") {
         // Only issue 42's rows: `cargo bench -p telha-jobs --bench queue -- --tags`.
         let mut t = Table { rows: Vec::new() };
@@ -202,6 +215,29 @@ fn main() {
             (20_000, 200_000)
         };
         queue_tags::rows(&mut t, n, others);
+        return;
+    }
+    if std::env::args().any(|a| a == "--trace") {
+        // Only issue 45's rows: `cargo bench -p telha-jobs --bench queue -- --trace`.
+        let mut t = Table { rows: Vec::new() };
+        println!("{:<62} {:>16} {:>22}", "figure", "value", "vs");
+        queue_trace::rows(
+            &mut t,
+            if quick { 5_000 } else { 20_000 },
+            if quick { 3 } else { 5 },
+        );
+        return;
+    }
+    if std::env::args().any(|a| a == "--backup") {
+        // Issue 39's backup rows: `… --bench queue -- --backup`.
+        let mut t = Table { rows: Vec::new() };
+        println!("{:<62} {:>16} {:>22}", "figure", "value", "vs");
+        let (small, large) = if quick {
+            (1_000, 50_000)
+        } else {
+            (10_000, 1_000_000)
+        };
+        backup::rows(&mut t, small, large);
         return;
     }
     if std::env::args().any(|a| a == "--prune-windows") {

@@ -6,6 +6,11 @@
 //!
 //! - `lifecycle`: N × (enqueue → `lease_next` → complete), one at a time,
 //!   the 60-byte payload of `bench_ref`;
+//! - `lifecycle-traced`: the same, each job with a W3C `traceparent` in
+//!   its metadata (issue 45); `enqueue` / `enqueue-traced`: N enqueues
+//!   alone, without and with it;
+//! - `tagged`: `lifecycle` with 4 tags per job (`tag-T-(i % 100)`, the
+//!   `--tags` bench row's jobs), to set beside `lifecycle`;
 //! - `pairs`: N enqueued by `enqueue_many(1000)`, then N × (`lease_next` +
 //!   complete);
 //! - `batch`: N jobs, 100 at a time, through `enqueue_many` →
@@ -22,9 +27,11 @@
 use std::time::Duration;
 
 use rocksdb::{Options, WriteBatch, DB};
+use telha_jobs::trace_context::TRACEPARENT;
 use telha_jobs::{Config, EnqueueOptions, LeaseOptions, NewJob, Queue};
 
 const PAYLOAD: &[u8] = b"{\"doc\":\"s3://bucket/key/0001.pdf\",\"tenant\":42,\"pages\":12}";
+const TP: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
 fn queue(dir: &std::path::Path) -> Queue {
     let cfg = Config {
@@ -58,12 +65,36 @@ fn main() {
     let n: usize = args.get(2).and_then(|v| v.parse().ok()).unwrap_or(10_000);
     let dir = tempfile::tempdir().expect("dir");
     match mode {
-        "lifecycle" => {
+        "lifecycle" | "lifecycle-traced" | "enqueue" | "enqueue-traced" => {
             let q = queue(dir.path());
             let opts = LeaseOptions::default();
-            measured(n, |_| {
-                q.enqueue("bench", PAYLOAD, EnqueueOptions::default())
-                    .expect("enqueue");
+            let enqueue = || {
+                let o = if mode.ends_with("-traced") {
+                    EnqueueOptions::default().meta(TRACEPARENT, TP)
+                } else {
+                    EnqueueOptions::default()
+                };
+                q.enqueue("bench", PAYLOAD, o).expect("enqueue");
+            };
+            if mode.starts_with("enqueue") {
+                measured(n, |_| enqueue());
+            } else {
+                measured(n, |_| {
+                    enqueue();
+                    let j = q.lease_next("w", &opts).expect("lease").expect("a job");
+                    q.complete(&j.token(), None).expect("complete");
+                });
+            }
+            q.close();
+        }
+        "tagged" => {
+            let q = queue(dir.path());
+            let opts = LeaseOptions::default();
+            measured(n, |i| {
+                let o = (0..4).fold(EnqueueOptions::default(), |o, t| {
+                    o.tag(format!("tag-{t}-{}", i % 100))
+                });
+                q.enqueue("bench", PAYLOAD, o).expect("enqueue");
                 let j = q.lease_next("w", &opts).expect("lease").expect("a job");
                 q.complete(&j.token(), None).expect("complete");
             });

@@ -208,6 +208,38 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
         tag: &str,
         scope: Option<crate::ids::Scope>,
     ) -> Result<crate::state::StateCounts>;
+    /// See [`Queue::enqueue_group`] (a store that does not serve it yet
+    /// answers `InvalidArgument`).
+    fn enqueue_group(
+        &self,
+        _children: Vec<NewJob>,
+        _parent: NewJob,
+    ) -> Result<(Vec<Enqueued>, Enqueued)> {
+        Err(crate::Error::invalid(
+            "enqueue_group is not served by this store",
+        ))
+    }
+    /// See [`Queue::results_of_children`] (a store that does not serve it
+    /// yet answers `InvalidArgument`).
+    fn results_of_children(
+        &self,
+        _parent: &crate::ids::JobId,
+        _cursor: Option<&str>,
+        _limit: usize,
+    ) -> Result<crate::fanin::ChildPage> {
+        Err(crate::Error::invalid(
+            "results_of_children is not served by this store",
+        ))
+    }
+    /// See [`Queue::backup`]; a remote store writes it on the server's
+    /// filesystem. The default answers `InvalidArgument` (a store with no
+    /// files of its own to copy).
+    fn backup(&self, dir: &std::path::Path) -> Result<crate::BackupInfo> {
+        Err(crate::Error::InvalidArgument(format!(
+            "{self:?} cannot write a backup (to {})",
+            dir.display()
+        )))
+    }
     /// See [`Queue::reap`].
     fn reap(&self) -> Result<ReapReport>;
     /// See [`Queue::purge`].
@@ -242,6 +274,21 @@ impl JobStore for Queue {
     }
     fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
         Queue::enqueue_many(self, jobs)
+    }
+    fn enqueue_group(
+        &self,
+        children: Vec<NewJob>,
+        parent: NewJob,
+    ) -> Result<(Vec<Enqueued>, Enqueued)> {
+        Queue::enqueue_group(self, children, parent)
+    }
+    fn results_of_children(
+        &self,
+        parent: &crate::ids::JobId,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<crate::fanin::ChildPage> {
+        Queue::results_of_children(self, parent, cursor, limit)
     }
     fn lease_next(&self, worker_id: &str, options: &LeaseOptions) -> Result<Option<Job>> {
         Queue::lease_next(self, worker_id, options)
@@ -368,6 +415,9 @@ impl JobStore for Queue {
         scope: Option<crate::ids::Scope>,
     ) -> Result<crate::state::StateCounts> {
         Queue::count_tag(self, tag, scope)
+    }
+    fn backup(&self, dir: &std::path::Path) -> Result<crate::BackupInfo> {
+        Queue::backup(self, dir)
     }
     fn reap(&self) -> Result<ReapReport> {
         Queue::reap(self)

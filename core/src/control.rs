@@ -42,6 +42,10 @@ pub struct CancelFilter {
     /// Only jobs in this state: pending, failed or leased (`None`: all
     /// three). A finished state is `InvalidArgument`.
     pub state: Option<State>,
+    /// Only jobs carrying this tag: the walk follows the tag index, a page
+    /// of rows per atomic batch, O(jobs carrying the tag) whatever the
+    /// store holds (issue 42). A bad tag is `InvalidArgument`.
+    pub tag: Option<String>,
     /// Recorded with each job's `cancelled` event.
     pub reason: String,
 }

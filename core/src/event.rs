@@ -63,11 +63,18 @@ pub enum Event {
     /// A `debounce` enqueue replaced a pending job's payload and moved its
     /// run time (pending → pending).
     Debounced,
+    /// A child of a waiting parent finished and others are left (waiting
+    /// → waiting, its count of unfinished children one less; not logged
+    /// per job).
+    ChildSettled,
+    /// The last child of a waiting parent finished: the parent is pending
+    /// (waiting → pending), in that child's batch.
+    ChildrenDone,
 }
 
 impl Event {
     /// Every event, in a fixed order (the metrics' order).
-    pub const ALL: [Event; 21] = [
+    pub const ALL: [Event; 23] = [
         Event::Enqueued,
         Event::Leased,
         Event::Extended,
@@ -89,13 +96,15 @@ impl Event {
         Event::Rescheduled,
         Event::Reprioritized,
         Event::Debounced,
+        Event::ChildSettled,
+        Event::ChildrenDone,
     ];
 
     /// The stable name: `enqueued`, `leased`, `extended`, `completed`,
     /// `failed`, `dead`, `lease_expired`, `released`, `retried`, `pruned`,
     /// `purged`, `cancelled`, `cancel_requested`, `deleted`, `snoozed`,
     /// `expired`, `progress`, `promoted`, `rescheduled`, `reprioritized`,
-    /// `debounced`.
+    /// `debounced`, `child_settled`, `children_done`.
     pub fn name(self) -> &'static str {
         match self {
             Event::Enqueued => "enqueued",
@@ -119,6 +128,8 @@ impl Event {
             Event::Rescheduled => "rescheduled",
             Event::Reprioritized => "reprioritized",
             Event::Debounced => "debounced",
+            Event::ChildSettled => "child_settled",
+            Event::ChildrenDone => "children_done",
         }
     }
 

@@ -77,6 +77,18 @@ pub struct EnqueueOptions {
     /// Without it a steady stream of repeats postpones the job for as
     /// long as it lasts.
     pub debounce_max: Option<Duration>,
+    /// Fan-in (issue 43): wait for these jobs (its *children*) to finish
+    /// before becoming pending. The job is created `waiting` while any of
+    /// them is unfinished; one already finished counts as done whatever
+    /// its outcome; an unknown id is `NotFound` (nothing written). At most
+    /// [`crate::fanin::MAX_AFTER`]; duplicates count once. Only on
+    /// `enqueue`, `enqueue_many` and `enqueue_group` (not a follow-up, a
+    /// schedule, or with `debounce`).
+    pub after: Vec<JobId>,
+    /// What a child that did not complete does to this job (default
+    /// [`crate::fanin::ChildDeadPolicy::Fail`]); only with `after` or as a
+    /// group's parent.
+    pub on_child_dead: Option<crate::fanin::ChildDeadPolicy>,
 }
 
 impl EnqueueOptions {
@@ -146,6 +158,16 @@ impl EnqueueOptions {
     /// Which states hold the window (see [`UniqueStates`]).
     pub fn unique_states(mut self, s: UniqueStates) -> Self {
         self.unique_states = Some(s);
+        self
+    }
+    /// Wait for `ids` to finish first (see [`EnqueueOptions::after`]).
+    pub fn after(mut self, ids: impl IntoIterator<Item = JobId>) -> Self {
+        self.after.extend(ids);
+        self
+    }
+    /// The fan-in policy (see [`EnqueueOptions::on_child_dead`]).
+    pub fn on_child_dead(mut self, p: crate::fanin::ChildDeadPolicy) -> Self {
+        self.on_child_dead = Some(p);
         self
     }
     /// Add tag `t` (see [`EnqueueOptions::tags`]).
@@ -433,6 +455,9 @@ pub struct JobInfo {
     pub tags: Vec<String>,
     /// Its metadata, as enqueued.
     pub metadata: BTreeMap<String, String>,
+    /// A fan-in parent's children (enqueued with `after` or as a group's
+    /// parent): unfinished, total, policy.
+    pub fan_in: Option<crate::fanin::FanInInfo>,
 }
 
 /// One completion for [`crate::Queue::complete_many`].

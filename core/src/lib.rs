@@ -32,6 +32,7 @@
 #[cfg(feature = "rocksdb")]
 mod api;
 pub mod backoff;
+pub mod backup;
 #[cfg(feature = "rocksdb")]
 mod cancel;
 pub mod clock;
@@ -41,6 +42,7 @@ pub mod control;
 mod engine;
 pub mod error;
 pub mod event;
+pub mod fanin;
 pub mod flow;
 mod heap;
 pub mod ids;
@@ -54,6 +56,8 @@ pub mod payload;
 #[cfg(feature = "rocksdb")]
 mod queue;
 mod queue_admin;
+#[cfg(feature = "rocksdb")]
+mod queue_fanin;
 #[cfg(feature = "rocksdb")]
 mod reaper;
 #[cfg(feature = "rocksdb")]
@@ -69,6 +73,7 @@ pub mod store;
 pub mod tags;
 #[cfg(feature = "rocksdb")]
 mod timings;
+pub mod trace_context;
 mod unique_states;
 #[cfg(feature = "rocksdb")]
 pub mod watch;
@@ -78,6 +83,7 @@ mod would_block;
 
 #[cfg(feature = "rocksdb")]
 pub use api::JobStore;
+pub use backup::BackupInfo;
 #[cfg(feature = "rocksdb")]
 pub use cancel::CancelWait;
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -85,6 +91,7 @@ pub use config::{Backoff, Config, KindConfig};
 pub use control::{CancelFilter, CancelOutcome, CancelReport, Failure, PauseTarget, Paused};
 pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, LogEntry};
+pub use fanin::{ChildDeadPolicy, ChildPage, ChildResult, FanInInfo};
 pub use flow::{Limit, LimitStatus, LimitTarget};
 pub use ids::{JobId, Scope};
 pub use job::{

@@ -101,6 +101,31 @@ impl Queue {
             .collect())
     }
 
+    /// Write a consistent copy of the live store to `dir` (a RocksDB
+    /// checkpoint plus the store's format marker) that opens with
+    /// [`Queue::open`] as an ordinary store; calls on other threads go on
+    /// meanwhile. SST files are hard-linked where the filesystem allows
+    /// (then the time and the new space barely grow with the store), copied
+    /// otherwise. The copy is written beside `dir` and renamed into place,
+    /// so a crash never leaves a half backup at `dir`.
+    ///
+    /// The backup holds every operation acknowledged before the call (and
+    /// perhaps some that ran during it). What lives only in memory is not
+    /// in it, as after a crash: leased jobs are leased in the backup, their
+    /// leases rebuilt from the rows when it is opened and expiring by the
+    /// usual rules (their workers settle against the store they leased
+    /// from, not the backup); the transition counters and histograms start
+    /// from zero.
+    ///
+    /// Errors: `InvalidArgument` naming `dir` when it exists and is not an
+    /// empty directory, its parent does not exist, or it lies inside the
+    /// store, and for a read-only handle; `Storage`; `Closed`;
+    /// `Unavailable` once fenced.
+    pub fn backup(&self, dir: impl AsRef<std::path::Path>) -> Result<crate::BackupInfo> {
+        let e = self.writable()?;
+        crate::store::checkpoint::create(e.db(), &e.path, dir.as_ref())
+    }
+
     /// Full consistency check (a scan of every row and index): O(store size),
     /// for tests and operators. Disagreements are listed in the report, not
     /// returned as errors. Rows, indexes and on-disk counters are read from

@@ -83,6 +83,8 @@ pub(crate) fn pass(e: &Engine) -> Result<ReapReport> {
     let (pruned, corrupt) = e.prune_finished(now, e.cfg.prune_batch)?;
     // Unique windows past their end, in a pass of the same bound.
     e.prune_windows(now, e.cfg.prune_batch)?;
+    // Children that `cancel_rest` parents no longer need.
+    e.cancel_fan_rest()?;
     // Forget per-scope state that no job needs any more.
     e.forget_idle()?;
     e.metrics.reaper_passes.fetch_add(1, Ordering::Relaxed);

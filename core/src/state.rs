@@ -69,14 +69,24 @@ pub enum State {
     /// (deleted), an operator `purge` or `delete`.
     /// Stays: `cancelled_retention` (default 24 h; or forever).
     Cancelled,
+    /// Enqueued with `after` (fan-in, issue 43): waits until every job it
+    /// waits on (its children) has finished, then becomes pending.
+    ///
+    /// In: `enqueue` with `EnqueueOptions::after` naming an unfinished job.
+    /// Out: the last child's settle, in that settle's batch (to pending,
+    /// `children_done`); a child that did not complete, by the parent's
+    /// `on_child_dead` policy (to dead or cancelled); `cancel` (to
+    /// cancelled), `delete`.
+    /// Stays: until its children finish; never leased, no timeout.
+    Waiting,
 }
 
 impl State {
     /// How many states there are: the length of a [`PerState`] array.
-    pub const COUNT: usize = 6;
+    pub const COUNT: usize = 7;
 
     /// Every state, in the order of their stable bytes (pending 1 …
-    /// cancelled 6).
+    /// waiting 7).
     pub const ALL: [State; State::COUNT] = [
         State::Pending,
         State::Leased,
@@ -84,6 +94,7 @@ impl State {
         State::Completed,
         State::Dead,
         State::Cancelled,
+        State::Waiting,
     ];
 
     /// The lowercase name (`"pending"`, …), which `str::parse` reads back.
@@ -95,10 +106,11 @@ impl State {
             State::Completed => "completed",
             State::Dead => "dead",
             State::Cancelled => "cancelled",
+            State::Waiting => "waiting",
         }
     }
 
-    /// The stable byte of this state in row keys (pending 1 … cancelled 6).
+    /// The stable byte of this state in row keys (pending 1 … waiting 7).
     pub fn byte(self) -> u8 {
         match self {
             State::Pending => 1,
@@ -107,6 +119,7 @@ impl State {
             State::Completed => 4,
             State::Dead => 5,
             State::Cancelled => 6,
+            State::Waiting => 7,
         }
     }
 
@@ -219,6 +232,8 @@ pub struct StateCounts {
     pub dead: u64,
     /// Cancelled jobs not yet pruned.
     pub cancelled: u64,
+    /// Jobs waiting for their children (fan-in).
+    pub waiting: u64,
 }
 
 impl StateCounts {
@@ -231,6 +246,7 @@ impl StateCounts {
             State::Completed => self.completed,
             State::Dead => self.dead,
             State::Cancelled => self.cancelled,
+            State::Waiting => self.waiting,
         }
     }
 
@@ -242,6 +258,7 @@ impl StateCounts {
             State::Completed => &mut self.completed,
             State::Dead => &mut self.dead,
             State::Cancelled => &mut self.cancelled,
+            State::Waiting => &mut self.waiting,
         }
     }
 
@@ -371,12 +388,12 @@ mod tests {
     #[test]
     fn merging_keeps_the_longest_vector() {
         let a: Vec<u8> = [1i64, 1].iter().flat_map(|v| v.to_le_bytes()).collect();
-        let b: Vec<u8> = [1i64, 1, 1, 1, 1, 5]
+        let b: Vec<u8> = [1i64, 1, 1, 1, 1, 5, 0]
             .iter()
             .flat_map(|v| v.to_le_bytes())
             .collect();
         let m = merge_counter_values(Some(&a), [&b[..], &[9u8][..]]);
-        assert_eq!(decode_counter_values(&m), Some(vec![2, 2, 1, 1, 1, 5]));
+        assert_eq!(decode_counter_values(&m), Some(vec![2, 2, 1, 1, 1, 5, 0]));
         let empty = merge_counter_values(None, []);
         assert_eq!(decode_counters(&empty), Some(PerState::default()));
     }

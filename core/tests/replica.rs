@@ -214,6 +214,8 @@ fn an_unknown_outcome_fences_the_engine_and_the_next_engine_sees_what_was_applie
     assert!(e.to_string().contains("leader changed mid-write"), "{e}");
     let clone = q1.clone();
     expect_err(q1.stats(), ErrorKind::Unavailable);
+    expect_err(q1.backup(dir.path().join("b")), ErrorKind::Unavailable);
+    assert!(!dir.path().join("b").exists());
     expect_err(
         clone.enqueue("c", b"3", EnqueueOptions::default()),
         ErrorKind::Unavailable,

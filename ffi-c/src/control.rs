@@ -107,37 +107,90 @@ pub unsafe extern "C" fn tj_queue_cancel_many(
 ) -> tj_status {
     const F: &str = "tj_queue_cancel_many";
     boundary::run(F, err, || {
-        let q = q(F, queue)?;
-        let kind = opt_string(F, "kind", kind)?
-            .map(str::parse::<KindPattern>)
-            .transpose()?;
-        let scope = opt_string(F, "scope", scope)?
-            .map(str::parse::<Scope>)
-            .transpose()?;
-        let state = match state {
-            0 => None,
-            n => Some(
-                state_from_u32(n)
-                    .ok_or_else(|| Failure::invalid(format!("{F}: state {n} is not a tj_state")))?,
-            ),
-        };
-        let reason = opt_string(F, "reason", reason)?.unwrap_or("").to_owned();
-        let r = q.queue.cancel_many(&CancelFilter {
+        cancel_filtered(F, queue, None, kind, scope, state, reason, report_out)
+    })
+}
+
+/// `tj_queue_cancel_many` of the jobs carrying `tag` (and matching the
+/// other filters, as there): the tag index is walked a page of 1,000 rows
+/// per atomic batch, O(jobs carrying the tag) whatever the store holds.
+///
+/// Errors: those of `tj_queue_cancel_many`, and `TJ_STATUS_NULL_ARGUMENT`
+/// (tag), `TJ_STATUS_INVALID_ARGUMENT` for a bad tag (also one that is not
+/// UTF-8, the tag's rule).
+///
+/// # Safety
+/// As `tj_queue_cancel_many`; `tag` is NULL or NUL-terminated.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn tj_queue_cancel_tag(
+    queue: *const tj_queue,
+    tag: *const c_char,
+    kind: *const c_char,
+    scope: *const c_char,
+    state: u32,
+    reason: *const c_char,
+    report_out: *mut tj_cancel_report,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_queue_cancel_tag";
+    boundary::run(F, err, || {
+        let t = crate::tags::text(F, "tag", tag)?;
+        cancel_filtered(
+            F,
+            queue,
+            Some(t.to_string()),
             kind,
             scope,
             state,
             reason,
-        })?;
-        boundary::write_opt(
             report_out,
-            tj_cancel_report {
-                cancelled: r.cancelled,
-                requested: r.requested,
-                corrupt: r.corrupt,
-            },
-        );
-        Ok(())
+        )
     })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn cancel_filtered(
+    func: &str,
+    queue: *const tj_queue,
+    tag: Option<String>,
+    kind: *const c_char,
+    scope: *const c_char,
+    state: u32,
+    reason: *const c_char,
+    report_out: *mut tj_cancel_report,
+) -> Res<()> {
+    let q = q(func, queue)?;
+    let kind = opt_string(func, "kind", kind)?
+        .map(str::parse::<KindPattern>)
+        .transpose()?;
+    let scope = opt_string(func, "scope", scope)?
+        .map(str::parse::<Scope>)
+        .transpose()?;
+    let state = match state {
+        0 => None,
+        n => Some(
+            state_from_u32(n)
+                .ok_or_else(|| Failure::invalid(format!("{func}: state {n} is not a tj_state")))?,
+        ),
+    };
+    let reason = opt_string(func, "reason", reason)?.unwrap_or("").to_owned();
+    let r = q.queue.cancel_many(&CancelFilter {
+        kind,
+        scope,
+        state,
+        reason,
+        tag,
+    })?;
+    boundary::write_opt(
+        report_out,
+        tj_cancel_report {
+            cancelled: r.cancelled,
+            requested: r.requested,
+            corrupt: r.corrupt,
+        },
+    );
+    Ok(())
 }
 
 /// Delete job `*id` with all its index entries and events. A leased job is

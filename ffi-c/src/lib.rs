@@ -14,6 +14,7 @@
 #![allow(clippy::missing_safety_doc)] // every function's `# Safety` is in its doc
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod backup;
 mod batch;
 mod boundary;
 mod cancel;

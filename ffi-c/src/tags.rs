@@ -1,6 +1,7 @@
 //! Tags and metadata (issue 42): set on `tj_enqueue_options`, read from a
 //! `tj_job` or `tj_job_info`, listed by with `tj_list_options_set_tag` and
-//! counted with `tj_queue_count_tag`.
+//! counted with `tj_queue_count_tag`; the trace context's `traceparent`
+//! (issue 45) is a checked metadata key.
 //!
 //! A tag, metadata key or value that is not UTF-8 is
 //! `TJ_STATUS_INVALID_ARGUMENT` (not `TJ_STATUS_INVALID_UTF8`: the limit
@@ -20,7 +21,7 @@ use crate::status::tj_status;
 
 /// A tag-like argument: NULL is `TJ_STATUS_NULL_ARGUMENT`; bytes that are
 /// not UTF-8 are `TJ_STATUS_INVALID_ARGUMENT` naming the rule.
-fn text<'a>(func: &str, arg: &str, p: *const c_char) -> Res<&'a str> {
+pub(crate) fn text<'a>(func: &str, arg: &str, p: *const c_char) -> Res<&'a str> {
     if p.is_null() {
         return Err(boundary::null(func, arg));
     }
@@ -83,6 +84,37 @@ pub unsafe extern "C" fn tj_enqueue_options_set_meta(
         let one = [(k.to_string(), String::new())].into_iter().collect();
         telha_jobs_core::tags::validate_metadata(&one)?;
         o.options.metadata.insert(k.to_string(), v.to_string());
+        Ok(())
+    })
+}
+
+/// Set the job's W3C trace context: `traceparent` (copied) goes into its
+/// metadata under the key `traceparent`, where the Python and Node Workers
+/// read it to link the handler's span to the producer's (a `tracestate`
+/// goes in with `tj_enqueue_options_set_meta(options, "tracestate", ...)`).
+/// The value is checked against W3C Trace Context's syntax
+/// (`00-<32 hex>-<16 hex>-<2 hex>`, lowercase, ids not all zeros).
+///
+/// Errors: `TJ_STATUS_NULL_ARGUMENT`, `TJ_STATUS_INVALID_ARGUMENT` (not
+/// the syntax, or not UTF-8; options unchanged).
+///
+/// # Safety
+/// `options` is NULL or live; `traceparent` is NULL or NUL-terminated; `err` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tj_enqueue_options_set_traceparent(
+    options: *mut tj_enqueue_options,
+    traceparent: *const c_char,
+    err: *mut *mut tj_error,
+) -> tj_status {
+    const F: &str = "tj_enqueue_options_set_traceparent";
+    boundary::run(F, err, || {
+        let o = handle_mut(F, "options", options)?;
+        let v = text(F, "traceparent", traceparent)?;
+        telha_jobs_core::trace_context::validate_traceparent(v)?;
+        o.options.metadata.insert(
+            telha_jobs_core::trace_context::TRACEPARENT.to_string(),
+            v.to_string(),
+        );
         Ok(())
     })
 }

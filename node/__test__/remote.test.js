@@ -23,6 +23,7 @@ describe('over a remote queue: the flow-control and follow-up suite', () => { re
 describe('over a remote queue: the steering suite', () => { require('./steer.test.js') })
 describe('over a remote queue: the tags suite', () => { require('./tags.test.js') })
 describe('over a remote queue: the debounce suite', () => { require('./debounce.test.js') })
+describe('over a remote queue: the backup suite', () => { require('./backup.test.js') })
 
 test('serve and connect in one process share the queue', async (t) => {
   const { local, server } = await serveTemp(t)

@@ -8,6 +8,7 @@ import type {
   JobEvent,
   ListPage,
   ReapReport,
+  BackupInfo,
   Stats,
   ScopeCounts,
   StateCounts,
@@ -25,7 +26,7 @@ import type { LimitStatus, LimitTarget, LimitSettings, CompleteOptions, Complete
 import type { OpenOptions, Settings } from './options'
 import type { ConnectOptions, ServeOptions, Server } from './serve'
 
-export type { Job, JobInfo, JobEvent, ListPage, ReapReport, Stats, ScopeCounts, StateCounts, CorruptRecord, Enqueued, ConfigKey, Limits, CancelReport, Paused, SubscriptionEvent }
+export type { Job, JobInfo, JobEvent, ListPage, ReapReport, BackupInfo, Stats, ScopeCounts, StateCounts, CorruptRecord, Enqueued, ConfigKey, Limits, CancelReport, Paused, SubscriptionEvent }
 
 /**
  * The stable `code` of every error the store raises, mapped one-to-one from
@@ -408,10 +409,11 @@ export declare class Queue {
   cancel(id: string, options?: { reason?: string }): Promise<'cancelled' | 'requested'>
   /**
    * Cancel every unfinished job matching all the filters given (kind exact
-   * or `family:*`, scope, state `pending` / `failed` / `leased`), in bounded
-   * atomic batches. A finished state is `INVALID_ARGUMENT`.
+   * or `family:*`, scope, state `pending` / `failed` / `leased`, a tag:
+   * walked through the tag index, O(jobs carrying it)), in bounded atomic
+   * batches. A finished state or a bad tag is `INVALID_ARGUMENT`.
    */
-  cancelMany(filter?: { kind?: string, scope?: string, state?: 'pending' | 'failed' | 'leased', reason?: string }): Promise<CancelReport>
+  cancelMany(filter?: { kind?: string, scope?: string, state?: 'pending' | 'failed' | 'leased', reason?: string, tag?: string }): Promise<CancelReport>
   /**
    * Remove a job that is not leased (pending, failed, completed, dead,
    * cancelled) with all its index entries; a leased one is `WRONG_STATE`
@@ -529,6 +531,11 @@ export declare class Queue {
   runSchedules(): Promise<RunReport>
   /** How many jobs carry `tag`, per state (read from the tag index: O(jobs carrying it)). */
   countTag(tag: string, options?: { scope?: string }): Promise<StateCounts>
+  /**
+   * Write a consistent copy of the live store to the directory `dir` (must not exist, or be empty) that opens as a store; calls go on meanwhile.
+   * On a connected queue, `dir` is on the server's filesystem. `INVALID_ARGUMENT` naming `dir` when it is taken.
+   */
+  backup(dir: string): Promise<BackupInfo>
   /** Run one reaper pass now: expire leases, prune completed jobs past their retention. */
   reap(): Promise<ReapReport>
   /**

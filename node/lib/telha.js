@@ -15,6 +15,7 @@ const {
 const { tokens, jobsFrom } = require('./batch.js')
 const { putArgs, scheduleNextTimes, scheduleName } = require('./schedules.js')
 const { ENQUEUE_KEYS, enqueueOptions, enqueueItems, completeArgs, completeManyArgs, limitSettings } = require('./flow.js')
+const { injectOptions, injectItems } = require('./otel.js')
 
 /** The stable error codes, in the core's order. */
 const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c, c])))
@@ -24,7 +25,7 @@ const LIST_KEYS = new Set(['state', 'scope', 'kind', 'limit', 'after', 'schedule
 const STATS_KEYS = new Set(['scopeOrder', 'scopeLimit', 'scopesAfter', 'scopePrefix', 'oldestReady'])
 const FAIL_KEYS = new Set(['retryable', 'retryInMs'])
 const CANCEL_KEYS = new Set(['reason'])
-const CANCEL_MANY_KEYS = new Set(['kind', 'scope', 'state', 'reason'])
+const CANCEL_MANY_KEYS = new Set(['kind', 'scope', 'state', 'reason', 'tag'])
 const PAUSE_KEYS = new Set(['kind', 'scope'])
 const EXTEND_KEYS = new Set(['progress'])
 const ENQUEUE_WAIT_KEYS = new Set([...ENQUEUE_KEYS, ...WAIT_KEYS])
@@ -251,7 +252,7 @@ class Queue {
     str(kind, 'kind')
     // No options cross as undefined: an object of 8 undefined fields costs
     // a napi read each.
-    const eo = opts === undefined || opts === null ? undefined : enqueueOptions(options(opts, 'enqueue options', ENQUEUE_KEYS), 'options')
+    const eo = injectOptions(opts === undefined || opts === null ? undefined : enqueueOptions(options(opts, 'enqueue options', ENQUEUE_KEYS), 'options'))
     if (LOOP_BUDGET_MS > 0) {
       // A loop, not an if: every waiter resumes in the same turn, and
       // those past the budget again wait for the next one (in order).
@@ -272,7 +273,7 @@ class Queue {
     str(kind, 'kind')
     // No options cross as undefined: an object of 8 undefined fields costs
     // a napi read each.
-    const eo = opts === undefined || opts === null ? undefined : enqueueOptions(options(opts, 'enqueue options', ENQUEUE_KEYS), 'options')
+    const eo = injectOptions(opts === undefined || opts === null ? undefined : enqueueOptions(options(opts, 'enqueue options', ENQUEUE_KEYS), 'options'))
     const r = await onLoop(() => this.#native.enqueueNow(kind, payload, eo))
     return r !== false ? r : this.#native.enqueue(kind, payload, eo)
   }
@@ -289,7 +290,7 @@ class Queue {
   }
 
   async #enqueueMany (items) {
-    const { kinds, payloads, opts } = enqueueItems(items)
+    const { kinds, payloads, opts } = injectItems(enqueueItems(items))
     // One kind for the whole batch (the common case) crosses as one string.
     const one = kinds.length > 0 && kinds.every((k) => k === kinds[0])
     return this.#native.enqueueMany(one ? kinds[0] : kinds, payloads, opts)
@@ -456,7 +457,8 @@ class Queue {
       kind: optStr(o.kind, 'kind'),
       scope: optStr(o.scope, 'scope'),
       state: optStr(o.state, 'state'),
-      reason: optStr(o.reason, 'reason')
+      reason: optStr(o.reason, 'reason'),
+      tag: optStr(o.tag, 'tag')
     })
   }
 
@@ -553,6 +555,7 @@ class Queue {
   async limits () { return this.#native.limits() }
 
   async countTag (tag, opts) { return this.#native.countTag(str(tag, 'tag'), optStr(options(opts, 'countTag options', new Set(['scope'])).scope, 'scope')) }
+  async backup (dir) { return this.#native.backup(str(dir, 'dir')) }
   async reap () { return this.#native.reap() }
   async purge (state, before) {
     const ms = optNum(before instanceof Date ? before.getTime() : before, 'before')

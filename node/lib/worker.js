@@ -20,6 +20,7 @@ const { Permanent, Snooze, Retry, reasonOf } = require('./outcomes.js')
 const { Entry, Context, abortError, abortEntry, deferred } = require('./entry.js')
 const { Heartbeat } = require('./heartbeat.js')
 const { Prefetch } = require('./prefetch.js')
+const { processSpan, enabled: tracing } = require('./otel.js')
 
 /** The largest completion batch that runs on the event loop (node/src/now.rs: NOW_MAX_BATCH). */
 const FLUSH_AT = 64
@@ -233,7 +234,9 @@ class Worker extends EventEmitter {
     let result
     let error
     try {
-      result = await this.#handler(job, new Context(entry, this.#workerId, this.#queue))
+      const ctx = new Context(entry, this.#workerId, this.#queue)
+      // In a CONSUMER span when @opentelemetry/api is installed (otel.js).
+      result = await (tracing() ? processSpan(job, () => this.#handler(job, ctx)) : this.#handler(job, ctx))
       ok = true
     } catch (e) {
       error = e

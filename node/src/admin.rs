@@ -152,6 +152,24 @@ impl NativeQueue {
         })
     }
 
+    /// A consistent copy of the live store at `dir` (`Queue::backup`); on a
+    /// connected queue, `dir` is on the server's filesystem.
+    #[napi(ts_return_type = "Promise<BackupInfo>")]
+    pub fn backup(
+        &self,
+        env: Env,
+        dir: String,
+    ) -> napi::Result<AsyncTask<Op<telha_jobs::BackupInfo, BackupInfo>>> {
+        guard(&env, "backup", || {
+            let q = self.store().clone();
+            Ok(Op::task(
+                "backup",
+                move || Ok(q.backup(std::path::Path::new(&dir))?),
+                BackupInfo::from,
+            ))
+        })
+    }
+
     /// One reaper pass now.
     #[napi(ts_return_type = "Promise<ReapReport>")]
     pub fn reap(&self) -> AsyncTask<Op<ReapReport, ReapReport>> {
@@ -258,5 +276,33 @@ impl NativeQueue {
             Some(q) => Ok(Some(Guarded("settings", config::settings(&q.config()?)?))),
             None => Ok(None),
         })
+    }
+}
+
+/// What a finished backup reports.
+#[napi(object, object_from_js = false)]
+pub struct BackupInfo {
+    /// Where the backup is (canonical; the server's path when connected).
+    pub path: String,
+    /// The total size of its files in bytes (hard-linked ones count in full).
+    pub bytes: f64,
+    /// How many files it holds.
+    pub files: f64,
+    /// How long it took, in milliseconds.
+    pub took_ms: f64,
+    /// RocksDB's latest sequence number in the backup: the point it holds
+    /// (exact up to 2^53).
+    pub sequence: f64,
+}
+
+impl From<telha_jobs::BackupInfo> for BackupInfo {
+    fn from(b: telha_jobs::BackupInfo) -> Self {
+        BackupInfo {
+            path: b.path.to_string_lossy().into_owned(),
+            bytes: b.bytes as f64,
+            files: b.files as f64,
+            took_ms: b.took.as_secs_f64() * 1e3,
+            sequence: b.sequence as f64,
+        }
     }
 }

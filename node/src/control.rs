@@ -20,6 +20,7 @@ pub struct NativeCancelFilter {
     pub scope: Option<String>,
     pub state: Option<String>,
     pub reason: Option<String>,
+    pub tag: Option<String>,
 }
 
 /// What `cancelMany` did.
@@ -100,6 +101,7 @@ impl NativeQueue {
                 scope: filter.scope.map(|s| s.parse::<Scope>()).transpose()?,
                 state: filter.state.map(|s| s.parse::<State>()).transpose()?,
                 reason: filter.reason.unwrap_or_default(),
+                tag: filter.tag,
             };
             let q = self.store().clone();
             Ok(Op::task(

@@ -178,6 +178,13 @@ class Run {
     return path.join(this.dir, name)
   }
 
+  /** The directory beside the store named by `dir` (a plain name): where `backup` writes and `open_backup` opens. */
+  sibling (s) {
+    const name = String(s.dir ?? '')
+    if (!name || name.includes('/') || name === 'store') throw new StepFailed(`bad backup dir name ${name}`)
+    return path.join(path.dirname(this.dir), name)
+  }
+
   queue () {
     if (this.q === null) throw new StepFailed('no open store (a reopen failed)')
     return this.q
@@ -331,7 +338,7 @@ class Run {
         return { outcome: await this.queue().cancel(this.jobId(s), { reason: s.reason ?? '' }) }
       case 'cancel_many': {
         const f = {}
-        for (const k of ['kind', 'scope', 'state', 'reason']) if (k in s) f[k] = s[k]
+        for (const k of ['kind', 'scope', 'state', 'reason', 'tag']) if (k in s) f[k] = s[k]
         const r = await this.queue().cancelMany(f)
         return { cancelled: r.cancelled, requested: r.requested }
       }
@@ -459,6 +466,14 @@ class Run {
         await this.queue().close()
         return null
       case 'reopen':
+        this.q = await openStore(this.dir, this.config)
+        return null
+      case 'backup':
+        await this.queue().backup(this.sibling(s))
+        return null
+      case 'open_backup':
+        // The case's store is now the backup (a later reopen too).
+        this.dir = this.sibling(s)
         this.q = await openStore(this.dir, this.config)
         return null
       case 'open_at_file': {

@@ -23,6 +23,7 @@ pub fn counts_to_pb(c: &StateCounts) -> pb::StateCounts {
         completed: c.completed,
         dead: c.dead,
         cancelled: c.cancelled,
+        waiting: c.waiting,
     }
 }
 
@@ -36,6 +37,7 @@ pub fn counts_from_pb(c: &pb::StateCounts) -> StateCounts {
     a[State::Completed] = n(c.completed);
     a[State::Dead] = n(c.dead);
     a[State::Cancelled] = n(c.cancelled);
+    a[State::Waiting] = n(c.waiting);
     StateCounts::from_per_state(&a)
 }
 
@@ -50,6 +52,28 @@ pub fn count_tag_to_pb(tag: &str, scope: Option<telha_jobs::Scope>) -> pb::Count
 /// A `count_tag` call from the wire (the core checks the tag).
 pub fn count_tag_from_pb(r: pb::CountTagRequest) -> Result<(String, Option<telha_jobs::Scope>)> {
     Ok((r.tag, r.scope.as_deref().map(scope_from_pb).transpose()?))
+}
+
+/// The wire form of a finished backup.
+pub fn backup_to_pb(b: &telha_jobs::BackupInfo) -> pb::BackupResponse {
+    pb::BackupResponse {
+        path: b.path.to_string_lossy().into_owned(),
+        bytes: b.bytes,
+        files: b.files,
+        took_us: u64::try_from(b.took.as_micros()).unwrap_or(u64::MAX),
+        sequence: b.sequence,
+    }
+}
+
+/// A finished backup from the wire (its path is on the server's filesystem).
+pub fn backup_from_pb(r: pb::BackupResponse) -> telha_jobs::BackupInfo {
+    telha_jobs::BackupInfo {
+        path: r.path.into(),
+        bytes: r.bytes,
+        files: r.files,
+        took: std::time::Duration::from_micros(r.took_us),
+        sequence: r.sequence,
+    }
 }
 
 /// The wire form of a scope order.
@@ -196,6 +220,7 @@ pub fn cancel_filter_to_pb(f: &CancelFilter) -> pb::CancelManyRequest {
         scope: f.scope.map(|s| s.as_bytes().to_vec()),
         state: f.state.map(|s| state_to_pb(s) as i32),
         reason: f.reason.clone(),
+        tag: f.tag.clone(),
     }
 }
 
@@ -206,6 +231,7 @@ pub fn cancel_filter_from_pb(r: pb::CancelManyRequest) -> Result<CancelFilter> {
         scope: r.scope.as_deref().map(scope_from_pb).transpose()?,
         state: r.state.map(state_from_pb).transpose()?,
         reason: r.reason,
+        tag: r.tag,
     })
 }
 

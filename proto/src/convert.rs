@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use telha_jobs::{
-    CorruptRecord, Encoding, EnqueueOptions, Enqueued, Error, Job, JobId, JobInfo, KindPattern,
-    LeaseToken, ListPage, ListQuery, LogEntry, NewJob, Result, Scope, State, UniqueStates,
+    ChildDeadPolicy, CorruptRecord, Encoding, EnqueueOptions, Enqueued, Error, FanInInfo, Job,
+    JobId, JobInfo, KindPattern, LeaseToken, ListPage, ListQuery, LogEntry, NewJob, Result, Scope,
+    State, UniqueStates,
 };
 
 use crate::v1 as pb;
@@ -97,6 +98,8 @@ pub fn new_job_to_pb(j: NewJob) -> pb::NewJob {
         } as i32,
         tags: o.tags,
         metadata: o.metadata.into_iter().collect(),
+        after: o.after.iter().map(|id| id.as_bytes().to_vec()).collect(),
+        on_child_dead: policy_to_pb(o.on_child_dead) as i32,
     }
 }
 
@@ -144,8 +147,37 @@ pub fn new_job_from_pb(j: pb::NewJob) -> Result<NewJob> {
             },
             tags: j.tags,
             metadata: j.metadata.into_iter().collect(),
+            after: j
+                .after
+                .iter()
+                .map(|b| id_from_pb(b))
+                .collect::<Result<_>>()?,
+            on_child_dead: policy_from_pb(j.on_child_dead)?,
         },
     })
+}
+
+/// A fan-in policy from the wire (unspecified: not given).
+pub fn policy_from_pb(p: i32) -> Result<Option<ChildDeadPolicy>> {
+    match pb::ChildDeadPolicy::try_from(p) {
+        Ok(pb::ChildDeadPolicy::Unspecified) => Ok(None),
+        Ok(pb::ChildDeadPolicy::Fail) => Ok(Some(ChildDeadPolicy::Fail)),
+        Ok(pb::ChildDeadPolicy::CancelRest) => Ok(Some(ChildDeadPolicy::CancelRest)),
+        Ok(pb::ChildDeadPolicy::Ignore) => Ok(Some(ChildDeadPolicy::Ignore)),
+        Err(_) => Err(invalid(format!(
+            "on_child_dead {p} is not one of fail (1), cancel_rest (2), ignore (3)"
+        ))),
+    }
+}
+
+/// The wire form of a fan-in policy.
+pub fn policy_to_pb(p: Option<ChildDeadPolicy>) -> pb::ChildDeadPolicy {
+    match p {
+        None => pb::ChildDeadPolicy::Unspecified,
+        Some(ChildDeadPolicy::CancelRest) => pb::ChildDeadPolicy::CancelRest,
+        Some(ChildDeadPolicy::Ignore) => pb::ChildDeadPolicy::Ignore,
+        Some(_) => pb::ChildDeadPolicy::Fail,
+    }
 }
 
 /// The wire form of an enqueue answer.
@@ -252,6 +284,7 @@ pub fn state_to_pb(s: State) -> pb::JobState {
         State::Completed => pb::JobState::Completed,
         State::Dead => pb::JobState::Dead,
         State::Cancelled => pb::JobState::Cancelled,
+        State::Waiting => pb::JobState::Waiting,
         // A state this protocol version does not know yet.
         _ => pb::JobState::Unspecified,
     }
@@ -266,8 +299,9 @@ pub fn state_from_pb(s: i32) -> Result<State> {
         Ok(pb::JobState::Completed) => Ok(State::Completed),
         Ok(pb::JobState::Dead) => Ok(State::Dead),
         Ok(pb::JobState::Cancelled) => Ok(State::Cancelled),
+        Ok(pb::JobState::Waiting) => Ok(State::Waiting),
         _ => Err(invalid(format!(
-            "job state {s} is not one of pending (1), leased (2), failed (3), completed (4), dead (5), cancelled (6)"
+            "job state {s} is not one of pending (1), leased (2), failed (3), completed (4), dead (5), cancelled (6), waiting (7)"
         ))),
     }
 }
@@ -313,6 +347,11 @@ pub fn job_info_to_pb(j: JobInfo) -> pb::JobInfo {
         parent: j.parent.map(|p| p.as_bytes().to_vec()),
         tags: j.tags,
         metadata: j.metadata.into_iter().collect(),
+        fan_in: j.fan_in.map(|f| pb::FanIn {
+            unfinished: f.unfinished,
+            total: f.total,
+            on_child_dead: policy_to_pb(Some(f.policy)) as i32,
+        }),
     }
 }
 
@@ -357,6 +396,16 @@ pub fn job_info_from_pb(j: pb::JobInfo) -> Result<JobInfo> {
         parent: j.parent.as_deref().map(id_from_pb).transpose()?,
         tags: j.tags,
         metadata: j.metadata.into_iter().collect(),
+        fan_in: j
+            .fan_in
+            .map(|f| -> Result<FanInInfo> {
+                Ok(FanInInfo::new(
+                    f.unfinished,
+                    f.total,
+                    policy_from_pb(f.on_child_dead)?.unwrap_or_default(),
+                ))
+            })
+            .transpose()?,
     })
 }
 

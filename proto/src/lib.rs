@@ -21,6 +21,7 @@ pub mod v1 {
 mod control;
 pub mod convert;
 pub mod events;
+pub mod fanin;
 pub mod flow;
 pub mod schedules;
 pub mod status;

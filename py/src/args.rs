@@ -429,7 +429,8 @@ pub fn enqueue_options(
     Ok(o)
 }
 
-/// A job to enqueue: its payload converted (its encoding recorded).
+/// A job to enqueue: its payload converted (its encoding recorded), the
+/// active trace context added to its metadata (`otel.rs`).
 pub fn new_job(
     kind: String,
     payload: Option<&Bound<'_, PyAny>>,
@@ -439,6 +440,7 @@ pub fn new_job(
     let none = py.None().into_bound(py);
     let (bytes, encoding) = payload::to_bytes(payload.unwrap_or(&none), "payload")?;
     options.encoding = encoding;
+    crate::otel::inject(py, &mut options.metadata)?;
     Ok(NewJob::new(kind, bytes).with(options))
 }
 

@@ -49,6 +49,7 @@ pub fn cancel_many<'py>(
     scope: Option<&Bound<'_, PyAny>>,
     state: Option<&Bound<'_, PyAny>>,
     reason: &str,
+    tag: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let f = CancelFilter {
         kind: filter(kind, "kind")?,
@@ -58,6 +59,7 @@ pub fn cancel_many<'py>(
             .transpose()?,
         state: filter(state, "state")?,
         reason: reason.to_string(),
+        tag,
     };
     let r = task::run(py, || q.cancel_many(&f))?;
     let d = PyDict::new(py);

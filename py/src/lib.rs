@@ -14,6 +14,7 @@
 //! watch.rs (`wait`, `JobWaiter`), events.rs (`subscribe`: `Subscription`,
 //! `Event`), notify.rs (the notifier thread that hands commits to asyncio),
 //! flow.rs (limits: set_limit, remove_limit, limits; complete's `then`),
+//! otel.rs (the trace context added to a new job's metadata),
 //! task.rs (running a call: the GIL released around the core, panics
 //! caught), carry.rs (`_complete_then_lease`, the AsyncWorker's one call
 //! per batch). node/src/batch.rs (batched napi values) has no
@@ -30,6 +31,7 @@ mod flow;
 mod job;
 mod lease;
 mod notify;
+mod otel;
 mod payload;
 mod queue;
 mod queue_admin;

@@ -426,8 +426,10 @@ impl Queue {
     /// Cancel every job matching `kind` (exact or `"family:*"`), `scope`
     /// and `state` ("pending", "failed" or "leased"; default all three), in
     /// bounded atomic batches: `{"cancelled": n, "requested": n,
-    /// "corrupt": n}`.
-    #[pyo3(signature = (*, kind=None, scope=None, state=None, reason=""))]
+    /// "corrupt": n}`. `tag`: only jobs carrying it, walked through the
+    /// tag index (O(jobs carrying the tag)).
+    #[pyo3(signature = (*, kind=None, scope=None, state=None, reason="", tag=None))]
+    #[allow(clippy::too_many_arguments)]
     fn cancel_many<'py>(
         &self,
         py: Python<'py>,
@@ -435,9 +437,10 @@ impl Queue {
         scope: Option<&Bound<'_, PyAny>>,
         state: Option<&Bound<'_, PyAny>>,
         reason: &str,
+        tag: Option<String>,
     ) -> PyResult<Bound<'py, PyDict>> {
         task::guard(py, "cancel_many", || {
-            control::cancel_many(py, &*self.store, kind, scope, state, reason)
+            control::cancel_many(py, &*self.store, kind, scope, state, reason, tag)
         })
     }
 

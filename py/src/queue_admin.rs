@@ -90,6 +90,27 @@ impl Queue {
         })
     }
 
+    /// Write a consistent copy of the live store to the directory `dir`
+    /// (`Queue::backup`: a RocksDB checkpoint plus the format marker, SST
+    /// files hard-linked where the filesystem allows) that opens as a
+    /// store; other threads' calls go on meanwhile. `dir` must not exist,
+    /// or be empty. On a queue from `connect`, `dir` is on the server's
+    /// filesystem. Returns `{"path", "bytes", "files", "took" (seconds),
+    /// "sequence"}`.
+    fn backup<'py>(&self, py: Python<'py>, dir: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+        task::guard(py, "backup", || {
+            let q = &*self.store;
+            let b = task::run(py, || q.backup(&dir))?;
+            let d = PyDict::new(py);
+            d.set_item("path", b.path.to_string_lossy())?;
+            d.set_item("bytes", b.bytes)?;
+            d.set_item("files", b.files)?;
+            d.set_item("took", b.took.as_secs_f64())?;
+            d.set_item("sequence", b.sequence)?;
+            Ok(d)
+        })
+    }
+
     /// Run one reaper pass now: expired leases back to pending (or dead),
     /// old completed jobs pruned. Returns the counts.
     fn reap<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

@@ -167,6 +167,14 @@ class Run:
             raise StepFailed(f"bad store file name {name!r}")
         return self.path / name
 
+    def sibling(self, s: dict[str, Any]) -> Path:
+        """The directory beside the store named by ``dir`` (a plain name):
+        where ``backup`` writes and ``open_backup`` opens."""
+        name = str(s.get("dir", ""))
+        if not name or "/" in name or name == "store":
+            raise StepFailed(f"bad backup dir name {name!r}")
+        return self.path.with_name(name)
+
     def queue(self) -> telha_jobs.Queue:
         if self.q is None:
             raise StepFailed("no open store (a reopen failed)")
@@ -353,7 +361,8 @@ class Run:
             return {"outcome": self.queue().cancel(self.job_id(s), s.get("reason", ""))}
         if op == "cancel_many":
             r = self.queue().cancel_many(kind=s.get("kind"), scope=s.get("scope"),
-                                         state=s.get("state"), reason=s.get("reason", ""))
+                                         state=s.get("state"), reason=s.get("reason", ""),
+                                         tag=s.get("tag"))
             return {"cancelled": r["cancelled"], "requested": r["requested"]}
         if op == "delete":
             self.queue().delete(self.job_id(s))
@@ -436,6 +445,14 @@ class Run:
             self.queue().close()
             return None
         if op == "reopen":
+            self.q = open_store(self.path, self.config)
+            return None
+        if op == "backup":
+            self.queue().backup(self.sibling(s))
+            return None
+        if op == "open_backup":
+            # The case's store is now the backup (a later reopen too).
+            self.path = self.sibling(s)
             self.q = open_store(self.path, self.config)
             return None
         if op == "open_at_file":

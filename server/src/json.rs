@@ -151,6 +151,9 @@ pub fn job_json(j: &JobInfo, full: bool) -> Json {
         "parent": j.parent.map(|p| p.to_string()),
         "tags": j.tags,
         "metadata": j.metadata,
+        "fan_in": j.fan_in.map_or(Json::Null, |f| json!({
+            "unfinished": f.unfinished, "total": f.total, "on_child_dead": f.policy.as_str(),
+        })),
     });
     if full {
         o["payload"] = bytes_json(&j.payload, j.payload_encoding);
@@ -166,11 +169,12 @@ pub fn job_json(j: &JobInfo, full: bool) -> Json {
     o
 }
 
-/// The six states' counts and their total.
+/// The seven states' counts and their total.
 pub fn counts_json(c: &StateCounts) -> Json {
     json!({
         "pending": c.pending, "leased": c.leased, "failed": c.failed,
         "completed": c.completed, "dead": c.dead, "cancelled": c.cancelled,
+        "waiting": c.waiting,
         "total": c.total(),
     })
 }

@@ -41,8 +41,10 @@
 #![warn(missing_docs)]
 
 mod auth;
+mod backup;
 mod control;
 mod events;
+mod fanin;
 mod health;
 mod http;
 pub mod json;
@@ -150,6 +152,11 @@ pub struct ServeOptions {
     pub ui_read_only: bool,
     /// The cap on one `Lease` call's wait ([`MAX_WAIT_DEFAULT`]).
     pub max_wait: Duration,
+    /// Answer the `Backup` RPC over any connection. Off (the default), it
+    /// is answered only over a Unix socket or a loopback TCP connection:
+    /// it writes a copy of the store to a directory on the server's
+    /// filesystem, which a token holder elsewhere should not choose.
+    pub allow_remote_backup: bool,
 }
 
 impl Default for ServeOptions {
@@ -164,6 +171,7 @@ impl Default for ServeOptions {
             ui: false,
             ui_read_only: false,
             max_wait: MAX_WAIT_DEFAULT,
+            allow_remote_backup: false,
         }
     }
 }
@@ -180,6 +188,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("ui", &self.ui)
             .field("ui_read_only", &self.ui_read_only)
             .field("max_wait", &self.max_wait)
+            .field("allow_remote_backup", &self.allow_remote_backup)
             .finish()
     }
 }
@@ -348,12 +357,9 @@ fn serve_with(store: Queue, options: ServeOptions, hooks: TestHooks) -> Result<S
         .map_err(|e| Error::Storage(format!("server runtime: {e}")))?;
     let stats = Arc::new(ServerStats::default());
     let (closing_tx, closing_rx) = watch::channel(false);
-    let shared = Arc::new(service::Shared::new(
-        store,
-        stats.clone(),
-        closing_rx,
-        options.max_wait,
-    ));
+    let mut shared = service::Shared::new(store, stats.clone(), closing_rx, options.max_wait);
+    shared.allow_remote_backup = options.allow_remote_backup;
+    let shared = Arc::new(shared);
     let token = options.token.clone();
     let http_setup = HttpSetup {
         ui: options

@@ -3,7 +3,8 @@
 //! pool and maps the answer (see the ARCHITECTURE "gRPC server and client"
 //! section for the RPC ↔ core table). `PollJobs` is in `poll.rs`, `Lease`
 //! in `lease.rs`, the settling RPCs' bodies in `settle.rs`, the job-control
-//! ones in `control.rs`, the schedule RPCs in `schedules.rs`.
+//! ones in `control.rs`, the schedule RPCs in `schedules.rs`, fan-in's in
+//! `fanin.rs`.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -210,6 +211,14 @@ impl Jobs for JobsService {
         self.done("List", r)
     }
 
+    async fn backup(
+        &self,
+        req: Request<pb::BackupRequest>,
+    ) -> Result<Response<pb::BackupResponse>, Status> {
+        let r = crate::backup::backup(&self.shared, req).await;
+        self.done("Backup", r)
+    }
+
     async fn count_tag(
         &self,
         req: Request<pb::CountTagRequest>,
@@ -414,6 +423,22 @@ impl Jobs for JobsService {
     ) -> Result<Response<pb::ScheduleResponse>, Status> {
         let r = self.schedule_pause_rpc(req.into_inner(), false).await;
         self.done("ScheduleResume", r)
+    }
+
+    async fn enqueue_group(
+        &self,
+        req: Request<pb::EnqueueGroupRequest>,
+    ) -> Result<Response<pb::EnqueueGroupResponse>, Status> {
+        let r = self.enqueue_group_rpc(req.into_inner()).await;
+        self.done("EnqueueGroup", r)
+    }
+
+    async fn results_of_children(
+        &self,
+        req: Request<pb::ResultsOfChildrenRequest>,
+    ) -> Result<Response<pb::ResultsOfChildrenResponse>, Status> {
+        let r = self.results_of_children_rpc(req.into_inner()).await;
+        self.done("ResultsOfChildren", r)
     }
 
     async fn run_schedules(

@@ -20,6 +20,8 @@ pub(crate) struct Shared {
     pub(crate) stats: Arc<ServerStats>,
     pub(crate) closing: watch::Receiver<bool>,
     pub(crate) max_wait: Duration,
+    /// `ServeOptions::allow_remote_backup` (backup.rs).
+    pub(crate) allow_remote_backup: bool,
     /// Short calls run inline ([`Shared::quick`]): the store does not
     /// fsync per write.
     inline: bool,
@@ -44,6 +46,7 @@ impl Shared {
             stats,
             closing,
             max_wait,
+            allow_remote_backup: false,
             inline,
             streamed: Mutex::new(HashMap::new()),
             polls: Mutex::new(HashMap::new()),

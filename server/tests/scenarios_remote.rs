@@ -184,6 +184,9 @@ impl JobStore for Served {
     ) -> Result<telha_jobs::StateCounts> {
         self.remote.count_tag(tag, scope)
     }
+    fn backup(&self, dir: &Path) -> Result<telha_jobs::BackupInfo> {
+        self.remote.backup(dir)
+    }
     fn reap(&self) -> Result<ReapReport> {
         self.remote.reap()
     }

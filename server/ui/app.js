@@ -445,6 +445,7 @@ function paintJob(j) {
     field('idempotency key', j.idempotency_key, 'job-idempotency'),
     field('parent', j.parent ? h('a', { href: jobHref(j.parent), class: 'mono', testid: 'job-parent' }, j.parent) : null),
     field('follow-ups', h('a', { href: jobsHref({ parent: j.id }), testid: 'job-follow-ups' }, 'jobs its completion enqueued')),
+    field('children', j.fan_in ? `${j.fan_in.unfinished} of ${j.fan_in.total} unfinished (on_child_dead ${j.fan_in.on_child_dead})` : null, 'job-fan-in'),
     field('schedule', sch ? [h('a', { href: jobsHref({ schedule: sch.name }) }, sch.name), ' slot ', sch.slot || String(sch.slot_ms), sch.missed ? ' (missed)' : ''] : null),
     field('cancel requested', j.cancel_requested == null ? null : 'yes: ' + (j.cancel_requested || '(no reason)'), 'job-cancel-requested'),
     field('expires', j.expires_at_ms != null ? when(j.expires_at, j.expires_at_ms) : null),

@@ -3,7 +3,7 @@
 // and the views). Job data only ever reaches the DOM through textContent /
 // text nodes / setAttribute (never innerHTML).
 
-const STATES = ['pending', 'leased', 'failed', 'completed', 'dead', 'cancelled'];
+const STATES = ['pending', 'leased', 'failed', 'completed', 'dead', 'cancelled', 'waiting'];
 const TERMINAL = ['completed', 'dead', 'cancelled'];
 const POLL_MS = 2000;
 

@@ -34,8 +34,11 @@ tj_status op_cancel_many(struct run *r, const jval *s, jval **obs, tj_error **er
     uint32_t n = state ? state_number(state) : 0;
     if (state && n == 0) n = 999;
     tj_cancel_report rep;
-    tj_status st = tj_queue_cancel_many(r->q, jget_str(s, "kind", NULL), jget_str(s, "scope", NULL), n,
-                                        jget_str(s, "reason", NULL), &rep, err);
+    const char *tag = jget_str(s, "tag", NULL);
+    tj_status st = tag ? tj_queue_cancel_tag(r->q, tag, jget_str(s, "kind", NULL), jget_str(s, "scope", NULL), n,
+                                             jget_str(s, "reason", NULL), &rep, err)
+                       : tj_queue_cancel_many(r->q, jget_str(s, "kind", NULL), jget_str(s, "scope", NULL), n,
+                                              jget_str(s, "reason", NULL), &rep, err);
     if (st != TJ_STATUS_OK) return st;
     *obs = jnew_obj();
     jobj_put(*obs, "cancelled", jnew_num((double)rep.cancelled));

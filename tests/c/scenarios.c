@@ -130,6 +130,31 @@ static tj_status store_file(struct run *r, const jval *s, bool restore) {
     return write_file(path, text, strlen(text)) ? TJ_STATUS_OK : runner_error(r, "cannot write %s", path);
 }
 
+/* The directory beside the store named by the step's `dir` (a plain name):
+ * where `backup` writes and `open_backup` opens. */
+static bool sibling(struct run *r, const jval *s, char *out, size_t n) {
+    const char *name = jget_str(s, "dir", "");
+    if (!name[0] || strchr(name, '/') || strcmp(name, "store") == 0) {
+        runner_error(r, "bad backup dir name %s", name);
+        return false;
+    }
+    snprintf(out, n, "%s/%s", r->dir, name);
+    return true;
+}
+
+/* backup: tj_queue_backup to the sibling `dir`; open_backup: the case's
+ * store is now that backup (a later reopen too). */
+static tj_status backup_op(struct run *r, const jval *s, bool open, tj_error **err) {
+    char path[300];
+    if (!sibling(r, s, path, sizeof path)) return RUNNER_ERROR;
+    if (!open) return tj_queue_backup(r->q, path, NULL, err);
+    snprintf(r->store, sizeof r->store, "%s", path);
+    tj_queue *q = NULL;
+    tj_status st = open_store(r, &q, err);
+    if (st == TJ_STATUS_OK) { tj_queue_free(r->q); r->q = q; }
+    return st;
+}
+
 /* open_at_file: a store path that is a regular file (the open's I/O error). */
 static tj_status open_at_file(struct run *r, tj_error **err) {
     struct run other = *r;
@@ -253,6 +278,8 @@ static tj_status do_step(struct run *r, const char *op, const jval *s, jval **ob
         if (st == TJ_STATUS_OK) { tj_queue_free(r->q); r->q = q; }
         return st;
     }
+    if (strcmp(op, "backup") == 0) return backup_op(r, s, false, err);
+    if (strcmp(op, "open_backup") == 0) return backup_op(r, s, true, err);
     if (strcmp(op, "open_at_file") == 0) return open_at_file(r, err);
     if (strcmp(op, "write_store_file") == 0) return store_file(r, s, false);
     if (strcmp(op, "restore_store_file") == 0) return store_file(r, s, true);

@@ -4,7 +4,9 @@
  * tj_job and from tj_job_info, listed with tj_list_options_set_tag and
  * counted with tj_queue_count_tag; a tag over 64 bytes, with a control
  * character or not UTF-8, 17 tags and 5 KiB of metadata are
- * TJ_STATUS_INVALID_ARGUMENT and nothing is written. */
+ * TJ_STATUS_INVALID_ARGUMENT and nothing is written; a traceparent set
+ * with tj_enqueue_options_set_traceparent (issue 45) is checked against
+ * the W3C syntax and read back as the `traceparent` metadata key. */
 #ifndef TJ_TEST_CONTROL_TAGS_H
 #define TJ_TEST_CONTROL_TAGS_H
 
@@ -114,8 +116,50 @@ static void bad_tags_and_metadata_are_invalid_argument_and_write_nothing(void) {
     tmpdir_remove(dir);
 }
 
+static void a_traceparent_is_checked_and_carried_in_metadata(void) {
+    tj_error *err = NULL;
+    char dir[64];
+    tmpdir_make(dir);
+    tj_queue *q = open_store(dir, NULL);
+    REQUIRE(q != NULL);
+    const char *tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    tj_enqueue_options *o = tj_enqueue_options_new();
+    CHECK_OK(tj_enqueue_options_set_traceparent(o, tp, &err));
+    CHECK_OK(tj_enqueue_options_set_meta(o, "tracestate", "vendor=abc", &err));
+    /* Not the W3C syntax: refused, the value set before kept. */
+    CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT, tj_enqueue_options_set_traceparent(o, "00-abc-01", &err));
+    CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT,
+                 tj_enqueue_options_set_traceparent(o, "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01", &err));
+    CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT,
+                 tj_enqueue_options_set_traceparent(o, "00-00000000000000000000000000000000-b7ad6b7169203331-01", &err));
+    CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT,
+                 tj_enqueue_options_set_traceparent(o, "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", &err));
+    CHECK_STATUS(TJ_STATUS_INVALID_ARGUMENT, tj_enqueue_options_set_traceparent(o, "\xff", &err));
+    CHECK_STATUS(TJ_STATUS_NULL_ARGUMENT, tj_enqueue_options_set_traceparent(o, NULL, &err));
+    CHECK_STATUS(TJ_STATUS_NULL_ARGUMENT, tj_enqueue_options_set_traceparent(NULL, tp, &err));
+    /* The message names the syntax. */
+    CHECK(tj_enqueue_options_set_traceparent(o, "nope", &err) == TJ_STATUS_INVALID_ARGUMENT);
+    CHECK(err != NULL && strstr(tj_error_message(err), "W3C Trace Context") != NULL);
+    tj_error_free(err);
+    err = NULL;
+    tj_id a = {{0}};
+    CHECK_OK(tj_queue_enqueue(q, "mail", (const uint8_t *)"p", 1, o, &a, NULL, &err));
+    tj_job *j = lease(q);
+    REQUIRE(j != NULL);
+    CHECK(tj_job_meta_count(j) == 2);
+    CHECK(strcmp(tj_job_meta_key(j, 0), "traceparent") == 0);
+    CHECK(strcmp(tj_job_meta_value(j, 0), tp) == 0);
+    CHECK(strcmp(tj_job_meta_key(j, 1), "tracestate") == 0);
+    CHECK(strcmp(tj_job_meta_value(j, 1), "vendor=abc") == 0);
+    tj_job_free(j);
+    tj_enqueue_options_free(o);
+    tj_queue_free(q);
+    tmpdir_remove(dir);
+}
+
 #define CONTROL_TAGS_TESTS                                      \
     TEST(tags_and_metadata_round_trip_and_find_the_job),       \
-        TEST(bad_tags_and_metadata_are_invalid_argument_and_write_nothing)
+        TEST(bad_tags_and_metadata_are_invalid_argument_and_write_nothing), \
+        TEST(a_traceparent_is_checked_and_carried_in_metadata)
 
 #endif

@@ -2,6 +2,7 @@
 //! server killed with SIGKILL), auth, malformed requests, TLS, /metrics,
 //! the CLI's `--server`, locking and graceful shutdown.
 
+mod backup;
 mod control;
 mod format;
 mod lists;

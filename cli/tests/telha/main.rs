@@ -3,10 +3,12 @@
 //!
 //! One test binary (its modules below) so RocksDB is linked once.
 
+mod backup;
 mod bad_input;
 mod check;
 mod commands;
 mod control;
+mod fanin;
 mod far_future;
 mod limits;
 mod locked;

@@ -62,3 +62,30 @@ fn enqueue_with_tags_then_list_count_and_show_them() {
     let q = core_view(db);
     assert_eq!(q.stats().unwrap().total.pending, 3);
 }
+
+#[test]
+fn cancel_by_tag_cancels_the_tags_jobs_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    for tag in ["upload-7", "upload-7", "upload-8"] {
+        telha(db, &["jobs", "enqueue", "mail", "--tag", tag]).ok();
+    }
+    // No terminal and no --yes: counted, nothing changed, exit 2.
+    telha(db, &["jobs", "cancel", "--tag", "upload-7"]).fails(2, "2 unfinished job(s) tagged");
+    let out = telha(
+        db,
+        &["--json", "jobs", "cancel", "--tag", "upload-7", "--yes"],
+    )
+    .json();
+    assert_eq!(
+        (out["matched"].as_u64(), out["cancelled"].as_u64()),
+        (Some(2), Some(2)),
+        "{out}"
+    );
+    let c = telha(db, &["--json", "jobs", "count", "--tag", "upload-8"]).json();
+    assert_eq!(c["counts"]["pending"], 1, "{c}");
+    telha(db, &["jobs", "cancel", "--tag", "a\tb", "--yes"]).fails(2, "control character");
+    let q = core_view(db);
+    let st = q.stats().unwrap().total;
+    assert_eq!((st.pending, st.cancelled), (1, 2));
+}

@@ -110,6 +110,7 @@ impl Bare {
                 .unwrap();
             let log = LogStore::open(dir.join(format!("{id}/raft"))).unwrap();
             log.set_probe_node(id);
+            log.set_node(id);
             let raft = rt
                 .block_on(Raft::new(
                     id,

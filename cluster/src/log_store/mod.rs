@@ -73,6 +73,19 @@ struct Inner {
     cache: Mutex<Cache>,
     /// The node this log belongs to, for `probe` marks only.
     probe_node: AtomicU64,
+    /// The node this log belongs to (0: not told). A leader's own append
+    /// is synced on the flusher's thread, never on the caller's: openraft
+    /// (as vendored) replicates while the leader's log syncs.
+    node: AtomicU64,
+    /// The highest index known to be on disk, lowered by a truncate: a
+    /// state machine applies no entry past it ([`LogStore::durable`]).
+    durable: tokio::sync::watch::Sender<u64>,
+    /// The highest index each truncation left standing, in order, changed
+    /// and read only under `durable`'s lock: a flush that lands after a
+    /// truncate raises `durable` no higher than that truncate left (the
+    /// indexes above it may hold other, unsynced entries by then).
+    /// One number per truncation (a conflict after a leader change).
+    truncations: Mutex<Vec<u64>>,
 }
 
 impl LogStore {
@@ -94,12 +107,20 @@ impl LogStore {
             last_purged: Mutex::new(None),
             cache: Mutex::new(Cache::new(CACHE_BYTES_DEFAULT)),
             probe_node: AtomicU64::new(0),
+            node: AtomicU64::new(0),
+            durable: tokio::sync::watch::Sender::new(0),
+            truncations: Mutex::new(Vec::new()),
         };
         let last_purged = inner.read_meta(KEY_LAST_PURGED, ErrorSubject::Logs)?;
         *inner.last_purged.lock().unwrap() = last_purged;
-        Ok(LogStore {
+        let log = LogStore {
             inner: Arc::new(inner),
-        })
+        };
+        // An unreadable last entry is reported by the log state openraft
+        // reads first (the node does not start); nothing is applied then.
+        let last = log.last_entry_id().ok().flatten().map_or(0, |id| id.index);
+        log.inner.durable.send_replace(last);
+        Ok(log)
     }
 
     /// Names the node in this log's [`crate::probe`] marks.
@@ -107,10 +128,28 @@ impl LogStore {
         self.inner.probe_node.store(id, Ordering::Relaxed);
     }
 
+    /// Tells the log whose it is: entries this node created as leader are
+    /// synced on the flusher's thread, so the append returns at once and
+    /// the leader replicates while its own log syncs.
+    pub fn set_node(&self, id: u64) {
+        self.inner.node.store(id, Ordering::Relaxed);
+    }
+
+    /// The highest index on disk, watched: what was in the log at open,
+    /// raised by each flushed append, lowered by a truncate. A leader's
+    /// entry can commit on two followers before the leader's own sync
+    /// ends; the state machine waits on this so a node never applies an
+    /// entry its own log could lose.
+    pub fn durable(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.durable.subscribe()
+    }
+
     /// Writes `entries` (readable on return) and calls `on_flushed` once
     /// they are on disk, after the completions of earlier appends: on this
     /// thread before returning when no other append is queued or being
-    /// synced (a lone append syncs here), else on the flusher's thread. This is
+    /// synced (a lone append syncs here) unless the entries are this node's
+    /// own as leader ([`LogStore::set_node`]), else on the flusher's
+    /// thread. This is
     /// [`RaftLogStorage::append`] for any callback; benches and tests use it.
     pub fn append_then<I, F>(&self, entries: I, on_flushed: F) -> Result<(), StorageError>
     where
@@ -144,6 +183,28 @@ impl LogStore {
             }
             return Err(StorageIOError::write_logs(e).into());
         }
+        let last = entries.last().map(|e| e.log_id);
+        let own = last.is_some_and(|id| {
+            let node = inner.node.load(Ordering::Relaxed);
+            node != 0 && id.leader_id.node_id == node
+        });
+        let durable = self.inner.clone();
+        let truncations = inner.truncations.lock().unwrap().len();
+        let on_flushed = move |res: io::Result<()>| {
+            if let (Ok(()), Some(id)) = (&res, last) {
+                durable.durable.send_if_modified(|d| {
+                    let since = durable.truncations.lock().unwrap();
+                    let cap = since[truncations..].iter().copied().min();
+                    let to = cap.map_or(id.index, |c| c.min(id.index));
+                    let raise = *d < to;
+                    if raise {
+                        *d = to;
+                    }
+                    raise
+                });
+            }
+            on_flushed(res)
+        };
         if crate::probe::on() {
             let node = inner.probe_node.load(Ordering::Relaxed);
             let indexes: Vec<u64> = entries.iter().map(|e| e.log_id.index).collect();
@@ -160,12 +221,20 @@ impl LogStore {
                 }
                 on_flushed(res)
             };
-            queue.sync_here(&inner.db, Box::new(done));
+            if own {
+                queue.push(Box::new(done));
+            } else {
+                queue.sync_here(&inner.db, Box::new(done));
+            }
             return Ok(());
         }
         cache.appended(entries);
         drop(cache);
-        queue.sync_here(&inner.db, Box::new(on_flushed));
+        if own {
+            queue.push(Box::new(on_flushed));
+        } else {
+            queue.sync_here(&inner.db, Box::new(on_flushed));
+        }
         Ok(())
     }
 
@@ -360,6 +429,17 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // Dropped whether or not the delete lands: the cache then serves
         // none of these indexes, the DB answers for them.
         cache.truncate(log_id.index);
+        // Entries written at these indexes again are not on disk until
+        // their own append's sync.
+        inner.durable.send_if_modified(|d| {
+            let floor = log_id.index.saturating_sub(1);
+            inner.truncations.lock().unwrap().push(floor);
+            let lower = *d >= log_id.index;
+            if lower {
+                *d = floor;
+            }
+            lower
+        });
         inner
             .write(batch, false)
             .map_err(|e| StorageIOError::write_log_entry(log_id, e))?;

@@ -1,4 +1,4 @@
-//! Issue 42's rows (slice 1): a lifecycle (enqueue, lease, complete, one
+//! Issue 42's rows: a lifecycle (enqueue, lease, complete, one
 //! job per call) of jobs with 4 tags beside the same without tags, same
 //! run (target ≤ 1.3× the untagged time per job), CPU time per job beside
 //! each rate; and `list(tag)`'s first page and `count_tag` of a tag with
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use telha_jobs::{Config, EnqueueOptions, LeaseOptions, ListQuery, NewJob, Queue};
 
 /// The process's user + system CPU time (from /proc/self/stat).
-fn cpu() -> Duration {
+pub fn cpu() -> Duration {
     let Ok(s) = std::fs::read_to_string("/proc/self/stat") else {
         return Duration::ZERO;
     };

@@ -77,6 +77,10 @@ impl Engine {
             parent: rec.ext.parent,
             tags: rec.ext.tags,
             metadata: rec.ext.metadata,
+            fan_in: rec
+                .ext
+                .fan_in
+                .map(|f| crate::fanin::FanInInfo::new(f.unfinished, f.total, f.policy)),
         })
     }
 

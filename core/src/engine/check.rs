@@ -34,6 +34,7 @@ impl Engine {
         let mut external: HashSet<JobId> = HashSet::new();
         let mut expiring: HashSet<[u8; 24]> = HashSet::new();
         let mut tagged: HashSet<Vec<u8>> = HashSet::new();
+        let mut fan_parents: HashMap<JobId, (State, u64)> = HashMap::new();
         let leased_mem: HashMap<JobId, (JobKey, u64)> = self
             .leases
             .snapshot()
@@ -122,11 +123,21 @@ impl Engine {
                 }
             }
             Self::expected_tag_rows(&key, &rec, &mut tagged);
+            match (key.state, rec.ext.fan_in) {
+                (s, Some(f)) => {
+                    fan_parents.insert(key.id, (s, f.unfinished));
+                }
+                (State::Waiting, None) => r
+                    .problems
+                    .push(format!("waiting job {} waits on nothing", key.id)),
+                _ => {}
+            }
             records.insert(key.id, (rec.kind, rec.idempotency_key));
             it.next();
         }
         it.status()?;
         self.check_tags(&snap, tagged, &mut r)?;
+        self.check_fan(&snap, &seen, &fan_parents, &mut r)?;
 
         // A format-1 store opened read-only has no expiry family.
         if let Ok(cf) = self.cf(st::CF_EXPIRY) {

@@ -19,7 +19,7 @@ use super::transition::Tx;
 use super::Engine;
 
 /// Rows per committed batch of `cancel_many` and the expiry pass.
-const BATCH: usize = 1000;
+pub(super) const BATCH: usize = 1000;
 
 /// How often a single-job operation looks again at a job that moved under
 /// it (a poller leasing it, a settle) before it gives up.
@@ -105,9 +105,22 @@ impl Engine {
                         return Ok(outcome);
                     }
                 }
+                State::Waiting => {
+                    // Children's settles move a waiting parent under the
+                    // fan-in map's lock: read and move it under it too.
+                    let mut tx = Tx::new(self);
+                    tx.hold_fan();
+                    if self.key_of(id)? == Some(key) {
+                        if let Some(rec) = self.record_at(&key)? {
+                            self.stage_cancel(&mut tx, &key, rec, &reason)?;
+                            tx.commit()?;
+                            return Ok(CancelOutcome::Cancelled);
+                        }
+                    }
+                }
                 other => {
                     return Err(Error::WrongState(format!(
-                        "job {id} is {other}; only pending, failed and leased jobs can be cancelled"
+                        "job {id} is {other}; only pending, failed, leased and waiting jobs can be cancelled"
                     )))
                 }
             }
@@ -175,6 +188,9 @@ impl Engine {
         };
         let mut reason = f.reason.clone();
         codec::truncate_utf8(&mut reason, MAX_DETAIL_LEN);
+        if let Some(tag) = &f.tag {
+            return self.cancel_tagged(tag, f, states, &reason);
+        }
         let scopes = match f.scope {
             Some(s) => vec![s],
             None => self.scopes_with(states),
@@ -271,7 +287,7 @@ impl Engine {
     /// Cancel ready rows in one batch: claim each (a row a poller holds is
     /// left to [`Engine::cancel`], which waits for its lease), stage, commit,
     /// give the claims back.
-    fn cancel_ready_batch(
+    pub(super) fn cancel_ready_batch(
         &self,
         rows: &[JobKey],
         reason: &str,
@@ -350,6 +366,16 @@ impl Engine {
                     })?;
                     if done.is_ok() {
                         return Ok(());
+                    }
+                }
+                State::Waiting => {
+                    let mut tx = Tx::new(self);
+                    tx.hold_fan();
+                    if self.key_of(id)? == Some(key) {
+                        if let Some(rec) = self.record_at(&key)? {
+                            tx.stage(Event::Deleted, Some(&key), None, &rec)?;
+                            return tx.commit();
+                        }
                     }
                 }
                 _ => {

@@ -39,6 +39,7 @@ impl Engine {
         let now = self.now();
         for j in jobs {
             self.validate_new(j)?;
+            self.check_after(j)?;
             super::debounce::check(&j.options, now)?;
             let ready = Self::ready_at(j, now)?;
             Self::expires_at(j, now, ready)?;
@@ -138,6 +139,7 @@ impl Engine {
         let _guards = self.prepare_new(&jobs)?;
         let now = self.now();
         let mut tx = Tx::new(self);
+        self.guard_after(&mut tx, &jobs)?;
         let mut out = Vec::with_capacity(jobs.len());
         let mut in_batch: HashMap<(Scope, String), JobId> = HashMap::default();
         let mut claims = Claims::new();
@@ -155,6 +157,7 @@ impl Engine {
         let _guards = self.prepare_new(std::slice::from_ref(&job))?;
         let now = self.now();
         let mut tx = Tx::new(self);
+        self.guard_after(&mut tx, std::slice::from_ref(&job))?;
         let mut in_batch: HashMap<(Scope, String), JobId> = HashMap::default();
         let mut claims = Claims::new();
         let res = self
@@ -170,7 +173,7 @@ impl Engine {
     pub(super) fn stage_new(
         &self,
         tx: &mut Tx<'_>,
-        j: NewJob,
+        mut j: NewJob,
         now: u64,
         in_batch: &mut HashMap<(Scope, String), JobId>,
         origin: Origin,
@@ -218,11 +221,29 @@ impl Engine {
         let id = JobId::new_v7();
         let ready_at = Self::ready_at(&j, now)?;
         let expires_at = Self::expires_at(&j, now, ready_at)?;
+        let after = std::mem::take(&mut j.options.after);
+        let fan_in = if after.is_empty() {
+            None
+        } else {
+            let (total, unfinished) = tx.stage_after(id, &after)?;
+            Some(super::fanin::record_fan(
+                total,
+                unfinished,
+                j.options.on_child_dead,
+            ))
+        };
+        // A job waiting on unfinished children waits (its row's time is
+        // its enqueue); it becomes pending at its ready-at or later.
+        let waiting = fan_in.is_some_and(|f| f.unfinished > 0);
         let key = JobKey {
             scope,
-            state: State::Pending,
+            state: if waiting {
+                State::Waiting
+            } else {
+                State::Pending
+            },
             priority: j.options.priority.unwrap_or(PRIORITY_DEFAULT),
-            ts: ready_at,
+            ts: if waiting { now } else { ready_at },
             id,
         };
         let debounce_until = super::debounce::latest(&j.options, now)?;
@@ -246,6 +267,13 @@ impl Engine {
             Some(p) => format!("follow-up of job {p}, {detail}"),
             None => detail,
         };
+        let detail = match fan_in {
+            Some(f) if detail.is_empty() => {
+                format!("waiting for {} of {} jobs", f.unfinished, f.total)
+            }
+            Some(f) => format!("waiting for {} of {} jobs, {detail}", f.unfinished, f.total),
+            None => detail,
+        };
         let mut rec = JobRecord {
             kind: j.kind,
             payload,
@@ -267,6 +295,7 @@ impl Engine {
                 },
                 metadata: j.options.metadata,
                 debounce_until,
+                fan_in,
                 ..Ext::default()
             },
             ..JobRecord::default()

@@ -9,6 +9,10 @@ mod commit;
 mod control;
 pub(crate) mod debounce;
 mod enqueue;
+mod fanin;
+mod fanin_check;
+mod fanin_group;
+mod fanin_results;
 mod flow;
 mod heartbeat;
 mod hub;
@@ -30,6 +34,7 @@ mod scopes;
 mod settle;
 mod settle_many;
 mod steer;
+mod tag_ops;
 mod tags;
 mod transition;
 mod unique;
@@ -136,6 +141,8 @@ pub(crate) struct Engine {
     pub hub: hub::Hub,
     /// Serialises idempotent enqueues of one (scope, key).
     idem_locks: Vec<Mutex<()>>,
+    /// Fan-in: the gate and the waiting parents by child (`fanin.rs`).
+    pub(crate) fan: fanin::FanState,
     /// Serialises moves of dead rows (operator retry and purge).
     job_locks: Vec<Mutex<()>>,
     /// The round-robin position of the scope served last.
@@ -383,6 +390,7 @@ impl Engine {
             metrics: Metrics::default(),
             notifier: Notifier::default(),
             idem_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            fan: fanin::FanState::default(),
             job_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             rr: AtomicUsize::new(0),
             rr_used: std::sync::atomic::AtomicU32::new(0),

@@ -21,6 +21,9 @@ impl Engine {
         // After the leases are loaded: the limits count them.
         self.load_limits()?;
         self.load_schedules()?;
+        // Slice 1's tag rows (with a state) become this layout's, once.
+        self.upgrade_tag_index()?;
+        self.load_fan()?;
         Ok(())
     }
 
@@ -93,7 +96,7 @@ impl Engine {
                         g.failed = c;
                     }
                 }
-                State::Completed | State::Dead | State::Cancelled => {}
+                State::Completed | State::Dead | State::Cancelled | State::Waiting => {}
             }
             // Jump to the next (scope, state, priority) band.
             match keys::prefix_end(&keys::job_band_prefix(&key.scope, key.state, key.priority)) {

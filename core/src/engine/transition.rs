@@ -13,7 +13,7 @@
 //! | `kinds`       | delete, if ready    | put, if ready (pending or failed)   |
 //! | `idem`        | delete, if it names this job (deletes only) | put (new jobs with a key) |
 //! | `expiry`      | delete, if it was indexed | put, if pending, never leased and it has an expiry |
-//! | `meta` `tag/` | delete, per tag, when the state changes | put, per tag, when the state changes |
+//! | `meta` `tag/` | delete, per tag, if no to-row | put, per tag, if no from-row |
 //! | `counters`    | one merge operand per kind and one per scope per batch: −1 from-state, +1 to-state |
 //!
 //! A move out of the leased state also frees the job's flow-control slots
@@ -53,21 +53,23 @@ pub(crate) fn rule(event: Event) -> (&'static [Option<State>], &'static [Option<
     const FINISHED: &[Option<State>] = &[Some(Completed), Some(Dead), Some(Cancelled)];
     const GONE: &[Option<State>] = &[None];
     match event {
-        Event::Enqueued => (GONE, &[Some(Pending)]),
+        Event::Enqueued => (GONE, &[Some(Pending), Some(Waiting)]),
         Event::Leased => (READY, LEASED),
         Event::Extended => (LEASED, LEASED),
         Event::Completed => (LEASED, &[Some(Completed)]),
         Event::Failed => (LEASED, &[Some(Failed)]),
         // Out of attempts or not retryable, from a worker's failure or (on
         // the last attempt) from the reaper's expiry or a snooze past its cap.
-        Event::Dead => (LEASED, &[Some(Dead)]),
+        // A waiting parent also dies when a child did not complete and its
+        // `on_child_dead` policy is `fail`.
+        Event::Dead => (&[Some(Leased), Some(Waiting)], &[Some(Dead)]),
         Event::LeaseExpired => (LEASED, &[Some(Pending)]),
         Event::Released => (LEASED, &[Some(Pending)]),
         Event::Retried => (&[Some(Dead), Some(Failed)], &[Some(Pending)]),
         Event::Pruned => (FINISHED, GONE),
         Event::Purged => (FINISHED, GONE),
         Event::Cancelled => (
-            &[Some(Pending), Some(Failed), Some(Leased)],
+            &[Some(Pending), Some(Failed), Some(Leased), Some(Waiting)],
             &[Some(Cancelled)],
         ),
         Event::CancelRequested => (LEASED, LEASED),
@@ -78,6 +80,7 @@ pub(crate) fn rule(event: Event) -> (&'static [Option<State>], &'static [Option<
                 Some(Completed),
                 Some(Dead),
                 Some(Cancelled),
+                Some(Waiting),
             ],
             GONE,
         ),
@@ -88,28 +91,40 @@ pub(crate) fn rule(event: Event) -> (&'static [Option<State>], &'static [Option<
         Event::Promoted | Event::Rescheduled | Event::Reprioritized => (READY, READY),
         // A debounce enqueue moves a pending job within pending.
         Event::Debounced => (&[Some(Pending)], &[Some(Pending)]),
+        // Fan-in (`fanin.rs`): a child's settle moves its waiting parent.
+        Event::ChildSettled => (&[Some(Waiting)], &[Some(Waiting)]),
+        Event::ChildrenDone => (&[Some(Waiting)], &[Some(Pending)]),
     }
 }
 
 /// One transaction: moves staged into one batch, committed together.
 pub(crate) struct Tx<'e> {
-    e: &'e Engine,
-    batch: WriteBatch,
+    pub(super) e: &'e Engine,
+    pub(super) batch: WriteBatch,
     /// What the commit tells memory (vectors reused between transactions).
-    p: Parts,
+    pub(super) p: Parts,
     /// Events to count after the commit, by `Event::index`.
     counted: [u64; Event::ALL.len()],
     moves: usize,
     /// Writes staged outside a move (a schedule's row): the batch is
     /// written even when no job moved.
     extra: usize,
+    /// The fan-in map, held when a parent moves in this batch (declared
+    /// first: dropped before the gate).
+    pub(super) fan_map: Option<std::sync::MutexGuard<'e, super::fanin::FanMap>>,
+    /// The fan-in gate, held shared from the look at waiting parents to
+    /// the end of the write (`fanin.rs`).
+    pub(super) fan_gate: Option<super::fanin::GateRead<'e>>,
+    /// An enqueue with `after`: the gate held exclusively, and the waits
+    /// to register once the batch is written.
+    pub(super) after: Option<super::fanin::AfterGuard<'e>>,
 }
 
 /// A transaction's vectors. A committed transaction leaves them, emptied,
 /// to the next one on its thread ([`SPARE`]): a lifecycle's three
 /// transactions allocated a dozen vectors before.
 #[derive(Default)]
-struct Parts {
+pub(super) struct Parts {
     /// Counter deltas per kind (few kinds per batch: a linear scan).
     counters: Vec<(String, PerState<i64>)>,
     /// Counter deltas per scope (few scopes per batch, likewise).
@@ -128,6 +143,8 @@ struct Parts {
     /// Wait and run times to observe after the commit, each with the
     /// index of its kind in `counters` (no kind string of its own).
     timings: Vec<(usize, Timing)>,
+    /// Jobs this transaction finishes: their waiting parents move too.
+    pub(super) finished: Vec<super::fanin::Finished>,
 }
 
 /// Parts kept for reuse are at most this large (a 10,000-job batch's are
@@ -162,6 +179,7 @@ impl Parts {
         self.terminal.clear();
         self.unleased.clear();
         self.timings.clear();
+        self.finished.clear();
         SPARE.with(|s| s.set(Some(self)));
     }
 }
@@ -175,6 +193,9 @@ impl<'e> Tx<'e> {
             counted: [0; Event::ALL.len()],
             moves: 0,
             extra: 0,
+            fan_map: None,
+            fan_gate: None,
+            after: None,
         }
     }
 
@@ -207,7 +228,10 @@ impl<'e> Tx<'e> {
         let e = self.e;
         let jobs = e.cf(st::CF_JOBS)?;
         let kinds = e.cf(st::CF_KINDS)?;
-        if let Some(f) = from {
+        // A move within its row (a parent's count, a heartbeat) overwrites
+        // it: no delete, and the id index already names it.
+        let same_row = from.is_some() && from == to;
+        if let Some(f) = from.filter(|_| !same_row) {
             self.batch.delete_cf(jobs, f.encode());
             if f.state.is_ready() {
                 self.batch.delete_cf(
@@ -224,7 +248,9 @@ impl<'e> Tx<'e> {
                 buf.reserve(codec::encoded_len_hint(rec));
                 codec::encode_into(rec, buf);
                 self.batch.put_cf(jobs, tk, &*buf);
-                self.batch.put_cf(e.cf(st::CF_IDS)?, t.id.as_bytes(), tk);
+                if !same_row {
+                    self.batch.put_cf(e.cf(st::CF_IDS)?, t.id.as_bytes(), tk);
+                }
                 if t.state.is_ready() {
                     self.batch.put_cf(
                         kinds,
@@ -262,18 +288,41 @@ impl<'e> Tx<'e> {
                 }
             }
         }
-        if fs != ts && !rec.ext.tags.is_empty() {
-            // The tag index: one row per tag, keyed by the state, moved
-            // only when the state changes (tags never change).
-            let meta = e.cf(st::CF_META)?;
-            for tag in &rec.ext.tags {
-                if let Some(f) = from {
-                    self.batch
-                        .delete_cf(meta, keys::tag_key(tag, &f.scope, f.state, &f.id));
-                }
-                if let Some(t) = to {
-                    self.batch
-                        .put_cf(meta, keys::tag_key(tag, &t.scope, t.state, &t.id), []);
+        if let (None, Some(f)) = (to, from) {
+            if rec.ext.fan_in.is_some() {
+                self.delete_fan_rows(&f.id)?;
+            }
+        }
+        if let Some(f) = fs.filter(|f| !f.is_terminal()) {
+            if ts.is_none_or(State::is_terminal) {
+                self.p.finished.push(super::fanin::Finished {
+                    id: from
+                        .or(to)
+                        .map(|k| k.id)
+                        .unwrap_or_else(|| crate::job::JobId::from_bytes([0; 16])),
+                    to: ts,
+                    error: rec.last_error.clone(),
+                    waiting_parent: f == State::Waiting && rec.ext.fan_in.is_some(),
+                });
+            }
+        }
+        if !rec.ext.tags.is_empty() {
+            // The tag index: one row per tag, `tag scope id`, put when the
+            // job is created and deleted with it. A move between two rows
+            // of one scope (every move: the scope never changes) writes
+            // none, so tags cost nothing per move.
+            let moved_scope = from.zip(to).is_some_and(|(f, t)| f.scope != t.scope);
+            if from.is_none() || to.is_none() || moved_scope {
+                let meta = e.cf(st::CF_META)?;
+                for tag in &rec.ext.tags {
+                    if let Some(f) = from.filter(|_| to.is_none() || moved_scope) {
+                        self.batch
+                            .delete_cf(meta, keys::tag_key(tag, &f.scope, &f.id));
+                    }
+                    if let Some(t) = to.filter(|_| from.is_none() || moved_scope) {
+                        self.batch
+                            .put_cf(meta, keys::tag_key(tag, &t.scope, &t.id), []);
+                    }
                 }
             }
         }
@@ -385,6 +434,7 @@ impl<'e> Tx<'e> {
         if self.moves == 0 && self.extra == 0 {
             return Ok(());
         }
+        let fan_removed = self.stage_fan_in()?;
         let counters_cf = self.e.cf(st::CF_COUNTERS)?;
         for (kind, d) in &self.p.counters {
             if !d.is_zero() {
@@ -403,6 +453,9 @@ impl<'e> Tx<'e> {
             batch,
             mut p,
             counted,
+            fan_gate,
+            fan_map,
+            after,
             ..
         } = self;
         if p.staged.is_empty() {
@@ -411,6 +464,7 @@ impl<'e> Tx<'e> {
             let staged = std::mem::take(&mut p.staged);
             e.hub.commit_ordered(e.now(), staged, || e.write(batch))?;
         }
+        super::fanin::committed(e, fan_map, fan_gate, after, fan_removed);
         for (kind, d) in &p.counters {
             e.counts.add(kind, d);
         }

@@ -25,7 +25,6 @@
 //! for tools that write records by hand.
 
 use crate::error::{Error, Result};
-use crate::event::{Event, LogEntry};
 use crate::payload::Encoding;
 
 use super::msgpack::{Reader, Writer};
@@ -92,6 +91,10 @@ mod tag {
     /// `debounce_max`), ms since the epoch. Safe to ignore: an older build
     /// only does not debounce the job.
     pub const DEBOUNCE_UNTIL: u64 = 15;
+    /// A fan-in parent's children (issue 43): `[unfinished, total,
+    /// policy]`. Not safe to ignore on a waiting job (an older build
+    /// would not wake it); see docs/ARCHITECTURE.md, "Fan-in".
+    pub const FAN_IN: u64 = 16;
 }
 
 /// A job's stored record (the jobs row value after the format byte).
@@ -130,6 +133,17 @@ pub struct JobRecord {
     pub max_attempts: Option<u32>,
     /// Fields added after format 1, and what this build does not know.
     pub ext: Ext,
+}
+
+/// A fan-in parent's children (extension tag 16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FanIn {
+    /// Children not finished yet (0: the parent is, or was, pending).
+    pub unfinished: u64,
+    /// Children it waits on (every id of `after`, finished or not).
+    pub total: u64,
+    /// What a child that did not complete does to the parent.
+    pub policy: crate::fanin::ChildDeadPolicy,
 }
 
 /// The extension map of a record, and whatever a newer build wrote that
@@ -179,6 +193,9 @@ pub struct Ext {
     pub metadata: std::collections::BTreeMap<String, String>,
     /// A debounced job's latest run time (first enqueue + `debounce_max`).
     pub debounce_until: Option<u64>,
+    /// A fan-in parent's children: how many are unfinished, how many it
+    /// waits on, and its `on_child_dead` policy.
+    pub fan_in: Option<FanIn>,
     /// Extension tags this build does not know: tag and the exact bytes of
     /// its value.
     pub unknown: Vec<(u64, Vec<u8>)>,
@@ -203,74 +220,12 @@ impl Ext {
             + usize::from(!self.tags.is_empty())
             + usize::from(!self.metadata.is_empty())
             + usize::from(self.debounce_until.is_some())
+            + usize::from(self.fan_in.is_some())
             + self.unknown.len()
     }
 
     fn is_empty(&self) -> bool {
         self.entries() == 0 && self.tail.is_empty()
-    }
-}
-
-impl JobRecord {
-    /// Append a log entry for `event`, keeping the log bounded.
-    pub fn log(&mut self, ts: u64, event: Event, detail: impl Into<String>) {
-        let mut detail = detail.into();
-        truncate_utf8(&mut detail, MAX_DETAIL_LEN);
-        self.events.push((ts, event.name().to_string(), detail));
-        self.bound_log();
-    }
-
-    /// Fold or drop the oldest full entries until at most [`MAX_EVENTS`]
-    /// are left. A `leased` entry followed by its failure (`failed` or
-    /// `lease_expired`) folds into one [`LogEntry::ATTEMPT`] entry, so the
-    /// log of a poison job still accounts for every attempt; any other
-    /// entry is dropped and counted in `dropped_events`.
-    fn bound_log(&mut self) {
-        let mut folded = self.folded_len();
-        while self.events.len() - folded > MAX_EVENTS {
-            let first = &self.events[folded];
-            let next = self.events.get(folded + 1);
-            let attempt_end = next.is_some_and(|(_, t, _)| {
-                t == Event::Failed.name() || t == Event::LeaseExpired.name()
-            });
-            if first.1 == Event::Leased.name() && attempt_end {
-                let (ts, _, _) = self.events[folded].clone();
-                let (end_ts, what, why) = self.events[folded + 1].clone();
-                let mut detail = format!("{what} after {} ms: {why}", end_ts.saturating_sub(ts));
-                truncate_utf8(&mut detail, MAX_SUMMARY_LEN);
-                self.events.remove(folded + 1);
-                self.events[folded] = (ts, LogEntry::ATTEMPT.to_string(), detail);
-                folded += 1;
-            } else {
-                self.events.remove(folded);
-                self.dropped_events = self.dropped_events.saturating_add(1);
-            }
-        }
-        if folded > MAX_ATTEMPT_SUMMARIES {
-            let drop = folded - MAX_ATTEMPT_SUMMARIES;
-            self.events.drain(..drop);
-            self.dropped_events = self.dropped_events.saturating_add(drop as u32);
-        }
-    }
-
-    /// How many leading entries are folded attempts.
-    fn folded_len(&self) -> usize {
-        self.events
-            .iter()
-            .take_while(|(_, t, _)| t == LogEntry::ATTEMPT)
-            .count()
-    }
-
-    /// The event log as [`LogEntry`]s (copies), oldest first.
-    pub fn events(&self) -> Vec<LogEntry> {
-        self.events
-            .iter()
-            .map(|(ts, t, d)| LogEntry {
-                ts: *ts,
-                transition: t.clone(),
-                detail: d.clone(),
-            })
-            .collect()
     }
 }
 
@@ -413,6 +368,13 @@ pub fn encode_into(r: &JobRecord, out: &mut Vec<u8>) {
         if let Some(t) = x.debounce_until {
             w.uint(tag::DEBOUNCE_UNTIL);
             w.uint(t);
+        }
+        if let Some(f) = &x.fan_in {
+            w.uint(tag::FAN_IN);
+            w.array(3);
+            w.uint(f.unfinished);
+            w.uint(f.total);
+            w.uint(f.policy.code());
         }
         for (t, v) in &x.unknown {
             w.uint(*t);
@@ -573,6 +535,19 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
                 }
             }
             tag::DEBOUNCE_UNTIL => x.debounce_until = Some(r.uint()?),
+            tag::FAN_IN => {
+                if r.array()? != 3 {
+                    return Err(Error::Corruption(
+                        "job record does not decode: its fan-in is not (unfinished, total, policy)"
+                            .into(),
+                    ));
+                }
+                x.fan_in = Some(FanIn {
+                    unfinished: r.uint()?,
+                    total: r.uint()?,
+                    policy: crate::fanin::ChildDeadPolicy::from_code(r.uint()?),
+                });
+            }
             _ => {
                 let v = r.skip()?.to_vec();
                 x.unknown.push((t, v));
@@ -581,6 +556,9 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
     }
     Ok(x)
 }
+
+#[path = "codec_log.rs"]
+mod log;
 
 #[path = "codec_named.rs"]
 mod named;

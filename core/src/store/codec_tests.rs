@@ -1,4 +1,5 @@
 use super::*;
+use crate::event::{Event, LogEntry};
 
 fn rec() -> JobRecord {
     JobRecord {

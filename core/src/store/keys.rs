@@ -7,7 +7,7 @@
 //! | kinds    | scope(16) len(1) kind(len) priority(1) ts(8) job_id(16)    | state byte (P or F)    |
 //! | idem     | scope(16) idempotency key bytes                            | job_id(16)             |
 //! | counters | kind bytes                                                 | 5 × i64 LE, merge-add  |
-//! | meta     | `tag/` len(1) tag(len) scope(16) state(1) job_id(16)       | empty (the tag index)  |
+//! | meta     | `tag/` len(1) tag(len) scope(16) job_id(16)                | empty (the tag index)  |
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, Scope, State};
@@ -283,23 +283,70 @@ pub fn decode_expiry_key(k: &[u8]) -> Option<(u64, JobId)> {
     Some((at, JobId::from_bytes(id)))
 }
 
+/// The prefix of the fan-in rows child → waiting parent in `meta`
+/// (`fanc/ child(16) parent(16)`, empty): kept while the parent waits and
+/// the child has not finished (issue 43).
+pub const FAN_CHILD_PREFIX: &[u8] = b"fanc/";
+
+/// The prefix of the fan-in rows parent → child in `meta` (`fanp/
+/// parent(16) child(16)`, empty): every child a parent named, kept until
+/// the parent is deleted (`results_of_children` reads them).
+pub const FAN_PARENT_PREFIX: &[u8] = b"fanp/";
+
+fn pair_key(prefix: &[u8], a: &JobId, b: &JobId) -> [u8; 37] {
+    let mut k = [0u8; 37];
+    k[..5].copy_from_slice(prefix);
+    k[5..21].copy_from_slice(a.as_bytes());
+    k[21..].copy_from_slice(b.as_bytes());
+    k
+}
+
+/// The row saying `parent` waits on the unfinished `child`.
+pub fn fan_child_key(child: &JobId, parent: &JobId) -> [u8; 37] {
+    pair_key(FAN_CHILD_PREFIX, child, parent)
+}
+
+/// The row naming `child` among `parent`'s children.
+pub fn fan_parent_key(parent: &JobId, child: &JobId) -> [u8; 37] {
+    pair_key(FAN_PARENT_PREFIX, parent, child)
+}
+
+/// The prefix of one parent's `fanp/` rows.
+pub fn fan_parent_prefix(parent: &JobId) -> [u8; 21] {
+    let mut k = [0u8; 21];
+    k[..5].copy_from_slice(FAN_PARENT_PREFIX);
+    k[5..].copy_from_slice(parent.as_bytes());
+    k
+}
+
+/// The two ids of a `fanc/` or `fanp/` row; `None` when it is not 37 bytes.
+pub fn decode_fan_key(k: &[u8]) -> Option<(JobId, JobId)> {
+    let a: [u8; 16] = k.get(5..21)?.try_into().ok()?;
+    let b: [u8; 16] = k.get(21..37)?.try_into().ok()?;
+    (k.len() == 37).then(|| (JobId::from_bytes(a), JobId::from_bytes(b)))
+}
+
 /// The prefix of the tag index's rows in the `meta` family.
 pub const TAG_INDEX_PREFIX: &[u8] = b"tag/";
 
-/// The prefix of one tag's index rows (every scope and state).
+/// The prefix of one tag's index rows (every scope).
 pub fn tag_prefix(tag: &str) -> Vec<u8> {
-    let mut p = Vec::with_capacity(TAG_INDEX_PREFIX.len() + 1 + tag.len() + 33);
+    let mut p = Vec::with_capacity(TAG_INDEX_PREFIX.len() + 1 + tag.len() + TAG_ROW_TAIL);
     p.extend_from_slice(TAG_INDEX_PREFIX);
     p.push(tag.len() as u8);
     p.extend_from_slice(tag.as_bytes());
     p
 }
 
-/// The index row of job `id` carrying `tag`, in `scope` and `state`.
-pub fn tag_key(tag: &str, scope: &Scope, state: State, id: &JobId) -> Vec<u8> {
+/// The bytes of a tag-index row after its tag's prefix: scope 16 + id 16.
+pub const TAG_ROW_TAIL: usize = 32;
+
+/// The index row of job `id` carrying `tag`, in `scope`. The row holds no
+/// state: it is written when the job is created and deleted with it, and
+/// no move in between touches it (see docs/ARCHITECTURE.md, "Tag index").
+pub fn tag_key(tag: &str, scope: &Scope, id: &JobId) -> Vec<u8> {
     let mut k = tag_prefix(tag);
     k.extend_from_slice(scope.as_bytes());
-    k.push(state.byte());
     k.extend_from_slice(id.as_bytes());
     k
 }
@@ -311,20 +358,19 @@ pub struct TagKey {
     pub tag: String,
     /// The job's scope.
     pub scope: Scope,
-    /// The job's state.
-    pub state: State,
     /// The job.
     pub id: JobId,
 }
 
 impl TagKey {
     /// Parse a tag-index key (with its `tag/` prefix); `Corruption` when
-    /// it is malformed.
+    /// it is malformed (a row of slice 1's layout, with a state byte, is
+    /// one: the open rebuilds those, `Engine::upgrade_tag_index`).
     pub fn decode(k: &[u8]) -> Result<TagKey> {
         let bad = || Error::Corruption(format!("malformed tag-index key {}", hex(k)));
         let rest = k.strip_prefix(TAG_INDEX_PREFIX).ok_or_else(bad)?;
         let len = *rest.first().ok_or_else(bad)? as usize;
-        if rest.len() != 1 + len + 33 {
+        if rest.len() != 1 + len + TAG_ROW_TAIL {
             return Err(bad());
         }
         let tag = std::str::from_utf8(&rest[1..1 + len]).map_err(|_| bad())?;
@@ -332,8 +378,7 @@ impl TagKey {
         Ok(TagKey {
             tag: tag.to_string(),
             scope: Scope::from_bytes(tail[..16].try_into().map_err(|_| bad())?),
-            state: State::from_byte(tail[16]).ok_or_else(bad)?,
-            id: JobId::from_bytes(tail[17..].try_into().map_err(|_| bad())?),
+            id: JobId::from_bytes(tail[16..].try_into().map_err(|_| bad())?),
         })
     }
 }
@@ -389,18 +434,21 @@ mod tests {
     }
 
     #[test]
-    fn tag_keys_round_trip_and_group_by_tag_scope_state() {
+    fn tag_keys_round_trip_and_group_by_tag_scope() {
         let s = Scope::from_bytes([3; 16]);
         let id = JobId::new_v7();
-        let k = tag_key("order-4711", &s, State::Dead, &id);
+        let k = tag_key("order-4711", &s, &id);
         assert!(k.starts_with(&tag_prefix("order-4711")));
         let d = TagKey::decode(&k).unwrap();
-        assert_eq!(
-            (d.tag.as_str(), d.scope, d.state, d.id),
-            ("order-4711", s, State::Dead, id)
-        );
+        assert_eq!((d.tag.as_str(), d.scope, d.id), ("order-4711", s, id));
         // "a" is not a prefix of "ab"'s rows: the length byte comes first.
-        assert!(!tag_key("ab", &s, State::Dead, &id).starts_with(&tag_prefix("a")));
+        assert!(!tag_key("ab", &s, &id).starts_with(&tag_prefix("a")));
+        // Slice 1's layout (a state byte before the id) does not decode.
+        let mut old = tag_prefix("order-4711");
+        old.extend_from_slice(s.as_bytes());
+        old.push(State::Dead.byte());
+        old.extend_from_slice(id.as_bytes());
+        assert!(TagKey::decode(&old).is_err());
         assert!(TagKey::decode(b"tag/").is_err());
         assert!(TagKey::decode(&k[..k.len() - 1]).is_err());
     }

@@ -2,6 +2,8 @@
 //! operator, the format marker, and opening with the one-process lock.
 
 pub(crate) mod batch;
+#[cfg(feature = "rocksdb")]
+pub(crate) mod checkpoint;
 pub mod codec;
 pub mod format;
 pub mod keys;

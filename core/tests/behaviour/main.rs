@@ -38,6 +38,7 @@ mod bad_input;
 mod control;
 mod debounce;
 mod events;
+mod fanin;
 mod filters;
 mod jitter;
 mod order;

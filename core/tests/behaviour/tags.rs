@@ -2,7 +2,7 @@
 //! reopen, listed and counted through the tag index, checked by `check`.
 
 use super::*;
-use telha_jobs::{Completion, StateCounts};
+use telha_jobs::{CancelFilter, Completion, StateCounts};
 
 fn tagged(tags: &[&str]) -> EnqueueOptions {
     tags.iter()
@@ -226,9 +226,9 @@ fn check_finds_a_missing_and_an_extra_tag_index_row() {
     {
         let db = raw_db(s.path());
         let meta = db.cf_handle("meta").unwrap();
-        let row = |t: &str, st: State| telha_jobs::store::keys::tag_key(t, &scope0, st, &id);
-        db.delete_cf(meta, row("gone", State::Pending)).unwrap();
-        db.put_cf(meta, row("kept", State::Dead), b"").unwrap();
+        let row = |t: &str| telha_jobs::store::keys::tag_key(t, &scope0, &id);
+        db.delete_cf(meta, row("gone")).unwrap();
+        db.put_cf(meta, row("extra"), b"").unwrap();
     }
     s.reopen();
     let problems = s.q.check().unwrap().problems;
@@ -242,16 +242,130 @@ fn check_finds_a_missing_and_an_extra_tag_index_row() {
     assert!(
         problems
             .iter()
-            .any(|p| p.contains("tag index row \"kept\" names dead job")),
+            .any(|p| p.contains("tag index row \"extra\" names job")),
         "{problems:#?}"
     );
-    // `list` reports the stale row instead of answering a job not dead.
+    // `list` never answers a job under a tag its record does not carry.
     let q = ListQuery {
-        tag: Some("kept".into()),
-        state: Some(State::Dead),
+        tag: Some("extra".into()),
         ..ListQuery::default()
     };
     let page = s.q.list(&q).unwrap();
     assert!(page.jobs.is_empty());
     assert_eq!(page.corrupt.len(), 1);
+}
+
+#[test]
+fn a_row_naming_no_job_is_reported_by_list_and_check_and_not_counted() {
+    // What an older build leaves when it prunes or deletes a tagged job
+    // (it knows no tag index).
+    let mut s = TestStore::new();
+    let id = s.enqueue_with("embed", tagged(&["order-4711"]));
+    s.q.close();
+    let ghost = JobId::from_bytes([7; 16]);
+    {
+        let db = raw_db(s.path());
+        let meta = db.cf_handle("meta").unwrap();
+        let k = telha_jobs::store::keys::tag_key("order-4711", &Scope::SYSTEM, &ghost);
+        db.put_cf(meta, k, b"").unwrap();
+    }
+    s.reopen();
+    assert_eq!(count(&s, "order-4711").total(), 1);
+    let q = ListQuery {
+        tag: Some("order-4711".into()),
+        ..ListQuery::default()
+    };
+    let page = s.q.list(&q).unwrap();
+    assert_eq!(page.jobs.iter().map(|j| j.id).collect::<Vec<_>>(), [id]);
+    assert_eq!(page.corrupt.len(), 1);
+    assert!(
+        page.corrupt[0].error.contains("which is not there"),
+        "{:?}",
+        page.corrupt
+    );
+    let problems = s.q.check().unwrap().problems;
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+}
+
+#[test]
+fn the_open_rebuilds_an_index_of_slice_1s_layout() {
+    // Slice 1 keyed rows `tag scope state id` and wrote no layout marker:
+    // the open deletes those rows and writes this layout's from the jobs.
+    let mut s = TestStore::new();
+    let a = s.enqueue_with("embed", tagged(&["order-4711", "upload-9"]));
+    let b = s.enqueue_with("embed", tagged(&["order-4711"]));
+    let j = s.must_lease("w");
+    s.q.complete(&j.token(), None).unwrap();
+    s.q.close();
+    {
+        let db = raw_db(s.path());
+        let meta = db.cf_handle("meta").unwrap();
+        let mut rows = Vec::new();
+        let it = db.prefix_iterator_cf(meta, b"tag/");
+        for kv in it {
+            let (k, _) = kv.unwrap();
+            if !k.starts_with(b"tag/") {
+                break;
+            }
+            rows.push(k.to_vec());
+        }
+        assert_eq!(rows.len(), 3);
+        for k in rows {
+            db.delete_cf(meta, &k).unwrap();
+            // The same row with a state byte before the id, as slice 1 wrote.
+            let (head, id) = k.split_at(k.len() - 16);
+            let state = if id == a.as_bytes() {
+                State::Completed
+            } else {
+                State::Pending
+            };
+            let mut old = head.to_vec();
+            old.push(state.byte());
+            old.extend_from_slice(id);
+            db.put_cf(meta, old, b"").unwrap();
+        }
+        db.delete_cf(meta, b"tag-layout").unwrap();
+    }
+    s.reopen();
+    assert_consistent(&s.q);
+    let c = count(&s, "order-4711");
+    assert_eq!((c.completed, c.pending), (1, 1));
+    assert_eq!(ids_tagged(&s, "upload-9", None), [a]);
+    assert_eq!(ids_tagged(&s, "order-4711", Some(State::Pending)), [b]);
+}
+
+#[test]
+fn cancel_many_by_tag_walks_the_index_in_pages_and_touches_nothing_else() {
+    let s = TestStore::new();
+    // 2,500 jobs of the tag (three pages of 1,000), 300 of another.
+    let batch = |tag: &str, n: usize| {
+        (0..n)
+            .map(|_| NewJob::new("embed", b"x".to_vec()).with(tagged(&[tag])))
+            .collect::<Vec<_>>()
+    };
+    s.q.enqueue_many(batch("upload-7", 2500)).unwrap();
+    s.q.enqueue_many(batch("upload-8", 300)).unwrap();
+    let held = s.must_lease("w");
+    assert!(held.tags.contains(&"upload-7".to_string()));
+    let f = |tag: &str| CancelFilter {
+        tag: Some(tag.into()),
+        reason: "the upload failed".into(),
+        ..CancelFilter::default()
+    };
+    let r = s.q.cancel_many(&f("upload-7")).unwrap();
+    assert_eq!((r.cancelled, r.requested, r.corrupt), (2499, 1, 0));
+    let c = count(&s, "upload-7");
+    assert_eq!((c.cancelled, c.leased), (2499, 1));
+    assert_eq!(count(&s, "upload-8").pending, 300);
+    assert_eq!(
+        s.get(&held.id).cancel_requested.as_deref(),
+        Some("the upload failed")
+    );
+    // Again: only the request on the leased one is answered.
+    let r = s.q.cancel_many(&f("upload-7")).unwrap();
+    assert_eq!((r.cancelled, r.requested), (0, 1));
+    // A bad tag: InvalidArgument, nothing changed.
+    expect_err(s.q.cancel_many(&f("a\nb")), ErrorKind::InvalidArgument);
+    assert_eq!(count(&s, "upload-8").pending, 300);
+    assert_consistent(&s.q);
 }

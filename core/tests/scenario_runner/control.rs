@@ -70,6 +70,7 @@ impl Run {
             scope: text("scope").map(str::parse).transpose()?,
             state: text("state").map(str::parse).transpose()?,
             reason: text("reason").unwrap_or("").to_string(),
+            tag: text("tag").map(str::to_string),
         };
         let r = self.q().map_err(Error::Storage)?.cancel_many(&f)?;
         Ok(json!({"cancelled": r.cancelled, "requested": r.requested}))

@@ -246,6 +246,18 @@ impl Run {
                 }
                 Err(e) => Err(e),
             },
+            "backup" => {
+                let dir = self.sibling(s)?;
+                self.q()?.backup(&dir).map(|_| Json::Null)
+            }
+            "open_backup" => {
+                // The case's store is now the backup (a later reopen too).
+                self.path = self.sibling(s)?;
+                open_store(&self.path, &self.config).map(|q| {
+                    self.store = Some(q);
+                    Json::Null
+                })
+            }
             "open_at_file" => {
                 // A store path that is a regular file: the open's I/O error.
                 let f = self.path.with_file_name("not-a-directory");
@@ -280,6 +292,16 @@ impl Run {
             other => return Err(format!("unknown op {other:?}")),
         };
         check(expect, observed)
+    }
+
+    /// The directory beside the store named by the step's `dir` (a plain
+    /// name): where `backup` writes and `open_backup` opens.
+    fn sibling(&self, s: &Json) -> R<PathBuf> {
+        let name = s.get("dir").and_then(Json::as_str).unwrap_or("");
+        if name.is_empty() || name.contains('/') || name == "store" {
+            return Err(format!("bad backup dir name {name:?}"));
+        }
+        Ok(self.path.with_file_name(name))
     }
 
     /// The store's file named by the step's `file` (a plain name).

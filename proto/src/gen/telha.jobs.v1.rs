@@ -70,6 +70,23 @@ pub struct NewJob {
         ::prost::alloc::string::String,
         ::prost::alloc::string::String,
     >,
+    /// Fan-in (issue 43): wait for these jobs (16-byte ids) to finish first;
+    /// the job is WAITING while any is unfinished. An unknown id is NOT_FOUND.
+    #[prost(bytes = "vec", repeated, tag = "19")]
+    pub after: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
+    /// What a child that did not complete does to it (only with after).
+    #[prost(enumeration = "ChildDeadPolicy", tag = "20")]
+    pub on_child_dead: i32,
+}
+/// A fan-in parent's children: how many are unfinished, of how many.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct FanIn {
+    #[prost(uint64, tag = "1")]
+    pub unfinished: u64,
+    #[prost(uint64, tag = "2")]
+    pub total: u64,
+    #[prost(enumeration = "ChildDeadPolicy", tag = "3")]
+    pub on_child_dead: i32,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Enqueued {
@@ -399,6 +416,9 @@ pub struct JobInfo {
         ::prost::alloc::string::String,
         ::prost::alloc::string::String,
     >,
+    /// A fan-in parent's children (issue 43).
+    #[prost(message, optional, tag = "31")]
+    pub fan_in: ::core::option::Option<FanIn>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct WaitJobRequest {
@@ -537,6 +557,8 @@ pub struct StateCounts {
     pub dead: u64,
     #[prost(uint64, tag = "6")]
     pub cancelled: u64,
+    #[prost(uint64, tag = "7")]
+    pub waiting: u64,
 }
 /// The totals and per-kind counts are always whole; the per-scope counts are
 /// one page. An empty request: the 100 scopes with the most pending jobs.
@@ -655,6 +677,9 @@ pub struct CancelManyRequest {
     pub state: ::core::option::Option<i32>,
     #[prost(string, tag = "4")]
     pub reason: ::prost::alloc::string::String,
+    /// Only jobs carrying this tag, walked through the tag index (issue 42).
+    #[prost(string, optional, tag = "5")]
+    pub tag: ::core::option::Option<::prost::alloc::string::String>,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct CancelManyResponse {
@@ -948,6 +973,76 @@ pub struct LimitsResponse {
     #[prost(message, repeated, tag = "1")]
     pub limits: ::prost::alloc::vec::Vec<LimitStatus>,
 }
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct EnqueueGroupRequest {
+    #[prost(message, repeated, tag = "1")]
+    pub children: ::prost::alloc::vec::Vec<NewJob>,
+    #[prost(message, optional, tag = "2")]
+    pub parent: ::core::option::Option<NewJob>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct EnqueueGroupResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub children: ::prost::alloc::vec::Vec<Enqueued>,
+    #[prost(message, optional, tag = "2")]
+    pub parent: ::core::option::Option<Enqueued>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ResultsOfChildrenRequest {
+    #[prost(bytes = "vec", tag = "1")]
+    pub parent: ::prost::alloc::vec::Vec<u8>,
+    /// A page's next; absent: the first page.
+    #[prost(string, optional, tag = "2")]
+    pub cursor: ::core::option::Option<::prost::alloc::string::String>,
+    /// 1 to 1,000.
+    #[prost(uint32, tag = "3")]
+    pub limit: u32,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ChildResult {
+    #[prost(bytes = "vec", tag = "1")]
+    pub id: ::prost::alloc::vec::Vec<u8>,
+    /// UNSPECIFIED once the child was pruned, purged or deleted.
+    #[prost(enumeration = "JobState", tag = "2")]
+    pub state: i32,
+    #[prost(bytes = "vec", optional, tag = "3")]
+    pub result: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    #[prost(enumeration = "Encoding", tag = "4")]
+    pub result_encoding: i32,
+    #[prost(string, optional, tag = "5")]
+    pub last_error: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ResultsOfChildrenResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub children: ::prost::alloc::vec::Vec<ChildResult>,
+    #[prost(string, optional, tag = "2")]
+    pub next: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct BackupRequest {
+    /// The backup directory on the server's filesystem (absolute, or relative
+    /// to the server's working directory); must not exist, or be empty.
+    #[prost(string, tag = "1")]
+    pub dir: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct BackupResponse {
+    /// Where the backup is, canonicalized by the server.
+    #[prost(string, tag = "1")]
+    pub path: ::prost::alloc::string::String,
+    /// The total size of its files (hard-linked ones count in full).
+    #[prost(uint64, tag = "2")]
+    pub bytes: u64,
+    #[prost(uint64, tag = "3")]
+    pub files: u64,
+    /// How long it took, in microseconds.
+    #[prost(uint64, tag = "4")]
+    pub took_us: u64,
+    /// RocksDB's latest sequence number in the backup: the point it holds.
+    #[prost(uint64, tag = "5")]
+    pub sequence: u64,
+}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum JobState {
@@ -958,6 +1053,8 @@ pub enum JobState {
     Completed = 4,
     Dead = 5,
     Cancelled = 6,
+    /// Waiting for its children (fan-in, issue 43).
+    Waiting = 7,
 }
 impl JobState {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -973,6 +1070,7 @@ impl JobState {
             Self::Completed => "JOB_STATE_COMPLETED",
             Self::Dead => "JOB_STATE_DEAD",
             Self::Cancelled => "JOB_STATE_CANCELLED",
+            Self::Waiting => "JOB_STATE_WAITING",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -985,6 +1083,7 @@ impl JobState {
             "JOB_STATE_COMPLETED" => Some(Self::Completed),
             "JOB_STATE_DEAD" => Some(Self::Dead),
             "JOB_STATE_CANCELLED" => Some(Self::Cancelled),
+            "JOB_STATE_WAITING" => Some(Self::Waiting),
             _ => None,
         }
     }
@@ -1077,6 +1176,42 @@ impl Encoding {
             "ENCODING_UNKNOWN" => Some(Self::Unknown),
             "ENCODING_BYTES" => Some(Self::Bytes),
             "ENCODING_VALUE" => Some(Self::Value),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum ChildDeadPolicy {
+    /// Not given: FAIL.
+    Unspecified = 0,
+    /// The parent goes dead, its last error naming the child.
+    Fail = 1,
+    /// The parent is cancelled, then its unfinished children.
+    CancelRest = 2,
+    /// The child counts as finished.
+    Ignore = 3,
+}
+impl ChildDeadPolicy {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "CHILD_DEAD_POLICY_UNSPECIFIED",
+            Self::Fail => "CHILD_DEAD_POLICY_FAIL",
+            Self::CancelRest => "CHILD_DEAD_POLICY_CANCEL_REST",
+            Self::Ignore => "CHILD_DEAD_POLICY_IGNORE",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "CHILD_DEAD_POLICY_UNSPECIFIED" => Some(Self::Unspecified),
+            "CHILD_DEAD_POLICY_FAIL" => Some(Self::Fail),
+            "CHILD_DEAD_POLICY_CANCEL_REST" => Some(Self::CancelRest),
+            "CHILD_DEAD_POLICY_IGNORE" => Some(Self::Ignore),
             _ => None,
         }
     }
@@ -2227,6 +2362,84 @@ pub mod jobs_client {
                 .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "ScheduleNextTimes"));
             self.inner.unary(req, path, codec).await
         }
+        /// Fan-in (issue 43): children and a parent waiting on them, in one
+        /// atomic batch.
+        pub async fn enqueue_group(
+            &mut self,
+            request: impl tonic::IntoRequest<super::EnqueueGroupRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::EnqueueGroupResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/EnqueueGroup",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "EnqueueGroup"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// A page of a parent's children with their states and results.
+        pub async fn results_of_children(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ResultsOfChildrenRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ResultsOfChildrenResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/ResultsOfChildren",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.jobs.v1.Jobs", "ResultsOfChildren"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// A consistent copy of the live store (the core's Queue::backup) written
+        /// to `dir` ON THE SERVER'S FILESYSTEM, not the caller's. Answered only
+        /// over a Unix socket or a loopback TCP connection unless the server was
+        /// started to allow it from anywhere (`ServeOptions::allow_remote_backup`,
+        /// `telha serve --allow-remote-backup`); otherwise INVALID_ARGUMENT,
+        /// nothing written. A `dir` that exists and is not empty, whose parent is
+        /// missing or that lies inside the store is INVALID_ARGUMENT naming it.
+        pub async fn backup(
+            &mut self,
+            request: impl tonic::IntoRequest<super::BackupRequest>,
+        ) -> std::result::Result<tonic::Response<super::BackupResponse>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.jobs.v1.Jobs/Backup",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut().insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Backup"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -2523,6 +2736,34 @@ pub mod jobs_server {
             tonic::Response<super::ScheduleNextTimesResponse>,
             tonic::Status,
         >;
+        /// Fan-in (issue 43): children and a parent waiting on them, in one
+        /// atomic batch.
+        async fn enqueue_group(
+            &self,
+            request: tonic::Request<super::EnqueueGroupRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::EnqueueGroupResponse>,
+            tonic::Status,
+        >;
+        /// A page of a parent's children with their states and results.
+        async fn results_of_children(
+            &self,
+            request: tonic::Request<super::ResultsOfChildrenRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ResultsOfChildrenResponse>,
+            tonic::Status,
+        >;
+        /// A consistent copy of the live store (the core's Queue::backup) written
+        /// to `dir` ON THE SERVER'S FILESYSTEM, not the caller's. Answered only
+        /// over a Unix socket or a loopback TCP connection unless the server was
+        /// started to allow it from anywhere (`ServeOptions::allow_remote_backup`,
+        /// `telha serve --allow-remote-backup`); otherwise INVALID_ARGUMENT,
+        /// nothing written. A `dir` that exists and is not empty, whose parent is
+        /// missing or that lies inside the store is INVALID_ARGUMENT naming it.
+        async fn backup(
+            &self,
+            request: tonic::Request<super::BackupRequest>,
+        ) -> std::result::Result<tonic::Response<super::BackupResponse>, tonic::Status>;
     }
     #[derive(Debug)]
     pub struct JobsServer<T> {
@@ -4276,6 +4517,137 @@ pub mod jobs_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ScheduleNextTimesSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/EnqueueGroup" => {
+                    #[allow(non_camel_case_types)]
+                    struct EnqueueGroupSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::EnqueueGroupRequest>
+                    for EnqueueGroupSvc<T> {
+                        type Response = super::EnqueueGroupResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::EnqueueGroupRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::enqueue_group(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = EnqueueGroupSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/ResultsOfChildren" => {
+                    #[allow(non_camel_case_types)]
+                    struct ResultsOfChildrenSvc<T: Jobs>(pub Arc<T>);
+                    impl<
+                        T: Jobs,
+                    > tonic::server::UnaryService<super::ResultsOfChildrenRequest>
+                    for ResultsOfChildrenSvc<T> {
+                        type Response = super::ResultsOfChildrenResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ResultsOfChildrenRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::results_of_children(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ResultsOfChildrenSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/Backup" => {
+                    #[allow(non_camel_case_types)]
+                    struct BackupSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::BackupRequest>
+                    for BackupSvc<T> {
+                        type Response = super::BackupResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::BackupRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::backup(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = BackupSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import builtins
 import datetime
+import os
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ._native import JobInfo, Queue
 from ._types import JobList, LimitInfo
+
+if TYPE_CHECKING:
+    from ._native import _BackupInfo
 
 T = TypeVar("T")
 
@@ -35,10 +39,11 @@ class _AsyncControl:
         scope: str | None = None,
         state: str | None = None,
         reason: str = "",
+        tag: str | None = None,
     ) -> dict[str, int]:
         """As :meth:`Queue.cancel_many`."""
         return await self._call(
-            self.queue.cancel_many, kind=kind, scope=scope, state=state, reason=reason
+            self.queue.cancel_many, kind=kind, scope=scope, state=state, reason=reason, tag=tag
         )
 
     async def delete(self, job_id: str) -> None:
@@ -87,6 +92,10 @@ class _AsyncControl:
     async def count_tag(self, tag: str, *, scope: str | None = None) -> dict[str, int]:
         """As :meth:`Queue.count_tag`: the tag's jobs per state."""
         return await self._call(self.queue.count_tag, tag, scope=scope)
+
+    async def backup(self, dir: str | os.PathLike[str]) -> _BackupInfo:
+        """As :meth:`Queue.backup`, on a worker thread."""
+        return await self._call(self.queue.backup, dir)
 
     async def reap(self) -> dict[str, int]:
         return await self._call(self.queue.reap)

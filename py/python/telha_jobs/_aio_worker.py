@@ -35,6 +35,7 @@ from ._aio_settle import CARRIED, Carried, Pending, _Settling
 from ._eager import NATIVE_EAGER, eager_task, new_grab
 from ._lease import Lease, _current
 from ._native import MAX_BATCH, CancelWait, Job, Queue
+from ._otel import process_span
 from ._remote import Prefetch, fresh
 from ._worker_rules import (
     NEW_COUNTS,
@@ -467,7 +468,8 @@ class AsyncWorker(_Settling, _Heartbeats):
         job = lease.job
         try:
             try:
-                result = await self.handler(job)
+                with process_span(job):  # a no-op unless the app imported OpenTelemetry
+                    result = await self.handler(job)
             except asyncio.CancelledError:
                 raise
             except Exception as e:

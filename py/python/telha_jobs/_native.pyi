@@ -100,6 +100,19 @@ _Transition = Literal[
     "expired", "progress", "promoted", "rescheduled", "reprioritized", "debounced",
 ]
 
+class _BackupInfo(TypedDict):
+    """What :meth:`Queue.backup` answers."""
+
+    path: str
+    """Where the backup is (canonical; the server's path when connected)."""
+    bytes: int
+    """The size of its files (hard-linked ones count in full)."""
+    files: int
+    took: float
+    """Seconds."""
+    sequence: int
+    """RocksDB's latest sequence number in the backup: the point it holds."""
+
 class _KindSettings(TypedDict, total=False):
     """The per-kind keys of ``config_keys()`` (``kinds={kind: {...}}``).
     Kept equal to the table by the test suite."""
@@ -750,8 +763,10 @@ class Queue:
         scope: _ScopeArg | None = None,
         state: Literal["pending", "failed", "leased"] | None = None,
         reason: str = "",
+        tag: str | None = None,
     ) -> dict[str, int]:
-        """``{"cancelled": n, "requested": n, "corrupt": n}``."""
+        """``{"cancelled": n, "requested": n, "corrupt": n}``; ``tag``: only
+        jobs carrying it, walked through the tag index."""
     def delete(self, job_id: _IdArg) -> None:
         """WrongStateError for a leased job (cancel it first)."""
     def promote(self, job_id: _IdArg) -> None:
@@ -792,6 +807,10 @@ class Queue:
         jobs carrying it (the tag index: by scope, state, enqueue order)."""
     def count_tag(self, tag: str, *, scope: _ScopeArg | None = None) -> dict[str, int]:
         """How many jobs carry ``tag``, per state (read from the tag index)."""
+    def backup(self, dir: str | os.PathLike[str]) -> _BackupInfo:
+        """Write a consistent copy of the live store to ``dir`` (must not
+        exist, or be empty) that opens as a store; on a connected queue,
+        ``dir`` is on the server's filesystem."""
     def reap(self) -> dict[str, int]: ...
     def serve(
         self,

@@ -5,6 +5,7 @@ released while RocksDB works), and :class:`AsyncWorker` (``_aio_worker``)."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import os
@@ -64,7 +65,10 @@ class AsyncQueue(_AsyncControl, _AsyncSchedules):
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kw))
+        # In the caller's context (as asyncio.to_thread): an enqueue picks
+        # up the task's active trace context (_otel.py).
+        ctx = contextvars.copy_context()
+        return await loop.run_in_executor(self._pool, functools.partial(ctx.run, fn, *args, **kw))
 
     async def serve(
         self,

@@ -13,6 +13,7 @@ from typing import Any
 from ._errors import CancelledError, InvalidArgumentError, LeaseLostError, QueueClosedError, TelhaError
 from ._lease import Lease, PermanentError, Retry, Snooze, _current
 from ._native import CancelWait, Job, Queue
+from ._otel import process_span
 from ._remote import TAKE_AHEAD, Prefetch, SettleBatch, fresh, lease_job_id
 from ._worker_rules import (
     NEW_COUNTS,
@@ -448,7 +449,8 @@ class Worker:
         token = _current.set(lease)
         try:
             try:
-                result = self.handler(job)
+                with process_span(job):  # a no-op unless the app imported OpenTelemetry
+                    result = self.handler(job)
             except Exception as e:  # the handler's failure is the job's
                 self._settle_guarded(lease, None, e)
             except BaseException:

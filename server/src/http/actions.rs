@@ -166,7 +166,7 @@ async fn retry_many(q: Queue, req: &Req) -> Response<Body> {
 }
 
 async fn cancel_many(q: Queue, req: &Req) -> Response<Body> {
-    let m = tri!(body(req, &["state", "kind", "scope", "reason"]));
+    let m = tri!(body(req, &["state", "kind", "scope", "reason", "tag"]));
     let filter = CancelFilter {
         kind: tri!(parse::<KindPattern>("kind", tri!(field(&m, "kind")))),
         scope: tri!(parse::<Scope>("scope", tri!(field(&m, "scope")))),
@@ -174,6 +174,7 @@ async fn cancel_many(q: Queue, req: &Req) -> Response<Body> {
         reason: tri!(field(&m, "reason"))
             .unwrap_or("cancelled from the web page")
             .to_string(),
+        tag: tri!(field(&m, "tag")).map(str::to_string),
     };
     let r = tri!(blocking(move || q.cancel_many(&filter)).await);
     ok(&json!({"cancelled": r.cancelled, "requested": r.requested, "corrupt": r.corrupt}))

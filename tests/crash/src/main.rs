@@ -11,6 +11,7 @@
 
 mod check;
 mod drain;
+mod fanin;
 mod followups;
 mod log;
 mod schedules;
@@ -137,6 +138,30 @@ enum Cmd {
         #[arg(long, default_value_t = 120)]
         max_secs: u64,
     },
+    /// Kill an owner completing fan-in groups' children (and the parents
+    /// they release) N times (per sync mode), checking after each kill
+    /// that each parent left waiting once, iff its children completed
+    /// (issue 43).
+    Fanin {
+        /// Kills per sync mode.
+        #[arg(long, default_value_t = 20)]
+        kills: u32,
+        /// `sync_writes` off, on, or both (one run each).
+        #[arg(long, value_enum, default_value_t = Sync::Off)]
+        sync: Sync,
+        /// Seed for the kill delays (default: from the clock).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// The fan-in owner process (started by `fanin`).
+    FaninOwner {
+        #[arg(long)]
+        store: PathBuf,
+        #[arg(long)]
+        sync_writes: bool,
+        #[arg(long, default_value_t = 120)]
+        max_secs: u64,
+    },
     /// The follow-up owner process (started by `followups`).
     FollowupOwner {
         #[arg(long)]
@@ -181,6 +206,12 @@ fn main() {
             sync_writes,
             max_secs,
         } => followups::owner(&store, sync_writes, max_secs),
+        Cmd::FaninOwner {
+            store,
+            sync_writes,
+            max_secs,
+        } => fanin::owner(&store, sync_writes, max_secs),
+        Cmd::Fanin { kills, sync, seed } => fanin::main(kills, modes(sync), seed),
         Cmd::SteerOwner {
             store,
             logs,
