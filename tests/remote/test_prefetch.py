@@ -8,8 +8,8 @@ settles completions in batches. Through a real ``telha serve`` process
 - completions go in ``complete_many`` batches and each job is completed
   once;
 - ``stop()`` sends the completions still gathered in a batch;
-- two Workers with slow handlers share a small backlog (the window follows
-  the handlers: issue 37);
+- a slow Worker or AsyncWorker (default prefetch) leaves a small backlog
+  to a fast Worker: the window follows the handlers (issue 37);
 - a worker process killed (SIGKILL) while holding prefetched leases loses
   no job: the leases expire and another worker completes every job once.
 """
@@ -17,6 +17,7 @@ settles completions in batches. Through a real ``telha serve`` process
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -44,13 +45,13 @@ cap = "50ms"
 """
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    """A `telha serve` process on a fresh store; yields its URL."""
+@contextlib.contextmanager
+def serve(tmp_path: Path, config: str) -> Iterator[str]:
+    """A `telha serve` process on a fresh store with ``config``; yields its URL."""
     if not Path(TELHA).exists():
         pytest.fail(f"the telha binary is not built at {TELHA} (make build-cli)")
     cfg = tmp_path / "telha.toml"
-    cfg.write_text(CONFIG)
+    cfg.write_text(config)
     env = dict(os.environ, TELHA_JOBS_CONFIG=str(cfg))
     server = Proc([TELHA, "--db", str(tmp_path / "store"), "serve", "--listen", "127.0.0.1:0"], env)
     try:
@@ -59,6 +60,13 @@ def served(tmp_path: Path) -> Iterator[str]:
         yield line.split("listening on ", 1)[1].strip()
     finally:
         server.stop()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    """A `telha serve` process with a 2 s lease TTL; yields its URL."""
+    with serve(tmp_path, CONFIG) as url:
+        yield url
 
 
 def wait_for(cond: Any, timeout: float, what: str) -> None:
@@ -247,45 +255,80 @@ def test_the_async_worker_leases_ahead_and_batches_too(served: str) -> None:
     q.close()
 
 
-def test_two_slow_workers_share_a_small_backlog(served: str) -> None:
-    """The window follows the handlers (issue 37): a Worker whose handlers
-    take 150 ms holds about one lease at a time, not its whole prefetch
-    (257 by default), so a backlog of 20 is shared with the other Worker."""
-    q = telha_jobs.connect(served, timeout=10.0)
-    ids = q.enqueue_many([("share", {"n": i}) for i in range(20)])
-    ran: dict[str, int] = {"a": 0, "b": 0}
+class Slow:
+    """A Worker (``"sync"``) or an AsyncWorker (``"async"``, on a loop in a
+    thread of its own) of concurrency 1 and the default prefetch (256),
+    whose handler takes ``secs`` a job."""
 
-    def handler_of(name: str) -> Any:
-        def handler(job: telha_jobs.Job) -> Any:
-            ran[name] += 1
-            time.sleep(0.15)
-            return None
-        return handler
+    def __init__(self, kind: str, q: telha_jobs.Queue, secs: float) -> None:
+        from telha_jobs.aio import AsyncQueue, AsyncWorker
 
-    workers = [
-        telha_jobs.Worker(q, handler_of(name), worker_id=name, concurrency=1, poll_wait=0.1)
-        for name in ("a", "b")
-    ]
-    assert all(w.prefetch == 256 for w in workers)
-    assert all(w.min_prefetch == 0 for w in workers)
-    with pytest.raises(telha_jobs.InvalidArgumentError):
-        telha_jobs.Worker(q, lambda job: None, prefetch=4, min_prefetch=5)
-    for w in workers:
-        w.start()
-    most_leased = 0
-    try:
-        end = time.monotonic() + 60.0
-        while q.stats()["total"]["completed"] < 20:
-            assert time.monotonic() < end, q.stats()
-            most_leased = max(most_leased, q.stats()["total"]["leased"])
-            time.sleep(0.005)
-    finally:
-        for w in workers:
-            w.stop()
-    # A fixed window leased all 20 to the first stream at once.
-    assert most_leased <= 6, most_leased
-    assert ran["a"] >= 5 and ran["b"] >= 5, ran
-    for w in workers:
-        assert w.counts["prefetch_released"] == 0, w.counts
-    completed_once(q, ids)
-    q.close()
+        self.ran = 0
+        self.kind = kind
+        if kind == "sync":
+            def handler(job: telha_jobs.Job) -> None:
+                self.ran += 1
+                time.sleep(secs)
+
+            self.worker: Any = telha_jobs.Worker(q, handler, worker_id="slow", concurrency=1, poll_wait=0.1)
+            self.worker.start()
+            return
+
+        async def ahandler(job: telha_jobs.Job) -> None:
+            self.ran += 1
+            await asyncio.sleep(secs)
+
+        self.loop = asyncio.new_event_loop()
+        self.worker = AsyncWorker(AsyncQueue(q), ahandler, worker_id="slow", concurrency=1, poll_wait=0.1)
+        self.thread = threading.Thread(target=self.loop.run_until_complete, args=(self.worker.run(),))
+        self.thread.start()
+
+    def stop(self) -> None:
+        if self.kind == "sync":
+            self.worker.stop()
+            return
+        asyncio.run_coroutine_threadsafe(self.worker.stop(), self.loop).result(60.0)
+        self.thread.join(60.0)
+        assert not self.thread.is_alive()
+        self.loop.close()
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_slow_worker_leaves_a_small_backlog_to_a_fast_one(tmp_path: Path, kind: str) -> None:
+    """The window follows the handlers (issue 37): a Worker of concurrency
+    1 whose handler takes 200 ms asks for floor = 1, so the server leases it
+    about one job at a time instead of its whole default window (257), and
+    a fast Worker that comes later takes most of a backlog of 20. Without
+    the floor the slow one leased all 20 at once and the fast one got none
+    (a 60 s TTL here: no prefetched lease goes stale and comes back)."""
+    with serve(tmp_path, '[jobs]\nlease_ttl = "60s"\nreaper_interval = "100ms"\n') as url:
+        q = telha_jobs.connect(url, timeout=10.0)
+        ids = q.enqueue_many([("share", {"n": i}) for i in range(20)])
+        slow = Slow(kind, q, 0.2)
+        assert slow.worker.prefetch == 256 and slow.worker.min_prefetch == 0
+        fast_ran = 0
+
+        def fast_handler(job: telha_jobs.Job) -> None:
+            nonlocal fast_ran
+            fast_ran += 1
+
+        fast = telha_jobs.Worker(q, fast_handler, worker_id="fast", concurrency=1, poll_wait=0.1)
+        try:
+            # The slow stream is open and its first job running: what it
+            # leased by now it leased with nobody else asking.
+            wait_for(lambda: slow.ran >= 1, 30.0, "the slow worker's first job")
+            held = q.stats()["total"]["leased"]
+            fast.start()
+            wait_for(lambda: q.stats()["total"]["completed"] == 20, 60.0, "20 jobs completed")
+        finally:
+            fast.stop()
+            slow.stop()
+        assert held <= 3, f"the slow worker held {held} of 20"
+        assert fast_ran >= 15 and fast_ran + slow.ran == 20, (fast_ran, slow.ran)
+        assert slow.worker.counts["prefetch_released"] == 0, slow.worker.counts
+        completed_once(q, ids)
+        with pytest.raises(telha_jobs.InvalidArgumentError):
+            telha_jobs.Worker(q, lambda job: None, prefetch=4, min_prefetch=5)
+        with pytest.raises(telha_jobs.InvalidArgumentError):
+            telha_jobs.Worker(q, lambda job: None, prefetch=0, min_prefetch=1)
+        q.close()

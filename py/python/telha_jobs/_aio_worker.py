@@ -114,7 +114,7 @@ class AsyncWorker(_Settling, _Heartbeats):
         self.poll_wait = seconds(poll_wait, "poll_wait")
         self.stop_timeout = seconds(stop_timeout, "stop_timeout")
         self.prefetch = prefetch_size(prefetch, concurrency, queue.queue.remote)
-        self.min_prefetch = min_prefetch_size(min_prefetch, self.prefetch)
+        self.min_prefetch = min_prefetch_size(min_prefetch, self.prefetch, queue.queue.remote)
         # A tick's completions in as few calls as they fit (on a busy loop
         # each answer waits for the GIL); remote: 64, a modest message.
         self.settle_batch = (

@@ -281,18 +281,18 @@ def prefetch_size(prefetch: object, concurrency: int, remote: bool) -> int:
     return prefetch if remote else 0
 
 
-def min_prefetch_size(min_prefetch: object, prefetch: int) -> int:
+def min_prefetch_size(min_prefetch: object, prefetch: int, remote: bool) -> int:
     """A Worker's ``min_prefetch``: how many of its ``prefetch`` leases the
     server keeps ahead even while the handlers are slow (0 to ``prefetch``;
     the stream's floor is ``concurrency + min_prefetch``). Over an embedded
-    queue (no prefetch) it is 0."""
+    queue (no prefetch, whatever ``prefetch`` said) it is 0."""
     if isinstance(min_prefetch, bool) or not isinstance(min_prefetch, int):
         raise TypeError("min_prefetch must be an int")
-    if min_prefetch < 0 or (min_prefetch > prefetch and prefetch > 0):
+    if min_prefetch < 0 or (remote and min_prefetch > prefetch):
         raise InvalidArgumentError(
             f"min_prefetch must be 0 to prefetch ({prefetch}), got {min_prefetch}"
         )
-    return min(min_prefetch, prefetch)
+    return min_prefetch if remote else 0
 
 
 # An embedded queue's handler thread leases ahead as many jobs as its

@@ -15,11 +15,11 @@ from ._lease import Lease, PermanentError, Retry, Snooze, _current
 from ._native import CancelWait, Job, Queue
 from ._otel import process_span
 from ._remote import TAKE_AHEAD, Prefetch, SettleBatch, fresh, lease_job_id
+from ._worker_beat import _Beats
 from ._worker_rules import (
     NEW_COUNTS,
     LeaseAhead,
     STOP_GRACE,
-    after_heartbeat,
     default_worker_id,
     failure_reason,
     join_timeout,
@@ -27,13 +27,9 @@ from ._worker_rules import (
     min_prefetch_size,
     prefetch_size,
     refused,
-    restore_progress,
     seconds,
     settle_batch_default,
     settle_batch_size,
-    take_progress,
-    timed_out,
-    timeout_reason,
 )
 
 __all__ = ["Worker", "default_worker_id"]
@@ -41,7 +37,7 @@ __all__ = ["Worker", "default_worker_id"]
 log = logging.getLogger("telha_jobs")
 
 
-class Worker:
+class Worker(_Beats):
     """Runs ``handler(job)`` for leased jobs on ``concurrency`` threads.
 
     - A normal return completes the job, the return value as its result
@@ -125,7 +121,7 @@ class Worker:
         self.poll_wait = seconds(poll_wait, "poll_wait")
         self.stop_timeout = seconds(stop_timeout, "stop_timeout")
         self.prefetch = prefetch_size(prefetch, concurrency, queue.remote)
-        self.min_prefetch = min_prefetch_size(min_prefetch, self.prefetch)
+        self.min_prefetch = min_prefetch_size(min_prefetch, self.prefetch, queue.remote)
         self.settle_batch = (
             settle_batch_size(settle_batch) if settle_batch is not None
             else settle_batch_default(concurrency, self.prefetch, queue.remote)
@@ -547,65 +543,3 @@ class Worker:
             self._count("lost")
         except Exception as e:  # noqa: BLE001 - logged and counted
             self._error(f"failing {lease.job.id}", e)
-
-    def _time_out(self, leases: Sequence[Lease]) -> None:
-        """Fail the jobs whose handlers ran past their timeout (retryably)
-        and tell the handlers their lease is lost."""
-        for lease in leases:
-            with self._cond:
-                held = self._leases.pop(lease.key, None) is lease
-            lease._mark_lost("timeout")
-            if not held:
-                continue
-            log.warning("worker %s: job %s %s", self.worker_id, lease.job.id, timeout_reason(lease))
-            self._fail_for(lease, timeout_reason(lease), True, "timed_out")
-
-    def _heartbeat(self) -> None:
-        while True:
-            try:
-                if not self._beat_once():
-                    return
-            except Exception as e:  # noqa: BLE001 - never lose the heartbeat thread
-                self._error("heartbeat", e)
-                self._stopping.wait(0.1)
-
-    def _beat_once(self) -> bool:
-        """One pass of the heartbeat thread; False when it should end."""
-        q = self.queue
-        with self._cond:
-            if self._stopped.is_set() or (self._stopping.is_set() and not self._leases):
-                return False
-            now = time.time()
-            late = timed_out(list(self._leases.values()), now)
-            due = [l for l in self._leases.values() if l.next_beat <= now and l not in late]
-            if not due and not late:
-                nxt = min(
-                    (min(l.next_beat, l.timeout_at) for l in self._leases.values()),
-                    default=now + 0.5,
-                )
-                pause = min(max(nxt - now, 0.01), 0.5)
-                self._beat_at = now + pause
-                self._cond.wait(pause)
-                self._beat_at = 0.0
-                return True
-        if late:
-            self._time_out(late)
-        if not due:
-            return True
-        sent = time.time()
-        failed = False
-        # The handlers' latest progress rides on this heartbeat.
-        reports = take_progress(due)
-        try:
-            answers = q.extend_answers([l.job for l in due], self.worker_id, progress=reports)
-        except Exception as e:  # noqa: BLE001 - counted; a closed queue stops the Worker
-            restore_progress(due, reports)
-            self._error("heartbeat", e)
-            if self._stopping.is_set():
-                return not isinstance(e, QueueClosedError)
-            # Unrenewed past its deadline (the server unreachable, say),
-            # a lease is lost: the handler is told, as when extend says so.
-            failed = True
-            answers = ["renewed" if time.time() < l.expires else "lost" for l in due]
-        after_heartbeat(self.worker_id, due, answers, failed, sent)
-        return True
