@@ -116,6 +116,7 @@ impl NativeQueue {
         ts_args_type = "workerId: string, capacity: number, kinds: string[] | undefined | null, scopes: string[] | undefined | null, onLeases: () => void, floor?: number | undefined | null",
         ts_return_type = "Promise<NativeJobStream>"
     )]
+    #[allow(clippy::too_many_arguments)] // the JS call's own arguments
     pub fn poll_jobs<'env>(
         &self,
         env: &'env Env,
