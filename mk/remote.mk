@@ -35,6 +35,7 @@ test-remote: py-wheel node-build build-cli
 
 ## Issue 15's fleet bench: 4 Python + 4 Node worker processes (one job at a
 ## time) through a real `telha serve`, beside the in-process Worker, the
-## Rust core's 4 pollers and raw RocksDB, measured in the same run.
+## Rust core's 4 pollers and raw RocksDB, measured in the same run; each
+## fleet row with the CPU per job of the server and of its workers.
 bench-fleet: py-wheel node-build build-cli
 	$(PY) tests/remote/bench_fleet.py --telha $(CLI_BIN) --ref "$(BENCH_REF)"

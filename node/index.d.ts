@@ -292,10 +292,12 @@ export declare class NativeQueue {
    * Open a `PollJobs` stream for `workerId` (a remote queue only:
    * `INVALID_ARGUMENT` on an embedded one, whose leases cost no round
    * trip): at most `capacity` (1 to the batch limit) leases unsettled at
-   * once. `onLeases` is called on the JS thread when leases arrived,
+   * once. With `floor` (1 to `capacity`: the Worker's concurrency) the
+   * window follows the handlers: the server keeps about 100 ms of their
+   * work unsettled, at least `floor`; without it, a fixed `capacity`. `onLeases` is called on the JS thread when leases arrived,
    * the stream failed, or it ended.
    */
-  pollJobs(workerId: string, capacity: number, kinds: string[] | undefined | null, scopes: string[] | undefined | null, onLeases: () => void): Promise<NativeJobStream>
+  pollJobs(workerId: string, capacity: number, kinds: string[] | undefined | null, scopes: string[] | undefined | null, onLeases: () => void, floor?: number | undefined | null): Promise<NativeJobStream>
   /**
    * Watch job `id` (`NOT_FOUND` for no such job, `INVALID_ARGUMENT` for
    * a malformed id, `CLOSED`): `onDone` is called once, on the JS

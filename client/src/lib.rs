@@ -409,11 +409,33 @@ impl RemoteQueue {
         options: &LeaseOptions,
         capacity: u32,
     ) -> Result<JobStream> {
+        self.poll_jobs_window(worker_id, options, capacity, None)
+    }
+
+    /// [`RemoteQueue::poll_jobs`] with a window that follows the handlers:
+    /// the server keeps at most `clamp(ceil(settle rate * 100 ms), floor,
+    /// capacity)` leases unsettled, so a worker with slow handlers holds
+    /// about `floor` (its concurrency) and leaves the rest of a backlog to
+    /// other workers, and one with fast handlers leases up to `capacity`.
+    /// `floor` `None`: a fixed window of `capacity` (as `poll_jobs`).
+    ///
+    /// Errors: as `poll_jobs`, and `InvalidArgument` for a floor outside 1
+    /// to `capacity` (from a server that knows the field; an older one
+    /// ignores it and keeps the fixed window).
+    pub fn poll_jobs_window(
+        &self,
+        worker_id: &str,
+        options: &LeaseOptions,
+        capacity: u32,
+        floor: Option<u32>,
+    ) -> Result<JobStream> {
         let req = pb::PollJobsRequest {
             worker_id: worker_id.to_string(),
             scopes: cv::scopes_to_pb(&options.scopes),
             kinds: cv::kinds_to_pb(&options.kinds),
             capacity,
+            floor,
+            window_ms: None,
         };
         let (streaming, id) = self.open_poll(&req)?;
         Ok(JobStream::new(self.clone(), req, streaming, id))

@@ -131,6 +131,21 @@ impl JobStore for RemoteQueue {
         )))
     }
 
+    fn lease_feed_floor(
+        &self,
+        worker_id: &str,
+        options: &LeaseOptions,
+        capacity: u32,
+        floor: u32,
+    ) -> Result<Option<Box<dyn telha_jobs::worker::LeaseFeed>>> {
+        Ok(Some(Box::new(self.poll_jobs_window(
+            worker_id,
+            options,
+            capacity,
+            Some(floor.clamp(1, capacity.max(1))),
+        )?)))
+    }
+
     fn lease_many(&self, worker_id: &str, max: usize, options: &LeaseOptions) -> Result<Vec<Job>> {
         let wait = options.wait.unwrap_or(Duration::ZERO);
         let req = pb::LeaseRequest {

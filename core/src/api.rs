@@ -50,6 +50,21 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
         let _ = (worker_id, options, capacity);
         Ok(None)
     }
+    /// [`JobStore::lease_feed`] whose window follows the handlers: a
+    /// remote store's server keeps at most `clamp(settle rate * 100 ms,
+    /// floor, capacity)` leases unsettled, so slow handlers hold about
+    /// `floor` (the worker's concurrency) and fast ones up to `capacity`.
+    /// The default ignores `floor`.
+    fn lease_feed_floor(
+        &self,
+        worker_id: &str,
+        options: &LeaseOptions,
+        capacity: u32,
+        floor: u32,
+    ) -> Result<Option<Box<dyn crate::worker::LeaseFeed>>> {
+        let _ = floor;
+        self.lease_feed(worker_id, options, capacity)
+    }
     /// See [`Queue::extend`].
     fn extend(&self, tokens: &[LeaseToken], worker_id: &str) -> Result<Vec<Result<u64>>>;
     /// See [`Queue::heartbeat`].

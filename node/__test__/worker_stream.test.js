@@ -4,8 +4,10 @@
 // process started here and stopped by its pid: it holds leases ahead up to
 // `concurrency + maxPrefetch`, never runs one that waited past a quarter of
 // its TTL, gives back what it holds at `stop()` without spending attempts,
-// and the jobs of a worker process killed outright come back after their
-// TTL.
+// the jobs of a worker process killed outright come back after their
+// TTL, and (issue 37) the window follows the handlers: a slow Worker
+// leaves a small backlog to a fast one. The tests of the prefetch's own
+// bounds keep a fixed window (`minPrefetch` = `maxPrefetch`).
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const path = require('node:path')
@@ -45,7 +47,7 @@ test('through telha serve: a Worker at concurrency 1 holds leases ahead, at most
     seen.set(job.id, (seen.get(job.id) || 0) + 1)
     await gate
     return job.payload
-  }, { concurrency: 1, maxPrefetch: 5 })
+  }, { concurrency: 1, maxPrefetch: 5, minPrefetch: 5 }) // a fixed window
   let done = 0
   w.on('completed', () => { done++ })
   const run = w.run()
@@ -86,7 +88,7 @@ test('through telha serve: no prefetched lease reaches a handler after waiting p
       await sleep(TTL_MS * 0.75)
     }
     return null
-  }, { concurrency: 1, maxPrefetch: 3 })
+  }, { concurrency: 1, maxPrefetch: 3, minPrefetch: 3 })
   let done = 0
   w.on('completed', () => { done++ })
   const run = w.run()
@@ -113,7 +115,7 @@ test('through telha serve: stop() gives back what the Worker holds, no attempt s
   const w = new Worker(q, async (job, { signal }) => {
     started++
     await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
-  }, { concurrency: 2, maxPrefetch: 4 })
+  }, { concurrency: 2, maxPrefetch: 4, minPrefetch: 4 })
   const run = w.run()
   await eventually(() => admin.stats(), (s) => s.total.leased === 6 && started === 2)
   await w.stop({ graceMs: 50 })
@@ -132,7 +134,7 @@ test('through telha serve: the leases of a Worker process killed outright come b
   const script = `
     const { Queue, Worker } = require(${JSON.stringify(path.join(__dirname, '..'))})
     Queue.connect(${JSON.stringify(url)}).then((q) => {
-      new Worker(q, () => new Promise(() => {}), { concurrency: 1, maxPrefetch: 4 }).run()
+      new Worker(q, () => new Promise(() => {}), { concurrency: 1, maxPrefetch: 4, minPrefetch: 4 }).run()
     })`
   const child = spawn(process.execPath, ['-e', script], { stdio: 'inherit' })
   const exited = new Promise((resolve) => child.once('exit', resolve))
@@ -159,4 +161,30 @@ test('through telha serve: the leases of a Worker process killed outright come b
   }
   // The 5 the killed worker held spent an attempt each (expired), no other.
   assert.equal(spent, 5)
+})
+
+test('through telha serve: a slow Worker leaves a small backlog to a fast one (the window follows the handlers)', async (t) => {
+  // A 60 s TTL: no prefetched lease goes stale and comes back, so without
+  // the floor the slow Worker kept all 20 and the fast one got none.
+  const { url } = await telhaServe(t, '[jobs]\nlease_ttl = "60s"\nreaper_interval = "100ms"\n')
+  const admin = await connect(t, url)
+  const ids = await admin.enqueueMany(Array.from({ length: 20 }, (_, i) => ['share', i]))
+  const ran = { slow: 0, fast: 0 }
+  // Concurrency 1 and the default maxPrefetch (256): the stream's floor is
+  // 1, and handlers of 200 ms keep the window there.
+  const slow = new Worker(await connect(t, url), async () => { ran.slow++; await sleep(200) },
+    { workerId: 'slow', concurrency: 1 })
+  const fast = new Worker(await connect(t, url), async () => { ran.fast++ }, { workerId: 'fast', concurrency: 1 })
+  const runs = [slow.run()]
+  // Its first job running: what it leased by now it leased with nobody else asking.
+  await eventually(() => ran.slow, (n) => n >= 1)
+  const held = (await admin.stats()).total.leased
+  runs.push(fast.run())
+  await eventually(() => admin.stats(), (s) => s.total.completed === ids.length)
+  for (const w of [fast, slow]) await w.stop()
+  await Promise.all(runs)
+  assert.ok(held <= 3, `the slow Worker held ${held} of 20`)
+  assert.ok(ran.fast >= 15 && ran.fast + ran.slow === 20, JSON.stringify(ran))
+  assert.equal(slow.prefetchReleased, 0)
+  for (const id of ids) assert.equal((await admin.get(id)).attempts, 0)
 })

@@ -5,7 +5,11 @@
 // stream is the Rust client's (src/stream.rs: the same feed the Rust
 // Worker reads), read on a thread of its own; the server pushes leases as
 // they become ready and as settles free room, never more than the stream's
-// capacity unsettled at once: the handlers' own plus `maxPrefetch`.
+// capacity unsettled at once: the handlers' own plus `maxPrefetch`. The
+// window follows the handlers (issue 37): the stream asks for floor = the
+// Worker's concurrency (plus `minPrefetch`), and the server keeps about 100 ms of the handlers'
+// work unsettled (its settle rate times 100 ms), between that floor and the
+// capacity, so slow handlers leave a backlog to other workers.
 //
 // The bound is the Python Worker's: a lease that waited here past
 // PREFETCH_FRACTION of its TTL is released (no attempt spent) rather than
@@ -31,6 +35,7 @@ class Prefetch {
   #workerId
   #filters
   #capacity
+  #floor
   #onError
   #stream = null
   #opening = null
@@ -44,11 +49,12 @@ class Prefetch {
   #reopen = null
   #released = 0
 
-  constructor (queue, workerId, filters, { takers, maxPrefetch, onError }) {
+  constructor (queue, workerId, filters, { takers, maxPrefetch, minPrefetch = 0, onError }) {
     this.#queue = queue
     this.#workerId = workerId
     this.#filters = filters
     this.#capacity = Math.max(1, Math.min(takers + maxPrefetch, LIMITS.maxBatch))
+    this.#floor = Math.max(1, Math.min(takers + minPrefetch, this.#capacity))
     this.#onError = onError
   }
 
@@ -92,7 +98,7 @@ class Prefetch {
   /** Open the stream once (again after it ended while running). */
   #open () {
     if (this.#stream || this.#opening || this.#closed || this.#fatal || this.#reopen) return
-    this.#opening = this.#queue._pollJobs(this.#workerId, this.#capacity, this.#filters, () => this.#arrived())
+    this.#opening = this.#queue._pollJobs(this.#workerId, this.#capacity, this.#filters, () => this.#arrived(), this.#floor)
       .then((s) => {
         this.#opening = null
         this.#stream = s

@@ -303,12 +303,14 @@ class Queue {
   /**
    * A `PollJobs` stream (a remote queue only): what a Worker leases ahead
    * through (lib/prefetch.js). `onLeases` is called on the loop when
-   * leases arrived (`take()` them), the stream failed or it ended.
+   * leases arrived (`take()` them), the stream failed or it ended. With
+   * `floor` (the Worker's concurrency) the server keeps about 100 ms of
+   * the handlers' work unsettled, between `floor` and `capacity`.
    * @internal
    */
-  _pollJobs (workerId, capacity, filters, onLeases) {
+  _pollJobs (workerId, capacity, filters, onLeases, floor) {
     const { kinds, scopes } = leaseFilters(options(filters, 'lease options', LEASE_KEYS))
-    return this.#native.pollJobs(str(workerId, 'workerId'), capacity, kinds, scopes, onLeases)
+    return this.#native.pollJobs(str(workerId, 'workerId'), capacity, kinds, scopes, onLeases, floor)
   }
 
   async leaseMany (workerId, max, opts) {

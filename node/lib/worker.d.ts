@@ -65,14 +65,22 @@ export interface WorkerOptions {
   heartbeatMs?: number
   /**
    * On a remote queue (`Queue.connect`), the most leases held ahead beyond
-   * the running ones (default 64, at most `limits.maxBatch - concurrency`;
+   * the running ones (default 256, at most `limits.maxBatch - concurrency`;
    * 0: lease only when a handler is free). They come through the server's
    * PollJobs stream, whose capacity is `concurrency + maxPrefetch`
    * unsettled leases; one that waited here past a quarter of its TTL is
    * released (no attempt spent) rather than run. Ignored on an embedded
-   * queue.
+   * queue. That capacity is the upper bound: the window follows the
+   * handlers (the server keeps about 100 ms of their work unsettled, its
+   * settle rate × 100 ms, at least `concurrency + minPrefetch`).
    */
   maxPrefetch?: number
+  /**
+   * Of the `maxPrefetch` leases, how many the server keeps ahead even
+   * while the handlers are slow (default 0, at most `maxPrefetch`; equal
+   * to it: a fixed window).
+   */
+  minPrefetch?: number
 }
 
 /**

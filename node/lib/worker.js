@@ -24,9 +24,15 @@ const { processSpan, enabled: tracing } = require('./otel.js')
 
 /** The largest completion batch that runs on the event loop (node/src/now.rs: NOW_MAX_BATCH). */
 const FLUSH_AT = 64
-/** A remote Worker's default `maxPrefetch`. */
-const MAX_PREFETCH = 64
-const WORKER_KEYS = new Set(['workerId', 'kinds', 'scope', 'concurrency', 'pollMs', 'heartbeatMs', 'maxPrefetch'])
+/**
+ * A remote Worker's default `maxPrefetch`: large enough that a PollJobs
+ * message (a stream carries about one per completeMany, each about half
+ * its capacity) and a completeMany cost little beside the jobs they carry
+ * (issue 37: 64 → 256 cut the CPU per job of 4 such processes and their
+ * server, `make bench-fleet`'s CPU columns).
+ */
+const MAX_PREFETCH = 256
+const WORKER_KEYS = new Set(['workerId', 'kinds', 'scope', 'concurrency', 'pollMs', 'heartbeatMs', 'maxPrefetch', 'minPrefetch'])
 const STOP_KEYS = new Set(['graceMs'])
 
 class Worker extends EventEmitter {
@@ -40,6 +46,7 @@ class Worker extends EventEmitter {
   #pollMs
   #heartbeatMs
   #maxPrefetch
+  #minPrefetch
   #beat
   #prefetch = null // a remote queue's lease-ahead, while running
   #prefetchReleased = 0 // by the lease-aheads of earlier runs
@@ -80,6 +87,9 @@ class Worker extends EventEmitter {
     // embedded lease costs what a prefetch would).
     this.#maxPrefetch = optInt(o.maxPrefetch, 'maxPrefetch', 0, LIMITS.maxBatch - this.#concurrency) ??
       Math.max(0, Math.min(MAX_PREFETCH, LIMITS.maxBatch - this.#concurrency))
+    // Kept ahead even while the handlers are slow (the stream's floor is
+    // concurrency + minPrefetch; the server sizes the rest by their rate).
+    this.#minPrefetch = optInt(o.minPrefetch, 'minPrefetch', 0, this.#maxPrefetch) ?? 0
     this.#beat = new Heartbeat(queue, this.#workerId, this.#heartbeatMs, this.#active, (e) => this.#report(e))
   }
 
@@ -119,6 +129,7 @@ class Worker extends EventEmitter {
       ? new Prefetch(this.#queue, this.#workerId, { kinds: this.#kinds, scope: this.#scope }, {
         takers: this.#concurrency,
         maxPrefetch: this.#maxPrefetch,
+        minPrefetch: this.#minPrefetch,
         onError: (e) => this.#report(e)
       })
       : null

@@ -108,12 +108,15 @@ impl NativeQueue {
     /// Open a `PollJobs` stream for `workerId` (a remote queue only:
     /// `INVALID_ARGUMENT` on an embedded one, whose leases cost no round
     /// trip): at most `capacity` (1 to the batch limit) leases unsettled at
-    /// once. `onLeases` is called on the JS thread when leases arrived,
+    /// once. With `floor` (1 to `capacity`: the Worker's concurrency) the
+    /// window follows the handlers: the server keeps about 100 ms of their
+    /// work unsettled, at least `floor`; without it, a fixed `capacity`. `onLeases` is called on the JS thread when leases arrived,
     /// the stream failed, or it ended.
     #[napi(
-        ts_args_type = "workerId: string, capacity: number, kinds: string[] | undefined | null, scopes: string[] | undefined | null, onLeases: () => void",
+        ts_args_type = "workerId: string, capacity: number, kinds: string[] | undefined | null, scopes: string[] | undefined | null, onLeases: () => void, floor?: number | undefined | null",
         ts_return_type = "Promise<NativeJobStream>"
     )]
+    #[allow(clippy::too_many_arguments)] // the JS call's own arguments
     pub fn poll_jobs<'env>(
         &self,
         env: &'env Env,
@@ -122,14 +125,26 @@ impl NativeQueue {
         kinds: Option<Vec<String>>,
         scopes: Option<Vec<String>>,
         on_leases: Wake,
+        floor: Option<f64>,
     ) -> napi::Result<Object<'env>> {
-        let (capacity, opts) = guard(env, "pollJobs", || {
+        let (capacity, floor, opts) = guard(env, "pollJobs", || {
             if !(capacity.fract() == 0.0 && capacity >= 1.0 && capacity <= MAX_BATCH as f64) {
                 return Err(Failure::Range(format!(
                     "capacity must be a whole number from 1 to {MAX_BATCH}, got {capacity}"
                 )));
             }
-            Ok((capacity as u32, lease_options(kinds, scopes)?))
+            if let Some(f) = floor {
+                if !(f.fract() == 0.0 && f >= 1.0 && f <= capacity) {
+                    return Err(Failure::Range(format!(
+                        "floor must be a whole number from 1 to capacity ({capacity}), got {f}"
+                    )));
+                }
+            }
+            Ok((
+                capacity as u32,
+                floor.map(|f| f as u32),
+                lease_options(kinds, scopes)?,
+            ))
         })?;
         let store = self.store().arc().clone();
         let wake = Mutex::new(Some(on_leases));
@@ -138,8 +153,10 @@ impl NativeQueue {
             "pollJobs",
             "telha-poll-open",
             move || {
-                let feed = store
-                    .lease_feed(&worker_id, &opts, capacity)?
+                let feed = match floor {
+                    Some(f) => store.lease_feed_floor(&worker_id, &opts, capacity, f)?,
+                    None => store.lease_feed(&worker_id, &opts, capacity)?,
+                }
                     .ok_or_else(|| {
                         Failure::Invalid(
                             "pollJobs needs a remote queue (Queue.connect); an embedded queue leases without a round trip".into(),

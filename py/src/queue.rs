@@ -242,7 +242,10 @@ impl Queue {
 
     /// A remote queue's PollJobs stream (see stream.rs); the Workers that
     /// lease ahead use it. `InvalidArgumentError` on an embedded queue.
-    #[pyo3(signature = (worker_id, capacity, *, kinds=None, scope=None))]
+    /// `floor` (1 to `capacity`): the window follows the handlers (the
+    /// server keeps between `floor` and `capacity` leases unsettled, by
+    /// its settle rate); None: a fixed window of `capacity`.
+    #[pyo3(signature = (worker_id, capacity, *, kinds=None, scope=None, floor=None))]
     fn _poll_jobs(
         &self,
         py: Python<'_>,
@@ -250,12 +253,13 @@ impl Queue {
         capacity: &Bound<'_, PyAny>,
         kinds: Option<&Bound<'_, PyAny>>,
         scope: Option<&Bound<'_, PyAny>>,
+        floor: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<crate::stream::JobStream> {
         task::guard(py, "_poll_jobs", || {
             let Some(r) = &self.remote else {
                 return Err(invalid(py, "_poll_jobs needs a remote queue (connect())"));
             };
-            crate::stream::open(py, r, worker_id, capacity, kinds, scope)
+            crate::stream::open(py, r, worker_id, capacity, kinds, scope, floor)
         })
     }
 

@@ -42,15 +42,22 @@ pub fn open(
     capacity: &Bound<'_, PyAny>,
     kinds: Option<&Bound<'_, PyAny>>,
     scope: Option<&Bound<'_, PyAny>>,
+    floor: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<JobStream> {
     let capacity = args::int_in(capacity, "capacity", 1, MAX_BATCH as u64)? as u32;
+    let floor = match floor {
+        Some(f) if !f.is_none() => Some(args::int_in(f, "floor", 1, u64::from(capacity))? as u32),
+        _ => None,
+    };
     let options = LeaseOptions {
         scopes: args::scopes(scope)?,
         kinds: args::kinds(kinds)?,
         wait: None,
         cancel: None,
     };
-    let s = task::run(py, || remote.poll_jobs(worker_id, &options, capacity))?;
+    let s = task::run(py, || {
+        remote.poll_jobs_window(worker_id, &options, capacity, floor)
+    })?;
     Ok(JobStream {
         inner: Mutex::new(Some(s)),
         closed: AtomicBool::new(false),

@@ -241,6 +241,10 @@ def test_worker_rejects_bad_arguments(queue: telha_jobs.Queue) -> None:
         telha_jobs.Worker(queue, "not callable")  # type: ignore[arg-type]
     with pytest.raises(telha_jobs.InvalidArgumentError):
         telha_jobs.Worker(queue, lambda j: None, concurrency=0)
+    with pytest.raises(telha_jobs.InvalidArgumentError):
+        telha_jobs.Worker(queue, lambda j: None, min_prefetch=-1)
+    with pytest.raises(TypeError):
+        telha_jobs.Worker(queue, lambda j: None, min_prefetch="1")  # type: ignore[arg-type]
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")

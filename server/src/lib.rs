@@ -59,6 +59,7 @@ mod sigpipe;
 mod stats;
 #[cfg(feature = "test-hooks")]
 pub mod testing;
+mod window;
 
 /// What the test hooks (feature `test-hooks`) hand to [`run`]; nothing
 /// without the feature.

@@ -1,11 +1,14 @@
 //! `PollJobs`: one server-streaming call per worker that pushes leases as
-//! they become ready, never more than its `capacity` unsettled at once. A
+//! they become ready, never more than its window unsettled at once (its
+//! `capacity`, or with a `floor` what `window.rs` sizes by the stream's
+//! settle rate, between the floor and the capacity). A
 //! lease stops counting when it is settled through this server (any
 //! connection), lost (past its deadline, or the core says so) or released.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use telha_jobs::{limits, CancelWait, Error, Job, LeaseOptions, LeaseToken};
 use telha_jobs_proto::convert as cv;
@@ -16,6 +19,7 @@ use tonic::Status;
 
 use crate::lease::lease_or_give_back;
 use crate::service::{now_ms, until_closing, JobsService, Shared};
+use crate::window::Window;
 
 /// The response header naming a PollJobs stream for StopPoll.
 pub(crate) const STREAM_HEADER: &str = "telha-poll-stream";
@@ -24,11 +28,13 @@ pub(crate) const STREAM_HEADER: &str = "telha-poll-stream";
 /// (shutdown, capacity) and waits again.
 const POLL_WAIT: Duration = Duration::from_secs(30);
 
-/// One PollJobs stream's unsettled leases (token → lease deadline).
+/// One PollJobs stream's unsettled leases (token → lease deadline) and how
+/// many of them were settled (the window's rate).
 #[derive(Default)]
 pub(crate) struct Slot {
     pub(crate) held: Mutex<HashMap<LeaseToken, u64>>,
     pub(crate) freed: Notify,
+    pub(crate) settles: AtomicU64,
 }
 
 impl JobsService {
@@ -46,6 +52,8 @@ impl JobsService {
                 r.capacity
             ))));
         }
+        let window =
+            Window::from_request(r.capacity, r.floor, r.window_ms).map_err(|e| to_status(&e))?;
         let (scopes, kinds) = cv::filter_from_pb(&r.scopes, &r.kinds).map_err(|e| to_status(&e))?;
         let (tx, rx) = mpsc::channel(2);
         let shared = self.shared.clone();
@@ -63,16 +71,7 @@ impl JobsService {
         };
         tokio::spawn(async move {
             let _ends = ends;
-            poll_loop(
-                shared,
-                tx,
-                stop,
-                r.worker_id,
-                scopes,
-                kinds,
-                r.capacity as usize,
-            )
-            .await
+            poll_loop(shared, tx, stop, r.worker_id, scopes, kinds, window).await
         });
         Ok((stream, id))
     }
@@ -179,14 +178,21 @@ async fn poll_loop(
     worker: String,
     scopes: Vec<telha_jobs::Scope>,
     kinds: Vec<telha_jobs::KindPattern>,
-    capacity: usize,
+    mut window: Window,
 ) {
     let slot = Arc::new(Slot::default());
     let mut closing = shared.closing.clone();
+    let started = Instant::now();
     loop {
         if *closing.borrow() || *stop.borrow() {
             break;
         }
+        // How many unsettled leases this stream keeps now: its settle rate
+        // times the window, between the floor and the capacity.
+        let capacity = window.sample(
+            slot.settles.load(Ordering::Relaxed),
+            started.elapsed().as_secs_f64(),
+        );
         // Leases past their deadline are lost: they no longer count.
         let now = now_ms();
         let (free, next_expiry) = {

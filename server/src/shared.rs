@@ -69,6 +69,8 @@ impl Shared {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(t);
+            slot.settles
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             slot.freed.notify_one();
         }
     }

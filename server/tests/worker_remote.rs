@@ -75,6 +75,7 @@ fn a_remote_worker_sees_a_cancel_and_gives_back_its_prefetch_on_stop() {
     })
     .concurrency(1)
     .prefetch(8)
+    .min_prefetch(8) // a fixed window: the prefetch fills behind the running one
     .build()
     .unwrap()
     .start()

@@ -25,6 +25,19 @@ pid, the jobs are enqueued with their kind paused, the workers start and
 say "ready", then the kind is resumed and the clock runs until the server
 counts every job completed. Every round measures every row; the median
 round of each row is printed (the machine is shared and noisy).
+
+Beside each fleet row's rate: the CPU the server process and the worker
+processes (together) spent per job between the resume and the last
+completion (user + system time from /proc/PID/stat, every thread), in
+microseconds. On a machine with fewer cores than busy processes the rate is
+about cores / (server + workers CPU per job), and CPU per job does not move
+with the load other processes put on the machine: it is the figure to
+drive down. ``--only py4_c1,node4_c1`` measures only the named fleet rows
+(with the core's reference; no in-process rows). ``--fixed-window`` runs
+the workers with their whole prefetch window kept (``min_prefetch =
+prefetch``, as before issue 37's window sized by the handlers' rate: pair
+runs with and without it); ``--handler-ms 20`` gives each job a handler of
+that long and prints wall time beside the ideal.
 """
 
 from __future__ import annotations
@@ -47,6 +60,17 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 PAYLOAD = b'{"doc":"s3://bucket/key/0001.pdf","tenant":42,"pages":12}'
 CONFIG = '[jobs]\nlease_ttl = "30s"\n'
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a live process, every thread, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        # The command name (field 2) may hold spaces: split after its ")".
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def fill(q: telha_jobs.Queue, n: int) -> None:
@@ -95,9 +119,10 @@ def stop(p: subprocess.Popen[str]) -> None:
 
 
 def fleet(telha: str, base: Path, n: int, py: int, node: int, prefetch: int | None,
-          concurrency: int = 4, node_concurrency: int = 4) -> float:
+          concurrency: int = 4, node_concurrency: int = 4) -> tuple[float, float, float]:
     """Jobs/s of `py` Python and `node` Node worker processes through one
-    `telha serve` process (each Python one a Worker of `concurrency`)."""
+    `telha serve` process (each Python one a Worker of `concurrency`), and
+    the CPU per job (µs) of the server and of the workers together."""
     base.mkdir(parents=True)
     cfg = base / "telha.toml"
     cfg.write_text(CONFIG)
@@ -123,6 +148,7 @@ def fleet(telha: str, base: Path, n: int, py: int, node: int, prefetch: int | No
             assert p.stdout is not None
             got = p.stdout.readline().strip()
             assert got == "ready", (got, p.stderr.read() if p.stderr else "")
+        cpu0 = [cpu_seconds(p.pid) for p in (server, *procs)]
         t = time.perf_counter()
         q.resume(kind="bench")
         while q.stats()["total"]["completed"] < n:
@@ -130,10 +156,11 @@ def fleet(telha: str, base: Path, n: int, py: int, node: int, prefetch: int | No
                 assert p.poll() is None, p.stderr.read() if p.stderr else ""
             time.sleep(0.01)
         rate = n / (time.perf_counter() - t)
+        cpu = [cpu_seconds(p.pid) - c for p, c in zip((server, *procs), cpu0)]
         total = q.stats()["total"]
         assert total["completed"] == n and total["leased"] == 0 and total["pending"] == 0, total
         q.close()
-        return rate
+        return rate, cpu[0] * 1e6 / n, sum(cpu[1:]) * 1e6 / n
     finally:
         for p in procs:
             stop(p)
@@ -162,13 +189,40 @@ ISSUE37 = [
 ]
 
 
+# The fleet rows: key -> (Python processes, Node processes, Python
+# prefetch (None: the default), Python concurrency, Node concurrency).
+FLEETS = {
+    "fleet": (4, 4, None, 4, 4),
+    "py4": (4, 0, None, 4, 4),
+    "py4_noprefetch": (4, 0, 0, 4, 4),
+    "py4_c1": (4, 0, None, 1, 4),
+    "node4_c1": (0, 4, None, 4, 1),
+    "node4_c4": (0, 4, None, 4, 4),
+}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--telha", required=True, help="the telha binary")
     ap.add_argument("--ref", required=True, help="command printing the Rust reference JSON (bench_ref)")
     ap.add_argument("--jobs", type=int, default=20_000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", default="", help="comma-separated fleet rows (default: every row)")
+    ap.add_argument("--fixed-window", action="store_true",
+                    help="workers keep their whole prefetch window (min_prefetch = prefetch), as before "
+                         "the server sized it by the handlers' rate (issue 37)")
+    ap.add_argument("--handler-ms", type=float, default=0.0,
+                    help="each handler sleeps this long; prints each fleet row's wall time beside "
+                         "the ideal (jobs x handler time / handlers)")
     a = ap.parse_args()
+    if a.fixed_window:
+        os.environ["TELHA_BENCH_FIXED_WINDOW"] = "1"
+    if a.handler_ms > 0:
+        os.environ["TELHA_BENCH_HANDLER_MS"] = str(a.handler_ms)
+    only = [k for k in a.only.split(",") if k]
+    for k in only:
+        if k not in FLEETS:
+            ap.error(f"--only: unknown row {k!r} (rows: {', '.join(FLEETS)})")
     runs: list[dict[str, float]] = []
     for r in range(a.rounds):
         with tempfile.TemporaryDirectory(prefix="telha-fleet-bench") as d:
@@ -176,38 +230,60 @@ def main() -> None:
             cmd = [*shlex.split(a.ref), "--n", str(a.jobs), "--dir", str(base)]
             rust = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
             run = {k: float(rust[k]) for k in ("pollers4", "batch_pollers4", "raw_put")}
-            run["py_local"] = local_python(base, a.jobs)
-            run["node_local"] = local_node(base, a.jobs)
-            run["fleet"] = fleet(a.telha, base / "fleet", a.jobs, 4, 4, None)
-            run["py4"] = fleet(a.telha, base / "py4", a.jobs, 4, 0, None)
-            run["py4_noprefetch"] = fleet(a.telha, base / "py4-0", a.jobs, 4, 0, 0)
-            run["py4_c1"] = fleet(a.telha, base / "py4-c1", a.jobs, 4, 0, None, concurrency=1)
-            run["node4_c1"] = fleet(a.telha, base / "node4-c1", a.jobs, 0, 4, None, node_concurrency=1)
-            run["node4_c4"] = fleet(a.telha, base / "node4-c4", a.jobs, 0, 4, None, node_concurrency=4)
+            if not only:
+                run["py_local"] = local_python(base, a.jobs)
+                run["node_local"] = local_node(base, a.jobs)
+            for key, (py, node, prefetch, c, nc) in FLEETS.items():
+                if only and key not in only:
+                    continue
+                rate, server_cpu, workers_cpu = fleet(
+                    a.telha, base / key, a.jobs, py, node, prefetch, concurrency=c, node_concurrency=nc
+                )
+                run[key], run[f"{key}_server_us"], run[f"{key}_workers_us"] = rate, server_cpu, workers_cpu
             runs.append(run)
-            print(f"round {r + 1}: " + ", ".join(f"{k} {v:,.0f}" for k, v in run.items()), flush=True)
+            print(f"round {r + 1}: " + ", ".join(f"{k} {v:,.1f}" if k.endswith("_us") else f"{k} {v:,.0f}"
+                                                 for k, v in run.items()), flush=True)
     med = {k: statistics.median(run[k] for run in runs) for k in runs[0]}
     print(
         f"telha-jobs fleet benchmark: {a.jobs} jobs, no-op handlers, one job at a time, jobs/s, "
-        f"median of {a.rounds} rounds; every row measured in each round"
+        f"median of {a.rounds} rounds; every row measured in each round; CPU µs per job "
+        "(server / worker processes together, each the median over the rounds)"
     )
-    print(f"{'figure':<44}{'jobs/s':>10}{'vs in-proc':>12}{'vs core':>10}")
+    print(f"{'figure':<44}{'jobs/s':>10}{'vs in-proc':>12}{'vs core':>10}{'server µs':>11}{'workers µs':>12}")
     for label, key, _ in ROWS:
+        if key not in med:
+            continue
         v = med[key]
-        print(f"{label:<44}{v:>10,.0f}{v / med['py_local']:>11.2f}x{v / med['pollers4']:>9.2f}x")
+        vs_local = f"{v / med['py_local']:>11.2f}x" if "py_local" in med else f"{'-':>12}"
+        cpu = (f"{med[key + '_server_us']:>11.1f}{med[key + '_workers_us']:>12.1f}"
+               if key + "_server_us" in med else "")
+        print(f"{label:<44}{v:>10,.0f}{vs_local}{v / med['pollers4']:>9.2f}x{cpu}")
     print(f"{'Rust core, 4 pollers (lease_next + complete)':<44}{med['pollers4']:>10,.0f}")
     print(f"{'Rust core, 4 threads lease_many + complete_many':<44}{med['batch_pollers4']:>10,.0f}")
     print(f"{'raw RocksDB single-put batch (ceiling)':<44}{med['raw_put']:>10,.0f}")
     for label, key, target in ISSUE37:
+        if key not in med:
+            continue
         r = med[key] / med["batch_pollers4"]
         print(f"issue 37: {label} vs the core's batched 4 threads: {r:.2f}x (target >= {target}x) "
-              + ("ok" if r >= target else "BELOW"))
-    r = med["node4_c1"] / med["py4_c1"]
-    print(f"issue 46: 4 Node processes vs 4 Python processes, Worker concurrency 1 each: {r:.2f}x "
-          "(target >= 0.8x) " + ("ok" if r >= 0.8 else "BELOW"))
-    ratio = med["fleet"] / med["py_local"]
-    print(f"fleet vs in-process Python Worker: {ratio:.2f}x (target >= 0.5x) "
-          + ("ok" if ratio >= 0.5 else "BELOW"))
+              + ("ok" if r >= target else "BELOW")
+              + f"; CPU/job server {med[key + '_server_us']:.1f} µs + workers {med[key + '_workers_us']:.1f} µs")
+    if a.handler_ms > 0:
+        for label, key, _ in ROWS:
+            if key not in med or key not in FLEETS:
+                continue
+            py, node, _, c, nc = FLEETS[key]
+            ideal = a.jobs * a.handler_ms / 1000 / (py * c + node * nc)
+            print(f"{label}, {a.handler_ms:g} ms handlers: wall {a.jobs / med[key]:.2f} s, "
+                  f"ideal {ideal:.2f} s ({ideal * med[key] / a.jobs:.2f} of ideal)")
+    if "node4_c1" in med and "py4_c1" in med:
+        r = med["node4_c1"] / med["py4_c1"]
+        print(f"issue 46: 4 Node processes vs 4 Python processes, Worker concurrency 1 each: {r:.2f}x "
+              "(target >= 0.8x) " + ("ok" if r >= 0.8 else "BELOW"))
+    if "fleet" in med and "py_local" in med:
+        ratio = med["fleet"] / med["py_local"]
+        print(f"fleet vs in-process Python Worker: {ratio:.2f}x (target >= 0.5x) "
+              + ("ok" if ratio >= 0.5 else "BELOW"))
 
 
 if __name__ == "__main__":

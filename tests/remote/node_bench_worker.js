@@ -6,7 +6,9 @@
 //
 // "remote": a Worker (concurrency CONCURRENCY, default 4; no-op handler,
 // one job at a time, default lease-ahead) on Queue.connect(URL); prints
-// "ready", works until SIGTERM, then stops.
+// "ready", works until SIGTERM, then stops. TELHA_BENCH_HANDLER_MS: each
+// handler sleeps that long; TELHA_BENCH_FIXED_WINDOW=1: minPrefetch =
+// maxPrefetch (the fixed window of before issue 37's adaptive one).
 // "local": the in-process reference: enqueues JOBS into an embedded store,
 // runs the same Worker until all are completed, prints {"rate": jobs/s}.
 const path = require('node:path')
@@ -16,7 +18,10 @@ const PAYLOAD = { doc: 's3://bucket/key/0001.pdf', tenant: 42, pages: 12 }
 
 async function remote (url, workerId, concurrency) {
   const q = await Queue.connect(url, { timeoutMs: 10000 })
-  const w = new Worker(q, async () => null, { workerId, concurrency, pollMs: 200 })
+  const ms = Number(process.env.TELHA_BENCH_HANDLER_MS || 0)
+  const handler = ms > 0 ? () => new Promise((resolve) => setTimeout(() => resolve(null), ms)) : async () => null
+  const fixed = process.env.TELHA_BENCH_FIXED_WINDOW === '1' ? { minPrefetch: 256 } : {}
+  const w = new Worker(q, handler, { workerId, concurrency, pollMs: 200, ...fixed })
   const stopped = new Promise((resolve) => process.once('SIGTERM', resolve))
   const running = w.run()
   process.stdout.write('ready\n')

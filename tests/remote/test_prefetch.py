@@ -8,6 +8,8 @@ settles completions in batches. Through a real ``telha serve`` process
 - completions go in ``complete_many`` batches and each job is completed
   once;
 - ``stop()`` sends the completions still gathered in a batch;
+- a slow Worker or AsyncWorker (default prefetch) leaves a small backlog
+  to a fast Worker: the window follows the handlers (issue 37);
 - a worker process killed (SIGKILL) while holding prefetched leases loses
   no job: the leases expire and another worker completes every job once.
 """
@@ -15,6 +17,7 @@ settles completions in batches. Through a real ``telha serve`` process
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -42,13 +45,13 @@ cap = "50ms"
 """
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    """A `telha serve` process on a fresh store; yields its URL."""
+@contextlib.contextmanager
+def serve(tmp_path: Path, config: str) -> Iterator[str]:
+    """A `telha serve` process on a fresh store with ``config``; yields its URL."""
     if not Path(TELHA).exists():
         pytest.fail(f"the telha binary is not built at {TELHA} (make build-cli)")
     cfg = tmp_path / "telha.toml"
-    cfg.write_text(CONFIG)
+    cfg.write_text(config)
     env = dict(os.environ, TELHA_JOBS_CONFIG=str(cfg))
     server = Proc([TELHA, "--db", str(tmp_path / "store"), "serve", "--listen", "127.0.0.1:0"], env)
     try:
@@ -57,6 +60,13 @@ def served(tmp_path: Path) -> Iterator[str]:
         yield line.split("listening on ", 1)[1].strip()
     finally:
         server.stop()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    """A `telha serve` process with a 2 s lease TTL; yields its URL."""
+    with serve(tmp_path, CONFIG) as url:
+        yield url
 
 
 def wait_for(cond: Any, timeout: float, what: str) -> None:
@@ -89,7 +99,9 @@ def test_a_prefetched_lease_past_a_quarter_of_its_ttl_is_released_not_run(served
         time.sleep(0.8)  # past a quarter of the TTL: what waits behind it goes stale
         return {"n": job.payload["n"]}
 
-    w = telha_jobs.Worker(q, handler, concurrency=1, prefetch=5, poll_wait=0.1)
+    # min_prefetch=prefetch: a fixed window (else the server keeps about
+    # 100 ms of these handlers' work ahead: none here).
+    w = telha_jobs.Worker(q, handler, concurrency=1, prefetch=5, min_prefetch=5, poll_wait=0.1)
     assert w.prefetch == 5
     w.start()
     try:
@@ -151,7 +163,8 @@ def test_stop_sends_the_completions_gathered_in_a_batch(served: str) -> None:
     # stop() sends it. A batch lingers only while prefetched leases wait
     # ("later", behind the slow one); the one handler stays busy, so only
     # stop() can send it.
-    w = telha_jobs.Worker(q, handler, concurrency=1, prefetch=2, settle_linger=600.0, poll_wait=0.1)
+    w = telha_jobs.Worker(q, handler, concurrency=1, prefetch=2, min_prefetch=2, settle_linger=600.0,
+                          poll_wait=0.1)
     w.start()
     stopper = None
     try:
@@ -240,3 +253,82 @@ def test_the_async_worker_leases_ahead_and_batches_too(served: str) -> None:
         assert info.result == {"n": ids.index(info.id)}
     assert q.stats()["total"]["leased"] == 0
     q.close()
+
+
+class Slow:
+    """A Worker (``"sync"``) or an AsyncWorker (``"async"``, on a loop in a
+    thread of its own) of concurrency 1 and the default prefetch (256),
+    whose handler takes ``secs`` a job."""
+
+    def __init__(self, kind: str, q: telha_jobs.Queue, secs: float) -> None:
+        from telha_jobs.aio import AsyncQueue, AsyncWorker
+
+        self.ran = 0
+        self.kind = kind
+        if kind == "sync":
+            def handler(job: telha_jobs.Job) -> None:
+                self.ran += 1
+                time.sleep(secs)
+
+            self.worker: Any = telha_jobs.Worker(q, handler, worker_id="slow", concurrency=1, poll_wait=0.1)
+            self.worker.start()
+            return
+
+        async def ahandler(job: telha_jobs.Job) -> None:
+            self.ran += 1
+            await asyncio.sleep(secs)
+
+        self.loop = asyncio.new_event_loop()
+        self.worker = AsyncWorker(AsyncQueue(q), ahandler, worker_id="slow", concurrency=1, poll_wait=0.1)
+        self.thread = threading.Thread(target=self.loop.run_until_complete, args=(self.worker.run(),))
+        self.thread.start()
+
+    def stop(self) -> None:
+        if self.kind == "sync":
+            self.worker.stop()
+            return
+        asyncio.run_coroutine_threadsafe(self.worker.stop(), self.loop).result(60.0)
+        self.thread.join(60.0)
+        assert not self.thread.is_alive()
+        self.loop.close()
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_slow_worker_leaves_a_small_backlog_to_a_fast_one(tmp_path: Path, kind: str) -> None:
+    """The window follows the handlers (issue 37): a Worker of concurrency
+    1 whose handler takes 200 ms asks for floor = 1, so the server leases it
+    about one job at a time instead of its whole default window (257), and
+    a fast Worker that comes later takes most of a backlog of 20. Without
+    the floor the slow one leased all 20 at once and the fast one got none
+    (a 60 s TTL here: no prefetched lease goes stale and comes back)."""
+    with serve(tmp_path, '[jobs]\nlease_ttl = "60s"\nreaper_interval = "100ms"\n') as url:
+        q = telha_jobs.connect(url, timeout=10.0)
+        ids = q.enqueue_many([("share", {"n": i}) for i in range(20)])
+        slow = Slow(kind, q, 0.2)
+        assert slow.worker.prefetch == 256 and slow.worker.min_prefetch == 0
+        fast_ran = 0
+
+        def fast_handler(job: telha_jobs.Job) -> None:
+            nonlocal fast_ran
+            fast_ran += 1
+
+        fast = telha_jobs.Worker(q, fast_handler, worker_id="fast", concurrency=1, poll_wait=0.1)
+        try:
+            # The slow stream is open and its first job running: what it
+            # leased by now it leased with nobody else asking.
+            wait_for(lambda: slow.ran >= 1, 30.0, "the slow worker's first job")
+            held = q.stats()["total"]["leased"]
+            fast.start()
+            wait_for(lambda: q.stats()["total"]["completed"] == 20, 60.0, "20 jobs completed")
+        finally:
+            fast.stop()
+            slow.stop()
+        assert held <= 3, f"the slow worker held {held} of 20"
+        assert fast_ran >= 15 and fast_ran + slow.ran == 20, (fast_ran, slow.ran)
+        assert slow.worker.counts["prefetch_released"] == 0, slow.worker.counts
+        completed_once(q, ids)
+        with pytest.raises(telha_jobs.InvalidArgumentError):
+            telha_jobs.Worker(q, lambda job: None, prefetch=4, min_prefetch=5)
+        with pytest.raises(telha_jobs.InvalidArgumentError):
+            telha_jobs.Worker(q, lambda job: None, prefetch=0, min_prefetch=1)
+        q.close()

@@ -96,6 +96,8 @@ pub(crate) struct Settings {
     pub(crate) poll_wait: Duration,
     /// Leases pushed ahead beyond the running ones (0: no lease feed).
     pub(crate) prefetch: usize,
+    /// Of those, how many are kept ahead even while handlers are slow.
+    pub(crate) min_prefetch: usize,
 }
 
 /// A configured Worker; [`Worker::start`] runs it.
@@ -123,6 +125,7 @@ pub struct WorkerBuilder {
     poll_wait: Duration,
     stop_timeout: Duration,
     prefetch: Option<usize>,
+    min_prefetch: usize,
 }
 
 impl Worker {
@@ -144,6 +147,7 @@ impl Worker {
             poll_wait: POLL_WAIT_DEFAULT,
             stop_timeout: STOP_TIMEOUT_DEFAULT,
             prefetch: None,
+            min_prefetch: 0,
         }
     }
 
@@ -168,7 +172,11 @@ impl Worker {
             0 => None,
             n => {
                 let cap = (self.s.concurrency + n) as u32;
-                self.store.lease_feed(&self.s.worker_id, &options, cap)?
+                // The window follows the handlers: at least one lease per
+                // handler thread, up to `cap` while they drain it fast.
+                let floor = (self.s.concurrency + self.s.min_prefetch) as u32;
+                self.store
+                    .lease_feed_floor(&self.s.worker_id, &options, cap, floor)?
             }
         };
         let sh = Arc::new(Shared {
@@ -298,6 +306,16 @@ impl WorkerBuilder {
         self
     }
 
+    /// Of the `prefetch` leases, how many the server keeps ahead even while
+    /// the handlers are slow; default 0. The window follows the handlers: a
+    /// remote server keeps about 100 ms of their work unsettled (their
+    /// settle rate × 100 ms), at least `concurrency + min_prefetch` and at
+    /// most `concurrency + prefetch`; equal to `prefetch`: a fixed window.
+    pub fn min_prefetch(mut self, n: usize) -> Self {
+        self.min_prefetch = n;
+        self
+    }
+
     /// Check the settings. Errors: `InvalidArgument` naming the setting (a
     /// concurrency out of range, a bad kind pattern or worker id, a
     /// duration over `limits::MAX_DURATION`).
@@ -328,6 +346,12 @@ impl WorkerBuilder {
                 "prefetch + concurrency must be at most {MAX_BATCH}, got {prefetch}"
             )));
         }
+        if self.min_prefetch > prefetch {
+            return Err(Error::invalid(format!(
+                "min_prefetch must be at most prefetch ({prefetch}), got {}",
+                self.min_prefetch
+            )));
+        }
         let worker_id = self.worker_id.unwrap_or_else(default_worker_id);
         validate_worker_id(&worker_id)?;
         let kinds = self
@@ -347,6 +371,7 @@ impl WorkerBuilder {
                 stop_timeout: self.stop_timeout,
                 poll_wait: self.poll_wait,
                 prefetch,
+                min_prefetch: self.min_prefetch,
             },
             options,
         })

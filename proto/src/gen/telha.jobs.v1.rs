@@ -193,6 +193,18 @@ pub struct PollJobsRequest {
     /// How many unsettled leases of this stream the worker can hold (1 to 10,000).
     #[prost(uint32, tag = "4")]
     pub capacity: u32,
+    /// The window follows the handlers: the stream keeps at most
+    /// clamp(ceil(settle rate * window_ms), floor, capacity) leases unsettled,
+    /// its settle rate measured by the server (fast attack, slow decay), so a
+    /// slow worker holds about `floor` and a fast one up to `capacity`; it
+    /// shrinks by leasing less, never by taking leases back.
+    /// `floor`: the least unsettled leases kept in flight (the worker's
+    /// concurrency), 1 to `capacity`; absent: `capacity` (a fixed window).
+    #[prost(uint32, optional, tag = "5")]
+    pub floor: ::core::option::Option<u32>,
+    /// The time of handler work to keep in flight, 1 to 60,000 ms; absent: 100.
+    #[prost(uint32, optional, tag = "6")]
+    pub window_ms: ::core::option::Option<u32>,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct PollJobsResponse {

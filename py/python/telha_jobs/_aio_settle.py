@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ._errors import CancelledError, LeaseLostError, QueueClosedError
 from ._lease import Lease
 from ._native import MAX_BATCH, Job, _complete_then_lease
-from ._remote import Prefetch, SettleBatch, one_per_job
+from ._remote import Prefetch, SettleBatch, lease_job_id, one_per_job
 from ._worker_rules import outcome, refused
 
 if TYPE_CHECKING:
@@ -64,12 +64,6 @@ def _started(started: threading.Event, call: Callable[[], T]) -> T:
     return call()
 
 
-def _lease_job_id(item: Pending) -> str:
-    """A pending completion's job id, as its lease keeps it (``Job.id``
-    formats the UUID on every call)."""
-    return item[0].key[0]
-
-
 class _Settling:
     """Completions and the carried call; the AsyncWorker has the rest."""
 
@@ -104,7 +98,7 @@ class _Settling:
             if self._flush_at is not None:
                 self._flush_at.cancel()
                 self._flush_at = None
-            batch, self._out = one_per_job(self._out, MAX_BATCH, _lease_job_id)
+            batch, self._out = one_per_job(self._out, MAX_BATCH, lease_job_id)
             self.settle_calls += 1
             self.settle_sent += len(batch)
         then = [lease._then for lease, _, _ in batch]
@@ -211,7 +205,7 @@ class _Settling:
         while self._out and len(self._sending) < SENDS and (
             not self._sending or len(self._out) >= self.settle_batch
         ):
-            batch, self._out = one_per_job(self._out, self.settle_batch, _lease_job_id)
+            batch, self._out = one_per_job(self._out, self.settle_batch, lease_job_id)
             task = asyncio.get_running_loop().create_task(
                 self._guarded("sending completions", self._send(batch))
             )

@@ -42,6 +42,7 @@ from ._worker_rules import (
     default_worker_id,
     failure_reason,
     outcome,
+    min_prefetch_size,
     prefetch_size,
     refused,
     seconds,
@@ -72,7 +73,9 @@ class AsyncWorker(_Settling, _Heartbeats):
     ``complete_many`` batches of up to ``settle_batch`` (default: 64 on a
     remote queue, ``max(64, concurrency // 4)`` on an embedded one): once per loop tick
     on an embedded queue, ``settle_linger`` seconds after the first on a
-    remote one (which also leases ahead: ``prefetch``). ``settle_calls`` /
+    remote one (which also leases ahead: ``prefetch``, at least
+    ``min_prefetch`` kept ahead; the server sizes the window by the
+    handlers' rate). ``settle_calls`` /
     ``settle_sent`` count the ``complete_many`` calls made and the
     completions they carried."""
 
@@ -88,6 +91,7 @@ class AsyncWorker(_Settling, _Heartbeats):
         poll_wait: float = 1.0,
         stop_timeout: float = 30.0,
         prefetch: int | None = None,
+        min_prefetch: int = 0,
         settle_batch: int | None = None,
         settle_linger: float = 0.002,
     ) -> None:
@@ -110,6 +114,7 @@ class AsyncWorker(_Settling, _Heartbeats):
         self.poll_wait = seconds(poll_wait, "poll_wait")
         self.stop_timeout = seconds(stop_timeout, "stop_timeout")
         self.prefetch = prefetch_size(prefetch, concurrency, queue.queue.remote)
+        self.min_prefetch = min_prefetch_size(min_prefetch, self.prefetch, queue.queue.remote)
         # A tick's completions in as few calls as they fit (on a busy loop
         # each answer waits for the GIL); remote: 64, a modest message.
         self.settle_batch = (
@@ -186,6 +191,7 @@ class AsyncWorker(_Settling, _Heartbeats):
                 Prefetch, self.queue.queue, self.worker_id, self.concurrency + self.prefetch,
                 self.kinds, self.scope, self._count_threadsafe(loop), 1,
                 lambda: loop.call_soon_threadsafe(self._flush_now),
+                self.concurrency + self.min_prefetch,
             )
         self._lease_task = asyncio.create_task(self._lease_loop())
         heart = asyncio.create_task(self._heartbeat())

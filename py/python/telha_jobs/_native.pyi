@@ -671,9 +671,12 @@ class Queue:
         *,
         kinds: str | Sequence[str] | None = None,
         scope: _ScopeArg | Sequence[_ScopeArg] | None = None,
+        floor: int | None = None,
     ) -> JobStream:
         """Remote queues only: leases pushed as they become ready, never
-        more than ``capacity`` unsettled at once."""
+        more than ``capacity`` unsettled at once; with ``floor`` (1 to
+        ``capacity``) the server keeps about 100 ms of the handlers' work
+        unsettled, at least ``floor``."""
     def extend(
         self, jobs: Iterable[Job | str], worker_id: str, progress: Sequence[Any] | None = None
     ) -> list[bool]:

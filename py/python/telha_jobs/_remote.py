@@ -24,9 +24,10 @@ from ._errors import (
     TelhaError,
     UnavailableError,
 )
+from ._lease import Lease
 from ._native import Job, Queue
 
-__all__ = ["PREFETCH_FRACTION", "Prefetch", "SettleBatch", "unanswered"]
+__all__ = ["PREFETCH_FRACTION", "TAKE_AHEAD", "Prefetch", "SettleBatch", "lease_job_id", "unanswered"]
 
 log = logging.getLogger("telha_jobs")
 
@@ -43,6 +44,11 @@ PREFETCH_FRACTION = 0.25
 # How long one stream wait lasts before the feeder looks around (stop,
 # stale leases).
 FEED_SLICE = 0.2
+
+# The most prefetched leases the handler thread of a Worker of concurrency
+# 1 takes at once: one lock per handful of jobs instead of one per job
+# (1.2 µs a job taken one by one, 0.3 µs in 16s).
+TAKE_AHEAD = 16
 
 
 def unanswered(remote: bool, err: BaseException) -> bool:
@@ -62,7 +68,9 @@ def fresh(job: Job, arrived: float, now: float) -> bool:
 class Prefetch:
     """Leases pushed by the server for one worker, at most ``capacity``
     unsettled (running, waiting here or being settled) at once; handler
-    threads :meth:`take` them one at a time.
+    threads :meth:`take` them one at a time. With ``floor`` (the worker's
+    concurrency) the server sizes the window by time: about 100 ms of the
+    handlers' work, at least ``floor``, at most ``capacity``.
 
     The stream is kept open until :meth:`close`: a server pushes leases
     ahead of time into its stream's buffer, and a stream dropped with leases
@@ -86,13 +94,17 @@ class Prefetch:
         count: Callable[[str], None],
         takers: int = 1,
         on_idle: Callable[[], None] = lambda: None,
+        floor: int | None = None,
     ) -> None:
         self._queue = queue
         self._takers = takers
         self._idle = 0  # takers waiting with nothing to take
         self._on_idle = on_idle
+        # The server keeps between ``floor`` (the worker's concurrency) and
+        # ``capacity`` leases unsettled, following the handlers' settle
+        # rate: slow handlers leave a backlog to other workers.
         self._open: Callable[[], Any] = lambda: queue._poll_jobs(
-            worker_id, capacity, kinds=kinds, scope=scope
+            worker_id, capacity, kinds=kinds, scope=scope, floor=floor
         )
         self._worker_id = worker_id
         self._count = count
@@ -309,6 +321,12 @@ def _job_id(item: tuple[Any, Job, Any]) -> str:
     return item[1].id
 
 
+def lease_job_id(item: tuple[Lease, Job, Any]) -> str:
+    """A Worker's pending completion's job id, as its lease (the item's
+    first part) keeps it: ``Job.id`` formats the UUID on every call."""
+    return item[0].key[0]
+
+
 def one_per_job(
     items: list[tuple[Any, Job, Any]], most: int,
     job_id: Callable[[tuple[Any, Job, Any]], str] = _job_id,
@@ -346,7 +364,10 @@ class SettleBatch:
     ``complete_many`` calls made and the completions they carried. ``done(item,
     result, error)`` is told of each (``error``: None when completed, the job's own
     exception, or :data:`UNSENT` when the call failed as a whole and the job
-    must be settled on its own; ``result``: the one given to :meth:`add`)."""
+    must be settled on its own; ``result``: the one given to :meth:`add`);
+    with ``all_done(n)`` given, a call that completed every one of its
+    ``n`` jobs is told that once instead. ``job_id(item)`` reads an item's
+    job id (see :func:`one_per_job`)."""
 
     UNSENT = object()
 
@@ -359,9 +380,13 @@ class SettleBatch:
         max_batch: int = 64,
         linger: float = 0.002,
         busy: Callable[[], bool] | None = None,
+        all_done: Callable[[int], object] | None = None,
+        job_id: Callable[[tuple[Any, Job, Any]], str] = _job_id,
     ) -> None:
         self._queue = queue
         self._done = done
+        self._all_done = all_done
+        self._job_id = job_id
         self._max = max_batch
         self._linger = linger
         self._busy = busy
@@ -425,7 +450,7 @@ class SettleBatch:
                     break
                 self._cond.wait(left)
             self._hurry = False
-            batch, self._items = one_per_job(self._items, self._max)
+            batch, self._items = one_per_job(self._items, self._max, self._job_id)
         self._send(batch)
         return True
 
@@ -444,6 +469,13 @@ class SettleBatch:
             errors = [e] * len(batch)
         except Exception:  # noqa: BLE001 - a result that does not encode, the server unreachable
             errors = [self.UNSENT] * len(batch)
+        if self._all_done is not None and not any(errors):
+            # Every job completed (the common case): booked at once.
+            try:
+                self._all_done(len(batch))
+            except Exception:  # noqa: BLE001 - never lose the thread
+                log.exception("settling a batch of completions failed")
+            return
         for (item, _, result), err in zip(batch, errors):
             try:
                 self._done(item, result, err)

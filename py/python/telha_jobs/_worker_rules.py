@@ -233,18 +233,40 @@ NEW_COUNTS = (
 
 # The least a remote Worker leases ahead by default: the leases that cover
 # one round trip (a settle reaching the server, the next lease coming back,
-# a few milliseconds on a loaded host) at the rate fast handlers take them.
+# a few milliseconds on a loaded host) at the rate fast handlers take them,
+# in messages large enough that the per-message cost (a PollJobs message, a
+# SubmitMany call, their lease_many / complete_many on the server, the
+# thread wake-ups on both sides) is small beside the per-job cost. A stream
+# sends about one message per settle call, each about half its capacity.
 # With 4 leases ahead, one process of Worker(concurrency=1) idled between
-# small batches; measured (make bench-fleet) 32 gave about three times the
-# rate. The stream's capacity is fixed when it opens, so this is a floor, not
-# a window that follows the rate; what waits past a quarter of its TTL is
-# released back (see _remote.PREFETCH_FRACTION), and slow handlers should
-# pass a small ``prefetch``.
-PREFETCH_FLOOR = 32
+# small batches; 32 gave about three times that rate; 256 (messages of ~130
+# jobs instead of ~17) cut the CPU per job of 4 such processes and their
+# server from ~43 to ~24 µs (issue 37, `make bench-fleet`'s CPU columns;
+# 128: ~27 µs, 512: no better than 256). The
+# stream's capacity is fixed when it opens, so this is a floor, not a window
+# that follows the rate; what waits past a quarter of its TTL is released
+# back (see _remote.PREFETCH_FRACTION), and slow handlers should pass a
+# small ``prefetch``.
+PREFETCH_FLOOR = 256
+
+# A remote Worker's completions per complete_many by default: at least
+# this, and enough for everything its stream can hold (concurrency +
+# prefetch), so a batch gathered while the previous call ran never splits
+# in two calls.
+SETTLE_BATCH_REMOTE = 64
+
+
+def settle_batch_default(concurrency: int, prefetch: int, remote: bool, embedded: int = 64) -> int:
+    """A Worker's ``settle_batch`` when none is given: on a remote queue
+    what its stream can hold (``concurrency + prefetch``, at least 64, at
+    most ``MAX_BATCH``); ``embedded`` on an embedded one."""
+    if not remote:
+        return embedded
+    return min(MAX_BATCH, max(SETTLE_BATCH_REMOTE, concurrency + prefetch))
 
 
 def prefetch_size(prefetch: object, concurrency: int, remote: bool) -> int:
-    """A Worker's ``prefetch``: None is ``max(4 * concurrency, 32)`` on a
+    """A Worker's ``prefetch``: None is ``max(4 * concurrency, 256)`` on a
     remote queue (within ``MAX_BATCH`` with the running ones), 0 on an
     embedded one (whose Workers lease ahead on their own, a few jobs per
     handler: see ``LeaseAhead``)."""
@@ -257,6 +279,20 @@ def prefetch_size(prefetch: object, concurrency: int, remote: bool) -> int:
             f"prefetch must be >= 0 and prefetch + concurrency <= {MAX_BATCH}, got {prefetch}"
         )
     return prefetch if remote else 0
+
+
+def min_prefetch_size(min_prefetch: object, prefetch: int, remote: bool) -> int:
+    """A Worker's ``min_prefetch``: how many of its ``prefetch`` leases the
+    server keeps ahead even while the handlers are slow (0 to ``prefetch``;
+    the stream's floor is ``concurrency + min_prefetch``). Over an embedded
+    queue (no prefetch, whatever ``prefetch`` said) it is 0."""
+    if isinstance(min_prefetch, bool) or not isinstance(min_prefetch, int):
+        raise TypeError("min_prefetch must be an int")
+    if min_prefetch < 0 or (remote and min_prefetch > prefetch):
+        raise InvalidArgumentError(
+            f"min_prefetch must be 0 to prefetch ({prefetch}), got {min_prefetch}"
+        )
+    return min_prefetch if remote else 0
 
 
 # An embedded queue's handler thread leases ahead as many jobs as its

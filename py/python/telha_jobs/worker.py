@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 import signal
 import threading
@@ -13,24 +14,22 @@ from ._errors import CancelledError, InvalidArgumentError, LeaseLostError, Queue
 from ._lease import Lease, PermanentError, Retry, Snooze, _current
 from ._native import CancelWait, Job, Queue
 from ._otel import process_span
-from ._remote import Prefetch, SettleBatch, fresh
+from ._remote import TAKE_AHEAD, Prefetch, SettleBatch, fresh, lease_job_id
+from ._worker_beat import _Beats
 from ._worker_rules import (
     NEW_COUNTS,
     LeaseAhead,
     STOP_GRACE,
-    after_heartbeat,
     default_worker_id,
     failure_reason,
     join_timeout,
     outcome,
+    min_prefetch_size,
     prefetch_size,
     refused,
-    restore_progress,
     seconds,
+    settle_batch_default,
     settle_batch_size,
-    take_progress,
-    timed_out,
-    timeout_reason,
 )
 
 __all__ = ["Worker", "default_worker_id"]
@@ -38,7 +37,7 @@ __all__ = ["Worker", "default_worker_id"]
 log = logging.getLogger("telha_jobs")
 
 
-class Worker:
+class Worker(_Beats):
     """Runs ``handler(job)`` for leased jobs on ``concurrency`` threads.
 
     - A normal return completes the job, the return value as its result
@@ -65,19 +64,25 @@ class Worker:
       SIGINT / SIGTERM do the same while :meth:`run` blocks on the main thread.
     - On a remote queue (``connect()``) it leases ahead: the server pushes
       up to ``prefetch`` leases beyond the running ones through one PollJobs
-      stream (default ``max(4 * concurrency, 32)``; 0: one ``lease_next``
-      call per job). A prefetched lease that waited past a
+      stream (default ``max(4 * concurrency, 256)``; 0: one ``lease_next``
+      call per job). That is the upper bound: the window follows the
+      handlers (the server keeps about 100 ms of their work unsettled, its
+      settle rate × 100 ms, at least ``concurrency + min_prefetch``;
+      ``min_prefetch`` default 0, equal to ``prefetch``: a fixed window), so
+      slow handlers leave a backlog to other workers. A prefetched lease that waited past a
       quarter of its TTL is released back unstarted (no attempt spent;
       counted ``prefetch_released``) instead of reaching a handler.
       Completions are sent in ``complete_many`` batches of up to
-      ``settle_batch``, ``settle_linger`` seconds after the first while
+      ``settle_batch`` (default: what the stream holds, ``concurrency +
+      prefetch``, at least 64), ``settle_linger`` seconds after the first while
       prefetched leases wait (at once when none does); each
       job's answer is booked as a single ``complete``'s would be, and
       :meth:`stop` sends what is queued before it returns.
     - On an embedded queue each thread leases a few jobs at once (as many
       as its handler runs in about 5 ms, at most 16; one that waited past a
       quarter of its TTL is released unstarted) and completions go in
-      ``complete_many`` batches of what gathered while the last call ran.
+      ``complete_many`` batches (up to ``settle_batch``, default 64) of
+      what gathered while the last call ran.
 
     Handlers run in threads: the queue releases the GIL around every store
     call, so leasing and settling overlap with Python work in other threads.
@@ -95,7 +100,8 @@ class Worker:
         poll_wait: float = 1.0,
         stop_timeout: float = 30.0,
         prefetch: int | None = None,
-        settle_batch: int = 64,
+        min_prefetch: int = 0,
+        settle_batch: int | None = None,
         settle_linger: float = 0.002,
     ) -> None:
         if not isinstance(queue, Queue):
@@ -115,7 +121,11 @@ class Worker:
         self.poll_wait = seconds(poll_wait, "poll_wait")
         self.stop_timeout = seconds(stop_timeout, "stop_timeout")
         self.prefetch = prefetch_size(prefetch, concurrency, queue.remote)
-        self.settle_batch = settle_batch_size(settle_batch)
+        self.min_prefetch = min_prefetch_size(min_prefetch, self.prefetch, queue.remote)
+        self.settle_batch = (
+            settle_batch_size(settle_batch) if settle_batch is not None
+            else settle_batch_default(concurrency, self.prefetch, queue.remote)
+        )
         self.settle_linger = seconds(settle_linger, "settle_linger")
         self._prefetch: Prefetch | None = None
         self._batch: SettleBatch | None = None
@@ -125,6 +135,8 @@ class Worker:
         self._cond = threading.Condition()
         # Running deliveries by (job id, generation): see `delivery`.
         self._leases: dict[tuple[str, int], Lease] = {}
+        # Prefetched leases each handler thread took and has not started.
+        self._ahead: list[collections.deque[tuple[Job, float]]] = []
         self._threads: list[threading.Thread] = []
         self._heart: threading.Thread | None = None
         self._counts = dict.fromkeys(NEW_COUNTS, 0)
@@ -173,6 +185,8 @@ class Worker:
                 max_batch=self.settle_batch,
                 linger=self.settle_linger if remote else 0.0,
                 busy=self._has_work,
+                all_done=self._all_completed,
+                job_id=lease_job_id,
             )
         if self.prefetch > 0:
             assert self._batch is not None
@@ -187,6 +201,7 @@ class Worker:
                     self._count,
                     self.concurrency,
                     self._batch.nudge,
+                    self.concurrency + self.min_prefetch,
                 )
             except BaseException:
                 self._batch.close()
@@ -305,7 +320,7 @@ class Worker:
         """Whether a handler has another lease to go on with (a completion
         may then wait a little to ride in a larger batch)."""
         p = self._prefetch
-        return p is not None and p.waiting > 0
+        return p is not None and (p.waiting > 0 or any(self._ahead))
 
     def _count(self, what: str) -> None:
         with self._cond:
@@ -380,25 +395,45 @@ class Worker:
                 ahead.ran(time.time() - started)
 
     def _loop_prefetched(self) -> None:
+        """A remote queue's handler thread. The only one (concurrency 1)
+        takes the prefetched leases up to ``TAKE_AHEAD`` at a time (one lock
+        per handful of jobs), checking each is still fresh before its
+        handler starts; with more, one at a time (leases held by a thread
+        whose handler is slow would wait while other threads idle)."""
         p = self._prefetch
         assert p is not None
-        while not self._stopping.is_set():
-            try:
-                got = p.take(self.poll_wait)
-            except Exception as e:  # noqa: BLE001 - logged and counted; the thread goes on
-                self._error("taking a prefetched lease", e)
-                self._stopping.wait(1.0)
-                continue
-            if got is None:
-                if p.ended:
-                    if not self._stopping.is_set():  # the feed ended by itself: the queue closed
-                        self._halt("its lease stream ended: the queue was closed")
-                    return
-                continue
-            if self._stopping.is_set():
-                self._give_back(got[0])
-                return
-            self._run_one(*got)
+        mine: collections.deque[tuple[Job, float]] = collections.deque()
+        self._ahead.append(mine)  # seen by _has_work
+        try:
+            while not self._stopping.is_set():
+                if mine:
+                    job, arrived = mine.popleft()
+                    if not fresh(job, arrived, time.time()):
+                        self._give_back(job, "prefetch_released")
+                        continue
+                    self._run_one(job, arrived)
+                    continue
+                most = TAKE_AHEAD if self.concurrency == 1 else 1
+                try:
+                    got = p.take_many(most, self.poll_wait)
+                except Exception as e:  # noqa: BLE001 - logged and counted; the thread goes on
+                    self._error("taking a prefetched lease", e)
+                    self._stopping.wait(1.0)
+                    continue
+                if not got:
+                    if p.ended:
+                        if not self._stopping.is_set():  # the feed ended by itself: the queue closed
+                            self._halt("its lease stream ended: the queue was closed")
+                        return
+                    continue
+                mine.extend(got)
+        finally:
+            # Stopping (or a handler's SystemExit): what this thread took
+            # and did not start goes back, no attempt spent.
+            left = [job for job, _ in mine]
+            mine.clear()
+            if left:
+                p._give_back(left, "released")
 
     def _run_one(self, job: Job, since: float | None = None) -> None:
         lease = Lease(job, since)
@@ -448,6 +483,11 @@ class Worker:
                 self._batch.nudge()  # nothing else to do: no lingering
             return  # booked by `_batched` once its batch is sent
         self._settle_now(lease, how, arg, extra)
+
+    def _all_completed(self, n: int) -> None:
+        """A batch whose every completion was stored (see `SettleBatch`)."""
+        with self._cond:
+            self._counts["completed"] += n
 
     def _batched(self, lease: Lease, result: Any, err: object) -> None:
         """A batched completion's answer (see `SettleBatch`): each job is
@@ -503,65 +543,3 @@ class Worker:
             self._count("lost")
         except Exception as e:  # noqa: BLE001 - logged and counted
             self._error(f"failing {lease.job.id}", e)
-
-    def _time_out(self, leases: Sequence[Lease]) -> None:
-        """Fail the jobs whose handlers ran past their timeout (retryably)
-        and tell the handlers their lease is lost."""
-        for lease in leases:
-            with self._cond:
-                held = self._leases.pop(lease.key, None) is lease
-            lease._mark_lost("timeout")
-            if not held:
-                continue
-            log.warning("worker %s: job %s %s", self.worker_id, lease.job.id, timeout_reason(lease))
-            self._fail_for(lease, timeout_reason(lease), True, "timed_out")
-
-    def _heartbeat(self) -> None:
-        while True:
-            try:
-                if not self._beat_once():
-                    return
-            except Exception as e:  # noqa: BLE001 - never lose the heartbeat thread
-                self._error("heartbeat", e)
-                self._stopping.wait(0.1)
-
-    def _beat_once(self) -> bool:
-        """One pass of the heartbeat thread; False when it should end."""
-        q = self.queue
-        with self._cond:
-            if self._stopped.is_set() or (self._stopping.is_set() and not self._leases):
-                return False
-            now = time.time()
-            late = timed_out(list(self._leases.values()), now)
-            due = [l for l in self._leases.values() if l.next_beat <= now and l not in late]
-            if not due and not late:
-                nxt = min(
-                    (min(l.next_beat, l.timeout_at) for l in self._leases.values()),
-                    default=now + 0.5,
-                )
-                pause = min(max(nxt - now, 0.01), 0.5)
-                self._beat_at = now + pause
-                self._cond.wait(pause)
-                self._beat_at = 0.0
-                return True
-        if late:
-            self._time_out(late)
-        if not due:
-            return True
-        sent = time.time()
-        failed = False
-        # The handlers' latest progress rides on this heartbeat.
-        reports = take_progress(due)
-        try:
-            answers = q.extend_answers([l.job for l in due], self.worker_id, progress=reports)
-        except Exception as e:  # noqa: BLE001 - counted; a closed queue stops the Worker
-            restore_progress(due, reports)
-            self._error("heartbeat", e)
-            if self._stopping.is_set():
-                return not isinstance(e, QueueClosedError)
-            # Unrenewed past its deadline (the server unreachable, say),
-            # a lease is lost: the handler is told, as when extend says so.
-            failed = True
-            answers = ["renewed" if time.time() < l.expires else "lost" for l in due]
-        after_heartbeat(self.worker_id, due, answers, failed, sent)
-        return True
