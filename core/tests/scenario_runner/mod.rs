@@ -22,6 +22,7 @@ use std::time::Duration;
 mod args;
 mod control;
 mod events;
+mod find;
 mod flow;
 mod schedules;
 mod stats;
@@ -223,6 +224,7 @@ impl Run {
             },
             "list" => self.list(s),
             "count_tag" => self.count_tag(s),
+            "find" => self.find(s),
             "wait" => self.wait(s),
             "subscribe" => self.subscribe(s),
             "events" => self.events(s),
