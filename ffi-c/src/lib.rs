@@ -27,6 +27,7 @@ mod enqueue_options;
 mod error;
 mod events;
 mod failures;
+mod find;
 mod flow;
 mod id;
 mod job;
