@@ -81,7 +81,7 @@ from ._native import (
     encode_payload,
     schedule_next_times,
 )
-from ._types import CorruptRecord, Enqueued, JobList, LimitInfo
+from ._types import CorruptRecord, Enqueued, FindResult, JobList, LimitInfo
 from .worker import Worker
 
 __all__ = [
@@ -92,6 +92,7 @@ __all__ = [
     "CorruptionError",
     "Enqueued",
     "Event",
+    "FindResult",
     "InvalidArgumentError",
     "Job",
     "JobInfo",
