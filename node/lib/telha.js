@@ -16,6 +16,7 @@ const { tokens, jobsFrom } = require('./batch.js')
 const { putArgs, scheduleNextTimes, scheduleName } = require('./schedules.js')
 const { ENQUEUE_KEYS, enqueueOptions, enqueueItems, completeArgs, completeManyArgs, limitSettings } = require('./flow.js')
 const { injectOptions, injectItems } = require('./otel.js')
+const { find } = require('./find.js')
 
 /** The stable error codes, in the core's order. */
 const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c, c])))
@@ -552,6 +553,7 @@ class Queue {
   async removeLimit (target) { return this.#native.removeLimit(str(target, 'target')) }
   async limits () { return this.#native.limits() }
 
+  async find (text, opts) { return find(this.#native, text, opts) }
   async countTag (tag, opts) { return this.#native.countTag(str(tag, 'tag'), optStr(options(opts, 'countTag options', new Set(['scope'])).scope, 'scope')) }
   async backup (dir) { return this.#native.backup(str(dir, 'dir')) }
   async reap () { return this.#native.reap() }

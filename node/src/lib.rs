@@ -25,6 +25,7 @@ mod config;
 mod control;
 mod errors;
 mod events;
+mod find;
 mod flow;
 mod job;
 mod now;
