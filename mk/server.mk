@@ -27,7 +27,7 @@ TEST_TARGETS += test-server
 BENCH_TARGETS += bench-server
 
 test-server: deps bench-server-quick
-	$(CARGO) test $(PROFILE) --test roundtrip --test roundtrip_stats --test settle_many --test deploy_examples --test transport --test poll_stream --test poll_stop --test worker_remote --test events --test serve --test schedules --test ui_api --test ui_auth --test ui_tls --test ui_scale --test ui_scopes --test tags --test fanin
+	$(CARGO) test $(PROFILE) --test roundtrip --test roundtrip_stats --test settle_many --test deploy_examples --test transport --test poll_stream --test poll_stop --test worker_remote --test events --test serve --test schedules --test ui_api --test ui_auth --test ui_tls --test ui_scale --test ui_scopes --test tags --test find --test fanin
 
 ## Optional, not in `make test`: Prometheus' own linter, `promtool check
 ## metrics`, over a real server's /metrics after real calls (Debian's

@@ -14,7 +14,7 @@ pub use crate::args_enqueue::{CountArgs, EnqueueArgs};
 /// Operate a telha-jobs store: list, inspect and repair jobs, read counts
 /// and metrics, enqueue.
 ///
-/// Read commands (ls, show, stats, metrics, check) open the store read-only: they
+/// Read commands (ls, show, find, count, stats, metrics, check) open the store read-only: they
 /// work while a worker process owns it and never create a store. Write
 /// commands (retry, purge, enqueue, cancel, delete, pause, resume) need the store to themselves: while a
 /// worker holds it they exit 3 ("store locked by pid N").
@@ -151,6 +151,10 @@ pub enum Jobs {
     Enqueue(EnqueueArgs),
     /// How many jobs carry a tag, per state (from the tag index).
     Count(CountArgs),
+    /// Find jobs by a text, matched exactly: the job with that id, the job
+    /// holding that idempotency key (in --scope, else the system scope) and
+    /// the first page of the jobs carrying that tag, each from its index.
+    Find(crate::find::FindArgs),
     /// Write a consistent copy of the live store to DIR (a RocksDB
     /// checkpoint: SST files hard-linked where the filesystem allows) that
     /// opens as a store; workers go on meanwhile. DIR must not exist, or be

@@ -47,6 +47,7 @@ pub fn run(cmd: Jobs, db: &Target, json: bool) -> Result<Output, Failure> {
         Jobs::Check => check(db, json),
         Jobs::Enqueue(a) => enqueue(db, a, json),
         Jobs::Count(a) => count(db, &a, json),
+        Jobs::Find(a) => crate::find::find(db, &a, json),
         Jobs::Backup { dir } => backup(db, &dir, json),
         Jobs::Cancel(a) => control::cancel(db, a, json),
         Jobs::Delete { ids } => control::delete(db, &ids, json),

@@ -12,6 +12,7 @@ mod args;
 mod args_enqueue;
 mod commands;
 mod control;
+mod find;
 mod limits;
 mod prom;
 mod render;

@@ -86,6 +86,7 @@ mod driver;
 mod endpoints;
 mod events;
 mod fanin;
+mod find;
 mod retry;
 mod schedules;
 mod store;

@@ -583,6 +583,10 @@ impl JobStore for RemoteQueue {
         RemoteQueue::backup(self, dir)
     }
 
+    fn find(&self, query: &telha_jobs::FindQuery) -> Result<telha_jobs::FindResult> {
+        self.find_rpc(query)
+    }
+
     fn reap(&self) -> Result<ReapReport> {
         let r = self.call(Safe::Always, |mut c| async move {
             c.reap(pb::ReapRequest {}).await

@@ -208,6 +208,8 @@ pub trait JobStore: Send + Sync + std::fmt::Debug {
         tag: &str,
         scope: Option<crate::ids::Scope>,
     ) -> Result<crate::state::StateCounts>;
+    /// See [`Queue::find`].
+    fn find(&self, query: &crate::FindQuery) -> Result<crate::FindResult>;
     /// See [`Queue::enqueue_group`] (a store that does not serve it yet
     /// answers `InvalidArgument`).
     fn enqueue_group(
@@ -415,6 +417,9 @@ impl JobStore for Queue {
         scope: Option<crate::ids::Scope>,
     ) -> Result<crate::state::StateCounts> {
         Queue::count_tag(self, tag, scope)
+    }
+    fn find(&self, query: &crate::FindQuery) -> Result<crate::FindResult> {
+        Queue::find(self, query)
     }
     fn backup(&self, dir: &std::path::Path) -> Result<crate::BackupInfo> {
         Queue::backup(self, dir)

@@ -43,6 +43,7 @@ mod engine;
 pub mod error;
 pub mod event;
 pub mod fanin;
+pub mod find;
 pub mod flow;
 mod heap;
 pub mod ids;
@@ -92,6 +93,7 @@ pub use control::{CancelFilter, CancelOutcome, CancelReport, Failure, PauseTarge
 pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, LogEntry};
 pub use fanin::{ChildDeadPolicy, ChildPage, ChildResult, FanInInfo};
+pub use find::{FindQuery, FindResult};
 pub use flow::{Limit, LimitStatus, LimitTarget};
 pub use ids::{JobId, Scope};
 pub use job::{

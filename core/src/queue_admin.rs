@@ -64,6 +64,25 @@ impl Queue {
         self.engine()?.count_tag(tag, scope)
     }
 
+    /// Look `query.text` up exactly as a job id, an idempotency key and a
+    /// tag, each from its own index: the job with that id (in the query's
+    /// scope, when given), the job holding that idempotency key in the
+    /// query's scope (the system scope when none is given: keys are per
+    /// scope), and the first page (`query.limit`) of the jobs carrying the
+    /// tag with a cursor for `list` by tag. Point reads and one page:
+    /// O(page) whatever the store holds, never a scan; no full-text
+    /// matching. [`FindResult::matched`](crate::FindResult::matched) says
+    /// which kinds matched (a text can be a tag and a key at once).
+    ///
+    /// Errors: `InvalidArgument` for an empty text, one over
+    /// [`MAX_FIND_TEXT_LEN`](crate::find::MAX_FIND_TEXT_LEN) bytes or with
+    /// a control character, or a limit of 0 or over
+    /// [`MAX_LIST_LIMIT`](crate::limits::MAX_LIST_LIMIT); `Corruption` when
+    /// the id index names a row that is missing; `Storage`; `Closed`.
+    pub fn find(&self, query: &crate::FindQuery) -> Result<crate::FindResult> {
+        self.engine()?.find(query)
+    }
+
     /// Prometheus text exposition: job counts, leases in flight, transitions
     /// and corrupt records since open, reaper passes, the backlog and the
     /// oldest ready job's age per kind, the wait and run-time histograms

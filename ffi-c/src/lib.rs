@@ -28,6 +28,7 @@ mod error;
 mod events;
 mod failures;
 mod fanin;
+mod find;
 mod flow;
 mod id;
 mod job;

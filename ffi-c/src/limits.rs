@@ -6,6 +6,9 @@
 pub const TJ_MAX_KIND_LEN: usize = 64;
 /// The largest idempotency key, in bytes.
 pub const TJ_MAX_IDEMPOTENCY_KEY_LEN: usize = 512;
+/// The longest `tj_queue_find` text, in bytes (the longest idempotency
+/// key).
+pub const TJ_MAX_FIND_TEXT_LEN: usize = 512;
 /// The largest worker id, in bytes.
 pub const TJ_MAX_WORKER_ID_LEN: usize = 256;
 /// The most jobs one `tj_queue_lease_many` takes.
@@ -94,6 +97,10 @@ mod tests {
             limits::MAX_DURATION.as_millis()
         );
         assert_eq!(TJ_MAX_PROGRESS_BYTES, limits::MAX_PROGRESS_BYTES);
+        assert_eq!(
+            TJ_MAX_FIND_TEXT_LEN,
+            telha_jobs_core::find::MAX_FIND_TEXT_LEN
+        );
         assert_eq!(
             TJ_DEFAULT_EVENT_BUFFER,
             telha_jobs_core::watch::DEFAULT_EVENT_BUFFER

@@ -22,6 +22,7 @@ describe('over a remote queue: the schedules suite', () => { require('./schedule
 describe('over a remote queue: the flow-control and follow-up suite', () => { require('./flow.test.js') })
 describe('over a remote queue: the steering suite', () => { require('./steer.test.js') })
 describe('over a remote queue: the tags suite', () => { require('./tags.test.js') })
+describe('over a remote queue: the find suite', () => { require('./find.test.js') })
 describe('over a remote queue: the debounce suite', () => { require('./debounce.test.js') })
 describe('over a remote queue: the backup suite', () => { require('./backup.test.js') })
 describe('over a remote queue: the fan-in suite', () => { require('./fanin.test.js') })

@@ -18,7 +18,8 @@ import type {
   Limits,
   CancelReport,
   Paused,
-  SubscriptionEvent
+  SubscriptionEvent,
+  FindResult
 } from '../index'
 import type { Subscription, QueueEvents, WaitOptions, EnqueueAndWaitOptions, SubscribeFilter } from './events'
 import type { ScheduleInfo, RunReport, ScheduleOptions } from './schedules'
@@ -27,7 +28,7 @@ import type { OpenOptions, Settings } from './options'
 import type { FanInOptions, FanInCalls } from './fanin'
 import type { ConnectOptions, ServeOptions, Server } from './serve'
 
-export type { Job, JobInfo, JobEvent, ListPage, ReapReport, BackupInfo, Stats, ScopeCounts, StateCounts, CorruptRecord, Enqueued, ConfigKey, Limits, CancelReport, Paused, SubscriptionEvent }
+export type { Job, JobInfo, JobEvent, ListPage, ReapReport, BackupInfo, Stats, ScopeCounts, StateCounts, CorruptRecord, Enqueued, ConfigKey, Limits, CancelReport, Paused, SubscriptionEvent, FindResult }
 
 /**
  * The stable `code` of every error the store raises, mapped one-to-one from
@@ -531,6 +532,12 @@ export declare class Queue {
   scheduleResume(name: string): Promise<ScheduleInfo>
   /** One scheduler pass now: enqueue every due slot (what the background scheduler does). */
   runSchedules(): Promise<RunReport>
+  /**
+   * `text` matched exactly (no full-text search) as a job id, an idempotency key (in `scope`, else the system scope: keys are per scope)
+   * and a tag (its first `limit` jobs, default 50; `byTag.next` continues in `list({ tag: text, after })`), each from its own index,
+   * never a scan. `INVALID_ARGUMENT` for an empty text, one over 512 bytes or with a control character, a limit outside 1 to 10,000.
+   */
+  find(text: string, options?: { scope?: string, limit?: number }): Promise<FindResult>
   /** How many jobs carry `tag`, per state (read from the tag index: O(jobs carrying it)). */
   countTag(tag: string, options?: { scope?: string }): Promise<StateCounts>
   /**

@@ -17,6 +17,7 @@ const { putArgs, scheduleNextTimes, scheduleName } = require('./schedules.js')
 const { ENQUEUE_KEYS, enqueueOptions, enqueueItems, completeArgs, completeManyArgs, limitSettings } = require('./flow.js')
 const { injectOptions, injectItems } = require('./otel.js')
 const { groupArgs, childrenArgs } = require('./fanin.js')
+const { find } = require('./find.js')
 
 /** The stable error codes, in the core's order. */
 const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c, c])))
@@ -555,6 +556,7 @@ class Queue {
   async enqueueGroup (children, parent) { return this.#native.enqueueGroup(...groupArgs(children, parent)) }
   async resultsOfChildren (parent, opts) { return this.#native.resultsOfChildren(...childrenArgs(parent, opts)) }
 
+  async find (text, opts) { return find(this.#native, text, opts) }
   async countTag (tag, opts) { return this.#native.countTag(str(tag, 'tag'), optStr(options(opts, 'countTag options', new Set(['scope'])).scope, 'scope')) }
   async backup (dir) { return this.#native.backup(str(dir, 'dir')) }
   async reap () { return this.#native.reap() }

@@ -27,6 +27,7 @@ mod control;
 mod errors;
 mod events;
 mod fanin;
+mod find;
 mod flow;
 mod job;
 mod now;

@@ -395,6 +395,14 @@ class Run {
         const page = await this.queue().list(o)
         return { jobs: page.jobs.map((i) => this.nameOf(i.id)), count: page.jobs.length }
       }
+      case 'find': {
+        const text = 'text_size' in s ? 'x'.repeat(s.text_size) : 'text_of' in s ? this.jobId({ job: s.text_of }) : s.text ?? ''
+        const o = {}
+        for (const k of ['scope', 'limit']) if (k in s) o[k] = s[k]
+        const r = await this.queue().find(text, o)
+        const name = (j) => (j === null ? null : this.nameOf(j.id))
+        return { matched: r.matched, by_id: name(r.byId), by_key: name(r.byKey), by_tag: r.byTag.jobs.map((j) => name(j)), more: r.byTag.next !== null }
+      }
       case 'count_tag': {
         const c = await this.queue().countTag(s.tag ?? '', 'scope' in s ? { scope: s.scope } : undefined)
         return { ...c, total: c.pending + c.leased + c.failed + c.completed + c.dead + c.cancelled }

@@ -5,7 +5,8 @@
 //!   client stub (prost + tonic, compiled by protox: no system `protoc`);
 //! - [`convert`]: core types ⇄ messages, with every bound checked on the
 //!   way in (ids exactly 16 bytes, known states, valid kinds);
-//! - [`schedules`]: schedules ⇄ messages, checked the same way;
+//! - [`schedules`]: schedules ⇄ messages, checked the same way ([`fanin`],
+//!   [`find`], [`events`] and [`flow`] likewise for their calls);
 //! - [`status`]: core [`telha_jobs::Error`] ⇄ gRPC [`tonic::Status`], one
 //!   table both ways, the exact kind carried in the
 //!   [`status::ERROR_KIND_TRAILER`] metadata.
@@ -22,6 +23,7 @@ mod control;
 pub mod convert;
 pub mod events;
 pub mod fanin;
+pub mod find;
 pub mod flow;
 pub mod schedules;
 pub mod status;

@@ -103,6 +103,25 @@ pub fn list_answer(py: Python<'_>, page: ListPage) -> PyResult<Py<PyAny>> {
     Ok(out.unbind())
 }
 
+static FIND_RESULT: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// What `find` found as `telha_jobs.FindResult(by_id, by_key, by_tag,
+/// matched)` (`by_tag` a `JobList`).
+pub fn find_answer(py: Python<'_>, r: telha_jobs::FindResult) -> PyResult<Py<PyAny>> {
+    let matched = pyo3::types::PyTuple::new(py, r.matched())?;
+    let one = |j: Option<telha_jobs::JobInfo>| -> PyResult<Py<PyAny>> {
+        match j {
+            Some(j) => Ok(Bound::new(py, JobInfo::new(j))?.into_any().unbind()),
+            None => Ok(py.None()),
+        }
+    };
+    let by_id = one(r.by_id)?;
+    let by_key = one(r.by_key)?;
+    let by_tag = list_answer(py, r.by_tag)?;
+    let cls = FIND_RESULT.import(py, "telha_jobs._types", "FindResult")?;
+    Ok(cls.call1((by_id, by_key, by_tag, matched))?.unbind())
+}
+
 pub fn counts_dict<'py>(py: Python<'py>, c: &StateCounts) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for s in State::ALL {

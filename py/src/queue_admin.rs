@@ -90,6 +90,39 @@ impl Queue {
         })
     }
 
+    /// Look `text` up exactly (no full-text matching) as a job id, an
+    /// idempotency key and a tag, each from its own index (O(page), never a
+    /// scan): a `FindResult` with `by_id`, `by_key` (in `scope`, else the
+    /// system scope: keys are per scope), `by_tag` (the first `limit` jobs
+    /// carrying the tag, a `JobList` with `.next` for `list(tag=text,
+    /// after=...)`) and `matched`. `scope` also limits the id and the tag.
+    /// `InvalidArgumentError` for an empty text, one over 512 bytes or with
+    /// a control character, or a limit outside 1 to 10,000.
+    #[pyo3(signature = (text, *, scope=None, limit=None),
+        text_signature = "($self, text, *, scope=None, limit=50)")]
+    fn find(
+        &self,
+        py: Python<'_>,
+        text: &Bound<'_, PyAny>,
+        scope: Option<&Bound<'_, PyAny>>,
+        limit: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        task::guard(py, "find", || {
+            let limit = match limit {
+                Some(l) => usize::try_from(args::count(l, "limit")?).unwrap_or(usize::MAX),
+                None => telha_jobs::find::DEFAULT_FIND_LIMIT,
+            };
+            let query = telha_jobs::FindQuery {
+                text: args::text(text, "text")?,
+                scope: scope.map(args::scope).transpose()?,
+                limit,
+            };
+            let q = &*self.store;
+            let r = task::run(py, || q.find(&query))?;
+            admin::find_answer(py, r)
+        })
+    }
+
     /// Write a consistent copy of the live store to the directory `dir`
     /// (`Queue::backup`: a RocksDB checkpoint plus the format marker, SST
     /// files hard-linked where the filesystem allows) that opens as a

@@ -417,6 +417,13 @@ class Run:
         if op == "count_tag":
             c = self.queue().count_tag(s.get("tag", ""), scope=s.get("scope"))
             return {**c, "total": sum(c.values())}
+        if op == "find":
+            text = "x" * s["text_size"] if "text_size" in s else s.get("text", "")
+            text = self.ids[s["text_of"]] if "text_of" in s else text
+            r = self.queue().find(text, **{k: s[k] for k in ("scope", "limit") if k in s})
+            name = lambda j: None if j is None else self.name_of(j.id)  # noqa: E731
+            return {"matched": list(r.matched), "by_id": name(r.by_id), "by_key": name(r.by_key),
+                    "by_tag": [self.name_of(j.id) for j in r.by_tag], "more": r.by_tag.next is not None}
         if op.startswith("schedule_") or op == "run_schedules":
             return self.schedule_step(op, s)
         if op in FANIN_OPS:

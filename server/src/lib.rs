@@ -45,6 +45,7 @@ mod backup;
 mod control;
 mod events;
 mod fanin;
+mod find;
 mod health;
 mod http;
 pub mod json;

@@ -441,6 +441,14 @@ impl Jobs for JobsService {
         self.done("ResultsOfChildren", r)
     }
 
+    async fn find(
+        &self,
+        req: Request<pb::FindRequest>,
+    ) -> Result<Response<pb::FindResponse>, Status> {
+        let r = self.find_rpc(req.into_inner()).await;
+        self.done("Find", r)
+    }
+
     async fn run_schedules(
         &self,
         _req: Request<pb::RunSchedulesRequest>,

@@ -184,6 +184,9 @@ impl JobStore for Served {
     ) -> Result<telha_jobs::StateCounts> {
         self.remote.count_tag(tag, scope)
     }
+    fn find(&self, query: &telha_jobs::FindQuery) -> Result<telha_jobs::FindResult> {
+        self.remote.find(query)
+    }
     fn backup(&self, dir: &Path) -> Result<telha_jobs::BackupInfo> {
         self.remote.backup(dir)
     }

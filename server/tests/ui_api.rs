@@ -161,6 +161,7 @@ fn every_read_answers_its_documented_shape() {
         "/assets/app.js",
         "/assets/dom.js",
         "/assets/scopes.js",
+        "/assets/find.js",
         "/assets/app.css",
         "/assets/favicon.svg",
     ] {
@@ -431,6 +432,7 @@ fn the_openapi_document_names_every_route() {
         "/scopes",
         "/throughput",
         "/jobs",
+        "/find",
         "/jobs/{id}",
         "/jobs/{id}/payload",
         "/jobs/{id}/result",
@@ -455,7 +457,7 @@ fn the_openapi_document_names_every_route() {
     }
     assert_eq!(
         paths.len(),
-        27,
+        28,
         "a route in openapi.json that the tests do not know"
     );
 }

@@ -1,5 +1,6 @@
-//! The operator API on a store of 1,000,000 jobs: the overview and the
-//! first page of a filtered list must not scan. Timings are measured and
+//! The operator API on a store of 1,000,000 jobs: the overview, the
+//! first page of a filtered list, a tag's list and the search box's find
+//! must not scan (every job carries one of 100,000 tags, 10 jobs each). Timings are measured and
 //! printed (the closing note and README report them), never asserted:
 //! only the answers' contents are checked.
 
@@ -51,6 +52,7 @@ fn overview_and_filtered_pages_answer_without_a_scan_at_a_million_jobs() {
             .map(|i| NewJob {
                 options: EnqueueOptions {
                     scope: Some(scopes[(i / KINDS.len()) % scopes.len()]),
+                    tags: vec![format!("order-{}", i % 100_000)],
                     ..EnqueueOptions::default()
                 },
                 ..NewJob::new(
@@ -67,6 +69,7 @@ fn overview_and_filtered_pages_answer_without_a_scan_at_a_million_jobs() {
             options: EnqueueOptions {
                 scope: Some(scopes[i % scopes.len()]),
                 max_attempts: Some(1),
+                idempotency_key: Some(format!("poison-{i}")),
                 ..EnqueueOptions::default()
             },
             ..NewJob::new("poison", b"x".to_vec())
@@ -99,13 +102,24 @@ fn overview_and_filtered_pages_answer_without_a_scan_at_a_million_jobs() {
     let (pending_page, _) = median_ms(&h, "/api/v1/jobs?state=pending&limit=50", 7);
     let first = dp["jobs"][0]["id"].as_str().unwrap().to_string();
     let (one, _) = median_ms(&h, &format!("/api/v1/jobs/{first}"), 7);
+    let (tag_page, tp) = median_ms(&h, "/api/v1/jobs?tag=order-4711&limit=50", 7);
+    assert_eq!(tp["jobs"].as_array().unwrap().len(), 10);
+    let (find_tag, ft) = median_ms(&h, "/api/v1/find?text=order-4711", 7);
+    assert_eq!(ft["matched"], json!(["tag"]));
+    assert_eq!(ft["by_tag"]["jobs"].as_array().unwrap().len(), 10);
+    let (find_key, fk) = median_ms(&h, "/api/v1/find?text=poison-7", 7);
+    assert_eq!(fk["matched"], json!(["key"]));
+    let (find_id, fi) = median_ms(&h, &format!("/api/v1/find?text={first}"), 7);
+    assert_eq!(fi["by_id"]["id"], json!(first));
     // Straight to stderr: libtest captures print!, and this line is the
     // test's report (make test shows it).
     let _ = writeln!(
         std::io::stderr(),
         "ui api at {JOBS} jobs ({SCOPES} scopes, seeded in {:.1} s), median of 7 on this machine: \
          overview {overview:.2} ms, dead page {dead_page:.2} ms, dead+kind page {kind_page:.2} ms, \
-         scope+state+kind page {scope_page:.2} ms, pending page {pending_page:.2} ms, one job {one:.2} ms",
+         scope+state+kind page {scope_page:.2} ms, pending page {pending_page:.2} ms, one job {one:.2} ms, \
+         tag page (10 jobs) {tag_page:.2} ms, find a tag {find_tag:.2} ms, find a key {find_key:.2} ms, \
+         find an id {find_id:.2} ms",
         seeded.as_secs_f64()
     );
 }

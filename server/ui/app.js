@@ -1,6 +1,6 @@
 // telha-jobs operator page, part 2 of 3: login, routing and polling, and the
 // views (overview, jobs, one job, workers, schedules; the scopes in
-// scopes.js). Vanilla ES module, no build step, nothing fetched but this
+// scopes.js, the search box's results in find.js). Vanilla ES module, no build step, nothing fetched but this
 // server's /api/v1.
 
 import {
@@ -31,6 +31,7 @@ import {
   hooks,
 } from './dom.js';
 import { scopesCard, scopesView } from './scopes.js';
+import { findView, findHref } from './find.js';
 
 // ---------------------------------------------------------------- login
 
@@ -301,25 +302,27 @@ function limitsTable(limits) {
 // ---------------------------------------------------------------- jobs browser
 
 const jobs = {
-  title: (p) => 'Jobs' + (p.state ? ' · ' + p.state : '') + (p.kind ? ' · ' + p.kind : ''),
+  title: (p) => 'Jobs' + (p.state ? ' · ' + p.state : '') + (p.kind ? ' · ' + p.kind : '') + (p.tag ? ' · tag ' + p.tag : ''),
   build(root, p) {
     const state = h('select', { id: 'filter-state', testid: 'filter-state', 'aria-label': 'State' },
       h('option', { value: '' }, 'any state'), STATES.map((s) => h('option', { value: s, selected: p.state === s }, s)));
     const kind = h('input', { type: 'text', id: 'filter-kind', testid: 'filter-kind', placeholder: 'kind or family:*', 'aria-label': 'Kind', value: p.kind || '' });
     const scope = h('input', { type: 'text', id: 'filter-scope', testid: 'filter-scope', placeholder: 'scope uuid', 'aria-label': 'Scope', value: p.scope || '' });
+    const tag = h('input', { type: 'text', id: 'filter-tag', testid: 'filter-tag', placeholder: 'tag', 'aria-label': 'Tag', value: p.tag || '' });
     const form = h('form', { class: 'filters', id: 'filters' },
-      h('label', {}, 'State ', state), h('label', {}, 'Kind ', kind), h('label', {}, 'Scope ', scope),
+      h('label', {}, 'State ', state), h('label', {}, 'Kind ', kind), h('label', {}, 'Scope ', scope), h('label', {}, 'Tag ', tag),
       h('button', { type: 'submit', id: 'filter-apply', testid: 'filter-apply', class: 'primary' }, 'Apply'),
       p.schedule ? h('span', { class: 'badge' }, 'schedule ' + p.schedule) : null,
       p.parent ? h('span', { class: 'badge', testid: 'filter-parent' }, 'follow-ups of ' + p.parent) : null);
     form.addEventListener('submit', (e) => {
       e.preventDefault();
-      const want = jobsHref({ state: state.value, kind: kind.value.trim(), scope: scope.value.trim(), schedule: p.schedule, parent: p.parent });
+      const want = jobsHref({ state: state.value, kind: kind.value.trim(), scope: scope.value.trim(), tag: tag.value, schedule: p.schedule, parent: p.parent });
       if (location.hash === want) refresh(true); else location.hash = want;
     });
     const tools = h('div', { class: 'toolbar' });
     if (p.after) tools.append(h('a', { class: 'button', href: jobsHref({ ...p, after: '' }), testid: 'first-page' }, 'First page'));
-    if (canAct() && (p.state === 'dead' || p.state === 'failed')) {
+    // Not with a tag: the retry filter has none (it would retry beyond the list).
+    if (canAct() && !p.tag && (p.state === 'dead' || p.state === 'failed')) {
       tools.append(btn('Retry all matching', { testid: 'btn-retry-matching', class: 'warn' }, () => {
         const body = { state: p.state };
         if (p.kind) body.kind = p.kind;
@@ -335,7 +338,7 @@ const jobs = {
       data,
       load: (q) => {
         const u = new URLSearchParams({ limit: '50' });
-        for (const k of ['state', 'kind', 'scope', 'schedule', 'parent', 'after']) if (q[k]) u.set(k, q[k]);
+        for (const k of ['state', 'kind', 'scope', 'tag', 'schedule', 'parent', 'after']) if (q[k]) u.set(k, q[k]);
         return api('jobs?' + u);
       },
       paint: paintJobs,
@@ -534,14 +537,15 @@ function paintSchedules(r) {
     : h('p', { class: 'muted' }, 'No schedules.'));
 }
 
-const VIEWS = { overview, jobs, job, workers, schedules, scopes: scopesView };
+const VIEWS = { overview, jobs, job, workers, schedules, scopes: scopesView, find: findView };
 
 // ---------------------------------------------------------------- start
 
 $('job-search-form').addEventListener('submit', (e) => {
   e.preventDefault();
-  const v = $('job-search').value.trim();
-  if (v) { location.hash = jobHref(v); $('job-search').value = ''; }
+  // Not trimmed: a key or a tag is matched exactly (find.js).
+  const v = $('job-search').value;
+  if (v) { location.hash = findHref({ text: v }); $('job-search').value = ''; }
 });
 $('logout').addEventListener('click', async () => {
   try { await api('logout', { method: 'POST', body: {} }); } catch { /* the form shows anyway */ }

@@ -62,7 +62,7 @@ const jobHref = (id) => '#/job/' + encodeURIComponent(id);
 
 function jobsHref(f) {
   const q = new URLSearchParams();
-  for (const k of ['state', 'kind', 'scope', 'schedule', 'parent', 'after']) if (f[k]) q.set(k, f[k]);
+  for (const k of ['state', 'kind', 'scope', 'tag', 'schedule', 'parent', 'after']) if (f[k]) q.set(k, f[k]);
   const s = q.toString();
   return '#/jobs' + (s ? '?' + s : '');
 }

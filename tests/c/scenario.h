@@ -88,6 +88,7 @@ tj_status tag_options(const jval *s, tj_enqueue_options *o, tj_error **err);
 void put_job_tags(jval *o, const tj_job *j);
 void put_info_tags(jval *o, const tj_job_info *i);
 tj_status op_count_tag(struct run *r, const jval *s, jval **obs, tj_error **err);
+tj_status op_find(struct run *r, const jval *s, jval **obs, tj_error **err);
 /* scenario_settle_many.c: the batch failures and releases. */
 tj_status op_fail_many(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_release_many(struct run *r, const jval *s, jval **obs, tj_error **err);

@@ -59,3 +59,49 @@ tj_status op_count_tag(struct run *r, const jval *s, jval **obs, tj_error **err)
              jnew_num((double)(c.pending + c.leased + c.failed + c.completed + c.dead + c.cancelled)));
     return st;
 }
+
+/* `find` (issue 42): the text is `text`, `text_size` x's, or `text_of` a
+ * named job's id; the answer names the jobs found. */
+tj_status op_find(struct run *r, const jval *s, jval **obs, tj_error **err) {
+    char *text = NULL;
+    char id_text[TJ_ID_STRLEN];
+    double n = 0;
+    const char *t = jget_str(s, "text", "");
+    if (jget_num(s, "text_size", &n)) {
+        text = jx_alloc((size_t)n + 1);
+        memset(text, 'x', (size_t)n);
+        text[(size_t)n] = '\0';
+        t = text;
+    } else if (jget(s, "text_of")) {
+        jval *ref = jnew_obj();
+        jobj_put(ref, "job", jnew_str(jget_str(s, "text_of", "")));
+        tj_id id;
+        tj_status st = job_id(r, ref, &id, err);
+        jfree(ref);
+        if (st == TJ_STATUS_OK) st = tj_id_format(&id, id_text, sizeof id_text, err);
+        if (st != TJ_STATUS_OK) return st;
+        t = id_text;
+    }
+    double limit = 0;
+    jget_num(s, "limit", &limit);
+    tj_find_result *found = NULL;
+    tj_status st = tj_queue_find(r->q, t, jget_str(s, "scope", NULL), (size_t)limit, &found, err);
+    free(text);
+    if (st != TJ_STATUS_OK) return st;
+    const tj_job_info *by_id = tj_find_result_by_id(found), *by_key = tj_find_result_by_key(found);
+    const tj_list_page *page = tj_find_result_by_tag(found);
+    jval *matched = jnew_arr(), *tagged = jnew_arr();
+    if (by_id) jarr_push(matched, jnew_str("id"));
+    if (by_key) jarr_push(matched, jnew_str("key"));
+    if (tj_list_page_len(page) > 0) jarr_push(matched, jnew_str("tag"));
+    for (size_t i = 0; i < tj_list_page_len(page); i++)
+        jarr_push(tagged, name_of(r, tj_job_info_id(tj_list_page_get(page, i))));
+    *obs = jnew_obj();
+    jobj_put(*obs, "matched", matched);
+    jobj_put(*obs, "by_id", by_id ? name_of(r, tj_job_info_id(by_id)) : jnew_null());
+    jobj_put(*obs, "by_key", by_key ? name_of(r, tj_job_info_id(by_key)) : jnew_null());
+    jobj_put(*obs, "by_tag", tagged);
+    jobj_put(*obs, "more", jnew_bool(tj_list_page_next(page) != NULL));
+    tj_find_result_free(found);
+    return st;
+}

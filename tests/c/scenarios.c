@@ -263,6 +263,7 @@ static tj_status do_step(struct run *r, const char *op, const jval *s, jval **ob
     if (strcmp(op, "events") == 0) return op_events(r, s, obs, err);
     if (strcmp(op, "list") == 0) return op_list(r, s, obs, err);
     if (strcmp(op, "count_tag") == 0) return op_count_tag(r, s, obs, err);
+    if (strcmp(op, "find") == 0) return op_find(r, s, obs, err);
     if (strcmp(op, "reap") == 0) return op_reap(r, obs, err);
     if (strcmp(op, "stats") == 0) return op_stats(r, s, obs, err);
     if (strcmp(op, "schedule_put") == 0) return op_schedule_put(r, s, obs, err);

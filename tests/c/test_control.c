@@ -435,6 +435,7 @@ static void null_arguments_are_refused_by_name_and_the_store_stays_usable(void) 
 #include "test_control_flow.h"
 #include "test_control_steer.h"
 #include "test_control_tags.h"
+#include "test_control_find.h"
 #include "test_control_backup.h"
 #include "test_control_fanin.h"
 
@@ -476,6 +477,7 @@ int main(void) {
         CONTROL_FLOW_TESTS,
         CONTROL_STEER_TESTS,
         CONTROL_TAGS_TESTS,
+        CONTROL_FIND_TESTS,
         CONTROL_BACKUP_TESTS,
         CONTROL_FANIN_TESTS,
     };

@@ -57,3 +57,34 @@ fn a_bad_server_list_is_a_usage_error_naming_the_item() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("repeats item 1"), "{err}");
 }
+
+#[test]
+fn jobs_find_goes_through_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let (code, out, err) = run(telha().args(["--server", &s.url]).args([
+        "--json",
+        "jobs",
+        "enqueue",
+        "embed",
+        "--idempotency-key",
+        "upload-7",
+        "--tag",
+        "upload-7",
+    ]));
+    assert_eq!(code, 0, "{out}{err}");
+    let id = serde_json::from_str::<serde_json::Value>(&out).unwrap()["id"].clone();
+    let (code, out, err) = run(telha()
+        .args(["--server", &s.url])
+        .args(["--json", "jobs", "find", "upload-7"]));
+    assert_eq!(code, 0, "{out}{err}");
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["matched"], serde_json::json!(["key", "tag"]), "{r}");
+    assert_eq!(r["by_key"]["id"], id);
+    assert_eq!(r["by_tag"]["jobs"][0]["id"], id);
+    let (code, _, err) = run(telha()
+        .args(["--server", &s.url])
+        .args(["jobs", "find", "a\u{7}b"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("control character U+0007"), "{err}");
+}

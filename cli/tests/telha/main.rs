@@ -10,6 +10,7 @@ mod commands;
 mod control;
 mod fanin;
 mod far_future;
+mod find;
 mod limits;
 mod locked;
 mod metrics;

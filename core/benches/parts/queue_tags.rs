@@ -1,7 +1,7 @@
 //! Issue 42's rows: a lifecycle (enqueue, lease, complete, one
 //! job per call) of jobs with 4 tags beside the same without tags, same
 //! run (target ≤ 1.3× the untagged time per job), CPU time per job beside
-//! each rate; and `list(tag)`'s first page and `count_tag` of a tag with
+//! each rate; and `list(tag)`'s first page, `count_tag` and `find` of a tag with
 //! 100 jobs beside `others` jobs of other tags, against the same calls
 //! on a store holding only that tag's jobs.
 
@@ -72,9 +72,11 @@ fn time_of(rounds: usize, mut f: impl FnMut()) -> f64 {
     v[v.len() / 2]
 }
 
-/// `list(tag)`'s first page (50) and `count_tag` of a 100-job tag with
-/// `others` jobs of other tags beside it: (list µs, count µs).
-fn lookups(others: usize) -> (f64, f64) {
+/// `list(tag)`'s first page (50), `count_tag` of a 100-job tag and
+/// `find` of the tag's text (also one job's idempotency key: the key and
+/// the tag's first page of 50) with `others` jobs of other tags beside
+/// it: (list µs, count µs, find µs).
+fn lookups(others: usize) -> (f64, f64, f64) {
     let dir = tempfile::tempdir().unwrap();
     let q = open(dir.path());
     let mut batch = Vec::new();
@@ -92,6 +94,10 @@ fn lookups(others: usize) -> (f64, f64) {
             NewJob::new("embed", b"x".to_vec()).with(EnqueueOptions::default().tag("order-4711")),
         );
     }
+    batch.push(
+        NewJob::new("embed", b"x".to_vec())
+            .with(EnqueueOptions::default().idempotency_key("order-4711")),
+    );
     q.enqueue_many(batch).unwrap();
     let query = ListQuery {
         tag: Some("order-4711".into()),
@@ -104,8 +110,14 @@ fn lookups(others: usize) -> (f64, f64) {
     let count = time_of(201, || {
         assert_eq!(q.count_tag("order-4711", None).unwrap().pending, 100);
     });
+    let mut fq = telha_jobs::FindQuery::new("order-4711");
+    fq.limit = 50;
+    let find = time_of(201, || {
+        let r = q.find(&fq).unwrap();
+        assert_eq!((r.matched(), r.by_tag.jobs.len()), (vec!["key", "tag"], 50));
+    });
     q.close();
-    (list, count)
+    (list, count, find)
 }
 
 /// The rows.
@@ -130,8 +142,8 @@ pub fn rows(t: &mut super::Table, n: usize, others: usize) {
         format!("{:.0} jobs/s", g.0),
         format!("{:.2}× untagged time/job, {:.1} µs CPU/job", p.0 / g.0, g.1),
     );
-    let (el, ec) = lookups(0);
-    let (fl, fc) = lookups(others);
+    let (el, ec, ef) = lookups(0);
+    let (fl, fc, ff) = lookups(others);
     t.row(
         "list(tag) first page of 50, tag of 100 jobs, alone",
         format!("{el:.0} µs"),
@@ -151,5 +163,15 @@ pub fn rows(t: &mut super::Table, n: usize, others: usize) {
         &format!("count_tag, beside {others} other jobs"),
         format!("{fc:.0} µs"),
         format!("{:.2}× alone", fc / ec),
+    );
+    t.row(
+        "find(text): a key and a tag's first page of 50, alone",
+        format!("{ef:.0} µs"),
+        String::new(),
+    );
+    t.row(
+        &format!("find(text), beside {others} other jobs"),
+        format!("{ff:.0} µs"),
+        format!("{:.2}× alone", ff / ef),
     );
 }

@@ -13,6 +13,7 @@ mod fanin;
 mod fanin_check;
 mod fanin_group;
 mod fanin_results;
+mod find;
 mod flow;
 mod heartbeat;
 mod hub;

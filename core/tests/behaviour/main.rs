@@ -40,6 +40,7 @@ mod debounce;
 mod events;
 mod fanin;
 mod filters;
+mod find;
 mod jitter;
 mod order;
 mod payloads;

@@ -23,6 +23,7 @@ mod args;
 mod control;
 mod events;
 mod fanin;
+mod find;
 mod flow;
 mod schedules;
 mod stats;
@@ -225,6 +226,7 @@ impl Run {
             },
             "list" => self.list(s),
             "count_tag" => self.count_tag(s),
+            "find" => self.find(s),
             "wait" => self.wait(s),
             "subscribe" => self.subscribe(s),
             "events" => self.events(s),

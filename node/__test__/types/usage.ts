@@ -3,7 +3,7 @@
 import {
   Queue, Server, Worker, Permanent, Snooze, Retry, ErrorCode, encodePayload, configKeys, limits,
   type Job, type JobInfo, type TelhaError, type ErrorCodeName, type Settings, type ConfigKey, type Enqueued,
-  type CancelReport, type Paused,
+  type CancelReport, type Paused, type FindResult,
   Subscription, QueueEvents, type SubscriptionEvent, type QueueEvent, type Transition,
   scheduleNextTimes, type ScheduleInfo, type ScheduleRef, type RunReport, type ScheduleOptions, type CatchUp,
   type LimitStatus, type LimitSettings, type CompleteOptions,
@@ -70,6 +70,9 @@ async function main (): Promise<void> {
   await Queue.open('./telha-data', { deadRetentionMs: false, cancelledRetentionMs: 1000, kinds: { slow: { timeoutMs: 5000, maxLeaseTotalMs: false, maxSnoozes: 3 } } })
   console.log(control, outcome, report.cancelled + report.requested, changed, paused.kinds, pausedToo.scopes, cancelled)
   const page = await q.list({ state: 'dead', limit: 10 })
+  const found: FindResult = await q.find('order-4711', { scope: '0190c0de-0000-7000-8000-0000000000a1', limit: 20 })
+  const foundKinds: string[] = found.matched
+  console.log(found.byId?.id, found.byKey?.state, found.byTag.next, foundKinds)
   const n: number = page.jobs.length + (await q.stats()).total.pending + jobs.length + ids.length
   const text: string = await q.metrics()
   const w = new Worker(q, async (j, { signal }) => {

@@ -1043,6 +1043,36 @@ pub struct BackupResponse {
     #[prost(uint64, tag = "5")]
     pub sequence: u64,
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct FindRequest {
+    /// 1 to 512 bytes of UTF-8 without control characters, matched exactly.
+    #[prost(string, tag = "1")]
+    pub text: ::prost::alloc::string::String,
+    /// Only this scope (16 bytes). Absent: an id and a tag match in every
+    /// scope, the idempotency key in the system (nil) scope.
+    #[prost(bytes = "vec", optional, tag = "2")]
+    pub scope: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    /// The most jobs on the tag's page, 1 to 10,000 (0 is INVALID_ARGUMENT).
+    #[prost(uint32, tag = "3")]
+    pub limit: u32,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct FindResponse {
+    /// The job whose id the text is.
+    #[prost(message, optional, tag = "1")]
+    pub by_id: ::core::option::Option<JobInfo>,
+    /// The job holding the text as its idempotency key in the scope asked.
+    #[prost(message, optional, tag = "2")]
+    pub by_key: ::core::option::Option<JobInfo>,
+    /// The first page of the jobs carrying the text as a tag.
+    #[prost(message, repeated, tag = "3")]
+    pub by_tag: ::prost::alloc::vec::Vec<JobInfo>,
+    /// The tag page's cursor: `List` with `tag` = the text and `after` = this.
+    #[prost(string, optional, tag = "4")]
+    pub by_tag_next: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, repeated, tag = "5")]
+    pub by_tag_corrupt: ::prost::alloc::vec::Vec<CorruptRecord>,
+}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum JobState {
@@ -2440,6 +2470,28 @@ pub mod jobs_client {
             req.extensions_mut().insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Backup"));
             self.inner.unary(req, path, codec).await
         }
+        /// Look a text up exactly as a job id, an idempotency key and a tag
+        /// (issue 42), each from its own index (O(page), never a scan): every
+        /// kind that matched comes back side by side. An empty text, one over
+        /// 512 bytes or with a control character is INVALID_ARGUMENT.
+        pub async fn find(
+            &mut self,
+            request: impl tonic::IntoRequest<super::FindRequest>,
+        ) -> std::result::Result<tonic::Response<super::FindResponse>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static("/telha.jobs.v1.Jobs/Find");
+            let mut req = request.into_request();
+            req.extensions_mut().insert(GrpcMethod::new("telha.jobs.v1.Jobs", "Find"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -2764,6 +2816,14 @@ pub mod jobs_server {
             &self,
             request: tonic::Request<super::BackupRequest>,
         ) -> std::result::Result<tonic::Response<super::BackupResponse>, tonic::Status>;
+        /// Look a text up exactly as a job id, an idempotency key and a tag
+        /// (issue 42), each from its own index (O(page), never a scan): every
+        /// kind that matched comes back side by side. An empty text, one over
+        /// 512 bytes or with a control character is INVALID_ARGUMENT.
+        async fn find(
+            &self,
+            request: tonic::Request<super::FindRequest>,
+        ) -> std::result::Result<tonic::Response<super::FindResponse>, tonic::Status>;
     }
     #[derive(Debug)]
     pub struct JobsServer<T> {
@@ -4648,6 +4708,49 @@ pub mod jobs_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = BackupSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.jobs.v1.Jobs/Find" => {
+                    #[allow(non_camel_case_types)]
+                    struct FindSvc<T: Jobs>(pub Arc<T>);
+                    impl<T: Jobs> tonic::server::UnaryService<super::FindRequest>
+                    for FindSvc<T> {
+                        type Response = super::FindResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::FindRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Jobs>::find(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = FindSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

@@ -81,7 +81,7 @@ from ._native import (
     encode_payload,
     schedule_next_times,
 )
-from ._types import ChildPage, ChildResult, CorruptRecord, Enqueued, FanIn, JobList, LimitInfo
+from ._types import ChildPage, ChildResult, CorruptRecord, Enqueued, FanIn, FindResult, JobList, LimitInfo
 from .worker import Worker
 
 __all__ = [
@@ -95,6 +95,7 @@ __all__ = [
     "Enqueued",
     "Event",
     "FanIn",
+    "FindResult",
     "InvalidArgumentError",
     "Job",
     "JobInfo",

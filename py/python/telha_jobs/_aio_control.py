@@ -1,5 +1,5 @@
 """The job-control and operator calls of :class:`~telha_jobs.aio.AsyncQueue`
-(mixed in): cancel, delete, promote, reschedule, set_priority, pause, resume, retry, get, list, reap, purge, stats,
+(mixed in): cancel, delete, promote, reschedule, set_priority, pause, resume, retry, get, list, find, reap, purge, stats,
 metrics and the flow-control limits (set_limit, remove_limit, limits), each the :class:`~telha_jobs.Queue` method of the same name run on
 the queue's executor, so the event loop never blocks on the store."""
 
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ._native import JobInfo, Queue
-from ._types import JobList, LimitInfo
+from ._types import FindResult, JobList, LimitInfo
 
 if TYPE_CHECKING:
     from ._native import _BackupInfo
@@ -92,6 +92,13 @@ class _AsyncControl:
     async def count_tag(self, tag: str, *, scope: str | None = None) -> dict[str, int]:
         """As :meth:`Queue.count_tag`: the tag's jobs per state."""
         return await self._call(self.queue.count_tag, tag, scope=scope)
+
+    async def find(
+        self, text: str, *, scope: str | None = None, limit: int = 50
+    ) -> FindResult:
+        """As :meth:`Queue.find`: the text as a job id, an idempotency key
+        and a tag, side by side."""
+        return await self._call(self.queue.find, text, scope=scope, limit=limit)
 
     async def backup(self, dir: str | os.PathLike[str]) -> _BackupInfo:
         """As :meth:`Queue.backup`, on a worker thread."""

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, final
 
 from ._errors import TelhaError
-from ._types import ChildPage, Enqueued, FanIn, JobList, LimitInfo
+from ._types import ChildPage, Enqueued, FanIn, FindResult, JobList, LimitInfo
 
 __all__ = [
     "CancelWait",
@@ -826,6 +826,14 @@ class Queue:
         jobs carrying it (the tag index: by scope, state, enqueue order)."""
     def count_tag(self, tag: str, *, scope: _ScopeArg | None = None) -> dict[str, int]:
         """How many jobs carry ``tag``, per state (read from the tag index)."""
+    def find(
+        self, text: str, *, scope: _ScopeArg | None = None, limit: int = 50
+    ) -> FindResult:
+        """The job whose id ``text`` is, the job holding it as its
+        idempotency key (in ``scope``, else the system scope) and the first
+        ``limit`` jobs carrying it as a tag, each matched exactly from its
+        own index (never a scan). ``InvalidArgumentError`` for an empty
+        text, one over 512 bytes or with a control character."""
     def backup(self, dir: str | os.PathLike[str]) -> _BackupInfo:
         """Write a consistent copy of the live store to ``dir`` (must not
         exist, or be empty) that opens as a store; on a connected queue,

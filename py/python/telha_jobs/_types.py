@@ -1,6 +1,7 @@
 """Answer types built by the native module: :class:`Enqueued` (what
 ``enqueue`` returns), :class:`JobList` (what ``list`` returns),
-:class:`CorruptRecord` and :class:`LimitInfo` (what ``limits`` returns)."""
+:class:`CorruptRecord`, :class:`LimitInfo` (what ``limits`` returns) and
+:class:`FindResult` (what ``find`` returns)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
     from ._native import JobInfo
 
 __all__ = [
-    "ChildPage", "ChildResult", "CorruptRecord", "Enqueued", "FanIn", "JobList", "LimitInfo",
+    "ChildPage", "ChildResult", "CorruptRecord", "Enqueued", "FanIn", "FindResult", "JobList", "LimitInfo",
 ]
 
 
@@ -146,6 +147,26 @@ class ChildPage(list[ChildResult]):
         return f"ChildPage({list.__repr__(self)}, next={self.next!r})"
 
 
-for _cls in (Enqueued, CorruptRecord, JobList, LimitInfo, FanIn, ChildResult, ChildPage):
+@dataclass(frozen=True)
+class FindResult:
+    """What ``Queue.find(text)`` found, every kind side by side (a text can
+    be a tag and an idempotency key at once): :attr:`by_id`, the job whose
+    id the text is; :attr:`by_key`, the job holding it as its idempotency
+    key in the scope asked (the system scope when none was); :attr:`by_tag`,
+    the first page of the jobs carrying it as a tag (a :class:`JobList`:
+    pass ``by_tag.next`` as ``list(tag=text, after=...)`` for the rest);
+    :attr:`matched`, the kinds that matched, in the order ``"id"``,
+    ``"key"``, ``"tag"``. Falsy when nothing matched."""
+
+    by_id: JobInfo | None
+    by_key: JobInfo | None
+    by_tag: JobList
+    matched: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.matched)
+
+
+for _cls in (Enqueued, CorruptRecord, JobList, LimitInfo, FanIn, ChildResult, ChildPage, FindResult):
     _cls.__module__ = "telha_jobs"
 del _cls

@@ -1,5 +1,5 @@
-//! The API's reads (`GET /api/v1/…`). Every one is a counter read or one
-//! bounded `list` page: none scans the store (the overview's counts are
+//! The API's reads (`GET /api/v1/…`). Every one is a counter read, point
+//! reads or one bounded `list` page: none scans the store (the overview's counts are
 //! the exact per-kind counters and the top [`OVERVIEW_SCOPES`] scopes; the
 //! scopes view pages by cursor; the leases view reads the leased rows,
 //! bounded by [`MAX_LEASES_SHOWN`]).
@@ -12,7 +12,7 @@ use hyper::Response;
 use serde_json::{json, Value as Json};
 use telha_jobs::scopes::STATS_SCOPE_LIMIT_DEFAULT;
 use telha_jobs::{
-    JobId, JobInfo, KindPattern, ListQuery, Queue, Scope, ScopeOrder, State, StatsQuery,
+    FindQuery, JobId, JobInfo, KindPattern, ListQuery, Queue, Scope, ScopeOrder, State, StatsQuery,
 };
 
 use super::reply::{bad, core_error, error, ok, with_type, Body};
@@ -76,6 +76,7 @@ pub(crate) async fn get(ui: &Ui, q: Queue, rest: &str, req: &Req) -> Response<Bo
         ["scopes"] => scopes(q, req).await,
         ["throughput"] => ok(&ui.throughput.json()),
         ["jobs"] => jobs(q, req).await,
+        ["find"] => find(q, req).await,
         ["jobs", id] => job(q, id).await,
         ["jobs", id, what @ ("payload" | "result")] => raw(q, id, what).await,
         ["leases"] => leases(q).await,
@@ -227,6 +228,49 @@ async fn jobs(q: Queue, req: &Req) -> Response<Body> {
         "jobs": page.jobs.iter().map(|j| job_json(j, false)).collect::<Vec<_>>(),
         "next": page.next,
         "corrupt": page.corrupt.len(),
+    }))
+}
+
+const FIND_PARAMS: [&str; 3] = ["text", "scope", "limit"];
+
+/// `GET /api/v1/find?text=`: the text as a job id, an idempotency key
+/// (in `scope`, else the default scope) and a tag (its first page), each
+/// from its index (the core's `find`): what the search box asks.
+async fn find(q: Queue, req: &Req) -> Response<Body> {
+    if let Some((k, _)) = req
+        .query
+        .iter()
+        .find(|(k, _)| !FIND_PARAMS.contains(&k.as_str()))
+    {
+        return bad(format!(
+            "unknown parameter {k:?} (parameters: {})",
+            FIND_PARAMS.join(", ")
+        ));
+    }
+    let limit = match req.param("limit") {
+        None => 50,
+        Some(l) => match l.parse::<usize>() {
+            Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
+            _ => return bad(format!("limit: {l:?} is not a number from 1 to {MAX_PAGE}")),
+        },
+    };
+    let query = FindQuery {
+        text: req.param("text").unwrap_or_default().to_string(),
+        scope: tri!(parse::<Scope>("scope", req.param("scope"))),
+        limit,
+    };
+    let text = query.text.clone();
+    let r = tri!(blocking(move || q.find(&query)).await);
+    ok(&json!({
+        "text": text,
+        "matched": r.matched(),
+        "by_id": r.by_id.as_ref().map(|j| job_json(j, false)),
+        "by_key": r.by_key.as_ref().map(|j| job_json(j, false)),
+        "by_tag": {
+            "jobs": r.by_tag.jobs.iter().map(|j| job_json(j, false)).collect::<Vec<_>>(),
+            "next": r.by_tag.next,
+            "corrupt": r.by_tag.corrupt.len(),
+        },
     }))
 }
 

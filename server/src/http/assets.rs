@@ -41,6 +41,12 @@ const ASSETS: &[Asset] = &[
         body: include_str!("../../ui/scopes.js"),
     },
     Asset {
+        path: "/assets/find.js",
+        file: "find.js",
+        ctype: "text/javascript; charset=utf-8",
+        body: include_str!("../../ui/find.js"),
+    },
+    Asset {
         path: "/assets/app.css",
         file: "app.css",
         ctype: "text/css; charset=utf-8",
