@@ -58,6 +58,12 @@
 #define TJ_MAX_IDEMPOTENCY_KEY_LEN 512
 
 /**
+ * The longest `tj_queue_find` text, in bytes (the longest idempotency
+ * key).
+ */
+#define TJ_MAX_FIND_TEXT_LEN 512
+
+/**
  * The largest worker id, in bytes.
  */
 #define TJ_MAX_WORKER_ID_LEN 256
@@ -531,6 +537,14 @@ typedef struct tj_error tj_error;
  * arguments. Not thread-safe while being filled.
  */
 typedef struct tj_failures tj_failures;
+
+/**
+ * What `tj_queue_find` found: every kind the text matched, side by side
+ * (a text can be a tag and an idempotency key at once). Owned by the
+ * caller (`tj_find_result_free`); the job infos and the page it lends
+ * live until then. Immutable: readable from many threads.
+ */
+typedef struct tj_find_result tj_find_result;
 
 /**
  * A leased job (from `tj_queue_lease_next` / `tj_queue_lease_many`). Owned by
@@ -2095,6 +2109,72 @@ const char *tj_children_page_next(const struct tj_children_page *page);
  */
 bool tj_job_info_fan_in(const struct tj_job_info *info,
                         struct tj_fan_in *fan_in_out);
+
+/**
+ * Look `text` up exactly (no full-text matching) as a job id, an
+ * idempotency key and a tag, each from its own index: O(page), never a
+ * scan. `scope` (UUID text) limits the id and the tag to that scope and
+ * is the scope the key is looked up in; NULL: the id and the tag in every
+ * scope, the key in the system (nil) scope (keys are per scope). `limit`
+ * is the most of the tag's jobs returned (1 to `TJ_MAX_LIST_LIMIT`; 0
+ * means 50); pass the page's `tj_list_page_next` to
+ * `tj_list_options_set_after` with `tj_list_options_set_tag(text)` for
+ * the rest. On success `*result_out` is a new `tj_find_result` the caller
+ * frees.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, text, result_out),
+ * `TJ_STATUS_INVALID_ARGUMENT` for a text that is empty, over
+ * `TJ_MAX_FIND_TEXT_LEN` bytes, holds a control character or is not
+ * UTF-8, a bad scope or a limit over `TJ_MAX_LIST_LIMIT`;
+ * `TJ_STATUS_CORRUPTION`, `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
+ *
+ * # Safety
+ * `queue` is NULL or live; `text` and `scope` are NULL or
+ * NUL-terminated; `result_out` and `err` are NULL or writable.
+ */
+tj_status tj_queue_find(const struct tj_queue *queue,
+                        const char *text,
+                        const char *scope,
+                        size_t limit,
+                        struct tj_find_result **result_out,
+                        struct tj_error **err);
+
+/**
+ * Free a find result and everything borrowed from it. NULL does nothing.
+ *
+ * # Safety
+ * `result` is NULL or a `tj_find_result` not freed before.
+ */
+void tj_find_result_free(struct tj_find_result *result);
+
+/**
+ * The job whose id the text is (borrowed from the result: never free it),
+ * or NULL when no job has that id (in the scope asked) or `result` is
+ * NULL.
+ *
+ * # Safety
+ * `result` is NULL or live.
+ */
+const struct tj_job_info *tj_find_result_by_id(const struct tj_find_result *result);
+
+/**
+ * The job holding the text as its idempotency key in the scope asked
+ * (borrowed), or NULL when none does or `result` is NULL.
+ *
+ * # Safety
+ * `result` is NULL or live.
+ */
+const struct tj_job_info *tj_find_result_by_key(const struct tj_find_result *result);
+
+/**
+ * The first page of the jobs carrying the text as a tag (borrowed: read
+ * it with `tj_list_page_len` / `_get` / `_next`, never free it; empty
+ * when none does), or NULL when `result` is NULL.
+ *
+ * # Safety
+ * `result` is NULL or live.
+ */
+const struct tj_list_page *tj_find_result_by_tag(const struct tj_find_result *result);
 
 /**
  * New limit settings with nothing set (`tj_queue_set_limit` refuses a

@@ -142,6 +142,12 @@ export declare class NativeQueue {
    * results and last errors; `limit` 1 to 1,000.
    */
   resultsOfChildren(parent: string, cursor?: string | undefined | null, limit?: number | undefined | null): Promise<ChildPage>
+  /**
+   * The text as a job id, an idempotency key (in `scope`, else the
+   * system scope) and a tag (its first `limit` jobs, default 50), each
+   * from its own index: O(page), never a scan.
+   */
+  find(text: string, scope?: string | undefined | null, limit?: number | undefined | null): Promise<FindResult>
   /** Set (or replace) the limit on `target`. */
   setLimit(target: string, settings: NativeLimit): Promise<void>
   /** Remove the limit on `target`: whether there was one. */
@@ -542,6 +548,24 @@ export interface FanIn {
   total: number
   /** What a child that did not complete does to it. */
   policy: 'fail' | 'cancel_rest' | 'ignore'
+}
+
+/** What `find` found: every kind the text matched, side by side. */
+export interface FindResult {
+  /** The job whose id the text is (null: none, in the scope asked). */
+  byId?: JobInfo | null
+  /**
+   * The job holding the text as its idempotency key in the scope asked
+   * (the system scope when none was given), or null.
+   */
+  byKey?: JobInfo | null
+  /**
+   * The first page of the jobs carrying the text as a tag: pass `next`
+   * as `after` to `list({ tag: text })` for the rest.
+   */
+  byTag: ListPage
+  /** The kinds that matched, in this order: `id`, `key`, `tag`. */
+  matched: Array<string>
 }
 
 /**
