@@ -465,3 +465,38 @@ fn a_remote_queue_sends_the_context_and_its_worker_links_to_it() {
     }
     server.shutdown(Duration::from_secs(2));
 }
+
+#[test]
+fn a_handlers_follow_up_carries_the_process_spans_context() {
+    let (_d, q) = open();
+    let kind = "otel-parent-work";
+    let (producer, _) =
+        in_producer_span(|| q.enqueue(kind, b"p", EnqueueOptions::default()).unwrap().id);
+    let store: Arc<dyn JobStore> = Arc::new(q.clone());
+    let w = Worker::builder(store, |ctx| {
+        ctx.follow_up(NewJob::new("otel-followed", b"f".to_vec()));
+        Outcome::done()
+    })
+    .kinds([kind])
+    .poll_wait(20 * MS)
+    .build()
+    .unwrap()
+    .start()
+    .unwrap();
+    eventually("the parent completed", || w.counts().completed == 1);
+    w.stop(Duration::from_secs(5));
+    let spans: Vec<_> = spans_of(producer.trace_id())
+        .into_iter()
+        .filter(|s| s.name == format!("process {kind}"))
+        .collect();
+    assert_eq!(spans.len(), 1);
+    let followed = q
+        .lease_next("t", &telha_jobs::LeaseOptions::default())
+        .unwrap()
+        .expect("the follow-up job");
+    assert_eq!(followed.kind, "otel-followed");
+    assert_eq!(
+        followed.metadata.get(TRACEPARENT),
+        Some(&traceparent_of(&spans[0].span_context))
+    );
+}
