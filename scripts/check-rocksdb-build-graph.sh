@@ -36,6 +36,8 @@ builds=(
   "node-build (napi)|-p telha-jobs-node"
   "bench-cluster|-p telha-jobs-cluster"
   "test-cluster-failpoints, test-cluster-long|-p telha-jobs-cluster --features failpoints"
+  "test-otel (the core's otel feature)|-p telha-jobs-otel-tests"
+  "clippy of the core with otel|-p telha-jobs --features otel"
 )
 
 # librocksdb-sys and everything below it in one build's graph, sorted.

@@ -12,9 +12,11 @@ impl RemoteQueue {
     /// repeat would enqueue a second group).
     pub(crate) fn group_rpc(
         &self,
-        children: Vec<NewJob>,
-        parent: NewJob,
+        mut children: Vec<NewJob>,
+        mut parent: NewJob,
     ) -> Result<(Vec<Enqueued>, Enqueued)> {
+        telha_jobs::trace_context::inject_current_all(&mut children);
+        telha_jobs::trace_context::inject_current(&mut parent.options.metadata);
         let req = cv::group_to_pb(children, parent);
         let r = self.call(Safe::IfNotSent, |mut c| {
             let r = req.clone();

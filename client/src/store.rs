@@ -33,9 +33,12 @@ fn safety(keyed: bool) -> Safe {
 }
 
 impl RemoteQueue {
-    /// With a list of servers (and unless the caller opted out), a fresh
-    /// UUIDv7 key for an enqueue that has none: its repeat is then safe.
+    /// The current trace context (the core's `otel` feature; as
+    /// `Queue::enqueue`) and, with a list of servers (and unless the caller
+    /// opted out), a fresh UUIDv7 key for an enqueue that has none: its
+    /// repeat is then safe.
     fn auto_key(&self, o: &mut EnqueueOptions) {
+        telha_jobs::trace_context::inject_current(&mut o.metadata);
         if self.inner.auto_key && o.idempotency_key.is_none() {
             o.idempotency_key = Some(uuid::Uuid::now_v7().to_string());
         }

@@ -495,8 +495,10 @@ impl Completion {
         }
     }
 
-    /// The same completion with follow-up jobs (see [`Completion::then`]).
-    pub fn then(mut self, jobs: Vec<NewJob>) -> Self {
+    /// The same completion with follow-up jobs (see [`Completion::then`]);
+    /// with the `otel` feature each carries the current trace context.
+    pub fn then(mut self, mut jobs: Vec<NewJob>) -> Self {
+        crate::trace_context::inject_current_all(&mut jobs);
         self.then = jobs;
         self
     }

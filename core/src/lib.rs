@@ -53,6 +53,8 @@ pub mod limits;
 pub mod list;
 #[cfg(feature = "rocksdb")]
 mod metrics;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod payload;
 #[cfg(feature = "rocksdb")]
 mod queue;

@@ -213,18 +213,20 @@ impl Queue {
     /// or over-512-byte idempotency key, or `max_attempts` 0; `Storage` when
     /// the write fails; `Closed`.
     pub fn enqueue(&self, kind: &str, payload: &[u8], options: EnqueueOptions) -> Result<Enqueued> {
-        let job = NewJob {
+        let mut job = NewJob {
             kind: kind.to_string(),
             payload: payload.to_vec(),
             options,
         };
+        crate::trace_context::inject_current(&mut job.options.metadata);
         self.writable()?.enqueue_one(job)
     }
 
     /// Enqueue many jobs in one atomic batch: all or none. Answers in input
     /// order; jobs of one batch sharing a scope and idempotency key get one
     /// job. Errors as [`Queue::enqueue`]; one invalid job rejects the batch.
-    pub fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
+    pub fn enqueue_many(&self, mut jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
+        crate::trace_context::inject_current_all(&mut jobs);
         self.writable()?.enqueue_many(jobs)
     }
 

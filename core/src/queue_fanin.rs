@@ -20,9 +20,11 @@ impl Queue {
     /// `Closed`.
     pub fn enqueue_group(
         &self,
-        children: Vec<NewJob>,
-        parent: NewJob,
+        mut children: Vec<NewJob>,
+        mut parent: NewJob,
     ) -> Result<(Vec<Enqueued>, Enqueued)> {
+        crate::trace_context::inject_current_all(&mut children);
+        crate::trace_context::inject_current(&mut parent.options.metadata);
         self.writable()?.enqueue_group(children, parent)
     }
 

@@ -3,16 +3,44 @@
 //! handler's span to its producer, and the `traceparent` syntax check the C
 //! setter (`tj_enqueue_options_set_traceparent`) applies.
 //!
-//! A Rust caller sets them by hand (there is no OpenTelemetry dependency
-//! here): `EnqueueOptions::default().meta(TRACEPARENT, header)`, with the
-//! value an OpenTelemetry propagator injected.
+//! With the crate's `otel` feature, enqueue writes them from the current
+//! OpenTelemetry context ([`crate::otel`]); without it (the default, no
+//! OpenTelemetry dependency) a Rust caller sets them by hand:
+//! `EnqueueOptions::default().meta(TRACEPARENT, header)`, with the value an
+//! OpenTelemetry propagator injected.
 
 use crate::error::{Error, Result};
+use crate::job::NewJob;
+use std::collections::BTreeMap;
 
 /// The metadata key of the W3C `traceparent` header value.
 pub const TRACEPARENT: &str = "traceparent";
 /// The metadata key of the W3C `tracestate` header value.
 pub const TRACESTATE: &str = "tracestate";
+
+/// What every enqueue path does to a job's metadata (`Queue`'s, and
+/// `telha-jobs-client`'s `RemoteQueue`'s): with the `otel` feature,
+/// `otel::inject_current` (the current OpenTelemetry context's
+/// `traceparent`/`tracestate`, unless either key is set); without it,
+/// nothing.
+#[inline]
+pub fn inject_current(meta: &mut BTreeMap<String, String>) {
+    #[cfg(feature = "otel")]
+    crate::otel::inject_current(meta);
+    #[cfg(not(feature = "otel"))]
+    let _ = meta;
+}
+
+/// [`inject_current`] on each job's metadata (one context for the batch).
+#[inline]
+pub fn inject_current_all(jobs: &mut [NewJob]) {
+    #[cfg(feature = "otel")]
+    for j in jobs {
+        crate::otel::inject_current(&mut j.options.metadata);
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = jobs;
+}
 
 /// Check `v` against W3C Trace Context's `traceparent` syntax:
 /// `version-traceid-parentid-flags` in lowercase hex (2, 32, 16 and 2

@@ -210,8 +210,10 @@ impl JobContext {
 
     /// A job to enqueue when, and only when, this one completes (written
     /// in the completion's batch; see `Completion::then`). Ignored for any
-    /// other outcome.
-    pub fn follow_up(&self, job: NewJob) {
+    /// other outcome. With the `otel` feature it carries the current trace
+    /// context: the handler's process span.
+    pub fn follow_up(&self, mut job: NewJob) {
+        crate::trace_context::inject_current(&mut job.options.metadata);
         lock(&self.then).push(job);
     }
 

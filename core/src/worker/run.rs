@@ -263,6 +263,8 @@ impl Shared {
             }
         }
         let ctx = JobContext::new(d.clone());
+        #[cfg(feature = "otel")]
+        let span = crate::otel::ProcessSpan::start(&d.job);
         let outcome = catch_unwind(AssertUnwindSafe(|| (self.handler)(&ctx))).unwrap_or_else(|p| {
             let msg = p
                 .downcast_ref::<&str>()
@@ -274,6 +276,8 @@ impl Shared {
                 permanent: false,
             }
         });
+        #[cfg(feature = "otel")]
+        span.end(&outcome);
         self.settle(&d, outcome, ctx);
     }
 
