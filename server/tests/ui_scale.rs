@@ -107,7 +107,12 @@ fn overview_and_filtered_pages_answer_without_a_scan_at_a_million_jobs() {
     let (find_tag, ft) = median_ms(&h, "/api/v1/find?text=order-4711", 7);
     assert_eq!(ft["matched"], json!(["tag"]));
     assert_eq!(ft["by_tag"]["jobs"].as_array().unwrap().len(), 10);
-    let (find_key, fk) = median_ms(&h, "/api/v1/find?text=poison-7", 7);
+    // An idempotency key is found in its scope: poison-7 went to scopes[7].
+    let (find_key, fk) = median_ms(
+        &h,
+        &format!("/api/v1/find?text=poison-7&scope={}", scopes[7]),
+        7,
+    );
     assert_eq!(fk["matched"], json!(["key"]));
     let (find_id, fi) = median_ms(&h, &format!("/api/v1/find?text={first}"), 7);
     assert_eq!(fi["by_id"]["id"], json!(first));
