@@ -42,6 +42,8 @@ test-core:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy $(PROFILE) --workspace --all-targets -- -D warnings
+	# The decoders alone, as the fuzz targets build them (no C++): mk/fuzz.mk.
+	$(CARGO) clippy $(PROFILE) -p telha-jobs --no-default-features --lib -- -D warnings
 
 fmt:
 	$(CARGO) fmt --all

@@ -183,6 +183,7 @@ impl EnqueueOptions {
     /// `InvalidArgument` naming the field unless `debounce` and
     /// `debounce_max` are usable with the other options at `now` (what
     /// enqueue checks; for a front end that checks before it opens a store).
+    #[cfg(feature = "rocksdb")]
     pub fn check_debounce(&self, now: u64) -> Result<()> {
         crate::engine::debounce::check(self, now)
     }

@@ -58,6 +58,7 @@ pub mod otel;
 pub mod payload;
 #[cfg(feature = "rocksdb")]
 mod queue;
+#[cfg(feature = "rocksdb")]
 mod queue_admin;
 #[cfg(feature = "rocksdb")]
 mod queue_fanin;
@@ -65,12 +66,14 @@ mod queue_fanin;
 mod reaper;
 #[cfg(feature = "rocksdb")]
 pub mod replica;
+#[cfg(feature = "rocksdb")]
 mod rocksdb_memory;
 pub mod schedule;
 #[cfg(feature = "rocksdb")]
 mod scheduler;
 pub mod scopes;
 pub mod state;
+#[cfg(feature = "rocksdb")]
 mod steer;
 pub mod store;
 pub mod tags;
@@ -82,6 +85,7 @@ mod unique_states;
 pub mod watch;
 #[cfg(feature = "rocksdb")]
 pub mod worker;
+#[cfg(feature = "rocksdb")]
 mod would_block;
 
 #[cfg(feature = "rocksdb")]
