@@ -142,7 +142,7 @@ fn a_store_of_a_future_format_is_refused_and_left_byte_for_byte_untouched() {
 fn a_newer_format_that_says_this_build_may_open_it_opens_and_keeps_its_marker() {
     let s = TestStore::new();
     s.q.close();
-    let marker = "format = 3\ncompatible_from = 2\n";
+    let marker = "format = 9\ncompatible_from = 2\n";
     std::fs::write(s.path().join(FORMAT_FILE), marker).unwrap();
     let q = Queue::open(s.path(), test_config()).unwrap();
     q.enqueue("embed", b"x", EnqueueOptions::default()).unwrap();
@@ -301,4 +301,54 @@ fn a_column_family_added_by_a_newer_compatible_build_is_opened_too() {
     q.close();
     let ro = Queue::open_read_only(s.path()).unwrap();
     assert_eq!(ro.stats().unwrap().total.pending, 1);
+}
+
+fn marker_of(path: &Path) -> StoreFormat {
+    format::read(path).unwrap().expect("a marker")
+}
+
+#[test]
+fn the_first_waiting_job_raises_compatible_from_before_its_batch_and_only_then() {
+    let s = TestStore::new();
+    // A new store: format 3, still openable by a format-2 build.
+    assert_eq!(
+        marker_of(s.path()),
+        StoreFormat {
+            format: 3,
+            compatible_from: 2
+        }
+    );
+    // `after` on a finished job makes no job wait: nothing raised.
+    let done = s.q.enqueue("a", b"", EnqueueOptions::default()).unwrap().id;
+    let lease =
+        s.q.lease_next("w", &LeaseOptions::default())
+            .unwrap()
+            .unwrap();
+    assert_eq!(lease.id, done);
+    s.q.complete(&lease.token(), None).unwrap();
+    let p =
+        s.q.enqueue("p", b"", EnqueueOptions::default().after([done]))
+            .unwrap()
+            .id;
+    assert_eq!(s.q.get(&p).unwrap().unwrap().state, State::Pending);
+    assert_eq!(marker_of(s.path()).compatible_from, 2, "no job waits yet");
+    // A parent waiting on an unfinished child: a format-2 build would
+    // mishandle its row, so the marker says so before the row exists.
+    let child = s.q.enqueue("c", b"", EnqueueOptions::default()).unwrap().id;
+    let w =
+        s.q.enqueue("p", b"", EnqueueOptions::default().after([child]))
+            .unwrap()
+            .id;
+    assert_eq!(s.q.get(&w).unwrap().unwrap().state, State::Waiting);
+    let raised = StoreFormat {
+        format: 3,
+        compatible_from: format::WAITING_COMPAT,
+    };
+    assert_eq!(marker_of(s.path()), raised);
+    assert_eq!(s.q.check().unwrap().format, Some(raised));
+    // It stays raised after the waiting job is gone and across a reopen.
+    s.q.close();
+    let q = Queue::open(s.path(), test_config()).unwrap();
+    assert_eq!(marker_of(s.path()), raised);
+    assert_eq!(q.check().unwrap().format, Some(raised));
 }

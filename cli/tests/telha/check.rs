@@ -6,12 +6,12 @@ use crate::support::{run_cmd, seeded, telha, telha_cmd};
 fn check_reports_the_format_and_the_scan_in_text_and_json() {
     let s = seeded();
     let text = telha(&s.path, &["jobs", "check"]).ok().to_string();
-    assert!(text.contains("format    2 (compatible from 2)"), "{text}");
+    assert!(text.contains("format    3 (compatible from 2)"), "{text}");
     assert!(text.contains(&format!("jobs      {}", s.total)), "{text}");
     assert!(text.contains("no problems"), "{text}");
     assert!(text.contains("ingest:pdf"), "{text}");
     let v = telha(&s.path, &["--json", "jobs", "check"]).json();
-    assert_eq!(v["format"], 2);
+    assert_eq!(v["format"], 3);
     assert_eq!(v["compatible_from"], 2);
     assert_eq!(v["format_marker"], true);
     assert_eq!(v["jobs"].as_u64(), Some(s.total as u64));

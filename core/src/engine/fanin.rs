@@ -224,6 +224,13 @@ impl<'e> AfterGuard<'e> {
             fresh: HashSet::new(),
         }
     }
+
+    /// Whether the batch makes a job wait (a `waiting` row: what a build
+    /// before fan-in would mishandle, so the store's marker is raised
+    /// before the batch is written; see `store/format.rs`).
+    pub(super) fn waits(&self) -> bool {
+        !self.pairs.is_empty()
+    }
 }
 
 impl Engine {

@@ -458,6 +458,9 @@ impl<'e> Tx<'e> {
             after,
             ..
         } = self;
+        if after.as_ref().is_some_and(|g| g.waits()) {
+            e.store.require_compat(st::format::WAITING_COMPAT)?;
+        }
         if p.staged.is_empty() {
             e.write(batch)?;
         } else {

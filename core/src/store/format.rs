@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! # telha-jobs store format (docs/ARCHITECTURE.md, "Record format")
-//! format = 2
+//! format = 3
 //! compatible_from = 2
 //! ```
 //!
@@ -22,7 +22,14 @@
 //! RocksDB's `CURRENT` but no marker is format 1); 2 — records may carry
 //! the extension map, payloads over 1 KiB live in the `payloads` column
 //! family (a record says so with an extension tag that a format-1 build
-//! would not know to follow), and the `meta` column family exists.
+//! would not know to follow), and the `meta` column family exists; 3 —
+//! fan-in: a job may be `waiting` on others (a state byte and `meta`
+//! `fanp/`/`fanc/` rows a format-2 build would mishandle). Format 3 raises
+//! `compatible_from` to [`WAITING_COMPAT`] lazily, when the first batch that
+//! makes a job wait is written (before it): a store that never held a
+//! waiting job stays openable by a format-2 build (a rollback), one that
+//! did is refused by it. A replica's store is raised when it opens (its
+//! applies are another node's batches, which it does not read).
 
 use std::io::Write;
 use std::path::Path;
@@ -33,11 +40,15 @@ use crate::error::{Error, Result};
 pub const FORMAT_FILE: &str = "telha.format";
 
 /// The format this build writes.
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 
 /// The `compatible_from` this build writes: the oldest build format that
 /// can open what this build writes.
 pub const COMPATIBLE_FROM: u32 = 2;
+
+/// The `compatible_from` of a store that holds (or held) a `waiting` job:
+/// format 3's fan-in state, which a format-2 build would mishandle.
+pub const WAITING_COMPAT: u32 = 3;
 
 /// The oldest format this build opens (and upgrades to [`FORMAT`]).
 pub const OLDEST_SUPPORTED: u32 = 1;
@@ -158,7 +169,11 @@ pub fn check(path: &Path) -> Result<Option<StoreFormat>> {
 /// Write the marker for what this build writes: to a temporary file,
 /// synced, then renamed over the old one, and the directory synced.
 pub fn write_current(path: &Path) -> Result<()> {
-    let f = StoreFormat::CURRENT;
+    write(path, StoreFormat::CURRENT)
+}
+
+/// Write the marker `f` (as [`write_current`]).
+pub fn write(path: &Path, f: StoreFormat) -> Result<()> {
     let text = format!(
         "# telha-jobs store format (docs/ARCHITECTURE.md, \"Record format\")\n\
          format = {}\ncompatible_from = {}\n",
@@ -185,7 +200,7 @@ mod tests {
 
     #[test]
     fn markers_parse_and_say_what_this_build_opens() {
-        let f = parse(b"# c\nformat = 2\ncompatible_from = 2\n").unwrap();
+        let f = parse(b"# c\nformat = 3\ncompatible_from = 2\n").unwrap();
         assert_eq!(f, StoreFormat::CURRENT);
         assert!(f.supported());
         // A newer format that older builds may still open.

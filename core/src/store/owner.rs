@@ -9,6 +9,7 @@
 //! last owner lets go.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use rocksdb::DB;
 
@@ -33,8 +34,9 @@ pub(crate) struct Store {
     /// Opened with [`Store::open_replica`]: written without the WAL, so
     /// its memtables are flushed (every family at once) before it closes.
     replica: bool,
-    /// The store's format, read from its marker after the open.
-    format: Option<StoreFormat>,
+    /// The store's format, read from its marker after the open (and
+    /// raised by [`Store::require_compat`]).
+    format: Mutex<Option<StoreFormat>>,
 }
 
 impl Store {
@@ -51,6 +53,9 @@ impl Store {
         let db = super::open_with(path, true)?;
         let mut s = Store::new(db, path, false);
         s.replica = true;
+        // Its applies are another node's batches: raised now, not when
+        // the first waiting job arrives (see `format.rs`).
+        s.require_compat(format::WAITING_COMPAT)?;
         Ok(s)
     }
 
@@ -66,7 +71,7 @@ impl Store {
             path: path.to_path_buf(),
             read_only,
             replica: false,
-            format: format::check(path).ok().flatten(),
+            format: Mutex::new(format::check(path).ok().flatten()),
         }
     }
 
@@ -79,7 +84,29 @@ impl Store {
     }
 
     pub fn format(&self) -> Option<StoreFormat> {
-        self.format
+        *self.format.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Raise the marker's `compatible_from` to `compat` unless it already
+    /// says as much: the marker file is rewritten (synced, renamed, the
+    /// directory synced) before the caller writes what an older build
+    /// would mishandle. Serialized; a no-op once raised.
+    pub fn require_compat(&self, compat: u32) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        let mut f = self.format.lock().unwrap_or_else(|e| e.into_inner());
+        let cur = f.unwrap_or(StoreFormat::CURRENT);
+        if cur.compatible_from >= compat {
+            return Ok(());
+        }
+        let raised = StoreFormat {
+            format: cur.format.max(format::FORMAT),
+            compatible_from: compat,
+        };
+        format::write(&self.path, raised)?;
+        *f = Some(raised);
+        Ok(())
     }
 }
 
