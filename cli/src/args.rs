@@ -267,7 +267,7 @@ pub struct CancelArgs {
     /// Filter: only jobs carrying this tag (walked through the tag index).
     #[arg(long)]
     pub tag: Option<String>,
-    /// Filter: only jobs in this state: pending, failed or leased [default: all three].
+    /// Filter: only jobs in this state: pending, failed, leased or waiting [default: all four].
     #[arg(long, value_parser = parse_state)]
     pub state: Option<State>,
     /// Filter: only jobs of this scope.

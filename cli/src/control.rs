@@ -60,16 +60,19 @@ pub fn cancel(db: &Target, a: CancelArgs, json: bool) -> Result<Output, Failure>
         ));
     }
     if let Some(s) = a.state {
-        if !matches!(s, State::Pending | State::Failed | State::Leased) {
+        if !matches!(
+            s,
+            State::Pending | State::Failed | State::Leased | State::Waiting
+        ) {
             return Err(Failure::usage(format!(
-                "cancel takes pending, failed or leased jobs, not {s} ones"
+                "cancel takes pending, failed, leased or waiting jobs, not {s} ones"
             )));
         }
     }
     let q = store::open_write(db, true)?;
     let states = match a.state {
         Some(s) => vec![s],
-        None => vec![State::Pending, State::Failed, State::Leased],
+        None => vec![State::Pending, State::Failed, State::Leased, State::Waiting],
     };
     let mut matched = 0usize;
     for s in &states {

@@ -39,8 +39,8 @@ pub struct CancelFilter {
     pub kind: Option<KindPattern>,
     /// Only jobs of this scope.
     pub scope: Option<Scope>,
-    /// Only jobs in this state: pending, failed or leased (`None`: all
-    /// three). A finished state is `InvalidArgument`.
+    /// Only jobs in this state: pending, failed, leased or waiting (`None`:
+    /// all four). A finished state is `InvalidArgument`.
     pub state: Option<State>,
     /// Only jobs carrying this tag: the walk follows the tag index, a page
     /// of rows per atomic batch, O(jobs carrying the tag) whatever the

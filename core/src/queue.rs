@@ -431,7 +431,7 @@ impl Queue {
         self.writable()?.snooze(token, delay)
     }
 
-    /// Cancel a job. A pending, scheduled or failed job is cancelled at
+    /// Cancel a job. A pending, scheduled, failed or waiting job is cancelled at
     /// once ([`CancelOutcome::Cancelled`]); a leased one gets a durable
     /// cancel request ([`CancelOutcome::Requested`]): its next `extend`
     /// answers `Cancelled` for its token, and whatever its holder then
@@ -446,7 +446,8 @@ impl Queue {
 
     /// Cancel every unfinished job matching `filter` (kind, scope, state),
     /// in atomic batches of 1,000 rows; an error stops it with the earlier
-    /// batches committed. Leased jobs get cancel requests.
+    /// batches committed. Leased jobs get cancel requests; waiting parents
+    /// (fan-in) are cancelled one at a time, each under the fan-in lock.
     ///
     /// Errors: `InvalidArgument` for a finished state in the filter;
     /// `Storage`; `Closed`.

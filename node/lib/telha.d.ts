@@ -416,7 +416,7 @@ export declare class Queue {
    * walked through the tag index, O(jobs carrying it)), in bounded atomic
    * batches. A finished state or a bad tag is `INVALID_ARGUMENT`.
    */
-  cancelMany(filter?: { kind?: string, scope?: string, state?: 'pending' | 'failed' | 'leased', reason?: string, tag?: string }): Promise<CancelReport>
+  cancelMany(filter?: { kind?: string, scope?: string, state?: 'pending' | 'failed' | 'leased' | 'waiting', reason?: string, tag?: string }): Promise<CancelReport>
   /**
    * Remove a job that is not leased (pending, failed, completed, dead,
    * cancelled) with all its index entries; a leased one is `WRONG_STATE`

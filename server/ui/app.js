@@ -421,7 +421,7 @@ function paintJob(j) {
         () => act(`New priority for job ${id} (now ${j.priority}): 0 (most urgent) to 255.`, path + '/priority', {},
           { ok: 'Set priority', input: 'priority', field: (t) => ({ priority: /^\d+$/.test(t) ? Number(t) : t }), done: (r) => 'Priority ' + (r.job ? r.job.priority : '') })));
     }
-    if (['pending', 'failed', 'leased'].includes(j.state)) {
+    if (['pending', 'failed', 'leased', 'waiting'].includes(j.state)) {
       actions.append(btn('Cancel', { testid: 'btn-cancel', id: 'btn-cancel', class: 'warn' },
         () => act(`Cancel job ${id}?` + (j.state === 'leased' ? ' Its worker is told at its next heartbeat.' : ''), path + '/cancel', {},
           { ok: 'Cancel job', danger: true, input: 'reason (optional)', done: (r) => 'Cancel: ' + r.outcome })));

@@ -330,6 +330,16 @@ test('pause/resume, cancel, delete, retry matching, paging, schedules, workers, 
     await page.goto(srv.ui + '/#/job/' + pending);
     await until(async () => /No job/.test(await tid(page, 'view-error')), 5000, 'the missing job');
 
+    // A parent waiting on a child (fan-in) is cancelled from its page too.
+    const child = await q.enqueue('page', { n: 1 }, { delayMs: 3600000 });
+    const waiting = await q.enqueue('index', { n: 1 }, { after: [child] });
+    await page.goto(srv.ui + '/#/job/' + waiting);
+    await until(async () => (await tid(page, 'job-state')) === 'waiting', 5000, 'the waiting parent');
+    await page.click(sel('btn-cancel'));
+    await confirm();
+    await until(async () => (await tid(page, 'job-state')) === 'cancelled', 5000, 'the parent cancelled');
+    assert.equal((await q.get(child)).state, 'pending');
+
     // Steering a delayed job (issue 44): Priority, Reschedule, Run now.
     const later = await q.enqueue('steer', { n: 1 }, { delayMs: 3600000 });
     await page.goto(srv.ui + '/#/job/' + later);

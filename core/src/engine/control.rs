@@ -176,13 +176,14 @@ impl Engine {
     /// [`BATCH`] rows, each one atomic.
     pub fn cancel_many(&self, f: &CancelFilter) -> Result<CancelReport> {
         let states: &[State] = match f.state {
-            None => &[State::Pending, State::Failed, State::Leased],
+            None => &[State::Pending, State::Failed, State::Leased, State::Waiting],
             Some(State::Pending) => &[State::Pending],
             Some(State::Failed) => &[State::Failed],
             Some(State::Leased) => &[State::Leased],
+            Some(State::Waiting) => &[State::Waiting],
             Some(other) => {
                 return Err(Error::invalid(format!(
-                    "cancel_many takes pending, failed or leased jobs, not {other}"
+                    "cancel_many takes pending, failed, leased or waiting jobs, not {other}"
                 )))
             }
         };
@@ -217,7 +218,9 @@ impl Engine {
         let mut from = prefix.to_vec();
         loop {
             let (rows, next) = self.read_batch(&prefix, &from, f, report)?;
-            if state == State::Leased {
+            // A leased job gets a request; a waiting one moves under the
+            // fan-in map's lock (`cancel`): one at a time, like a leased one.
+            if matches!(state, State::Leased | State::Waiting) {
                 for key in &rows {
                     match self.cancel(&key.id, reason) {
                         Ok(CancelOutcome::Requested) => report.requested += 1,

@@ -59,7 +59,7 @@ impl Engine {
                             }
                         }
                     }
-                    if jk.state == State::Leased {
+                    if matches!(jk.state, State::Leased | State::Waiting) {
                         leased.push(jk);
                     } else {
                         ready.push(jk);

@@ -175,6 +175,46 @@ fn a_parent_cancelled_while_waiting_leaves_its_children_alone() {
 }
 
 #[test]
+fn cancel_many_cancels_waiting_parents_by_state_kind_and_tag() {
+    use telha_jobs::CancelFilter;
+    let s = TestStore::new();
+    let kids = children(&s, 3);
+    let by_state = parent(&s, &kids[..1], None);
+    let by_kind = s.enqueue_with("report", EnqueueOptions::default().after([kids[1]]));
+    let by_tag = s.enqueue_with(
+        "index",
+        EnqueueOptions::default().after([kids[2]]).tag("upload-7"),
+    );
+    let filter = |state, kind: Option<&str>, tag: Option<&str>| CancelFilter {
+        state,
+        kind: kind.map(|k| k.parse().unwrap()),
+        tag: tag.map(str::to_string),
+        reason: "operator".into(),
+        ..CancelFilter::default()
+    };
+    // Waiting is one of the states a filter takes, and part of "all".
+    let r = s.q.cancel_many(&filter(None, Some("report"), None)).unwrap();
+    assert_eq!((r.cancelled, r.requested), (1, 0));
+    assert_eq!(s.get(&by_kind).state, State::Cancelled);
+    let r = s.q.cancel_many(&filter(None, None, Some("upload-7"))).unwrap();
+    assert_eq!(r.cancelled, 1);
+    assert_eq!(s.get(&by_tag).state, State::Cancelled);
+    let r = s.q
+        .cancel_many(&filter(Some(State::Waiting), None, None))
+        .unwrap();
+    assert_eq!(r.cancelled, 1, "only the waiting parent, not the pending pages");
+    assert_eq!(s.get(&by_state).state, State::Cancelled);
+    for k in &kids {
+        assert_eq!(s.get(k).state, State::Pending);
+    }
+    assert_eq!(s.q.stats().unwrap().total.waiting, 0);
+    assert_consistent(&s.q);
+    complete(&s, &kids[0]);
+    assert_eq!(s.get(&by_state).state, State::Cancelled);
+    assert_consistent(&s.q);
+}
+
+#[test]
 fn finished_ids_count_as_done_and_unknown_ones_write_nothing() {
     let s = TestStore::new();
     let kids = children(&s, 2);

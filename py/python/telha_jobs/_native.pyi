@@ -780,7 +780,7 @@ class Queue:
         *,
         kind: str | None = None,
         scope: _ScopeArg | None = None,
-        state: Literal["pending", "failed", "leased"] | None = None,
+        state: Literal["pending", "failed", "leased", "waiting"] | None = None,
         reason: str = "",
         tag: str | None = None,
     ) -> dict[str, int]:
