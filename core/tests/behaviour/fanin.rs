@@ -193,16 +193,23 @@ fn cancel_many_cancels_waiting_parents_by_state_kind_and_tag() {
         ..CancelFilter::default()
     };
     // Waiting is one of the states a filter takes, and part of "all".
-    let r = s.q.cancel_many(&filter(None, Some("report"), None)).unwrap();
+    let r =
+        s.q.cancel_many(&filter(None, Some("report"), None))
+            .unwrap();
     assert_eq!((r.cancelled, r.requested), (1, 0));
     assert_eq!(s.get(&by_kind).state, State::Cancelled);
-    let r = s.q.cancel_many(&filter(None, None, Some("upload-7"))).unwrap();
+    let r =
+        s.q.cancel_many(&filter(None, None, Some("upload-7")))
+            .unwrap();
     assert_eq!(r.cancelled, 1);
     assert_eq!(s.get(&by_tag).state, State::Cancelled);
-    let r = s.q
-        .cancel_many(&filter(Some(State::Waiting), None, None))
-        .unwrap();
-    assert_eq!(r.cancelled, 1, "only the waiting parent, not the pending pages");
+    let r =
+        s.q.cancel_many(&filter(Some(State::Waiting), None, None))
+            .unwrap();
+    assert_eq!(
+        r.cancelled, 1,
+        "only the waiting parent, not the pending pages"
+    );
     assert_eq!(s.get(&by_state).state, State::Cancelled);
     for k in &kids {
         assert_eq!(s.get(k).state, State::Pending);
