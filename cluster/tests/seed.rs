@@ -157,7 +157,10 @@ fn a_plain_store_becomes_node_1_and_two_learners_join_it_by_snapshot() {
         c.start_node(id, join.clone()).unwrap();
         add_learner(&c, id);
         let m = c.node(id).metrics();
-        assert!(m.snapshot.is_some(), "learner {id} joined by snapshot: {m:?}");
+        assert!(
+            m.snapshot.is_some(),
+            "learner {id} joined by snapshot: {m:?}"
+        );
         c.ids.push(id);
     }
     assert!(c.router.stats().snapshots >= 2, "{:?}", c.router.stats());
