@@ -167,6 +167,8 @@ pub struct Node {
     /// Entries the state machine skipped as stale (fencing token).
     skipped: Arc<AtomicU64>,
     shared: Arc<Shared>,
+    /// Why the cluster was refused, joining (`node/dir.rs` `join_gate`).
+    join_refused: Arc<Mutex<Option<StartRefused>>>,
     watcher: Option<JoinHandle<()>>,
     rt: Option<tokio::runtime::Runtime>,
 }
@@ -184,7 +186,7 @@ impl Node {
         opts: NodeOptions,
     ) -> Result<Node, NodeError> {
         let file = dir::prepare(id, dir, opts.empty_dir).map_err(|e| NodeError(e.to_string()))?;
-        let node = Node::start_raft(id, dir, router, opts)?;
+        let node = Node::start_raft(id, dir, router, opts, file.joining)?;
         if file.seeding_from.is_some() {
             seed::finish(&node, file)?;
         }
@@ -196,6 +198,7 @@ impl Node {
         dir: &Path,
         router: &Router,
         opts: NodeOptions,
+        joining: bool,
     ) -> Result<Node, NodeError> {
         let raft_cfg = Arc::new(opts.timing.raft_config(opts.snapshots.keep_log)?);
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -237,6 +240,13 @@ impl Node {
         let raft = rt
             .block_on(Raft::new(id, raft_cfg, network, log, sm))
             .map_err(|e| NodeError(format!("node {id}: raft: {e}")))?;
+        let join_refused = Arc::new(Mutex::new(None));
+        if joining {
+            let gate = dir::join_gate(id, dir, raft.clone(), join_refused.clone());
+            router.set_gate(id, gate);
+        } else {
+            router.clear_gate(id);
+        }
         router.register(id, raft.clone());
         let shared = Arc::new(Shared {
             id,
@@ -267,6 +277,7 @@ impl Node {
             snapshots,
             skipped,
             shared,
+            join_refused,
             watcher: Some(watcher),
             rt: Some(rt),
         })
@@ -293,6 +304,13 @@ impl Node {
 
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// Started with [`EmptyDir::Join`], whether this node refused the
+    /// cluster because its id is a voter there while its data is new
+    /// ([`StartRefused::WipedMember`]: join under a new id).
+    pub fn join_refused(&self) -> Option<StartRefused> {
+        lock(&self.join_refused).clone()
     }
 
     pub fn dir(&self) -> &Path {

@@ -18,8 +18,15 @@
 //! (`D/raft/`: entries and vote) is gone is refused whatever the intent.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
+use openraft::network::RPCTypes;
+use openraft::Raft;
 use serde::{Deserialize, Serialize};
+
+use crate::network::{Arriving, Gate};
+use crate::types::TypeConfig;
 
 /// The file's name in `D`.
 pub const NODE_FILE: &str = "node.toml";
@@ -199,4 +206,49 @@ fn write_new(id: u64, dir: &Path, f: &NodeFile) -> Result<(), StartRefused> {
             dir: dir.to_path_buf(),
             why,
         })
+}
+
+/// The router's gate of a node started with [`EmptyDir::Join`], until its
+/// log holds a membership with itself in it (then `joining` is cleared
+/// from `node.toml`): while its log is empty (no entry, no snapshot) it
+/// refuses vote requests, and any RPC from a sender whose configuration
+/// already has it as a voter. A new node joins as a learner, so only a
+/// member whose data was wiped meets that: refused with
+/// [`StartRefused::WipedMember`] (kept in `refused`), so the leader sees
+/// it unreachable (openraft 0.9 panics on a voter whose log went back)
+/// and its vote never counts.
+pub(super) fn join_gate(
+    id: u64,
+    dir: &Path,
+    raft: Raft<TypeConfig>,
+    refused: Arc<Mutex<Option<StartRefused>>>,
+) -> Gate {
+    let joined = Arc::new(AtomicBool::new(false));
+    let dir = dir.to_path_buf();
+    Arc::new(move |a: Arriving| {
+        if joined.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let (member, empty) = {
+            let m = raft.metrics();
+            let m = m.borrow();
+            let member = m.membership_config.membership().get_node(&id).is_some();
+            (member, m.last_log_index.is_none() && m.snapshot.is_none())
+        };
+        if member {
+            if !joined.swap(true, Ordering::AcqRel) {
+                if let Ok(Some(mut f)) = NodeFile::read(id, &dir) {
+                    f.joining = false;
+                    let _ = f.write(&dir);
+                }
+            }
+            return Ok(());
+        }
+        if empty && (a.as_voter || a.action == RPCTypes::Vote) {
+            let why = StartRefused::WipedMember { id, leader: a.from };
+            *refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.clone());
+            return Err(why.to_string());
+        }
+        Ok(())
+    })
 }
