@@ -43,7 +43,7 @@ fn an_empty_or_logless_data_dir_is_refused_at_start_with_a_typed_error() {
     // the intent.
     std::fs::remove_dir_all(d.join("raft")).unwrap();
     for intent in [EmptyDir::Refuse, EmptyDir::Initial, EmptyDir::Join] {
-        let e = c.start_node(f, with(&c, intent)).err().expect("refused");
+        let e = c.start_node(f, with(&c, intent)).expect_err("refused");
         assert!(e.to_string().contains("new id"), "{e}");
         let typed = dir::prepare(f, &d, intent).unwrap_err();
         assert!(
@@ -60,7 +60,7 @@ fn an_empty_or_logless_data_dir_is_refused_at_start_with_a_typed_error() {
 
     // Wiped whole: refused without an intent.
     std::fs::remove_dir_all(&d).unwrap();
-    let e = c.start_node(f, c.opts.clone()).err().expect("refused");
+    let e = c.start_node(f, c.opts.clone()).expect_err("refused");
     assert!(e.to_string().contains("is empty"), "{e}");
     let typed = dir::prepare(f, &d, EmptyDir::Refuse).unwrap_err();
     assert!(
