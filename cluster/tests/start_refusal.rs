@@ -133,10 +133,17 @@ fn a_wiped_member_joining_under_its_old_id_is_refused_and_a_new_id_replaces_it()
         .unwrap();
     c.ids.push(new);
     assert!(n4.join_refused().is_none());
-    let file = telha_jobs_cluster::node::NodeFile::read(new, &c.node_dir(new))
-        .unwrap()
-        .unwrap();
-    assert!(!file.joining, "joined: {file:?}");
+    // Cleared by the gate at the first RPC after its log holds a
+    // membership with it (a heartbeat at most later).
+    let d = c.node_dir(new);
+    wait_for(
+        "joining cleared in node.toml",
+        Duration::from_secs(5),
+        || {
+            let file = telha_jobs_cluster::node::NodeFile::read(new, &d);
+            !file.unwrap().unwrap().joining
+        },
+    );
     drop((l, n4));
     q.enqueue("c", b"z", EnqueueOptions::default()).unwrap();
     c.assert_consistent();
