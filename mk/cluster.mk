@@ -40,19 +40,23 @@ bench-cluster-quick: deps
 # crash at a seeded failpoint under load in `make test`, and the fencing
 # token's two forced paths (tests/fencing.rs: a fenced engine's entry held
 # past its fence check until the next engine opened; a leader restarted
-# into its own vote with entries not yet applied); one test per point in
+# into its own vote with entries not yet applied), and a follower crashed
+# inside a snapshot install, before and after the swap
+# (tests/install_crash.rs); one test per point in
 # test-cluster-long. Only the cluster crate compiles a second
 # time.
 TEST_TARGETS += test-cluster-failpoints
 
 test-cluster-failpoints: deps
-	$(CARGO) test $(PROFILE) -p telha-jobs-cluster --features failpoints --test failpoints --test fencing -- --nocapture
+	$(CARGO) test $(PROFILE) -p telha-jobs-cluster --features failpoints --test failpoints --test fencing --test install_crash -- --nocapture
 
 # The long cluster runs (issues 38 and 39), kept out of `make test`: the
 # contention test with 100,000 jobs across two leader changes, three crashes
 # at each failpoint (before and after the log flush, before and after the
-# apply) under load, and two minutes of snapshot triggers and log purges
-# hammered under writes (tests/snapshots.rs). One test at a time: each is a 3-node cluster on this machine's
+# apply) under load, two minutes of snapshot triggers and log purges
+# hammered under writes (tests/snapshots.rs), and ten minutes of load with
+# each node's log and snapshot bytes sampled against a stated bound
+# (tests/disk_bound.rs; TELHA_DISK_BOUND_SECS sets the length). One test at a time: each is a 3-node cluster on this machine's
 # cores. Failover time is measured by bench-cluster, not asserted in tests.
 # TELHA_CLUSTER_SEED=<n> replays a run's network faults and failpoint picks.
 .PHONY: test-cluster-long

@@ -15,6 +15,13 @@
 //! - [`Point::AfterApply`]: the entry is applied (its batches and applied
 //!   id on the store), then openraft is stopped the same way, so no reply
 //!   leaves for it.
+//! - [`Point::InstallBeforeSwap`]: a received snapshot is staged and
+//!   verified, the store not yet swapped: the install answers an error
+//!   (openraft stops) and leaves the staging directory as a killed
+//!   process would;
+//! - [`Point::InstallAfterSwap`]: the snapshot is swapped in for the
+//!   store, its applied id not yet visible to openraft (nor retained as
+//!   the node's snapshot): the same.
 //!
 //! The harness then drops the node's Raft and stores (`TestCluster::crash`):
 //! what reached the log's and the store's files is what a restart finds, as
@@ -29,6 +36,8 @@ pub enum Point {
     AfterLogFlush,
     BeforeApply,
     AfterApply,
+    InstallBeforeSwap,
+    InstallAfterSwap,
 }
 
 impl Point {
@@ -38,6 +47,14 @@ impl Point {
         Point::BeforeApply,
         Point::AfterApply,
     ];
+
+    /// The points inside a snapshot install (not in [`Point::ALL`]: a
+    /// run without installs never hits them).
+    pub const INSTALL: [Point; 2] = [Point::InstallBeforeSwap, Point::InstallAfterSwap];
+
+    pub fn is_install(self) -> bool {
+        Point::INSTALL.contains(&self)
+    }
 }
 
 type OnFire = Box<dyn FnOnce() + Send>;

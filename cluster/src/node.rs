@@ -38,7 +38,9 @@ use telha_jobs::{Clock, Config, Error, Queue, SystemClock};
 
 use crate::elect::Overdue;
 
+pub mod dir;
 mod open;
+mod seed;
 use crate::network::{Mute, Router};
 use crate::proposer::{Proposer, ProposerConfig};
 use crate::snapshot::{SnapshotPolicy, SnapshotTrigger, Snapshots, StoreCell};
@@ -46,7 +48,9 @@ use crate::state_machine::StateMachine;
 pub use crate::timing::{Timing, ELECTION_MAX_DEFAULT, ELECTION_MIN_DEFAULT, HEARTBEAT_DEFAULT};
 use crate::types::{PeerNode, TypeConfig, Vote};
 use crate::LogStore;
+pub use dir::{EmptyDir, NodeFile, StartRefused, NODE_FILE};
 use open::try_open;
+pub use seed::SEED_NODE_ID;
 
 /// How a node runs.
 #[derive(Clone)]
@@ -66,6 +70,9 @@ pub struct NodeOptions {
     pub stand_when_overdue: bool,
     /// When to snapshot, and how much log to keep behind a snapshot.
     pub snapshots: SnapshotPolicy,
+    /// What a start on an empty data directory is for (`node/dir.rs`):
+    /// refused unless said.
+    pub empty_dir: EmptyDir,
 }
 
 impl Default for NodeOptions {
@@ -78,6 +85,7 @@ impl Default for NodeOptions {
             watch_interval: Duration::from_millis(20),
             stand_when_overdue: true,
             snapshots: SnapshotPolicy::default(),
+            empty_dir: EmptyDir::Refuse,
         }
     }
 }
@@ -159,17 +167,38 @@ pub struct Node {
     /// Entries the state machine skipped as stale (fencing token).
     skipped: Arc<AtomicU64>,
     shared: Arc<Shared>,
+    /// Why the cluster was refused, joining (`node/dir.rs` `join_gate`).
+    join_refused: Arc<Mutex<Option<StartRefused>>>,
     watcher: Option<JoinHandle<()>>,
     rt: Option<tokio::runtime::Runtime>,
 }
 
 impl Node {
     /// Start (or restart, from what `dir` holds) node `id` on `router`.
+    /// `dir` is checked first (`node/dir.rs`): an empty one only with
+    /// [`NodeOptions::empty_dir`] saying what for, one whose log is gone
+    /// never ([`StartRefused`], in the error's text). A seed left
+    /// unfinished is finished (`node/seed.rs`).
     pub fn start(
         id: u64,
         dir: &Path,
         router: &Router,
         opts: NodeOptions,
+    ) -> Result<Node, NodeError> {
+        let file = dir::prepare(id, dir, opts.empty_dir).map_err(|e| NodeError(e.to_string()))?;
+        let node = Node::start_raft(id, dir, router, opts, file.joining)?;
+        if file.seeding_from.is_some() {
+            seed::finish(&node, file)?;
+        }
+        Ok(node)
+    }
+
+    fn start_raft(
+        id: u64,
+        dir: &Path,
+        router: &Router,
+        opts: NodeOptions,
+        joining: bool,
     ) -> Result<Node, NodeError> {
         let raft_cfg = Arc::new(opts.timing.raft_config(opts.snapshots.keep_log)?);
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -211,6 +240,13 @@ impl Node {
         let raft = rt
             .block_on(Raft::new(id, raft_cfg, network, log, sm))
             .map_err(|e| NodeError(format!("node {id}: raft: {e}")))?;
+        let join_refused = Arc::new(Mutex::new(None));
+        if joining {
+            let gate = dir::join_gate(id, dir, raft.clone(), join_refused.clone());
+            router.set_gate(id, gate);
+        } else {
+            router.clear_gate(id);
+        }
         router.register(id, raft.clone());
         let shared = Arc::new(Shared {
             id,
@@ -241,6 +277,7 @@ impl Node {
             snapshots,
             skipped,
             shared,
+            join_refused,
             watcher: Some(watcher),
             rt: Some(rt),
         })
@@ -252,11 +289,28 @@ impl Node {
         let nodes: std::collections::BTreeMap<u64, PeerNode> =
             members.iter().map(|&m| (m, PeerNode::default())).collect();
         self.block_on(self.raft.initialize(nodes))
-            .map_err(|e| NodeError(format!("node {}: initialize: {e}", self.id)))
+            .map_err(|e| NodeError(format!("node {}: initialize: {e}", self.id)))?;
+        // The new cluster's id, in this node's node.toml.
+        let mut file = NodeFile::read(self.id, &self.dir)
+            .map_err(|e| NodeError(e.to_string()))?
+            .unwrap_or_else(|| NodeFile::new(self.id));
+        if file.cluster_id.is_none() {
+            file.cluster_id = Some(uuid::Uuid::now_v7().to_string());
+            file.write(&self.dir)
+                .map_err(|e| NodeError(format!("node {}: {e}", self.id)))?;
+        }
+        Ok(())
     }
 
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// Started with [`EmptyDir::Join`], whether this node refused the
+    /// cluster because its id is a voter there while its data is new
+    /// ([`StartRefused::WipedMember`]: join under a new id).
+    pub fn join_refused(&self) -> Option<StartRefused> {
+        lock(&self.join_refused).clone()
     }
 
     pub fn dir(&self) -> &Path {

@@ -13,7 +13,7 @@ use telha_jobs::Config;
 
 use crate::client::{ClusterQueue, Nodes};
 use crate::network::{test_seed, Router};
-use crate::node::{Node, NodeOptions};
+use crate::node::{EmptyDir, Node, NodeOptions};
 
 /// A directory removed when dropped (no `tempfile` outside dev-dependencies).
 struct TempDir(PathBuf);
@@ -85,9 +85,19 @@ impl TestCluster {
         let dir = TempDir::new_in(base, "telha-cluster");
         let nodes = Nodes::default();
         let ids: Vec<u64> = (1..=n).collect();
+        // Every node new, one of them about to initialize the cluster.
+        let initial = NodeOptions {
+            empty_dir: EmptyDir::Initial,
+            ..opts.clone()
+        };
         for &id in &ids {
-            let node =
-                Node::start(id, &dir.path().join(id.to_string()), &router, opts.clone()).unwrap();
+            let node = Node::start(
+                id,
+                &dir.path().join(id.to_string()),
+                &router,
+                initial.clone(),
+            )
+            .unwrap();
             nodes.insert(node);
         }
         nodes.get(1).unwrap().initialize(&ids).unwrap();
@@ -101,6 +111,41 @@ impl TestCluster {
         };
         c.engine_leader(Duration::from_secs(10));
         c
+    }
+
+    /// One node, 1, seeded from the plain store at `store`
+    /// ([`Node::seed_from_store`]: the store is moved into node 1's
+    /// directory), its engine open. Add nodes with [`TestCluster::start_node`].
+    pub fn seed_from(test: &str, store: &Path, opts: NodeOptions) -> TestCluster {
+        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let router = Router::new(test_seed(test));
+        let dir = TempDir::new_in(&std::env::temp_dir(), "telha-cluster");
+        let nodes = Nodes::default();
+        let node = Node::seed_from_store(store, &dir.path().join("1"), &router, opts.clone())
+            .unwrap_or_else(|e| panic!("{e}"));
+        nodes.insert(node);
+        let c = TestCluster {
+            router,
+            nodes,
+            opts,
+            ids: vec![1],
+            dir,
+            _serial: serial,
+        };
+        c.engine_leader(Duration::from_secs(10));
+        c
+    }
+
+    /// Node `id`'s data directory.
+    pub fn node_dir(&self, id: u64) -> PathBuf {
+        self.dir.path().join(id.to_string())
+    }
+
+    /// Start node `id` (new or not) with `opts` instead of the cluster's.
+    pub fn start_node(&self, id: u64, opts: NodeOptions) -> Result<(), crate::node::NodeError> {
+        let node = Node::start(id, &self.node_dir(id), &self.router, opts)?;
+        self.nodes.insert(node);
+        Ok(())
     }
 
     pub fn node(&self, id: u64) -> Arc<Node> {

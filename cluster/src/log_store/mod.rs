@@ -101,6 +101,11 @@ struct Inner {
 /// `Err` never (a reason).
 pub type PurgeGuard = Arc<dyn Fn(LogId) -> Result<bool, String> + Send + Sync>;
 
+/// The log DB's WAL limit (RocksDB `max_total_wal_size`).
+pub const LOG_WAL_LIMIT: u64 = 64 << 20;
+/// Each family's memtable size in the log DB.
+pub const LOG_WRITE_BUFFER: usize = 16 << 20;
+
 impl LogStore {
     /// Opens (or creates) the log DB in `dir`.
     pub fn open(dir: impl AsRef<Path>) -> Result<LogStore, LogStoreError> {
@@ -111,7 +116,17 @@ impl LogStore {
         opts.create_missing_column_families(true);
         opts.set_max_background_jobs(2);
         opts.set_keep_log_file_num(4);
-        let cfs = [CF_LOG, CF_META].map(|n| ColumnFamilyDescriptor::new(n, Options::default()));
+        // Disk bounded (docs/ARCHITECTURE.md "Disk bound"): `meta` takes a
+        // few small writes, so without a limit its memtable would pin every
+        // WAL file until RocksDB's default limit (4 × all write buffers,
+        // 512 MiB here); past LOG_WAL_LIMIT the families holding the oldest
+        // WAL are flushed and it goes.
+        opts.set_max_total_wal_size(LOG_WAL_LIMIT);
+        let cfs = [CF_LOG, CF_META].map(|n| {
+            let mut o = Options::default();
+            o.set_write_buffer_size(LOG_WRITE_BUFFER);
+            ColumnFamilyDescriptor::new(n, o)
+        });
         let db = Arc::new(DB::open_cf_descriptors(&opts, dir, cfs)?);
         let flusher = Flusher::start(db.clone())?;
         let inner = Inner {

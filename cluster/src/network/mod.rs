@@ -64,7 +64,23 @@ struct Inner {
     stats: Counters,
     /// When each node last accepted a leader's append-entries.
     heard: Mutex<HashMap<u64, std::time::Instant>>,
+    /// Per node, what it admits ([`Router::set_gate`]).
+    gates: Mutex<HashMap<u64, Gate>>,
 }
+
+/// One RPC as a receiving node's [`Gate`] sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Arriving {
+    pub from: u64,
+    pub action: RPCTypes,
+    /// Whether the sender's configuration has the receiver as a voter
+    /// (between processes the request will carry this bit).
+    pub as_voter: bool,
+}
+
+/// A node's check of every RPC before its Raft sees it: `Err` refuses it
+/// (the sender gets `Unreachable` with the reason).
+pub type Gate = Arc<dyn Fn(Arriving) -> Result<(), String> + Send + Sync>;
 
 #[derive(Default)]
 struct Faults {
@@ -129,6 +145,7 @@ impl Router {
                 faults: Mutex::new(Faults::default()),
                 stats: Counters::default(),
                 heard: Mutex::new(HashMap::new()),
+                gates: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -148,6 +165,16 @@ impl Router {
     /// Make `id` reachable at `raft` (a started or restarted node).
     pub fn register(&self, id: u64, raft: Raft<TypeConfig>) {
         lock(&self.inner.targets).insert(id, raft);
+    }
+
+    /// Check every RPC to `id` with `gate` first (until replaced or
+    /// [`Router::clear_gate`]).
+    pub fn set_gate(&self, id: u64, gate: Gate) {
+        lock(&self.inner.gates).insert(id, gate);
+    }
+
+    pub fn clear_gate(&self, id: u64) {
+        lock(&self.inner.gates).remove(&id);
     }
 
     /// Take `id` off the network (a crashed node): every RPC to or from it
@@ -297,10 +324,35 @@ impl Router {
             s.unreachable.fetch_add(1, Ordering::Relaxed);
             return Err(Failure::Unreachable(format!("node {to} is down")));
         };
+        if let Err(why) = self.admit(from, to, action) {
+            s.unreachable.fetch_add(1, Ordering::Relaxed);
+            return Err(Failure::Unreachable(why));
+        }
         s.delivered.fetch_add(1, Ordering::Relaxed);
         let answer = call(raft).await;
         self.leg(to, from, ttl, &timeout).await?;
         answer.map_err(Failure::Remote)
+    }
+
+    /// `to`'s gate, if it has one, on an RPC from `from`.
+    fn admit(&self, from: u64, to: u64, action: RPCTypes) -> Result<(), String> {
+        let Some(gate) = lock(&self.inner.gates).get(&to).cloned() else {
+            return Ok(());
+        };
+        let sender = lock(&self.inner.targets).get(&from).cloned();
+        let as_voter = sender.is_some_and(|r| {
+            r.metrics()
+                .borrow()
+                .membership_config
+                .membership()
+                .voter_ids()
+                .any(|v| v == to)
+        });
+        gate(Arriving {
+            from,
+            action,
+            as_voter,
+        })
     }
 
     /// One direction of one RPC.

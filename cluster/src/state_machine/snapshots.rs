@@ -94,6 +94,11 @@ impl StateMachine {
         staged: SnapshotDir,
     ) -> Result<(), StorageError> {
         let res = self.install_staged(meta, &staged.path).await;
+        // A failpoint's crash leaves what a killed process would.
+        #[cfg(feature = "failpoints")]
+        if crate::failpoint::fired().is_some_and(|(p, _)| p.is_install()) && res.is_err() {
+            return res;
+        }
         // Gone on success (renamed in); removed on a refusal.
         if staged.path.exists() && staged.hold.is_none() {
             let _ = std::fs::remove_dir_all(&staged.path);
@@ -140,6 +145,10 @@ fn install_blocking(
 ) -> Result<Installed, StorageError> {
     let err = |msg: String| snap_err(Some(meta), ErrorVerb::Write, msg);
     verify(staged, digest, meta).map_err(err)?;
+    #[cfg(feature = "failpoints")]
+    if crate::failpoint::hit(crate::failpoint::Point::InstallBeforeSwap, path) {
+        return Err(err("failpoint: the node crashed before the swap".into()));
+    }
     let swapped = cell.swap(|old| {
         let Some(old) = old else {
             return (None, Err("the node has no store to replace".to_string()));
@@ -160,6 +169,10 @@ fn install_blocking(
         }
     });
     swapped.map_err(err)?;
+    #[cfg(feature = "failpoints")]
+    if crate::failpoint::hit(crate::failpoint::Point::InstallAfterSwap, path) {
+        return Err(err("failpoint: the node crashed after the swap".into()));
+    }
     let store = cell
         .get()
         .ok_or_else(|| err("no store after the swap".into()))?;

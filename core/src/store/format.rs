@@ -39,6 +39,11 @@ use crate::error::{Error, Result};
 /// The marker's file name in the store directory.
 pub const FORMAT_FILE: &str = "telha.format";
 
+/// The marker left where a store was moved away from (telha-jobs-cluster
+/// seeding a node from it): its text says where the store went. A
+/// directory holding it is refused as a store ([`check`]).
+pub const MOVED_FILE: &str = "telha.moved";
+
 /// The format this build writes.
 pub const FORMAT: u32 = 3;
 
@@ -149,6 +154,22 @@ fn parse(b: &[u8]) -> std::result::Result<StoreFormat, String> {
 /// for an existing store without one, or `None` for a store not created
 /// yet.
 pub fn check(path: &Path) -> Result<Option<StoreFormat>> {
+    match std::fs::read_to_string(path.join(MOVED_FILE)) {
+        Ok(text) => {
+            return Err(Error::UnsupportedFormat(format!(
+                "{} is no longer a store: {}",
+                path.display(),
+                text.trim()
+            )))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(Error::Storage(format!(
+                "cannot read {}: {e}",
+                path.join(MOVED_FILE).display()
+            )))
+        }
+    }
     let found = match read(path)? {
         Some(f) => Some(f),
         None if path.join("CURRENT").exists() => Some(StoreFormat::LEGACY),
@@ -164,6 +185,32 @@ pub fn check(path: &Path) -> Result<Option<StoreFormat>> {
         )));
     }
     Ok(found)
+}
+
+/// Mark the directory `path` (a store moved away, now holding no store) so
+/// that opening it as a store is refused, by this build with
+/// `UnsupportedFormat` quoting `note` ([`MOVED_FILE`]), and by builds that
+/// predate the marker by a format marker none of them supports. Both
+/// files written synced, then the directory.
+pub fn mark_moved(path: &Path, note: &str) -> Result<()> {
+    let io = |what: &str, p: &Path, e: std::io::Error| {
+        Error::Storage(format!("cannot {what} {}: {e}", p.display()))
+    };
+    std::fs::create_dir_all(path).map_err(|e| io("create", path, e))?;
+    let never = format!(
+        "# telha-jobs: this store was moved away; see {MOVED_FILE}\nformat = {m}\ncompatible_from = {m}\n",
+        m = u32::MAX
+    );
+    for (name, text) in [(MOVED_FILE, format!("{note}\n")), (FORMAT_FILE, never)] {
+        let file = path.join(name);
+        let mut f = std::fs::File::create(&file).map_err(|e| io("create", &file, e))?;
+        f.write_all(text.as_bytes())
+            .and_then(|()| f.sync_all())
+            .map_err(|e| io("write", &file, e))?;
+    }
+    std::fs::File::open(path)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io("sync", path, e))
 }
 
 /// Write the marker for what this build writes: to a temporary file,
@@ -197,6 +244,20 @@ pub fn write(path: &Path, f: StoreFormat) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directory_a_store_was_moved_from_is_refused_with_the_note() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("s");
+        mark_moved(&path, "moved to /elsewhere/store").unwrap();
+        let e = check(&path).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::UnsupportedFormat);
+        assert!(e.to_string().contains("moved to /elsewhere/store"), "{e}");
+        // Builds before the marker read only the format marker: refused too.
+        std::fs::remove_file(path.join(MOVED_FILE)).unwrap();
+        let e = check(&path).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::UnsupportedFormat);
+    }
 
     #[test]
     fn markers_parse_and_say_what_this_build_opens() {
