@@ -38,6 +38,7 @@ use telha_jobs::{Clock, Config, Error, Queue, SystemClock};
 
 use crate::elect::Overdue;
 
+mod membership;
 mod open;
 use crate::network::{Mute, Router};
 use crate::proposer::{Proposer, ProposerConfig};
@@ -46,6 +47,7 @@ use crate::state_machine::StateMachine;
 pub use crate::timing::{Timing, ELECTION_MAX_DEFAULT, ELECTION_MIN_DEFAULT, HEARTBEAT_DEFAULT};
 use crate::types::{PeerNode, TypeConfig, Vote};
 use crate::LogStore;
+pub use membership::{LearnerProgress, MembershipError, MembershipView, Role};
 use open::try_open;
 
 /// How a node runs.
@@ -159,6 +161,8 @@ pub struct Node {
     /// Entries the state machine skipped as stale (fencing token).
     skipped: Arc<AtomicU64>,
     shared: Arc<Shared>,
+    /// One membership call at a time on this node (`membership.rs`).
+    admin: Mutex<()>,
     watcher: Option<JoinHandle<()>>,
     rt: Option<tokio::runtime::Runtime>,
 }
@@ -241,6 +245,7 @@ impl Node {
             snapshots,
             skipped,
             shared,
+            admin: Mutex::new(()),
             watcher: Some(watcher),
             rt: Some(rt),
         })
