@@ -145,7 +145,9 @@ fn a_learner_installs_a_snapshot_while_the_leader_purges() {
         // The leader snapshots and purges as fast as it can while the
         // learner receives and installs.
         let l = c.node(leader);
-        while !joining.is_finished() {
+        let purged = || l.metrics().purged.map(|p| p.index);
+        let end = Instant::now() + WITHIN;
+        while !joining.is_finished() || (purged() <= purged_before && Instant::now() < end) {
             let _ = l.block_on(l.raft().trigger().snapshot());
             let upto = l.metrics().last_applied.map_or(0, |a| a.index);
             let _ = l.block_on(l.raft().trigger().purge_log(upto));
@@ -231,13 +233,15 @@ fn a_removed_leader_steps_down_and_the_rest_elect_and_go_on() {
     let test = "a_removed_leader_steps_down_and_the_rest_elect_and_go_on";
     let c = TestCluster::start(test, 3, options());
     let q = c.queue();
-    let old = c.engine_leader(WITHIN);
-    let rest: Vec<u64> = c.ids.iter().copied().filter(|&i| i != old).collect();
     let (stop, acked) = (AtomicBool::new(false), Mutex::new(Vec::new()));
+    let mut removed = None;
     std::thread::scope(|s| {
         writers(s, &q, 2, &stop, &acked);
         wait_for("writes", WITHIN, || acked.lock().unwrap().len() >= 100);
-        let v = c.node(old).remove(&[old], WITHIN).unwrap();
+        // Whichever node leads removes itself.
+        let v = c.admin(WITHIN, |n| n.remove(&[n.id()], WITHIN)).unwrap();
+        let old = v.node;
+        let rest: Vec<u64> = c.ids.iter().copied().filter(|&i| i != old).collect();
         assert_eq!(v.voters, set(&rest));
         assert!(v.removed.contains(&old), "{v:?}");
         wait_for("the removed leader's step down", WITHIN, || {
@@ -252,13 +256,16 @@ fn a_removed_leader_steps_down_and_the_rest_elect_and_go_on() {
             acked.lock().unwrap().len() >= at + 100
         });
         stop.store(true, Ordering::Release);
+        removed = Some((old, rest));
     });
+    let (old, rest) = removed.unwrap();
     let acked = acked.into_inner().unwrap();
     c.assert_consistent();
     assert_present(&q, &acked);
     for n in c.nodes.all() {
         let v = n.membership().unwrap();
         assert_eq!(v.voters, set(&rest), "node {}", n.id());
+        assert!(v.removed.contains(&old), "node {}", n.id());
     }
     eprintln!("leader {old} removed; {} jobs acknowledged", acked.len());
 }
