@@ -432,3 +432,31 @@ fn bad_membership_calls_give_typed_errors_and_change_nothing() {
     drop(leader);
     c.assert_consistent();
 }
+
+/// A replace whose new node is not up yet stops at its deadline with the
+/// voters unchanged (the new id a learner); called again once the node
+/// runs, it resumes with that learner.
+#[test]
+fn a_replace_behind_at_its_deadline_changes_no_voter_and_resumes() {
+    let test = "a_replace_behind_at_its_deadline_changes_no_voter_and_resumes";
+    let c = TestCluster::start(test, 3, options());
+    let q = c.queue();
+    let mut ids = write(&q, "before", 20);
+    let short = Duration::from_millis(300);
+    let e = c.admin(WITHIN, |n| n.replace(3, 4, PeerNode::default(), short));
+    assert!(
+        matches!(e, Err(MembershipError::NotCaughtUp(ref p)) if p.id == 4),
+        "{e:?}"
+    );
+    let v = c.admin(WITHIN, |n| n.membership()).unwrap();
+    assert_eq!((&v.voters, &v.learners), (&set(&[1, 2, 3]), &set(&[4])));
+    c.start_node(4);
+    let v = c
+        .admin(WITHIN, |n| n.replace(3, 4, PeerNode::default(), WITHIN))
+        .unwrap();
+    assert_eq!((&v.voters, &v.learners), (&set(&[1, 2, 4]), &set(&[])));
+    c.stop_node(3);
+    ids.extend(write(&q, "after", 20));
+    c.assert_consistent();
+    assert_present(&q, &ids);
+}
