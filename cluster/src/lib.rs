@@ -6,7 +6,8 @@
 //! In progress (issues 38 and 39): the type configuration, the log store
 //! with group commit, the state machine over a `telha_jobs::replica` store,
 //! snapshots (checkpoints of that store) and log purge, the proposer, a
-//! node with its engine per leadership term, and for in-process clusters
+//! node with its engine per leadership term and its membership changes
+//! (`node/membership.rs`), and for in-process clusters
 //! the faulty router (snapshots streamed file by file) and `ClusterQueue`;
 //! nothing is exposed through `telha serve` yet. docs/ARCHITECTURE.md "Cluster (in
 //! progress)".

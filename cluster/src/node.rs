@@ -39,6 +39,7 @@ use telha_jobs::{Clock, Config, Error, Queue, SystemClock};
 use crate::elect::Overdue;
 
 pub mod dir;
+mod membership;
 mod open;
 mod seed;
 use crate::network::{Mute, Router};
@@ -49,6 +50,7 @@ pub use crate::timing::{Timing, ELECTION_MAX_DEFAULT, ELECTION_MIN_DEFAULT, HEAR
 use crate::types::{PeerNode, TypeConfig, Vote};
 use crate::LogStore;
 pub use dir::{EmptyDir, NodeFile, StartRefused, NODE_FILE};
+pub use membership::{LearnerProgress, MembershipError, MembershipView, Role};
 use open::try_open;
 pub use seed::SEED_NODE_ID;
 
@@ -169,6 +171,8 @@ pub struct Node {
     shared: Arc<Shared>,
     /// Why the cluster was refused, joining (`node/dir.rs` `join_gate`).
     join_refused: Arc<Mutex<Option<StartRefused>>>,
+    /// One membership call at a time on this node (`membership.rs`).
+    admin: Mutex<()>,
     watcher: Option<JoinHandle<()>>,
     rt: Option<tokio::runtime::Runtime>,
 }
@@ -278,6 +282,7 @@ impl Node {
             skipped,
             shared,
             join_refused,
+            admin: Mutex::new(()),
             watcher: Some(watcher),
             rt: Some(rt),
         })

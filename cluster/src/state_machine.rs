@@ -20,7 +20,14 @@
 //! than the recorded one cannot be written by a correct leader (an engine
 //! opens only after its `Open` entry applied) and is refused like a newer
 //! format.
+//!
+//! **Removed ids.** A membership entry that drops nodes adds their ids to
+//! `raft/removed` in the same write: the set of ids ever removed, derived
+//! from the sequence of membership entries alone, so every replica (and
+//! every snapshot) holds the same set, and a removed id is refused when
+//! it would join again (`node/membership.rs`).
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -46,6 +53,12 @@ pub const META_MEMBERSHIP: &[u8] = b"raft/membership";
 /// The current epoch: the log index of the last `Epoch::Open` entry
 /// applied (a `u64`, framed the same way; absent = 0).
 pub const META_EPOCH: &[u8] = b"raft/epoch";
+/// Every node id ever removed from the membership (a `BTreeSet<u64>`,
+/// framed the same way; absent = none): written with each membership
+/// entry that drops a node, so it is replicated, carried by snapshots,
+/// and the same on every replica. A removed id never joins again
+/// (`node/membership.rs`).
+pub const META_REMOVED: &[u8] = b"raft/removed";
 
 /// See [`StateMachine::after_install`].
 pub type AfterInstall = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
@@ -202,6 +215,7 @@ impl StateMachine {
         let log_id = entry.log_id;
         let mut applied = Applied::Written;
         let mut membership_changed = false;
+        let mut removed_raw = None;
         let batches = match entry.payload {
             EntryPayload::Blank => Vec::new(),
             EntryPayload::Normal(p) => {
@@ -224,6 +238,18 @@ impl StateMachine {
                 }
             }
             EntryPayload::Membership(m) => {
+                // Ids this entry drops: the set of ids ever removed grows.
+                let gone: Vec<u64> = self
+                    .membership
+                    .nodes()
+                    .map(|(id, _)| *id)
+                    .filter(|id| m.get_node(id).is_none())
+                    .collect();
+                if !gone.is_empty() {
+                    let mut ever = removed_ids(store)?;
+                    ever.extend(gone);
+                    removed_raw = Some(encode(&ever).map_err(sm_write)?);
+                }
                 let membership = StoredMembership::new(Some(log_id), m);
                 self.membership_raw = encode(&membership).map_err(sm_write)?;
                 self.membership = membership;
@@ -243,6 +269,9 @@ impl StateMachine {
         // last one, beside the applied id of that entry or a later one.
         if membership_changed {
             meta.push((META_MEMBERSHIP, self.membership_raw.as_slice()));
+        }
+        if let Some(raw) = &removed_raw {
+            meta.push((META_REMOVED, raw.as_slice()));
         }
         if let Applied::Opened(e) = applied {
             epoch_raw = encode(&e).map_err(sm_write)?;
@@ -284,6 +313,12 @@ pub(crate) fn read_meta<T: serde::de::DeserializeOwned>(
     })?;
     raw.map(|raw| decode_meta(&name, ErrorSubject::StateMachine, &raw))
         .transpose()
+}
+
+/// The ids ever removed from the membership, as `store` applied it
+/// ([`META_REMOVED`]).
+pub fn removed_ids(store: &ReplicaStore) -> Result<BTreeSet<u64>, StorageError> {
+    Ok(read_meta(store, META_REMOVED)?.unwrap_or_default())
 }
 
 fn sm_write(e: rmp_serde::encode::Error) -> StorageError {

@@ -15,7 +15,7 @@ use openraft::{
 use telha_jobs::replica::{ReplicaStore, Replicate, ReplicateError};
 use telha_jobs::{Config, EnqueueOptions, LeaseOptions, ManualClock, Queue};
 use telha_jobs_cluster::snapshot::Snapshots;
-use telha_jobs_cluster::state_machine::{StateMachine, META_APPLIED};
+use telha_jobs_cluster::state_machine::{removed_ids, StateMachine, META_APPLIED};
 use telha_jobs_cluster::{
     Entry, Epoch, LogId, LogStore, Payload, PeerNode, StorageError, TypeConfig, PAYLOAD_FORMAT,
 };
@@ -178,6 +178,37 @@ fn the_applied_id_and_membership_survive_a_reopen() {
         membership,
         StoredMembership::new(Some(log_id(1, 2)), members(&[1, 2, 3]))
     );
+}
+
+#[test]
+fn ids_a_membership_entry_drops_are_kept_as_removed_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = rt();
+    let membership = |index: u64, ids: &[u64]| Entry {
+        log_id: log_id(1, index),
+        payload: EntryPayload::Membership(members(ids)),
+    };
+    let removed = |sm: &StateMachine| removed_ids(&sm.cell().get().unwrap()).unwrap();
+    {
+        let mut sm = StateMachine::open(ReplicaStore::open(dir.path()).unwrap()).unwrap();
+        let entries = vec![
+            membership(1, &[1, 2, 3]),
+            membership(2, &[1, 2, 3, 4]),
+            membership(3, &[1, 2, 4]),
+        ];
+        rt.block_on(sm.apply(entries)).unwrap();
+        assert_eq!(removed(&sm), [3].into());
+        rt.block_on(sm.apply([membership(4, &[1, 2])])).unwrap();
+        assert_eq!(removed(&sm), [3, 4].into());
+    }
+    // Reopened, the last membership is the one the next entry is compared
+    // with: adding 5 drops nothing, dropping 2 adds it.
+    let mut sm = StateMachine::open(ReplicaStore::open(dir.path()).unwrap()).unwrap();
+    assert_eq!(removed(&sm), [3, 4].into());
+    rt.block_on(sm.apply([membership(5, &[1, 2, 5])])).unwrap();
+    assert_eq!(removed(&sm), [3, 4].into());
+    rt.block_on(sm.apply([membership(6, &[1, 5])])).unwrap();
+    assert_eq!(removed(&sm), [2, 3, 4].into());
 }
 
 /// Applies entry 1, then `bad` as entry 2, and checks that `bad` fails with

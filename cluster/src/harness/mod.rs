@@ -1,8 +1,9 @@
 //! An in-process cluster for tests and `make bench-cluster`: N nodes,
 //! each with its own directory under one temp dir, on one seeded
-//! [`Router`]; crash and restart by id; the consistency checks every test
-//! ends with. Behind no feature, so benches (which cannot see
-//! `tests/support`) use it too; it names no dev-dependency.
+//! [`Router`]; crash and restart by id; nodes added and removed
+//! (`members.rs`); the consistency checks every test ends with. Behind no
+//! feature, so benches (which cannot see `tests/support`) use it too; it
+//! names no dev-dependency.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,6 +15,8 @@ use telha_jobs::Config;
 use crate::client::{ClusterQueue, Nodes};
 use crate::network::{test_seed, Router};
 use crate::node::{EmptyDir, Node, NodeOptions};
+
+mod members;
 
 /// A directory removed when dropped (no `tempfile` outside dev-dependencies).
 struct TempDir(PathBuf);
