@@ -132,3 +132,26 @@ test('without @opentelemetry/api installed nothing of it is required', () => {
   // Looked for once (the first enqueue), never again: no other path taken.
   assert.deepEqual(out, { meta: {}, loaded: [], tries: 1 })
 })
+
+test('with the API installed and nothing registered, handlers run without a span until a provider or a context manager is', () => {
+  // A child process: this file registers both globally.
+  const code = `
+    const api = require('@opentelemetry/api')
+    const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks')
+    const { BasicTracerProvider } = require('@opentelemetry/sdk-trace-base')
+    const { traced } = require(${JSON.stringify(path.join(__dirname, '..', 'lib', 'otel.js'))})
+    const seen = [traced()]
+    const cm = new AsyncLocalStorageContextManager().enable()
+    api.context.setGlobalContextManager(cm)
+    seen.push(traced())
+    api.context.disable()
+    seen.push(traced())
+    api.trace.setGlobalTracerProvider(new BasicTracerProvider())
+    seen.push(traced())
+    api.trace.disable()
+    seen.push(traced())
+    console.log(JSON.stringify(seen))
+  `
+  const out = JSON.parse(execFileSync(process.execPath, ['-e', code], { encoding: 'utf8', timeout: 60000, cwd: path.join(__dirname, '..') }))
+  assert.deepEqual(out, [false, true, false, true, false])
+})

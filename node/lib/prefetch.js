@@ -79,6 +79,14 @@ class Prefetch {
     return new Promise((resolve) => { this.#waiter = { resolve, max } })
   }
 
+  /**
+   * What `take(max)` answers at once, without a Promise: the fresh leases
+   * waiting here ([] when none does; the stream is opened by `take`).
+   */
+  ready (max) {
+    return this.#takeNow(max)
+  }
+
   #takeNow (max) {
     const got = []
     const t = now()

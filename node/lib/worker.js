@@ -20,7 +20,7 @@ const { Permanent, Snooze, Retry, reasonOf } = require('./outcomes.js')
 const { Entry, Context, abortError, abortEntry, deferred } = require('./entry.js')
 const { Heartbeat } = require('./heartbeat.js')
 const { Prefetch } = require('./prefetch.js')
-const { processSpan, enabled: tracing } = require('./otel.js')
+const { processSpan, traced } = require('./otel.js')
 
 /** The largest completion batch that runs on the event loop (node/src/now.rs: NOW_MAX_BATCH). */
 const FLUSH_AT = 64
@@ -149,7 +149,10 @@ class Worker extends EventEmitter {
         let jobs
         try {
           if (prefetch) {
-            for (const { job, at } of await prefetch.take(free)) {
+            // Leases waiting here are taken without a Promise (one a job at
+            // concurrency 1); an empty buffer is waited on.
+            const ready = prefetch.ready(free)
+            for (const { job, at } of (ready.length ? ready : await prefetch.take(free))) {
               if (this.#stopping) this.#releaseOne(job)
               else this.#start(job, at)
             }
@@ -235,8 +238,9 @@ class Worker extends EventEmitter {
     let error
     try {
       const ctx = new Context(entry, this.#workerId, this.#queue)
-      // In a CONSUMER span when @opentelemetry/api is installed (otel.js).
-      result = await (tracing() ? processSpan(job, () => this.#handler(job, ctx)) : this.#handler(job, ctx))
+      // In a CONSUMER span when @opentelemetry/api is installed and a
+      // tracer provider or context manager registered (otel.js).
+      result = await (traced() ? processSpan(job, () => this.#handler(job, ctx)) : this.#handler(job, ctx))
       ok = true
     } catch (e) {
       error = e

@@ -32,7 +32,10 @@ completion (user + system time from /proc/PID/stat, every thread), in
 microseconds. On a machine with fewer cores than busy processes the rate is
 about cores / (server + workers CPU per job), and CPU per job does not move
 with the load other processes put on the machine: it is the figure to
-drive down. ``--only py4_c1,node4_c1`` measures only the named fleet rows
+drive down. ``--warmup 20000`` starts each fleet row's clock and CPU
+counters after that many jobs (issue 37: a Node process's optimizing
+compiler works through its first few thousand jobs; the default rows
+include it). ``--only py4_c1,node4_c1`` measures only the named fleet rows
 (with the core's reference; no in-process rows). ``--fixed-window`` runs
 the workers with their whole prefetch window kept (``min_prefetch =
 prefetch``, as before issue 37's window sized by the handlers' rate: pair
@@ -119,10 +122,11 @@ def stop(p: subprocess.Popen[str]) -> None:
 
 
 def fleet(telha: str, base: Path, n: int, py: int, node: int, prefetch: int | None,
-          concurrency: int = 4, node_concurrency: int = 4) -> tuple[float, float, float]:
+          concurrency: int = 4, node_concurrency: int = 4, warmup: int = 0) -> tuple[float, float, float]:
     """Jobs/s of `py` Python and `node` Node worker processes through one
     `telha serve` process (each Python one a Worker of `concurrency`), and
-    the CPU per job (µs) of the server and of the workers together."""
+    the CPU per job (µs) of the server and of the workers together; with
+    `warmup`, that many jobs run first and the clock starts after them."""
     base.mkdir(parents=True)
     cfg = base / "telha.toml"
     cfg.write_text(CONFIG)
@@ -136,7 +140,7 @@ def fleet(telha: str, base: Path, n: int, py: int, node: int, prefetch: int | No
         url = line.split("listening on ", 1)[1].strip()
         q = telha_jobs.connect(url, timeout=10.0)
         q.pause(kind="bench")
-        fill(q, n)
+        fill(q, n + warmup)
         for i in range(py):
             cmd = [sys.executable, str(HERE / "prefetch_worker.py"), url, "noop", f"py-{i}",
                    "default" if prefetch is None else str(prefetch), str(concurrency)]
@@ -148,17 +152,19 @@ def fleet(telha: str, base: Path, n: int, py: int, node: int, prefetch: int | No
             assert p.stdout is not None
             got = p.stdout.readline().strip()
             assert got == "ready", (got, p.stderr.read() if p.stderr else "")
+        q.resume(kind="bench")
+        while q.stats()["total"]["completed"] < warmup:
+            time.sleep(0.002)
         cpu0 = [cpu_seconds(p.pid) for p in (server, *procs)]
         t = time.perf_counter()
-        q.resume(kind="bench")
-        while q.stats()["total"]["completed"] < n:
+        while q.stats()["total"]["completed"] < n + warmup:
             for p in procs:
                 assert p.poll() is None, p.stderr.read() if p.stderr else ""
             time.sleep(0.01)
         rate = n / (time.perf_counter() - t)
         cpu = [cpu_seconds(p.pid) - c for p, c in zip((server, *procs), cpu0)]
         total = q.stats()["total"]
-        assert total["completed"] == n and total["leased"] == 0 and total["pending"] == 0, total
+        assert total["completed"] == n + warmup and total["leased"] == 0 and total["pending"] == 0, total
         q.close()
         return rate, cpu[0] * 1e6 / n, sum(cpu[1:]) * 1e6 / n
     finally:
@@ -211,6 +217,9 @@ def main() -> None:
     ap.add_argument("--fixed-window", action="store_true",
                     help="workers keep their whole prefetch window (min_prefetch = prefetch), as before "
                          "the server sized it by the handlers' rate (issue 37)")
+    ap.add_argument("--warmup", type=int, default=0,
+                    help="each fleet row runs this many jobs before its clock and CPU counters start "
+                         "(the processes' start-up and JIT warm-up left out: the steady state)")
     ap.add_argument("--handler-ms", type=float, default=0.0,
                     help="each handler sleeps this long; prints each fleet row's wall time beside "
                          "the ideal (jobs x handler time / handlers)")
@@ -237,7 +246,8 @@ def main() -> None:
                 if only and key not in only:
                     continue
                 rate, server_cpu, workers_cpu = fleet(
-                    a.telha, base / key, a.jobs, py, node, prefetch, concurrency=c, node_concurrency=nc
+                    a.telha, base / key, a.jobs, py, node, prefetch, concurrency=c, node_concurrency=nc,
+                    warmup=a.warmup,
                 )
                 run[key], run[f"{key}_server_us"], run[f"{key}_workers_us"] = rate, server_cpu, workers_cpu
             runs.append(run)
@@ -245,7 +255,9 @@ def main() -> None:
                                                  for k, v in run.items()), flush=True)
     med = {k: statistics.median(run[k] for run in runs) for k in runs[0]}
     print(
-        f"telha-jobs fleet benchmark: {a.jobs} jobs, no-op handlers, one job at a time, jobs/s, "
+        f"telha-jobs fleet benchmark: {a.jobs} jobs"
+        + (f" (fleet rows after {a.warmup} warm-up jobs)" if a.warmup else "")
+        + ", no-op handlers, one job at a time, jobs/s, "
         f"median of {a.rounds} rounds; every row measured in each round; CPU µs per job "
         "(server / worker processes together, each the median over the rounds)"
     )
