@@ -455,7 +455,11 @@ fn a_schedules_jobs_carry_its_tags_and_metadata_through_a_reopen() {
             .tag("nightly")
             .meta("owner", "ops"),
     );
-    assert_eq!(info.schedule.tags, ["nightly", "team-a"], "duplicates removed");
+    assert_eq!(
+        info.schedule.tags,
+        ["nightly", "team-a"],
+        "duplicates removed"
+    );
     assert_eq!(info.schedule.metadata["owner"], "ops");
     s.set_now(MIDNIGHT + 3_600_000);
     assert_eq!(s.q.run_schedules().unwrap().enqueued, 1);
