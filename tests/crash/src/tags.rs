@@ -39,7 +39,7 @@ fn tags_of(round: u32, i: u64) -> Vec<String> {
         format!("mod7-{}", i % 7),
         format!("round-{round}"),
     ];
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         t.push(format!("mod7-{}", i % 7));
     }
     t
@@ -66,7 +66,7 @@ pub fn owner(store: &Path, logs: &Path, round: u32, sync_writes: bool, max_secs:
             let mut log = AckLog::create(&path).expect("create the log");
             let mut i = 0u64;
             while Instant::now() < until {
-                let ids: Vec<(JobId, u64)> = if i % 4 == 0 {
+                let ids: Vec<(JobId, u64)> = if i.is_multiple_of(4) {
                     let jobs = (i..i + 8)
                         .map(|k| NewJob::new(KIND, b"x".to_vec()).with(options(round, k)))
                         .collect();
