@@ -66,6 +66,7 @@ bench-core:
 	$(CARGO) bench -p telha-jobs --bench queue
 	$(CARGO) bench -p telha-jobs --bench queue -- --unique
 	$(CARGO) bench -p telha-jobs --bench queue -- --fanin
+	$(CARGO) bench -p telha-jobs --bench queue -- --tags
 	$(CARGO) bench -p telha-jobs --bench queue -- --prune-windows
 	$(CARGO) bench -p telha-jobs --bench queue -- --trace
 	$(CARGO) bench -p telha-jobs --bench queue -- --backup

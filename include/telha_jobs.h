@@ -4336,6 +4336,86 @@ tj_status tj_schedule_next_times(const char *spec,
                                  struct tj_error **err);
 
 /**
+ * Add tag `tag` (copied) to each job of the schedule: at most
+ * `TJ_MAX_TAGS` distinct tags (checked by the put; duplicates are
+ * removed), each 1 to `TJ_MAX_TAG_LEN` bytes of UTF-8 without control
+ * characters (checked here).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (schedule, tag),
+ * `TJ_STATUS_INVALID_ARGUMENT` for a tag that breaks a rule, including
+ * one that is not UTF-8 (schedule unchanged).
+ *
+ * # Safety
+ * `schedule` is NULL or live; `tag` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_schedule_add_tag(struct tj_schedule *schedule,
+                              const char *tag,
+                              struct tj_error **err);
+
+/**
+ * Set metadata `key` to `value` (both copied; a key set again is
+ * replaced) on each job of the schedule: the whole map at most
+ * `TJ_MAX_METADATA_BYTES` (keys' and values' bytes plus 2 per entry,
+ * checked by the put); keys 1 to `TJ_MAX_TAG_LEN` bytes without control
+ * characters (checked here).
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT`, `TJ_STATUS_INVALID_ARGUMENT` (a bad
+ * key, or a key or value that is not UTF-8; schedule unchanged).
+ *
+ * # Safety
+ * `schedule` is NULL or live; `key` and `value` are NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_schedule_set_meta(struct tj_schedule *schedule,
+                               const char *key,
+                               const char *value,
+                               struct tj_error **err);
+
+/**
+ * How many tags each job of the schedule carries (0 for NULL).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+size_t tj_schedule_info_tag_count(const struct tj_schedule_info *info);
+
+/**
+ * Tag `i` (borrowed from `info`); NULL when out of range or for NULL.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_schedule_info_tag(const struct tj_schedule_info *info,
+                                 size_t i);
+
+/**
+ * How many metadata entries each job of the schedule carries (0 for NULL).
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+size_t tj_schedule_info_meta_count(const struct tj_schedule_info *info);
+
+/**
+ * The key of metadata entry `i` (key order; borrowed from `info`); NULL
+ * when out of range or for NULL.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_schedule_info_meta_key(const struct tj_schedule_info *info,
+                                      size_t i);
+
+/**
+ * The value of metadata entry `i` (borrowed from `info`); NULL when out
+ * of range or for NULL.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_schedule_info_meta_value(const struct tj_schedule_info *info,
+                                        size_t i);
+
+/**
  * Serve `queue` to workers in other processes over gRPC, on `listen`
  * (`host:port`, port 0 picks a free one: read it back with
  * `tj_server_address`; `unix:PATH` for a Unix-domain socket; NULL:

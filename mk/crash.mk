@@ -5,7 +5,9 @@
 # schedule's owner 20 times (about a minute; issue 17: one job per slot),
 # then an owner completing parents with follow-up jobs 20 times (issue 20),
 # then an owner mixing unique-window enqueues with promote / reschedule /
-# set_priority and settles 20 times (issue 44, about 20 s);
+# set_priority and settles 20 times (issue 44, about 20 s), then an owner
+# enqueueing and moving tagged jobs 20 times (issue 42: every acknowledged
+# job listed once under each of its tags);
 # `make bench-crash` runs 100 per mode and 60 schedule kills per mode (the
 # summary in docs/operators.md, "Crash safety, measured"). Each run prints its seed; rerun one with
 # `make bench-crash CRASH_ARGS="--seed N"`.
@@ -30,6 +32,7 @@ test-crash: crash-build
 	$(CRASH_BIN) followups --kills 20
 	$(CRASH_BIN) fanin --kills 20
 	$(CRASH_BIN) steer --kills 20
+	$(CRASH_BIN) tags --kills 20
 
 ## 100 SIGKILLs per sync mode (several minutes).
 bench-crash: crash-build
@@ -38,6 +41,7 @@ bench-crash: crash-build
 	$(CRASH_BIN) followups --kills 100 --sync both
 	$(CRASH_BIN) fanin --kills 100 --sync both
 	$(CRASH_BIN) steer --kills 100 --sync both
+	$(CRASH_BIN) tags --kills 100 --sync both
 
 ## Random and mutated bytes into the record, key and payload decoders
 ## (proptest), and the committed fuzz inputs (fuzz/regressions/) through the

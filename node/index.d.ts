@@ -988,6 +988,8 @@ export interface NativeScheduleOptions {
   catchUp?: string
   maxCatchUp?: number
   paused?: boolean
+  tags?: Array<string>
+  metadata?: Record<string, string>
 }
 
 /** Options of `NativeQueue.serve`. */
@@ -1095,6 +1097,10 @@ export interface ScheduleInfo {
   maxCatchUp: number | null
   /** A paused schedule enqueues nothing (and does not catch up on resume). */
   paused: boolean
+  /** The tags of each job (duplicates removed). */
+  tags: Array<string>
+  /** The metadata of each job. */
+  metadata: Record<string, string>
   /** When it was created. */
   createdAt: number
   /** When it was last put, paused or resumed. */

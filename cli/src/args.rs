@@ -10,6 +10,7 @@ use telha_jobs::limits::{MAX_LIST_LIMIT, MAX_SCOPE_LIMIT};
 use telha_jobs::{CatchUp, JobId, KindPattern, Scope, ScopeOrder, State};
 
 pub use crate::args_enqueue::{CountArgs, EnqueueArgs};
+pub use crate::args_schedule::{NextArgs, PutArgs};
 
 /// Operate a telha-jobs store: list, inspect and repair jobs, read counts
 /// and metrics, enqueue.
@@ -411,81 +412,6 @@ pub enum Schedules {
     Run,
 }
 
-#[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("spec").required(true).args(["cron", "every"])))]
-#[command(group(clap::ArgGroup::new("payload").args(["payload_json", "payload_file"])))]
-pub struct PutArgs {
-    /// The schedule's name: 1 to 200 bytes, no control characters.
-    pub name: String,
-    /// A cron pattern: 5 fields ("0 3 * * *"), 6 with seconds first
-    /// ("*/10 * * * * *"), or a shorthand ("@daily", "@hourly").
-    #[arg(long, value_name = "PATTERN")]
-    pub cron: Option<String>,
-    /// A fixed interval instead ("5m", "1h 30m"; at least 1s).
-    #[arg(long, value_name = "DURATION")]
-    pub every: Option<String>,
-    /// For --every: the grid's origin, slots at anchor + k × interval
-    /// (RFC 3339, e.g. 2026-01-01T00:00:30Z, or ms since the epoch)
-    /// [default: the epoch].
-    #[arg(long, value_parser = parse_instant, value_name = "TIME")]
-    pub anchor: Option<u64>,
-    /// For --cron: the IANA time zone the pattern is read in
-    /// ("Europe/Lisbon") [default: UTC].
-    #[arg(long, value_name = "ZONE")]
-    pub tz: Option<String>,
-    /// Each job's kind.
-    #[arg(long)]
-    pub kind: String,
-    /// Each job's payload as JSON, in the cross-language convention (as
-    /// `jobs enqueue --payload-json`) [default: empty].
-    #[arg(long, value_name = "JSON")]
-    pub payload_json: Option<String>,
-    /// Each job's payload: this file's bytes, as they are.
-    #[arg(long, value_name = "FILE")]
-    pub payload_file: Option<PathBuf>,
-    /// Each job's tenant scope (UUID) [default: the system scope].
-    #[arg(long, value_parser = parse_scope)]
-    pub scope: Option<Scope>,
-    /// Each job's priority, 0 most urgent ... 255 least [default: 128].
-    #[arg(long)]
-    pub priority: Option<u8>,
-    /// Each job is dead after this many failed attempts.
-    #[arg(long, value_name = "N")]
-    pub max_attempts: Option<u32>,
-    /// Each job expires this long after its slot if no worker started it.
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
-    pub expires_in: Option<Duration>,
-    /// Slots missed while nothing ran the schedule: skip them, run one job
-    /// for them all, or one job each (the latest --max-catch-up).
-    #[arg(long, value_parser = parse_catch_up, default_value = "one", value_name = "POLICY")]
-    pub catch_up: CatchUp,
-    /// For --catch-up all: the most missed slots run (1 to 10000)
-    /// [default: 100].
-    #[arg(long, value_name = "N")]
-    pub max_catch_up: Option<u32>,
-    /// Create it paused (nothing enqueued until `resume`).
-    #[arg(long)]
-    pub paused: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct NextArgs {
-    /// A cron pattern ("0 3 * * *", "@daily") or an interval ("every 5m").
-    pub spec: String,
-    /// The IANA time zone of a cron pattern [default: UTC].
-    #[arg(long, value_name = "ZONE")]
-    pub tz: Option<String>,
-    /// An interval's grid origin (RFC 3339 or ms since the epoch).
-    #[arg(long, value_parser = parse_instant, value_name = "TIME")]
-    pub anchor: Option<u64>,
-    /// Times after this one (RFC 3339 or ms since the epoch) [default: now].
-    #[arg(long, value_parser = parse_instant, value_name = "TIME")]
-    pub after: Option<u64>,
-    /// How many times (at most 1000).
-    #[arg(short = 'n', long = "count", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=telha_jobs::schedule::MAX_NEXT_TIMES as u64))]
-    pub n: u64,
-}
-
 // Parsers: the core's own `FromStr` does the checking, so the CLI accepts
 // exactly what the library accepts, with the library's messages.
 
@@ -550,7 +476,7 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     })
 }
 
-fn parse_catch_up(s: &str) -> Result<CatchUp, String> {
+pub(crate) fn parse_catch_up(s: &str) -> Result<CatchUp, String> {
     CatchUp::parse(s).map_err(reason)
 }
 

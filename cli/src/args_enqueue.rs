@@ -81,7 +81,7 @@ pub struct CountArgs {
 }
 
 /// `KEY=VALUE`, split at the first `=`.
-fn parse_meta(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_meta(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) => Ok((k.to_string(), v.to_string())),
         None => Err(format!("expected KEY=VALUE, got {s:?}")),

@@ -10,6 +10,7 @@
 
 mod args;
 mod args_enqueue;
+mod args_schedule;
 mod commands;
 mod control;
 mod find;

@@ -161,6 +161,8 @@ fn put(db: &Target, a: PutArgs, json: bool) -> Result<Output, Failure> {
         catch_up: a.catch_up,
         max_catch_up: a.max_catch_up,
         paused: a.paused,
+        tags: a.tags,
+        metadata: a.meta.into_iter().collect(),
     };
     // A local put checks the schedule before the store is opened (and,
     // when there is none yet, created); a server's core checks it there.
@@ -274,6 +276,12 @@ pub fn info_text(i: &ScheduleInfo) -> String {
     }
     if let Some(m) = s.max_attempts {
         field("max attempts", m.to_string());
+    }
+    if !s.tags.is_empty() {
+        field("tags", s.tags.join(", "));
+    }
+    for (k, v) in &s.metadata {
+        field("meta", format!("{k}={v}"));
     }
     if let Some(d) = s.expires_in {
         field(

@@ -212,9 +212,15 @@ fn main() {
         let (n, others) = if quick {
             (5_000, 20_000)
         } else {
-            (20_000, 200_000)
+            (20_000, 1_000_000)
         };
-        queue_tags::rows(&mut t, n, others);
+        let (raw_us, raw_rate) = raw_puts(1, n * 2, false);
+        t.row(
+            "raw RocksDB single-put batch, 1 thread",
+            format!("{raw_rate:.0}/s"),
+            format!("{raw_us:.2} µs/put"),
+        );
+        queue_tags::rows(&mut t, n, others, raw_rate);
         return;
     }
     if std::env::args().any(|a| a == "--trace") {

@@ -43,6 +43,7 @@ mod queue;
 mod schedule;
 mod schedule_info;
 mod schedule_queue;
+mod schedule_tags;
 mod serve;
 mod serve_options;
 mod settle;

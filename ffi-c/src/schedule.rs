@@ -120,7 +120,7 @@ pub unsafe extern "C" fn tj_schedule_free(schedule: *mut tj_schedule) {
     boundary::free_box(schedule);
 }
 
-fn set(
+pub(crate) fn set(
     func: &'static str,
     schedule: *mut tj_schedule,
     err: *mut *mut tj_error,

@@ -18,13 +18,14 @@ use crate::schedule::tj_catch_up;
 /// threads at once. Getters given NULL return 0, false or NULL.
 #[allow(non_camel_case_types)]
 pub struct tj_schedule_info {
-    info: ScheduleInfo,
+    pub(crate) info: ScheduleInfo,
     name: CString,
     spec: CString,
     timezone: Option<CString>,
     kind: CString,
     scope: Option<CString>,
     last_error: Option<CString>,
+    pub(crate) tag_texts: crate::tags::TagTexts,
 }
 
 impl tj_schedule_info {
@@ -37,6 +38,7 @@ impl tj_schedule_info {
             kind: cstring(&s.kind),
             scope: s.scope.map(|x| cstring(&x.to_string())),
             last_error: info.last_error.as_deref().map(cstring),
+            tag_texts: crate::tags::TagTexts::new(&s.tags, &s.metadata),
             info,
         }
     }

@@ -191,13 +191,13 @@ impl TagTexts {
             meta: meta.iter().map(|(k, v)| (cstring(k), cstring(v))).collect(),
         }
     }
-    fn tag(&self, i: usize) -> *const c_char {
+    pub(crate) fn tag(&self, i: usize) -> *const c_char {
         self.tags.get(i).map_or(std::ptr::null(), |t| t.as_ptr())
     }
-    fn key(&self, i: usize) -> *const c_char {
+    pub(crate) fn key(&self, i: usize) -> *const c_char {
         self.meta.get(i).map_or(std::ptr::null(), |m| m.0.as_ptr())
     }
-    fn value(&self, i: usize) -> *const c_char {
+    pub(crate) fn value(&self, i: usize) -> *const c_char {
         self.meta.get(i).map_or(std::ptr::null(), |m| m.1.as_ptr())
     }
 }

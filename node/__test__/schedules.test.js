@@ -263,6 +263,32 @@ test('a due slot is enqueued once by runSchedules, and the job carries its sched
   assert.equal((await q.list({ schedule: 'tick' })).jobs.length, 1)
 })
 
+test('tags and metadata of a schedule go on every slot\'s job; bad ones are refused at put', async (t) => {
+  const q = await openTemp(t)
+  const put = await q.schedulePut({ name: 'tagged', spec: '* * * * * *', kind: 'tick', tags: ['nightly', 'team-a', 'nightly'], metadata: { owner: 'ops' } })
+  assert.deepEqual([put.tags, put.metadata], [['nightly', 'team-a'], { owner: 'ops' }])
+  assert.deepEqual((await q.scheduleGet('tagged')).tags, ['nightly', 'team-a'])
+  await sleep(1100)
+  assert.equal((await q.runSchedules()).enqueued, 1)
+  const job = await q.leaseNext('w1')
+  assert.equal(job.schedule.name, 'tagged')
+  assert.deepEqual([job.tags, job.metadata], [['nightly', 'team-a'], { owner: 'ops' }])
+  assert.deepEqual((await q.list({ tag: 'team-a' })).jobs.map((j) => j.id), [job.id])
+  assert.equal((await q.countTag('nightly')).leased, 1)
+  const base = { name: 'bad', spec: '@daily', kind: 'k' }
+  for (const [o, msg] of [
+    [{ tags: Array.from({ length: 17 }, (_, i) => `t${i}`) }, /at most 16 tags/],
+    [{ tags: ['x'.repeat(65)] }, /1 to 64 bytes/],
+    [{ tags: ['a\nb'] }, /control character/],
+    [{ metadata: { k: 'v'.repeat(5120) } }, /limit of 4096 bytes/]
+  ]) {
+    await assert.rejects(q.schedulePut({ ...base, ...o }), (e) => invalid()(e) && msg.test(e.message), msg.source)
+  }
+  await assert.rejects(q.schedulePut({ ...base, tags: 'nightly' }), invalid(TypeError))
+  await assert.rejects(q.schedulePut({ ...base, metadata: { k: 1 } }), invalid(TypeError))
+  assert.deepEqual((await q.scheduleList()).map((i) => i.name), ['tagged'])
+})
+
 test('with a reaper, the background scheduler fires schedules by itself', async (t) => {
   const q = await openTemp(t, { reaperIntervalMs: 30_000 })
   await q.schedulePut({ name: 'bg', spec: '* * * * * *', kind: 'tick', payload: 'hi' })

@@ -140,4 +140,4 @@ function limitSettings (settings) {
   }
 }
 
-module.exports = { ENQUEUE_KEYS, ITEM_KEYS, enqueueOptions, addItems, enqueueItems, completeArgs, completeManyArgs, limitSettings }
+module.exports = { ENQUEUE_KEYS, ITEM_KEYS, enqueueOptions, addItems, enqueueItems, completeArgs, completeManyArgs, limitSettings, optStrings, optTextMap }

@@ -52,6 +52,14 @@ export interface ScheduleOptions {
   maxCatchUp?: number
   /** Put it paused: it enqueues nothing until {@link Queue.scheduleResume}. */
   paused?: boolean
+  /**
+   * Each job's tags, as `enqueue`'s: at most 16, each 1 to 64 bytes
+   * without control characters (a repeated one is kept once); its jobs
+   * are then in `list({ tag })`, `countTag` and `find`.
+   */
+  tags?: string[]
+  /** Each job's metadata, as `enqueue`'s (at most 4 KiB). */
+  metadata?: Record<string, string>
 }
 
 /** Options of {@link scheduleNextTimes}. */

@@ -8,9 +8,10 @@
 
 const native = require('../index.js')
 const { typeError, options, str, optStr, optNum, optBool } = require('./check.js')
+const { optStrings, optTextMap } = require('./flow.js')
 
 const PUT_KEYS = new Set(['name', 'spec', 'kind', 'payload', 'timezone', 'anchor', 'scope', 'priority',
-  'maxAttempts', 'expiresInMs', 'catchUp', 'maxCatchUp', 'paused'])
+  'maxAttempts', 'expiresInMs', 'catchUp', 'maxCatchUp', 'paused', 'tags', 'metadata'])
 const NEXT_KEYS = new Set(['timezone', 'anchor', 'after', 'n'])
 
 /** An instant given as ms since the epoch or a Date; undefined when unset. */
@@ -34,7 +35,9 @@ function putArgs (o) {
     expiresInMs: optNum(o.expiresInMs, 'expiresInMs'),
     catchUp: optStr(o.catchUp, 'catchUp'),
     maxCatchUp: optNum(o.maxCatchUp, 'maxCatchUp'),
-    paused: optBool(o.paused, 'paused')
+    paused: optBool(o.paused, 'paused'),
+    tags: optStrings(o.tags, 'tags'),
+    metadata: optTextMap(o.metadata, 'metadata')
   }, o.payload]
 }
 

@@ -43,6 +43,8 @@ pub struct NativeScheduleOptions {
     pub catch_up: Option<String>,
     pub max_catch_up: Option<f64>,
     pub paused: Option<bool>,
+    pub tags: Option<Vec<String>>,
+    pub metadata: Option<std::collections::HashMap<String, String>>,
 }
 
 /// The core's schedule of `o`, with `payload`'s bytes and encoding.
@@ -73,6 +75,8 @@ fn schedule_of(
         .map(|n| Ok::<_, Failure>(whole(n, "maxCatchUp", 1, MAX_CATCH_UP_LIMIT as u64)? as u32))
         .transpose()?;
     s.paused = o.paused.unwrap_or(false);
+    s.tags = o.tags.unwrap_or_default();
+    s.metadata = o.metadata.unwrap_or_default().into_iter().collect();
     Ok(s)
 }
 
@@ -147,6 +151,10 @@ pub struct ScheduleInfo {
     pub max_catch_up: OrNull<u32>,
     /// A paused schedule enqueues nothing (and does not catch up on resume).
     pub paused: bool,
+    /// The tags of each job (duplicates removed).
+    pub tags: Vec<String>,
+    /// The metadata of each job.
+    pub metadata: std::collections::HashMap<String, String>,
     /// When it was created.
     pub created_at: f64,
     /// When it was last put, paused or resumed.
@@ -197,6 +205,8 @@ impl ScheduleInfo {
             catch_up: s.catch_up.name().to_string(),
             max_catch_up: OrNull(s.max_catch_up),
             paused: s.paused,
+            tags: s.tags,
+            metadata: s.metadata.into_iter().collect(),
             created_at: time(i.created_at),
             updated_at: time(i.updated_at),
             cursor: time(i.cursor),

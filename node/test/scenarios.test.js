@@ -98,9 +98,11 @@ function scheduleOptions (s) {
   const o = { name: scheduleName(s), spec: s.spec ?? '', kind: s.kind ?? '', payload: Buffer.from(String(s.payload ?? ''), 'utf8') }
   const names = {
     timezone: 'timezone', anchor_ms: 'anchor', scope: 'scope', priority: 'priority', max_attempts: 'maxAttempts',
-    expires_in_ms: 'expiresInMs', catch_up: 'catchUp', max_catch_up: 'maxCatchUp', paused: 'paused'
+    expires_in_ms: 'expiresInMs', catch_up: 'catchUp', max_catch_up: 'maxCatchUp', paused: 'paused',
+    tags: 'tags', metadata: 'metadata'
   }
   for (const [k, v] of Object.entries(names)) if (k in s) o[v] = s[k]
+  if ('metadata_size' in s) o.metadata = { big: 'x'.repeat(s.metadata_size) }
   return o
 }
 
@@ -109,7 +111,7 @@ function scheduleInfoJson (i) {
     name: i.name, spec: i.spec, timezone: i.timezone, kind: i.kind, priority: i.priority,
     max_attempts: i.maxAttempts, catch_up: i.catchUp, max_catch_up: i.maxCatchUp, paused: i.paused,
     enqueued: i.enqueued, skipped: i.skipped, has_next: i.nextSlot !== null, has_last: i.lastSlot !== null,
-    last_error: i.lastError
+    last_error: i.lastError, tags: i.tags, metadata: i.metadata
   }
 }
 

@@ -62,6 +62,8 @@ pub fn schedule_to_pb(s: &Schedule) -> pb::Schedule {
         catch_up: catch_up_to_pb(s.catch_up) as i32,
         max_catch_up: s.max_catch_up,
         paused: s.paused,
+        tags: s.tags.clone(),
+        metadata: s.metadata.clone().into_iter().collect(),
     }
 }
 
@@ -82,6 +84,8 @@ pub fn schedule_from_pb(s: pb::Schedule) -> Result<Schedule> {
         expires_in: s.expires_in_ms.map(Duration::from_millis),
         max_catch_up: s.max_catch_up,
         paused: s.paused,
+        tags: s.tags,
+        metadata: s.metadata.into_iter().collect(),
     })
 }
 
@@ -188,6 +192,9 @@ mod tests {
             max_catch_up: Some(5),
             paused: true,
             ..Schedule::new("nightly", "0 3 * * *", "report")
+                .tag("nightly")
+                .tag("team-a")
+                .meta("owner", "ops")
         }
     }
 

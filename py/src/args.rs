@@ -524,7 +524,7 @@ pub fn completion(
 
 /// `tags=`: a list (or tuple) of str. A lone str is refused: it would be
 /// read as one tag per character.
-fn tags(v: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+pub fn tags(v: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
     let bad = || type_error(format!("tags must be a list of str, got {}", type_name(v)));
     if v.is_instance_of::<PyString>() {
         return Err(bad());
@@ -542,7 +542,7 @@ fn tags(v: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
 }
 
 /// `metadata=`: a dict of str to str.
-fn metadata(v: &Bound<'_, PyAny>) -> PyResult<std::collections::BTreeMap<String, String>> {
+pub fn metadata(v: &Bound<'_, PyAny>) -> PyResult<std::collections::BTreeMap<String, String>> {
     let d = v.cast::<PyDict>().map_err(|_| {
         type_error(format!(
             "metadata must be a dict of str to str, got {}",

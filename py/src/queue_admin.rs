@@ -247,7 +247,7 @@ impl Queue {
     #[pyo3(signature = (name, spec, *, kind, **options),
         text_signature = "($self, name, spec, *, kind, payload=None, timezone=None, anchor=None, \
         scope=None, priority=None, max_attempts=None, expires_in=None, catch_up='one', \
-        max_catch_up=None, paused=False)")]
+        max_catch_up=None, paused=False, tags=None, metadata=None)")]
     fn schedule_put(
         &self,
         py: Python<'_>,

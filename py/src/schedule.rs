@@ -25,7 +25,7 @@ use crate::payload::{self, type_name};
 use crate::{args, task};
 
 /// The keywords of `schedule_put` besides `name`, `spec` and `kind`.
-pub const PUT_OPTIONS: [&str; 10] = [
+pub const PUT_OPTIONS: [&str; 12] = [
     "payload",
     "timezone",
     "anchor",
@@ -36,6 +36,8 @@ pub const PUT_OPTIONS: [&str; 10] = [
     "catch_up",
     "max_catch_up",
     "paused",
+    "tags",
+    "metadata",
 ];
 
 /// The schedule `schedule_put` was given; an option that is None is not
@@ -82,6 +84,8 @@ pub fn build(
                 s.max_catch_up = Some(args::int_in(v, "max_catch_up", 1, most)? as u32)
             }
             "paused" => s.paused = args::flag(v, "paused")?,
+            "tags" => s.tags = args::tags(v)?,
+            "metadata" => s.metadata = args::metadata(v)?,
             _ => {
                 return Err(invalid(
                     py,
@@ -353,6 +357,16 @@ impl ScheduleInfo {
     #[getter]
     fn max_catch_up(&self) -> Option<u32> {
         self.s().max_catch_up
+    }
+    /// Each job's tags (a list of str, duplicates removed).
+    #[getter]
+    fn tags(&self) -> Vec<String> {
+        self.s().tags.clone()
+    }
+    /// Each job's metadata (a dict of str to str).
+    #[getter]
+    fn metadata(&self) -> std::collections::BTreeMap<String, String> {
+        self.s().metadata.clone()
     }
     /// A paused schedule enqueues nothing (and does not catch up on resume).
     #[getter]

@@ -77,7 +77,7 @@ class StepFailed(AssertionError):
 
 # schedule_put's keywords a case gives as they are (the rest are converted).
 SCHEDULE_KEYS = ("timezone", "scope", "priority", "max_attempts", "catch_up", "max_catch_up",
-                 "paused")
+                 "paused", "tags", "metadata")
 
 
 def schedule_json(i: telha_jobs.ScheduleInfo) -> dict[str, Any]:
@@ -88,6 +88,7 @@ def schedule_json(i: telha_jobs.ScheduleInfo) -> dict[str, Any]:
         "max_catch_up": i.max_catch_up, "paused": i.paused, "enqueued": i.enqueued,
         "skipped": i.skipped, "has_next": i.next_slot is not None,
         "has_last": i.last_slot is not None, "last_error": i.last_error,
+        "tags": i.tags, "metadata": i.metadata,
     }
 
 
@@ -499,6 +500,8 @@ class Run:
                 kw["anchor"] = s["anchor_ms"] / 1000
             if "expires_in_ms" in s:
                 kw["expires_in"] = s["expires_in_ms"] / 1000
+            if "metadata_size" in s:
+                kw["metadata"] = {"big": "x" * s["metadata_size"]}
             payload = str(s.get("payload", "")).encode()
             return schedule_json(q.schedule_put(name, str(s.get("spec", "")),
                                                 kind=str(s.get("kind", "")), payload=payload, **kw))

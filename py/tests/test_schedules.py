@@ -194,6 +194,32 @@ def test_run_schedules_fires_one_job_per_slot(queue: Queue) -> None:
     assert queue.schedule_get("tick").enqueued == 1
 
 
+def test_tags_and_metadata_go_on_every_slots_job(queue: Queue) -> None:
+    info = queue.schedule_put("tagged", "* * * * * *", kind="tick",
+                              tags=["nightly", "team-a", "nightly"], metadata={"owner": "ops"})
+    assert (info.tags, info.metadata) == (["nightly", "team-a"], {"owner": "ops"})
+    assert queue.schedule_get("tagged").tags == ["nightly", "team-a"]
+    time.sleep(1.1)
+    assert queue.run_schedules().enqueued == 1
+    job = queue.lease_next("w1")
+    assert job is not None and job.schedule is not None and job.schedule.name == "tagged"
+    assert (job.tags, job.metadata) == (["nightly", "team-a"], {"owner": "ops"})
+    assert [j.id for j in queue.list(tag="team-a")] == [job.id]
+    assert queue.count_tag("nightly")["leased"] == 1
+    # Bad ones are refused at put, naming the limit, and nothing is written.
+    for kw, why in [
+        ({"tags": [f"t{i}" for i in range(17)]}, "at most 16 tags"),
+        ({"tags": ["x" * 65]}, "1 to 64 bytes"),
+        ({"tags": ["a\nb"]}, "control character"),
+        ({"metadata": {"k": "v" * 5120}}, "limit of 4096 bytes"),
+    ]:
+        with pytest.raises(InvalidArgumentError, match=why):
+            queue.schedule_put("bad", "@daily", kind="k", **kw)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        queue.schedule_put("bad", "@daily", kind="k", tags="nightly")
+    assert [i.name for i in queue.schedule_list()] == ["tagged"]
+
+
 def test_the_background_scheduler_fires_by_itself(tmp_path: Path) -> None:
     with Queue(tmp_path / "store", reaper_interval=0.1) as q:
         q.schedule_put("tick", "* * * * * *", kind="tick")
@@ -210,8 +236,10 @@ def test_asyncio_calls(tmp_path: Path) -> None:
     async def main() -> None:
         async with await AsyncQueue.open(tmp_path / "store", reaper_interval=0) as aq:
             assert await aq.schedule_list() == []
-            info = await aq.schedule_put("tick", "* * * * * *", kind="tick", payload=b"raw")
+            info = await aq.schedule_put("tick", "* * * * * *", kind="tick", payload=b"raw",
+                                         tags=["nightly"], metadata={"owner": "ops"})
             assert info.payload == b"raw"
+            assert (info.tags, info.metadata) == (["nightly"], {"owner": "ops"})
             assert (await aq.schedule_get("tick")).name == "tick"
             assert [i.name for i in await aq.schedule_list()] == ["tick"]
             assert (await aq.schedule_pause("tick")).paused
@@ -221,7 +249,9 @@ def test_asyncio_calls(tmp_path: Path) -> None:
             assert r.enqueued == 1
             job = await aq.lease_next("w1")
             assert job is not None and job.schedule is not None and job.schedule.name == "tick"
+            assert (job.tags, job.metadata) == (["nightly"], {"owner": "ops"})
             assert [j.id for j in await aq.list(schedule="tick")] == [job.id]
+            assert [j.id for j in await aq.list(tag="nightly")] == [job.id]
             with pytest.raises(InvalidArgumentError):
                 await aq.schedule_put("bad", "every 0s", kind="k")
             await aq.schedule_delete("tick")

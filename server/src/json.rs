@@ -243,7 +243,7 @@ pub fn schedule_json(i: &ScheduleInfo) -> Json {
         "priority": s.priority, "max_attempts": s.max_attempts,
         "expires_in_ms": s.expires_in.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         "catch_up": s.catch_up.name(), "max_catch_up": s.max_catch_up,
-        "paused": s.paused,
+        "paused": s.paused, "tags": s.tags, "metadata": s.metadata,
         "created_at_ms": i.created_at, "created_at": time(i.created_at),
         "updated_at_ms": i.updated_at, "updated_at": time(i.updated_at),
         "cursor_ms": i.cursor, "cursor": time(i.cursor),

@@ -58,6 +58,9 @@ fn full(name: &str) -> Schedule {
         catch_up: CatchUp::All,
         max_catch_up: Some(7),
         ..Schedule::new(name, "0 3 * * *", "report")
+            .tag("nightly")
+            .tag("team-a")
+            .meta("owner", "ops")
     }
 }
 
@@ -111,8 +114,12 @@ fn schedules_round_trip_through_remote_queue_as_the_embedded_queue_answers() {
 fn run_schedules_enqueues_each_slot_once_and_jobs_carry_their_schedule() {
     let (s, clock) = served_at(T0, None);
     let c = s.client();
-    c.schedule_put(&Schedule::new("tick", "every 1m", "tick"))
-        .unwrap();
+    c.schedule_put(
+        &Schedule::new("tick", "every 1m", "tick")
+            .tag("ticks")
+            .meta("k", "v"),
+    )
+    .unwrap();
     c.schedule_put(&Schedule::new("other", "every 1h", "other"))
         .unwrap();
     assert_eq!(c.run_schedules().unwrap().enqueued, 0, "nothing is due yet");
@@ -137,6 +144,12 @@ fn run_schedules_enqueues_each_slot_once_and_jobs_carry_their_schedule() {
     };
     assert_eq!(job.schedule.as_ref(), Some(&want));
     assert_eq!(Some(job.id), info.last_job);
+    // The template's tags and metadata are on the job, and in the index.
+    assert_eq!(
+        (job.tags.as_slice(), job.metadata["k"].as_str()),
+        (&["ticks".to_string()][..], "v")
+    );
+    assert_eq!(c.count_tag("ticks", None).unwrap().leased, 1);
     let got = c.get(&job.id).unwrap().unwrap();
     assert_eq!(got.schedule.as_ref(), Some(&want));
     assert_eq!(got, s.queue.get(&job.id).unwrap().unwrap());

@@ -23,7 +23,7 @@ fn every_read_answers_its_documented_shape() {
         .lease_next("w-7", &LeaseOptions::default())
         .unwrap()
         .unwrap();
-    q.schedule_put(&Schedule::new("nightly", "0 3 * * *", "report"))
+    q.schedule_put(&Schedule::new("nightly", "0 3 * * *", "report").tag("reports"))
         .unwrap();
     q.set_limit(
         &"kind:ingest".parse().unwrap(),
@@ -148,6 +148,8 @@ fn every_read_answers_its_documented_shape() {
     let sch = h.get("/api/v1/schedules").json();
     assert_eq!(sch["schedules"][0]["name"], json!("nightly"));
     assert!(sch["schedules"][0]["next_slot_ms"].is_u64());
+    assert_eq!(sch["schedules"][0]["tags"], json!(["reports"]));
+    assert_eq!(sch["schedules"][0]["metadata"], json!({}));
 
     let api = h.get("/api/v1/openapi.json").json();
     assert_eq!(api["openapi"].as_str().map(|v| &v[..2]), Some("3."));

@@ -520,6 +520,8 @@ function paintSchedules(r) {
     const path = 'schedules/' + encodeURIComponent(s.name);
     return h('tr', {},
       h('td', {}, h('a', { href: jobsHref({ schedule: s.name }) }, s.name)), h('td', {}, s.kind),
+      h('td', { class: 'small', testid: 'sched-tags-' + s.name, title: Object.entries(s.metadata || {}).map(([k, v]) => k + '=' + v).join('\n') },
+        (s.tags || []).flatMap((t, i) => [i ? ', ' : null, h('a', { href: jobsHref({ tag: t }) }, t)])),
       h('td', { class: 'mono' }, s.spec ?? s.cron ?? ''), h('td', {}, s.timezone ?? s.tz ?? 'UTC'),
       h('td', {}, s.paused ? h('span', { class: 'badge' }, 'paused') : 'active'),
       h('td', { class: 'nowrap' }, s.next_slot_ms != null ? when(s.next_slot, s.next_slot_ms) : '—'),
@@ -531,7 +533,7 @@ function paintSchedules(r) {
         ? btn('Resume', { class: 'small', testid: 'btn-sched-resume-' + s.name }, () => act(`Resume schedule ${s.name}?`, path + '/resume', {}, { ok: 'Resume', done: () => 'Resumed ' + s.name }))
         : btn('Pause', { class: 'small', testid: 'btn-sched-pause-' + s.name }, () => act(`Pause schedule ${s.name}? Its slots are not fired while paused.`, path + '/pause', {}, { ok: 'Pause', done: () => 'Paused ' + s.name }))) : null);
   });
-  const head = h('tr', {}, ['name', 'kind', 'spec', 'zone', 'status', 'next slot', 'last slot', 'last job', 'enqueued', 'skipped', 'last error'].map((t) => h('th', {}, t)), canAct() ? h('th') : null);
+  const head = h('tr', {}, ['name', 'kind', 'tags', 'spec', 'zone', 'status', 'next slot', 'last slot', 'last job', 'enqueued', 'skipped', 'last error'].map((t) => h('th', {}, t)), canAct() ? h('th') : null);
   fill(S.view.data, all.length
     ? tableWrap(h('table', { class: 'grid', testid: 'schedules-table' }, h('thead', {}, head), h('tbody', {}, rows)))
     : h('p', { class: 'muted' }, 'No schedules.'));

@@ -87,6 +87,8 @@ tj_status op_results_of_children(struct run *r, const jval *s, jval **obs, tj_er
 tj_status tag_options(const jval *s, tj_enqueue_options *o, tj_error **err);
 void put_job_tags(jval *o, const tj_job *j);
 void put_info_tags(jval *o, const tj_job_info *i);
+tj_status schedule_tag_settings(const jval *s, tj_schedule *sc, tj_error **err);
+void put_schedule_tags(jval *o, const tj_schedule_info *i);
 tj_status op_count_tag(struct run *r, const jval *s, jval **obs, tj_error **err);
 tj_status op_find(struct run *r, const jval *s, jval **obs, tj_error **err);
 /* scenario_settle_many.c: the batch failures and releases. */

@@ -54,6 +54,7 @@ static jval *schedule_json(const tj_schedule_info *i) {
     jobj_put(o, "has_next", jnew_bool(tj_schedule_info_has_next_slot(i)));
     jobj_put(o, "has_last", jnew_bool(tj_schedule_info_has_last_slot(i)));
     jobj_put(o, "last_error", jnew_str(tj_schedule_info_last_error(i)));
+    put_schedule_tags(o, i);
     return o;
 }
 
@@ -99,6 +100,7 @@ static tj_status schedule_settings(struct run *r, const jval *s, tj_schedule *sc
     if (has && st == TJ_STATUS_OK) st = tj_schedule_set_expires_in_ms(sc, v);
     if (!opt_uint(r, s, "max_catch_up", UINT32_MAX, &has, &v)) return RUNNER_ERROR;
     if (has && st == TJ_STATUS_OK) st = tj_schedule_set_max_catch_up(sc, (uint32_t)v);
+    if (st == TJ_STATUS_OK) st = schedule_tag_settings(s, sc, err);
     return st;
 }
 

@@ -1,6 +1,7 @@
-/* Conformance steps for tags and metadata (issue 42): the enqueue
- * arguments `tags`, `metadata` and `metadata_size`, the `tags` and
- * `metadata` fields of a leased job and a job info, and `count_tag`. */
+/* Conformance steps for tags and metadata (issue 42): the enqueue (and
+ * schedule_put) arguments `tags`, `metadata` and `metadata_size`, the
+ * `tags` and `metadata` fields of a leased job, a job info and a schedule,
+ * and `count_tag`. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,34 @@ tj_status tag_options(const jval *s, tj_enqueue_options *o, tj_error **err) {
         free(big);
     }
     return st;
+}
+
+tj_status schedule_tag_settings(const jval *s, tj_schedule *sc, tj_error **err) {
+    tj_status st = TJ_STATUS_OK;
+    const jval *tags = jget(s, "tags");
+    for (size_t i = 0; tags && tags->t == J_ARR && i < tags->len && st == TJ_STATUS_OK; i++)
+        st = tj_schedule_add_tag(sc, tags->items[i]->str ? tags->items[i]->str : "", err);
+    const jval *meta = jget(s, "metadata");
+    for (size_t i = 0; meta && meta->t == J_OBJ && i < meta->len && st == TJ_STATUS_OK; i++)
+        st = tj_schedule_set_meta(sc, meta->keys[i], meta->items[i]->str ? meta->items[i]->str : "", err);
+    double n;
+    if (st == TJ_STATUS_OK && jget_num(s, "metadata_size", &n)) {
+        char *big = jx_alloc((size_t)n + 1);
+        memset(big, 'x', (size_t)n);
+        big[(size_t)n] = '\0';
+        st = tj_schedule_set_meta(sc, "big", big, err);
+        free(big);
+    }
+    return st;
+}
+
+void put_schedule_tags(jval *o, const tj_schedule_info *i) {
+    jval *tags = jnew_arr(), *meta = jnew_obj();
+    for (size_t k = 0; k < tj_schedule_info_tag_count(i); k++) jarr_push(tags, jnew_str(tj_schedule_info_tag(i, k)));
+    for (size_t k = 0; k < tj_schedule_info_meta_count(i); k++)
+        jobj_put(meta, tj_schedule_info_meta_key(i, k), jnew_str(tj_schedule_info_meta_value(i, k)));
+    jobj_put(o, "tags", tags);
+    jobj_put(o, "metadata", meta);
 }
 
 void put_job_tags(jval *o, const tj_job *j) {

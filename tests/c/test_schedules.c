@@ -4,7 +4,8 @@
  * NOT_FOUND for unknown names; tj_schedule_next_times' values and its
  * buffer rules; an every-second schedule firing through
  * tj_queue_run_schedules, its job carrying the schedule, and list filtered
- * by schedule; NULL for every pointer; every call on a closed queue. */
+ * by schedule; tags and metadata on its jobs (test_schedule_tags.h); NULL
+ * for every pointer; every call on a closed queue. */
 #include "harness.h"
 
 static const char BAD_UTF8[] = "nightly\xff\xfe";
@@ -546,12 +547,15 @@ static void every_schedule_call_on_a_closed_queue_answers_closed(void) {
     tmpdir_remove(dir);
 }
 
+#include "test_schedule_tags.h"
+
 int main(void) {
     static const struct tj_test tests[] = {
         TEST(a_schedule_round_trips_through_put_get_list_pause_resume_and_delete),
         TEST(every_bad_schedule_is_refused_at_put_with_a_message),
         TEST(next_times_answers_the_specs_fire_times_into_the_callers_buffer),
         TEST(an_every_second_schedule_fires_through_run_schedules),
+        TEST(a_schedules_tags_and_metadata_go_on_its_jobs),
         TEST(null_arguments_are_refused_by_name),
         TEST(every_schedule_call_on_a_closed_queue_answers_closed),
     };

@@ -89,7 +89,7 @@ export async function seed(dir) {
   const bad = await q.leaseNext('seeder', { kinds: 'email' });
   await q.fail(bad, INJECT_ERROR, { retryable: false });
   ids.dead.email = [bad.id];
-  await q.schedulePut({ name: 'yearly-report', spec: '@yearly', kind: 'report', payload: { year: true } });
+  await q.schedulePut({ name: 'yearly-report', spec: '@yearly', kind: 'report', payload: { year: true }, tags: ['reports'], metadata: { owner: 'ops' } });
   await q.close();
   return ids;
 }

@@ -279,6 +279,11 @@ test('read-only: no action in the DOM, POSTs answer 403', { timeout: 60000 }, as
     await page.goto(srv.ui + '/#/schedules');
     await page.waitForSelector(sel('schedules-table'));
     assert.equal(await page.locator('main button').count(), 0);
+    // The tags its jobs get, each a link to the jobs carrying it (issue 42).
+    const tagCell = page.locator(sel('sched-tags-yearly-report'));
+    assert.equal(await tagCell.textContent(), 'reports');
+    assert.equal(await tagCell.getAttribute('title'), 'owner=ops');
+    assert.match(await tagCell.locator('a').getAttribute('href'), /#\/jobs\?tag=reports$/);
     const answer = await page.evaluate(async (id) => {
       const info = await (await fetch('/api/v1/info')).json();
       const r = await fetch(`/api/v1/jobs/${id}/retry`, {

@@ -397,6 +397,9 @@ fn bad_schedule_input_is_a_usage_error_that_creates_no_store() {
         "f",
     ])
     .fails(2, "cannot be used with");
+    let long = "t".repeat(65);
+    put(&["x", "--every", "5m", "--kind", "k", "--tag", &long]).fails(2, "1 to 64 bytes");
+    put(&["x", "--every", "5m", "--kind", "k", "--meta", "nokey"]).fails(2, "KEY=VALUE");
     assert!(!db.exists(), "a refused put created the store");
 
     telha(
@@ -413,4 +416,52 @@ fn bad_schedule_input_is_a_usage_error_that_creates_no_store() {
     put(&["x", "--every", "5m", "--kind", "k"]).ok();
     telha(db, &["schedules", "show", "nope"]).fails(1, "no schedule \"nope\"");
     telha(db, &["jobs", "ls", "--schedule", ""]).fails(2, "schedule name is empty");
+}
+
+#[test]
+fn put_with_tags_and_metadata_shows_them_and_its_jobs_carry_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let args = [
+        "schedules",
+        "put",
+        "tagged",
+        "--every",
+        "1h",
+        "--kind",
+        "report",
+        "--tag",
+        "nightly",
+        "--tag",
+        "team-a",
+        "--tag",
+        "nightly",
+        "--meta",
+        "owner=ops",
+    ];
+    let out = telha(db, &args);
+    let text = out.ok();
+    assert!(text.contains("tags            nightly, team-a\n"), "{text}");
+    assert!(text.contains("meta            owner=ops\n"), "{text}");
+    let v = telha(db, &["--json", "schedules", "show", "tagged"]).json();
+    assert_eq!(v["tags"], serde_json::json!(["nightly", "team-a"]));
+    assert_eq!(v["metadata"]["owner"], "ops");
+    // Two hours on: its slot's job is listed under each tag.
+    {
+        let q = Queue::open_with_clock(
+            db,
+            config(),
+            Arc::new(ManualClock::new(now_ms() + 2 * 3_600_000)),
+        )
+        .unwrap();
+        assert_eq!(q.run_schedules().unwrap().enqueued, 1);
+        q.close();
+    }
+    for tag in ["nightly", "team-a"] {
+        let ls = telha(db, &["--json", "jobs", "ls", "--tag", tag]).json();
+        let jobs = ls["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), 1, "{ls}");
+        assert_eq!(jobs[0]["schedule"]["name"], "tagged");
+        assert_eq!(jobs[0]["metadata"]["owner"], "ops");
+    }
 }

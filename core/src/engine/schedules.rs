@@ -188,6 +188,8 @@ fn new_job(s: &Schedule, slot: u64) -> Result<NewJob> {
             idempotency_key: Some(sc::idempotency_key(&s.name, slot)),
             encoding: s.encoding,
             expires_at,
+            tags: s.tags.clone(),
+            metadata: s.metadata.clone(),
             ..EnqueueOptions::default()
         },
     })
@@ -236,9 +238,10 @@ impl Engine {
     /// Create or replace the schedule `s.name`. An update keeps what the
     /// schedule has done (its cursor: no slot is enqueued twice) unless its
     /// spec, zone or anchor changed, when it starts afresh from now.
-    pub fn schedule_put(&self, s: Schedule) -> Result<ScheduleInfo> {
+    pub fn schedule_put(&self, mut s: Schedule) -> Result<ScheduleInfo> {
         self.writable()?;
         let spec = s.validate()?;
+        s.tags = crate::tags::normalize_tags(&s.tags)?;
         // The job must fit this store's rules now, not fail at fire time.
         let mut probe = new_job(&s, crate::limits::MAX_INSTANT_MS / 2)?;
         probe.options.expires_at = None;

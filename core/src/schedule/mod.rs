@@ -18,6 +18,7 @@ mod queue;
 pub(crate) mod record;
 pub mod spec;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -140,6 +141,13 @@ pub struct Schedule {
     /// A paused schedule enqueues nothing; the slots that pass while it is
     /// paused are not caught up when it resumes.
     pub paused: bool,
+    /// The tags of each job (see [`crate::EnqueueOptions::tags`]): at most
+    /// 16, each 1 to 64 bytes without control characters; duplicates are
+    /// removed when the schedule is put.
+    pub tags: Vec<String>,
+    /// The metadata of each job (see [`crate::EnqueueOptions::metadata`]):
+    /// at most 4 KiB.
+    pub metadata: BTreeMap<String, String>,
 }
 
 impl Schedule {
@@ -154,12 +162,27 @@ impl Schedule {
         }
     }
 
+    /// Add tag `t` to each job (see [`Schedule::tags`]).
+    pub fn tag(mut self, t: impl Into<String>) -> Self {
+        self.tags.push(t.into());
+        self
+    }
+
+    /// Set metadata `key` to `value` on each job (see [`Schedule::metadata`]).
+    pub fn meta(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+
     /// Check everything but the job's fit to the store's limits (the
     /// engine checks those): the name, the spec with its zone and anchor,
-    /// the kind, the numbers. Answers the parsed spec.
+    /// the kind, the tags and metadata, the numbers. Answers the parsed
+    /// spec.
     pub fn validate(&self) -> Result<Spec> {
         validate_name(&self.name)?;
         crate::job::validate_kind(&self.kind)?;
+        crate::tags::normalize_tags(&self.tags)?;
+        crate::tags::validate_metadata(&self.metadata)?;
         if self.max_attempts == Some(0) {
             return Err(Error::invalid("max_attempts must be at least 1"));
         }

@@ -3,6 +3,11 @@
 //! fields by position, then an extension map whose unknown tags, and any
 //! elements after it, are kept as their exact bytes and written back), so
 //! a row written by a newer build survives being rewritten by this one.
+//!
+//! Extension tags (never renumbered or reused): 1 = the job template's
+//! tags (an array of strings), 2 = its metadata (a map of strings to
+//! strings); both issue 42, written only when not empty, and read by an
+//! older build as unknown tags it writes back unchanged.
 
 use std::time::Duration;
 
@@ -15,6 +20,11 @@ use super::{CatchUp, Schedule, ScheduleInfo};
 
 const FORMAT_V1: u8 = 1;
 const KNOWN_FIELDS: usize = 22;
+
+/// Extension tag: the job template's tags.
+const EXT_TAGS: u64 = 1;
+/// Extension tag: the job template's metadata.
+const EXT_METADATA: u64 = 2;
 
 /// A stored schedule: what was put and what it has done.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -58,7 +68,8 @@ pub fn encode(r: &ScheduleRecord) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + s.payload.len() + s.spec.len() + s.kind.len());
     out.push(FORMAT_V1);
     let mut w = Writer(&mut out);
-    let with_ext = !r.unknown.is_empty() || !r.tail.is_empty();
+    let known_ext = usize::from(!s.tags.is_empty()) + usize::from(!s.metadata.is_empty());
+    let with_ext = known_ext > 0 || !r.unknown.is_empty() || !r.tail.is_empty();
     w.array(KNOWN_FIELDS + usize::from(with_ext) + r.tail.len());
     w.str(&s.spec);
     w.opt_str(s.timezone.as_deref());
@@ -83,7 +94,22 @@ pub fn encode(r: &ScheduleRecord) -> Vec<u8> {
     w.uint(r.skipped);
     w.opt_str(r.last_error.as_deref());
     if with_ext {
-        w.map(r.unknown.len());
+        w.map(known_ext + r.unknown.len());
+        if !s.tags.is_empty() {
+            w.uint(EXT_TAGS);
+            w.array(s.tags.len());
+            for t in &s.tags {
+                w.str(t);
+            }
+        }
+        if !s.metadata.is_empty() {
+            w.uint(EXT_METADATA);
+            w.map(s.metadata.len());
+            for (k, v) in &s.metadata {
+                w.str(k);
+                w.str(v);
+            }
+        }
         for (t, v) in &r.unknown {
             w.uint(*t);
             w.raw(v);
@@ -159,8 +185,23 @@ pub fn decode(name: &[u8], b: &[u8]) -> Result<ScheduleRecord> {
     for i in KNOWN_FIELDS..n {
         if i == KNOWN_FIELDS && r.peek_map() {
             for _ in 0..r.map()? {
-                let t = r.uint()?;
-                rec.unknown.push((t, r.skip()?.to_vec()));
+                match r.uint()? {
+                    EXT_TAGS => {
+                        let n = r.array()?;
+                        let tags = &mut rec.schedule.tags;
+                        *tags = Vec::with_capacity(n.min(crate::tags::MAX_TAGS));
+                        for _ in 0..n {
+                            tags.push(r.str()?);
+                        }
+                    }
+                    EXT_METADATA => {
+                        for _ in 0..r.map()? {
+                            let k = r.str()?;
+                            rec.schedule.metadata.insert(k, r.str()?);
+                        }
+                    }
+                    t => rec.unknown.push((t, r.skip()?.to_vec())),
+                }
             }
         } else {
             rec.tail.push(r.skip()?.to_vec());
@@ -193,7 +234,10 @@ mod tests {
                 max_catch_up: Some(10),
                 paused: true,
                 ..Schedule::default()
-            },
+            }
+            .tag("nightly")
+            .tag("müller")
+            .meta("owner", "ops"),
             created_at: 1,
             updated_at: 2,
             cursor: 3,
@@ -220,7 +264,9 @@ mod tests {
 
     #[test]
     fn a_newer_builds_fields_are_kept_when_rewritten() {
-        let r = sample();
+        let mut r = sample();
+        r.schedule.tags.clear();
+        r.schedule.metadata.clear();
         let mut b = encode(&r);
         // Rewrite the array header for two more elements: a map with one
         // unknown tag, and a trailing string.
@@ -231,6 +277,65 @@ mod tests {
         assert_eq!(got.unknown, vec![(42, vec![0xa2, b'h', b'i'])]);
         assert_eq!(got.tail, vec![vec![0xa3, b'e', b'n', b'd']]);
         assert_eq!(encode(&got), b);
+    }
+
+    #[test]
+    fn tags_and_metadata_are_extension_tags_1_and_2() {
+        let r = sample();
+        let plain = ScheduleRecord {
+            schedule: Schedule {
+                tags: Vec::new(),
+                metadata: Default::default(),
+                ..r.schedule.clone()
+            },
+            ..r.clone()
+        };
+        // Without them the row is the fixed fields alone (what the build
+        // before issue 42's schedules wrote).
+        let b = encode(&plain);
+        assert_eq!(&b[1..4], &[0xdc, 0, KNOWN_FIELDS as u8]);
+        // With them: one more element, the map {1: [tags], 2: {metadata}}.
+        let t = encode(&r);
+        assert_eq!(&t[1..4], &[0xdc, 0, KNOWN_FIELDS as u8 + 1]);
+        let ext = &t[b.len()..];
+        let mut want = vec![0x82, 0x01, 0x92, 0xa7];
+        want.extend_from_slice(b"nightly");
+        want.push(0xa7);
+        want.extend_from_slice("müller".as_bytes());
+        want.extend_from_slice(&[0x02, 0x81, 0xa5]);
+        want.extend_from_slice(b"owner");
+        want.push(0xa3);
+        want.extend_from_slice(b"ops");
+        assert_eq!(ext, &want[..]);
+    }
+
+    #[test]
+    fn an_older_build_keeps_the_templates_tags_as_unknown_tags() {
+        // What a build without extension tags 1 and 2 reads: the fixed
+        // fields, and both tags as unknown ones (exact bytes) it writes
+        // back unchanged, so rolling back and forth loses nothing.
+        let r = sample();
+        let bytes = encode(&r);
+        let mut old = decode(b"nightly", &bytes).unwrap();
+        let mut unknown = Vec::new();
+        {
+            let mut v = Vec::new();
+            let mut w = Writer(&mut v);
+            w.array(2);
+            w.str("nightly");
+            w.str("müller");
+            unknown.push((EXT_TAGS, v));
+            let mut v = Vec::new();
+            let mut w = Writer(&mut v);
+            w.map(1);
+            w.str("owner");
+            w.str("ops");
+            unknown.push((EXT_METADATA, v));
+        }
+        old.schedule.tags.clear();
+        old.schedule.metadata.clear();
+        old.unknown = unknown;
+        assert_eq!(encode(&old), bytes);
     }
 
     #[test]

@@ -443,3 +443,82 @@ fn the_scheduler_thread_fires_on_the_real_clock() {
         .contains("telha_jobs_schedule_enqueued_total{schedule=\"fast\"}"));
     q.close();
 }
+
+#[test]
+fn a_schedules_jobs_carry_its_tags_and_metadata_through_a_reopen() {
+    let mut s = store_at(MIDNIGHT);
+    let info = put(
+        &s,
+        Schedule::new("tagged", "0 * * * *", "report")
+            .tag("nightly")
+            .tag("team-a")
+            .tag("nightly")
+            .meta("owner", "ops"),
+    );
+    assert_eq!(
+        info.schedule.tags,
+        ["nightly", "team-a"],
+        "duplicates removed"
+    );
+    assert_eq!(info.schedule.metadata["owner"], "ops");
+    s.set_now(MIDNIGHT + 3_600_000);
+    assert_eq!(s.q.run_schedules().unwrap().enqueued, 1);
+    s.reopen();
+    let got = s.q.schedule_get("tagged").unwrap();
+    assert_eq!(got.schedule.tags, ["nightly", "team-a"]);
+    assert_eq!(got.schedule.metadata["owner"], "ops");
+    s.set_now(MIDNIGHT + 2 * 3_600_000);
+    assert_eq!(s.q.run_schedules().unwrap().enqueued, 1);
+    // Both slots' jobs are listed under each tag, and carry the metadata.
+    for tag in ["nightly", "team-a"] {
+        let page =
+            s.q.list(&ListQuery {
+                tag: Some(tag.into()),
+                ..ListQuery::default()
+            })
+            .unwrap();
+        let slots: Vec<u64> = page
+            .jobs
+            .iter()
+            .map(|j| j.schedule.as_ref().unwrap().slot)
+            .collect();
+        assert_eq!(slots, [MIDNIGHT + 3_600_000, MIDNIGHT + 2 * 3_600_000]);
+        assert_eq!(s.q.count_tag(tag, None).unwrap().pending, 2);
+    }
+    let j = s.must_lease("w");
+    assert_eq!(j.tags, ["nightly", "team-a"]);
+    assert_eq!(j.metadata["owner"], "ops");
+    // An update without tags: the next slot's job carries none.
+    put(&s, Schedule::new("tagged", "0 * * * *", "report"));
+    s.set_now(MIDNIGHT + 3 * 3_600_000);
+    assert_eq!(s.q.run_schedules().unwrap().enqueued, 1);
+    assert_eq!(s.q.count_tag("nightly", None).unwrap().total(), 2);
+    assert_consistent(&s.q);
+}
+
+#[test]
+fn bad_template_tags_and_metadata_are_refused_at_put_and_write_nothing() {
+    let s = store_at(MIDNIGHT);
+    let ok = || Schedule::new("t", "0 * * * *", "k");
+    let seventeen: Vec<String> = (0..17).map(|i| format!("t{i}")).collect();
+    let cases: Vec<(Schedule, &str)> = vec![
+        (
+            Schedule {
+                tags: seventeen,
+                ..ok()
+            },
+            "at most 16 tags",
+        ),
+        (ok().tag("x".repeat(65)), "1 to 64 bytes"),
+        (ok().tag("a\u{1}b"), "control character"),
+        (ok().meta("k", "v".repeat(5 * 1024)), "limit of 4096 bytes"),
+        (ok().meta("a\nb", "v"), "metadata key"),
+    ];
+    for (sched, needle) in cases {
+        let e = expect_err(s.q.schedule_put(&sched), ErrorKind::InvalidArgument);
+        assert!(e.to_string().contains(needle), "{needle}: {e}");
+    }
+    assert!(s.q.schedule_list().unwrap().is_empty());
+    s.set_now(MIDNIGHT + 3_600_000);
+    assert_eq!(s.q.run_schedules().unwrap().enqueued, 0);
+}

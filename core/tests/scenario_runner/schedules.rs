@@ -43,7 +43,7 @@ pub(crate) fn info_json(i: &ScheduleInfo) -> Json {
         "catch_up": s.catch_up.name(), "max_catch_up": s.max_catch_up,
         "paused": s.paused, "enqueued": i.enqueued, "skipped": i.skipped,
         "has_next": i.next_slot.is_some(), "has_last": i.last_slot.is_some(),
-        "last_error": i.last_error,
+        "last_error": i.last_error, "tags": s.tags, "metadata": s.metadata,
     })
 }
 
@@ -68,6 +68,13 @@ impl Run {
             max_catch_up: narrow(opt_uint(s, "max_catch_up")?, "max_catch_up")?,
             paused: s.get("paused").and_then(Json::as_bool).unwrap_or(false),
             ..Schedule::default()
+        };
+        // Tags, metadata and `metadata_size` as an enqueue's.
+        let (_, _, o) = super::args::new_job_args(s)?;
+        let sched = Schedule {
+            tags: o.tags,
+            metadata: o.metadata,
+            ..sched
         };
         let q = self.q().map_err(Error::Storage)?;
         Ok(info_json(&q.schedule_put(&sched)?))

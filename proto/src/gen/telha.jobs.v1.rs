@@ -755,7 +755,7 @@ pub struct PausedResponse {
     pub scopes: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
 }
 /// A schedule as its owner writes it (telha_jobs::Schedule).
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct Schedule {
     /// Unique within the store: 1 to 200 bytes, no control characters.
     #[prost(string, tag = "1")]
@@ -793,9 +793,18 @@ pub struct Schedule {
     pub max_catch_up: ::core::option::Option<u32>,
     #[prost(bool, tag = "14")]
     pub paused: bool,
+    /// Each job's tags and metadata, as NewJob's (17, 18); duplicate tags are
+    /// removed when the schedule is put.
+    #[prost(string, repeated, tag = "15")]
+    pub tags: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(map = "string, string", tag = "16")]
+    pub metadata: ::std::collections::HashMap<
+        ::prost::alloc::string::String,
+        ::prost::alloc::string::String,
+    >,
 }
 /// A schedule as the store holds it: what was put, and what it has done.
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ScheduleInfo {
     #[prost(message, optional, tag = "1")]
     pub schedule: ::core::option::Option<Schedule>,
@@ -852,7 +861,7 @@ pub struct RunReport {
     #[prost(uint64, tag = "4")]
     pub failed: u64,
 }
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct SchedulePutRequest {
     #[prost(message, optional, tag = "1")]
     pub schedule: ::core::option::Option<Schedule>,
@@ -872,7 +881,7 @@ pub struct SchedulePauseRequest {
     #[prost(string, tag = "1")]
     pub name: ::prost::alloc::string::String,
 }
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ScheduleResponse {
     #[prost(message, optional, tag = "1")]
     pub schedule: ::core::option::Option<ScheduleInfo>,

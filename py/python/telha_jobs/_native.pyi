@@ -312,6 +312,12 @@ class ScheduleInfo:
     @property
     def paused(self) -> bool: ...
     @property
+    def tags(self) -> list[str]:
+        """Each job's tags (duplicates removed)."""
+    @property
+    def metadata(self) -> dict[str, str]:
+        """Each job's metadata."""
+    @property
     def created_at(self) -> float: ...
     @property
     def updated_at(self) -> float: ...
@@ -886,6 +892,8 @@ class Queue:
         catch_up: _CatchUp = "one",
         max_catch_up: int | None = None,
         paused: bool = False,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, str] | None = None,
     ) -> ScheduleInfo:
         """Create or replace the schedule ``name``: a ``kind`` job (payload
         as ``enqueue`` takes it) for every slot of ``spec`` (``"0 3 * * *"``,

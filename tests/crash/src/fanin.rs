@@ -6,15 +6,12 @@
 //! once (one `children_done` entry in its log), and a waiting parent
 //! counts exactly its unfinished children; `check()` is clean.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rand::rngs::SmallRng;
-use rand::{RngExt, SeedableRng};
 use telha_jobs::{Config, LeaseOptions, ListQuery, NewJob, Queue, State};
 
-use crate::schedules::Checks;
+use crate::driver::{kill_loop, Owner, Params};
 
 const GROUPS: usize = 400;
 const MORE_PER_KILL: usize = 100;
@@ -58,78 +55,29 @@ pub fn owner(store: &Path, sync_writes: bool, max_secs: u64) {
 /// `telha-crash fanin`: every sync mode in `modes`, then exit with the
 /// verdict.
 pub fn main(kills: u32, modes: &[bool], seed: Option<u64>) -> ! {
-    let seed = seed.unwrap_or_else(|| crate::log::now_us() ^ u64::from(std::process::id()));
-    let tmp = tempfile::Builder::new()
-        .prefix("telha-crash-fanin")
-        .tempdir()
-        .expect("temp dir");
-    println!("telha-crash fanin: seed {seed} (rerun with --seed {seed}), {kills} kills per mode");
-    let (mut passed, mut failed) = (0u32, 0u32);
-    for &sync_writes in modes {
-        let (p_, f_) = run(&Params {
-            base: tmp
-                .path()
-                .join(if sync_writes { "sync-on" } else { "sync-off" }),
-            kills,
-            seed,
-            sync_writes,
-        });
-        passed += p_;
-        failed += f_;
-    }
-    println!("{passed} passed, {failed} failed");
-    std::process::exit(if failed == 0 { 0 } else { 1 });
+    crate::driver::main("fanin", kills, modes, seed, run)
 }
 
-pub struct Params {
-    pub base: PathBuf,
-    pub kills: u32,
-    pub seed: u64,
-    pub sync_writes: bool,
-}
-
-/// Kill the owner `kills` times, checking the store after each kill.
-/// Answers (passed, failed).
 pub fn run(p: &Params) -> (u32, u32) {
-    let store = p.base.join("store");
     std::fs::create_dir_all(&p.base).expect("base dir");
     let mut seeded = 0;
     {
-        let q = Queue::open(&store, config(p.sync_writes)).expect("open");
+        let q = Queue::open(p.store(), config(p.sync_writes)).expect("open");
         seed(&q, &mut seeded, GROUPS);
         q.close();
     }
-    let mut rng = SmallRng::seed_from_u64(p.seed ^ 0xfa41_2043);
-    let exe = std::env::current_exe().expect("current exe");
-    let mut checks = Checks::default();
     let started = Instant::now();
     let mut last = (0, 0);
-    for kill in 0..p.kills {
-        let mut cmd = Command::new(&exe);
-        cmd.args(["fanin-owner", "--store"]).arg(&store);
-        if p.sync_writes {
-            cmd.arg("--sync-writes");
-        }
-        let mut child = cmd.stdin(Stdio::null()).spawn().expect("spawn the owner");
-        let ms = if rng.random_range(0..6u32) == 0 {
-            rng.random_range(0..150)
-        } else {
-            rng.random_range(150..=700)
-        };
-        std::thread::sleep(Duration::from_millis(ms));
-        let _ = child.kill();
-        let _ = child.wait();
-        let q = match Queue::open(&store, config(p.sync_writes)) {
-            Ok(q) => q,
-            Err(e) => {
-                checks.check(
-                    &format!("kill {kill}: the store reopens"),
-                    Err(e.to_string()),
-                );
-                return checks.done();
-            }
-        };
-        let verdict = verify(&q, seeded);
+    let owner = Owner {
+        cmd: "fanin-owner",
+        args: &|_| Vec::new(),
+        salt: 0xfa41_2043,
+        max_ms: 700,
+        config: config(p.sync_writes),
+        runs_until_killed: false,
+    };
+    let checks = kill_loop(p, &owner, |q, kill, ms, checks| {
+        let verdict = verify(q, seeded);
         if let Ok(n) = &verdict {
             last = *n;
         }
@@ -139,21 +87,11 @@ pub fn run(p: &Params) -> (u32, u32) {
             ),
             verdict.map(drop),
         );
-        let report = q.check().expect("check");
-        checks.check(
-            &format!("kill {kill}: the store checks clean"),
-            if report.problems.is_empty() {
-                Ok(())
-            } else {
-                Err(format!("{:?}", report.problems))
-            },
-        );
-        seed(&q, &mut seeded, MORE_PER_KILL);
-        q.close();
-    }
+        seed(q, &mut seeded, MORE_PER_KILL);
+    });
     println!(
         "fan-in crash ({} sync): {} kills over {:.1} s, {} of {} parents released, {} children completed",
-        if p.sync_writes { "on" } else { "off" },
+        p.sync_label(),
         p.kills,
         started.elapsed().as_secs_f64(),
         last.0,

@@ -3,18 +3,16 @@
 //! batch), two threads at once, and is SIGKILLed at random instants.
 //! After every kill the store must say: each completed parent has exactly
 //! its three children (one of each index), and a parent that did not
-//! complete has none.
+//! complete has none; `check()` is clean (the loop: driver.rs).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rand::rngs::SmallRng;
-use rand::{RngExt, SeedableRng};
 use telha_jobs::{Completion, Config, JobId, LeaseOptions, ListQuery, NewJob, Queue, State};
 
-use crate::schedules::Checks;
+pub use crate::driver::Params;
+use crate::driver::{kill_loop, Owner};
 
 /// Parents enqueued before the first kill, and after each kill's checks
 /// (so the late kills still find work).
@@ -62,55 +60,28 @@ pub fn owner(store: &Path, sync_writes: bool, max_secs: u64) {
     q.close();
 }
 
-pub struct Params {
-    pub base: PathBuf,
-    pub kills: u32,
-    pub seed: u64,
-    pub sync_writes: bool,
-}
-
 /// Kill the owner `kills` times, checking the store after each kill.
 /// Answers (passed, failed).
 pub fn run(p: &Params) -> (u32, u32) {
-    let store = p.base.join("store");
     std::fs::create_dir_all(&p.base).expect("base dir");
     let mut seeded = 0;
     {
-        let q = Queue::open(&store, config(p.sync_writes)).expect("open");
+        let q = Queue::open(p.store(), config(p.sync_writes)).expect("open");
         seed(&q, &mut seeded, PARENTS);
         q.close();
     }
-    let mut rng = SmallRng::seed_from_u64(p.seed ^ 0x0f01_10a5);
-    let exe = std::env::current_exe().expect("current exe");
-    let mut checks = Checks::default();
     let started = Instant::now();
     let mut last = (0, 0);
-    for kill in 0..p.kills {
-        let mut cmd = Command::new(&exe);
-        cmd.args(["followup-owner", "--store"]).arg(&store);
-        if p.sync_writes {
-            cmd.arg("--sync-writes");
-        }
-        let mut child = cmd.stdin(Stdio::null()).spawn().expect("spawn the owner");
-        let ms = if rng.random_range(0..6u32) == 0 {
-            rng.random_range(0..150)
-        } else {
-            rng.random_range(150..=700)
-        };
-        std::thread::sleep(Duration::from_millis(ms));
-        let _ = child.kill();
-        let _ = child.wait();
-        let q = match Queue::open(&store, config(p.sync_writes)) {
-            Ok(q) => q,
-            Err(e) => {
-                checks.check(
-                    &format!("kill {kill}: the store reopens"),
-                    Err(e.to_string()),
-                );
-                return checks.done();
-            }
-        };
-        let verdict = verify(&q, seeded);
+    let owner = Owner {
+        cmd: "followup-owner",
+        args: &|_| Vec::new(),
+        salt: 0x0f01_10a5,
+        max_ms: 700,
+        config: config(p.sync_writes),
+        runs_until_killed: false,
+    };
+    let checks = kill_loop(p, &owner, |q, kill, ms, checks| {
+        let verdict = verify(q, seeded);
         if let Ok(n) = &verdict {
             last = *n;
         }
@@ -118,21 +89,11 @@ pub fn run(p: &Params) -> (u32, u32) {
             &format!("kill {kill} after {ms} ms: children exist iff their parent completed"),
             verdict.map(drop),
         );
-        let report = q.check().expect("check");
-        checks.check(
-            &format!("kill {kill}: the store checks clean"),
-            if report.problems.is_empty() {
-                Ok(())
-            } else {
-                Err(format!("{:?}", report.problems))
-            },
-        );
-        seed(&q, &mut seeded, MORE_PER_KILL);
-        q.close();
-    }
+        seed(q, &mut seeded, MORE_PER_KILL);
+    });
     println!(
         "follow-up crash ({} sync): {} kills over {:.1} s, {} of {} parents completed, {} children",
-        if p.sync_writes { "on" } else { "off" },
+        p.sync_label(),
         p.kills,
         started.elapsed().as_secs_f64(),
         last.0,

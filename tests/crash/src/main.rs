@@ -11,12 +11,14 @@
 
 mod check;
 mod drain;
+mod driver;
 mod fanin;
 mod followups;
 mod log;
 mod schedules;
 mod steer;
 mod steer_check;
+mod tags;
 mod worker;
 
 use std::path::{Path, PathBuf};
@@ -153,6 +155,33 @@ enum Cmd {
         #[arg(long)]
         seed: Option<u64>,
     },
+    /// Kill an owner enqueueing tagged jobs and moving them through every
+    /// state N times (per sync mode), checking after each kill that every
+    /// acknowledged job is listed once under each of its tags (issue 42).
+    Tags {
+        /// Kills per sync mode.
+        #[arg(long, default_value_t = 20)]
+        kills: u32,
+        /// `sync_writes` off, on, or both (one run each).
+        #[arg(long, value_enum, default_value_t = Sync::Off)]
+        sync: Sync,
+        /// Seed for the kill delays (default: from the clock).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// The tags owner process (started by `tags`).
+    TagsOwner {
+        #[arg(long)]
+        store: PathBuf,
+        #[arg(long)]
+        logs: PathBuf,
+        #[arg(long)]
+        round: u32,
+        #[arg(long)]
+        sync_writes: bool,
+        #[arg(long, default_value_t = 120)]
+        max_secs: u64,
+    },
     /// The fan-in owner process (started by `fanin`).
     FaninOwner {
         #[arg(long)]
@@ -221,54 +250,21 @@ fn main() {
             max_secs,
         } => steer::owner(&store, &logs, round, seed, sync_writes, max_secs),
         Cmd::Steer { kills, sync, seed } => {
-            let seed = seed.unwrap_or_else(|| log::now_us() ^ u64::from(std::process::id()));
-            let tmp = tempfile::Builder::new()
-                .prefix("telha-crash-steer")
-                .tempdir()
-                .expect("temp dir");
-            println!(
-                "telha-crash steer: seed {seed} (rerun with --seed {seed}), {kills} kills per mode"
-            );
-            let (mut passed, mut failed) = (0u32, 0u32);
-            for &sync_writes in modes(sync) {
-                let base = tmp
-                    .path()
-                    .join(if sync_writes { "sync-on" } else { "sync-off" });
-                let (p_, f_) = steer::run(&steer::Params {
-                    base,
-                    kills,
-                    seed,
-                    sync_writes,
-                });
-                passed += p_;
-                failed += f_;
-            }
-            println!("{passed} passed, {failed} failed");
-            std::process::exit(if failed == 0 { 0 } else { 1 });
+            driver::main("steer", kills, modes(sync), seed, steer::run)
         }
         Cmd::Followups { kills, sync, seed } => {
-            let seed = seed.unwrap_or_else(|| log::now_us() ^ u64::from(std::process::id()));
-            let tmp = tempfile::Builder::new()
-                .prefix("telha-crash-followups")
-                .tempdir()
-                .expect("temp dir");
-            println!("telha-crash followups: seed {seed} (rerun with --seed {seed}), {kills} kills per mode");
-            let (mut passed, mut failed) = (0u32, 0u32);
-            for &sync_writes in modes(sync) {
-                let (p_, f_) = followups::run(&followups::Params {
-                    base: tmp
-                        .path()
-                        .join(if sync_writes { "sync-on" } else { "sync-off" }),
-                    kills,
-                    seed,
-                    sync_writes,
-                });
-                passed += p_;
-                failed += f_;
-            }
-            println!("{passed} passed, {failed} failed");
-            std::process::exit(if failed == 0 { 0 } else { 1 });
+            driver::main("followups", kills, modes(sync), seed, followups::run)
         }
+        Cmd::Tags { kills, sync, seed } => {
+            driver::main("tags", kills, modes(sync), seed, tags::run)
+        }
+        Cmd::TagsOwner {
+            store,
+            logs,
+            round,
+            sync_writes,
+            max_secs,
+        } => tags::owner(&store, &logs, round, sync_writes, max_secs),
         Cmd::ScheduleOwner {
             store,
             sync_writes,

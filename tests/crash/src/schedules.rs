@@ -13,6 +13,8 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use telha_jobs::{CatchUp, Config, ErrorKind, LeaseOptions, ListQuery, Queue, Schedule};
 
+use crate::driver::Checks;
+
 /// The schedule every owner process keeps.
 pub const NAME: &str = "crash-tick";
 const INTERVAL_MS: u64 = 1000;
@@ -221,30 +223,5 @@ fn slots_of(q: &Queue) -> BTreeMap<u64, u32> {
             Some(n) => after = Some(n),
             None => return slots,
         }
-    }
-}
-
-#[derive(Default)]
-pub struct Checks {
-    passed: u32,
-    failed: u32,
-}
-
-impl Checks {
-    pub fn check(&mut self, name: &str, r: Result<(), String>) {
-        match r {
-            Ok(()) => {
-                self.passed += 1;
-                println!("  ok    {name}");
-            }
-            Err(e) => {
-                self.failed += 1;
-                println!("  FAIL  {name}: {e}");
-            }
-        }
-    }
-
-    pub fn done(self) -> (u32, u32) {
-        (self.passed, self.failed)
     }
 }

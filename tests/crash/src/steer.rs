@@ -21,16 +21,16 @@
 //! | `J` | it answered an error (nothing written) | the job id | the error kind |
 //! | `L` | a lease answered | the job id (generation) | |
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use telha_jobs::{Backoff, Config, EnqueueOptions, JobId, LeaseOptions, Queue, UniqueStates};
 
+pub use crate::driver::Params;
+use crate::driver::{kill_loop, Owner};
 use crate::log::{now_us, AckLog};
-use crate::schedules::Checks;
 use crate::steer_check::History;
 
 /// Keys per thread; key `i`'s window is `WINDOWS[i / 2]`, `unique_states`
@@ -208,91 +208,51 @@ fn outcome(log: &mut AckLog, id: &JobId, r: telha_jobs::Result<()>) {
     }
 }
 
-pub struct Params {
-    pub base: PathBuf,
-    pub kills: u32,
-    pub seed: u64,
-    pub sync_writes: bool,
-}
-
 /// Kill the owner `kills` times, checking the store after each kill.
 /// Answers (passed, failed).
 pub fn run(p: &Params) -> (u32, u32) {
-    let store = p.base.join("store");
     let logs = p.base.join("logs");
     std::fs::create_dir_all(&logs).expect("log dir");
-    let mut rng = SmallRng::seed_from_u64(p.seed ^ 0x57ee_4444 ^ u64::from(p.sync_writes));
-    let exe = std::env::current_exe().expect("current exe");
-    let mut checks = Checks::default();
     let mut history = History::default();
     let started = Instant::now();
     let mut pruned = 0u64;
-    for round in 1..=p.kills {
-        let mut cmd = Command::new(&exe);
-        cmd.args(["steer-owner", "--store"])
-            .arg(&store)
-            .arg("--logs")
-            .arg(&logs)
-            .args(["--round", &round.to_string()])
-            .args(["--seed", &p.seed.to_string()]);
-        if p.sync_writes {
-            cmd.arg("--sync-writes");
-        }
-        let mut child = cmd.stdin(Stdio::null()).spawn().expect("spawn the owner");
-        // One kill in six lands while the owner opens the store.
-        let ms = if rng.random_range(0..6u32) == 0 {
-            rng.random_range(0..150)
-        } else {
-            rng.random_range(150..=900)
-        };
-        std::thread::sleep(Duration::from_millis(ms));
-        let early = child.try_wait().expect("try_wait");
-        let _ = child.kill();
-        let _ = child.wait();
-        if let Some(status) = early {
-            checks.check(
-                &format!("kill {round}: the owner ran until killed"),
-                Err(format!("it exited by itself: {status}")),
-            );
-        }
+    let seed = p.seed.to_string();
+    let owner = Owner {
+        cmd: "steer-owner",
+        args: &|round| {
+            vec![
+                "--logs".into(),
+                logs.display().to_string(),
+                "--round".into(),
+                round.to_string(),
+                "--seed".into(),
+                seed.clone(),
+            ]
+        },
+        salt: 0x57ee_4444,
+        max_ms: 900,
+        config: config(p.sync_writes, false),
+        runs_until_killed: true,
+    };
+    let checks = kill_loop(p, &owner, |q, round, ms, checks| {
         for t in 0..THREADS {
             let f = logs.join(format!("r{round:04}-t{t}.log"));
             let text = std::fs::read_to_string(&f).unwrap_or_default();
             history.add_thread_log(round, t, &text);
         }
-        let q = match Queue::open(&store, config(p.sync_writes, false)) {
-            Ok(q) => q,
-            Err(e) => {
-                checks.check(
-                    &format!("kill {round}: the store reopens"),
-                    Err(e.to_string()),
-                );
-                return checks.done();
-            }
-        };
-        let verdicts = crate::steer_check::verify(&q, &history);
+        let verdicts = crate::steer_check::verify(q, &history);
         for (name, r) in verdicts {
             checks.check(&format!("kill {round} after {ms} ms: {name}"), r);
         }
-        let report = q.check().map_err(|e| e.to_string());
-        checks.check(
-            &format!("kill {round}: check() is clean (one index row per job)"),
-            match report {
-                Ok(r) if r.problems.is_empty() => Ok(()),
-                Ok(r) => Err(format!("{:?}", r.problems)),
-                Err(e) => Err(e),
-            },
-        );
         // A pass here too: the windows that ended are pruned between
         // rounds as well as by the owner's reaper.
         let _ = q.reap();
-        pruned += windows_pruned(&q);
-        q.close();
-    }
+        pruned += windows_pruned(q);
+    });
     let s = history.summary();
     println!(
         "steer crash ({} sync): {} kills over {:.1} s; {s}; {pruned} windows pruned by the checker's passes",
-        if p.sync_writes { "on" } else { "off" },
+        p.sync_label(),
         p.kills,
         started.elapsed().as_secs_f64(),
     );
