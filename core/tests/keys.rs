@@ -23,9 +23,14 @@ fn each_key_cap_holds_exactly_under_contention() {
     let s = TestStore::new();
     s.q.set_limit(&LimitTarget::EachKey, Limit::concurrency(2))
         .unwrap();
-    // 50,000 jobs in 1,000 keys, the keys interleaved.
+    // 50,000 jobs in 1,000 keys: runs of 10 jobs of one key, each key's
+    // five runs spread over the backlog (so pollers meet a key's jobs
+    // side by side, and a key would go over its cap without the limit).
     let jobs: Vec<NewJob> = (0..50_000)
-        .map(|i| NewJob::new("embed", b"x".to_vec()).with(keyed(&format!("k{}", i % 1000))))
+        .map(|i| {
+            let k = format!("k{}", (i / 10) % 1000);
+            NewJob::new("embed", b"x".to_vec()).with(keyed(&k))
+        })
         .collect();
     for chunk in jobs.chunks(10_000) {
         s.q.enqueue_many(chunk.to_vec()).unwrap();

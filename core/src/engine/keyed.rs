@@ -347,6 +347,20 @@ impl KeyGate {
         KeyReserve::Granted
     }
 
+    /// After a granted [`KeyGate::reserve`]: when the key still has room
+    /// (a cap of several, or a rate with tokens left), its next parked row
+    /// goes back too, so a key's parked rows drain as fast as its rules allow.
+    pub fn more(&self, k: &KeyOf, now: u64) -> Vec<Back> {
+        let mut st = self.lock();
+        if !st.parked.contains_key(k) {
+            return Vec::new();
+        }
+        st.release(k, now, false)
+            .into_iter()
+            .map(|p| (k.0, k.1.clone(), p))
+            .collect()
+    }
+
     /// Give back what a granted [`KeyGate::reserve`] took for a lease that
     /// did not commit (its tokens too); answers rows that may go now.
     pub fn unreserve(&self, k: &KeyOf, now: u64) -> Vec<Back> {

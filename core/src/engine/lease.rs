@@ -489,6 +489,8 @@ impl Engine {
                     self.give_back(&mut claims[i]);
                     continue;
                 }
+                let back = self.keys.more(&k, now);
+                self.unpark(back);
                 keyed.push(k);
             }
             self.limiter.note_leased(c.key.scope, &rec.kind);
