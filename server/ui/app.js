@@ -446,6 +446,7 @@ function paintJob(j) {
     field('lease deadline', j.lease_deadline_ms != null ? when(null, j.lease_deadline_ms) : null),
     field('created', when(j.created_at, j.created_at_ms)),
     field('idempotency key', j.idempotency_key, 'job-idempotency'),
+    field('job key', j.key, 'job-key'),
     field('parent', j.parent ? h('a', { href: jobHref(j.parent), class: 'mono', testid: 'job-parent' }, j.parent) : null),
     field('follow-ups', h('a', { href: jobsHref({ parent: j.id }), testid: 'job-follow-ups' }, 'jobs its completion enqueued')),
     field('children', j.fan_in ? `${j.fan_in.unfinished} of ${j.fan_in.total} unfinished (on_child_dead ${j.fan_in.on_child_dead})` : null, 'job-fan-in'),
