@@ -264,6 +264,7 @@ pub fn limit_json(l: &telha_jobs::Limit) -> Json {
         "rate": l.rate,
         "burst": l.effective_burst(),
         "weight": l.weight,
+        "ordered": l.ordered,
     })
 }
 

@@ -288,7 +288,7 @@ function limitsTable(limits) {
     .map((t, i) => h('th', { class: i ? 'num' : '' }, t)));
   const rows = limits.map((l) => h('tr', { testid: 'limit-row' },
     h('th', { scope: 'row' }, h('code', {}, l.target)),
-    h('td', { class: 'num' }, dash(l.limit.concurrency)),
+    h('td', { class: 'num' }, l.limit.ordered ? `${dash(l.limit.concurrency)}, ordered` : dash(l.limit.concurrency)),
     h('td', { class: 'num' }, l.limit.rate == null ? '—' : `${l.limit.rate} (${l.limit.burst})`),
     h('td', { class: 'num' }, dash(l.limit.weight)),
     h('td', { class: 'num' }, String(l.leased)),
