@@ -207,8 +207,9 @@ pub enum LimitsCmd {
     /// held work back since the store's owner opened it.
     Ls,
     /// Set (or replace) the limit on a target: `kind:<kind or family:*>`,
-    /// `scope:<uuid>`, `scope:*` (each scope), `scope:<uuid>/kind:<pattern>`
-    /// or `scope:*/kind:<pattern>`. Durable.
+    /// `scope:<uuid>`, `scope:*` (each scope), `scope:<uuid>/kind:<pattern>`,
+    /// `scope:*/kind:<pattern>`, `key:<job key>` or `key:*` (each job key).
+    /// Durable.
     Set(LimitSetArgs),
     /// Remove the limit on a target.
     Rm {
@@ -235,6 +236,10 @@ pub struct LimitSetArgs {
     /// A scope's share of leases while others have work (scope targets only) [default: 1].
     #[arg(long)]
     pub weight: Option<u32>,
+    /// FIFO per key: lease each key's jobs in enqueue order, one at a time
+    /// (key targets only, with --concurrency 1).
+    #[arg(long)]
+    pub ordered: bool,
 }
 
 #[derive(Debug, Args)]

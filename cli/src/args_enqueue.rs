@@ -47,6 +47,10 @@ pub struct EnqueueArgs {
     /// with `jobs ls --tag` and `jobs count --tag`.
     #[arg(long = "tag", value_name = "TAG")]
     pub tags: Vec<String>,
+    /// The job key (1-128 bytes, e.g. a customer id): limits on `key:K`
+    /// and `key:*` count the key's leased jobs (`limits set key:* ...`).
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
     /// Metadata KEY=VALUE kept with the job (repeatable; at most 4 KiB
     /// in all; never indexed).
     #[arg(long = "meta", value_parser = parse_meta, value_name = "KEY=VALUE")]

@@ -477,6 +477,9 @@ fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
         }
     };
     telha_jobs::tags::normalize_tags(&a.tags)?;
+    if let Some(k) = &a.key {
+        telha_jobs::flow::validate_key(k)?;
+    }
     let metadata: std::collections::BTreeMap<String, String> = a.meta.into_iter().collect();
     telha_jobs::tags::validate_metadata(&metadata)?;
     let on_child_dead = a
@@ -500,6 +503,7 @@ fn enqueue(db: &Target, a: EnqueueArgs, json: bool) -> Result<Output, Failure> {
         debounce_max: a.debounce_max,
         after: a.after,
         on_child_dead,
+        key: a.key,
         ..EnqueueOptions::default()
     };
     opts.check_debounce(now_ms())

@@ -28,6 +28,7 @@ pub fn run(db: &Target, cmd: LimitsCmd, json: bool) -> Result<Output, Failure> {
                 rate: a.rate,
                 burst: a.burst,
                 weight: a.weight,
+                ordered: a.ordered,
             };
             let q = store::open_write(db, false)?;
             q.set_limit(&a.target, limit)?;
@@ -65,6 +66,9 @@ pub fn describe(l: &Limit) -> String {
     }
     if let Some(w) = l.weight {
         parts.push(format!("weight {w}"));
+    }
+    if l.ordered {
+        parts.push("ordered".into());
     }
     parts.join(", ")
 }

@@ -151,6 +151,9 @@ pub fn job_text(j: &JobInfo) -> String {
     if !j.tags.is_empty() {
         field("tags", j.tags.join(", "));
     }
+    if let Some(k) = &j.key {
+        field("key", k.clone());
+    }
     if let Some(f) = &j.fan_in {
         field(
             "children",

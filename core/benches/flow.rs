@@ -293,6 +293,7 @@ fn main() {
                 rate: Some(1_000_000.0),
                 burst: Some(1_000_000),
                 weight: None,
+                ordered: false,
             },
         )
         .unwrap();
@@ -327,6 +328,9 @@ fn main() {
 
     drop((limited, free_q));
 
+    // (d) Job keys at their cap (issue 43).
+    keyed_rows(quick, chunk, chunks);
+
     // (c) Fairness by lease count, and with a per-scope cap.
     let secs = if quick { 0.5 } else { 3.0 };
     for cap in [None, Some(2)] {
@@ -355,3 +359,5 @@ fn main() {
         );
     }
 }
+
+include!("parts/flow_keys.rs");

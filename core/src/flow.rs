@@ -35,6 +35,12 @@ pub enum LimitTarget {
     /// The jobs of a kind or family within each scope on its own:
     /// `scope:*/kind:<pattern>`.
     EachScopeKind(KindPattern),
+    /// The jobs enqueued with one job key (issue 43), in each scope on
+    /// its own (keys are per scope, like idempotency keys): `key:<k>`.
+    Key(String),
+    /// Each job key on its own (within its scope): `key:*`. A key with
+    /// its own `key:<k>` limit obeys both.
+    EachKey,
 }
 
 impl LimitTarget {
@@ -46,6 +52,8 @@ impl LimitTarget {
             LimitTarget::EachScope => "scope:*".into(),
             LimitTarget::ScopeKind(s, p) => format!("scope:{s}/kind:{p}"),
             LimitTarget::EachScopeKind(p) => format!("scope:*/kind:{p}"),
+            LimitTarget::Key(k) => format!("key:{k}"),
+            LimitTarget::EachKey => "key:*".into(),
         }
     }
 
@@ -54,11 +62,18 @@ impl LimitTarget {
         let bad = || {
             Error::invalid(format!(
                 "limit target {s:?} must be kind:<kind or family:*>, scope:<uuid>, scope:*, \
-                 scope:<uuid>/kind:<pattern> or scope:*/kind:<pattern>"
+                 scope:<uuid>/kind:<pattern>, scope:*/kind:<pattern>, key:<job key> or key:*"
             ))
         };
         if let Some(k) = s.strip_prefix("kind:") {
             return Ok(LimitTarget::Kind(k.parse()?));
+        }
+        if let Some(k) = s.strip_prefix("key:") {
+            if k == "*" {
+                return Ok(LimitTarget::EachKey);
+            }
+            validate_key(k)?;
+            return Ok(LimitTarget::Key(k.to_string()));
         }
         let Some(rest) = s.strip_prefix("scope:") else {
             return Err(bad());
@@ -80,6 +95,35 @@ impl LimitTarget {
     pub fn is_scope_wide(&self) -> bool {
         matches!(self, LimitTarget::Scope(_) | LimitTarget::EachScope)
     }
+
+    /// Whether the target counts jobs by their job key (`key:<k>`, `key:*`).
+    pub fn is_key(&self) -> bool {
+        matches!(self, LimitTarget::Key(_) | LimitTarget::EachKey)
+    }
+}
+
+/// The longest job key, in bytes.
+pub const MAX_KEY_LEN: usize = 128;
+
+/// Check a job key (enqueue's `key`, a `key:<k>` target): 1 to
+/// [`MAX_KEY_LEN`] bytes of UTF-8 without control characters, else
+/// `InvalidArgument` naming the limit.
+pub fn validate_key(k: &str) -> Result<()> {
+    if k.is_empty() || k.len() > MAX_KEY_LEN {
+        let mut shown = k.to_string();
+        crate::store::codec::truncate_utf8(&mut shown, 80);
+        return Err(Error::invalid(format!(
+            "a job key must be 1 to {MAX_KEY_LEN} bytes, got {} bytes: {shown:?}",
+            k.len()
+        )));
+    }
+    if let Some(c) = k.chars().find(|c| c.is_control()) {
+        return Err(Error::invalid(format!(
+            "job key {k:?} holds the control character U+{:04X}; control characters are not allowed",
+            c as u32
+        )));
+    }
+    Ok(())
 }
 
 impl std::fmt::Display for LimitTarget {
@@ -111,6 +155,10 @@ pub struct Limit {
     /// The scope's share of leases while others have work too: 1 to
     /// [`MAX_WEIGHT`]; only on `scope:<uuid>` and `scope:*` (default 1).
     pub weight: Option<u32>,
+    /// FIFO per key: a key's jobs are leased strictly in enqueue order,
+    /// one at a time (a job being retried holds its key until it ends).
+    /// Only on `key:<k>` and `key:*`, and only with a concurrency of 1.
+    pub ordered: bool,
 }
 
 impl Limit {
@@ -127,6 +175,15 @@ impl Limit {
         Limit {
             rate: Some(per_second),
             burst: Some(burst),
+            ..Limit::default()
+        }
+    }
+
+    /// FIFO per key: concurrency 1, in enqueue order (see [`Limit::ordered`]).
+    pub fn ordered() -> Self {
+        Limit {
+            concurrency: Some(1),
+            ordered: true,
             ..Limit::default()
         }
     }
@@ -177,6 +234,13 @@ impl Limit {
             }
             _ => {}
         }
+        if self.ordered && (!target.is_key() || self.concurrency != Some(1)) {
+            return Err(Error::invalid(format!(
+                "ordered needs a key target (key:<k> or key:*) and a concurrency of 1; \
+                 {t} has concurrency {:?}",
+                self.concurrency
+            )));
+        }
         if let Some(w) = self.weight {
             if !target.is_scope_wide() {
                 return Err(Error::invalid(format!(
@@ -193,14 +257,15 @@ impl Limit {
     }
 
     /// The durable form (the `meta` row's value): a version byte, then
-    /// presence flags and the four fields, little-endian.
+    /// presence flags (bit 4: `ordered`) and the four fields, little-endian.
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(22);
         out.push(1);
         let flags = u8::from(self.concurrency.is_some())
             | u8::from(self.rate.is_some()) << 1
             | u8::from(self.burst.is_some()) << 2
-            | u8::from(self.weight.is_some()) << 3;
+            | u8::from(self.weight.is_some()) << 3
+            | u8::from(self.ordered) << 4;
         out.push(flags);
         out.extend_from_slice(&self.concurrency.unwrap_or(0).to_le_bytes());
         out.extend_from_slice(&self.rate.unwrap_or(0.0).to_le_bytes());
@@ -226,6 +291,7 @@ impl Limit {
             rate: (flags & 2 != 0).then_some(rate),
             burst: (flags & 4 != 0).then(|| u32_at(14)),
             weight: (flags & 8 != 0).then(|| u32_at(18)),
+            ordered: flags & 16 != 0,
         })
     }
 }
@@ -265,6 +331,8 @@ mod tests {
             LimitTarget::EachScope,
             LimitTarget::ScopeKind(s, "embed".parse().unwrap()),
             LimitTarget::EachScopeKind("img:*".parse().unwrap()),
+            LimitTarget::Key("customer-4711".into()),
+            LimitTarget::EachKey,
         ] {
             assert_eq!(LimitTarget::parse(&t.label()).unwrap(), t);
         }
@@ -276,6 +344,8 @@ mod tests {
             "scope:*/embed",
             "tenant:x",
             "kind:A",
+            "key:",
+            "key:a\u{7}b",
         ] {
             assert!(LimitTarget::parse(bad).is_err(), "{bad}");
         }
@@ -288,7 +358,22 @@ mod tests {
             rate: Some(50.5),
             burst: Some(10),
             weight: None,
+            ordered: false,
         };
+        let o = Limit::ordered();
+        assert_eq!(Limit::decode(&o.encode()).unwrap(), o);
+        assert!(o.validate(&LimitTarget::EachKey).is_ok());
+        assert!(o
+            .validate(&LimitTarget::Kind("embed".parse().unwrap()))
+            .is_err());
+        let two = Limit {
+            concurrency: Some(2),
+            ..Limit::ordered()
+        };
+        assert!(two.validate(&LimitTarget::EachKey).is_err());
+        assert!(validate_key(&"k".repeat(128)).is_ok());
+        assert!(validate_key(&"k".repeat(129)).is_err());
+        assert!(validate_key("").is_err());
         assert_eq!(Limit::decode(&l.encode()).unwrap(), l);
         assert!(Limit::decode(&[1, 0]).is_err());
         let k = LimitTarget::Kind("embed".parse().unwrap());

@@ -89,6 +89,11 @@ pub struct EnqueueOptions {
     /// [`crate::fanin::ChildDeadPolicy::Fail`]); only with `after` or as a
     /// group's parent.
     pub on_child_dead: Option<crate::fanin::ChildDeadPolicy>,
+    /// The job key (issue 43: flow control by key, e.g. a customer id):
+    /// 1 to [`crate::flow::MAX_KEY_LEN`] bytes of UTF-8 without control
+    /// characters. Limits on `key:<k>` and `key:*` count the key's leased
+    /// jobs (keys are per scope); `ordered` ones lease them in enqueue order.
+    pub key: Option<String>,
 }
 
 impl EnqueueOptions {
@@ -168,6 +173,11 @@ impl EnqueueOptions {
     /// The fan-in policy (see [`EnqueueOptions::on_child_dead`]).
     pub fn on_child_dead(mut self, p: crate::fanin::ChildDeadPolicy) -> Self {
         self.on_child_dead = Some(p);
+        self
+    }
+    /// Give the job key `k` (see [`EnqueueOptions::key`]).
+    pub fn key(mut self, k: impl Into<String>) -> Self {
+        self.key = Some(k.into());
         self
     }
     /// Add tag `t` (see [`EnqueueOptions::tags`]).
@@ -368,6 +378,8 @@ pub struct Job {
     pub tags: Vec<String>,
     /// Its metadata, as enqueued.
     pub metadata: BTreeMap<String, String>,
+    /// Its job key, as enqueued (see [`EnqueueOptions::key`]).
+    pub key: Option<String>,
 }
 
 impl Job {
@@ -459,6 +471,8 @@ pub struct JobInfo {
     /// A fan-in parent's children (enqueued with `after` or as a group's
     /// parent): unfinished, total, policy.
     pub fan_in: Option<crate::fanin::FanInInfo>,
+    /// Its job key, as enqueued (see [`EnqueueOptions::key`]).
+    pub key: Option<String>,
 }
 
 /// One completion for [`crate::Queue::complete_many`].

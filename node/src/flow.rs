@@ -94,6 +94,7 @@ fn limit(o: NativeLimit) -> Result<Limit, Failure> {
         rate: o.rate,
         burst: int(o.burst, "burst", max)?,
         weight: int(o.weight, "weight", u64::from(MAX_WEIGHT))?,
+        ordered: false,
     })
 }
 

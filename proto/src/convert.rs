@@ -147,6 +147,8 @@ pub fn new_job_from_pb(j: pb::NewJob) -> Result<NewJob> {
             },
             tags: j.tags,
             metadata: j.metadata.into_iter().collect(),
+            // Not in the wire format yet (the remote client refuses a key).
+            key: None,
             after: j
                 .after
                 .iter()
@@ -241,6 +243,8 @@ pub fn job_from_pb(j: pb::Job) -> Result<Job> {
         parent: j.parent.as_deref().map(id_from_pb).transpose()?,
         tags: j.tags,
         metadata: j.metadata.into_iter().collect(),
+        // Not in the wire format yet (the remote client refuses a key).
+        key: None,
     })
 }
 
@@ -406,6 +410,8 @@ pub fn job_info_from_pb(j: pb::JobInfo) -> Result<JobInfo> {
                 ))
             })
             .transpose()?,
+        // Not in the wire format yet (the remote client refuses a key).
+        key: None,
     })
 }
 

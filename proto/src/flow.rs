@@ -24,6 +24,7 @@ pub fn limit_from_pb(l: Option<pb::Limit>) -> Limit {
         rate: l.rate,
         burst: l.burst,
         weight: l.weight,
+        ordered: false,
     }
 }
 
@@ -104,6 +105,7 @@ mod tests {
             rate: Some(0.5),
             burst: Some(3),
             weight: None,
+            ordered: false,
         };
         assert_eq!(set_limit_from_pb(set_limit_to_pb(&t, &l)).unwrap(), (t, l));
         let bad = pb::SetLimitRequest {

@@ -58,6 +58,7 @@ pub fn set_limit(
             .transpose()?,
         burst: setting(burst, "burst")?,
         weight: setting(weight, "weight")?,
+        ordered: false,
     };
     task::run(py, || q.set_limit(&t, limit))
 }

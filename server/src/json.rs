@@ -151,6 +151,7 @@ pub fn job_json(j: &JobInfo, full: bool) -> Json {
         "parent": j.parent.map(|p| p.to_string()),
         "tags": j.tags,
         "metadata": j.metadata,
+        "key": j.key,
         "fan_in": j.fan_in.map_or(Json::Null, |f| json!({
             "unfinished": f.unfinished, "total": f.total, "on_child_dead": f.policy.as_str(),
         })),
@@ -263,6 +264,7 @@ pub fn limit_json(l: &telha_jobs::Limit) -> Json {
         "rate": l.rate,
         "burst": l.effective_burst(),
         "weight": l.weight,
+        "ordered": l.ordered,
     })
 }
 

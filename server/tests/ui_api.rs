@@ -67,7 +67,7 @@ fn every_read_answers_its_documented_shape() {
     assert_eq!(o["schedules"], json!(1));
     let limit = json!({
         "target": "kind:ingest",
-        "limit": {"concurrency": null, "rate": 2.5, "burst": 4, "weight": null},
+        "limit": {"concurrency": null, "rate": 2.5, "burst": 4, "weight": null, "ordered": false},
         "leased": 0, "held": 0, "throttled": {"concurrency": 0, "rate": 0},
     });
     assert_eq!(o["limits"], json!([limit]));

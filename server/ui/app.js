@@ -288,7 +288,7 @@ function limitsTable(limits) {
     .map((t, i) => h('th', { class: i ? 'num' : '' }, t)));
   const rows = limits.map((l) => h('tr', { testid: 'limit-row' },
     h('th', { scope: 'row' }, h('code', {}, l.target)),
-    h('td', { class: 'num' }, dash(l.limit.concurrency)),
+    h('td', { class: 'num' }, l.limit.ordered ? `${dash(l.limit.concurrency)}, ordered` : dash(l.limit.concurrency)),
     h('td', { class: 'num' }, l.limit.rate == null ? '—' : `${l.limit.rate} (${l.limit.burst})`),
     h('td', { class: 'num' }, dash(l.limit.weight)),
     h('td', { class: 'num' }, String(l.leased)),
@@ -446,6 +446,7 @@ function paintJob(j) {
     field('lease deadline', j.lease_deadline_ms != null ? when(null, j.lease_deadline_ms) : null),
     field('created', when(j.created_at, j.created_at_ms)),
     field('idempotency key', j.idempotency_key, 'job-idempotency'),
+    field('job key', j.key, 'job-key'),
     field('parent', j.parent ? h('a', { href: jobHref(j.parent), class: 'mono', testid: 'job-parent' }, j.parent) : null),
     field('follow-ups', h('a', { href: jobsHref({ parent: j.id }), testid: 'job-follow-ups' }, 'jobs its completion enqueued')),
     field('children', j.fan_in ? `${j.fan_in.unfinished} of ${j.fan_in.total} unfinished (on_child_dead ${j.fan_in.on_child_dead})` : null, 'job-fan-in'),

@@ -119,3 +119,51 @@ fn ls_lists_the_follow_ups_of_a_parent() {
     assert_eq!(show["parent"], parent.to_string());
     telha(db, &["jobs", "ls", "--parent", "nope"]).fails(2, "parent");
 }
+
+#[test]
+fn job_keys_and_ordered_key_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    telha(db, &["jobs", "enqueue", "embed", "--key", "customer-7"]).ok();
+    telha(db, &["jobs", "enqueue", "embed", "--key", ""]).fails(2, "job key");
+    let out = telha(
+        db,
+        &[
+            "jobs",
+            "limits",
+            "set",
+            "key:*",
+            "--concurrency",
+            "1",
+            "--ordered",
+        ],
+    );
+    assert_eq!(out.ok(), "set key:*: concurrency 1, ordered\n");
+    telha(
+        db,
+        &[
+            "jobs",
+            "limits",
+            "set",
+            "key:customer-7",
+            "--concurrency",
+            "2",
+            "--ordered",
+        ],
+    )
+    .fails(2, "ordered");
+    let v = telha(db, &["--json", "jobs", "limits", "ls"]).json();
+    assert_eq!(v["limits"][0]["target"], "key:*");
+    assert_eq!(v["limits"][0]["limit"]["ordered"], true);
+    let q = Queue::open(db, config()).unwrap();
+    let j = q
+        .lease_next("w", &LeaseOptions::default())
+        .unwrap()
+        .unwrap();
+    assert_eq!(j.key.as_deref(), Some("customer-7"));
+    drop(q);
+    let id = j.id.to_string();
+    let out = telha(db, &["jobs", "show", &id]);
+    let shown = out.ok();
+    assert!(shown.contains("customer-7"), "{shown}");
+}

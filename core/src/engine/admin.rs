@@ -81,6 +81,7 @@ impl Engine {
                 .ext
                 .fan_in
                 .map(|f| crate::fanin::FanInInfo::new(f.unfinished, f.total, f.policy)),
+            key: rec.ext.key,
         })
     }
 

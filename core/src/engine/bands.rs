@@ -143,6 +143,11 @@ pub(crate) struct BandGroup {
     pub pending_it: Option<BandIter>,
     pub failed_it: Option<BandIter>,
     pub kind_its: HashMap<String, BandIter>,
+    /// Ready rows handed back by the key gate (`keyed.rs`): a poller
+    /// stepped past them while their job key was held back, and their key
+    /// has a free slot now. Taken before the bands' heads. Each holds the
+    /// job's kind and job key.
+    pub unparked: BTreeMap<(Pos, State), (String, String)>,
 }
 
 impl BandGroup {
@@ -155,6 +160,7 @@ impl BandGroup {
             pending_it: None,
             failed_it: None,
             kind_its: HashMap::default(),
+            unparked: BTreeMap::new(),
         }
     }
 
@@ -166,6 +172,9 @@ impl BandGroup {
 
     /// The earliest time anything in this group may be due, for waiters.
     pub fn next_ts(&self) -> u64 {
+        if !self.unparked.is_empty() {
+            return 0;
+        }
         self.pending.next_ts.min(self.failed.next_ts)
     }
 
@@ -223,7 +232,10 @@ impl ScopeBands {
         prios.values().all(|g| {
             Arc::strong_count(g) == 1
                 && g.try_lock().is_ok_and(|g| {
-                    g.pending == Cursor::EMPTY && g.failed == Cursor::EMPTY && g.claimed.is_empty()
+                    g.pending == Cursor::EMPTY
+                        && g.failed == Cursor::EMPTY
+                        && g.claimed.is_empty()
+                        && g.unparked.is_empty()
                 })
         })
     }

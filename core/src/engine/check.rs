@@ -35,6 +35,8 @@ impl Engine {
         let mut expiring: HashSet<[u8; 24]> = HashSet::new();
         let mut tagged: HashSet<Vec<u8>> = HashSet::new();
         let mut fan_parents: HashMap<JobId, (State, u64)> = HashMap::new();
+        let mut keyed: std::collections::BTreeSet<(Scope, String, JobId)> = Default::default();
+        let mut keyed_leased: BTreeMap<(Scope, String), u32> = BTreeMap::new();
         let leased_mem: HashMap<JobId, (JobKey, u64)> = self
             .leases
             .snapshot()
@@ -123,6 +125,14 @@ impl Engine {
                 }
             }
             Self::expected_tag_rows(&key, &rec, &mut tagged);
+            if let Some(jk) = &rec.ext.key {
+                if !key.state.is_terminal() {
+                    keyed.insert((key.scope, jk.clone(), key.id));
+                }
+                if key.state == State::Leased {
+                    *keyed_leased.entry((key.scope, jk.clone())).or_default() += 1;
+                }
+            }
             match (key.state, rec.ext.fan_in) {
                 (s, Some(f)) => {
                     fan_parents.insert(key.id, (s, f.unfinished));
@@ -137,6 +147,11 @@ impl Engine {
         }
         it.status()?;
         self.check_tags(&snap, tagged, &mut r)?;
+        let keyed_leased = keyed_leased
+            .into_iter()
+            .map(|((s, k), n)| (s, k, n))
+            .collect();
+        self.check_keys(&snap, keyed, keyed_leased, &mut r)?;
         self.check_fan(&snap, &seen, &fan_parents, &mut r)?;
 
         // A format-1 store opened read-only has no expiry family.

@@ -4,12 +4,13 @@
 //! (`lease.rs` finds and claims within one group, and commits the leases).
 
 use rustc_hash::FxHashMap as HashMap;
+use std::sync::Arc;
 
 use crate::control::Paused;
 use crate::error::Result;
-use crate::job::LeaseOptions;
+use crate::job::{LeaseOptions, Scope};
 
-use super::bands::{self, Cursor};
+use super::bands::{self, Cursor, ScopeBands};
 use super::lease::{Claim, Got};
 use super::Engine;
 
@@ -110,7 +111,9 @@ impl Engine {
                         }
                     }
                 }
-                empty &= g.pending == Cursor::EMPTY && g.failed == Cursor::EMPTY;
+                empty &= g.pending == Cursor::EMPTY
+                    && g.failed == Cursor::EMPTY
+                    && g.unparked.is_empty();
                 if let Some(t) = soonest.as_mut() {
                     *t = (*t).min(g.next_ts());
                 }
@@ -146,5 +149,34 @@ impl Engine {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether a limit holds `kind` back (see `Limiter::blocked_kinds`).
+pub(super) fn is_blocked(blocked: &[crate::kind::KindPattern], kind: &str) -> bool {
+    blocked.iter().any(|p| p.matches(kind))
+}
+
+/// Whether a poller with `opts` takes jobs of `kind` now: it asked for
+/// them (or for every kind) and they are not paused.
+pub(super) fn wanted(opts: &LeaseOptions, paused: &Paused, kind: &str) -> bool {
+    (opts.kinds.is_empty() || opts.kinds.iter().any(|p| p.matches(kind)))
+        && !paused.kinds.iter().any(|p| p.matches(kind))
+}
+
+/// The scopes a poll visits (see [`Engine::scopes_for`]).
+pub(super) enum ScopeWalk<'a> {
+    Active(super::scopes::Rotation<'a>),
+    Named(std::vec::IntoIter<(Scope, Arc<ScopeBands>)>),
+}
+
+impl Iterator for ScopeWalk<'_> {
+    type Item = (Option<usize>, Scope, Arc<ScopeBands>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            ScopeWalk::Active(r) => r.next().map(|(at, s, b)| (Some(at), s, b)),
+            ScopeWalk::Named(v) => v.next().map(|(s, b)| (None, s, b)),
+        }
     }
 }

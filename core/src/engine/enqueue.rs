@@ -93,6 +93,9 @@ impl Engine {
             crate::tags::normalize_tags(&j.options.tags)?;
         }
         crate::tags::validate_metadata(&j.options.metadata)?;
+        if let Some(k) = &j.options.key {
+            crate::flow::validate_key(k)?;
+        }
         Ok(())
     }
 
@@ -296,6 +299,7 @@ impl Engine {
                 metadata: j.options.metadata,
                 debounce_until,
                 fan_in,
+                key: j.options.key,
                 ..Ext::default()
             },
             ..JobRecord::default()

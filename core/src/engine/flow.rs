@@ -57,8 +57,8 @@ impl Engine {
         for (key, e) in self.leases.snapshot_kinds() {
             self.limiter.note_leased(key.scope, &e);
         }
-        let rules = self.read_limits()?;
-        self.limiter.install(rules, self.now(), &self.bands);
+        self.load_keys()?;
+        self.install_limits()?;
         Ok(())
     }
 
@@ -86,9 +86,22 @@ impl Engine {
         Ok(true)
     }
 
-    fn reinstall_limits(&self) -> Result<()> {
-        let rules = self.read_limits()?;
+    /// Give the durable rules to the limiter (kinds, scopes) and to the
+    /// key gate (`key:` targets); parked rows the new rules let go are
+    /// handed back.
+    fn install_limits(&self) -> Result<()> {
+        let (keyed, rules): (Vec<_>, Vec<_>) = self
+            .read_limits()?
+            .into_iter()
+            .partition(|(t, _)| t.is_key());
         self.limiter.install(rules, self.now(), &self.bands);
+        let back = self.keys.install(keyed, self.now());
+        self.unpark(back);
+        Ok(())
+    }
+
+    fn reinstall_limits(&self) -> Result<()> {
+        self.install_limits()?;
         // A raised or removed limit may free work a poller waits for.
         self.notifier.bump_always();
         Ok(())
@@ -123,7 +136,11 @@ impl Engine {
 
     /// Every limit with its use now.
     pub fn limits(&self) -> Vec<LimitStatus> {
-        self.limiter.status(self.now())
+        let now = self.now();
+        let mut all = self.limiter.status(now);
+        all.extend(self.keys.status(now));
+        all.sort_by_key(|s| s.target.label());
+        all
     }
 }
 

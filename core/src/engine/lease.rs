@@ -2,7 +2,6 @@
 //! band group's lock, move it to leased in one batch outside the lock.
 
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::control::Paused;
@@ -14,7 +13,8 @@ use crate::store::codec;
 use crate::store::keys::{self, JobKey, Pos};
 use crate::store::{self as st};
 
-use super::bands::{self, BandGroup, Cursor, Group, ScopeBands};
+use super::bands::{self, BandGroup, Cursor, Group};
+use super::claim::{is_blocked, wanted, ScopeWalk};
 use super::peek::past_claim;
 use super::transition::Tx;
 use super::Engine;
@@ -131,7 +131,10 @@ impl Engine {
     /// could not rule out (work arrived meanwhile, or every ready kind is
     /// filtered, paused or limited): parked scopes answer with one load.
     fn next_due(&self, opts: &LeaseOptions) -> Option<u64> {
-        let mut best: Option<u64> = self.limiter.wake_at();
+        let mut best: Option<u64> = match (self.limiter.wake_at(), self.keys.wake_at()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let paused = self.paused();
         let now = self.now();
         let note = |best: &mut Option<u64>, t: u64| {
@@ -177,6 +180,7 @@ impl Engine {
         if self.limiter.active() {
             self.limiter.end_due_holds(self.now(), &self.bands);
         }
+        self.key_poll(self.now());
         let mut jobs = Vec::new();
         // A claimed row that turns out corrupt is skipped (its cursor has
         // moved past it): go back for a replacement rather than answer short.
@@ -215,6 +219,11 @@ impl Engine {
         } else {
             Vec::new()
         };
+        if !g.unparked.is_empty() {
+            if let Some(got) = self.claim_unparked(g, scope, prio, opts, paused, &blocked, now)? {
+                return Ok(got);
+            }
+        }
         let BandGroup {
             pending,
             failed,
@@ -223,6 +232,7 @@ impl Engine {
             pending_it,
             failed_it,
             kind_its,
+            ..
         } = g;
         if opts.kinds.is_empty() && paused.kinds.is_empty() && blocked.is_empty() {
             let jobs_cf = self.cf(st::CF_JOBS)?;
@@ -397,13 +407,22 @@ impl Engine {
         let mut tx = Tx::new(self);
         let mut leased = Vec::with_capacity(claims.len());
         let mut kinds_of: HashMap<JobId, String> = HashMap::default();
+        // Job keys whose slots this batch took (`keyed.rs`).
+        let mut keyed: Vec<(Scope, String)> = Vec::new();
         // A failed commit gives back the claims (`unclaim`) and uncounts
         // the leases staged so far.
-        let fail = |claims: &[Claim], kinds_of: &HashMap<JobId, String>, e: Error| {
+        let fail = |claims: &[Claim],
+                    kinds_of: &HashMap<JobId, String>,
+                    keyed: &[(Scope, String)],
+                    e: Error| {
             for c in claims {
                 if let Some(k) = kinds_of.get(&c.key.id) {
                     self.limiter.lease_failed(c.key.scope, k, None, &self.bands);
                 }
+            }
+            for k in keyed {
+                let back = self.keys.unreserve(k, now);
+                self.unpark(back);
             }
             self.unclaim(claims, kinds_of);
             Err(e)
@@ -420,7 +439,7 @@ impl Engine {
                         "kind index names job {} but its row is missing",
                         c.key.id
                     ))),
-                    Err(e) => return fail(&claims, &kinds_of, e.into()),
+                    Err(e) => return fail(&claims, &kinds_of, &keyed, e.into()),
                 },
             };
             let rec = rec.and_then(|r| {
@@ -451,9 +470,28 @@ impl Engine {
                 let key = c.key;
                 self.give_back(&mut claims[i]);
                 if let Err(e) = self.stage_expired(&mut tx, &key, &mut rec, now) {
-                    return fail(&claims, &kinds_of, e);
+                    return fail(&claims, &kinds_of, &keyed, e);
                 }
                 continue;
+            }
+            if let Some(k) = &rec.ext.key {
+                // Flow control by key: take the key's slots, or park the
+                // row under its key (the cursor is past it already).
+                let row = super::keyed::Parked {
+                    state: c.key.state,
+                    prio: c.key.priority,
+                    pos: c.key.pos(),
+                    kind: rec.kind.clone(),
+                };
+                let k = (c.key.scope, k.clone());
+                let id = c.key.id;
+                if self.keys.reserve(&k, id, row, now) == super::keyed::KeyReserve::Parked {
+                    self.give_back(&mut claims[i]);
+                    continue;
+                }
+                let back = self.keys.more(&k, now);
+                self.unpark(back);
+                keyed.push(k);
             }
             self.limiter.note_leased(c.key.scope, &rec.kind);
             kinds_of.insert(c.key.id, rec.kind.clone());
@@ -476,12 +514,12 @@ impl Engine {
                 ..c.key
             };
             if let Err(e) = tx.stage(Event::Leased, Some(&c.key), Some(&new), &rec) {
-                return fail(&claims, &kinds_of, e);
+                return fail(&claims, &kinds_of, &keyed, e);
             }
             leased.push((new, rec, ttl, payload));
         }
         if let Err(e) = tx.commit() {
-            return fail(&claims, &kinds_of, e);
+            return fail(&claims, &kinds_of, &keyed, e);
         }
         // Committed: publish the leases, then drop the claims (a poller that
         // no longer sees a claim must no longer see the row).
@@ -506,6 +544,7 @@ impl Engine {
                 parent: rec.ext.parent,
                 tags: rec.ext.tags.clone(),
                 metadata: rec.ext.metadata.clone(),
+                key: rec.ext.key.clone(),
             });
             self.leases.insert(key, rec);
         }
@@ -523,35 +562,6 @@ impl Engine {
             self.limiter
                 .unreserve(c.key.scope, r.as_deref(), &self.bands);
             self.notifier.bump();
-        }
-    }
-}
-
-/// Whether a limit holds `kind` back (see `Limiter::blocked_kinds`).
-fn is_blocked(blocked: &[crate::kind::KindPattern], kind: &str) -> bool {
-    blocked.iter().any(|p| p.matches(kind))
-}
-
-/// Whether a poller with `opts` takes jobs of `kind` now: it asked for
-/// them (or for every kind) and they are not paused.
-fn wanted(opts: &LeaseOptions, paused: &Paused, kind: &str) -> bool {
-    (opts.kinds.is_empty() || opts.kinds.iter().any(|p| p.matches(kind)))
-        && !paused.kinds.iter().any(|p| p.matches(kind))
-}
-
-/// The scopes a poll visits (see [`Engine::scopes_for`]).
-pub(super) enum ScopeWalk<'a> {
-    Active(super::scopes::Rotation<'a>),
-    Named(std::vec::IntoIter<(Scope, Arc<ScopeBands>)>),
-}
-
-impl Iterator for ScopeWalk<'_> {
-    type Item = (Option<usize>, Scope, Arc<ScopeBands>);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            ScopeWalk::Active(r) => r.next().map(|(at, s, b)| (Some(at), s, b)),
-            ScopeWalk::Named(v) => v.next().map(|(s, b)| (None, s, b)),
         }
     }
 }

@@ -139,6 +139,15 @@ impl Leases {
         self.live(|e| (e.key, e.record.kind.clone()))
     }
 
+    /// Every live lease's scope and job key, for the keyed ones (to count
+    /// them at open).
+    pub fn snapshot_keys(&self) -> Vec<(crate::ids::Scope, String)> {
+        self.live(|e| e.record.ext.key.clone().map(|k| (e.key.scope, k)))
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
     /// Every live entry (for consistency checks).
     pub fn snapshot(&self) -> Vec<(JobId, JobKey, u64)> {
         self.live(|e| (e.key.id, e.key, e.record.generation))

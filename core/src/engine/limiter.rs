@@ -85,6 +85,8 @@ impl Rule {
             LimitTarget::Scope(s) => s == scope,
             LimitTarget::EachScope => true,
             LimitTarget::ScopeKind(s, p) => s == scope && kind.is_some_and(|k| p.matches(k)),
+            // Key rules live in the key gate (`keyed.rs`).
+            LimitTarget::Key(_) | LimitTarget::EachKey => false,
         }
     }
 

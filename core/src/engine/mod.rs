@@ -17,6 +17,8 @@ mod find;
 mod flow;
 mod heartbeat;
 mod hub;
+mod keyed;
+mod keyed_lease;
 mod lease;
 mod leases;
 mod limiter;
@@ -153,6 +155,8 @@ pub(crate) struct Engine {
     pub rr_used: std::sync::atomic::AtomicU32,
     /// Flow-control limits in memory (`limiter.rs`, `flow.rs`).
     pub limiter: limiter::Limiter,
+    /// Flow control by job key (`keyed.rs`, `keyed_lease.rs`).
+    pub keys: keyed::KeyGate,
     /// The background reaper thread, if one runs.
     reaper: Mutex<Option<Reaper>>,
     /// The schedules (`schedules.rs`).
@@ -396,6 +400,7 @@ impl Engine {
             rr: AtomicUsize::new(0),
             rr_used: std::sync::atomic::AtomicU32::new(0),
             limiter: limiter::Limiter::default(),
+            keys: keyed::KeyGate::default(),
             reaper: Mutex::new(None),
             schedules: schedules::Schedules::default(),
             scheduler: Mutex::new(None),

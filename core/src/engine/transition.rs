@@ -14,6 +14,7 @@
 //! | `idem`        | delete, if it names this job (deletes only) | put (new jobs with a key) |
 //! | `expiry`      | delete, if it was indexed | put, if pending, never leased and it has an expiry |
 //! | `meta` `tag/` | delete, per tag, if no to-row | put, per tag, if no from-row |
+//! | `meta` `jkey/` | delete, if it was unfinished and is no more | put, if it is unfinished and was not (keyed jobs) |
 //! | `counters`    | one merge operand per kind and one per scope per batch: −1 from-state, +1 to-state |
 //!
 //! A move out of the leased state also frees the job's flow-control slots
@@ -145,6 +146,10 @@ pub(super) struct Parts {
     timings: Vec<(usize, Timing)>,
     /// Jobs this transaction finishes: their waiting parents move too.
     pub(super) finished: Vec<super::fanin::Finished>,
+    /// Keyed jobs that became unfinished (`true`) or finished (`false`).
+    pub(super) key_live: Vec<(crate::ids::Scope, String, crate::job::JobId, bool)>,
+    /// Keyed jobs taken out of the leased state: their keys' slots free.
+    pub(super) key_unleased: Vec<(crate::ids::Scope, String)>,
 }
 
 /// Parts kept for reuse are at most this large (a 10,000-job batch's are
@@ -180,6 +185,8 @@ impl Parts {
         self.unleased.clear();
         self.timings.clear();
         self.finished.clear();
+        self.key_live.clear();
+        self.key_unleased.clear();
         SPARE.with(|s| s.set(Some(self)));
     }
 }
@@ -351,6 +358,9 @@ impl<'e> Tx<'e> {
                 self.p.unleased.push((f.scope, rec.kind.clone()));
             }
         }
+        if let Some(jk) = &rec.ext.key {
+            self.stage_key(fs, ts, from.or(to), jk)?;
+        }
         if fs != ts {
             let d = PerState::delta(fs, ts);
             let at = match self.p.counters.iter().position(|(k, _)| *k == rec.kind) {
@@ -477,6 +487,10 @@ impl<'e> Tx<'e> {
         if !p.unleased.is_empty() && e.limiter.unleased(&p.unleased, &e.bands) {
             // A slot freed: pollers held back by a cap look again.
             e.notifier.bump();
+        }
+        if !p.key_live.is_empty() || !p.key_unleased.is_empty() {
+            let back = e.keys.committed(&p.key_live, &p.key_unleased, e.now());
+            e.unpark(back);
         }
         for (ev, n) in Event::ALL.into_iter().zip(counted) {
             e.metrics.count(ev, n);

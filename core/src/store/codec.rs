@@ -95,6 +95,10 @@ mod tag {
     /// policy]`. Not safe to ignore on a waiting job (an older build
     /// would not wake it); see docs/ARCHITECTURE.md, "Fan-in".
     pub const FAN_IN: u64 = 16;
+    /// The job key (issue 43, a string). Safe to ignore: an older build
+    /// keeps it as an unknown tag, and its moves leave the key index
+    /// behind (see docs/ARCHITECTURE.md, "Key index").
+    pub const KEY: u64 = 17;
 }
 
 /// A job's stored record (the jobs row value after the format byte).
@@ -196,6 +200,9 @@ pub struct Ext {
     /// A fan-in parent's children: how many are unfinished, how many it
     /// waits on, and its `on_child_dead` policy.
     pub fan_in: Option<FanIn>,
+    /// The job key (flow control by key), indexed in `meta` under `key/`
+    /// while the job is not finished.
+    pub key: Option<String>,
     /// Extension tags this build does not know: tag and the exact bytes of
     /// its value.
     pub unknown: Vec<(u64, Vec<u8>)>,
@@ -221,6 +228,7 @@ impl Ext {
             + usize::from(!self.metadata.is_empty())
             + usize::from(self.debounce_until.is_some())
             + usize::from(self.fan_in.is_some())
+            + usize::from(self.key.is_some())
             + self.unknown.len()
     }
 
@@ -265,6 +273,7 @@ pub fn encoded_len_hint(r: &JobRecord) -> usize {
         + r.ext.progress.as_ref().map_or(0, Vec::len)
         + r.ext.schedule.as_ref().map_or(0, |s| 24 + s.name.len())
         + r.ext.tags.iter().map(|t| 2 + t.len()).sum::<usize>()
+        + r.ext.key.as_ref().map_or(0, |k| 2 + k.len())
         + crate::tags::metadata_size(&r.ext.metadata)
         + 4 * r.ext.metadata.len()
         + events
@@ -375,6 +384,10 @@ pub fn encode_into(r: &JobRecord, out: &mut Vec<u8>) {
             w.uint(f.unfinished);
             w.uint(f.total);
             w.uint(f.policy.code());
+        }
+        if let Some(k) = &x.key {
+            w.uint(tag::KEY);
+            w.str(k);
         }
         for (t, v) in &x.unknown {
             w.uint(*t);
@@ -548,6 +561,7 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
                     policy: crate::fanin::ChildDeadPolicy::from_code(r.uint()?),
                 });
             }
+            tag::KEY => x.key = Some(r.str()?),
             _ => {
                 let v = r.skip()?.to_vec();
                 x.unknown.push((t, v));

@@ -8,6 +8,7 @@
 //! | idem     | scope(16) idempotency key bytes                            | job_id(16)             |
 //! | counters | kind bytes                                                 | 5 × i64 LE, merge-add  |
 //! | meta     | `tag/` len(1) tag(len) scope(16) job_id(16)                | empty (the tag index)  |
+//! | meta     | `jkey/` scope(16) len(1) key(len) job_id(16)               | empty (the key index: unfinished keyed jobs) |
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, Scope, State};
@@ -383,9 +384,58 @@ impl TagKey {
     }
 }
 
+/// The prefix of the job-key index's rows in the `meta` family: one row
+/// per unfinished job that has a job key (issue 43), `scope len key id`.
+pub const JOB_KEY_INDEX_PREFIX: &[u8] = b"jkey/";
+
+/// The index row of job `id` with job key `key` in `scope`. Written in the
+/// batch that makes the job unfinished (its enqueue, an operator retry)
+/// and deleted in the one that finishes or removes it.
+pub fn job_key_row(scope: &Scope, key: &str, id: &JobId) -> Vec<u8> {
+    let mut k = Vec::with_capacity(JOB_KEY_INDEX_PREFIX.len() + 33 + key.len());
+    k.extend_from_slice(JOB_KEY_INDEX_PREFIX);
+    k.extend_from_slice(scope.as_bytes());
+    k.push(key.len() as u8);
+    k.extend_from_slice(key.as_bytes());
+    k.extend_from_slice(id.as_bytes());
+    k
+}
+
+/// Read [`job_key_row`] back: (scope, key, id); `Corruption` when malformed.
+pub fn decode_job_key_row(k: &[u8]) -> Result<(Scope, String, JobId)> {
+    let bad = || Error::Corruption(format!("malformed key-index row {}", hex(k)));
+    let rest = k.strip_prefix(JOB_KEY_INDEX_PREFIX).ok_or_else(bad)?;
+    if rest.len() < 17 {
+        return Err(bad());
+    }
+    let len = rest[16] as usize;
+    if rest.len() != 17 + len + 16 {
+        return Err(bad());
+    }
+    let key = std::str::from_utf8(&rest[17..17 + len]).map_err(|_| bad())?;
+    Ok((
+        Scope::from_bytes(rest[..16].try_into().map_err(|_| bad())?),
+        key.to_string(),
+        JobId::from_bytes(rest[17 + len..].try_into().map_err(|_| bad())?),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn job_key_rows_round_trip() {
+        let s = Scope::from_bytes([7; 16]);
+        let id = JobId::from_bytes([9; 16]);
+        let k = job_key_row(&s, "customer-1", &id);
+        assert_eq!(
+            decode_job_key_row(&k).unwrap(),
+            (s, "customer-1".into(), id)
+        );
+        assert!(decode_job_key_row(&k[..k.len() - 1]).is_err());
+        assert!(decode_job_key_row(b"jkey/").is_err());
+    }
 
     #[test]
     fn job_keys_round_trip_and_sort_by_scope_state_priority_ts_id() {

@@ -29,6 +29,7 @@ impl Run {
             rate: s.get("rate").and_then(Json::as_f64),
             burst: opt_u32(s, "burst")?,
             weight: opt_u32(s, "weight")?,
+            ordered: s.get("ordered").and_then(Json::as_bool).unwrap_or(false),
         };
         self.q().map_err(Error::Storage)?.set_limit(&t, limit)?;
         Ok(Json::Null)
