@@ -30,6 +30,7 @@ pub mod proposer;
 pub mod snapshot;
 pub mod state_machine;
 mod timing;
+pub mod transport;
 mod types;
 
 pub use log_store::{LogStore, LogStoreError};
