@@ -19,7 +19,7 @@ use support::{options, TestCluster};
 use telha_jobs::{EnqueueOptions, JobId, LeaseOptions};
 use telha_jobs_cluster::client::ClusterQueue;
 use telha_jobs_cluster::network::{test_seed, Router};
-use telha_jobs_cluster::node::NodeOptions;
+use telha_jobs_cluster::node::{NodeOptions, StartRefused};
 use telha_jobs_cluster::snapshot::SnapshotPolicy;
 use telha_jobs_cluster::transport::wire::raft_client::RaftClient;
 use telha_jobs_cluster::transport::wire::{snapshot_chunk, RaftRequest, SnapshotChunk};
@@ -373,6 +373,41 @@ fn a_peer_sending_garbage_gets_a_typed_error_and_the_cluster_carries_on() {
     let ids = write(&q, "after-garbage", 10);
     c.assert_consistent();
     assert_present(&q, &ids);
+}
+
+/// A member wiped and started as a joiner under its old id is refused by
+/// its join gate through the peer service, as in process
+/// (tests/start_refusal.rs): the leader sees it unreachable and writes on.
+#[test]
+fn the_join_gate_refuses_a_wiped_member_over_grpc() {
+    let (c, s) = grpc_cluster("the_join_gate_refuses_a_wiped_member_over_grpc", options());
+    let q = c.queue();
+    let mut ids = write(&q, "before", 20);
+    c.quiesce(Duration::from_secs(20));
+    let leader = c.engine_leader(Duration::from_secs(10));
+    let f = *c.ids.iter().rev().find(|&&i| i != leader).unwrap();
+    s.stop(f);
+    c.crash(f);
+    std::fs::remove_dir_all(c.node_dir(f)).unwrap();
+    s.restart(f);
+    let n = c.start_joiner(f);
+    wait_for("the refusal", Duration::from_secs(10), || {
+        n.join_refused().is_some()
+    });
+    let why = n.join_refused().unwrap();
+    assert!(
+        matches!(why, StartRefused::WipedMember { id, leader: l } if id == f && l == leader),
+        "{why:?}"
+    );
+    ids.extend(write(&q, "after", 20));
+    assert_present(&q, &ids);
+    assert_eq!(c.engine_leader(Duration::from_secs(5)), leader);
+    assert_eq!(
+        n.metrics().last_log_index,
+        None,
+        "the wiped node took nothing"
+    );
+    assert_nothing_in_process(&c);
 }
 
 #[test]

@@ -284,6 +284,17 @@ impl GrpcClient {
         let request = self.request(msg, Some(ttl));
         let reply = match tokio::time::timeout(ttl, call(client, request)).await {
             Err(_) => return Err(Failure::Timeout(ttl)),
+            // tonic ends a call past its `grpc-timeout` itself
+            // (`Cancelled`, "Timeout expired"); the server past it answers
+            // `DeadlineExceeded`.
+            Ok(Err(s))
+                if matches!(
+                    s.code(),
+                    tonic::Code::Cancelled | tonic::Code::DeadlineExceeded
+                ) =>
+            {
+                return Err(Failure::Timeout(ttl))
+            }
             Ok(Err(s)) => return Err(Failure::of_status(self.to, &s)),
             Ok(Ok(r)) => r.into_inner(),
         };

@@ -56,21 +56,32 @@ impl GrpcClient {
         let request = self.request(tokio_stream::wrappers::ReceiverStream::new(rx), None);
         let call = async move { client.install_snapshot(request).await };
         let transfer = async {
-            let (sent, reply) = tokio::join!(producer, call);
-            // The reply says why when the receiver failed; else what the
-            // sender failed at.
-            match (sent, reply) {
-                (_, Ok(r)) => {
-                    let r = r.into_inner();
-                    let got: Result<SnapshotResponse<u64>, Fatal<u64>> =
-                        decode("install-snapshot reply", r.format, &r.payload).map_err(|e| {
-                            fail(Failure::Network(format!("node {to}: reply: {e}")))
-                        })?;
-                    got.map_err(|f| fail(Failure::Unreachable(format!("node {to} stopped: {f}"))))
-                }
-                (Err(f), Err(_)) => Err(fail(f)),
-                (Ok(()), Err(s)) => Err(fail(Failure::of_status(to, &s))),
-            }
+            tokio::pin!(producer, call);
+            // A sender that failed (a message not taken within the idle
+            // deadline) stops at once, not when the receiver answers; a
+            // receiver that answered first (it refused the stream) says
+            // why.
+            let reply = tokio::select! {
+                biased;
+                reply = &mut call => reply,
+                sent = &mut producer => match sent {
+                    Ok(()) => call.await,
+                    Err(f @ Failure::Timeout(_)) => return Err(fail(f)),
+                    // The stream closed under the sender: the receiver's
+                    // answer, if it gave one, says why.
+                    Err(f) => match tokio::time::timeout(d.idle, &mut call).await {
+                        Ok(Err(s)) => Err(s),
+                        _ => return Err(fail(f)),
+                    },
+                },
+            };
+            let r = reply
+                .map_err(|s| fail(Failure::of_status(to, &s)))?
+                .into_inner();
+            let got: Result<SnapshotResponse<u64>, Fatal<u64>> =
+                decode("install-snapshot reply", r.format, &r.payload)
+                    .map_err(|e| fail(Failure::Network(format!("node {to}: reply: {e}"))))?;
+            got.map_err(|f| fail(Failure::Unreachable(format!("node {to} stopped: {f}"))))
         };
         // Dropping the transfer drops the stream: the receiver sees it
         // end early and removes what it staged.
