@@ -162,8 +162,9 @@ pub(super) enum Failure {
 }
 
 impl Failure {
-    /// A gRPC status: refused or not there → back off; late → timeout;
-    /// anything else (bad bytes, ...) → a network error.
+    /// A gRPC status: refused or not there → back off (`Unreachable`);
+    /// anything else (bad bytes, ...) → a network error. (A unary call's
+    /// deadline statuses are `Timeout` before this: `unary`.)
     pub(super) fn of_status(to: u64, s: &tonic::Status) -> Failure {
         use tonic::Code::*;
         let m = format!("node {to}: {:?}: {}", s.code(), s.message());
