@@ -3,13 +3,15 @@
 //! own store. This crate is the only one that names openraft (pinned at
 //! 0.9.25), so a later move to 0.10 stays here.
 //!
-//! In progress (issues 38 and 39): the type configuration, the log store
+//! In progress (issues 38, 39 and 40): the type configuration, the log store
 //! with group commit, the state machine over a `telha_jobs::replica` store,
 //! snapshots (checkpoints of that store) and log purge, the proposer, a
 //! node with its engine per leadership term and its membership changes
 //! (`node/membership.rs`), and for in-process clusters
 //! the faulty router (snapshots streamed file by file) and `ClusterQueue`;
-//! nothing is exposed through `telha serve` yet. docs/ARCHITECTURE.md "Cluster (in
+//! the Raft transport over gRPC (`transport/`: the `telha.cluster.v1`
+//! client and service, not yet mounted); nothing is exposed through
+//! `telha serve` yet. docs/ARCHITECTURE.md "Cluster (in
 //! progress)".
 
 // openraft's traits return its `StorageError` (224 bytes) by value; the
@@ -30,6 +32,7 @@ pub mod proposer;
 pub mod snapshot;
 pub mod state_machine;
 mod timing;
+pub mod transport;
 mod types;
 
 pub use log_store::{LogStore, LogStoreError};

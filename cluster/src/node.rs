@@ -42,11 +42,12 @@ pub mod dir;
 mod membership;
 mod open;
 mod seed;
-use crate::network::{Mute, Router};
+use crate::network::{Links, Mute, Router};
 use crate::proposer::{Proposer, ProposerConfig};
 use crate::snapshot::{SnapshotPolicy, SnapshotTrigger, Snapshots, StoreCell};
 use crate::state_machine::StateMachine;
 pub use crate::timing::{Timing, ELECTION_MAX_DEFAULT, ELECTION_MIN_DEFAULT, HEARTBEAT_DEFAULT};
+use crate::transport::GrpcNetwork;
 use crate::types::{PeerNode, TypeConfig, Vote};
 use crate::LogStore;
 pub use dir::{EmptyDir, NodeFile, StartRefused, NODE_FILE};
@@ -75,6 +76,11 @@ pub struct NodeOptions {
     /// What a start on an empty data directory is for (`node/dir.rs`):
     /// refused unless said.
     pub empty_dir: EmptyDir,
+    /// Reach peers over gRPC (`transport/`) instead of the router's
+    /// in-process links; the router still holds this node's `Raft`, gate
+    /// and heard times, which its [`PeerService`](crate::transport::PeerService)
+    /// uses.
+    pub grpc: Option<GrpcNetwork>,
 }
 
 impl Default for NodeOptions {
@@ -88,6 +94,7 @@ impl Default for NodeOptions {
             stand_when_overdue: true,
             snapshots: SnapshotPolicy::default(),
             empty_dir: EmptyDir::Refuse,
+            grpc: None,
         }
     }
 }
@@ -240,7 +247,11 @@ impl Node {
         let log_handle = log.clone();
         let skipped = sm.skipped();
         let muted = Arc::new(AtomicBool::new(false));
-        let network = Mute::new(router.factory(id), muted.clone());
+        let links = match &opts.grpc {
+            Some(g) => Links::Grpc(g.bind(id, router.clone())),
+            None => Links::Local(router.factory(id)),
+        };
+        let network = Mute::new(links, muted.clone());
         let raft = rt
             .block_on(Raft::new(id, raft_cfg, network, log, sm))
             .map_err(|e| NodeError(format!("node {id}: raft: {e}")))?;

@@ -3,6 +3,9 @@
 //!
 //! - [`v1`]: the generated messages, the `Jobs` service's server trait and
 //!   client stub (prost + tonic, compiled by protox: no system `protoc`);
+//! - [`cluster_v1`]: the peer protocol of a cluster
+//!   (`proto/telha/cluster/v1/raft.proto`, the `Raft` service), used by
+//!   the cluster crate's transport;
 //! - [`convert`]: core types ⇄ messages, with every bound checked on the
 //!   way in (ids exactly 16 bytes, known states, valid kinds);
 //! - [`schedules`]: schedules ⇄ messages, checked the same way ([`fanin`],
@@ -17,6 +20,13 @@
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod v1 {
     include!("gen/telha.jobs.v1.rs");
+}
+
+/// The generated `telha.cluster.v1` package: the `Raft` service one
+/// cluster node serves the others (telha-jobs-cluster's `transport`).
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod cluster_v1 {
+    include!("gen/telha.cluster.v1.rs");
 }
 
 mod control;
@@ -37,17 +47,31 @@ mod drift {
     /// The committed generated code (src/gen/) must come from the .proto as it
     /// is now: the generator records the .proto's hash beside its output.
     /// Regenerate with `make generated` (or `make proto-gen`) when this fails.
-    #[test]
-    fn generated_code_matches_the_proto() {
-        let proto = include_bytes!("../telha/jobs/v1/jobs.proto");
-        let h = proto.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
+    fn fnv64(b: &[u8]) -> String {
+        let h = b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
             (h ^ u64::from(x)).wrapping_mul(0x0100_0000_01b3)
         });
-        let recorded = include_str!("gen/jobs.proto.fnv64").trim();
-        assert_eq!(
-            format!("{h:016x}"),
-            recorded,
-            "proto/src/gen/ is stale: run `make generated` (or `make proto-gen`) and commit it"
-        );
+        format!("{h:016x}")
+    }
+
+    #[test]
+    fn generated_code_matches_the_proto() {
+        let pairs = [
+            (
+                &include_bytes!("../telha/jobs/v1/jobs.proto")[..],
+                include_str!("gen/jobs.proto.fnv64"),
+            ),
+            (
+                &include_bytes!("../telha/cluster/v1/raft.proto")[..],
+                include_str!("gen/raft.proto.fnv64"),
+            ),
+        ];
+        for (proto, recorded) in pairs {
+            assert_eq!(
+                fnv64(proto),
+                recorded.trim(),
+                "proto/src/gen/ is stale: run `make generated` (or `make proto-gen`) and commit it"
+            );
+        }
     }
 }

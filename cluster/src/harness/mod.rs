@@ -83,8 +83,13 @@ impl TestCluster {
 
     /// [`TestCluster::start`] with the nodes' directories under `base`.
     pub fn start_in(base: &Path, test: &str, n: u64, opts: NodeOptions) -> TestCluster {
+        TestCluster::start_on(base, Router::new(test_seed(test)), n, opts)
+    }
+
+    /// [`TestCluster::start_in`] on `router` (whose nodes the caller
+    /// serves over gRPC, say: `NodeOptions::grpc`).
+    pub fn start_on(base: &Path, router: Router, n: u64, opts: NodeOptions) -> TestCluster {
         let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let router = Router::new(test_seed(test));
         let dir = TempDir::new_in(base, "telha-cluster");
         let nodes = Nodes::default();
         let ids: Vec<u64> = (1..=n).collect();

@@ -17,6 +17,7 @@
 //! them to the target's core (its own runtime), so a slow or hung link
 //! never blocks the target.
 
+mod links;
 mod mute;
 mod rng;
 mod stream;
@@ -37,6 +38,7 @@ use openraft::raft::{
 };
 use openraft::{Raft, Snapshot};
 
+pub use links::{LinkClient, Links};
 pub use mute::{Mute, MuteClient};
 pub use rng::{test_seed, SplitMix64};
 pub use stream::{
@@ -181,6 +183,27 @@ impl Router {
     /// answers `Unreachable` until it registers again.
     pub fn unregister(&self, id: u64) {
         lock(&self.inner.targets).remove(&id);
+    }
+
+    /// Node `id`'s `Raft`, while it is registered (the gRPC service of a
+    /// node finds it here: `transport/server.rs`).
+    pub fn target(&self, id: u64) -> Option<Raft<TypeConfig>> {
+        lock(&self.inner.targets).get(&id).cloned()
+    }
+
+    /// `to`'s gate, if it has one, on an RPC that came from another
+    /// process (its request says whether its sender has `to` as a voter).
+    pub fn admit_arriving(&self, to: u64, a: Arriving) -> Result<(), String> {
+        let Some(gate) = lock(&self.inner.gates).get(&to).cloned() else {
+            return Ok(());
+        };
+        gate(a)
+    }
+
+    /// Note that `id` accepted a leader's append-entries now (the gRPC
+    /// client does, as the in-process links do).
+    pub fn mark_heard(&self, id: u64) {
+        lock(&self.inner.heard).insert(id, std::time::Instant::now());
     }
 
     /// When node `id` last accepted an append-entries (a heartbeat or

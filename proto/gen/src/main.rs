@@ -1,8 +1,9 @@
-//! `telha-jobs-proto-gen [OUT_DIR]`: compiles `proto/telha/jobs/v1/jobs.proto`
+//! `telha-jobs-proto-gen [OUT_DIR]`: compiles the protocol's .proto files
 //! (relative to the repository root, the working directory) with protox and
 //! writes the prost + tonic code to OUT_DIR (default `proto/src/gen`), with
-//! `jobs.proto.fnv64`, the hash of the .proto it was generated from (the
-//! proto crate's drift test compares it with the .proto's current hash).
+//! the hash of each .proto it was generated from (`jobs.proto.fnv64`,
+//! `raft.proto.fnv64`: the proto crate's drift test compares them with the
+//! .protos' current hashes).
 
 fn fnv64(b: &[u8]) -> u64 {
     b.iter().fold(0xcbf2_9ce4_8422_2325, |h, &x| {
@@ -10,17 +11,27 @@ fn fnv64(b: &[u8]) -> u64 {
     })
 }
 
+/// Each package's .proto (under `proto/`) and the name of its hash file.
+const PROTOS: [(&str, &str); 2] = [
+    ("telha/jobs/v1/jobs.proto", "jobs.proto.fnv64"),
+    ("telha/cluster/v1/raft.proto", "raft.proto.fnv64"),
+];
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let out = std::env::args().nth(1).unwrap_or_else(|| "proto/src/gen".into());
+    let out = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "proto/src/gen".into());
     std::fs::create_dir_all(&out)?;
-    let src = std::fs::read("proto/telha/jobs/v1/jobs.proto")?;
-    let fds = protox::compile(["telha/jobs/v1/jobs.proto"], ["proto"])?;
-    tonic_prost_build::configure()
-        .build_client(true)
-        .build_server(true)
-        .out_dir(&out)
-        .compile_fds(fds)?;
-    std::fs::write(format!("{out}/jobs.proto.fnv64"), format!("{:016x}\n", fnv64(&src)))?;
-    println!("wrote {out}/telha.jobs.v1.rs");
+    for (proto, hash) in PROTOS {
+        let src = std::fs::read(format!("proto/{proto}"))?;
+        let fds = protox::compile([proto], ["proto"])?;
+        tonic_prost_build::configure()
+            .build_client(true)
+            .build_server(true)
+            .out_dir(&out)
+            .compile_fds(fds)?;
+        std::fs::write(format!("{out}/{hash}"), format!("{:016x}\n", fnv64(&src)))?;
+        println!("wrote {out}/ for {proto}");
+    }
     Ok(())
 }
