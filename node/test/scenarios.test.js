@@ -177,7 +177,7 @@ class Run {
       job: this.nameOf(j.id), kind: j.kind, scope: j.scope, attempts: j.attempts,
       max_attempts: j.maxAttempts, generation: j.generation, priority: j.priority,
       worker_id: j.workerId, timeout_ms: j.timeoutMs, ...scheduleJson(j.schedule), parent: this.parentName(j.parent),
-      tags: j.tags, metadata: j.metadata
+      tags: j.tags, metadata: j.metadata, key: j.key
     }
     putBytes(o, 'payload', j.payloadBytes)
     return o
@@ -191,7 +191,8 @@ class Run {
       idempotency_key: i.idempotencyKey ?? null, events: i.events.map((e) => e.transition),
       cancel_requested: i.cancelRequested ?? null, snoozes: i.snoozes, paused: i.paused,
       expires: i.expiresAt !== undefined && i.expiresAt !== null, ...scheduleJson(i.schedule),
-      parent: this.parentName(i.parent), tags: i.tags, metadata: i.metadata, fan_in: fanInJson(i.fanIn)
+      parent: this.parentName(i.parent), tags: i.tags, metadata: i.metadata, fan_in: fanInJson(i.fanIn),
+      key: i.key
     }
     putBytes(o, 'payload', i.payloadBytes)
     putBytes(o, 'result', i.resultBytes)
@@ -250,6 +251,7 @@ class Run {
     if ('unique_states' in s) o.uniqueStates = s.unique_states
     if ('tags' in s) o.tags = s.tags
     if ('metadata' in s) o.metadata = s.metadata
+    if ('key' in s) o.key = s.key
     if ('metadata_size' in s) o.metadata = { big: 'x'.repeat(s.metadata_size) }
     if ('debounce_ms' in s) o.debounceMs = s.debounce_ms
     if ('debounce_max_ms' in s) o.debounceMaxMs = s.debounce_max_ms
@@ -394,7 +396,7 @@ class Run {
         return scheduleStep(this, s)
       case 'set_limit': {
         const l = {}
-        for (const k of ['concurrency', 'rate', 'burst', 'weight']) if (k in s) l[k] = s[k]
+        for (const k of ['concurrency', 'rate', 'burst', 'weight', 'ordered']) if (k in s) l[k] = s[k]
         await this.queue().setLimit(String(s.target ?? ''), l)
         return null
       }
@@ -404,7 +406,8 @@ class Run {
         return {
           limits: (await this.queue().limits()).map((l) => ({
             target: l.target, concurrency: l.concurrency, rate: l.rate, burst: l.burst, weight: l.weight,
-            leased: l.leased, held: l.held, throttled_concurrency: l.throttledConcurrency, throttled_rate: l.throttledRate
+            leased: l.leased, held: l.held, throttled_concurrency: l.throttledConcurrency, throttled_rate: l.throttledRate,
+            ordered: l.ordered
           }))
         }
       case 'purge':

@@ -177,7 +177,7 @@ class Run:
             "schedule": None if j.schedule is None else j.schedule.name,
             "schedule_missed": None if j.schedule is None else j.schedule.missed,
             "parent": None if j.parent is None else self.name_of(j.parent),
-            "tags": j.tags, "metadata": j.metadata,
+            "tags": j.tags, "metadata": j.metadata, "key": j.key,
         }
         put_bytes(o, "payload", j.raw_payload)
         return o
@@ -193,7 +193,7 @@ class Run:
             "schedule": None if i.schedule is None else i.schedule.name,
             "schedule_missed": None if i.schedule is None else i.schedule.missed,
             "parent": None if i.parent is None else self.name_of(i.parent),
-            "tags": i.tags, "metadata": i.metadata, "fan_in": fan_in_json(i.fan_in),
+            "tags": i.tags, "metadata": i.metadata, "fan_in": fan_in_json(i.fan_in), "key": i.key,
         }
         put_bytes(o, "payload", i.raw_payload)
         put_bytes(o, "result", i.raw_result)
@@ -234,7 +234,7 @@ class Run:
     # -- steps ----------------------------------------------------------
     def enqueue_kw(self, s: dict[str, Any]) -> dict[str, Any]:
         kw: dict[str, Any] = {}
-        for k in ("scope", "priority", "idempotency_key", "max_attempts"):
+        for k in ("scope", "priority", "idempotency_key", "max_attempts", "key"):
             if k in s:
                 kw[k] = s[k]
         if "delay_ms" in s:
@@ -330,7 +330,7 @@ class Run:
             return {"answers": ["ok" if a is None else a.code for a in answers]}
         if op == "set_limit":
             self.queue().set_limit(s.get("target", ""), **{
-                k: s[k] for k in ("concurrency", "rate", "burst", "weight") if k in s})
+                k: s[k] for k in ("concurrency", "rate", "burst", "weight", "ordered") if k in s})
             return None
         if op == "remove_limit":
             return {"removed": self.queue().remove_limit(s.get("target", ""))}
