@@ -181,6 +181,11 @@
 #define TJ_MAX_METADATA_BYTES 4096
 
 /**
+ * The longest job key (`tj_enqueue_options_set_key`), in bytes.
+ */
+#define TJ_MAX_JOB_KEY_LEN 128
+
+/**
  * What a call did. `TJ_STATUS_OK` is 0; every other value is an error whose
  * message, when the caller passed a `tj_error **`, is in the `tj_error`.
  *
@@ -1008,6 +1013,10 @@ typedef struct tj_limit_status {
    * How often the rate held work back since the store was opened.
    */
   uint64_t throttled_rate;
+  /**
+   * Whether the limit is ordered (FIFO per key; key targets only).
+   */
+  bool ordered;
 } tj_limit_status;
 
 /**
@@ -2236,7 +2245,8 @@ tj_status tj_limit_set_weight(struct tj_limit *limit,
  * Set (or replace) the limit on `target`: `"kind:<kind or family:*>"`,
  * `"scope:<uuid>"`, `"scope:*"` (each scope on its own),
  * `"scope:<uuid>/kind:<pattern>"` or the same with `*` for the uuid (the
- * kind within each scope on its own), with the
+ * kind within each scope on its own), `"key:<job key>"` or `"key:*"`
+ * (each job key on its own; see `tj_enqueue_options_set_key`), with the
  * settings of `*limit` (copied). Durable; takes effect for the next lease
  * and counts the leases that exist now (a cap below them lets none go
  * until enough settle; nothing running is taken back).
@@ -2246,7 +2256,8 @@ tj_status tj_limit_set_weight(struct tj_limit *limit,
  * Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, target, limit),
  * `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_INVALID_ARGUMENT` (a malformed
  * target, nothing set, a setting out of range, a burst without a rate, a
- * weight on a target that is not a scope; nothing changes),
+ * weight on a target that is not a scope, ordered off a key target with
+ * concurrency 1; nothing changes),
  * `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
  *
  * # Safety
@@ -2831,6 +2842,55 @@ uint64_t tj_job_info_schedule_missed(const struct tj_job_info *info);
  */
 bool tj_job_info_parent(const struct tj_job_info *info,
                         struct tj_id *parent_out);
+
+/**
+ * Set the job's key (copied; a second call replaces it): 1 to
+ * `TJ_MAX_JOB_KEY_LEN` bytes of UTF-8 without control characters, per
+ * scope (checked here). `key:<k>` and `key:*` limits count the job; an
+ * ordered one leases a key's jobs in enqueue order. Follow-ups take it
+ * like every option.
+ *
+ * Errors: `TJ_STATUS_NULL_ARGUMENT` (options, key),
+ * `TJ_STATUS_INVALID_ARGUMENT` for a key that is empty, too long, holds a
+ * control character or is not UTF-8 (options unchanged).
+ *
+ * # Safety
+ * `options` is NULL or live; `key` is NULL or NUL-terminated; `err` is NULL or writable.
+ */
+tj_status tj_enqueue_options_set_key(struct tj_enqueue_options *options,
+                                     const char *key,
+                                     struct tj_error **err);
+
+/**
+ * FIFO per key: the limit's key (or each key, for `key:*`) leases its
+ * jobs one at a time, strictly in enqueue order; a job waiting for a
+ * retry holds its key until it ends. Only on `key:<k>` and `key:*`
+ * targets with a concurrency of 1 (checked by `tj_queue_set_limit`:
+ * `TJ_STATUS_INVALID_ARGUMENT` otherwise). `false` clears it.
+ *
+ * # Safety
+ * `limit` is NULL or live. Returns `TJ_STATUS_NULL_ARGUMENT` for NULL.
+ */
+tj_status tj_limit_set_ordered(struct tj_limit *limit,
+                               bool ordered);
+
+/**
+ * The leased job's key (NUL-terminated, borrowed until `tj_job_free`);
+ * NULL when it has none or for NULL.
+ *
+ * # Safety
+ * `job` is NULL or live.
+ */
+const char *tj_job_key(const struct tj_job *job);
+
+/**
+ * The job's key (borrowed from `info`); NULL when it has none or for
+ * NULL.
+ *
+ * # Safety
+ * `info` is NULL or live.
+ */
+const char *tj_job_info_key(const struct tj_job_info *info);
 
 /**
  * New lease options: every scope (round-robin), every kind, no wait. Never NULL.

@@ -17,7 +17,7 @@ C_SAN := -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-saniti
 C_INC := -Iinclude -Itests/c
 C_LINK := -L$(C_LIB_DIR) -Wl,-rpath,$(C_LIB_DIR) -ltelha_jobs -lpthread
 C_TESTS := test_api test_hostile test_guarantees test_config test_bounds test_control test_events test_schedules test_scopes test_serve
-C_HEADERS := include/telha_jobs.h tests/c/harness.h tests/c/test_control_flow.h tests/c/test_control_steer.h tests/c/test_control_tags.h tests/c/test_control_backup.h tests/c/test_control_fanin.h tests/c/test_control_find.h tests/c/test_schedule_tags.h
+C_HEADERS := include/telha_jobs.h tests/c/harness.h tests/c/test_control_flow.h tests/c/test_control_steer.h tests/c/test_control_tags.h tests/c/test_control_backup.h tests/c/test_control_fanin.h tests/c/test_control_find.h tests/c/test_control_keys.h tests/c/test_schedule_tags.h
 # What the static library needs besides itself (rustc --print native-static-libs).
 C_STATIC_DEPS := -lstdc++ -lgcc_s -lutil -lrt -lpthread -lm -ldl
 # Sanitizer runs: ASan (with LeakSanitizer) catches invalid accesses and

@@ -644,6 +644,8 @@ export interface Job {
   tags: Array<string>
   /** Its metadata (string to string), as enqueued; never indexed. */
   metadata: Record<string, string>
+  /** Its job key (flow control by key: `key:<k>` / `key:*` limits), or null. */
+  key: string | null
 }
 
 /** One entry of a job's event log. */
@@ -776,6 +778,8 @@ export interface JobInfo {
    * `enqueueGroup`), or null.
    */
   fanIn: FanIn | null
+  /** Its job key (flow control by key: `key:<k>` / `key:*` limits), or null. */
+  key: string | null
 }
 
 /**
@@ -803,6 +807,15 @@ export interface LeasedBatch {
   parents?: Array<LeasedParent>
   /** The tags and metadata of the jobs that have any (absent when none has). */
   tagged?: Array<LeasedTags>
+  /** The job keys of the jobs that have one (absent when none has). */
+  keyed?: Array<LeasedKey>
+}
+
+/** The job key of job `at` of a [`LeasedBatch`] (its `Job.key`). */
+export interface LeasedKey {
+  /** The job's index in the batch. */
+  at: number
+  key: string
 }
 
 /** The parent of job `at` of a [`LeasedBatch`] (its `Job.parent`). */
@@ -871,7 +884,8 @@ export interface Limits {
 export interface LimitStatus {
   /**
    * What it applies to: `kind:<kind or family:*>`, `scope:<uuid>`,
-   * `scope:*`, `scope:<uuid>/kind:<pattern>` or `scope:*\/kind:<pattern>`.
+   * `scope:*`, `scope:<uuid>/kind:<pattern>`, `scope:*\/kind:<pattern>`,
+   * `key:<key>` or `key:*`.
    */
   target: string
   /** At most this many leased at once, or null. */
@@ -893,6 +907,8 @@ export interface LimitStatus {
   throttledConcurrency: number
   /** How often the rate held work back since the store was opened. */
   throttledRate: number
+  /** A key target's jobs lease one at a time, in enqueue order. */
+  ordered: boolean
 }
 
 /** One page of `list`. */
@@ -946,6 +962,8 @@ export interface NativeEnqueueOptions {
   after?: Array<string>
   /** Fan-in: `fail`, `cancel_rest` or `ignore` (with `after`). */
   onChildDead?: string
+  /** The job's key (flow control by key, issue 43; checked by the core). */
+  key?: string
 }
 
 /**
@@ -957,6 +975,8 @@ export interface NativeLimit {
   rate?: number
   burst?: number
   weight?: number
+  /** FIFO per key (a key target with concurrency 1 only). */
+  ordered?: boolean
 }
 
 /** Filters of `list`. */

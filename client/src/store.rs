@@ -88,21 +88,8 @@ impl RemoteQueue {
     }
 }
 
-/// Job keys (issue 43) are not in the wire format yet: refuse one rather
-/// than drop it.
-fn no_job_key(o: &EnqueueOptions) -> Result<()> {
-    if o.key.is_some() {
-        return Err(Error::InvalidArgument(
-            "a job key is not carried over gRPC yet (issue 43); enqueue keyed jobs on the store's owner"
-                .into(),
-        ));
-    }
-    Ok(())
-}
-
 impl JobStore for RemoteQueue {
     fn enqueue(&self, kind: &str, payload: &[u8], mut options: EnqueueOptions) -> Result<Enqueued> {
-        no_job_key(&options)?;
         self.auto_key(&mut options);
         let safe = safety(options.idempotency_key.is_some());
         let job = cv::new_job_to_pb(NewJob {
@@ -124,7 +111,6 @@ impl JobStore for RemoteQueue {
 
     fn enqueue_many(&self, mut jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
         for j in &mut jobs {
-            no_job_key(&j.options)?;
             self.auto_key(&mut j.options);
         }
         let safe = safety(jobs.iter().all(|j| j.options.idempotency_key.is_some()));
@@ -469,12 +455,6 @@ impl JobStore for RemoteQueue {
     }
 
     fn set_limit(&self, target: &LimitTarget, limit: Limit) -> Result<()> {
-        if limit.ordered {
-            return Err(Error::InvalidArgument(
-                "an ordered limit is not carried over gRPC yet (issue 43); set it on the store's owner"
-                    .into(),
-            ));
-        }
         let req = telha_jobs_proto::flow::set_limit_to_pb(target, &limit);
         self.call(Safe::Always, |mut c| {
             let r = req.clone();

@@ -39,7 +39,11 @@ pub unsafe extern "C" fn tj_limit_free(limit: *mut tj_limit) {
     boundary::free_box(limit);
 }
 
-fn set(func: &'static str, limit: *mut tj_limit, f: impl FnOnce(&mut Limit)) -> tj_status {
+pub(crate) fn set(
+    func: &'static str,
+    limit: *mut tj_limit,
+    f: impl FnOnce(&mut Limit),
+) -> tj_status {
     boundary::run(func, std::ptr::null_mut(), || {
         f(&mut handle_mut(func, "limit", limit)?.limit);
         Ok(())
@@ -97,7 +101,8 @@ fn parse_target(func: &str, target: *const c_char) -> Res<LimitTarget> {
 /// Set (or replace) the limit on `target`: `"kind:<kind or family:*>"`,
 /// `"scope:<uuid>"`, `"scope:*"` (each scope on its own),
 /// `"scope:<uuid>/kind:<pattern>"` or the same with `*` for the uuid (the
-/// kind within each scope on its own), with the
+/// kind within each scope on its own), `"key:<job key>"` or `"key:*"`
+/// (each job key on its own; see `tj_enqueue_options_set_key`), with the
 /// settings of `*limit` (copied). Durable; takes effect for the next lease
 /// and counts the leases that exist now (a cap below them lets none go
 /// until enough settle; nothing running is taken back).
@@ -107,7 +112,8 @@ fn parse_target(func: &str, target: *const c_char) -> Res<LimitTarget> {
 /// Errors: `TJ_STATUS_NULL_ARGUMENT` (queue, target, limit),
 /// `TJ_STATUS_INVALID_UTF8`, `TJ_STATUS_INVALID_ARGUMENT` (a malformed
 /// target, nothing set, a setting out of range, a burst without a rate, a
-/// weight on a target that is not a scope; nothing changes),
+/// weight on a target that is not a scope, ordered off a key target with
+/// concurrency 1; nothing changes),
 /// `TJ_STATUS_STORAGE`, `TJ_STATUS_CLOSED`.
 ///
 /// # Safety
@@ -193,6 +199,8 @@ pub struct tj_limit_status {
     pub throttled_concurrency: u64,
     /// How often the rate held work back since the store was opened.
     pub throttled_rate: u64,
+    /// Whether the limit is ordered (FIFO per key; key targets only).
+    pub ordered: bool,
 }
 
 /// Every limit with its use, as of the `tj_queue_limits` call, sorted by
@@ -282,6 +290,7 @@ pub unsafe extern "C" fn tj_limits_get(
                 held: s.held,
                 throttled_concurrency: s.throttled_concurrency,
                 throttled_rate: s.throttled_rate,
+                ordered: lim.ordered,
             },
         );
         Ok(())

@@ -27,6 +27,7 @@ pub struct tj_job {
     worker_id: OnceLock<CString>,
     schedule_name: OnceLock<Option<CString>>,
     tag_texts: OnceLock<crate::tags::TagTexts>,
+    key_text: OnceLock<Option<CString>>,
 }
 
 impl tj_job {
@@ -39,7 +40,15 @@ impl tj_job {
             worker_id: OnceLock::new(),
             schedule_name: OnceLock::new(),
             tag_texts: OnceLock::new(),
+            key_text: OnceLock::new(),
         }
+    }
+
+    /// Its job key as a C string, made on first use.
+    pub(crate) fn key_text(&self) -> Option<&CString> {
+        self.key_text
+            .get_or_init(|| self.job.key.as_deref().map(cstring))
+            .as_ref()
     }
 
     /// Its tags and metadata as C strings, made on first use.

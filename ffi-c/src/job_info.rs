@@ -18,6 +18,7 @@ use crate::status::{tj_state, tj_status};
 pub struct tj_job_info {
     pub(crate) info: JobInfo,
     pub(crate) tag_texts: crate::tags::TagTexts,
+    pub(crate) key_text: Option<CString>,
     id_text: CString,
     scope: CString,
     kind: CString,
@@ -43,6 +44,7 @@ impl tj_job_info {
             cursor: cstring(&info.cursor),
             schedule_name: info.schedule.as_ref().map(|r| cstring(&r.name)),
             tag_texts: crate::tags::TagTexts::new(&info.tags, &info.metadata),
+            key_text: info.key.as_deref().map(cstring),
             events: info
                 .events
                 .iter()

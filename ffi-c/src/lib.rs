@@ -33,6 +33,7 @@ mod flow;
 mod id;
 mod job;
 mod job_info;
+mod job_keys;
 mod lease_options;
 // Public so the header constants count as used (C reads them, Rust does not).
 pub mod limits;

@@ -60,6 +60,8 @@ pub const TJ_MAX_TAGS: usize = 16;
 pub const TJ_MAX_TAG_LEN: usize = 64;
 /// The largest metadata map: keys' and values' bytes plus 2 per entry.
 pub const TJ_MAX_METADATA_BYTES: usize = 4096;
+/// The longest job key (`tj_enqueue_options_set_key`), in bytes.
+pub const TJ_MAX_JOB_KEY_LEN: usize = 128;
 
 #[cfg(test)]
 mod tests {
@@ -71,6 +73,7 @@ mod tests {
         assert_eq!(TJ_MAX_KIND_LEN, limits::MAX_KIND_LEN);
         assert_eq!(TJ_MAX_TAGS, telha_jobs_core::tags::MAX_TAGS);
         assert_eq!(TJ_MAX_TAG_LEN, telha_jobs_core::tags::MAX_TAG_LEN);
+        assert_eq!(TJ_MAX_JOB_KEY_LEN, telha_jobs_core::flow::MAX_KEY_LEN);
         assert_eq!(
             TJ_MAX_METADATA_BYTES,
             telha_jobs_core::tags::MAX_METADATA_BYTES

@@ -29,7 +29,8 @@ test('a concurrency cap holds leases back exactly and frees a slot when one sett
     leased: 2,
     held: 1,
     throttledConcurrency: status.throttledConcurrency,
-    throttledRate: 0
+    throttledRate: 0,
+    ordered: false
   })
   assert.ok(status.throttledConcurrency >= 1)
   await q.complete(got[0])

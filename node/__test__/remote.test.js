@@ -26,6 +26,7 @@ describe('over a remote queue: the find suite', () => { require('./find.test.js'
 describe('over a remote queue: the debounce suite', () => { require('./debounce.test.js') })
 describe('over a remote queue: the backup suite', () => { require('./backup.test.js') })
 describe('over a remote queue: the fan-in suite', () => { require('./fanin.test.js') })
+describe('over a remote queue: the job keys suite', () => { require('./keys.test.js') })
 
 test('serve and connect in one process share the queue', async (t) => {
   const { local, server } = await serveTemp(t)

@@ -28,11 +28,12 @@ const REFS = 4
  * numbers in one Float64Array, kind / scope / workerId / payloadEncoding as
  * indices into a table of the batch's distinct strings, one payload
  * Buffer, the payloads that read as values, and the schedules of the jobs
- * a schedule enqueued, the parents of follow-up jobs and the tags and
- * metadata of tagged jobs (absent when none was), each with its job's index.
+ * a schedule enqueued, the parents of follow-up jobs, the tags and
+ * metadata of tagged jobs and the keys of keyed jobs (absent when none
+ * was), each with its job's index.
  */
 function jobsFrom (batch) {
-  const { ids: joined, nums, refs, strings, payloads, decoded, schedules, parents, tagged } = batch
+  const { ids: joined, nums, refs, strings, payloads, decoded, schedules, parents, tagged, keyed } = batch
   if (joined.length === 0) return []
   const ids = joined.split(',')
   const jobs = new Array(ids.length)
@@ -62,7 +63,8 @@ function jobsFrom (batch) {
       schedule: null,
       parent: null,
       tags: [],
-      metadata: {}
+      metadata: {},
+      key: null
     }
   }
   if (schedules) {
@@ -73,6 +75,9 @@ function jobsFrom (batch) {
   }
   if (tagged) {
     for (const { at, tags, metadata } of tagged) Object.assign(jobs[at], { tags, metadata })
+  }
+  if (keyed) {
+    for (const { at, key } of keyed) jobs[at].key = key
   }
   return jobs
 }

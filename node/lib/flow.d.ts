@@ -10,7 +10,9 @@ export type { LimitStatus }
  * What a limit applies to: `kind:<kind>` or `kind:<family>:*` (across
  * scopes), `scope:<uuid>` (one scope), `scope:*` (each scope on its own),
  * `scope:<uuid>/kind:<pattern>` or `scope:*\/kind:<pattern>` (a kind within
- * one scope, or within each). Anything else is `INVALID_ARGUMENT`.
+ * one scope, or within each), `key:<key>` (the jobs enqueued with that
+ * `key`) or `key:*` (each job key on its own). Anything else is
+ * `INVALID_ARGUMENT`.
  */
 export type LimitTarget = string
 
@@ -28,6 +30,12 @@ export interface LimitSettings {
   burst?: number
   /** A scope's share of leases while others have work (1 to 1000, default 1); only on `scope:<uuid>` and `scope:*`. */
   weight?: number
+  /**
+   * FIFO per key: a key's jobs lease one at a time, strictly in enqueue
+   * order (a job waiting for a retry holds its key until it ends). Only on
+   * `key:<key>` and `key:*` with `concurrency: 1`.
+   */
+  ordered?: boolean
 }
 
 /** Options of {@link Queue.complete}. */

@@ -7,12 +7,12 @@
 // range, the kinds, scopes and limit targets are checked by the native
 // layer and the core. Types and docs: telha.d.ts and flow.d.ts.
 
-const { typeError, invalidArgument, options, str, optStr, optNum } = require('./check.js')
+const { typeError, invalidArgument, options, str, optStr, optNum, optBool } = require('./check.js')
 
-const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt', 'backoffBaseMs', 'uniqueForMs', 'uniqueStates', 'tags', 'metadata', 'debounceMs', 'debounceMaxMs', 'after', 'onChildDead'])
+const ENQUEUE_KEYS = new Set(['scope', 'priority', 'delayMs', 'runAt', 'idempotencyKey', 'maxAttempts', 'expiresInMs', 'expiresAt', 'backoffBaseMs', 'uniqueForMs', 'uniqueStates', 'tags', 'metadata', 'debounceMs', 'debounceMaxMs', 'after', 'onChildDead', 'key'])
 const ITEM_KEYS = new Set(['kind', 'payload', ...ENQUEUE_KEYS])
 const COMPLETE_KEYS = new Set(['then'])
-const LIMIT_KEYS = new Set(['concurrency', 'rate', 'burst', 'weight'])
+const LIMIT_KEYS = new Set(['concurrency', 'rate', 'burst', 'weight', 'ordered'])
 
 /** One job's enqueue options as the native side takes them; `name` names them in messages. */
 function enqueueOptions (o, name) {
@@ -38,7 +38,8 @@ function enqueueOptions (o, name) {
     debounceMs: optNum(o.debounceMs, `${name}.debounceMs`),
     debounceMaxMs: optNum(o.debounceMaxMs, `${name}.debounceMaxMs`),
     after: optStrings(o.after, `${name}.after`),
-    onChildDead: optStr(o.onChildDead, `${name}.onChildDead`)
+    onChildDead: optStr(o.onChildDead, `${name}.onChildDead`),
+    key: optStr(o.key, `${name}.key`)
   }
 }
 
@@ -130,13 +131,14 @@ function completeManyArgs (opts, count) {
 
 /** `setLimit`'s settings as the native side takes them. */
 function limitSettings (settings) {
-  if (settings === undefined || settings === null) throw typeError('setLimit takes a target and { concurrency, rate, burst, weight } (at least one of concurrency, rate and weight)')
+  if (settings === undefined || settings === null) throw typeError('setLimit takes a target and { concurrency, rate, burst, weight, ordered } (at least one of concurrency, rate and weight)')
   const o = options(settings, 'limit settings', LIMIT_KEYS)
   return {
     concurrency: optNum(o.concurrency, 'concurrency'),
     rate: optNum(o.rate, 'rate'),
     burst: optNum(o.burst, 'burst'),
-    weight: optNum(o.weight, 'weight')
+    weight: optNum(o.weight, 'weight'),
+    ordered: optBool(o.ordered, 'ordered')
   }
 }
 

@@ -156,6 +156,12 @@ export interface EnqueueOptions extends FanInOptions {
   /** Metadata kept and returned with the job, never indexed: at most 4096 bytes (keys and values plus 2 per entry). */
   metadata?: Record<string, string>
   /**
+   * The job's key for flow control by key (`key:<key>` and `key:*` limits,
+   * `ordered` FIFO): 1 to 128 bytes without control characters, per scope;
+   * `job.key` and `info.key` read it back.
+   */
+  key?: string
+  /**
    * Debounce on `idempotencyKey` (which it needs), ms (≥ 1): the job runs
    * this long after the latest enqueue of the key. While the key's job is
    * pending, a repeat replaces its payload and moves its run time

@@ -312,6 +312,8 @@ pub struct NativeEnqueueOptions {
     pub after: Option<Vec<String>>,
     /// Fan-in: `fail`, `cancel_rest` or `ignore` (with `after`).
     pub on_child_dead: Option<String>,
+    /// The job's key (flow control by key, issue 43; checked by the core).
+    pub key: Option<String>,
 }
 
 /// The core's options of one enqueue; `at` names them in messages
@@ -358,6 +360,7 @@ pub fn enqueue_options(
     }
     e.tags = o.tags.unwrap_or_default();
     e.metadata = o.metadata.unwrap_or_default().into_iter().collect();
+    e.key = o.key;
     if let Some(d) = o.debounce_ms {
         e.debounce = Some(delay_ms(d, &format!("{at}.debounceMs"))?);
     }

@@ -70,6 +70,16 @@ pub struct LeasedBatch {
     pub parents: Option<Vec<LeasedParent>>,
     /// The tags and metadata of the jobs that have any (absent when none has).
     pub tagged: Option<Vec<LeasedTags>>,
+    /// The job keys of the jobs that have one (absent when none has).
+    pub keyed: Option<Vec<LeasedKey>>,
+}
+
+/// The job key of job `at` of a [`LeasedBatch`] (its `Job.key`).
+#[napi(object, object_from_js = false)]
+pub struct LeasedKey {
+    /// The job's index in the batch.
+    pub at: u32,
+    pub key: String,
 }
 
 /// The tags and metadata of job `at` of a [`LeasedBatch`].
@@ -119,6 +129,7 @@ impl LeasedBatch {
         let mut schedules: Option<Vec<LeasedSchedule>> = None;
         let mut parents: Option<Vec<LeasedParent>> = None;
         let mut tagged: Option<Vec<LeasedTags>> = None;
+        let mut keyed: Option<Vec<LeasedKey>> = None;
         let mut scope = String::new();
         for (i, j) in jobs.into_iter().enumerate() {
             if i > 0 {
@@ -168,6 +179,11 @@ impl LeasedBatch {
                     id: p.to_string(),
                 });
             }
+            if let Some(key) = j.key {
+                keyed
+                    .get_or_insert_with(Vec::new)
+                    .push(LeasedKey { at: i as u32, key });
+            }
             if !j.tags.is_empty() || !j.metadata.is_empty() {
                 tagged.get_or_insert_with(Vec::new).push(LeasedTags {
                     at: i as u32,
@@ -188,6 +204,7 @@ impl LeasedBatch {
             schedules,
             parents,
             tagged,
+            keyed,
         }
     }
 }

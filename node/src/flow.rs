@@ -26,13 +26,16 @@ pub struct NativeLimit {
     pub rate: Option<f64>,
     pub burst: Option<f64>,
     pub weight: Option<f64>,
+    /// FIFO per key (a key target with concurrency 1 only).
+    pub ordered: Option<bool>,
 }
 
 /// One limit and how it is used now (`limits()`), sorted by target.
 #[napi(object, object_from_js = false)]
 pub struct LimitStatus {
     /// What it applies to: `kind:<kind or family:*>`, `scope:<uuid>`,
-    /// `scope:*`, `scope:<uuid>/kind:<pattern>` or `scope:*/kind:<pattern>`.
+    /// `scope:*`, `scope:<uuid>/kind:<pattern>`, `scope:*/kind:<pattern>`,
+    /// `key:<key>` or `key:*`.
     pub target: String,
     /// At most this many leased at once, or null.
     #[napi(ts_type = "number | null")]
@@ -55,6 +58,8 @@ pub struct LimitStatus {
     pub throttled_concurrency: f64,
     /// How often the rate held work back since the store was opened.
     pub throttled_rate: f64,
+    /// A key target's jobs lease one at a time, in enqueue order.
+    pub ordered: bool,
 }
 
 impl LimitStatus {
@@ -69,6 +74,7 @@ impl LimitStatus {
             held: count(s.held),
             throttled_concurrency: count(s.throttled_concurrency),
             throttled_rate: count(s.throttled_rate),
+            ordered: s.limit.ordered,
         }
     }
 }
@@ -94,7 +100,7 @@ fn limit(o: NativeLimit) -> Result<Limit, Failure> {
         rate: o.rate,
         burst: int(o.burst, "burst", max)?,
         weight: int(o.weight, "weight", u64::from(MAX_WEIGHT))?,
-        ordered: false,
+        ordered: o.ordered.unwrap_or(false),
     })
 }
 

@@ -97,6 +97,9 @@ pub struct Job {
     /// Its metadata (string to string), as enqueued; never indexed.
     #[napi(ts_type = "Record<string, string>")]
     pub metadata: std::collections::HashMap<String, String>,
+    /// Its job key (flow control by key: `key:<k>` / `key:*` limits), or null.
+    #[napi(ts_type = "string | null")]
+    pub key: OrNull<String>,
 }
 
 /// One entry of a job's event log.
@@ -218,6 +221,9 @@ pub struct JobInfo {
     /// `enqueueGroup`), or null.
     #[napi(ts_type = "FanIn | null")]
     pub fan_in: OrNull<FanIn>,
+    /// Its job key (flow control by key: `key:<k>` / `key:*` limits), or null.
+    #[napi(ts_type = "string | null")]
+    pub key: OrNull<String>,
 }
 
 impl JobInfo {
@@ -266,6 +272,7 @@ impl JobInfo {
             tags: j.tags,
             metadata: j.metadata.into_iter().collect(),
             fan_in: OrNull(j.fan_in.as_ref().map(FanIn::from_core)),
+            key: OrNull(j.key),
         }
     }
 }

@@ -12,8 +12,9 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { spawn } = require('node:child_process')
-const { Queue, configKeys, scheduleNextTimes } = require('..')
+const { Queue, configKeys } = require('..')
 const { fanOptions, fanInJson, fanInStep } = require('./scenario_fanin.js')
+const { scheduleStep } = require('./scenario_schedules.js')
 
 const KEYS = configKeys()
 
@@ -86,33 +87,6 @@ function putBytes (o, name, b) {
 /** A job's schedule in a `get` / `lease` answer. */
 function scheduleJson (r) {
   return { schedule: r ? r.name : null, schedule_missed: r ? r.missed : null }
-}
-
-/** `name`, or `name_size` that many `n`s. */
-function scheduleName (s) {
-  return 'name_size' in s ? 'n'.repeat(s.name_size) : String(s.name ?? '')
-}
-
-/** A `schedule_put` step's schedule, as `schedulePut` takes it. */
-function scheduleOptions (s) {
-  const o = { name: scheduleName(s), spec: s.spec ?? '', kind: s.kind ?? '', payload: Buffer.from(String(s.payload ?? ''), 'utf8') }
-  const names = {
-    timezone: 'timezone', anchor_ms: 'anchor', scope: 'scope', priority: 'priority', max_attempts: 'maxAttempts',
-    expires_in_ms: 'expiresInMs', catch_up: 'catchUp', max_catch_up: 'maxCatchUp', paused: 'paused',
-    tags: 'tags', metadata: 'metadata'
-  }
-  for (const [k, v] of Object.entries(names)) if (k in s) o[v] = s[k]
-  if ('metadata_size' in s) o.metadata = { big: 'x'.repeat(s.metadata_size) }
-  return o
-}
-
-function scheduleInfoJson (i) {
-  return {
-    name: i.name, spec: i.spec, timezone: i.timezone, kind: i.kind, priority: i.priority,
-    max_attempts: i.maxAttempts, catch_up: i.catchUp, max_catch_up: i.maxCatchUp, paused: i.paused,
-    enqueued: i.enqueued, skipped: i.skipped, has_next: i.nextSlot !== null, has_last: i.lastSlot !== null,
-    last_error: i.lastError, tags: i.tags, metadata: i.metadata
-  }
 }
 
 const ZERO_COUNTS = { pending: 0, leased: 0, failed: 0, completed: 0, dead: 0, cancelled: 0 }
@@ -203,7 +177,7 @@ class Run {
       job: this.nameOf(j.id), kind: j.kind, scope: j.scope, attempts: j.attempts,
       max_attempts: j.maxAttempts, generation: j.generation, priority: j.priority,
       worker_id: j.workerId, timeout_ms: j.timeoutMs, ...scheduleJson(j.schedule), parent: this.parentName(j.parent),
-      tags: j.tags, metadata: j.metadata
+      tags: j.tags, metadata: j.metadata, key: j.key
     }
     putBytes(o, 'payload', j.payloadBytes)
     return o
@@ -217,7 +191,8 @@ class Run {
       idempotency_key: i.idempotencyKey ?? null, events: i.events.map((e) => e.transition),
       cancel_requested: i.cancelRequested ?? null, snoozes: i.snoozes, paused: i.paused,
       expires: i.expiresAt !== undefined && i.expiresAt !== null, ...scheduleJson(i.schedule),
-      parent: this.parentName(i.parent), tags: i.tags, metadata: i.metadata, fan_in: fanInJson(i.fanIn)
+      parent: this.parentName(i.parent), tags: i.tags, metadata: i.metadata, fan_in: fanInJson(i.fanIn),
+      key: i.key
     }
     putBytes(o, 'payload', i.payloadBytes)
     putBytes(o, 'result', i.resultBytes)
@@ -276,6 +251,7 @@ class Run {
     if ('unique_states' in s) o.uniqueStates = s.unique_states
     if ('tags' in s) o.tags = s.tags
     if ('metadata' in s) o.metadata = s.metadata
+    if ('key' in s) o.key = s.key
     if ('metadata_size' in s) o.metadata = { big: 'x'.repeat(s.metadata_size) }
     if ('debounce_ms' in s) o.debounceMs = s.debounce_ms
     if ('debounce_max_ms' in s) o.debounceMaxMs = s.debounce_max_ms
@@ -410,31 +386,17 @@ class Run {
         return { ...c, total: c.pending + c.leased + c.failed + c.completed + c.dead + c.cancelled }
       }
       case 'schedule_put':
-        return scheduleInfoJson(await this.queue().schedulePut(scheduleOptions(s)))
       case 'schedule_get':
-        return scheduleInfoJson(await this.queue().scheduleGet(scheduleName(s)))
       case 'schedule_pause':
-        return scheduleInfoJson(await this.queue().schedulePause(scheduleName(s)))
       case 'schedule_resume':
-        return scheduleInfoJson(await this.queue().scheduleResume(scheduleName(s)))
       case 'schedule_delete':
-        await this.queue().scheduleDelete(scheduleName(s))
-        return null
       case 'schedule_list':
-        return { names: (await this.queue().scheduleList()).map((i) => i.name) }
-      case 'run_schedules': {
-        const r = await this.queue().runSchedules()
-        return { schedules: r.schedules, enqueued: r.enqueued, skipped: r.skipped, failed: r.failed }
-      }
-      case 'schedule_next': {
-        const o = { after: s.after_ms ?? 0, n: s.n ?? 5 }
-        if ('timezone' in s) o.timezone = s.timezone
-        if ('anchor_ms' in s) o.anchor = s.anchor_ms
-        return { times: scheduleNextTimes(s.spec ?? '', o) }
-      }
+      case 'run_schedules':
+      case 'schedule_next':
+        return scheduleStep(this, s)
       case 'set_limit': {
         const l = {}
-        for (const k of ['concurrency', 'rate', 'burst', 'weight']) if (k in s) l[k] = s[k]
+        for (const k of ['concurrency', 'rate', 'burst', 'weight', 'ordered']) if (k in s) l[k] = s[k]
         await this.queue().setLimit(String(s.target ?? ''), l)
         return null
       }
@@ -444,7 +406,8 @@ class Run {
         return {
           limits: (await this.queue().limits()).map((l) => ({
             target: l.target, concurrency: l.concurrency, rate: l.rate, burst: l.burst, weight: l.weight,
-            leased: l.leased, held: l.held, throttled_concurrency: l.throttledConcurrency, throttled_rate: l.throttledRate
+            leased: l.leased, held: l.held, throttled_concurrency: l.throttledConcurrency, throttled_rate: l.throttledRate,
+            ordered: l.ordered
           }))
         }
       case 'purge':

@@ -100,6 +100,7 @@ pub fn new_job_to_pb(j: NewJob) -> pb::NewJob {
         metadata: o.metadata.into_iter().collect(),
         after: o.after.iter().map(|id| id.as_bytes().to_vec()).collect(),
         on_child_dead: policy_to_pb(o.on_child_dead) as i32,
+        key: o.key,
     }
 }
 
@@ -147,8 +148,7 @@ pub fn new_job_from_pb(j: pb::NewJob) -> Result<NewJob> {
             },
             tags: j.tags,
             metadata: j.metadata.into_iter().collect(),
-            // Not in the wire format yet (the remote client refuses a key).
-            key: None,
+            key: j.key,
             after: j
                 .after
                 .iter()
@@ -220,6 +220,7 @@ pub fn job_to_pb(j: Job) -> pb::Job {
         parent: j.parent.map(|p| p.as_bytes().to_vec()),
         tags: j.tags,
         metadata: j.metadata.into_iter().collect(),
+        key: j.key,
     }
 }
 
@@ -243,8 +244,7 @@ pub fn job_from_pb(j: pb::Job) -> Result<Job> {
         parent: j.parent.as_deref().map(id_from_pb).transpose()?,
         tags: j.tags,
         metadata: j.metadata.into_iter().collect(),
-        // Not in the wire format yet (the remote client refuses a key).
-        key: None,
+        key: j.key,
     })
 }
 
@@ -356,6 +356,7 @@ pub fn job_info_to_pb(j: JobInfo) -> pb::JobInfo {
             total: f.total,
             on_child_dead: policy_to_pb(Some(f.policy)) as i32,
         }),
+        key: j.key,
     }
 }
 
@@ -410,8 +411,7 @@ pub fn job_info_from_pb(j: pb::JobInfo) -> Result<JobInfo> {
                 ))
             })
             .transpose()?,
-        // Not in the wire format yet (the remote client refuses a key).
-        key: None,
+        key: j.key,
     })
 }
 
@@ -510,6 +510,7 @@ mod tests {
                 .priority(7)
                 .delay(Duration::from_millis(1500))
                 .idempotency_key("k")
+                .key("customer-7")
                 .max_attempts(2)
                 .encoding(Encoding::Bytes),
         );

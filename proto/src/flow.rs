@@ -13,6 +13,7 @@ pub fn limit_to_pb(l: &Limit) -> pb::Limit {
         rate: l.rate,
         burst: l.burst,
         weight: l.weight,
+        ordered: l.ordered,
     }
 }
 
@@ -24,7 +25,7 @@ pub fn limit_from_pb(l: Option<pb::Limit>) -> Limit {
         rate: l.rate,
         burst: l.burst,
         weight: l.weight,
-        ordered: false,
+        ordered: l.ordered,
     }
 }
 
@@ -108,6 +109,13 @@ mod tests {
             ordered: false,
         };
         assert_eq!(set_limit_from_pb(set_limit_to_pb(&t, &l)).unwrap(), (t, l));
+        let k: LimitTarget = "key:*".parse().unwrap();
+        let o = Limit {
+            concurrency: Some(1),
+            ordered: true,
+            ..Limit::default()
+        };
+        assert_eq!(set_limit_from_pb(set_limit_to_pb(&k, &o)).unwrap(), (k, o));
         let bad = pb::SetLimitRequest {
             target: "tenant:x".into(),
             limit: None,

@@ -336,7 +336,7 @@ pub fn tokens(jobs: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<LeaseToken>> 
 }
 
 /// The keywords of `enqueue` (and keys of an `enqueue_many` dict item).
-pub const ENQUEUE_OPTIONS: [&str; 17] = [
+pub const ENQUEUE_OPTIONS: [&str; 18] = [
     "scope",
     "priority",
     "delay",
@@ -354,6 +354,7 @@ pub const ENQUEUE_OPTIONS: [&str; 17] = [
     "debounce_max",
     "after",
     "on_child_dead",
+    "key",
 ];
 
 /// `options` (a dict of enqueue options; None values are "not given"),
@@ -416,6 +417,12 @@ pub fn enqueue_options(
                     ))
                 })?;
                 o.idempotency_key = Some(k.to_cow()?.into_owned());
+            }
+            "key" => {
+                let k = v
+                    .cast::<PyString>()
+                    .map_err(|_| type_error(format!("key must be a str, got {}", type_name(v))))?;
+                o.key = Some(k.to_cow()?.into_owned());
             }
             "max_attempts" => {
                 o.max_attempts = Some(int_in(v, "max_attempts", 1, u32::MAX.into())? as u32)

@@ -19,7 +19,7 @@ fn target(obj: &Bound<'_, PyAny>) -> PyResult<LimitTarget> {
     let s = obj.cast::<PyString>().map_err(|_| {
         type_error(format!(
             "target must be a str (\"kind:<kind>\", \"scope:<uuid>\", \"scope:*\", \
-             \"scope:<uuid or *>/kind:<kind>\"), got {}",
+             \"scope:<uuid or *>/kind:<kind>\", \"key:<key>\", \"key:*\"), got {}",
             type_name(obj)
         ))
     })?;
@@ -39,7 +39,9 @@ fn setting(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<u32>> 
 }
 
 /// `Queue.set_limit`: the core checks the settings (`InvalidArgumentError`
-/// naming the one out of range, or a limit that sets nothing).
+/// naming the one out of range, or a limit that sets nothing, or `ordered`
+/// off a key target with concurrency 1).
+#[allow(clippy::too_many_arguments)]
 pub fn set_limit(
     py: Python<'_>,
     q: &dyn JobStore,
@@ -48,6 +50,7 @@ pub fn set_limit(
     rate: Option<&Bound<'_, PyAny>>,
     burst: Option<&Bound<'_, PyAny>>,
     weight: Option<&Bound<'_, PyAny>>,
+    ordered: bool,
 ) -> PyResult<()> {
     let t = target(t)?;
     let limit = Limit {
@@ -58,7 +61,7 @@ pub fn set_limit(
             .transpose()?,
         burst: setting(burst, "burst")?,
         weight: setting(weight, "weight")?,
-        ordered: false,
+        ordered,
     };
     task::run(py, || q.set_limit(&t, limit))
 }
@@ -78,6 +81,7 @@ fn info<'py>(cls: &Bound<'py, PyType>, l: &LimitStatus) -> PyResult<Bound<'py, P
     kw.set_item("rate", l.limit.rate)?;
     kw.set_item("burst", l.limit.burst)?;
     kw.set_item("weight", l.limit.weight)?;
+    kw.set_item("ordered", l.limit.ordered)?;
     kw.set_item("leased", l.leased)?;
     kw.set_item("held", l.held)?;
     kw.set_item("throttled_concurrency", l.throttled_concurrency)?;

@@ -138,6 +138,11 @@ impl Job {
     fn metadata(&self) -> std::collections::BTreeMap<String, String> {
         self.inner.metadata.clone()
     }
+    /// Its job key (flow control by key, issue 43), or None.
+    #[getter]
+    fn key(&self) -> Option<String> {
+        self.inner.key.clone()
+    }
     /// The lease token as text, `"<id>:<generation>"`.
     #[getter]
     fn token(&self) -> String {
@@ -368,6 +373,11 @@ impl JobInfo {
     #[getter]
     fn metadata(&self) -> std::collections::BTreeMap<String, String> {
         self.inner.metadata.clone()
+    }
+    /// Its job key (flow control by key, issue 43), or None.
+    #[getter]
+    fn key(&self) -> Option<String> {
+        self.inner.key.clone()
     }
     /// A fan-in parent's children (`FanIn(unfinished, total, policy)`:
     /// enqueued with `after=` or by `enqueue_group`), else None.

@@ -303,9 +303,13 @@ impl Queue {
 
     /// Set (or replace) the flow-control limit on `target` (`"kind:embed"`,
     /// `"kind:ingest:*"`, `"scope:<uuid>"`, `"scope:*"` (each scope),
-    /// `"scope:<uuid or *>/kind:<pattern>"`): `concurrency` leased at once,
-    /// `rate` leases a second (with `burst`), a scope's `weight`. Durable.
-    #[pyo3(signature = (target, *, concurrency=None, rate=None, burst=None, weight=None))]
+    /// `"scope:<uuid or *>/kind:<pattern>"`, `"key:<key>"`, `"key:*"` (each
+    /// job key)): `concurrency` leased at once, `rate` leases a second (with
+    /// `burst`), a scope's `weight`; `ordered` (a key target with
+    /// concurrency 1 only): a key's jobs lease one at a time in enqueue
+    /// order. Durable.
+    #[pyo3(signature = (target, *, concurrency=None, rate=None, burst=None, weight=None, ordered=false))]
+    #[allow(clippy::too_many_arguments)]
     fn set_limit(
         &self,
         py: Python<'_>,
@@ -314,10 +318,11 @@ impl Queue {
         rate: Option<&Bound<'_, PyAny>>,
         burst: Option<&Bound<'_, PyAny>>,
         weight: Option<&Bound<'_, PyAny>>,
+        ordered: bool,
     ) -> PyResult<()> {
         task::guard(py, "set_limit", || {
             let s = &*self.store;
-            crate::flow::set_limit(py, s, target, concurrency, rate, burst, weight)
+            crate::flow::set_limit(py, s, target, concurrency, rate, burst, weight, ordered)
         })
     }
 

@@ -39,7 +39,7 @@ def test_a_kind_cap_holds_leases_back_and_frees_a_slot_on_settle(queue: telha_jo
     assert isinstance(info, telha_jobs.LimitInfo)
     assert dataclasses.asdict(info) | {"throttled_concurrency": 0} == {
         "target": "kind:embed", "concurrency": 2, "rate": None, "burst": None, "weight": None,
-        "leased": 2, "held": 1, "throttled_concurrency": 0, "throttled_rate": 0,
+        "leased": 2, "held": 1, "throttled_concurrency": 0, "throttled_rate": 0, "ordered": False,
     }
     assert info.throttled_concurrency >= 1
     embed = [j for j in got if j.kind == "embed"]

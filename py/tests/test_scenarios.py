@@ -24,6 +24,7 @@ import pytest
 import telha_jobs
 
 from .scenario_fanin import FANIN_OPS, fan_in_json, fan_kw, fanin_step
+from .scenario_schedules import schedule_step
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "tests" / "scenarios"
 CASE_FILES = sorted(CASES_DIR.glob("*.json"))
@@ -73,23 +74,6 @@ def open_store(path: Path, config: dict[str, Any]) -> telha_jobs.Queue:
 
 class StepFailed(AssertionError):
     pass
-
-
-# schedule_put's keywords a case gives as they are (the rest are converted).
-SCHEDULE_KEYS = ("timezone", "scope", "priority", "max_attempts", "catch_up", "max_catch_up",
-                 "paused", "tags", "metadata")
-
-
-def schedule_json(i: telha_jobs.ScheduleInfo) -> dict[str, Any]:
-    """A schedule's answer, as the reference runner's ``info_json``."""
-    return {
-        "name": i.name, "spec": i.spec, "timezone": i.timezone, "kind": i.kind,
-        "priority": i.priority, "max_attempts": i.max_attempts, "catch_up": i.catch_up,
-        "max_catch_up": i.max_catch_up, "paused": i.paused, "enqueued": i.enqueued,
-        "skipped": i.skipped, "has_next": i.next_slot is not None,
-        "has_last": i.last_slot is not None, "last_error": i.last_error,
-        "tags": i.tags, "metadata": i.metadata,
-    }
 
 
 def error_code(e: BaseException) -> str:
@@ -193,7 +177,7 @@ class Run:
             "schedule": None if j.schedule is None else j.schedule.name,
             "schedule_missed": None if j.schedule is None else j.schedule.missed,
             "parent": None if j.parent is None else self.name_of(j.parent),
-            "tags": j.tags, "metadata": j.metadata,
+            "tags": j.tags, "metadata": j.metadata, "key": j.key,
         }
         put_bytes(o, "payload", j.raw_payload)
         return o
@@ -209,7 +193,7 @@ class Run:
             "schedule": None if i.schedule is None else i.schedule.name,
             "schedule_missed": None if i.schedule is None else i.schedule.missed,
             "parent": None if i.parent is None else self.name_of(i.parent),
-            "tags": i.tags, "metadata": i.metadata, "fan_in": fan_in_json(i.fan_in),
+            "tags": i.tags, "metadata": i.metadata, "fan_in": fan_in_json(i.fan_in), "key": i.key,
         }
         put_bytes(o, "payload", i.raw_payload)
         put_bytes(o, "result", i.raw_result)
@@ -250,7 +234,7 @@ class Run:
     # -- steps ----------------------------------------------------------
     def enqueue_kw(self, s: dict[str, Any]) -> dict[str, Any]:
         kw: dict[str, Any] = {}
-        for k in ("scope", "priority", "idempotency_key", "max_attempts"):
+        for k in ("scope", "priority", "idempotency_key", "max_attempts", "key"):
             if k in s:
                 kw[k] = s[k]
         if "delay_ms" in s:
@@ -346,7 +330,7 @@ class Run:
             return {"answers": ["ok" if a is None else a.code for a in answers]}
         if op == "set_limit":
             self.queue().set_limit(s.get("target", ""), **{
-                k: s[k] for k in ("concurrency", "rate", "burst", "weight") if k in s})
+                k: s[k] for k in ("concurrency", "rate", "burst", "weight", "ordered") if k in s})
             return None
         if op == "remove_limit":
             return {"removed": self.queue().remove_limit(s.get("target", ""))}
@@ -426,7 +410,7 @@ class Run:
             return {"matched": list(r.matched), "by_id": name(r.by_id), "by_key": name(r.by_key),
                     "by_tag": [self.name_of(j.id) for j in r.by_tag], "more": r.by_tag.next is not None}
         if op.startswith("schedule_") or op == "run_schedules":
-            return self.schedule_step(op, s)
+            return schedule_step(self, op, s)
         if op in FANIN_OPS:
             return fanin_step(self, op, s)
         if op == "reap":
@@ -488,44 +472,6 @@ class Run:
         if op == "release_elsewhere":
             self.stop_holder()
             return None
-        raise StepFailed(f"unknown op {op!r}")
-
-    def schedule_step(self, op: str, s: dict[str, Any]) -> Any:
-        """The schedule ops, as core/tests/scenario_runner/schedules.rs."""
-        q = self.queue()
-        name = "n" * int(s["name_size"]) if "name_size" in s else str(s.get("name", ""))
-        if op == "schedule_put":
-            kw: dict[str, Any] = {k: s[k] for k in SCHEDULE_KEYS if k in s}
-            if "anchor_ms" in s:
-                kw["anchor"] = s["anchor_ms"] / 1000
-            if "expires_in_ms" in s:
-                kw["expires_in"] = s["expires_in_ms"] / 1000
-            if "metadata_size" in s:
-                kw["metadata"] = {"big": "x" * s["metadata_size"]}
-            payload = str(s.get("payload", "")).encode()
-            return schedule_json(q.schedule_put(name, str(s.get("spec", "")),
-                                                kind=str(s.get("kind", "")), payload=payload, **kw))
-        if op == "schedule_get":
-            return schedule_json(q.schedule_get(name))
-        if op == "schedule_pause":
-            return schedule_json(q.schedule_pause(name))
-        if op == "schedule_resume":
-            return schedule_json(q.schedule_resume(name))
-        if op == "schedule_delete":
-            q.schedule_delete(name)
-            return None
-        if op == "schedule_list":
-            return {"names": [i.name for i in q.schedule_list()]}
-        if op == "run_schedules":
-            r = q.run_schedules()
-            return {"schedules": r.schedules, "enqueued": r.enqueued, "skipped": r.skipped,
-                    "failed": r.failed}
-        if op == "schedule_next":
-            anchor = s["anchor_ms"] / 1000 if "anchor_ms" in s else None
-            times = telha_jobs.schedule_next_times(
-                str(s.get("spec", "")), timezone=s.get("timezone"), anchor=anchor,
-                after=s.get("after_ms", 0) / 1000, n=s.get("n", 5))
-            return {"times": [round(t * 1000) for t in times]}
         raise StepFailed(f"unknown op {op!r}")
 
     def step(self, s: dict[str, Any]) -> None:

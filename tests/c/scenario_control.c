@@ -245,6 +245,8 @@ tj_status op_set_limit(struct run *r, const jval *s, tj_error **err) {
     if (st == TJ_STATUS_OK && jget_num(s, "rate", &n)) st = tj_limit_set_rate(l, n);
     if (st == TJ_STATUS_OK && jget_num(s, "burst", &n)) st = tj_limit_set_burst(l, u32_arg(n));
     if (st == TJ_STATUS_OK && jget_num(s, "weight", &n)) st = tj_limit_set_weight(l, u32_arg(n));
+    const jval *ordered = jget(s, "ordered");
+    if (st == TJ_STATUS_OK && ordered && ordered->t == J_BOOL) st = tj_limit_set_ordered(l, ordered->b);
     if (st == TJ_STATUS_OK) st = tj_queue_set_limit(r->q, target, l, err);
     tj_limit_free(l);
     return st;
@@ -280,6 +282,7 @@ tj_status op_limits(struct run *r, jval **obs, tj_error **err) {
         jobj_put(o, "held", jnew_num((double)l.held));
         jobj_put(o, "throttled_concurrency", jnew_num((double)l.throttled_concurrency));
         jobj_put(o, "throttled_rate", jnew_num((double)l.throttled_rate));
+        jobj_put(o, "ordered", jnew_bool(l.ordered));
         jarr_push(arr, o);
     }
     tj_limits_free(ls);

@@ -1,7 +1,9 @@
 /* Conformance steps for tags and metadata (issue 42): the enqueue (and
  * schedule_put) arguments `tags`, `metadata` and `metadata_size`, the
  * `tags` and `metadata` fields of a leased job, a job info and a schedule,
- * and `count_tag`. */
+ * and `count_tag`; and the job key (issue 43), the same kind of per-job
+ * field: the enqueue argument `key` and the `key` field of a leased job
+ * and a job info. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +25,8 @@ tj_status tag_options(const jval *s, tj_enqueue_options *o, tj_error **err) {
         st = tj_enqueue_options_set_meta(o, "big", big, err);
         free(big);
     }
+    const char *key = jget_str(s, "key", NULL);
+    if (st == TJ_STATUS_OK && key) st = tj_enqueue_options_set_key(o, key, err);
     return st;
 }
 
@@ -61,6 +65,7 @@ void put_job_tags(jval *o, const tj_job *j) {
         jobj_put(meta, tj_job_meta_key(j, i), jnew_str(tj_job_meta_value(j, i)));
     jobj_put(o, "tags", tags);
     jobj_put(o, "metadata", meta);
+    jobj_put(o, "key", tj_job_key(j) ? jnew_str(tj_job_key(j)) : jnew_null());
 }
 
 void put_info_tags(jval *o, const tj_job_info *i) {
@@ -70,6 +75,7 @@ void put_info_tags(jval *o, const tj_job_info *i) {
         jobj_put(meta, tj_job_info_meta_key(i, k), jnew_str(tj_job_info_meta_value(i, k)));
     jobj_put(o, "tags", tags);
     jobj_put(o, "metadata", meta);
+    jobj_put(o, "key", tj_job_info_key(i) ? jnew_str(tj_job_info_key(i)) : jnew_null());
 }
 
 tj_status op_count_tag(struct run *r, const jval *s, jval **obs, tj_error **err) {

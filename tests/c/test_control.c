@@ -4,7 +4,8 @@
  * hostile input to each (NULL, bad UTF-8, malformed kinds/scopes/targets,
  * absurd delays): typed statuses, the store still usable. Flow control
  * (limits) and follow-up jobs (complete_then, parents) are in
- * test_control_flow.h; fan-in in test_control_fanin.h. */
+ * test_control_flow.h; fan-in in test_control_fanin.h; job keys in
+ * test_control_keys.h. */
 #include "harness.h"
 
 static const char BAD_UTF8[] = "emb\xff\xfe";
@@ -438,6 +439,7 @@ static void null_arguments_are_refused_by_name_and_the_store_stays_usable(void) 
 #include "test_control_find.h"
 #include "test_control_backup.h"
 #include "test_control_fanin.h"
+#include "test_control_keys.h"
 
 static void job_control_on_a_closed_queue_answers_closed(void) {
     tj_error *err = NULL;
@@ -480,6 +482,7 @@ int main(void) {
         CONTROL_FIND_TESTS,
         CONTROL_BACKUP_TESTS,
         CONTROL_FANIN_TESTS,
+        CONTROL_KEYS_TESTS,
     };
     return run_tests("test_control", tests, sizeof tests / sizeof tests[0]);
 }

@@ -149,6 +149,9 @@ pub(crate) fn new_job_args(s: &Json) -> Result<(String, Vec<u8>, EnqueueOptions)
     if let Some(n) = num("metadata_size") {
         o = o.meta("big", "x".repeat(n as usize));
     }
+    if let Some(k) = s.get("key").and_then(Json::as_str) {
+        o = o.key(k);
+    }
     if let Some(d) = num("debounce_ms") {
         o = o.debounce(Duration::from_millis(d));
     }

@@ -53,6 +53,7 @@ impl Run {
                     "leased": l.leased, "held": l.held,
                     "throttled_concurrency": l.throttled_concurrency,
                     "throttled_rate": l.throttled_rate,
+                    "ordered": l.limit.ordered,
                 })
             })
             .collect();

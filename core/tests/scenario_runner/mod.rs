@@ -470,7 +470,7 @@ impl Run {
             "schedule": j.schedule.as_ref().map(|r| r.name.clone()),
             "schedule_missed": j.schedule.as_ref().map(|r| r.missed),
             "parent": j.parent.map(|p| self.name_of(&p)),
-            "tags": j.tags, "metadata": j.metadata,
+            "tags": j.tags, "metadata": j.metadata, "key": j.key,
         });
         put_bytes(&mut o, "payload", Some(&j.payload));
         o
@@ -489,7 +489,7 @@ impl Run {
             "schedule": i.schedule.as_ref().map(|r| r.name.clone()),
             "schedule_missed": i.schedule.as_ref().map(|r| r.missed),
             "parent": i.parent.map(|p| self.name_of(&p)),
-            "tags": i.tags, "metadata": i.metadata,
+            "tags": i.tags, "metadata": i.metadata, "key": i.key,
             "fan_in": fanin::fan_in_json(i.fan_in.as_ref()),
         });
         put_bytes(&mut o, "payload", Some(&i.payload));

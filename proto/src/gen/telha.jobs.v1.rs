@@ -77,6 +77,10 @@ pub struct NewJob {
     /// What a child that did not complete does to it (only with after).
     #[prost(enumeration = "ChildDeadPolicy", tag = "20")]
     pub on_child_dead: i32,
+    /// Its job key (issue 43): 1 to 128 bytes without control characters,
+    /// per scope; `key:<k>` and `key:*` limits count it.
+    #[prost(string, optional, tag = "21")]
+    pub key: ::core::option::Option<::prost::alloc::string::String>,
 }
 /// A fan-in parent's children: how many are unfinished, of how many.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
@@ -161,6 +165,9 @@ pub struct Job {
         ::prost::alloc::string::String,
         ::prost::alloc::string::String,
     >,
+    /// Its job key, when it has one.
+    #[prost(string, optional, tag = "18")]
+    pub key: ::core::option::Option<::prost::alloc::string::String>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LeaseRequest {
@@ -419,6 +426,9 @@ pub struct JobInfo {
     /// A fan-in parent's children (issue 43).
     #[prost(message, optional, tag = "31")]
     pub fan_in: ::core::option::Option<FanIn>,
+    /// Its job key, when it has one.
+    #[prost(string, optional, tag = "32")]
+    pub key: ::core::option::Option<::prost::alloc::string::String>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct WaitJobRequest {
@@ -937,6 +947,10 @@ pub struct Limit {
     /// A scope's share of leases (1 to 1000; scope targets only).
     #[prost(uint32, optional, tag = "4")]
     pub weight: ::core::option::Option<u32>,
+    /// FIFO per key: a key's jobs lease one at a time in enqueue order (key
+    /// targets with concurrency 1 only).
+    #[prost(bool, tag = "5")]
+    pub ordered: bool,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct SetLimitRequest {

@@ -148,11 +148,12 @@ class _AsyncControl:
         rate: float | None = None,
         burst: int | None = None,
         weight: int | None = None,
+        ordered: bool = False,
     ) -> None:
         """As :meth:`Queue.set_limit`."""
         await self._call(
             self.queue.set_limit, target, concurrency=concurrency, rate=rate, burst=burst,
-            weight=weight,
+            weight=weight, ordered=ordered,
         )
 
     async def remove_limit(self, target: str) -> bool:

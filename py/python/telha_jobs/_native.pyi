@@ -404,6 +404,9 @@ class Job:
     def metadata(self) -> dict[str, str]:
         """Its metadata, as enqueued."""
     @property
+    def key(self) -> str | None:
+        """Its job key (flow control by key), as enqueued, or None."""
+    @property
     def token(self) -> str: ...
 
 @final
@@ -486,6 +489,9 @@ class JobInfo:
     @property
     def metadata(self) -> dict[str, str]:
         """Its metadata, as enqueued."""
+    @property
+    def key(self) -> str | None:
+        """Its job key (flow control by key), as enqueued, or None."""
     @property
     def fan_in(self) -> FanIn | None:
         """A fan-in parent's children (``after=``, ``enqueue_group``), else None."""
@@ -635,6 +641,7 @@ class Queue:
         debounce_max: _Seconds | None = None,
         after: Iterable[_IdArg] | None = None,
         on_child_dead: _ChildDead | None = None,
+        key: str | None = None,
     ) -> Enqueued:
         """The job id (``.created`` False on an idempotency hit). An unknown
         option is InvalidArgumentError listing the valid ones."""
@@ -719,6 +726,7 @@ class Queue:
         debounce_max: _Seconds | None = None,
         after: Iterable[_IdArg] | None = None,
         on_child_dead: _ChildDead | None = None,
+        key: str | None = None,
     ) -> JobInfo:
         """``enqueue`` (the same options), then ``wait``."""
     def _watch(self, job: _JobArg) -> JobWaiter: ...
@@ -919,11 +927,14 @@ class Queue:
         rate: float | None = None,
         burst: int | None = None,
         weight: int | None = None,
+        ordered: bool = False,
     ) -> None:
         """Set (or replace) the limit on ``target`` (``"kind:embed"``,
         ``"kind:ingest:*"``, ``"scope:<uuid>"``, ``"scope:*"``,
-        ``"scope:<uuid or *>/kind:<pattern>"``), durably. Bad input is
-        InvalidArgumentError (a wrong type TypeError)."""
+        ``"scope:<uuid or *>/kind:<pattern>"``, ``"key:<key>"``,
+        ``"key:*"``), durably. ``ordered`` (a key target with concurrency 1
+        only): a key's jobs lease one at a time in enqueue order. Bad input
+        is InvalidArgumentError (a wrong type TypeError)."""
     def remove_limit(self, target: str) -> bool:
         """Whether there was a limit on ``target``."""
     def limits(self) -> builtins.list[LimitInfo]:

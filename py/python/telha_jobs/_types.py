@@ -69,7 +69,8 @@ class LimitInfo:
     for ``scope:*`` targets); ``held``: its instances at their cap or out
     of tokens now (0 or 1, or the scopes held back for ``scope:*``);
     ``throttled_concurrency`` / ``throttled_rate``: how often since the
-    store opened a lease took the last slot / token or was refused one."""
+    store opened a lease took the last slot / token or was refused one;
+    ``ordered``: a key target's jobs lease one at a time in enqueue order."""
 
     target: str
     concurrency: int | None
@@ -80,6 +81,7 @@ class LimitInfo:
     held: int
     throttled_concurrency: int
     throttled_rate: int
+    ordered: bool = False
 
 
 class JobList(list["JobInfo"]):
