@@ -30,6 +30,8 @@ use crate::ids::{JobId, Scope};
 use crate::job::State;
 use crate::store::keys::Pos;
 
+use super::bucket::Inst;
+
 /// A (scope, key): one instance of a key rule.
 pub(crate) type KeyOf = (Scope, String);
 
@@ -43,13 +45,6 @@ pub(crate) struct Parked {
     pub prio: u8,
     pub pos: Pos,
     pub kind: String,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Inst {
-    leased: u32,
-    tokens: f64,
-    at: u64,
 }
 
 #[derive(Debug)]
@@ -76,43 +71,26 @@ impl Rule {
     fn inst(&mut self, k: &KeyOf, now: u64) -> &mut Inst {
         let (rate, burst) = (self.rate, self.burst);
         if !self.insts.contains_key(k) {
-            self.insts.insert(
-                k.clone(),
-                Inst {
-                    leased: 0,
-                    tokens: burst,
-                    at: now,
-                },
-            );
+            self.insts.insert(k.clone(), Inst::new(burst, now));
         }
         let i = self.insts.get_mut(k).expect("inserted above");
-        if rate > 0.0 && now > i.at {
-            i.tokens = (i.tokens + (now - i.at) as f64 * rate / 1000.0).min(burst);
-            i.at = now;
-        }
+        i.refill(now, rate, burst);
         i
     }
 
     /// `None` when a lease may go now, else when it may (u64::MAX: when a
     /// lease of the key ends).
     fn blocked(&mut self, k: &KeyOf, now: u64) -> Option<u64> {
-        let (cap, rate, has_rate) = (self.cap, self.rate, self.limit.rate.is_some());
-        let i = self.inst(k, now);
-        if i.leased >= cap {
-            return Some(u64::MAX);
-        }
-        if has_rate && i.tokens < 1.0 - 1e-9 {
-            let ms = ((1.0 - i.tokens) * 1000.0 / rate).ceil().max(1.0) as u64;
-            return Some(now.saturating_add(ms));
-        }
-        None
+        let (cap, rate) = (self.cap, self.limit.rate.is_some().then_some(self.rate));
+        self.inst(k, now).blocked(now, cap, rate)
     }
 
     /// Drop an instance that holds nothing and would start afresh anyway.
     fn tidy(&mut self, k: &KeyOf) {
-        let idle = self.insts.get(k).is_some_and(|i| {
-            i.leased == 0 && (self.limit.rate.is_none() || i.tokens >= self.burst)
-        });
+        let idle = self
+            .insts
+            .get(k)
+            .is_some_and(|i| i.idle(self.limit.rate.is_some(), self.burst));
         if idle {
             self.insts.remove(k);
         }

@@ -21,15 +21,7 @@ use crate::ids::Scope;
 use crate::kind::KindPattern;
 
 use super::bands::Bands;
-
-/// One instance of a rule: one scope of a `scope:*` rule, or the rule.
-#[derive(Debug, Clone, Copy)]
-struct Inst {
-    leased: u32,
-    tokens: f64,
-    /// When `tokens` was last brought up to date (ms).
-    at: u64,
-}
+use super::bucket::Inst;
 
 #[derive(Debug)]
 struct Rule {
@@ -38,6 +30,7 @@ struct Rule {
     cap: u32,
     rate: f64,
     burst: f64,
+    /// One instance per scope of a `scope:*` rule, else one for the rule.
     insts: HashMap<Scope, Inst>,
     throttled_concurrency: u64,
     throttled_rate: u64,
@@ -97,31 +90,16 @@ impl Rule {
     fn inst(&mut self, s: Scope, now: u64) -> &mut Inst {
         let key = self.key(s);
         let (rate, burst) = (self.rate, self.burst);
-        let i = self.insts.entry(key).or_insert(Inst {
-            leased: 0,
-            tokens: burst,
-            at: now,
-        });
-        if rate > 0.0 && now > i.at {
-            i.tokens = (i.tokens + (now - i.at) as f64 * rate / 1000.0).min(burst);
-            i.at = now;
-        }
+        let i = self.insts.entry(key).or_insert(Inst::new(burst, now));
+        i.refill(now, rate, burst);
         i
     }
 
     /// `None` when a lease may go now, else when it may (u64::MAX: when a
     /// lease settles).
     fn blocked(&mut self, s: Scope, now: u64) -> Option<u64> {
-        let (cap, rate, has_rate) = (self.cap, self.rate, self.has_rate());
-        let i = self.inst(s, now);
-        if i.leased >= cap {
-            return Some(u64::MAX);
-        }
-        if has_rate && i.tokens < 1.0 - 1e-9 {
-            let ms = ((1.0 - i.tokens) * 1000.0 / rate).ceil().max(1.0) as u64;
-            return Some(now.saturating_add(ms));
-        }
-        None
+        let (cap, rate) = (self.cap, self.has_rate().then_some(self.rate));
+        self.inst(s, now).blocked(now, cap, rate)
     }
 
     /// Drop an instance that holds nothing and would start afresh anyway.
@@ -131,7 +109,7 @@ impl Rule {
             return;
         }
         if let Some(i) = self.insts.get(&key) {
-            if i.leased == 0 && (!self.has_rate() || i.tokens >= self.burst) {
+            if i.idle(self.has_rate(), self.burst) {
                 self.insts.remove(&key);
             }
         }

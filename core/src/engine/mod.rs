@@ -2,6 +2,7 @@
 
 mod admin;
 mod bands;
+mod bucket;
 mod check;
 mod claim;
 mod close;
