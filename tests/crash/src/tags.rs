@@ -155,20 +155,26 @@ pub fn run(p: &Params) -> (u32, u32) {
 }
 
 /// Every acknowledged job of rounds 1 to `through`: id → (n, tags).
+/// A SIGKILL can cut the owner's last `write(2)` short (a regular file's
+/// write stops at a pending fatal signal), so only whole lines count: a
+/// torn one is an acknowledgement the harness cannot read, skipped as
+/// [`crate::log::parse`] skips it.
 fn acked(logs: &Path, through: u32) -> Result<BTreeMap<JobId, (u64, Vec<String>)>, String> {
     let mut out = BTreeMap::new();
     for round in 1..=through {
         let text =
             std::fs::read_to_string(logs.join(format!("r{round:04}.log"))).unwrap_or_default();
-        for line in text.lines() {
-            let f: Vec<&str> = line.split(' ').collect();
-            let [_, _, id, n, tags] = f[..] else {
-                return Err(format!("round {round}: a malformed ack line {line:?}"));
-            };
-            let id: JobId = id.parse().map_err(|e| format!("{line:?}: {e}"))?;
-            let n: u64 = n.parse().map_err(|_| format!("{line:?}: n"))?;
-            let tags = tags.split(',').map(str::to_string).collect();
-            out.insert(id, (n, tags));
+        let (records, torn) = crate::log::parse(&text);
+        if torn > 1 {
+            return Err(format!("round {round}: {torn} malformed ack lines"));
+        }
+        for r in records {
+            if r.tag != 'E' || r.extra.is_empty() {
+                return Err(format!("round {round}: a malformed ack line {r:?}"));
+            }
+            let id: JobId = r.id.parse().map_err(|e| format!("{r:?}: {e}"))?;
+            let tags = r.extra.split(',').map(str::to_string).collect();
+            out.insert(id, (r.generation, tags));
         }
     }
     Ok(out)
