@@ -950,6 +950,11 @@ export interface LoopDeclines {
    * was running (`Queue::write_busy`).
    */
   busy: number
+  /**
+   * Short calls sent to the pool because the watcher's last read was
+   * older than 10 ms (the watcher preempted, or waiting on RocksDB).
+   */
+  stale: number
   /** The watchers' reads of RocksDB's state (one per refresh). */
   reads: number
   /** Reads that found writes stopped. */

@@ -89,7 +89,7 @@ async function main () {
     console.log(`RocksDB during the churn: ${ev.flushes} flushes, ${ev.compactions} compactions, ${ev.stalls} write stalls logged`)
     const nd = ls.native
     console.log(`calls run on the loop: ${ls.calls}, the longest ${ls.maxMs.toFixed(2)} ms, ${ls.over1ms} over 1 ms; ${ls.yields} waits for the next turn (budget spent)`)
-    console.log(`calls sent to the pool instead: ${ls.declined} (RocksDB pressure ${nd.pressure}, another thread's heavy write ${nd.busy}, a pool call of the queue running ${nd.pool})`)
+    console.log(`calls sent to the pool instead: ${ls.declined} (RocksDB pressure ${nd.pressure}, another thread's heavy write ${nd.busy}, the watcher's answer over 10 ms old ${nd.stale}, a pool call of the queue running ${nd.pool})`)
     const pct = (k) => nd.reads ? (100 * nd[k] / nd.reads).toFixed(1) : '0.0'
     console.log(`stall watcher: ${nd.reads} reads; pressure in ${pct('flushRunning')}% (flush running), ${pct('flushPending')}% (flush pending), ${pct('nearFull')}% (memtable near full), ${pct('delayed')}% (writes delayed), ${pct('stopped')}% (writes stopped)`)
     console.log(`${'loop delay (monitorEventLoopDelay, 1 ms resolution)'.padEnd(56)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'max ms'.padStart(9)}`)

@@ -127,8 +127,8 @@ impl NativeQueue {
             Some(Decline::Never)
         } else if self.store().in_flight() > 0 || self.serving.load(Ordering::Relaxed) {
             Some(Decline::Pool)
-        } else if self.stall.blocked() {
-            Some(Decline::Pressure)
+        } else if let Some(why) = self.stall.decline() {
+            Some(why)
         } else if self.store().as_local().is_some_and(|q| q.write_busy()) {
             Some(Decline::Busy)
         } else {
