@@ -924,6 +924,51 @@ export interface ListPage {
   corrupt: Array<CorruptRecord>
 }
 
+/**
+ * Why short calls went to the pool, and what the stall watchers read,
+ * since the addon loaded (bench/lag.js).
+ */
+export declare function loopDeclines(): LoopDeclines
+
+/**
+ * What `loopDeclines()` answers: counts since the addon loaded, for every
+ * queue of the process.
+ */
+export interface LoopDeclines {
+  /**
+   * Short calls sent to the pool because a pool call of the same queue
+   * was still running (or the queue serves).
+   */
+  pool: number
+  /**
+   * Short calls sent to the pool because the watcher had read RocksDB
+   * pressure (a stall, a flush, a memtable near full).
+   */
+  pressure: number
+  /**
+   * Short calls sent to the pool because another thread's heavy write
+   * was running (`Queue::write_busy`).
+   */
+  busy: number
+  /**
+   * Short calls sent to the pool because the watcher's last read was
+   * older than 10 ms (the watcher preempted, or waiting on RocksDB).
+   */
+  stale: number
+  /** The watchers' reads of RocksDB's state (one per refresh). */
+  reads: number
+  /** Reads that found writes stopped. */
+  stopped: number
+  /** Reads that found writes delayed. */
+  delayed: number
+  /** Reads that found a flush running. */
+  flushRunning: number
+  /** Reads that found a flush pending. */
+  flushPending: number
+  /** Reads that found a memtable near full. */
+  nearFull: number
+}
+
 /** Filters of `cancelMany`, as lib/telha.js passes them. */
 export interface NativeCancelFilter {
   kind?: string

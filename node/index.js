@@ -848,4 +848,5 @@ module.exports.decodePayload = nativeBinding.decodePayload
 module.exports.encodePayload = nativeBinding.encodePayload
 module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.limits = nativeBinding.limits
+module.exports.loopDeclines = nativeBinding.loopDeclines
 module.exports.scheduleNextTimes = nativeBinding.scheduleNextTimes

@@ -118,6 +118,8 @@ pub use store::format::StoreFormat;
 pub use watch::{EventFilter, JobEvent, JobWatch, SubscribeOptions, Subscription};
 #[cfg(feature = "rocksdb")]
 pub use worker::{HandlerError, JobContext, Outcome, RunningWorker, Worker};
+#[cfg(feature = "rocksdb")]
+pub use would_block::WritePressure;
 
 /// The embedded default store: `$TELHA_DB` when set, else `./telha-data`.
 pub fn default_store_path() -> std::path::PathBuf {

@@ -8,7 +8,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const path = require('node:path')
 const { execFileSync } = require('node:child_process')
-const { Queue } = require('..')
+const { Queue, __loopStats } = require('..')
 const { tempStore, serveTemp } = require('./helpers.js')
 
 async function open (t, options = {}) {
@@ -142,6 +142,35 @@ test('while a pool write of this handle is in flight, calls go to the pool too',
   assert.equal(q.runsOnLoop, true)
   assert.equal(await waiting, null)
   assert.equal((await q.stats()).total.pending, 10001)
+})
+
+test("while another handle's heavy write runs, calls go to the pool (Queue::write_busy)", async (t) => {
+  const dir = tempStore(t)
+  const q = await Queue.open(dir, { reaperIntervalMs: 0 })
+  t.after(() => q.close())
+  const other = await Queue.open(dir, { reaperIntervalMs: 0 })
+  t.after(() => other.close())
+  assert.equal(q.runsOnLoop, true)
+  const before = __loopStats().native.busy
+  // 10,000 jobs through the other handle: one write the pool runs for
+  // milliseconds, which this handle's in-flight count does not see.
+  let settled = false
+  const big = other.enqueueMany(Array.from({ length: 10000 }, (_, i) => ['bulk', i])).finally(() => { settled = true })
+  let seenBusy = false
+  let issued = 0
+  while (!settled) {
+    if (!q.runsOnLoop) {
+      seenBusy = true
+      // Declined on the loop (counted as busy), then run on the pool.
+      await q.enqueue('embed', `during ${issued++}`)
+    }
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  assert.equal((await big).length, 10000)
+  assert.ok(seenBusy, 'runsOnLoop never went false during the other handle\'s heavy write')
+  assert.ok(__loopStats().native.busy > before, 'no call was counted as declined behind a heavy write')
+  assert.equal(q.runsOnLoop, true)
+  assert.equal((await q.stats()).total.pending, 10000 + issued)
 })
 
 test('batches over 64 jobs go to the pool and answer the same', async (t) => {

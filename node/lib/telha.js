@@ -59,8 +59,11 @@ const LOOP_BUDGET_MS = (() => {
   return n
 })()
 const loop = { spent: 0, armed: false, turn: null }
-/** What bench/lag.js reports: calls run on the loop, the longest, and those over 1 ms. */
-const loopStats = { calls: 0, maxMs: 0, over1ms: 0, yields: 0 }
+/**
+ * What bench/lag.js reports: calls run on the loop, the longest, and those
+ * over 1 ms; the calls the native side declined (sent to the pool).
+ */
+const loopStats = { calls: 0, maxMs: 0, over1ms: 0, yields: 0, declined: 0 }
 
 function newTurn () {
   loop.armed = false
@@ -90,13 +93,20 @@ function nextTurn () {
   return loop.turn.promise
 }
 
-/** Count a JS-thread call that started at `t0` against this turn's budget. */
-function charge (t0) {
+/**
+ * Count a JS-thread call that started at `t0` against this turn's budget
+ * (`declined`: it did nothing and the pool call follows).
+ */
+function charge (t0, declined) {
   const took = performance.now() - t0
   loop.spent += took
-  loopStats.calls++
-  if (took > loopStats.maxMs) loopStats.maxMs = took
-  if (took > 1) loopStats.over1ms++
+  if (declined) {
+    loopStats.declined++
+  } else {
+    loopStats.calls++
+    if (took > loopStats.maxMs) loopStats.maxMs = took
+    if (took > 1) loopStats.over1ms++
+  }
   if (!loop.armed) {
     loop.armed = true
     setImmediate(newTurn)
@@ -111,10 +121,12 @@ async function onLoop (now) {
   if (LOOP_BUDGET_MS === 0) return false
   while (!inBudget()) await nextTurn()
   const t0 = performance.now()
+  let r = false
   try {
-    return now()
+    r = now()
+    return r
   } finally {
-    charge(t0)
+    charge(t0, r === false)
   }
 }
 
@@ -260,11 +272,11 @@ class Queue {
       // those past the budget again wait for the next one (in order).
       while (loop.spent >= LOOP_BUDGET_MS) await nextTurn()
       const t0 = performance.now()
-      let id
+      let id = false
       try {
         id = this.#native.enqueueIdNow(kind, payload, eo)
       } finally {
-        charge(t0)
+        charge(t0, id === false)
       }
       if (id !== false) return id
     }
@@ -597,8 +609,12 @@ module.exports = {
   configKeys: () => native.configKeys(),
   scheduleNextTimes,
   encodePayload: (value) => native.encodePayload(value),
-  /** Not API (bench/lag.js): counters of the calls run on the event loop since `require`. */
-  __loopStats: () => ({ ...loopStats }),
+  /**
+   * Not API (bench/lag.js): counters of the calls run on the event loop
+   * since `require`, and the native side's reasons for the declined ones
+   * with what its stall watchers read (`native`).
+   */
+  __loopStats: () => ({ ...loopStats, native: native.loopDeclines() }),
   decodePayload: (bytes) => {
     if (!(bytes instanceof Uint8Array)) throw typeError('decodePayload takes a Buffer or Uint8Array')
     return native.decodePayload(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))

@@ -37,6 +37,7 @@ mod remote;
 mod schedule;
 mod settle_many;
 mod stall;
+pub use stall::{loop_declines, LoopDeclines};
 mod stream;
 mod task;
 mod watch;

@@ -10,8 +10,9 @@
 //! Each answers `false` without doing anything when the call must go to the
 //! pool instead: a remote queue (a network round trip), `sync_writes` (an
 //! fsync per write), a write that could wait on RocksDB (a stall, a
-//! flush, a memtable near full: `Queue::would_block`, cached by
-//! `stall.rs`), or a batch over [`NOW_MAX_BATCH`]. The
+//! flush, a memtable near full: `Queue::write_pressure`, cached by
+//! `stall.rs`), another thread's heavy write running (`Queue::write_busy`),
+//! or a batch over [`NOW_MAX_BATCH`]. The
 //! caller then makes the pool call (`enqueue`, `leaseMany`, ...), which
 //! takes the same arguments. Errors are the pool call's, thrown here and
 //! turned into a rejection by the wrapper's `async` method.
@@ -37,6 +38,7 @@ use crate::flow::{follow_ups, split_follow_ups};
 use crate::job::Enqueued;
 use crate::payload;
 use crate::queue::{NativeEnqueueOptions, NativeQueue, Outcomes};
+use crate::stall::Decline;
 use crate::task::{guard, Guarded, Op};
 
 /// The most jobs a batch call (`leaseNow`, `completeManyNow`) takes on the
@@ -116,14 +118,34 @@ fn bytes_of(
 /// The calls' work, shared by the pool form (`queue.rs`) and the JS-thread
 /// form (below).
 impl NativeQueue {
-    /// Whether a short call may run on the JS thread now: never while a
-    /// write could wait on RocksDB (`stall.rs`: an atomic, refreshed off
-    /// this thread).
+    /// Why a short call may not run on the JS thread now; `None` when it
+    /// may. Never while a write could wait on RocksDB (`stall.rs`: an
+    /// atomic, refreshed off this thread) or behind another thread's heavy
+    /// write (`Queue::write_busy`: one atomic load).
+    fn decline(&self) -> Option<Decline> {
+        if !self.fast {
+            Some(Decline::Never)
+        } else if self.store().in_flight() > 0 || self.serving.load(Ordering::Relaxed) {
+            Some(Decline::Pool)
+        } else if let Some(why) = self.stall.decline() {
+            Some(why)
+        } else if self.store().as_local().is_some_and(|q| q.write_busy()) {
+            Some(Decline::Busy)
+        } else {
+            None
+        }
+    }
+
+    /// Whether a short call may run on the JS thread now; a decline is
+    /// counted by its reason (`loopDeclines`).
     fn may_run_now(&self) -> bool {
-        self.fast
-            && self.store().in_flight() == 0
-            && !self.serving.load(Ordering::Relaxed)
-            && !self.stall.blocked()
+        match self.decline() {
+            None => true,
+            Some(why) => {
+                why.count();
+                false
+            }
+        }
     }
 
     pub(crate) fn enqueue_op(
@@ -395,6 +417,6 @@ impl NativeQueue {
 impl NativeQueue {
     #[napi(getter)]
     pub fn runs_now(&self) -> bool {
-        self.may_run_now()
+        self.decline().is_none()
     }
 }

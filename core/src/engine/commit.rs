@@ -20,7 +20,7 @@ use rocksdb::{WriteBatch, WriteOptions};
 use super::Engine;
 use crate::error::{Error, Result};
 use crate::replica::{Replicate, ReplicateError};
-use crate::store::Store;
+use crate::store::{Store, HEAVY_WRITE};
 
 /// Why a [`Commit`] did not answer `Ok`.
 #[derive(Debug)]
@@ -65,6 +65,9 @@ impl Local {
 
 impl Commit for Local {
     fn commit(&self, batch: WriteBatch) -> std::result::Result<(), CommitError> {
+        // Counted for `Queue::write_busy`: a short write of another thread
+        // would queue behind it.
+        let _heavy = (batch.len() >= HEAVY_WRITE).then(|| self.store.heavy_write());
         self.store
             .db()
             .write_opt(batch, &self.wopts)

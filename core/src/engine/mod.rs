@@ -423,6 +423,11 @@ impl Engine {
         self.store.db()
     }
 
+    /// Heavy writes of this store running now (`Queue::write_busy`).
+    pub fn heavy_writes(&self) -> usize {
+        self.store.heavy_writes()
+    }
+
     /// The store's format, read from its marker after the open.
     pub fn format(&self) -> Option<crate::store::format::StoreFormat> {
         self.store.format()

@@ -134,4 +134,4 @@ pub use db::*;
 #[cfg(feature = "rocksdb")]
 mod owner;
 #[cfg(feature = "rocksdb")]
-pub(crate) use owner::Store;
+pub(crate) use owner::{Store, HEAVY_WRITE};

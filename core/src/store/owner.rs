@@ -9,6 +9,7 @@
 //! last owner lets go.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use rocksdb::DB;
@@ -37,6 +38,25 @@ pub(crate) struct Store {
     /// The store's format, read from its marker after the open (and
     /// raised by [`Store::require_compat`]).
     format: Mutex<Option<StoreFormat>>,
+    /// Heavy writes running now (`Local::commit`, [`HEAVY_WRITE`]): what a
+    /// short write issued now would queue behind (`Queue::write_busy`).
+    heavy: AtomicUsize,
+}
+
+/// The entries from which a write counts as heavy: RocksDB inserts a write
+/// group's batches one after another on its leader (no concurrent memtable
+/// writes, `db.rs`), so a short write that joins the group behind one of
+/// these waits for all of it (a reaper pass of `prune_batch` deletes, an
+/// `enqueue_many` of thousands: a millisecond and more).
+pub(crate) const HEAVY_WRITE: usize = 256;
+
+/// Counts one heavy write in flight while it lives (`Store::heavy_write`).
+pub(crate) struct HeavyWrite<'a>(&'a AtomicUsize);
+
+impl Drop for HeavyWrite<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Store {
@@ -72,7 +92,20 @@ impl Store {
             read_only,
             replica: false,
             format: Mutex::new(format::check(path).ok().flatten()),
+            heavy: AtomicUsize::new(0),
         }
+    }
+
+    /// Count a heavy write (one of [`HEAVY_WRITE`] entries or more) until
+    /// the guard drops.
+    pub(crate) fn heavy_write(&self) -> HeavyWrite<'_> {
+        self.heavy.fetch_add(1, Ordering::Relaxed);
+        HeavyWrite(&self.heavy)
+    }
+
+    /// Whether a heavy write is running now (one atomic load).
+    pub(crate) fn heavy_writes(&self) -> usize {
+        self.heavy.load(Ordering::Relaxed)
     }
 
     pub fn db(&self) -> &DB {
