@@ -134,6 +134,8 @@ pub(super) struct Parts {
     ready: Vec<(JobKey, String)>,
     /// Reused buffer for record encoding.
     buf: Vec<u8>,
+    /// Reused buffer for index keys (a tagged job's rows).
+    key: Vec<u8>,
     /// The moves as events, when someone subscribes (`Hub::collecting`).
     staged: Vec<Staged>,
     /// Jobs this transaction made terminal or removed, for their watches.
@@ -321,14 +323,15 @@ impl<'e> Tx<'e> {
             let moved_scope = from.zip(to).is_some_and(|(f, t)| f.scope != t.scope);
             if from.is_none() || to.is_none() || moved_scope {
                 let meta = e.cf(st::CF_META)?;
+                let k = &mut self.p.key;
                 for tag in &rec.ext.tags {
                     if let Some(f) = from.filter(|_| to.is_none() || moved_scope) {
-                        self.batch
-                            .delete_cf(meta, keys::tag_key(tag, &f.scope, &f.id));
+                        keys::tag_key_into(k, tag, &f.scope, &f.id);
+                        self.batch.delete_cf(meta, &*k);
                     }
                     if let Some(t) = to.filter(|_| from.is_none() || moved_scope) {
-                        self.batch
-                            .put_cf(meta, keys::tag_key(tag, &t.scope, &t.id), []);
+                        keys::tag_key_into(k, tag, &t.scope, &t.id);
+                        self.batch.put_cf(meta, &*k, []);
                     }
                 }
             }
