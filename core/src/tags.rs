@@ -37,6 +37,11 @@ fn check_word(what: &str, t: &str) -> Result<()> {
             short(t)
         )));
     }
+    // Printable ASCII (the usual tag) has no control character: only
+    // other text is walked by char.
+    if t.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return Ok(());
+    }
     if let Some(c) = t.chars().find(|c| c.is_control()) {
         return Err(Error::invalid(format!(
             "{what} {:?} holds the control character U+{:04X}; control characters are not allowed",
@@ -133,6 +138,11 @@ mod tests {
         assert!(normalize_tags(&v(&[""])).is_err());
         let e = normalize_tags(&v(&["a\nb"])).unwrap_err().to_string();
         assert!(e.contains("control character U+000A"), "{e}");
+        for bad in ["a\u{7f}", "\u{85}x", "x\u{9f}"] {
+            let e = validate_tag(bad).unwrap_err().to_string();
+            assert!(e.contains("control character"), "{bad:?}: {e}");
+        }
+        assert!(validate_tag("a~ b").is_ok() && validate_tag("\u{a0}").is_ok());
         assert!(normalize_tags(&v(&["ordre-4711", "müller", "客户"])).is_ok());
         assert_eq!(check_tags(&["a", "b", "a"]).unwrap(), 2);
         assert!(check_tags(&dup).is_ok() && check_tags(&many).is_err());
