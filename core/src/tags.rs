@@ -37,6 +37,11 @@ fn check_word(what: &str, t: &str) -> Result<()> {
             short(t)
         )));
     }
+    // Printable ASCII (the usual tag) has no control character: only
+    // other text is walked by char.
+    if t.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return Ok(());
+    }
     if let Some(c) = t.chars().find(|c| c.is_control()) {
         return Err(Error::invalid(format!(
             "{what} {:?} holds the control character U+{:04X}; control characters are not allowed",
@@ -53,21 +58,35 @@ fn short(t: &str) -> String {
     s
 }
 
+/// Check `tags` without copying them: each one, and at most
+/// [`MAX_TAGS`] distinct ones (duplicates are dropped later, the first
+/// kept). Returns how many are distinct. `InvalidArgument` otherwise.
+pub fn check_tags<S: AsRef<str>>(tags: &[S]) -> Result<usize> {
+    let mut distinct = 0;
+    for (i, t) in tags.iter().enumerate() {
+        let t = t.as_ref();
+        validate_tag(t)?;
+        if !tags[..i].iter().any(|o| o.as_ref() == t) {
+            distinct += 1;
+        }
+    }
+    if distinct > MAX_TAGS {
+        return Err(Error::invalid(format!(
+            "a job carries at most {MAX_TAGS} tags, got {distinct}"
+        )));
+    }
+    Ok(distinct)
+}
+
 /// Check `tags` and return them with duplicates removed (first kept).
 /// `InvalidArgument` for a bad tag or more than [`MAX_TAGS`] distinct ones.
 pub fn normalize_tags(tags: &[String]) -> Result<Vec<String>> {
+    check_tags(tags)?;
     let mut out: Vec<String> = Vec::with_capacity(tags.len().min(MAX_TAGS));
     for t in tags {
-        validate_tag(t)?;
         if !out.contains(t) {
             out.push(t.clone());
         }
-    }
-    if out.len() > MAX_TAGS {
-        return Err(Error::invalid(format!(
-            "a job carries at most {MAX_TAGS} tags, got {}",
-            out.len()
-        )));
     }
     Ok(out)
 }
@@ -119,7 +138,14 @@ mod tests {
         assert!(normalize_tags(&v(&[""])).is_err());
         let e = normalize_tags(&v(&["a\nb"])).unwrap_err().to_string();
         assert!(e.contains("control character U+000A"), "{e}");
+        for bad in ["a\u{7f}", "\u{85}x", "x\u{9f}"] {
+            let e = validate_tag(bad).unwrap_err().to_string();
+            assert!(e.contains("control character"), "{bad:?}: {e}");
+        }
+        assert!(validate_tag("a~ b").is_ok() && validate_tag("\u{a0}").is_ok());
         assert!(normalize_tags(&v(&["ordre-4711", "müller", "客户"])).is_ok());
+        assert_eq!(check_tags(&["a", "b", "a"]).unwrap(), 2);
+        assert!(check_tags(&dup).is_ok() && check_tags(&many).is_err());
     }
 
     #[test]

@@ -75,7 +75,7 @@ impl Engine {
             progress: rec.ext.progress,
             schedule: rec.ext.schedule,
             parent: rec.ext.parent,
-            tags: rec.ext.tags,
+            tags: rec.ext.tags.to_vec(),
             metadata: rec.ext.metadata,
             fan_in: rec
                 .ext

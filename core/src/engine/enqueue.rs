@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::job::{family, validate_kind, Enqueued, JobId, NewJob, Scope, State};
 use crate::limits;
-use crate::store::codec::{Ext, JobRecord};
+use crate::store::codec::{Ext, JobRecord, Tags};
 use crate::store::keys::{self, JobKey};
 use crate::store::{self as st};
 
@@ -89,9 +89,7 @@ impl Engine {
         if let Some(t) = j.options.run_at {
             limits::check_instant("run_at", t)?;
         }
-        if !j.options.tags.is_empty() {
-            crate::tags::normalize_tags(&j.options.tags)?;
-        }
+        crate::tags::check_tags(&j.options.tags)?;
         crate::tags::validate_metadata(&j.options.metadata)?;
         if let Some(k) = &j.options.key {
             crate::flow::validate_key(k)?;
@@ -291,11 +289,8 @@ impl Engine {
                 schedule,
                 parent,
                 backoff_base: j.options.backoff_base,
-                tags: if j.options.tags.is_empty() {
-                    Vec::new()
-                } else {
-                    crate::tags::normalize_tags(&j.options.tags)?
-                },
+                // Checked by `validate_new`; duplicates dropped here.
+                tags: Tags::new(&j.options.tags),
                 metadata: j.options.metadata,
                 debounce_until,
                 fan_in,

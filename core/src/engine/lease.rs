@@ -542,7 +542,7 @@ impl Engine {
                 timeout_ms: self.cfg.timeout_for(&rec.kind).map(limits::ms),
                 schedule: rec.ext.schedule.clone(),
                 parent: rec.ext.parent,
-                tags: rec.ext.tags.clone(),
+                tags: rec.ext.tags.to_vec(),
                 metadata: rec.ext.metadata.clone(),
                 key: rec.ext.key.clone(),
             });

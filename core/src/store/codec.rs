@@ -191,8 +191,8 @@ pub struct Ext {
     /// The job's own backoff base, over its kind's and the global one.
     pub backoff_base: Option<std::time::Duration>,
     /// The job's tags (checked, without duplicates), indexed in `meta`
-    /// under `tag/` while the job exists.
-    pub tags: Vec<String>,
+    /// under `tag/` while the job exists; kept encoded ([`Tags`]).
+    pub tags: Tags,
     /// The job's metadata, never indexed.
     pub metadata: std::collections::BTreeMap<String, String>,
     /// A debounced job's latest run time (first enqueue + `debounce_max`).
@@ -272,7 +272,7 @@ pub fn encoded_len_hint(r: &JobRecord) -> usize {
         + text(&r.last_error)
         + r.ext.progress.as_ref().map_or(0, Vec::len)
         + r.ext.schedule.as_ref().map_or(0, |s| 24 + s.name.len())
-        + r.ext.tags.iter().map(|t| 2 + t.len()).sum::<usize>()
+        + r.ext.tags.encoded_len()
         + r.ext.key.as_ref().map_or(0, |k| 2 + k.len())
         + crate::tags::metadata_size(&r.ext.metadata)
         + 4 * r.ext.metadata.len()
@@ -361,10 +361,7 @@ pub fn encode_into(r: &JobRecord, out: &mut Vec<u8>) {
         }
         if !x.tags.is_empty() {
             w.uint(tag::TAGS);
-            w.array(x.tags.len());
-            for t in &x.tags {
-                w.str(t);
-            }
+            x.tags.write(&mut w);
         }
         if !x.metadata.is_empty() {
             w.uint(tag::METADATA);
@@ -534,13 +531,7 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
             tag::BACKOFF_BASE => {
                 x.backoff_base = Some(std::time::Duration::from_millis(r.uint()?));
             }
-            tag::TAGS => {
-                let n = r.array()?;
-                x.tags = Vec::with_capacity(n.min(crate::tags::MAX_TAGS));
-                for _ in 0..n {
-                    x.tags.push(r.str()?);
-                }
-            }
+            tag::TAGS => x.tags = Tags::read(r)?,
             tag::METADATA => {
                 for _ in 0..r.map()? {
                     let k = r.str()?;
@@ -573,6 +564,10 @@ fn ext(r: &mut Reader<'_>) -> Result<Ext> {
 
 #[path = "codec_log.rs"]
 mod log;
+
+#[path = "codec_tags.rs"]
+mod tags;
+pub use tags::Tags;
 
 #[path = "codec_named.rs"]
 mod named;

@@ -283,7 +283,7 @@ fn folded_attempts_are_bounded_too() {
 
 fn tagged() -> JobRecord {
     let mut r = rec();
-    r.ext.tags = vec!["order-4711".into(), "müller".into()];
+    r.ext.tags = Tags::new(&["order-4711", "müller"]);
     r.ext.metadata.insert("trace".into(), "00-abc-01".into());
     r.ext.metadata.insert("actor".into(), "ops".into());
     r.log(5, Event::Enqueued, "");
@@ -298,7 +298,7 @@ fn tags_and_metadata_round_trip_as_tags_13_and_14() {
     assert!(encoded_len_hint(&r) >= row.len(), "the hint covers them");
     // None of them: nothing written (a format-1 reader's record).
     let mut plain = r.clone();
-    plain.ext.tags.clear();
+    plain.ext.tags = Tags::default();
     plain.ext.metadata.clear();
     let p = encode(&plain).unwrap();
     assert_eq!(p[1], 0x9e, "no extension map");
@@ -325,7 +325,7 @@ fn an_older_build_keeps_tags_and_metadata_as_unknown_tags() {
             w.str(v);
         }
     }
-    old.ext.tags.clear();
+    old.ext.tags = Tags::default();
     old.ext.metadata.clear();
     old.ext.unknown = vec![(13, t), (14, m)];
     // Its rewrite of the untouched record is byte for byte this one's.

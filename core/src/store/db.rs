@@ -7,16 +7,61 @@ use rocksdb::{BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, Options, 
 
 use super::format;
 use super::{
-    counters_filter, counters_merge, ALL_CFS, CF_COUNTERS, CF_JOBS, CF_KINDS, COUNTERS_FILTER_NAME,
-    COUNTERS_MERGE_NAME, PID_FILE,
+    counters_filter, counters_merge, ALL_CFS, CF_COUNTERS, CF_IDS, CF_JOBS, CF_KINDS, CF_META,
+    COUNTERS_FILTER_NAME, COUNTERS_MERGE_NAME, PID_FILE,
 };
 use crate::error::{Error, Result};
 
 /// The counters family's write buffer (the others keep RocksDB's 64 MiB).
 pub(crate) const COUNTERS_WRITE_BUFFER: usize = 8 << 20;
 
+/// The memtable insert hint's prefix length per family (RocksDB's
+/// `memtable_insert_with_hint_prefix_extractor`, a fixed prefix): the
+/// memtable keeps, per prefix, where its last insert went and starts the
+/// next insert of that prefix there instead of at the skip list's top.
+/// A move's rows land next to the last ones of their prefix (a state's
+/// rows of one scope and priority by time, ids and kind rows by UUIDv7),
+/// so most inserts are found in a step: a lifecycle costs 104,300
+/// instructions instead of 120,300 (callgrind, `lifecycle_calls`). Hints
+/// are used only by a write that is not concurrent, which the store's
+/// writes never are (`allow_concurrent_memtable_write` is off). In
+/// `meta`, 13 bytes are `tag/`, the tag's length and its first 8 bytes:
+/// a new job's tag rows each go after the last row of their tag (with
+/// 5, tags of one length shared a hint and jumped between tags: 2 %
+/// slower than none). Each prefix seen costs the memtable one splice
+/// (~200 bytes of its arena), so many distinct prefixes fill it sooner.
+fn insert_hint_prefix(name: &str) -> Option<usize> {
+    match name {
+        // scope 16, state 1, priority 1.
+        CF_JOBS => Some(18),
+        // scope 16.
+        CF_KINDS => Some(16),
+        // One hint: the ids are UUIDv7, in time order.
+        CF_IDS => Some(0),
+        // `tag/` 4, the tag's length 1, 8 bytes of it.
+        CF_META => Some(13),
+        _ => None,
+    }
+}
+
+/// Default options with the family's insert hint; RocksDB's C API has no
+/// setter for it, only its options-string parser (the base options are
+/// RocksDB's defaults, so nothing set on the Rust side is lost).
+fn base_options(name: &str) -> Options {
+    let Some(n) = insert_hint_prefix(name) else {
+        return Options::default();
+    };
+    // The string is fixed and parsed in a test; were it refused, the
+    // family would work without the hint.
+    Options::default()
+        .get_options_from_string(format!(
+            "memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.{n}"
+        ))
+        .unwrap_or_default()
+}
+
 fn cf_options(name: &str) -> Options {
-    let mut o = Options::default();
+    let mut o = base_options(name);
     let mut bb = BlockBasedOptions::default();
     bb.set_bloom_filter(10.0, false);
     bb.set_cache_index_and_filter_blocks(true);
@@ -224,4 +269,46 @@ pub fn canonical(path: &Path) -> Result<PathBuf> {
     })?;
     path.canonicalize()
         .map_err(|e| Error::Storage(format!("cannot resolve {}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_insert_hints_reach_rocksdb() {
+        let d = tempfile::tempdir().unwrap();
+        drop(open(d.path()).unwrap());
+        // RocksDB writes the options each family runs with to OPTIONS-*.
+        let file = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("OPTIONS-")
+            })
+            .max()
+            .expect("an OPTIONS file");
+        let text = std::fs::read_to_string(file).unwrap();
+        for name in ALL_CFS {
+            let section = format!("[CFOptions \"{name}\"]");
+            let at = text.find(&section).expect("the family's section");
+            let rest = &text[at + section.len()..];
+            let body = &rest[..rest.find("\n[").unwrap_or(rest.len())];
+            let line = body
+                .lines()
+                .find(|l| {
+                    l.trim_start()
+                        .starts_with("memtable_insert_with_hint_prefix_extractor=")
+                })
+                .expect("the option's line");
+            let want = match insert_hint_prefix(name) {
+                Some(n) => format!("rocksdb.FixedPrefix.{n}"),
+                None => "nullptr".to_string(),
+            };
+            assert!(line.trim_end().ends_with(&want), "{name}: {line}");
+        }
+    }
 }

@@ -333,10 +333,14 @@ pub const TAG_INDEX_PREFIX: &[u8] = b"tag/";
 /// The prefix of one tag's index rows (every scope).
 pub fn tag_prefix(tag: &str) -> Vec<u8> {
     let mut p = Vec::with_capacity(TAG_INDEX_PREFIX.len() + 1 + tag.len() + TAG_ROW_TAIL);
+    push_tag_prefix(&mut p, tag);
+    p
+}
+
+fn push_tag_prefix(p: &mut Vec<u8>, tag: &str) {
     p.extend_from_slice(TAG_INDEX_PREFIX);
     p.push(tag.len() as u8);
     p.extend_from_slice(tag.as_bytes());
-    p
 }
 
 /// The bytes of a tag-index row after its tag's prefix: scope 16 + id 16.
@@ -346,10 +350,19 @@ pub const TAG_ROW_TAIL: usize = 32;
 /// state: it is written when the job is created and deleted with it, and
 /// no move in between touches it (see docs/ARCHITECTURE.md, "Tag index").
 pub fn tag_key(tag: &str, scope: &Scope, id: &JobId) -> Vec<u8> {
-    let mut k = tag_prefix(tag);
-    k.extend_from_slice(scope.as_bytes());
-    k.extend_from_slice(id.as_bytes());
+    let mut k = Vec::new();
+    tag_key_into(&mut k, tag, scope, id);
     k
+}
+
+/// [`tag_key`] into `out` (cleared first), so a move's index rows share
+/// one buffer.
+pub fn tag_key_into(out: &mut Vec<u8>, tag: &str, scope: &Scope, id: &JobId) {
+    out.clear();
+    out.reserve(TAG_INDEX_PREFIX.len() + 1 + tag.len() + TAG_ROW_TAIL);
+    push_tag_prefix(out, tag);
+    out.extend_from_slice(scope.as_bytes());
+    out.extend_from_slice(id.as_bytes());
 }
 
 /// A tag-index key, decoded.
@@ -489,6 +502,9 @@ mod tests {
         let id = JobId::new_v7();
         let k = tag_key("order-4711", &s, &id);
         assert!(k.starts_with(&tag_prefix("order-4711")));
+        let mut into = b"left over".to_vec();
+        tag_key_into(&mut into, "order-4711", &s, &id);
+        assert_eq!(into, k);
         let d = TagKey::decode(&k).unwrap();
         assert_eq!((d.tag.as_str(), d.scope, d.id), ("order-4711", s, id));
         // "a" is not a prefix of "ab"'s rows: the length byte comes first.

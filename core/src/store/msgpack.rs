@@ -180,6 +180,11 @@ impl<'a> Reader<'a> {
     }
 
     pub fn str(&mut self) -> Result<String> {
+        self.str_ref().map(str::to_owned)
+    }
+
+    /// A string, borrowed from the buffer (no allocation).
+    pub fn str_ref(&mut self) -> Result<&'a str> {
         let m = self.byte()?;
         let n = match m {
             0xa0..=0xbf => (m & 0x1f) as usize,
@@ -189,9 +194,7 @@ impl<'a> Reader<'a> {
             _ => return Err(bad(&format!("expected a string, found marker {m:#04x}"))),
         };
         let b = self.take(n)?;
-        std::str::from_utf8(b)
-            .map(str::to_owned)
-            .map_err(|_| bad("a string is not UTF-8"))
+        std::str::from_utf8(b).map_err(|_| bad("a string is not UTF-8"))
     }
 
     pub fn opt_str(&mut self) -> Result<Option<String>> {
