@@ -7,7 +7,9 @@
 # then an owner mixing unique-window enqueues with promote / reschedule /
 # set_priority and settles 20 times (issue 44, about 20 s), then an owner
 # enqueueing and moving tagged jobs 20 times (issue 42: every acknowledged
-# job listed once under each of its tags);
+# job listed once under each of its tags), then an owner leasing keyed jobs
+# under key caps and ordered keys 20 times (issue 43: caps by the ack log's
+# lease intervals, FIFO per ordered key, the key index);
 # `make bench-crash` runs 100 per mode and 60 schedule kills per mode (the
 # summary in docs/operators.md, "Crash safety, measured"). Each run prints its seed; rerun one with
 # `make bench-crash CRASH_ARGS="--seed N"`.
@@ -33,6 +35,7 @@ test-crash: crash-build
 	$(CRASH_BIN) fanin --kills 20
 	$(CRASH_BIN) steer --kills 20
 	$(CRASH_BIN) tags --kills 20
+	$(CRASH_BIN) keys --kills 20
 
 ## 100 SIGKILLs per sync mode (several minutes).
 bench-crash: crash-build
@@ -42,6 +45,7 @@ bench-crash: crash-build
 	$(CRASH_BIN) fanin --kills 100 --sync both
 	$(CRASH_BIN) steer --kills 100 --sync both
 	$(CRASH_BIN) tags --kills 100 --sync both
+	$(CRASH_BIN) keys --kills 100 --sync both
 
 ## Random and mutated bytes into the record, key and payload decoders
 ## (proptest), and the committed fuzz inputs (fuzz/regressions/) through the

@@ -326,6 +326,11 @@ pub struct LsArgs {
     /// state, enqueue order; O(page) at any store size).
     #[arg(long, value_name = "TAG")]
     pub tag: Option<String>,
+    /// Only the unfinished jobs (pending, leased, failed, waiting) enqueued
+    /// with this job key, read from the key index (in scope, enqueue
+    /// order; O(page) at any store size). Not with --tag.
+    #[arg(long, value_name = "KEY", conflicts_with = "tag")]
+    pub key: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -96,6 +96,7 @@ fn ls(db: &Target, a: LsArgs, json: bool) -> Result<Output, Failure> {
         schedule: a.schedule,
         parent: a.parent,
         tag: a.tag,
+        key: a.key,
         limit: usize::try_from(a.limit).unwrap_or(usize::MAX),
         after: a.after,
     };
@@ -219,6 +220,7 @@ pub fn matching_ids(
         schedule: None,
         parent: None,
         tag,
+        key: None,
         limit: 1000,
         after: None,
     };

@@ -81,6 +81,7 @@
 #![warn(missing_docs)]
 
 mod backup;
+mod control;
 mod deadline;
 mod driver;
 mod endpoints;

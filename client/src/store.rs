@@ -6,10 +6,9 @@ use std::time::{Duration, Instant};
 
 use telha_jobs::{
     CancelFilter, CancelOutcome, CancelReport, Completion, EnqueueOptions, Enqueued, Error,
-    ErrorKind, Failure, Job, JobId, JobInfo, JobStore, JobWatch, LeaseOptions, LeaseToken, Limit,
-    LimitStatus, LimitTarget, ListPage, ListQuery, NewJob, PauseTarget, Paused, PurgeReport,
-    ReapReport, Result, RunReport, Schedule, ScheduleInfo, State, Stats, StatsQuery,
-    SubscribeOptions, Subscription,
+    Failure, Job, JobId, JobInfo, JobStore, JobWatch, LeaseOptions, LeaseToken, Limit, LimitStatus,
+    LimitTarget, ListPage, ListQuery, NewJob, PauseTarget, Paused, PurgeReport, ReapReport, Result,
+    RunReport, Schedule, ScheduleInfo, State, Stats, StatsQuery, SubscribeOptions, Subscription,
 };
 use telha_jobs_proto::convert as cv;
 use telha_jobs_proto::status::from_item_error;
@@ -344,145 +343,51 @@ impl JobStore for RemoteQueue {
     }
 
     fn cancel(&self, id: &JobId, reason: &str) -> Result<CancelOutcome> {
-        let req = pb::CancelRequest {
-            id: id.as_bytes().to_vec(),
-            reason: reason.to_string(),
-        };
-        let o = self.call_repeat(Safe::Always, self.inner.request_timeout, |mut c| {
-            let r = req.clone();
-            async move { c.cancel(r).await }
-        });
-        match o.result {
-            Ok(r) => cv::cancel_outcome_from_pb(r.outcome),
-            // The repeat of a cancel that took effect finds the job cancelled.
-            Err(e) if o.repeated && e.kind() == ErrorKind::WrongState => match self.get(id)? {
-                Some(j) if j.state == State::Cancelled => Ok(CancelOutcome::Cancelled),
-                _ => Err(e),
-            },
-            Err(e) => Err(e),
-        }
+        self.cancel_rpc(id, reason)
     }
 
     fn cancel_many(&self, filter: &CancelFilter) -> Result<CancelReport> {
-        let req = cv::cancel_filter_to_pb(filter);
-        let r = self.call(Safe::Always, |mut c| {
-            let r = req.clone();
-            async move { c.cancel_many(r).await }
-        })?;
-        Ok(CancelReport {
-            cancelled: r.cancelled,
-            requested: r.requested,
-            corrupt: r.corrupt,
-        })
+        self.cancel_many_rpc(filter)
     }
 
     fn delete(&self, id: &JobId) -> Result<()> {
-        let req = pb::DeleteRequest {
-            id: id.as_bytes().to_vec(),
-        };
-        let o = self.call_repeat(Safe::Always, self.inner.request_timeout, |mut c| {
-            let r = req.clone();
-            async move { c.delete(r).await }
-        });
-        match o.result {
-            // The repeat of a delete that took effect finds no job.
-            Err(e) if o.repeated && e.kind() == ErrorKind::NotFound => Ok(()),
-            r => r.map(drop),
-        }
+        self.delete_rpc(id)
     }
 
     fn promote(&self, id: &JobId) -> Result<()> {
-        let req = pb::PromoteRequest {
-            id: id.as_bytes().to_vec(),
-        };
-        // A repeat of a promote that took effect finds the job due: Ok.
-        self.call(Safe::Always, |mut c| {
-            let r = req.clone();
-            async move { c.promote(r).await }
-        })
-        .map(drop)
+        self.promote_rpc(id)
     }
 
     fn reschedule(&self, id: &JobId, run_at: u64) -> Result<()> {
-        let req = pb::RescheduleRequest {
-            id: id.as_bytes().to_vec(),
-            run_at_ms: run_at,
-        };
-        self.call(Safe::Always, |mut c| {
-            let r = req.clone();
-            async move { c.reschedule(r).await }
-        })
-        .map(drop)
+        self.reschedule_rpc(id, run_at)
     }
 
     fn set_priority(&self, id: &JobId, priority: u8) -> Result<()> {
-        let req = pb::SetPriorityRequest {
-            id: id.as_bytes().to_vec(),
-            priority: u32::from(priority),
-        };
-        self.call(Safe::Always, |mut c| {
-            let r = req.clone();
-            async move { c.set_priority(r).await }
-        })
-        .map(drop)
+        self.set_priority_rpc(id, priority)
     }
 
     fn pause(&self, target: &PauseTarget) -> Result<bool> {
-        let req = cv::pause_to_pb(target);
-        Ok(self
-            .call(Safe::Always, |mut c| {
-                let r = req.clone();
-                async move { c.pause(r).await }
-            })?
-            .changed)
+        self.pause_rpc(target)
     }
 
     fn resume(&self, target: &PauseTarget) -> Result<bool> {
-        let req = cv::pause_to_pb(target);
-        Ok(self
-            .call(Safe::Always, |mut c| {
-                let r = req.clone();
-                async move { c.resume(r).await }
-            })?
-            .changed)
+        self.resume_rpc(target)
     }
 
     fn paused(&self) -> Result<Paused> {
-        let r = self.call(Safe::Always, |mut c| async move {
-            c.paused(pb::PausedRequest {}).await
-        })?;
-        cv::paused_from_pb(&r.kinds, &r.scopes)
+        self.paused_rpc()
     }
 
     fn set_limit(&self, target: &LimitTarget, limit: Limit) -> Result<()> {
-        let req = telha_jobs_proto::flow::set_limit_to_pb(target, &limit);
-        self.call(Safe::Always, |mut c| {
-            let r = req.clone();
-            async move { c.set_limit(r).await }
-        })?;
-        Ok(())
+        self.set_limit_rpc(target, limit)
     }
 
     fn remove_limit(&self, target: &LimitTarget) -> Result<bool> {
-        let req = pb::RemoveLimitRequest {
-            target: target.label(),
-        };
-        Ok(self
-            .call(Safe::Always, |mut c| {
-                let r = req.clone();
-                async move { c.remove_limit(r).await }
-            })?
-            .removed)
+        self.remove_limit_rpc(target)
     }
 
     fn limits(&self) -> Result<Vec<LimitStatus>> {
-        let r = self.call(Safe::Always, |mut c| async move {
-            c.limits(pb::LimitsRequest {}).await
-        })?;
-        r.limits
-            .into_iter()
-            .map(telha_jobs_proto::flow::limit_status_from_pb)
-            .collect()
+        self.limits_rpc()
     }
 
     // Schedules: one RPC each (schedules.rs).
@@ -509,24 +414,7 @@ impl JobStore for RemoteQueue {
     }
 
     fn retry(&self, id: &JobId) -> Result<()> {
-        let req = pb::RetryRequest {
-            id: id.as_bytes().to_vec(),
-        };
-        let o = self.call_repeat(Safe::Always, self.inner.request_timeout, |mut c| {
-            let r = req.clone();
-            async move { c.retry(r).await }
-        });
-        match o.result {
-            // The repeat of a retry that took effect finds the job pending
-            // again (or already leased or done by then).
-            Err(e) if o.repeated && e.kind() == ErrorKind::WrongState => match self.get(id)? {
-                Some(j) if matches!(j.state, State::Pending | State::Leased | State::Completed) => {
-                    Ok(())
-                }
-                _ => Err(e),
-            },
-            r => r.map(drop),
-        }
+        self.retry_rpc(id)
     }
 
     fn get(&self, id: &JobId) -> Result<Option<JobInfo>> {

@@ -35,6 +35,14 @@ pub struct ListQuery {
     /// store holds. Its cursors are the tag index's, not the jobs
     /// family's: pass them back only with the same tag.
     pub tag: Option<String>,
+    /// Only the unfinished jobs (pending, leased, failed, waiting) enqueued
+    /// with this job key ([`crate::EnqueueOptions::key`]), read from the
+    /// key index (`jkey/`), which holds unfinished jobs only: in scope,
+    /// then enqueue order, O(page) at any store size (plus one seek per
+    /// scope without `scope`). A finished state with it is
+    /// `InvalidArgument`, and so is a `tag` beside it. Its cursors are the
+    /// key index's: pass them back only with the same key.
+    pub key: Option<String>,
     /// The most jobs per page: 1 to [`crate::limits::MAX_LIST_LIMIT`]
     /// (default 100).
     pub limit: usize,
@@ -51,6 +59,7 @@ impl Default for ListQuery {
             schedule: None,
             parent: None,
             tag: None,
+            key: None,
             limit: 100,
             after: None,
         }

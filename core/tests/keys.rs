@@ -12,7 +12,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use common::*;
-use telha_jobs::{EnqueueOptions, ErrorKind, JobId, LeaseOptions, Limit, LimitTarget, NewJob};
+use telha_jobs::{
+    EnqueueOptions, ErrorKind, JobId, LeaseOptions, Limit, LimitTarget, ListQuery, NewJob, Scope,
+};
 
 fn keyed(k: &str) -> EnqueueOptions {
     EnqueueOptions::default().key(k)
@@ -211,4 +213,93 @@ fn bad_keys_and_bad_ordered_limits_are_refused_and_nothing_is_written() {
     );
     assert!(s.q.limits().unwrap().is_empty());
     expect_err("key:".parse::<LimitTarget>(), ErrorKind::InvalidArgument);
+}
+
+#[test]
+fn list_by_key_pages_the_keys_unfinished_jobs_in_every_scope() {
+    let s = TestStore::new();
+    let (a, b) = (Scope::from_bytes([1; 16]), Scope::from_bytes([2; 16]));
+    let mut want = Vec::new();
+    // Other keys (shorter, longer, same length) on both sides of "cust-7".
+    for (scope, key) in [
+        (b, "cust-7"),
+        (a, "aa"),
+        (a, "cust-7"),
+        (a, "cust-70"),
+        (b, "cust-8"),
+        (a, "cust-7"),
+        (b, "zz"),
+        (b, "cust-7"),
+    ] {
+        let id = s.enqueue_with("k", keyed(key).scope(scope));
+        if key == "cust-7" {
+            want.push((scope, id));
+        }
+    }
+    s.enqueue_with("k", EnqueueOptions::default());
+    // Scope order, then enqueue order within a scope.
+    want.sort();
+    let ids = |q: ListQuery| -> (Vec<JobId>, Option<String>) {
+        let p = s.q.list(&q).unwrap();
+        assert!(p.corrupt.is_empty());
+        (p.jobs.iter().map(|j| j.id).collect(), p.next)
+    };
+    let all: Vec<JobId> = want.iter().map(|w| w.1).collect();
+    let key = |k: &str| ListQuery {
+        key: Some(k.into()),
+        ..ListQuery::default()
+    };
+    assert_eq!(ids(key("cust-7")).0, all);
+    let only_b = ListQuery {
+        scope: Some(b),
+        ..key("cust-7")
+    };
+    assert_eq!(ids(only_b).0, all[2..].to_vec());
+    // One a page, across the scopes.
+    let mut q = ListQuery {
+        limit: 1,
+        ..key("cust-7")
+    };
+    let mut paged = Vec::new();
+    loop {
+        let (got, next) = ids(q.clone());
+        paged.extend(got);
+        match next {
+            Some(n) => q.after = Some(n),
+            None => break,
+        }
+    }
+    assert_eq!(paged, all);
+    // A leased job is still unfinished; a completed one leaves the index.
+    let j =
+        s.q.lease_next("w", &LeaseOptions::default().scope(a))
+            .unwrap()
+            .unwrap();
+    let leased = ListQuery {
+        state: Some(telha_jobs::State::Leased),
+        ..key(j.key.as_deref().unwrap())
+    };
+    assert_eq!(ids(leased.clone()).0, vec![j.id]);
+    s.q.complete(&j.token(), None).unwrap();
+    assert!(ids(leased).0.is_empty());
+    // Bad input: a finished state, a tag beside it, a bad key or cursor.
+    for bad in [
+        ListQuery {
+            state: Some(telha_jobs::State::Completed),
+            ..key("cust-7")
+        },
+        ListQuery {
+            tag: Some("t".into()),
+            ..key("cust-7")
+        },
+        key(""),
+        ListQuery {
+            after: Some("zz".into()),
+            ..key("cust-7")
+        },
+    ] {
+        let e = s.q.list(&bad).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad:?}: {e}");
+    }
+    assert_consistent(&s.q);
 }

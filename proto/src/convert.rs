@@ -426,6 +426,7 @@ pub fn list_query_to_pb(q: &ListQuery) -> pb::ListRequest {
         schedule: q.schedule.clone(),
         parent: q.parent.map(|p| p.as_bytes().to_vec()),
         tag: q.tag.clone(),
+        key: q.key.clone(),
     }
 }
 
@@ -438,6 +439,7 @@ pub fn list_query_from_pb(q: pb::ListRequest) -> Result<ListQuery> {
         schedule: q.schedule,
         parent: q.parent.as_deref().map(id_from_pb).transpose()?,
         tag: q.tag,
+        key: q.key,
         limit: q.limit as usize,
         after: q.after,
     })

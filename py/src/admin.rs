@@ -51,6 +51,7 @@ pub fn list_query(
         schedule: None,
         parent: None,
         tag: None,
+        key: None,
         limit,
         after: after.map(|a| cursor(py, store, a)).transpose()?,
     })

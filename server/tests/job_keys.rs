@@ -1,7 +1,7 @@
 //! Job keys (issue 43) at the server's doors: the operator API shows a
 //! job's key and key limits; gRPC (`RemoteQueue`) carries a job key on
-//! enqueue, lease and get, and `ordered` on a limit, and its flow control
-//! holds over the wire.
+//! enqueue, lease and get, `ordered` on a limit and a key on list, and
+//! its flow control holds over the wire.
 
 mod common;
 
@@ -52,6 +52,24 @@ fn job_keys_and_ordered_limits_round_trip_through_remote_queue() {
         .unwrap()
         .unwrap();
     assert_eq!((job.id, job.key.as_deref()), (a.id, Some("customer-7")));
+    // List by key over the wire (ListRequest.key): the key index's
+    // unfinished jobs, the same page as the core's.
+    let by_key = |k: &str| telha_jobs::ListQuery {
+        key: Some(k.into()),
+        ..telha_jobs::ListQuery::default()
+    };
+    let page = c.list(&by_key("customer-8")).unwrap();
+    assert_eq!(page.jobs.iter().map(|j| j.id).collect::<Vec<_>>(), [b.id]);
+    assert_eq!(page, s.queue.list(&by_key("customer-8")).unwrap());
+    let leased = c.list(&by_key("customer-7")).unwrap();
+    assert_eq!(leased.jobs[0].state, telha_jobs::State::Leased);
+    let e = c
+        .list(&telha_jobs::ListQuery {
+            state: Some(telha_jobs::State::Completed),
+            ..by_key("customer-7")
+        })
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
 
     c.set_limit(&LimitTarget::EachKey, Limit::ordered())
         .unwrap();

@@ -11,6 +11,7 @@ mod control;
 mod fanin;
 mod far_future;
 mod find;
+mod keys;
 mod limits;
 mod locked;
 mod metrics;

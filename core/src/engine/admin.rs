@@ -117,6 +117,9 @@ impl Engine {
         if let Some(name) = &q.schedule {
             crate::schedule::validate_name(name)?;
         }
+        if let Some(key) = &q.key {
+            return self.list_keyed(q, key);
+        }
         if let Some(tag) = &q.tag {
             return self.list_tagged(q, tag);
         }

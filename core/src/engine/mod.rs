@@ -18,6 +18,7 @@ mod find;
 mod flow;
 mod heartbeat;
 mod hub;
+mod key_list;
 mod keyed;
 mod keyed_lease;
 mod lease;

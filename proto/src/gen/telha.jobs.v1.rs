@@ -528,6 +528,12 @@ pub struct ListRequest {
     /// The page's cursors are the tag index's: send them back with the same tag.
     #[prost(string, optional, tag = "8")]
     pub tag: ::core::option::Option<::prost::alloc::string::String>,
+    /// Only the unfinished jobs (pending, leased, failed, waiting) enqueued
+    /// with this job key, read from the key index (O(page)); not with `tag`,
+    /// and a finished `state` beside it is INVALID_ARGUMENT. The page's
+    /// cursors are the key index's: send them back with the same key.
+    #[prost(string, optional, tag = "9")]
+    pub key: ::core::option::Option<::prost::alloc::string::String>,
 }
 /// How many jobs carry a tag, per state (a walk of the tag's index rows:
 /// O(jobs carrying it), nothing else read).

@@ -220,6 +220,7 @@ async fn jobs(q: Queue, req: &Req) -> Response<Body> {
         schedule: req.param("schedule").map(str::to_string),
         parent: tri!(parse::<JobId>("parent", req.param("parent"))),
         tag: req.param("tag").map(str::to_string),
+        key: None,
         limit,
         after: req.param("after").map(str::to_string),
     };

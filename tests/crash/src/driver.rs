@@ -1,5 +1,5 @@
 //! The owner/kill loop the owner modes share (`followups`, `fanin`,
-//! `steer`, `tags`): start this binary's owner subcommand on the store,
+//! `steer`, `tags`, `keys`): start this binary's owner subcommand on the store,
 //! SIGKILL it after a seeded random delay (one kill in six while it opens
 //! the store), reopen the store, check that `check()` is clean, hand the
 //! open queue to the mode's own checks, close, and go again. Each mode

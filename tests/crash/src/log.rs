@@ -130,6 +130,28 @@ pub fn parse(text: &str) -> (Vec<Record>, usize) {
     (out, torn)
 }
 
+/// A record tag's name in the `run` mode's summary.
+pub fn tag_name(tag: char) -> &'static str {
+    match tag {
+        'E' => "enqueue",
+        'L' => "lease",
+        'X' => "extend",
+        'C' => "complete",
+        'F' => "fail",
+        'D' => "fail-dead",
+        'R' => "release",
+        'Z' => "snooze",
+        'K' => "cancel",
+        'W' => "delete",
+        'H' => "pause",
+        'U' => "resume",
+        'Y' => "extend-cancelled",
+        'N' => "settle-cancelled",
+        'P' => "reap",
+        _ => "other",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,8 @@ mod drain;
 mod driver;
 mod fanin;
 mod followups;
+mod keys;
+mod keys_check;
 mod log;
 mod schedules;
 mod steer;
@@ -169,6 +171,35 @@ enum Cmd {
         #[arg(long)]
         seed: Option<u64>,
     },
+    /// Kill an owner leasing keyed jobs under `key:*` caps and ordered
+    /// keys N times (per sync mode), checking caps, FIFO order and the key
+    /// index after each kill (issue 43).
+    Keys {
+        /// Kills per sync mode.
+        #[arg(long, default_value_t = 20)]
+        kills: u32,
+        /// `sync_writes` off, on, or both (one run each).
+        #[arg(long, value_enum, default_value_t = Sync::Off)]
+        sync: Sync,
+        /// Seed for the kill delays and the workload (default: from the clock).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// The keys owner process (started by `keys`).
+    KeysOwner {
+        #[arg(long)]
+        store: PathBuf,
+        #[arg(long)]
+        logs: PathBuf,
+        #[arg(long)]
+        round: u32,
+        #[arg(long)]
+        seed: u64,
+        #[arg(long)]
+        sync_writes: bool,
+        #[arg(long, default_value_t = 120)]
+        max_secs: u64,
+    },
     /// The tags owner process (started by `tags`).
     TagsOwner {
         #[arg(long)]
@@ -258,6 +289,17 @@ fn main() {
         Cmd::Tags { kills, sync, seed } => {
             driver::main("tags", kills, modes(sync), seed, tags::run)
         }
+        Cmd::Keys { kills, sync, seed } => {
+            driver::main("keys", kills, modes(sync), seed, keys::run)
+        }
+        Cmd::KeysOwner {
+            store,
+            logs,
+            round,
+            seed,
+            sync_writes,
+            max_secs,
+        } => keys::owner(&store, &logs, round, seed, sync_writes, max_secs),
         Cmd::TagsOwner {
             store,
             logs,
@@ -516,7 +558,7 @@ fn run_mode(p: &RunParams) -> (u32, u32) {
     let acks: Vec<String> = history
         .acks
         .iter()
-        .map(|(tag, n)| format!("{} {n}", tag_name(*tag)))
+        .map(|(tag, n)| format!("{} {n}", log::tag_name(*tag)))
         .collect();
     println!(
         "summary sync_writes {mode}: {} kills ({before_first_ack} before the worker's first ack), {} jobs, \
@@ -552,26 +594,5 @@ fn report_failures(o: &[check::Outcome]) {
         for f in o.failures.iter().take(10) {
             println!("    {f}");
         }
-    }
-}
-
-fn tag_name(tag: char) -> &'static str {
-    match tag {
-        'E' => "enqueue",
-        'L' => "lease",
-        'X' => "extend",
-        'C' => "complete",
-        'F' => "fail",
-        'D' => "fail-dead",
-        'R' => "release",
-        'Z' => "snooze",
-        'K' => "cancel",
-        'W' => "delete",
-        'H' => "pause",
-        'U' => "resume",
-        'Y' => "extend-cancelled",
-        'N' => "settle-cancelled",
-        'P' => "reap",
-        _ => "other",
     }
 }
