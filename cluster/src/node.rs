@@ -39,7 +39,6 @@ use telha_jobs::{Clock, Config, Error, Queue, SystemClock};
 use crate::elect::Overdue;
 
 pub mod dir;
-mod init;
 mod membership;
 mod open;
 mod seed;
@@ -52,7 +51,6 @@ use crate::transport::GrpcNetwork;
 use crate::types::{PeerNode, TypeConfig, Vote};
 use crate::LogStore;
 pub use dir::{EmptyDir, NodeFile, StartRefused, NODE_FILE};
-pub use init::InitError;
 pub use membership::{LearnerProgress, MembershipError, MembershipView, Role};
 use open::try_open;
 pub use seed::SEED_NODE_ID;
@@ -301,13 +299,23 @@ impl Node {
         })
     }
 
-    /// Make `members` (node ids, their addresses left to the transport's
-    /// configuration) the cluster; call on one node of a new cluster
-    /// ([`Node::initialize_members`] with addresses).
+    /// Make `members` (node ids) the cluster; call on one node of a new
+    /// cluster.
     pub fn initialize(&self, members: &[u64]) -> Result<(), NodeError> {
-        let nodes = members.iter().map(|&m| (m, PeerNode::default())).collect();
-        self.initialize_members(nodes)
-            .map_err(|e| NodeError(format!("node {}: initialize: {e}", self.id)))
+        let nodes: std::collections::BTreeMap<u64, PeerNode> =
+            members.iter().map(|&m| (m, PeerNode::default())).collect();
+        self.block_on(self.raft.initialize(nodes))
+            .map_err(|e| NodeError(format!("node {}: initialize: {e}", self.id)))?;
+        // The new cluster's id, in this node's node.toml.
+        let mut file = NodeFile::read(self.id, &self.dir)
+            .map_err(|e| NodeError(e.to_string()))?
+            .unwrap_or_else(|| NodeFile::new(self.id));
+        if file.cluster_id.is_none() {
+            file.cluster_id = Some(uuid::Uuid::now_v7().to_string());
+            file.write(&self.dir)
+                .map_err(|e| NodeError(format!("node {}: {e}", self.id)))?;
+        }
+        Ok(())
     }
 
     pub fn id(&self) -> u64 {

@@ -17,10 +17,11 @@ use std::time::Duration;
 use tonic::metadata::AsciiMetadataValue;
 use tonic::{Code, Request, Response, Status};
 
+use super::admin_init::{initialize_members, InitError};
 use super::admin_status::{self, url_of};
 use super::wire;
 use super::wire::admin_server::{Admin, AdminServer};
-use crate::node::{InitError, MembershipError, Node};
+use crate::node::{MembershipError, Node};
 use crate::types::PeerNode;
 
 /// The metadata of a non-leader's answer naming the leader's id...
@@ -252,7 +253,7 @@ impl Admin for AdminService {
             }
         }
         self.blocking(move |n, urls| {
-            n.initialize_members(members).map_err(init_status)?;
+            initialize_members(n, members).map_err(init_status)?;
             let view = n.membership().map_err(|e| membership_status(n, urls, e))?;
             Ok(changed(n, urls, view, true))
         })

@@ -123,8 +123,7 @@ pub(crate) fn status(
 ) -> Result<wire::StatusReply, String> {
     let view = node.membership().map_err(|e| e.to_string())?;
     let m = node.metrics();
-    let cluster_id = node
-        .cluster_id()
+    let cluster_id = super::admin_init::cluster_id(node)
         .map_err(|e| e.to_string())?
         .unwrap_or_default();
     let last = m.last_log_index.unwrap_or(0);

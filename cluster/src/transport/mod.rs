@@ -33,6 +33,7 @@
 
 mod admin;
 mod admin_client;
+mod admin_init;
 pub mod admin_render;
 mod admin_status;
 mod client;
@@ -47,6 +48,7 @@ pub use admin::{
     ADMIN_WAIT_MAX, LEADER_ID_METADATA, LEADER_URL_METADATA,
 };
 pub use admin_client::{AdminClient, AdminError};
+pub use admin_init::{cluster_id, initialize_members, InitError};
 pub use admin_status::{committed as committed_index, matched as matched_indexes, role_name};
 pub use client::{GrpcClient, GrpcNetwork, GrpcOptions};
 pub use server::PeerService;
