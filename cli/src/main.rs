@@ -9,8 +9,10 @@
 //! corruption, 5 a store of a newer format.
 
 mod args;
+mod args_cluster;
 mod args_enqueue;
 mod args_schedule;
+mod cluster;
 mod commands;
 mod control;
 mod find;
@@ -53,9 +55,12 @@ fn main() -> ExitCode {
             return f.exit.into();
         }
     };
-    if let Top::Serve(a) = cli.command {
-        return serve::run(a, &db, token).into();
-    }
+    let (json, timeout) = (cli.json, cli.timeout);
+    let command = match cli.command {
+        Top::Serve(a) => return serve::run(a, &db, token).into(),
+        Top::Cluster(a) => return report(cluster::run(a, token, timeout, json)),
+        c => c,
+    };
     // Repeated --server flags and comma lists make one list (the client
     // checks its items).
     let server = Some(cli.server.join(","))
@@ -87,11 +92,16 @@ fn main() -> ExitCode {
     };
     // The queue is opened and dropped inside `run`, so the store is closed
     // before the process exits.
-    let ran = match cli.command {
+    let ran = match command {
         Top::Jobs(cmd) => commands::run(cmd, &target, cli.json),
         Top::Schedules(cmd) => schedules::run(cmd, &target, cli.json),
-        Top::Serve(_) => unreachable!("served above"),
+        Top::Serve(_) | Top::Cluster(_) => unreachable!("run above"),
     };
+    report(ran)
+}
+
+/// Print a command's output (or its failure) and exit with its code.
+fn report(ran: Result<Output, store::Failure>) -> ExitCode {
     match ran {
         Ok(out) => {
             let (text, exit) = printed(out);
