@@ -3,7 +3,9 @@
 //! `telha jobs ls | show | retry | purge | stats | metrics | check | enqueue | count |
 //! cancel | delete | pause | resume`, `telha schedules ls | show | put | rm |
 //! pause | resume | next | run` (on a store, or through a server with
-//! `--server`) and `telha serve`; see
+//! `--server`), `telha serve`, and `telha cluster init | status | add |
+//! promote | remove | replace | finish` (a cluster node's Admin service,
+//! `--url`); see
 //! `telha --help` and `docs/operators.md`. Exit codes: 0 ok,
 //! 1 not found, 2 usage, 3 store locked by another process, 4 storage or
 //! corruption, 5 a store of a newer format.
