@@ -148,15 +148,9 @@ pub fn membership_status(node: &Node, urls: &HashMap<u64, String>, e: Membership
         M::Joint { .. } => refused(Code::FailedPrecondition, "joint", msg),
         M::InProgress(_) => refused(Code::FailedPrecondition, "in_progress", msg),
         M::NotCaughtUp(_) => refused(Code::FailedPrecondition, "not_caught_up", msg),
-        M::Unknown(_) => {
-            let leader = node.metrics().current_leader;
-            let mut s = not_leader(node, urls, leader, msg);
-            s.metadata_mut().insert(
-                ADMIN_ERROR_METADATA,
-                AsciiMetadataValue::from_static("outcome_unknown"),
-            );
-            s
-        }
+        // No leader hint: the client must not send an unknown outcome
+        // again by itself (read the status on the leader, then decide).
+        M::Unknown(_) => refused(Code::Unavailable, "outcome_unknown", msg),
         M::Stopped { .. } => refused(Code::Unavailable, "stopped", msg),
     }
 }
