@@ -58,6 +58,7 @@ proto-check:
 	diff -u proto/src/gen/jobs.proto.fnv64 "$$tmp/jobs.proto.fnv64"; \
 	diff -u proto/src/gen/telha.cluster.v1.rs "$$tmp/telha.cluster.v1.rs"; \
 	diff -u proto/src/gen/raft.proto.fnv64 "$$tmp/raft.proto.fnv64"; \
+	diff -u proto/src/gen/admin.proto.fnv64 "$$tmp/admin.proto.fnv64"; \
 	echo "proto/src/gen is current: 1 passed, 0 failed"
 
 ## Steering waiting jobs (issue 44): the RPCs and the page's actions.

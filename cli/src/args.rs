@@ -79,6 +79,9 @@ pub enum Top {
     /// and on other machines (prints `listening on http://ADDR` when
     /// ready; SIGTERM or SIGINT shuts it down gracefully).
     Serve(ServeArgs),
+    /// A cluster's membership through one of its nodes (`telha serve
+    /// --cluster`): init, status, add, promote, remove, replace, finish.
+    Cluster(crate::args_cluster::ClusterArgs),
 }
 
 #[derive(Debug, Args)]

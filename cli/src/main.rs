@@ -3,14 +3,18 @@
 //! `telha jobs ls | show | retry | purge | stats | metrics | check | enqueue | count |
 //! cancel | delete | pause | resume`, `telha schedules ls | show | put | rm |
 //! pause | resume | next | run` (on a store, or through a server with
-//! `--server`) and `telha serve`; see
+//! `--server`), `telha serve`, and `telha cluster init | status | add |
+//! promote | remove | replace | finish` (a cluster node's Admin service,
+//! `--url`); see
 //! `telha --help` and `docs/operators.md`. Exit codes: 0 ok,
 //! 1 not found, 2 usage, 3 store locked by another process, 4 storage or
 //! corruption, 5 a store of a newer format.
 
 mod args;
+mod args_cluster;
 mod args_enqueue;
 mod args_schedule;
+mod cluster;
 mod commands;
 mod control;
 mod find;
@@ -53,9 +57,12 @@ fn main() -> ExitCode {
             return f.exit.into();
         }
     };
-    if let Top::Serve(a) = cli.command {
-        return serve::run(a, &db, token).into();
-    }
+    let (json, timeout) = (cli.json, cli.timeout);
+    let command = match cli.command {
+        Top::Serve(a) => return serve::run(a, &db, token).into(),
+        Top::Cluster(a) => return report(cluster::run(a, token, timeout, json)),
+        c => c,
+    };
     // Repeated --server flags and comma lists make one list (the client
     // checks its items).
     let server = Some(cli.server.join(","))
@@ -87,11 +94,16 @@ fn main() -> ExitCode {
     };
     // The queue is opened and dropped inside `run`, so the store is closed
     // before the process exits.
-    let ran = match cli.command {
+    let ran = match command {
         Top::Jobs(cmd) => commands::run(cmd, &target, cli.json),
         Top::Schedules(cmd) => schedules::run(cmd, &target, cli.json),
-        Top::Serve(_) => unreachable!("served above"),
+        Top::Serve(_) | Top::Cluster(_) => unreachable!("run above"),
     };
+    report(ran)
+}
+
+/// Print a command's output (or its failure) and exit with its code.
+fn report(ran: Result<Output, store::Failure>) -> ExitCode {
     match ran {
         Ok(out) => {
             let (text, exit) = printed(out);

@@ -10,7 +10,9 @@
 //! (`node/membership.rs`), and for in-process clusters
 //! the faulty router (snapshots streamed file by file) and `ClusterQueue`;
 //! the Raft transport over gRPC (`transport/`: the `telha.cluster.v1`
-//! client and service, not yet mounted); nothing is exposed through
+//! client and service, and the operator's `Admin` service and client,
+//! not yet mounted); the `telha_cluster_*` metrics (`metrics.rs`);
+//! nothing is exposed through
 //! `telha serve` yet. docs/ARCHITECTURE.md "Cluster (in
 //! progress)".
 
@@ -25,6 +27,7 @@ mod elect;
 pub mod failpoint;
 pub mod harness;
 pub mod log_store;
+pub mod metrics;
 pub mod network;
 pub mod node;
 pub mod probe;

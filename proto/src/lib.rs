@@ -4,7 +4,8 @@
 //! - [`v1`]: the generated messages, the `Jobs` service's server trait and
 //!   client stub (prost + tonic, compiled by protox: no system `protoc`);
 //! - [`cluster_v1`]: the peer protocol of a cluster
-//!   (`proto/telha/cluster/v1/raft.proto`, the `Raft` service), used by
+//!   (`proto/telha/cluster/v1/raft.proto`, the `Raft` service, and
+//!   `admin.proto`, the operator's `Admin` service), used by
 //!   the cluster crate's transport;
 //! - [`convert`]: core types ⇄ messages, with every bound checked on the
 //!   way in (ids exactly 16 bytes, known states, valid kinds);
@@ -23,7 +24,8 @@ pub mod v1 {
 }
 
 /// The generated `telha.cluster.v1` package: the `Raft` service one
-/// cluster node serves the others (telha-jobs-cluster's `transport`).
+/// cluster node serves the others, and the operator's `Admin` service
+/// (telha-jobs-cluster's `transport`).
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod cluster_v1 {
     include!("gen/telha.cluster.v1.rs");
@@ -64,6 +66,10 @@ mod drift {
             (
                 &include_bytes!("../telha/cluster/v1/raft.proto")[..],
                 include_str!("gen/raft.proto.fnv64"),
+            ),
+            (
+                &include_bytes!("../telha/cluster/v1/admin.proto")[..],
+                include_str!("gen/admin.proto.fnv64"),
             ),
         ];
         for (proto, recorded) in pairs {

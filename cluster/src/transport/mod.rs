@@ -10,6 +10,12 @@
 //!   local node's `Raft` (found through its [`Router`](crate::network::Router),
 //!   where the node registers itself), after the node's join gate
 //!   (`node/dir.rs`) as the in-process router applies it;
+//! - [`AdminService`] (`admin.rs`, `admin_status.rs`): the operator's
+//!   `Admin` service (admin.proto) over a [`Node`](crate::node::Node):
+//!   status, init and the membership verbs; a non-leader answers
+//!   `UNAVAILABLE` with [`LEADER_ID_METADATA`] / [`LEADER_URL_METADATA`];
+//!   [`AdminClient`] (`admin_client.rs`) follows that hint once;
+//!   [`admin_render`] is `telha cluster`'s text and JSON;
 //! - `snapshot.rs`: `InstallSnapshot`, a client stream of the checkpoint's
 //!   files in chunks, with the in-process stream's deadlines
 //!   ([`SnapshotDeadlines`]: idle progress and total) on both sides, and
@@ -25,6 +31,11 @@
 //! `UNAUTHENTICATED`; [`check_peer_listener`] refuses a non-loopback
 //! listener without one (the rule for client tokens).
 
+mod admin;
+mod admin_client;
+mod admin_init;
+pub mod admin_render;
+mod admin_status;
 mod client;
 mod server;
 mod snapshot;
@@ -32,6 +43,13 @@ mod snapshot;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+pub use admin::{
+    check_url, membership_status, AdminService, ADMIN_ERROR_METADATA, ADMIN_WAIT_DEFAULT,
+    ADMIN_WAIT_MAX, LEADER_ID_METADATA, LEADER_URL_METADATA,
+};
+pub use admin_client::{AdminClient, AdminError};
+pub use admin_init::{cluster_id, initialize_members, InitError};
+pub use admin_status::{committed as committed_index, matched as matched_indexes, role_name};
 pub use client::{GrpcClient, GrpcNetwork, GrpcOptions};
 pub use server::PeerService;
 pub use telha_jobs_proto::cluster_v1 as wire;

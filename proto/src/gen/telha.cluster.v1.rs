@@ -513,3 +513,890 @@ pub mod raft_server {
         const NAME: &'static str = SERVICE_NAME;
     }
 }
+/// A member and where its gRPC listener is ("" when not recorded).
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct Member {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(string, tag = "2")]
+    pub url: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct LogId {
+    #[prost(uint64, tag = "1")]
+    pub term: u64,
+    /// The leader that wrote it.
+    #[prost(uint64, tag = "2")]
+    pub leader: u64,
+    #[prost(uint64, tag = "3")]
+    pub index: u64,
+}
+/// One voter configuration.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct VoterSet {
+    #[prost(uint64, repeated, tag = "1")]
+    pub ids: ::prost::alloc::vec::Vec<u64>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct Membership {
+    /// Every voter (of any configuration), by id.
+    #[prost(message, repeated, tag = "1")]
+    pub voters: ::prost::alloc::vec::Vec<Member>,
+    /// Members that receive the log and do not vote.
+    #[prost(message, repeated, tag = "2")]
+    pub learners: ::prost::alloc::vec::Vec<Member>,
+    /// The voter configurations: one when uniform, two while joint (the
+    /// first the old, the last the target).
+    #[prost(message, repeated, tag = "3")]
+    pub configs: ::prost::alloc::vec::Vec<VoterSet>,
+    /// The log entry that set it.
+    #[prost(message, optional, tag = "4")]
+    pub log_id: ::core::option::Option<LogId>,
+    /// Applied on the answering node (so committed).
+    #[prost(bool, tag = "5")]
+    pub committed: bool,
+    /// Every id ever removed (never reused).
+    #[prost(uint64, repeated, tag = "6")]
+    pub removed: ::prost::alloc::vec::Vec<u64>,
+}
+/// One follower or learner as the leader sees it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct Follower {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    /// The last index the leader knows it holds (absent: nothing yet).
+    #[prost(uint64, optional, tag = "2")]
+    pub matched: ::core::option::Option<u64>,
+    /// The leader's last log index minus `matched` (all of it when absent).
+    #[prost(uint64, tag = "3")]
+    pub lag: u64,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StatusRequest {}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StatusReply {
+    #[prost(uint64, tag = "1")]
+    pub node_id: u64,
+    /// The cluster's id (from node.toml), "" when not known here.
+    #[prost(string, tag = "2")]
+    pub cluster_id: ::prost::alloc::string::String,
+    /// "leader", "follower", "candidate", "learner" or "shutdown".
+    #[prost(string, tag = "3")]
+    pub role: ::prost::alloc::string::String,
+    #[prost(uint64, optional, tag = "4")]
+    pub leader_id: ::core::option::Option<u64>,
+    /// The leader's URL as the membership records it ("" when unknown).
+    #[prost(string, tag = "5")]
+    pub leader_url: ::prost::alloc::string::String,
+    #[prost(uint64, tag = "6")]
+    pub term: u64,
+    #[prost(uint64, optional, tag = "7")]
+    pub last_log_index: ::core::option::Option<u64>,
+    /// The quorum's index: on the leader only (followers learn it late).
+    #[prost(uint64, optional, tag = "8")]
+    pub committed: ::core::option::Option<u64>,
+    #[prost(message, optional, tag = "9")]
+    pub applied: ::core::option::Option<LogId>,
+    #[prost(message, optional, tag = "10")]
+    pub snapshot: ::core::option::Option<LogId>,
+    #[prost(message, optional, tag = "11")]
+    pub purged: ::core::option::Option<LogId>,
+    #[prost(message, optional, tag = "12")]
+    pub membership: ::core::option::Option<Membership>,
+    /// On the leader: every other member, by id.
+    #[prost(message, repeated, tag = "13")]
+    pub followers: ::prost::alloc::vec::Vec<Follower>,
+    /// On the leader: how long since a quorum acknowledged it.
+    #[prost(uint64, optional, tag = "14")]
+    pub millis_since_quorum_ack: ::core::option::Option<u64>,
+    /// Whether this node's engine is open (it serves client calls).
+    #[prost(bool, tag = "15")]
+    pub engine_open: bool,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct InitRequest {
+    /// Every member of the new cluster: id and URL.
+    #[prost(message, repeated, tag = "1")]
+    pub members: ::prost::alloc::vec::Vec<Member>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AddLearnerRequest {
+    #[prost(message, optional, tag = "1")]
+    pub node: ::core::option::Option<Member>,
+    /// How long to wait for it to catch up (0: the server's default).
+    #[prost(uint64, tag = "2")]
+    pub wait_millis: u64,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AddLearnerReply {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(bool, tag = "2")]
+    pub caught_up: bool,
+    #[prost(uint64, optional, tag = "3")]
+    pub matched: ::core::option::Option<u64>,
+    /// The leader's last index when the wait began.
+    #[prost(uint64, tag = "4")]
+    pub target: u64,
+    #[prost(bool, tag = "5")]
+    pub by_snapshot: bool,
+    #[prost(uint64, tag = "6")]
+    pub waited_millis: u64,
+    #[prost(message, optional, tag = "7")]
+    pub membership: ::core::option::Option<Membership>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PromoteRequest {
+    #[prost(uint64, repeated, tag = "1")]
+    pub ids: ::prost::alloc::vec::Vec<u64>,
+    #[prost(uint64, tag = "2")]
+    pub wait_millis: u64,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RemoveRequest {
+    #[prost(uint64, repeated, tag = "1")]
+    pub ids: ::prost::alloc::vec::Vec<u64>,
+    #[prost(uint64, tag = "2")]
+    pub wait_millis: u64,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ReplaceRequest {
+    #[prost(uint64, tag = "1")]
+    pub old_id: u64,
+    #[prost(message, optional, tag = "2")]
+    pub new_node: ::core::option::Option<Member>,
+    #[prost(uint64, tag = "3")]
+    pub wait_millis: u64,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct FinishJointRequest {
+    #[prost(uint64, tag = "1")]
+    pub wait_millis: u64,
+}
+/// The membership after the change, as the answering leader applied it.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ChangeReply {
+    #[prost(message, optional, tag = "1")]
+    pub membership: ::core::option::Option<Membership>,
+    /// Whether anything changed (false: FinishJoint on a uniform one).
+    #[prost(bool, tag = "2")]
+    pub changed: bool,
+}
+/// Generated client implementations.
+pub mod admin_client {
+    #![allow(
+        unused_variables,
+        dead_code,
+        missing_docs,
+        clippy::wildcard_imports,
+        clippy::let_unit_value,
+    )]
+    use tonic::codegen::*;
+    use tonic::codegen::http::Uri;
+    #[derive(Debug, Clone)]
+    pub struct AdminClient<T> {
+        inner: tonic::client::Grpc<T>,
+    }
+    impl AdminClient<tonic::transport::Channel> {
+        /// Attempt to create a new client by connecting to a given endpoint.
+        pub async fn connect<D>(dst: D) -> Result<Self, tonic::transport::Error>
+        where
+            D: TryInto<tonic::transport::Endpoint>,
+            D::Error: Into<StdError>,
+        {
+            let conn = tonic::transport::Endpoint::new(dst)?.connect().await?;
+            Ok(Self::new(conn))
+        }
+    }
+    impl<T> AdminClient<T>
+    where
+        T: tonic::client::GrpcService<tonic::body::Body>,
+        T::Error: Into<StdError>,
+        T::ResponseBody: Body<Data = Bytes> + std::marker::Send + 'static,
+        <T::ResponseBody as Body>::Error: Into<StdError> + std::marker::Send,
+    {
+        pub fn new(inner: T) -> Self {
+            let inner = tonic::client::Grpc::new(inner);
+            Self { inner }
+        }
+        pub fn with_origin(inner: T, origin: Uri) -> Self {
+            let inner = tonic::client::Grpc::with_origin(inner, origin);
+            Self { inner }
+        }
+        pub fn with_interceptor<F>(
+            inner: T,
+            interceptor: F,
+        ) -> AdminClient<InterceptedService<T, F>>
+        where
+            F: tonic::service::Interceptor,
+            T::ResponseBody: Default,
+            T: tonic::codegen::Service<
+                http::Request<tonic::body::Body>,
+                Response = http::Response<
+                    <T as tonic::client::GrpcService<tonic::body::Body>>::ResponseBody,
+                >,
+            >,
+            <T as tonic::codegen::Service<
+                http::Request<tonic::body::Body>,
+            >>::Error: Into<StdError> + std::marker::Send + std::marker::Sync,
+        {
+            AdminClient::new(InterceptedService::new(inner, interceptor))
+        }
+        /// Compress requests with the given encoding.
+        ///
+        /// This requires the server to support it otherwise it might respond with an
+        /// error.
+        #[must_use]
+        pub fn send_compressed(mut self, encoding: CompressionEncoding) -> Self {
+            self.inner = self.inner.send_compressed(encoding);
+            self
+        }
+        /// Enable decompressing responses.
+        #[must_use]
+        pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
+            self.inner = self.inner.accept_compressed(encoding);
+            self
+        }
+        /// Limits the maximum size of a decoded message.
+        ///
+        /// Default: `4MB`
+        #[must_use]
+        pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
+            self.inner = self.inner.max_decoding_message_size(limit);
+            self
+        }
+        /// Limits the maximum size of an encoded message.
+        ///
+        /// Default: `usize::MAX`
+        #[must_use]
+        pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
+            self.inner = self.inner.max_encoding_message_size(limit);
+            self
+        }
+        /// This node's view: its role, the leader, the log, the membership, and
+        /// on the leader each follower's matched index and lag.
+        pub async fn status(
+            &mut self,
+            request: impl tonic::IntoRequest<super::StatusRequest>,
+        ) -> std::result::Result<tonic::Response<super::StatusReply>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.cluster.v1.Admin/Status",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.cluster.v1.Admin", "Status"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Make `members` the cluster; sent to one of them, on a new cluster.
+        pub async fn init(
+            &mut self,
+            request: impl tonic::IntoRequest<super::InitRequest>,
+        ) -> std::result::Result<tonic::Response<super::ChangeReply>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.cluster.v1.Admin/Init",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.cluster.v1.Admin", "Init"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// A new id joins as a learner, and the call waits for it to catch up.
+        pub async fn add_learner(
+            &mut self,
+            request: impl tonic::IntoRequest<super::AddLearnerRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::AddLearnerReply>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.cluster.v1.Admin/AddLearner",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.cluster.v1.Admin", "AddLearner"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Learners become voters (each caught up first).
+        pub async fn promote(
+            &mut self,
+            request: impl tonic::IntoRequest<super::PromoteRequest>,
+        ) -> std::result::Result<tonic::Response<super::ChangeReply>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.cluster.v1.Admin/Promote",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.cluster.v1.Admin", "Promote"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Members leave; a removed leader steps down once the change commits.
+        pub async fn remove(
+            &mut self,
+            request: impl tonic::IntoRequest<super::RemoveRequest>,
+        ) -> std::result::Result<tonic::Response<super::ChangeReply>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.cluster.v1.Admin/Remove",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.cluster.v1.Admin", "Remove"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// A voter out, a new id in (as a learner, caught up, then swapped).
+        pub async fn replace(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ReplaceRequest>,
+        ) -> std::result::Result<tonic::Response<super::ChangeReply>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.cluster.v1.Admin/Replace",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.cluster.v1.Admin", "Replace"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Finish a joint configuration an interrupted change left.
+        pub async fn finish_joint(
+            &mut self,
+            request: impl tonic::IntoRequest<super::FinishJointRequest>,
+        ) -> std::result::Result<tonic::Response<super::ChangeReply>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/telha.cluster.v1.Admin/FinishJoint",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("telha.cluster.v1.Admin", "FinishJoint"));
+            self.inner.unary(req, path, codec).await
+        }
+    }
+}
+/// Generated server implementations.
+pub mod admin_server {
+    #![allow(
+        unused_variables,
+        dead_code,
+        missing_docs,
+        clippy::wildcard_imports,
+        clippy::let_unit_value,
+    )]
+    use tonic::codegen::*;
+    /// Generated trait containing gRPC methods that should be implemented for use with AdminServer.
+    #[async_trait]
+    pub trait Admin: std::marker::Send + std::marker::Sync + 'static {
+        /// This node's view: its role, the leader, the log, the membership, and
+        /// on the leader each follower's matched index and lag.
+        async fn status(
+            &self,
+            request: tonic::Request<super::StatusRequest>,
+        ) -> std::result::Result<tonic::Response<super::StatusReply>, tonic::Status>;
+        /// Make `members` the cluster; sent to one of them, on a new cluster.
+        async fn init(
+            &self,
+            request: tonic::Request<super::InitRequest>,
+        ) -> std::result::Result<tonic::Response<super::ChangeReply>, tonic::Status>;
+        /// A new id joins as a learner, and the call waits for it to catch up.
+        async fn add_learner(
+            &self,
+            request: tonic::Request<super::AddLearnerRequest>,
+        ) -> std::result::Result<tonic::Response<super::AddLearnerReply>, tonic::Status>;
+        /// Learners become voters (each caught up first).
+        async fn promote(
+            &self,
+            request: tonic::Request<super::PromoteRequest>,
+        ) -> std::result::Result<tonic::Response<super::ChangeReply>, tonic::Status>;
+        /// Members leave; a removed leader steps down once the change commits.
+        async fn remove(
+            &self,
+            request: tonic::Request<super::RemoveRequest>,
+        ) -> std::result::Result<tonic::Response<super::ChangeReply>, tonic::Status>;
+        /// A voter out, a new id in (as a learner, caught up, then swapped).
+        async fn replace(
+            &self,
+            request: tonic::Request<super::ReplaceRequest>,
+        ) -> std::result::Result<tonic::Response<super::ChangeReply>, tonic::Status>;
+        /// Finish a joint configuration an interrupted change left.
+        async fn finish_joint(
+            &self,
+            request: tonic::Request<super::FinishJointRequest>,
+        ) -> std::result::Result<tonic::Response<super::ChangeReply>, tonic::Status>;
+    }
+    #[derive(Debug)]
+    pub struct AdminServer<T> {
+        inner: Arc<T>,
+        accept_compression_encodings: EnabledCompressionEncodings,
+        send_compression_encodings: EnabledCompressionEncodings,
+        max_decoding_message_size: Option<usize>,
+        max_encoding_message_size: Option<usize>,
+    }
+    impl<T> AdminServer<T> {
+        pub fn new(inner: T) -> Self {
+            Self::from_arc(Arc::new(inner))
+        }
+        pub fn from_arc(inner: Arc<T>) -> Self {
+            Self {
+                inner,
+                accept_compression_encodings: Default::default(),
+                send_compression_encodings: Default::default(),
+                max_decoding_message_size: None,
+                max_encoding_message_size: None,
+            }
+        }
+        pub fn with_interceptor<F>(
+            inner: T,
+            interceptor: F,
+        ) -> InterceptedService<Self, F>
+        where
+            F: tonic::service::Interceptor,
+        {
+            InterceptedService::new(Self::new(inner), interceptor)
+        }
+        /// Enable decompressing requests with the given encoding.
+        #[must_use]
+        pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
+            self.accept_compression_encodings.enable(encoding);
+            self
+        }
+        /// Compress responses with the given encoding, if the client supports it.
+        #[must_use]
+        pub fn send_compressed(mut self, encoding: CompressionEncoding) -> Self {
+            self.send_compression_encodings.enable(encoding);
+            self
+        }
+        /// Limits the maximum size of a decoded message.
+        ///
+        /// Default: `4MB`
+        #[must_use]
+        pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
+            self.max_decoding_message_size = Some(limit);
+            self
+        }
+        /// Limits the maximum size of an encoded message.
+        ///
+        /// Default: `usize::MAX`
+        #[must_use]
+        pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
+            self.max_encoding_message_size = Some(limit);
+            self
+        }
+    }
+    impl<T, B> tonic::codegen::Service<http::Request<B>> for AdminServer<T>
+    where
+        T: Admin,
+        B: Body + std::marker::Send + 'static,
+        B::Error: Into<StdError> + std::marker::Send + 'static,
+    {
+        type Response = http::Response<tonic::body::Body>;
+        type Error = std::convert::Infallible;
+        type Future = BoxFuture<Self::Response, Self::Error>;
+        fn poll_ready(
+            &mut self,
+            _cx: &mut Context<'_>,
+        ) -> Poll<std::result::Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+        fn call(&mut self, req: http::Request<B>) -> Self::Future {
+            match req.uri().path() {
+                "/telha.cluster.v1.Admin/Status" => {
+                    #[allow(non_camel_case_types)]
+                    struct StatusSvc<T: Admin>(pub Arc<T>);
+                    impl<T: Admin> tonic::server::UnaryService<super::StatusRequest>
+                    for StatusSvc<T> {
+                        type Response = super::StatusReply;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::StatusRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Admin>::status(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = StatusSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.cluster.v1.Admin/Init" => {
+                    #[allow(non_camel_case_types)]
+                    struct InitSvc<T: Admin>(pub Arc<T>);
+                    impl<T: Admin> tonic::server::UnaryService<super::InitRequest>
+                    for InitSvc<T> {
+                        type Response = super::ChangeReply;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::InitRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Admin>::init(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = InitSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.cluster.v1.Admin/AddLearner" => {
+                    #[allow(non_camel_case_types)]
+                    struct AddLearnerSvc<T: Admin>(pub Arc<T>);
+                    impl<T: Admin> tonic::server::UnaryService<super::AddLearnerRequest>
+                    for AddLearnerSvc<T> {
+                        type Response = super::AddLearnerReply;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::AddLearnerRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Admin>::add_learner(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = AddLearnerSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.cluster.v1.Admin/Promote" => {
+                    #[allow(non_camel_case_types)]
+                    struct PromoteSvc<T: Admin>(pub Arc<T>);
+                    impl<T: Admin> tonic::server::UnaryService<super::PromoteRequest>
+                    for PromoteSvc<T> {
+                        type Response = super::ChangeReply;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::PromoteRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Admin>::promote(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = PromoteSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.cluster.v1.Admin/Remove" => {
+                    #[allow(non_camel_case_types)]
+                    struct RemoveSvc<T: Admin>(pub Arc<T>);
+                    impl<T: Admin> tonic::server::UnaryService<super::RemoveRequest>
+                    for RemoveSvc<T> {
+                        type Response = super::ChangeReply;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::RemoveRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Admin>::remove(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = RemoveSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.cluster.v1.Admin/Replace" => {
+                    #[allow(non_camel_case_types)]
+                    struct ReplaceSvc<T: Admin>(pub Arc<T>);
+                    impl<T: Admin> tonic::server::UnaryService<super::ReplaceRequest>
+                    for ReplaceSvc<T> {
+                        type Response = super::ChangeReply;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ReplaceRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Admin>::replace(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ReplaceSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/telha.cluster.v1.Admin/FinishJoint" => {
+                    #[allow(non_camel_case_types)]
+                    struct FinishJointSvc<T: Admin>(pub Arc<T>);
+                    impl<T: Admin> tonic::server::UnaryService<super::FinishJointRequest>
+                    for FinishJointSvc<T> {
+                        type Response = super::ChangeReply;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::FinishJointRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Admin>::finish_joint(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = FinishJointSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                _ => {
+                    Box::pin(async move {
+                        let mut response = http::Response::new(
+                            tonic::body::Body::default(),
+                        );
+                        let headers = response.headers_mut();
+                        headers
+                            .insert(
+                                tonic::Status::GRPC_STATUS,
+                                (tonic::Code::Unimplemented as i32).into(),
+                            );
+                        headers
+                            .insert(
+                                http::header::CONTENT_TYPE,
+                                tonic::metadata::GRPC_CONTENT_TYPE,
+                            );
+                        Ok(response)
+                    })
+                }
+            }
+        }
+    }
+    impl<T> Clone for AdminServer<T> {
+        fn clone(&self) -> Self {
+            let inner = self.inner.clone();
+            Self {
+                inner,
+                accept_compression_encodings: self.accept_compression_encodings,
+                send_compression_encodings: self.send_compression_encodings,
+                max_decoding_message_size: self.max_decoding_message_size,
+                max_encoding_message_size: self.max_encoding_message_size,
+            }
+        }
+    }
+    /// Generated gRPC service name
+    pub const SERVICE_NAME: &str = "telha.cluster.v1.Admin";
+    impl<T> tonic::server::NamedService for AdminServer<T> {
+        const NAME: &'static str = SERVICE_NAME;
+    }
+}
