@@ -11,6 +11,7 @@
 mod args;
 mod args_enqueue;
 mod args_schedule;
+mod cluster_args;
 mod commands;
 mod control;
 mod find;
@@ -19,6 +20,7 @@ mod prom;
 mod render;
 mod schedules;
 mod serve;
+mod serve_cluster;
 mod steer;
 mod store;
 mod watch;
@@ -54,7 +56,7 @@ fn main() -> ExitCode {
         }
     };
     if let Top::Serve(a) = cli.command {
-        return serve::run(a, &db, token).into();
+        return serve::run(a, cli.db.as_deref(), token).into();
     }
     // Repeated --server flags and comma lists make one list (the client
     // checks its items).

@@ -38,6 +38,7 @@ use telha_jobs::{Clock, Config, Error, Queue, SystemClock};
 
 use crate::elect::Overdue;
 
+mod bootstrap;
 pub mod dir;
 mod membership;
 mod open;
@@ -50,6 +51,7 @@ pub use crate::timing::{Timing, ELECTION_MAX_DEFAULT, ELECTION_MIN_DEFAULT, HEAR
 use crate::transport::GrpcNetwork;
 use crate::types::{PeerNode, TypeConfig, Vote};
 use crate::LogStore;
+pub use bootstrap::Bootstrap;
 pub use dir::{EmptyDir, NodeFile, StartRefused, NODE_FILE};
 pub use membership::{LearnerProgress, MembershipError, MembershipView, Role};
 use open::try_open;
@@ -300,10 +302,19 @@ impl Node {
     }
 
     /// Make `members` (node ids) the cluster; call on one node of a new
-    /// cluster.
+    /// cluster. Members reached over gRPC should carry their URLs:
+    /// [`Node::initialize_peers`].
     pub fn initialize(&self, members: &[u64]) -> Result<(), NodeError> {
-        let nodes: std::collections::BTreeMap<u64, PeerNode> =
-            members.iter().map(|&m| (m, PeerNode::default())).collect();
+        let nodes = members.iter().map(|&m| (m, PeerNode::default())).collect();
+        self.initialize_nodes(nodes)
+    }
+
+    /// Make `nodes` (id → how peers reach it) the cluster: the membership
+    /// every node stores then carries each member's address.
+    pub fn initialize_nodes(
+        &self,
+        nodes: std::collections::BTreeMap<u64, PeerNode>,
+    ) -> Result<(), NodeError> {
         self.block_on(self.raft.initialize(nodes))
             .map_err(|e| NodeError(format!("node {}: initialize: {e}", self.id)))?;
         // The new cluster's id, in this node's node.toml.
