@@ -10,9 +10,8 @@
 //! (`node/membership.rs`), and for in-process clusters
 //! the faulty router (snapshots streamed file by file) and `ClusterQueue`;
 //! the Raft transport over gRPC (`transport/`: the `telha.cluster.v1`
-//! client and service, not yet mounted); nothing is exposed through
-//! `telha serve` yet. docs/ARCHITECTURE.md "Cluster (in
-//! progress)".
+//! client and service, mounted by `telha serve --cluster`). docs/ARCHITECTURE.md
+//! "Cluster (in progress)".
 
 // openraft's traits return its `StorageError` (224 bytes) by value; the
 // helpers that build one return it the same way rather than box and unbox.

@@ -20,8 +20,10 @@
 //! store does not fsync per write (`sync_writes = false`, the default): it
 //! takes microseconds, less than a hand-off to the blocking pool and back.
 //! Waiting leases, scans (list, stats, purge, ...), larger batches and
-//! every call of a `sync_writes` store run on the blocking pool. The
-//! server listens on TCP addresses and Unix-domain sockets
+//! every call of a `sync_writes` store run on the blocking pool, as does
+//! every call of [`serve_source`] (a cluster node: the queue is asked for
+//! per call, and a follower answers `UNAVAILABLE` with the leader hint,
+//! [`NotLeader`]). The server listens on TCP addresses and Unix-domain sockets
 //! (`unix:/run/telha.sock`), one or several at once. The protocol is
 //! `proto/telha/jobs/v1/jobs.proto`; clients are `telha-jobs-client`'s
 //! `RemoteQueue`, or any gRPC client generated from that file.

@@ -15,8 +15,14 @@ use telha_jobs::{Config, EnqueueOptions, JobId, JobStore, LeaseOptions};
 use telha_jobs_client::{ConnectOptions, RemoteQueue};
 use tonic::Code;
 
+/// A client of one node (it follows a `telha-leader` hint); every call
+/// bounded, so a stuck cluster fails the test rather than hangs it.
 fn client(url: &str) -> RemoteQueue {
-    RemoteQueue::connect(url, ConnectOptions::default()).unwrap()
+    let o = ConnectOptions {
+        request_timeout: Some(Duration::from_secs(15)),
+        ..ConnectOptions::default()
+    };
+    RemoteQueue::connect(url, o).unwrap()
 }
 
 /// `n` keyed enqueues through `url`, half of them leased and completed.
