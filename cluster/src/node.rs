@@ -301,34 +301,6 @@ impl Node {
         })
     }
 
-    /// Make `members` (node ids) the cluster; call on one node of a new
-    /// cluster. Members reached over gRPC should carry their URLs:
-    /// [`Node::initialize_peers`].
-    pub fn initialize(&self, members: &[u64]) -> Result<(), NodeError> {
-        let nodes = members.iter().map(|&m| (m, PeerNode::default())).collect();
-        self.initialize_nodes(nodes)
-    }
-
-    /// Make `nodes` (id → how peers reach it) the cluster: the membership
-    /// every node stores then carries each member's address.
-    pub fn initialize_nodes(
-        &self,
-        nodes: std::collections::BTreeMap<u64, PeerNode>,
-    ) -> Result<(), NodeError> {
-        self.block_on(self.raft.initialize(nodes))
-            .map_err(|e| NodeError(format!("node {}: initialize: {e}", self.id)))?;
-        // The new cluster's id, in this node's node.toml.
-        let mut file = NodeFile::read(self.id, &self.dir)
-            .map_err(|e| NodeError(e.to_string()))?
-            .unwrap_or_else(|| NodeFile::new(self.id));
-        if file.cluster_id.is_none() {
-            file.cluster_id = Some(uuid::Uuid::now_v7().to_string());
-            file.write(&self.dir)
-                .map_err(|e| NodeError(format!("node {}: {e}", self.id)))?;
-        }
-        Ok(())
-    }
-
     pub fn id(&self) -> u64 {
         self.id
     }
