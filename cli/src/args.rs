@@ -124,6 +124,8 @@ pub struct ServeArgs {
     /// How long a shutdown waits for calls in flight.
     #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
     pub grace: Duration,
+    #[command(flatten)]
+    pub cluster: crate::cluster_args::ClusterFlags,
 }
 
 #[derive(Debug, Subcommand)]

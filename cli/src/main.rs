@@ -15,6 +15,7 @@ mod args_cluster;
 mod args_enqueue;
 mod args_schedule;
 mod cluster;
+mod cluster_args;
 mod commands;
 mod control;
 mod find;
@@ -23,6 +24,7 @@ mod prom;
 mod render;
 mod schedules;
 mod serve;
+mod serve_cluster;
 mod steer;
 mod store;
 mod watch;
@@ -59,7 +61,7 @@ fn main() -> ExitCode {
     };
     let (json, timeout) = (cli.json, cli.timeout);
     let command = match cli.command {
-        Top::Serve(a) => return serve::run(a, &db, token).into(),
+        Top::Serve(a) => return serve::run(a, cli.db.as_deref(), token).into(),
         Top::Cluster(a) => return report(cluster::run(a, token, timeout, json)),
         c => c,
     };

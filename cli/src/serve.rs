@@ -31,8 +31,17 @@ fn read(what: &str, p: &Path) -> Result<Vec<u8>, Failure> {
     std::fs::read(p).map_err(|e| Failure::usage(format!("{what} {}: {e}", p.display())))
 }
 
-pub fn run(a: ServeArgs, db: &Path, token: Option<String>) -> Exit {
-    match serve_until_signal(a, db, token) {
+/// `telha serve`; `db_flag` is `--db` as given (refused with `--cluster`).
+pub fn run(mut a: ServeArgs, db_flag: Option<&Path>, token: Option<String>) -> Exit {
+    let served = if a.cluster.cluster {
+        crate::cluster_args::setup(&a.cluster, db_flag.is_some()).and_then(|c| {
+            let listen = listen_addresses(std::mem::take(&mut a.listen))?;
+            crate::serve_cluster::serve_until_signal(a, c, listen, token)
+        })
+    } else {
+        serve_until_signal(a, &crate::store::store_path(db_flag), token)
+    };
+    match served {
         Ok(()) => Exit::Ok,
         Err(f) => {
             eprintln!("telha: {}", f.message);
@@ -120,7 +129,7 @@ fn listen_addresses(given: Vec<String>) -> Result<Vec<String>, Failure> {
     Ok(list)
 }
 
-fn wait_for_signal() -> Result<(), Failure> {
+pub(crate) fn wait_for_signal() -> Result<(), Failure> {
     use tokio::signal::unix::{signal, SignalKind};
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

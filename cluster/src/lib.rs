@@ -10,11 +10,9 @@
 //! (`node/membership.rs`), and for in-process clusters
 //! the faulty router (snapshots streamed file by file) and `ClusterQueue`;
 //! the Raft transport over gRPC (`transport/`: the `telha.cluster.v1`
-//! client and service, and the operator's `Admin` service and client,
-//! not yet mounted); the `telha_cluster_*` metrics (`metrics.rs`);
-//! nothing is exposed through
-//! `telha serve` yet. docs/ARCHITECTURE.md "Cluster (in
-//! progress)".
+//! client and service, and the operator's `Admin` service and client),
+//! mounted by `telha serve --cluster`; the `telha_cluster_*` metrics
+//! (`metrics.rs`). docs/ARCHITECTURE.md "Cluster (in progress)".
 
 // openraft's traits return its `StorageError` (224 bytes) by value; the
 // helpers that build one return it the same way rather than box and unbox.

@@ -38,6 +38,7 @@ use telha_jobs::{Clock, Config, Error, Queue, SystemClock};
 
 use crate::elect::Overdue;
 
+mod bootstrap;
 pub mod dir;
 mod membership;
 mod open;
@@ -50,6 +51,7 @@ pub use crate::timing::{Timing, ELECTION_MAX_DEFAULT, ELECTION_MIN_DEFAULT, HEAR
 use crate::transport::GrpcNetwork;
 use crate::types::{PeerNode, TypeConfig, Vote};
 use crate::LogStore;
+pub use bootstrap::Bootstrap;
 pub use dir::{EmptyDir, NodeFile, StartRefused, NODE_FILE};
 pub use membership::{LearnerProgress, MembershipError, MembershipView, Role};
 use open::try_open;
@@ -297,25 +299,6 @@ impl Node {
             watcher: Some(watcher),
             rt: Some(rt),
         })
-    }
-
-    /// Make `members` (node ids) the cluster; call on one node of a new
-    /// cluster.
-    pub fn initialize(&self, members: &[u64]) -> Result<(), NodeError> {
-        let nodes: std::collections::BTreeMap<u64, PeerNode> =
-            members.iter().map(|&m| (m, PeerNode::default())).collect();
-        self.block_on(self.raft.initialize(nodes))
-            .map_err(|e| NodeError(format!("node {}: initialize: {e}", self.id)))?;
-        // The new cluster's id, in this node's node.toml.
-        let mut file = NodeFile::read(self.id, &self.dir)
-            .map_err(|e| NodeError(e.to_string()))?
-            .unwrap_or_else(|| NodeFile::new(self.id));
-        if file.cluster_id.is_none() {
-            file.cluster_id = Some(uuid::Uuid::now_v7().to_string());
-            file.write(&self.dir)
-                .map_err(|e| NodeError(format!("node {}: {e}", self.id)))?;
-        }
-        Ok(())
     }
 
     pub fn id(&self) -> u64 {

@@ -35,7 +35,11 @@ impl JobsService {
         }
         let id = cv::id_from_pb(&r.id).map_err(bad)?;
         let timeout = Duration::from_millis(r.timeout_ms).min(MAX_WAIT_JOB);
-        let w = self.shared.queue.watch(&id).map_err(bad)?;
+        let w = self
+            .shared
+            .queue()?
+            .watch(&id)
+            .map_err(|e| self.shared.status(&e))?;
         let mut closing = self.shared.closing.clone();
         tokio::select! {
             () = std::future::poll_fn(|cx| w.poll_done(cx)) => {}
@@ -58,7 +62,12 @@ impl JobsService {
             return Err(to_status(&Error::Closed));
         }
         let options = ev::subscribe_from_pb(r).map_err(bad)?;
-        let sub = Arc::new(self.shared.queue.subscribe(options).map_err(bad)?);
+        let sub = Arc::new(
+            self.shared
+                .queue()?
+                .subscribe(options)
+                .map_err(|e| self.shared.status(&e))?,
+        );
         // End the stream when the server starts closing (or stop watching
         // once the stream is gone).
         let (stop_tx, stop_rx) = oneshot::channel::<()>();

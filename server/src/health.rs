@@ -48,7 +48,9 @@ impl Health {
 
 /// `SERVING` while the store can serve and the server is not closing.
 pub(crate) fn status(shared: &Shared) -> ServingStatus {
-    if shared.queue.ready().is_ok() && !*shared.closing.borrow() {
+    // In cluster mode only the leader with its engine open serves.
+    let ready = shared.source.queue().is_ok_and(|q| q.ready().is_ok());
+    if ready && !*shared.closing.borrow() {
         ServingStatus::Serving
     } else {
         ServingStatus::NotServing

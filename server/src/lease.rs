@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use telha_jobs::{CancelWait, Job, LeaseOptions, Queue, Result};
 use telha_jobs_proto::convert as cv;
-use telha_jobs_proto::status::to_status;
 use telha_jobs_proto::v1 as pb;
 use tonic::Status;
 
@@ -81,7 +80,7 @@ impl JobsService {
                 });
             }
         }
-        let q = self.shared.queue.clone();
+        let q = self.shared.queue()?;
         let c2 = cancel.clone();
         let mut task = tokio::task::spawn_blocking(move || {
             lease_or_give_back(&q, &worker, max, &options, &c2)
@@ -94,7 +93,7 @@ impl JobsService {
         drop(guard);
         let jobs = jobs
             .map_err(|e| Status::internal(format!("server task failed: {e}")))?
-            .map_err(|e| to_status(&e))?;
+            .map_err(|e| self.shared.status(&e))?;
         Ok(pb::LeaseResponse {
             jobs: jobs.into_iter().map(cv::job_to_pb).collect(),
         })

@@ -20,8 +20,10 @@
 //! store does not fsync per write (`sync_writes = false`, the default): it
 //! takes microseconds, less than a hand-off to the blocking pool and back.
 //! Waiting leases, scans (list, stats, purge, ...), larger batches and
-//! every call of a `sync_writes` store run on the blocking pool. The
-//! server listens on TCP addresses and Unix-domain sockets
+//! every call of a `sync_writes` store run on the blocking pool, as does
+//! every call of [`serve_source`] (a cluster node: the queue is asked for
+//! per call, and a follower answers `UNAVAILABLE` with the leader hint,
+//! [`NotLeader`]). The server listens on TCP addresses and Unix-domain sockets
 //! (`unix:/run/telha.sock`), one or several at once. The protocol is
 //! `proto/telha/jobs/v1/jobs.proto`; clients are `telha-jobs-client`'s
 //! `RemoteQueue`, or any gRPC client generated from that file.
@@ -51,12 +53,14 @@ mod http;
 pub mod json;
 mod lease;
 mod listen;
+mod mount;
 mod poll;
 mod schedules;
 mod service;
 mod settle;
 mod shared;
 mod sigpipe;
+mod source;
 mod stats;
 #[cfg(feature = "test-hooks")]
 pub mod testing;
@@ -79,7 +83,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use telha_jobs::{Error, Queue, Result};
+use telha_jobs::{Config, Error, Queue, Result};
 use telha_jobs_proto::v1::jobs_server::JobsServer;
 use tokio::sync::{oneshot, watch};
 use tonic::service::interceptor::InterceptedService;
@@ -88,6 +92,8 @@ use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 use listen::{Bound, UnixIncoming};
 pub use listen::{ListenAddr, SOCKET_MODE_DEFAULT};
+pub use mount::Mount;
+pub use source::{NotLeader, QueueSource, LEADER_ID_METADATA, LEADER_URL_METADATA};
 pub use stats::ServerStats;
 
 /// The default listen address: loopback only, so no token is needed.
@@ -287,10 +293,45 @@ impl Drop for ServerHandle {
 /// address cannot be bound (in use, a live server's socket at a Unix path
 /// included: a stale one is replaced); `Closed` when the queue is closed.
 pub fn serve(store: Queue, options: ServeOptions) -> Result<ServerHandle> {
-    serve_with(store, options, NO_HOOKS)
+    let config = store.config()?;
+    serve_with(
+        source::Source::Fixed(store),
+        &config,
+        options,
+        Vec::new(),
+        NO_HOOKS,
+    )
 }
 
-fn serve_with(store: Queue, options: ServeOptions, hooks: TestHooks) -> Result<ServerHandle> {
+/// Serve the queue `source` answers on each call (a cluster node's engine
+/// of the current term: `telha serve --cluster`), with `mounts` beside the
+/// Jobs service on every gRPC listener (the cluster's peer service).
+/// `config` is the engines' configuration (the request size limit comes
+/// from it). No core call runs inline on the async workers; a call the
+/// source cannot answer gets `UNAVAILABLE` with the leader hint
+/// ([`NotLeader`]). Errors: as [`serve`].
+pub fn serve_source(
+    source: Arc<dyn QueueSource>,
+    config: &Config,
+    options: ServeOptions,
+    mounts: Vec<Mount>,
+) -> Result<ServerHandle> {
+    serve_with(
+        source::Source::Dynamic(source),
+        config,
+        options,
+        mounts,
+        NO_HOOKS,
+    )
+}
+
+fn serve_with(
+    source: source::Source,
+    config: &Config,
+    options: ServeOptions,
+    mounts: Vec<Mount>,
+    hooks: TestHooks,
+) -> Result<ServerHandle> {
     if options
         .token
         .as_deref()
@@ -298,7 +339,6 @@ fn serve_with(store: Queue, options: ServeOptions, hooks: TestHooks) -> Result<S
     {
         return Err(Error::InvalidArgument("the token is empty".into()));
     }
-    let config = store.config()?;
     let limit = config
         .max_payload_bytes
         .saturating_add(1 << 20)
@@ -358,7 +398,7 @@ fn serve_with(store: Queue, options: ServeOptions, hooks: TestHooks) -> Result<S
         .map_err(|e| Error::Storage(format!("server runtime: {e}")))?;
     let stats = Arc::new(ServerStats::default());
     let (closing_tx, closing_rx) = watch::channel(false);
-    let mut shared = service::Shared::new(store, stats.clone(), closing_rx, options.max_wait);
+    let mut shared = service::Shared::new(source, stats.clone(), closing_rx, options.max_wait);
     shared.allow_remote_backup = options.allow_remote_backup;
     let shared = Arc::new(shared);
     let token = options.token.clone();
@@ -382,6 +422,7 @@ fn serve_with(store: Queue, options: ServeOptions, hooks: TestHooks) -> Result<S
                 token,
                 http_setup,
                 limit,
+                mounts,
                 closing_tx,
                 stop_rx,
                 hooks,
@@ -417,6 +458,7 @@ async fn run(
     token: Option<String>,
     http_setup: HttpSetup,
     limit: usize,
+    mounts: Vec<Mount>,
     closing: watch::Sender<bool>,
     stop: oneshot::Receiver<Duration>,
     hooks: TestHooks,
@@ -438,6 +480,9 @@ async fn run(
     // The health service beside it, outside the token check (a probe
     // cannot send one).
     let svc = health::WithHealth::new(svc, health::Health::server(shared.clone()));
+    // More services beside them (the cluster's peer service), each with
+    // its own credentials check: `serve_source`'s `mounts`.
+    let svc = mount::WithMounts::new(svc, mounts);
 
     let (quit_tx, quit_rx) = watch::channel(false);
     let mut servers = Vec::new();

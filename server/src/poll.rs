@@ -27,6 +27,9 @@ pub(crate) const STREAM_HEADER: &str = "telha-poll-stream";
 /// How long one PollJobs lease wait lasts before the loop looks around
 /// (shutdown, capacity) and waits again.
 const POLL_WAIT: Duration = Duration::from_secs(30);
+/// How often a stream with no free capacity checks, in cluster mode, that
+/// this node still runs the engine.
+const CLUSTER_RECHECK: Duration = Duration::from_secs(1);
 
 /// One PollJobs stream's unsettled leases (token → lease deadline) and how
 /// many of them were settled (the window's rate).
@@ -152,7 +155,9 @@ impl Drop for Undelivered {
         for t in &tokens {
             self.shared.settled(t);
         }
-        let q = self.shared.queue.clone();
+        let Ok(q) = self.shared.queue() else {
+            return; // no engine here now: they are reaped after their TTL
+        };
         let release = move || {
             for t in &tokens {
                 // Best effort: one that cannot be released is reaped.
@@ -183,10 +188,25 @@ async fn poll_loop(
     let slot = Arc::new(Slot::default());
     let mut closing = shared.closing.clone();
     let started = Instant::now();
+    // A full stream looks at the leadership this often in cluster mode (a
+    // wait for work ends by itself when the engine is fenced).
+    let recheck = match shared.source {
+        crate::source::Source::Dynamic(_) => CLUSTER_RECHECK,
+        crate::source::Source::Fixed(_) => POLL_WAIT,
+    };
     loop {
         if *closing.borrow() || *stop.borrow() {
             break;
         }
+        // In cluster mode, this term's engine; on a node that lost the
+        // leadership the stream ends with UNAVAILABLE and the leader hint.
+        let q = match shared.queue() {
+            Ok(q) => q,
+            Err(s) => {
+                let _ = tx.send(Err(s)).await;
+                break;
+            }
+        };
         // How many unsettled leases this stream keeps now: its settle rate
         // times the window, between the floor and the capacity.
         let capacity = window.sample(
@@ -217,7 +237,8 @@ async fn poll_loop(
         if free == 0 {
             let nap = next_expiry
                 .map(|d| Duration::from_millis(d.saturating_sub(now) + 1))
-                .unwrap_or(POLL_WAIT);
+                .unwrap_or(POLL_WAIT)
+                .min(recheck);
             tokio::select! {
                 _ = slot.freed.notified() => {}
                 _ = tokio::time::sleep(nap) => {}
@@ -234,7 +255,8 @@ async fn poll_loop(
             wait: Some(POLL_WAIT),
             cancel: Some(cancel.clone()),
         };
-        let (q, w, c2) = (shared.queue.clone(), worker.clone(), cancel.clone());
+        let (w, c2) = (worker.clone(), cancel.clone());
+        let q2 = q.clone();
         let mut task =
             tokio::task::spawn_blocking(move || lease_or_give_back(&q, &w, free, &options, &c2));
         let (res, ending) = tokio::select! {
@@ -246,7 +268,7 @@ async fn poll_loop(
         let jobs = match res {
             Ok(Ok(jobs)) => jobs,
             Ok(Err(e)) => {
-                let _ = tx.send(Err(to_status(&e))).await;
+                let _ = tx.send(Err(shared.status(&e))).await;
                 break;
             }
             Err(e) => {
@@ -278,7 +300,7 @@ async fn poll_loop(
         };
         if tx.send(Ok(msg)).await.is_err() {
             // Not delivered: give the jobs back now rather than after the TTL.
-            let q = shared.queue.clone();
+            let q = q2;
             let t2 = tokens.clone();
             let _ = tokio::task::spawn_blocking(move || {
                 for t in &t2 {
@@ -316,7 +338,9 @@ async fn give_back(shared: &Shared, jobs: &[Job]) {
     if jobs.is_empty() {
         return;
     }
-    let q = shared.queue.clone();
+    let Ok(q) = shared.queue() else {
+        return; // no engine here now: they are reaped after their TTL
+    };
     let tokens: Vec<LeaseToken> = jobs.iter().map(Job::token).collect();
     let _ = tokio::task::spawn_blocking(move || {
         for t in &tokens {

@@ -251,8 +251,10 @@ impl Jobs for JobsService {
         &self,
         _req: Request<pb::MetricsRequest>,
     ) -> Result<Response<pb::MetricsResponse>, Status> {
+        let extra = self.shared.source.extra_metrics();
         let r = self.shared.run(|q| q.metrics()).await.map(|mut t| {
             t.push_str(&self.shared.stats.prometheus());
+            t.push_str(&extra);
             pb::MetricsResponse { text: t }
         });
         self.done("Metrics", r)

@@ -12,18 +12,21 @@ use tokio::sync::watch;
 use tonic::Status;
 
 use crate::poll::Slot;
+use crate::source::Source;
 use crate::stats::ServerStats;
 
 /// What every handler shares.
 pub(crate) struct Shared {
-    pub(crate) queue: Queue,
+    /// Where each call's queue comes from (source.rs): the store, or in
+    /// cluster mode the engine of the current term.
+    pub(crate) source: Source,
     pub(crate) stats: Arc<ServerStats>,
     pub(crate) closing: watch::Receiver<bool>,
     pub(crate) max_wait: Duration,
     /// `ServeOptions::allow_remote_backup` (backup.rs).
     pub(crate) allow_remote_backup: bool,
-    /// Short calls run inline ([`Shared::quick`]): the store does not
-    /// fsync per write.
+    /// Short calls run inline ([`Shared::quick`]): one store that does
+    /// not fsync per write (never in cluster mode).
     inline: bool,
     /// Leases delivered by a PollJobs stream and not yet settled through
     /// the server, by token: the stream whose capacity they count against.
@@ -35,14 +38,17 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn new(
-        queue: Queue,
+        source: Source,
         stats: Arc<ServerStats>,
         closing: watch::Receiver<bool>,
         max_wait: Duration,
     ) -> Self {
-        let inline = queue.config().is_ok_and(|c| !c.sync_writes);
+        let inline = match &source {
+            Source::Fixed(q) => q.config().is_ok_and(|c| !c.sync_writes),
+            Source::Dynamic(_) => false,
+        };
         Shared {
-            queue,
+            source,
             stats,
             closing,
             max_wait,
@@ -51,6 +57,16 @@ impl Shared {
             streamed: Mutex::new(HashMap::new()),
             polls: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// This call's queue, or `UNAVAILABLE` with the leader hint.
+    pub(crate) fn queue(&self) -> Result<Queue, Status> {
+        self.source.queue_or_status()
+    }
+
+    /// The answer for a core error (with the leader hint in cluster mode).
+    pub(crate) fn status(&self, e: &Error) -> Status {
+        self.source.status(e)
     }
 
     pub(crate) fn is_closing(&self) -> bool {
@@ -98,18 +114,20 @@ impl Shared {
     /// [`INLINE_MAX_ITEMS`]): inline on the async worker when the store
     /// does not fsync per write (the call then takes microseconds, and a
     /// hand-off to the blocking pool and back would cost more than the
-    /// call), else on the blocking pool like [`Shared::run`]. A panic in
-    /// the core answers `INTERNAL` either way.
+    /// call), else on the blocking pool like [`Shared::run`] (always in
+    /// cluster mode: a write there waits for a quorum). A panic in the
+    /// core answers `INTERNAL` either way.
     pub(crate) async fn quick<T, F>(&self, f: F) -> Result<T, Status>
     where
         T: Send + 'static,
         F: FnOnce(&Queue) -> Result<T> + Send + 'static,
     {
-        if !self.inline {
-            return self.run(f).await;
-        }
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&self.queue))) {
-            Ok(r) => r.map_err(|e| to_status(&e)),
+        let q = match &self.source {
+            Source::Fixed(q) if self.inline => q,
+            _ => return self.run(f).await,
+        };
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(q))) {
+            Ok(r) => r.map_err(|e| self.status(&e)),
             Err(_) => Err(Status::internal(
                 "server task failed: the core call panicked",
             )),
@@ -122,9 +140,9 @@ impl Shared {
         T: Send + 'static,
         F: FnOnce(&Queue) -> Result<T> + Send + 'static,
     {
-        let q = self.queue.clone();
+        let q = self.queue()?;
         match tokio::task::spawn_blocking(move || f(&q)).await {
-            Ok(r) => r.map_err(|e| to_status(&e)),
+            Ok(r) => r.map_err(|e| self.status(&e)),
             Err(e) => Err(Status::internal(format!("server task failed: {e}"))),
         }
     }

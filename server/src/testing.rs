@@ -140,7 +140,14 @@ pub fn serve_hooked(
     options: ServeOptions,
     hooks: Arc<Hooks>,
 ) -> Result<ServerHandle> {
-    crate::serve_with(store, options, Some(hooks))
+    let config = store.config()?;
+    crate::serve_with(
+        crate::source::Source::Fixed(store),
+        &config,
+        options,
+        Vec::new(),
+        Some(hooks),
+    )
 }
 
 /// A server (on `127.0.0.1`, a port of its own) answering every call

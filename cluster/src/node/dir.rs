@@ -150,6 +150,45 @@ fn log_missing(dir: &Path) -> bool {
     !dir.join("raft").join("CURRENT").exists()
 }
 
+/// The start rules (module doc) without writing anything: what
+/// [`prepare`] (and so `Node::start`) would refuse, for a caller that
+/// checks all its input before it writes (`telha serve --cluster`).
+pub fn check(id: u64, dir: &Path, intent: EmptyDir) -> Result<(), StartRefused> {
+    if is_empty(dir) {
+        return match intent {
+            EmptyDir::Refuse => Err(StartRefused::EmptyDataDir {
+                id,
+                dir: dir.to_path_buf(),
+            }),
+            EmptyDir::Initial | EmptyDir::Join => Ok(()),
+        };
+    }
+    let file = NodeFile::read(id, dir)?;
+    check_existing(id, dir, file.as_ref())
+}
+
+/// The rules for a directory that holds something.
+fn check_existing(id: u64, dir: &Path, file: Option<&NodeFile>) -> Result<(), StartRefused> {
+    if let Some(f) = file {
+        if f.node_id != id {
+            return Err(StartRefused::OtherNode {
+                id,
+                found: f.node_id,
+                dir: dir.to_path_buf(),
+            });
+        }
+    }
+    // A seed not yet started Raft has no log yet: the start makes it.
+    let seeding = file.is_some_and(|f| f.seeding_from.is_some());
+    if log_missing(dir) && !seeding {
+        return Err(StartRefused::LogMissing {
+            id,
+            dir: dir.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
 /// The start rules (module doc), checked before anything in `dir` is
 /// opened: the node file to run with (written for a new directory and for
 /// one that predates the file).
@@ -169,23 +208,7 @@ pub fn prepare(id: u64, dir: &Path, intent: EmptyDir) -> Result<NodeFile, StartR
         };
     }
     let file = NodeFile::read(id, dir)?;
-    if let Some(f) = &file {
-        if f.node_id != id {
-            return Err(StartRefused::OtherNode {
-                id,
-                found: f.node_id,
-                dir: dir.to_path_buf(),
-            });
-        }
-    }
-    // A seed not yet started Raft has no log yet: the start makes it.
-    let seeding = file.as_ref().is_some_and(|f| f.seeding_from.is_some());
-    if log_missing(dir) && !seeding {
-        return Err(StartRefused::LogMissing {
-            id,
-            dir: dir.to_path_buf(),
-        });
-    }
+    check_existing(id, dir, file.as_ref())?;
     match file {
         Some(f) => Ok(f),
         // A directory from before node.toml (issue 38's nodes): adopted.

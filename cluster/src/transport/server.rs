@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use openraft::network::RPCTypes;
+use openraft::raft::AppendEntriesResponse;
 use openraft::Raft;
 use tonic::{Request, Response, Status, Streaming};
 
@@ -129,7 +130,15 @@ impl RaftRpc for PeerService {
         let rpc: openraft::raft::AppendEntriesRequest<TypeConfig> =
             decode("append-entries request", r.format, &r.payload)?;
         let raft = self.admit(r.from, RPCTypes::AppendEntries, r.as_voter)?;
-        reply("append-entries reply", &raft.append_entries(rpc).await)
+        let got = raft.append_entries(rpc).await;
+        // This node heard a leader: noted in its own router, which its
+        // overdue-follower check reads (in one process the sender's
+        // `GrpcNetwork` notes it in the shared router; across processes
+        // only the receiver can).
+        if matches!(&got, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_))) {
+            self.router.mark_heard(self.id);
+        }
+        reply("append-entries reply", &got)
     }
 
     async fn vote(&self, request: Request<RaftRequest>) -> Result<Response<RaftReply>, Status> {

@@ -251,18 +251,22 @@ pub(super) async fn receive_rest(
             Part::Begin(_) => return Err(bad("a second `begin`".into())),
             Part::File(f) => {
                 if let Some(l) = landing.take() {
-                    l.finish()?;
+                    blocking(move || l.finish()).await??;
                 }
                 let plain = Path::new(&f.name).file_name().map(|n| n == f.name.as_str());
                 if f.name.is_empty() || f.name.starts_with('.') || plain != Some(true) {
                     return Err(bad(format!("file name {:?} is not a plain name", f.name)));
                 }
                 let path = dir.join(&f.name);
-                let file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&path)
-                    .map_err(|e| bad(format!("create {}: {e}", path.display())))?;
+                let at = path.clone();
+                let file = blocking(move || {
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&at)
+                })
+                .await?
+                .map_err(|e| bad(format!("create {}: {e}", path.display())))?;
                 files += 1;
                 landing = Some(Landing {
                     path,
@@ -272,7 +276,7 @@ pub(super) async fn receive_rest(
                 });
             }
             Part::Data(bytes) => {
-                let Some(l) = landing.as_mut() else {
+                let Some(mut l) = landing.take() else {
                     return Err(bad("data before a file".into()));
                 };
                 l.got += bytes.len() as u64;
@@ -282,13 +286,19 @@ pub(super) async fn receive_rest(
                         l.path.display()
                     )));
                 }
-                l.file
-                    .write_all(&bytes)
-                    .map_err(|e| bad(format!("write {}: {e}", l.path.display())))?;
+                // Off the async workers: a slow disk must not stall the
+                // runtime that answers heartbeats and client calls.
+                let (l, wrote) = blocking(move || {
+                    let wrote = l.file.write_all(&bytes);
+                    (l, wrote)
+                })
+                .await?;
+                wrote.map_err(|e| bad(format!("write {}: {e}", l.path.display())))?;
+                landing = Some(l);
             }
             Part::End(e) => {
                 if let Some(l) = landing.take() {
-                    l.finish()?;
+                    blocking(move || l.finish()).await??;
                 }
                 if e.files != files {
                     return Err(bad(format!("{files} files came, {} announced", e.files)));
@@ -297,13 +307,26 @@ pub(super) async fn receive_rest(
             }
         }
     }
-    crate::snapshot::sync_dir(&dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+    let at = dir.clone();
+    blocking(move || crate::snapshot::sync_dir(&at))
+        .await?
+        .map_err(|e| bad(format!("{}: {e}", dir.display())))?;
     guard.0 = None;
     let received = Snapshot {
         meta: begin.meta,
         snapshot: Box::new(SnapshotDir::new(dir)),
     };
     Ok(raft.install_full_snapshot(begin.vote, received).await)
+}
+
+/// `f` on tokio's blocking pool (file writes and syncs of a received
+/// snapshot), `INTERNAL` if it panicked.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, tonic::Status> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| tonic::Status::internal(format!("snapshot file task failed: {e}")))
 }
 
 /// The action a snapshot stream is for the join gate.

@@ -18,7 +18,12 @@ pub(super) fn overlay_root(c: &mut Config, root: &Table) -> Result<()> {
     for (k, v) in root {
         match k.as_str() {
             "jobs" => overlay_jobs(c, file_table("jobs", v)?)?,
-            _ => return Err(unknown_key(&key_segment(k), &["jobs"])),
+            // `telha serve --cluster` reads this table (cli/src/cluster_args.rs);
+            // the engine has nothing in it.
+            "cluster" => {
+                file_table("cluster", v)?;
+            }
+            _ => return Err(unknown_key(&key_segment(k), &["jobs", "cluster"])),
         }
     }
     Ok(())

@@ -57,7 +57,7 @@ pub(crate) struct Http {
 pub(crate) async fn serve(l: TcpListener, http: Arc<Http>, mut quit: watch::Receiver<bool>) {
     if let Some(ui) = &http.ui {
         tokio::spawn(throughput::sample(
-            http.shared.queue.clone(),
+            http.shared.source.clone(),
             ui.throughput.clone(),
             quit.clone(),
         ));
@@ -188,7 +188,11 @@ fn probe(http: &Http, req: &Req) -> Response<Body> {
     if *http.shared.closing.borrow() {
         return text(503, "not ready: the server is shutting down\n");
     }
-    match http.shared.queue.ready() {
+    let ready = match http.shared.source.queue() {
+        Ok(q) => q.ready(),
+        Err(nl) => Err(nl.to_error()),
+    };
+    match ready {
         Ok(()) => text(200, "ready\n"),
         Err(e) => text(503, &format!("not ready: {e}\n")),
     }
@@ -202,11 +206,19 @@ async fn metrics(http: &Http, req: &Req) -> Response<Body> {
     if !http.check.allows(auth) {
         return text(401, "bearer token required\n");
     }
-    let q = http.shared.queue.clone();
+    const PROM: &str = "text/plain; version=0.0.4; charset=utf-8";
+    let extra = http.shared.source.extra_metrics();
+    let q = match http.shared.source.queue() {
+        Ok(q) => q,
+        // A cluster's follower still answers its own cluster series.
+        Err(_) if !extra.is_empty() => return reply::with_type(200, PROM, extra.into()),
+        Err(nl) => return text(503, &format!("{}\n", nl.message())),
+    };
     match tokio::task::spawn_blocking(move || q.metrics()).await {
         Ok(Ok(mut t)) => {
             t.push_str(&http.shared.stats.prometheus());
-            reply::with_type(200, "text/plain; version=0.0.4; charset=utf-8", t.into())
+            t.push_str(&extra);
+            reply::with_type(200, PROM, t.into())
         }
         Ok(Err(e)) => text(503, &format!("{e}\n")),
         Err(e) => text(500, &format!("{e}\n")),

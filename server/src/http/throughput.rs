@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value as Json};
 use telha_jobs::{Event, Queue};
+
+use crate::source::Source;
 use tokio::sync::watch;
 
 use crate::service::now_ms;
@@ -72,8 +74,9 @@ fn read(q: &Queue) -> Option<[u64; SHOWN.len()]> {
     Some(out)
 }
 
-/// Sample until `quit`; a closed queue just leaves a gap.
-pub(crate) async fn sample(q: Queue, samples: Arc<Samples>, mut quit: watch::Receiver<bool>) {
+/// Sample until `quit`; a closed queue (or, in cluster mode, no engine on
+/// this node) just leaves a gap.
+pub(crate) async fn sample(source: Source, samples: Arc<Samples>, mut quit: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -81,7 +84,7 @@ pub(crate) async fn sample(q: Queue, samples: Arc<Samples>, mut quit: watch::Rec
             _ = tick.tick() => {}
             _ = quit.wait_for(|q| *q) => return,
         }
-        if let Some(c) = read(&q) {
+        if let Some(c) = source.queue().ok().and_then(|q| read(&q)) {
             samples.push(now_ms(), c);
         }
     }

@@ -66,7 +66,12 @@ impl Ui {
                 "log in (POST /api/v1/login) or send `authorization: Bearer <token>`",
             );
         }
-        let q = http.shared.queue.clone();
+        // In cluster mode, this term's engine; a follower answers 503 with
+        // the leader in the message.
+        let q = match http.shared.source.queue() {
+            Ok(q) => q,
+            Err(nl) => return super::reply::core_error(&nl.to_error()),
+        };
         match req.method {
             Method::GET => api::get(self, q, rest, &req).await,
             Method::POST => {
