@@ -2,15 +2,13 @@
 # An old Debian root file system for the install tests of `make
 # test-dist-all` (issue 47), made once with debootstrap and kept:
 #
-#   rootfs.sh SUITE ARCH DIR
+#   rootfs.sh SUITE ARCH DIR [INCLUDE]
 #
 # SUITE is the oldest Debian release deb.debian.org still serves (bullseye:
 # glibc 2.31, CPython 3.9; older ones moved to archive.debian.org, which is
 # not reachable from these machines). What it holds: python3 with venv (the
 # wheel's README example), gcc (the C example), nothing of the host's;
-# INCLUDE (a comma list, optional) replaces that list.
-#
-#   rootfs.sh SUITE ARCH DIR [INCLUDE]
+# INCLUDE (a comma list of packages) replaces that list.
 #
 # ARCH other than the host's (arm64) runs under qemu-user-static, without
 # binfmt_misc (not mounted in these containers, and a kernel-wide setting):
