@@ -140,12 +140,23 @@ impl Cluster {
     /// retries): OK on the leader, the status elsewhere.
     pub fn probe(&self, id: u64) -> Result<(), tonic::Status> {
         let url = self.urls[&id].clone();
-        self.rt.block_on(async move {
+        // Bounded: a node that takes the call and never answers is a
+        // failure with a message, not a hung test.
+        let call = async move {
             let mut c = JobsClient::connect(url)
                 .await
                 .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
             let id = uuid_bytes();
             c.get(pb::GetRequest { id }).await.map(drop)
+        };
+        self.rt.block_on(async move {
+            tokio::time::timeout(Duration::from_secs(5), call)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(tonic::Status::deadline_exceeded(format!(
+                        "node {id}: no answer to Get within 5 s"
+                    )))
+                })
         })
     }
 
