@@ -54,7 +54,6 @@ fn assert_present(url: &str, ids: &[JobId]) {
 }
 
 #[test]
-#[ignore = "hangs intermittently (2 of 4 runs): to be found before it joins `make test`"]
 fn three_processes_elect_serve_fail_over_and_catch_up() {
     let tmp = tempfile::tempdir().unwrap();
     let mut c = Cluster::start(tmp.path());
@@ -78,6 +77,27 @@ fn three_processes_elect_serve_fail_over_and_catch_up() {
         assert_eq!(url.as_deref(), Some(c.urls[&leader].as_str()), "{s:?}");
         assert!(s.message().contains(&format!("node {leader}")), "{s:?}");
     }
+
+    // `telha cluster status --json` against a follower of the real
+    // processes: the Admin service is mounted beside Jobs and Raft.
+    let f = c.nodes.keys().copied().find(|&id| id != leader).unwrap();
+    let out = telha()
+        .args(["cluster", "status", "--json", "--url", &c.urls[&f]])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["leader"]["id"], serde_json::json!(leader), "{v}");
+    assert_eq!(
+        v["leader"]["url"],
+        serde_json::json!(c.urls[&leader]),
+        "{v}"
+    );
 
     // The leader SIGKILLed: a new one, with every acknowledged job.
     c.kill9(leader);

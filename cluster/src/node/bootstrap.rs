@@ -73,16 +73,22 @@ impl Node {
     }
 
     /// Whether this node holds no log entry, no snapshot and no
-    /// membership.
+    /// membership. Read from Raft's state, not its metrics (right after
+    /// start those may still be the initial, empty ones). A log's first
+    /// entry is a membership, so no voters and no snapshot is no log.
     pub fn raft_state_empty(&self) -> bool {
-        let m = self.metrics();
-        m.last_log_index.is_none()
-            && m.snapshot.is_none()
-            && m.membership_config
-                .membership()
-                .voter_ids()
-                .next()
-                .is_none()
+        self.block_on(self.raft.with_raft_state(|st| {
+            st.snapshot_meta.last_log_id.is_none()
+                && st
+                    .membership_state
+                    .effective()
+                    .membership()
+                    .voter_ids()
+                    .next()
+                    .is_none()
+        }))
+        // A stopped core: not empty, so nothing is initialized over it.
+        .unwrap_or(false)
     }
 
     /// Refuse `peers` (id → URL) that disagree with the membership this
@@ -91,8 +97,15 @@ impl Node {
     /// membership yet, or in a joint configuration (a change under way),
     /// is not refused here.
     pub fn check_peers(&self, peers: &BTreeMap<u64, String>) -> Result<(), NodeError> {
-        let m = self.metrics();
-        let membership = m.membership_config.membership();
+        // From Raft's state, not its metrics: right after start the core
+        // task may not have published them yet, and the initial (empty)
+        // metrics would let any peer list through.
+        let membership = self
+            .block_on(
+                self.raft
+                    .with_raft_state(|st| st.membership_state.effective().membership().clone()),
+            )
+            .map_err(|e| NodeError(format!("node {}: raft: {e}", self.id)))?;
         if membership.get_joint_config().len() != 1 {
             return Ok(());
         }
